@@ -1,0 +1,42 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   run the main job
+#   make test   run the whole test suite
+# Each creates or refreshes the project-local virtual environment .venv first.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench-storage java clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[spark,dev,bench]'
+	@touch $(STAMP)
+
+# PySpark needs Java 17+. Say so in one line; as root, install Debian's JRE ourselves.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "java not found: installing Debian's openjdk-17-jre-headless"; \
+	    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	  else \
+	    echo "kraft: Java 17+ is required for PySpark; install it with: sudo apt-get install openjdk-17-jre-headless" >&2; exit 1; \
+	  fi; }
+
+demo: $(STAMP) java
+	$(PY) -m kraft.demo
+
+test: $(STAMP) java
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(PY) -m pytest -q
+
+bench-storage: $(STAMP)
+	$(VENV)/bin/kraft bench storage
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

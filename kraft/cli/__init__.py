@@ -1,0 +1,51 @@
+"""The `kraft` command line: the one composition root, which imports the rest lazily.
+
+Each subcommand lives in its own module with ``add_parser(subparsers)``; handlers import what
+they need when they run, so ``kraft --help`` stays fast. Errors end as one line on stderr and a
+non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from kraft.cli import bench, dump_log, sim
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kraft",
+        description="kraft: a Kafka-style replicated log (Raft controllers, ISR brokers).",
+    )
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (dump_log, bench, sim):
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from kraft.logs import configure_logging
+
+    configure_logging(args.log_level)
+    from storage.errors import KraftError
+
+    try:
+        code: int = args.handler(args)
+    except KraftError as e:
+        print(f"kraft: error: {e.message} ({e.code.name})", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"kraft: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

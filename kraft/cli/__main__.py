@@ -1,0 +1,5 @@
+import sys
+
+from kraft.cli import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""``kraft bench ...``: benchmarks that print each figure beside a baseline measured in the
+same run (raw file I/O, raw gRPC, a peer library), never an absolute target."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="run a benchmark (storage, ...)",
+        description="Run a benchmark and print it beside a baseline measured in the same run.",
+    )
+    bsub = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    s = bsub.add_parser(
+        "storage",
+        help="log append/read throughput vs raw os.write/os.read",
+        epilog="example: kraft bench storage --total-mb 512 --json",
+    )
+    s.add_argument("--dir", default=None, help="directory to write in (default: a temp dir)")
+    s.add_argument("--total-mb", type=int, default=256, help="MB to append without fsync")
+    s.add_argument("--synced-mb", type=int, default=32, help="MB to append with fsync each")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(handler=_run_storage)
+
+
+def _run_storage(args: argparse.Namespace) -> int:
+    from kraft.bench.storage import main
+
+    argv = ["--total-mb", str(args.total_mb), "--synced-mb", str(args.synced_mb)]
+    if args.dir:
+        argv += ["--dir", args.dir]
+    if args.json:
+        argv.append("--json")
+    result: int = main(argv)
+    return result

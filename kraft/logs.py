@@ -1,0 +1,58 @@
+"""structlog, configured once for the whole project.
+
+Every component takes or makes a bound logger (``structlog.get_logger().bind(node_id=...,
+role=...)``) and logs past-tense snake_case events. The composition root (the CLI, a server
+process, a test) calls `configure_logging` once: key-value lines when stderr is a terminal,
+JSON lines otherwise (log files of `LocalCluster` processes, CI).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+def configure_logging(level: str = "info", *, json: bool | None = None, stream: Any = None) -> None:
+    """Configure structlog for this process.
+
+    Args:
+        level: minimum level: debug, info, warning, error or critical.
+        json: force JSON (True) or key-value (False); by default JSON unless on a terminal.
+        stream: where to write (default ``sys.stderr``).
+    """
+    out = stream if stream is not None else sys.stderr
+    as_json = (not out.isatty()) if json is None else json
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if as_json
+        else structlog.dev.ConsoleRenderer(colors=out.isatty())
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level.lower()]),
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=False,
+    )
+
+
+def quiet() -> None:
+    """Drop everything below warning: for library users and tests that want silence."""
+    configure_logging("warning")

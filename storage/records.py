@@ -1,0 +1,502 @@
+"""Record batches in Kafka's v2 layout (magic 2), the one on-disk and on-wire format of kraft.
+
+Theory of operation
+-------------------
+A batch is a 61-byte header followed by the records section::
+
+    offset  size  field
+    0       8     base_offset             \\  the "log overhead": rewritten by the leader,
+    8       4     batch_length            /   batch_length counts every byte after itself
+    12      4     partition_leader_epoch  stamped by the leader; outside the CRC
+    16      1     magic (= 2)
+    17      4     crc                     CRC-32C (Castagnoli) of bytes 21..end
+    21      2     attributes              bits 0-2 compression, 3 timestamp type,
+                                          4 transactional, 5 control
+    23      4     last_offset_delta
+    27      8     base_timestamp
+    35      8     max_timestamp
+    43      8     producer_id
+    51      2     producer_epoch
+    53      4     base_sequence
+    57      4     record_count
+    61      ...   records (compressed as a whole when the codec is not none)
+
+Each record is varint-framed: ``length, attributes(int8), timestamp_delta(varlong),
+offset_delta(varint), key_length, key, value_length, value, header_count, headers...``, where
+lengths of -1 mean null and every varint is zigzag-encoded, as in Kafka's ``DefaultRecord``.
+
+Because the CRC starts at ``attributes``, a leader can assign offsets and stamp its epoch by
+rewriting bytes 0..15 in place (`set_base_offset`, `set_partition_leader_epoch`) without
+touching or re-checksumming the records: the broker treats a batch as bytes on its hot path.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import google_crc32c
+
+from storage.errors import (
+    CorruptRecordError,
+    UnsupportedCompressionTypeError,
+)
+
+MAGIC = 2
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12
+"""Bytes before ``batch_length`` counts: base offset (8) and batch length (4)."""
+CRC_START = 21
+"""The CRC covers the batch from ``attributes`` (byte 21) to its end."""
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")  # base_offset, batch_length
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_ATTRIBUTES_TO_END = struct.Struct(">hiqqqhii")  # everything the CRC covers up to the records
+assert _HEADER.size == BATCH_HEADER_SIZE
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+
+class Compression(enum.IntEnum):
+    """Per-batch compression codecs (Kafka's numbering; gzip and snappy are not supported)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimpleRecord:
+    """A record to put into a batch; offsets and timestamp deltas are assigned by `build_batch`."""
+
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[Header, ...] = ()
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    """A record read back from a batch, with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """Every header field of a v2 batch, read without decoding its records."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp_ms: int
+    max_timestamp_ms: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & _COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return (
+            TimestampType.LOG_APPEND_TIME
+            if self.attributes & _TIMESTAMP_TYPE_BIT
+            else (TimestampType.CREATE_TIME)
+        )
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+# --- varints (zigzag, as protobuf's sint32/sint64 and Kafka's ByteUtils) -----------------------
+
+_SMALL = 1 << 14
+
+
+def _encode_unsigned(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL_VARINTS: list[bytes] = [_encode_unsigned(z) for z in range(_SMALL)]
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag varint of a signed 64-bit integer."""
+    z = (value << 1) ^ (value >> 63)
+    if z < _SMALL:
+        return _SMALL_VARINTS[z]
+    return _encode_unsigned(z)
+
+
+def decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Return ``(value, next_pos)``; raises `CorruptRecordError` on a truncated varint."""
+    shift = 0
+    result = 0
+    try:
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+            if shift > 63:
+                raise CorruptRecordError("varint longer than 10 bytes")
+    except IndexError:
+        raise CorruptRecordError("truncated varint") from None
+    return (result >> 1) ^ -(result & 1), pos
+
+
+_NULL = encode_varint(-1)
+
+
+def _bytes_field(value: bytes | None) -> bytes:
+    if value is None:
+        return _NULL
+    return encode_varint(len(value)) + value
+
+
+# --- compression ---------------------------------------------------------------------------------
+
+
+def _compress(codec: Compression, data: bytes) -> bytes:
+    if codec is Compression.NONE:
+        return data
+    if codec is Compression.ZSTD:
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3).compress(data)
+    if codec is Compression.LZ4:
+        import lz4.frame
+
+        return bytes(lz4.frame.compress(data))
+    raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
+
+
+def _decompress(codec: Compression, data: bytes | memoryview) -> bytes:
+    try:
+        if codec is Compression.ZSTD:
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+        if codec is Compression.LZ4:
+            import lz4.frame
+
+            return bytes(lz4.frame.decompress(bytes(data)))
+    except Exception as e:  # the codecs raise their own error types on garbage
+        raise CorruptRecordError(f"cannot decompress {codec.name} records: {e}") from e
+    raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
+
+
+# --- building ------------------------------------------------------------------------------------
+
+
+def _encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[Header, ...],
+) -> bytes:
+    parts = [
+        b"\x00",  # record attributes: unused in v2
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _bytes_field(key),
+        _bytes_field(value),
+        encode_varint(len(headers)),
+    ]
+    for hkey, hvalue in headers:
+        parts.append(_bytes_field(hkey.encode()))
+        parts.append(_bytes_field(hvalue))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+def build_batch(
+    records: Iterable[SimpleRecord | bytes],
+    *,
+    timestamp_ms: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    compression: Compression = Compression.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_control: bool = False,
+    is_transactional: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> bytes:
+    """Encode records into one v2 batch.
+
+    Args:
+        records: `SimpleRecord`s, or plain ``bytes`` taken as values with no key.
+        timestamp_ms: the timestamp of records that carry none (the caller's clock: cores
+            pass their ``now_ms``).
+
+    Raises:
+        ValueError: on an empty batch.
+        UnsupportedCompressionTypeError: for gzip or snappy.
+    """
+    encoded: list[bytes] = []
+    base_ts: int | None = None
+    max_ts = -1
+    delta = 0
+    for delta, rec in enumerate(records):
+        if isinstance(rec, bytes | bytearray | memoryview):
+            ts = timestamp_ms
+            key: bytes | None = None
+            value: bytes | None = bytes(rec)
+            headers: tuple[Header, ...] = ()
+        else:
+            ts = timestamp_ms if rec.timestamp_ms is None else rec.timestamp_ms
+            key, value, headers = rec.key, rec.value, rec.headers
+        if base_ts is None:
+            base_ts = ts
+        if ts > max_ts:
+            max_ts = ts
+        encoded.append(_encode_record(delta, ts - base_ts, key, value, headers))
+    if base_ts is None:
+        raise ValueError("a batch needs at least one record")
+    count = len(encoded)
+    body = _compress(compression, b"".join(encoded))
+    attributes = int(compression)
+    if timestamp_type is TimestampType.LOG_APPEND_TIME:
+        attributes |= _TIMESTAMP_TYPE_BIT
+    if is_transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    if is_control:
+        attributes |= _CONTROL_BIT
+    covered = (
+        _ATTRIBUTES_TO_END.pack(
+            attributes,
+            count - 1,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+        + body
+    )
+    crc = google_crc32c.value(covered)
+    prefix = struct.pack(
+        ">qiibI",
+        base_offset,
+        len(covered) + 9,  # epoch (4) + magic (1) + crc (4) precede the covered bytes
+        partition_leader_epoch,
+        MAGIC,
+        crc,
+    )
+    return prefix + covered
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at ``pos`` without decoding records or checking the CRC.
+
+    Raises:
+        CorruptRecordError: if fewer than 61 bytes remain, the magic is not 2, or the batch
+            length is impossible.
+    """
+    if len(buf) - pos < BATCH_HEADER_SIZE:
+        raise CorruptRecordError(f"truncated batch header at position {pos}")
+    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    if header.magic != MAGIC:
+        raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos}")
+    if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or header.last_offset_delta < 0:
+        raise CorruptRecordError(f"invalid batch length or offset delta at position {pos}")
+    return header
+
+
+def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
+    return int(google_crc32c.value(bytes(memoryview(buf)[pos + CRC_START : pos + size])))
+
+
+def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the header at ``pos`` and check that the whole batch is present and its CRC holds.
+
+    Raises:
+        CorruptRecordError: on a truncated batch, bad magic or CRC mismatch.
+    """
+    header = read_header(buf, pos)
+    size = header.size_bytes
+    if len(buf) - pos < size:
+        raise CorruptRecordError(f"truncated batch at position {pos}: {len(buf) - pos} < {size}")
+    if compute_crc(buf, pos, size) != header.crc:
+        raise CorruptRecordError(f"CRC mismatch in batch at offset {header.base_offset}")
+    return header
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview, pos: int = 0
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield ``(position, header)`` of each whole batch in ``buf``, stopping before an
+    incomplete tail (a partial batch is not an error: a read may end mid-batch)."""
+    end = len(buf)
+    while end - pos >= BATCH_HEADER_SIZE:
+        header = read_header(buf, pos)
+        if end - pos < header.size_bytes:
+            return
+        yield pos, header
+        pos += header.size_bytes
+
+
+def _records_section(batch: bytes | bytearray | memoryview, header: BatchHeader) -> memoryview:
+    body = memoryview(batch)[BATCH_HEADER_SIZE : header.size_bytes]
+    if header.compression is Compression.NONE:
+        return body
+    return memoryview(_decompress(header.compression, body))
+
+
+def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Decode the records of one batch (positioned at 0) with absolute offsets and timestamps.
+
+    Raises:
+        CorruptRecordError: if the records section is malformed.
+    """
+    header = read_header(batch, 0)
+    data = _records_section(batch, header)
+    base_offset, base_ts = header.base_offset, header.base_timestamp_ms
+    log_append = header.timestamp_type is TimestampType.LOG_APPEND_TIME
+    pos = 0
+    for _ in range(header.record_count):
+        length, pos = decode_varint(data, pos)
+        end = pos + length
+        if end > len(data) or length < 0:
+            raise CorruptRecordError("record extends past its batch")
+        pos += 1  # attributes
+        ts_delta, pos = decode_varint(data, pos)
+        offset_delta, pos = decode_varint(data, pos)
+        key, pos = _read_bytes(data, pos)
+        value, pos = _read_bytes(data, pos)
+        count, pos = decode_varint(data, pos)
+        headers: list[Header] = []
+        for _h in range(count):
+            hkey, pos = _read_bytes(data, pos)
+            hvalue, pos = _read_bytes(data, pos)
+            headers.append(((hkey or b"").decode(), hvalue))
+        if pos != end:
+            raise CorruptRecordError("record length does not match its fields")
+        yield Record(
+            offset=base_offset + offset_delta,
+            timestamp_ms=header.max_timestamp_ms if log_append else base_ts + ts_delta,
+            key=key,
+            value=value,
+            headers=tuple(headers),
+        )
+
+
+def _read_bytes(data: memoryview, pos: int) -> tuple[bytes | None, int]:
+    n, pos = decode_varint(data, pos)
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise CorruptRecordError("field extends past its record")
+    return bytes(data[pos:end]), end
+
+
+def record_values(batch: bytes | bytearray | memoryview) -> list[bytes | None]:
+    """The values of a batch's records, in order (a cheaper path for state machines)."""
+    return [r.value for r in iter_records(batch)]
+
+
+# --- in-place rewrites (outside the CRC) --------------------------------------------------------
+
+
+def set_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 0) -> None:
+    """Assign offsets to a batch by rewriting its base offset in place; the CRC still holds."""
+    _BASE_OFFSET.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int, pos: int = 0) -> None:
+    """Stamp the leader epoch in place; the CRC still holds (it starts at attributes)."""
+    _LEADER_EPOCH.pack_into(buf, pos + 12, epoch)
+
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "MAGIC",
+    "BatchHeader",
+    "Compression",
+    "Header",
+    "Record",
+    "SimpleRecord",
+    "TimestampType",
+    "build_batch",
+    "decode_varint",
+    "encode_varint",
+    "iter_batches",
+    "iter_records",
+    "read_header",
+    "record_values",
+    "set_base_offset",
+    "set_partition_leader_epoch",
+    "validate_batch",
+]

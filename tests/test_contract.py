@@ -1,0 +1,121 @@
+"""The wire contract and the architecture rules that keep kraft honest.
+
+- the committed generated code matches proto/;
+- proto's ErrorCode and Python's are the same enum, and each code has exactly one exception;
+- dependencies point one way (storage <- kraft <- replication <- spark), the CLI excepted;
+- pure cores import no I/O, clock or global randomness (STYLE §1).
+"""
+
+from __future__ import annotations
+
+import ast
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraft._generated import errors_pb2
+from storage.errors import ERROR_CLASSES, ErrorCode, KraftError, error_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_generated_code_is_fresh_against_proto() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "proto" / "generate.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_proto_and_python_error_codes_are_the_same_enum() -> None:
+    proto = {v.name: v.number for v in errors_pb2.DESCRIPTOR.enum_types_by_name["ErrorCode"].values}
+    python = {c.name: c.value for c in ErrorCode}
+    assert proto == python
+
+
+def test_every_error_code_but_none_has_exactly_one_exception_class() -> None:
+    assert set(ERROR_CLASSES) == set(ErrorCode) - {ErrorCode.NONE}
+    codes = [cls.code for cls in KraftError.__subclasses__()]
+    assert len(codes) == len(set(codes))
+
+
+@pytest.mark.parametrize("code", sorted(set(ErrorCode) - {ErrorCode.NONE}))
+def test_error_for_maps_a_wire_code_to_its_class_and_pickles(code: ErrorCode) -> None:
+    err = error_for(code, "boom")
+    assert err.code is code and err.message == "boom"
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is type(err) and again.message == "boom"
+
+
+def test_unknown_wire_code_becomes_unknown_server_error() -> None:
+    assert error_for(31337).code is ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+LAYERS = {"storage": 0, "kraft": 1, "replication": 2, "spark": 3}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_dependencies_point_one_way(package: str) -> None:
+    bad: list[str] = []
+    for path in (ROOT / package).rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[:2] in {("kraft", "cli"), ("kraft", "_generated")}:
+            continue  # the composition root may import everything (lazily)
+        if rel.name == "cli.py" and rel.parts[0] == "kraft":
+            continue
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in LAYERS and LAYERS[top] > LAYERS[package]:
+                bad.append(f"{rel} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+CORE_DIRS = ["kraft/raft", "kraft/metadata", "kraft/controller"]
+SHELL_NAMES = {"server.py", "service.py", "shell.py", "process.py", "transport.py", "client.py"}
+FORBIDDEN = {"grpc", "asyncio", "time", "os", "rocksdict", "socket", "threading", "random"}
+
+
+def test_pure_cores_import_no_io_clock_or_randomness() -> None:
+    bad: list[str] = []
+    for d in CORE_DIRS:
+        for path in (ROOT / d).rglob("*.py"):
+            if path.name in SHELL_NAMES:
+                continue
+            for name in _imports(path):
+                if name.split(".")[0] in FORBIDDEN and name != "random":
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_pure_cores_use_only_an_injected_random_generator() -> None:
+    """``random.Random`` may appear (as the injected generator's type); module-level
+    ``random.random()``, ``random.choice()``... draw from the global seed and may not."""
+    bad: list[str] = []
+    for d in CORE_DIRS:
+        for path in (ROOT / d).rglob("*.py"):
+            if path.name in SHELL_NAMES:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "random"
+                    and node.attr != "Random"
+                ):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno} uses random.{node.attr}")
+    assert not bad, "\n".join(bad)
