@@ -56,3 +56,11 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
 def quiet() -> None:
     """Drop everything below warning: for library users and tests that want silence."""
     configure_logging("warning")
+
+
+def ensure_configured() -> None:
+    """Configure warning-level logs to stderr unless the application configured structlog
+    itself: structlog's own default prints everything to stdout, which an embedding program
+    may be using."""
+    if not structlog.is_configured():
+        configure_logging("warning")

@@ -406,6 +406,13 @@ def iter_batches(
         pos += header.size_bytes
 
 
+def split_batches(buf: bytes | bytearray | memoryview) -> list[bytes]:
+    """The whole batches of a concatenation of batches, as separate ``bytes`` (a torn tail is
+    dropped)."""
+    view = memoryview(buf)
+    return [bytes(view[pos : pos + h.size_bytes]) for pos, h in iter_batches(view)]
+
+
 def _records_section(batch: bytes | bytearray | memoryview, header: BatchHeader) -> memoryview:
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size_bytes]
     if header.compression is Compression.NONE:
@@ -498,5 +505,6 @@ __all__ = [
     "record_values",
     "set_base_offset",
     "set_partition_leader_epoch",
+    "split_batches",
     "validate_batch",
 ]

@@ -28,7 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        args.rest = extra  # the subcommand parses its own options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from kraft.logs import configure_logging
 
     configure_logging(args.log_level)

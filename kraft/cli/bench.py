@@ -24,6 +24,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--synced-mb", type=int, default=32, help="MB to append with fsync each")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(handler=_run_storage)
+    r = bsub.add_parser(
+        "raft",
+        help="3-process Raft log: throughput, latency and failover vs PySyncObj",
+        epilog="example: kraft bench raft --entries 200000 --latency-ops 500 --json",
+        add_help=False,  # its own parser (kraft.bench.raft) answers --help
+    )
+    r.set_defaults(handler=_run_raft, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -35,4 +42,11 @@ def _run_storage(args: argparse.Namespace) -> int:
     if args.json:
         argv.append("--json")
     result: int = main(argv)
+    return result
+
+
+def _run_raft(args: argparse.Namespace) -> int:
+    from kraft.bench.raft import main
+
+    result: int = main(list(args.rest))
     return result

@@ -1,0 +1,707 @@
+"""The segmented log: a directory of segments holding a partition's (or the Raft log's) batches.
+
+Theory of operation
+-------------------
+A log is a list of `LogSegment`s named by base offset; only the last one, the *active*
+segment, takes appends. It rolls to a new segment when an append would exceed
+``segment.bytes``, when its first append is older than ``segment.ms``, or when an index is full.
+Retention deletes whole segments from the front (never the active one) and moves the *log
+start offset* up; truncation cuts from the back. Offsets are strictly contiguous from the log
+start offset to the *log end offset* (LEO, the next offset to assign).
+
+Batches are bytes: a leader append validates each batch's header, size and CRC, rewrites its
+base offset (and leader epoch) in place and writes the whole call in one ``os.write``; a read
+is an index lookup and one ``os.pread``. Nothing decodes records on these paths.
+
+Durability contract
+-------------------
+- `append` returns once the bytes are in the OS page cache. They are durable when `flush`
+  returns, or at once with ``sync_every_append`` (one fdatasync per call: callers batch), or
+  when ``flush.messages`` / ``flush.ms`` trigger a flush.
+- `recovery_point` is the offset below which everything is durable. `flush` also writes it to
+  ``recovery-point-offset-checkpoint`` (after fsyncing the data and indexes below it), so
+  recovery only re-validates what lies above the checkpoint.
+- `truncate_to`, `truncate_fully_and_start_at`, log-start-offset changes and leader-epoch
+  changes are durable when they return.
+- After a crash, `SegmentedLog.open` keeps every flushed batch and never serves a corrupt one
+  (see `storage.log_loader`).
+
+Not thread-safe: one owner calls it (the shell's event loop).
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import google_crc32c
+import structlog
+
+from storage.checkpoint import fsync_dir, write_offset
+from storage.config import INT_MAX, LogConfig
+from storage.errors import (
+    CorruptRecordError,
+    InvalidOffsetError,
+    InvalidRecordError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from storage.log_loader import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    load_log,
+)
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from storage.segment import BatchSpan, LogSegment, parse_header, scan_batches
+
+EARLIEST_TIMESTAMP = -2
+"""`offset_for_timestamp` of this answers the log start offset (Kafka's ListOffsets -2)."""
+LATEST_TIMESTAMP = -1
+"""`offset_for_timestamp` of this answers the log end offset (Kafka's ListOffsets -1)."""
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
+_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_CRC_START = 21
+_crc32c = google_crc32c.value
+
+_logger = structlog.get_logger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentInfo:
+    """A read-only description of one segment."""
+
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    max_timestamp_ms: int
+
+
+class SegmentedLog:
+    """A segmented, recoverable log of v2 record batches in one directory. Use `open`."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int]) -> None:
+        self._directory = directory
+        self._config = config
+        self._clock_ms = clock_ms
+        self._log = _logger.bind(directory=str(directory))
+        loaded = load_log(directory, config)
+        self._segments: list[LogSegment] = loaded.segments
+        self._bases: list[int] = [s.base_offset for s in self._segments]
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._checkpointed_recovery_point = loaded.checkpointed_recovery_point
+        self._checkpointed_log_start_offset = loaded.checkpointed_log_start_offset
+        self._epoch_cache = LeaderEpochCache(
+            directory / LEADER_EPOCH_CHECKPOINT,
+            lambda: self._segments[-1].next_offset,
+            loaded.epoch_cache.entries,
+        )
+        self._dir_dirty = False
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock_ms()
+        self._closed = False
+        self.had_clean_shutdown = loaded.had_clean_shutdown
+        if self._checkpointed_log_start_offset != self._log_start_offset:
+            self._write_log_start_checkpoint()
+        if (self._checkpointed_recovery_point or 0) > self._recovery_point:
+            self._write_recovery_point_checkpoint()
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | Path,
+        config: LogConfig | None = None,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> SegmentedLog:
+        """Open the log in ``directory``, creating it if needed and recovering it if it was not
+        closed cleanly.
+
+        Args:
+            config: the log's settings (default `LogConfig()`).
+            clock_ms: the clock for ``segment.ms``, ``flush.ms`` and retention (wall clock by
+                default; tests and the simulator inject theirs).
+
+        Raises:
+            KafkaStorageError: on a malformed checkpoint file.
+            OSError: if the directory is not usable.
+        """
+        return cls(Path(directory), config or LogConfig(), clock_ms or wall_clock_ms)
+
+    # --- read-only state -------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is durable on disk."""
+        return self._recovery_point
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self._epoch_cache
+
+    @property
+    def segments(self) -> list[SegmentInfo]:
+        return [
+            SegmentInfo(
+                base_offset=s.base_offset,
+                next_offset=s.next_offset,
+                size_bytes=s.size,
+                max_timestamp_ms=s.max_timestamp_ms,
+            )
+            for s in self._segments
+        ]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: see `LeaderEpochCache.end_offset_for`."""
+        self._check_open()
+        return self._epoch_cache.end_offset_for(epoch)
+
+    # --- appends ---------------------------------------------------------------------------------
+
+    def append(
+        self, batch: bytes | bytearray | memoryview, *, leader_epoch: int | None = None
+    ) -> int:
+        """Append one or more concatenated batches as leader: validate them, assign offsets
+        from the log end offset (rewriting each base offset), stamp ``leader_epoch`` if given,
+        and write them in one write. Durability: see the module docstring.
+
+        Returns:
+            The base offset assigned to the first batch.
+
+        Raises:
+            CorruptRecordError: a batch is truncated, has a bad magic or fails its CRC.
+            RecordTooLargeError: a batch exceeds ``max.message.bytes``, or the whole append
+                exceeds ``segment.bytes``.
+            InvalidRecordError: ``batch`` is empty.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        data = batch if type(batch) is bytes else bytes(batch)
+        if len(data) >= BATCH_HEADER_SIZE:
+            h = _HEADER.unpack_from(data, 0)
+            if h[1] + LOG_OVERHEAD == len(data):
+                return self._append_one(data, h, leader_epoch)
+        spans = scan_batches(data, expected_offset=None)[0]
+        if not spans:
+            raise InvalidRecordError("an append needs at least one batch")
+        self._check_append_size(len(data))
+        limit = self._config.max_message_bytes
+        for span in spans:
+            if span.size > limit:
+                raise RecordTooLargeError(
+                    f"batch of {span.size} bytes exceeds max.message.bytes={limit}"
+                )
+        out = bytearray(data)
+        first = offset = self.log_end_offset
+        assigned: list[BatchSpan] = []
+        for span in spans:
+            set_base_offset(out, offset, span.position)
+            epoch = span.partition_leader_epoch
+            if leader_epoch is not None:
+                set_partition_leader_epoch(out, leader_epoch, span.position)
+                epoch = leader_epoch
+            nxt = offset + span.next_offset - span.base_offset
+            assigned.append(
+                span._replace(base_offset=offset, next_offset=nxt, partition_leader_epoch=epoch)
+            )
+            offset = nxt
+        if leader_epoch is not None:
+            if leader_epoch != self._epoch_cache.latest_epoch:
+                self._epoch_cache.assign(leader_epoch, first)
+        else:
+            self._assign_epochs(assigned)
+        self._append(out, assigned)
+        return first
+
+    def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
+        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix),
+        # and the roll and flush checks inlined. Keep it in step with `_append`.
+        size = len(data)
+        config = self._config
+        if h[3] != MAGIC or h[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or h[6] < 0:
+            parse_header(data, 0)  # raises CorruptRecordError with the reason
+        if size > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
+            )
+        if size > config.segment_bytes:
+            self._check_append_size(size)
+        if _crc32c(data[_CRC_START:]) != h[4]:
+            raise CorruptRecordError("CRC mismatch in batch")
+        seg = self._segments[-1]
+        offset = seg.next_offset
+        next_offset = offset + h[6] + 1
+        epoch = h[2] if leader_epoch is None else leader_epoch
+        if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
+            self._epoch_cache.assign(epoch, offset)
+        now_ms = self._clock_ms()
+        if seg.size and (
+            seg.size + size > config.segment_bytes
+            or now_ms > seg.roll_deadline_ms
+            or seg.indexes_full
+            or next_offset - seg.base_offset > INT_MAX
+        ):
+            seg = self._roll(now_ms)
+        seg.append_batch(_PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms)
+        if config.sync_every_append:
+            self._sync_data()
+        else:
+            self._unflushed_messages += h[12]
+            if (
+                self._unflushed_messages >= config.flush_messages
+                or now_ms - self._last_flush_ms >= config.flush_ms
+            ):
+                self._flush(now_ms, checkpoint=False)
+        return offset
+
+    def append_as_follower(self, batches: bytes | bytearray | memoryview) -> int:
+        """Append batches fetched from the leader, keeping their offsets and leader epochs.
+
+        Returns:
+            The base offset of the first batch (the log end offset before the call).
+
+        Raises:
+            InvalidOffsetError: the batches do not continue the log end offset contiguously.
+            CorruptRecordError: a batch is truncated or fails its CRC.
+            RecordTooLargeError: the append exceeds ``segment.bytes``.
+            InvalidRecordError: ``batches`` is empty.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        data = batches if type(batches) is bytes else bytes(batches)
+        spans = scan_batches(data, expected_offset=None)[0]
+        if not spans:
+            raise InvalidRecordError("an append needs at least one batch")
+        self._check_append_size(len(data))
+        expected = first = self.log_end_offset
+        for span in spans:
+            if span.base_offset != expected:
+                raise InvalidOffsetError(
+                    f"batch base offset {span.base_offset} does not continue the log at {expected}"
+                )
+            expected = span.next_offset
+        self._assign_epochs(spans)
+        self._append(data, spans)
+        return first
+
+    def _assign_epochs(self, spans: list[BatchSpan]) -> None:
+        cache = self._epoch_cache
+        latest = cache.latest_epoch
+        for span in spans:
+            epoch = span.partition_leader_epoch
+            if epoch >= 0 and epoch != latest:
+                cache.assign(epoch, span.base_offset)
+                latest = cache.latest_epoch
+
+    def _check_append_size(self, size: int) -> None:
+        # Kafka: a whole append must fit in one segment (RecordBatchTooLargeException).
+        if size > self._config.segment_bytes:
+            raise RecordTooLargeError(
+                f"append of {size} bytes exceeds segment.bytes={self._config.segment_bytes}"
+            )
+
+    def _append(self, data: bytes | bytearray, spans: list[BatchSpan]) -> None:
+        now_ms = self._clock_ms()
+        seg = self._segment_for_append(len(data), spans[-1].next_offset, now_ms)
+        seg.append(data, spans, now_ms)
+        self._after_append(sum(span.record_count for span in spans), now_ms)
+
+    def _segment_for_append(self, size: int, next_offset: int, now_ms: int) -> LogSegment:
+        """The active segment, rolled first if this append must not go into it."""
+        config = self._config
+        seg = self._segments[-1]
+        if seg.size and (
+            seg.size + size > config.segment_bytes
+            or now_ms > seg.roll_deadline_ms
+            or seg.indexes_full
+            or next_offset - seg.base_offset > INT_MAX
+        ):
+            seg = self._roll(now_ms)
+        return seg
+
+    def _after_append(self, records: int, now_ms: int) -> None:
+        config = self._config
+        if config.sync_every_append:
+            self._sync_data()
+            return
+        self._unflushed_messages += records
+        if (
+            self._unflushed_messages >= config.flush_messages
+            or now_ms - self._last_flush_ms >= config.flush_ms
+        ):
+            self._flush(now_ms, checkpoint=False)
+
+    def _roll(self, now_ms: int) -> LogSegment:
+        old = self._segments[-1]
+        old.on_roll()
+        seg = LogSegment.create(self._directory, old.next_offset, self._config)
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        self._dir_dirty = True
+        self._log.info(
+            "segment_rolled",
+            base_offset=seg.base_offset,
+            previous_size=old.size,
+            previous_base_offset=old.base_offset,
+        )
+        return seg
+
+    # --- flushing --------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every unflushed segment (data and indexes) and the directory if segments were
+        created, advance the recovery point to the log end offset and checkpoint it. Durable on
+        return.
+
+        Raises:
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        self._flush(self._clock_ms(), checkpoint=True)
+
+    def maybe_flush(self, now_ms: int | None = None) -> bool:
+        """Flush if ``flush.ms`` has passed since the last flush (call it from a periodic tick);
+        returns True if it flushed."""
+        self._check_open()
+        now_ms = self._clock_ms() if now_ms is None else now_ms
+        if now_ms - self._last_flush_ms >= self._config.flush_ms and self._has_unflushed():
+            self._flush(now_ms, checkpoint=True)
+            return True
+        return False
+
+    def _has_unflushed(self) -> bool:
+        return self._recovery_point < self.log_end_offset or self._segments[-1].dirty
+
+    def _flush(self, now_ms: int, *, checkpoint: bool) -> None:
+        floor = self._checkpointed_recovery_point or 0
+        for seg in self._segments:
+            if seg.dirty or seg.next_offset > floor or seg is self._segments[-1]:
+                seg.sync()
+        if self._dir_dirty:
+            fsync_dir(self._directory)
+            self._dir_dirty = False
+        self._recovery_point = self.log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+        if checkpoint and self._checkpointed_recovery_point != self._recovery_point:
+            self._write_recovery_point_checkpoint()
+
+    def _sync_data(self) -> None:
+        # The synced-append path: fdatasync only the data of the dirty segments (a suffix of
+        # the list) and the directory; indexes and the checkpoint wait for the next flush.
+        for seg in reversed(self._segments):
+            if not seg.dirty:
+                break
+            seg.sync_data()
+        if self._dir_dirty:
+            fsync_dir(self._directory)
+            self._dir_dirty = False
+        self._recovery_point = self.log_end_offset
+
+    def _write_recovery_point_checkpoint(self) -> None:
+        write_offset(self._directory / RECOVERY_POINT_CHECKPOINT, self._recovery_point)
+        self._checkpointed_recovery_point = self._recovery_point
+
+    def _write_log_start_checkpoint(self) -> None:
+        write_offset(self._directory / LOG_START_OFFSET_CHECKPOINT, self._log_start_offset)
+        self._checkpointed_log_start_offset = self._log_start_offset
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def read(self, from_offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
+        """Whole batches as raw bytes, starting with the batch that holds ``from_offset``.
+
+        At most ``max_bytes``, except that the first batch is returned whole even if larger
+        (Kafka's minOneMessage); no batch whose base offset is ``>= max_offset`` (pass the high
+        watermark to read only committed data); ``b""`` at the log end offset or when
+        ``from_offset >= max_offset``. Reads stay within one segment.
+
+        Raises:
+            OffsetOutOfRangeError: ``from_offset`` is outside [log start offset, log end
+                offset]; the error carries both.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        leo = self._segments[-1].next_offset
+        if from_offset == leo:
+            return b""
+        if from_offset < self._log_start_offset or from_offset > leo:
+            raise OffsetOutOfRangeError(log_start_offset=self._log_start_offset, log_end_offset=leo)
+        if max_offset is not None and from_offset >= max_offset:
+            return b""
+        i = bisect.bisect_right(self._bases, from_offset) - 1
+        seg = self._segments[i]
+        while from_offset >= seg.next_offset:  # skip empty segments
+            i += 1
+            seg = self._segments[i]
+        return seg.read(from_offset, max(max_bytes, 0), max_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset at or after the log start offset whose record timestamp is
+        ``>= timestamp_ms`` (ListOffsets by timestamp), or None if every record is older.
+        `EARLIEST_TIMESTAMP` (-2) answers the log start offset, `LATEST_TIMESTAMP` (-1) the
+        log end offset.
+
+        Raises:
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self._log_start_offset
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return self.log_end_offset
+        for seg in self._segments:
+            if seg.next_offset <= self._log_start_offset or seg.max_timestamp_ms < timestamp_ms:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # --- truncation and retention ----------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every offset ``>= offset`` (no-op if ``offset >= LEO``). A batch holding
+        ``offset`` is removed whole, so the new LEO may be below ``offset``. Below the log start
+        offset this is `truncate_fully_and_start_at`. Durable on return; returns True if the
+        log changed. If the batch holding ``offset`` starts below the log start offset, the log
+        is left empty at the log start offset.
+
+        Raises:
+            InvalidOffsetError: ``offset`` is negative.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        if offset < 0:
+            raise InvalidOffsetError(f"cannot truncate to negative offset {offset}")
+        old_end = self.log_end_offset
+        if offset >= old_end:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._delete_last_segment()
+            deleted += 1
+        removed = self._segments[-1].truncate_to(offset)
+        if self.log_end_offset < self._log_start_offset:
+            # NB: the batch holding ``offset`` began below the log start offset: nothing at or
+            # above the start is left, so the log restarts empty there (the start never moves
+            # back).
+            self.truncate_fully_and_start_at(self._log_start_offset)
+            return True
+        if deleted:
+            fsync_dir(self._directory)
+        end = self.log_end_offset
+        self._recovery_point = min(self._recovery_point, end)
+        if (self._checkpointed_recovery_point or 0) > end:
+            self._write_recovery_point_checkpoint()
+        self._epoch_cache.truncate_from_end(end)
+        self._log.info(
+            "log_truncated",
+            offset=offset,
+            previous_log_end_offset=old_end,
+            log_end_offset=end,
+            segments_deleted=deleted,
+            bytes_removed=removed,
+        )
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start empty at ``offset`` (log start = LEO = ``offset``);
+        clears the leader-epoch cache. Durable on return.
+
+        Raises:
+            InvalidOffsetError: ``offset`` is negative.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        if offset < 0:
+            raise InvalidOffsetError(f"cannot start a log at negative offset {offset}")
+        while self._segments:
+            self._delete_last_segment()
+        seg = LogSegment.create(self._directory, offset, self._config)
+        self._segments.append(seg)
+        self._bases.append(offset)
+        fsync_dir(self._directory)
+        self._dir_dirty = False
+        self._log_start_offset = self._recovery_point = offset
+        self._write_log_start_checkpoint()
+        self._write_recovery_point_checkpoint()
+        self._epoch_cache.clear()
+        self._log.info("log_truncated_fully", log_start_offset=offset)
+
+    def _delete_last_segment(self) -> None:
+        seg = self._segments.pop()
+        self._bases.pop()
+        seg.delete()
+
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset to ``offset`` (after a Raft snapshot, or DeleteRecords),
+        deleting the segments wholly below it (never the active one) and trimming the epoch
+        cache. No-op if ``offset`` is not above the current start. Durable on return; returns
+        True if the start moved.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is above the log end offset.
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot start the log at {offset}, past its end {self.log_end_offset}",
+                log_start_offset=self._log_start_offset,
+                log_end_offset=self.log_end_offset,
+            )
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
+            self._delete_first_segment()
+            deleted += 1
+        self._after_start_moved(deleted, reason="log_start_offset_advanced")
+        return True
+
+    delete_records_before = advance_log_start_offset
+
+    def apply_retention(
+        self, now_ms: int | None = None, *, high_watermark: int | None = None
+    ) -> int:
+        """Delete old segments from the front by ``retention.ms`` (the segment's newest
+        timestamp is older than ``now - retention.ms``), then by ``retention.bytes`` (while the
+        log stays at least that large without the segment). Never deletes the active segment,
+        nor, if ``high_watermark`` is given, a segment holding offsets at or above it. Moves the
+        log start offset to the first remaining segment. Durable on return.
+
+        Returns:
+            The number of segments deleted.
+
+        Raises:
+            LogClosedError: the log is closed.
+        """
+        self._check_open()
+        now_ms = self._clock_ms() if now_ms is None else now_ms
+        config = self._config
+
+        def deletable() -> bool:
+            first = self._segments[0]
+            return len(self._segments) > 1 and (
+                high_watermark is None or first.next_offset <= high_watermark
+            )
+
+        deleted = 0
+        if config.retention_ms >= 0:
+            while deletable() and now_ms - self._segments[0].max_timestamp_ms > config.retention_ms:
+                self._delete_first_segment()
+                deleted += 1
+        if config.retention_bytes >= 0:
+            total = self.size_bytes
+            while deletable() and total - self._segments[0].size >= config.retention_bytes:
+                total -= self._segments[0].size
+                self._delete_first_segment()
+                deleted += 1
+        if deleted:
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self._after_start_moved(deleted, reason="retention_applied")
+        return deleted
+
+    def _delete_first_segment(self) -> None:
+        seg = self._segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+
+    def _after_start_moved(self, deleted: int, *, reason: str) -> None:
+        if deleted:
+            fsync_dir(self._directory)
+        self._epoch_cache.truncate_from_start(self._log_start_offset)
+        self._write_log_start_checkpoint()
+        self._log.info(reason, log_start_offset=self._log_start_offset, segments_deleted=deleted)
+
+    # --- closing ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything, checkpoint, write the clean-shutdown marker and close the files;
+        the next open skips recovery. Idempotent."""
+        if self._closed:
+            return
+        self._flush(self._clock_ms(), checkpoint=True)
+        if self._checkpointed_log_start_offset != self._log_start_offset:
+            self._write_log_start_checkpoint()
+        for seg in self._segments:
+            seg.close()
+        marker = self._directory / CLEAN_SHUTDOWN_FILE
+        marker.touch()
+        fsync_dir(self._directory)
+        self._closed = True
+        self._log.info("log_closed", log_end_offset=self.log_end_offset)
+
+    def abandon(self) -> None:
+        """Close the file descriptors as a crash would: nothing flushed, no clean-shutdown
+        marker, pending index entries lost. For tests and the simulator."""
+        if self._closed:
+            return
+        for seg in self._segments:
+            seg.abandon()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self._directory} is closed")
+
+    def __enter__(self) -> SegmentedLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"SegmentedLog({str(self._directory)!r}, log_start_offset={self._log_start_offset}, "
+            f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})"
+        )
+
+
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "SegmentInfo", "SegmentedLog", "wall_clock_ms"]
