@@ -1,0 +1,312 @@
+"""Broker lifecycle decisions: registration, heartbeats, fencing, controlled shutdown (KIP-631).
+
+A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``)::
+
+    register ──> FENCED ──(heartbeat: caught up, !want_fence)──> UNFENCED
+                  ^  ^                                             │  │
+                  │  └────(want_fence, or session timeout)─────────┘  │ want_shutdown
+                  │                                                   v
+                  └──(leads nothing: should_shut_down)──── CONTROLLED_SHUTDOWN
+
+- **Registration** writes a ``RegisterBrokerRecord`` (fenced) whose offset is the broker epoch, so
+  every new incarnation has a larger epoch. A different incarnation of a broker whose session
+  is still valid gets DUPLICATE_BROKER_REGISTRATION (after a crash, the new process retries
+  until the old session expires; after a completed controlled shutdown the session is already
+  over). A re-registering broker loses its ISR memberships and leaderships in the same batch
+  (its old process is gone).
+- **Unfencing**: once a heartbeat reports a metadata offset >= the broker epoch (the broker has
+  replayed its own registration, so it is caught up to it); offline partitions that can now
+  elect a leader do so in the same batch.
+- **Fencing** (``want_fence``, or no heartbeat for ``broker.session.timeout.ms``): the fence
+  record, the ISR removals and the leader moves form one batch (KIP-841).
+- **Controlled shutdown** (``want_shutdown``): if the broker leads partitions, it enters
+  CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move away (one batch). Once it
+  leads nothing, ``should_shut_down`` is true and it is fenced (KIP-631, Kafka's
+  ``SHUTDOWN_NOW``).
+
+Heartbeat times are *soft state* in `BrokerHeartbeatManager`: not replicated, rebuilt (every
+broker touched "now") when a controller becomes active, like Kafka's.
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from kraft.controller.partition_control import elect_offline_leaders, remove_broker_from_partitions
+from kraft.controller.result import ControllerResult
+from kraft.metadata.image import BrokerState, MetadataImage
+from kraft.metadata.records import (
+    BrokerRegistrationChangeRecord,
+    MetadataRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from storage.errors import ErrorCode
+
+PRODUCER_ID_BLOCK_SIZE: Final = 1000
+"""Producer ids handed out per AllocateProducerIds request (KIP-730)."""
+
+
+@final
+class BrokerHeartbeatManager:
+    """Soft state: when each broker was last heard from, and its last reported metadata offset."""
+
+    def __init__(self, session_timeout_ms: int) -> None:
+        assert session_timeout_ms > 0
+        self.session_timeout_ms = session_timeout_ms
+        self._last_contact_ms: dict[int, int] = {}
+        self._metadata_offset: dict[int, int] = {}
+
+    def reset(self, broker_ids: list[int], now_ms: int) -> None:
+        """Forget everything and give every broker a fresh session (on becoming active)."""
+        self._last_contact_ms = dict.fromkeys(broker_ids, now_ms)
+        self._metadata_offset = {}
+
+    def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> None:
+        self._last_contact_ms[broker_id] = max(now_ms, self._last_contact_ms.get(broker_id, now_ms))
+        if metadata_offset is not None:
+            self._metadata_offset[broker_id] = metadata_offset
+
+    def remove(self, broker_id: int) -> None:
+        self._last_contact_ms.pop(broker_id, None)
+        self._metadata_offset.pop(broker_id, None)
+
+    def last_contact_ms(self, broker_id: int) -> int | None:
+        return self._last_contact_ms.get(broker_id)
+
+    def metadata_offset(self, broker_id: int) -> int | None:
+        return self._metadata_offset.get(broker_id)
+
+    def session_expired(self, broker_id: int, now_ms: int) -> bool:
+        last = self._last_contact_ms.get(broker_id)
+        return last is None or now_ms - last > self.session_timeout_ms
+
+    def session_deadline_ms(self, broker_id: int) -> int | None:
+        last = self._last_contact_ms.get(broker_id)
+        return None if last is None else last + self.session_timeout_ms + 1
+
+
+def _fence_records(
+    image: MetadataImage, broker_id: int, *, controlled_shutdown: bool = False
+) -> list[MetadataRecord]:
+    """Fence ``broker_id`` (or, with ``controlled_shutdown``, start its controlled shutdown) and,
+    in the same batch, drop it from every ISR and move its leaderships (KIP-841).
+
+    A fenced broker is plain FENCED: fencing also ends a controlled shutdown.
+    """
+    registration = image.brokers[broker_id]
+    if controlled_shutdown:
+        change = BrokerRegistrationChangeRecord(
+            broker_id=broker_id, broker_epoch=registration.broker_epoch, in_controlled_shutdown=True
+        )
+    else:
+        change = BrokerRegistrationChangeRecord(
+            broker_id=broker_id,
+            broker_epoch=registration.broker_epoch,
+            fenced=True,
+            in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
+        )
+    return [change, *remove_broker_from_partitions(image, broker_id)]
+
+
+def handle_register_broker(
+    image: MetadataImage,
+    request: RegisterBrokerRequest,
+    *,
+    next_offset: int,
+    heartbeats: BrokerHeartbeatManager,
+    now_ms: int,
+) -> ControllerResult[RegisterBrokerResponse]:
+    """Register a broker; ``next_offset`` is the log offset the batch will start at, which
+    becomes the broker epoch (the ``RegisterBrokerRecord`` is the batch's first record)."""
+    existing = image.broker(request.broker_id)
+    if (
+        existing is not None
+        and existing.incarnation_id != request.incarnation_id
+        and not heartbeats.session_expired(request.broker_id, now_ms)
+    ):
+        return ControllerResult(
+            records=(),
+            response=RegisterBrokerResponse(
+                error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                error_message=(
+                    f"broker {request.broker_id} is registered by live incarnation "
+                    f"{existing.incarnation_id}"
+                ),
+            ),
+        )
+    records: list[MetadataRecord] = [
+        RegisterBrokerRecord(
+            broker_id=request.broker_id,
+            incarnation_id=request.incarnation_id,
+            broker_epoch=next_offset,
+            listeners=request.listeners,
+            rack=request.rack,
+            fenced=True,
+        )
+    ]
+    if existing is not None:
+        # The old incarnation is gone: it leaves every ISR and leadership (KIP-841).
+        records.extend(remove_broker_from_partitions(image, request.broker_id))
+    heartbeats.touch(request.broker_id, now_ms, metadata_offset=-1)
+    return ControllerResult(
+        records=tuple(records), response=RegisterBrokerResponse(broker_epoch=next_offset)
+    )
+
+
+def handle_broker_heartbeat(
+    image: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    *,
+    heartbeats: BrokerHeartbeatManager,
+    now_ms: int,
+) -> ControllerResult[BrokerHeartbeatResponse]:
+    """Keep the session alive and move the broker through its states (see module docstring)."""
+    registration = image.broker(request.broker_id)
+    if registration is None:
+        return _heartbeat_error(ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {request.broker_id}")
+    if registration.broker_epoch != request.broker_epoch:
+        return _heartbeat_error(
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"epoch {request.broker_epoch}, registered epoch is {registration.broker_epoch}",
+        )
+    heartbeats.touch(request.broker_id, now_ms, request.current_metadata_offset)
+    broker_id = request.broker_id
+    caught_up = request.current_metadata_offset >= registration.broker_epoch
+    records: list[MetadataRecord] = []
+    fenced, should_shut_down = registration.fenced, False
+    match registration.state:
+        case BrokerState.FENCED:
+            if request.want_shutdown:
+                should_shut_down = True  # a fenced broker leads nothing: it may go right away
+            elif not request.want_fence and caught_up:
+                change = BrokerRegistrationChangeRecord(
+                    broker_id=broker_id, broker_epoch=registration.broker_epoch, fenced=False
+                )
+                unfenced = image.apply(change, image.last_offset + 1)
+                records = [change, *elect_offline_leaders(unfenced)]
+                fenced = False
+        case BrokerState.UNFENCED:
+            if request.want_fence:
+                records, fenced = _fence_records(image, broker_id), True
+            elif request.want_shutdown:
+                if _leads_anything(image, broker_id):
+                    records = _fence_records(image, broker_id, controlled_shutdown=True)
+                else:
+                    records, fenced, should_shut_down = _fence_records(image, broker_id), True, True
+        case BrokerState.CONTROLLED_SHUTDOWN:
+            # NB: a broker cannot leave controlled shutdown; want_shutdown=False is ignored.
+            if _leads_anything(image, broker_id):
+                records = list(remove_broker_from_partitions(image, broker_id))
+            else:
+                records, fenced, should_shut_down = _fence_records(image, broker_id), True, True
+    if should_shut_down:
+        # Its session ends here: a new incarnation may register without waiting for a timeout.
+        heartbeats.remove(broker_id)
+    return ControllerResult(
+        records=tuple(records),
+        response=BrokerHeartbeatResponse(
+            is_caught_up=caught_up, is_fenced=fenced, should_shut_down=should_shut_down
+        ),
+    )
+
+
+def _heartbeat_error(code: ErrorCode, message: str) -> ControllerResult[BrokerHeartbeatResponse]:
+    return ControllerResult(
+        records=(), response=BrokerHeartbeatResponse(error_code=code, error_message=message)
+    )
+
+
+def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
+    return any(p.leader == broker_id for _, _, p in image.iter_partitions())
+
+
+def fence_expired_brokers(
+    image: MetadataImage, heartbeats: BrokerHeartbeatManager, now_ms: int
+) -> tuple[list[MetadataRecord], list[int]]:
+    """Fence every unfenced broker whose session expired; returns (records, fenced ids).
+
+    Each broker's records are computed against the image with the previous brokers' records
+    applied, so fencing two members of one ISR at once still leaves a consistent ISR.
+    """
+    records: list[MetadataRecord] = []
+    fenced: list[int] = []
+    working = image
+    for broker_id in image.unfenced_broker_ids():
+        if not heartbeats.session_expired(broker_id, now_ms):
+            continue
+        batch = _fence_records(working, broker_id)
+        working = working.apply_batch(batch, base_offset=working.last_offset + 1)
+        records.extend(batch)
+        fenced.append(broker_id)
+    return records, fenced
+
+
+def handle_unregister_broker(
+    image: MetadataImage, request: UnregisterBrokerRequest, *, heartbeats: BrokerHeartbeatManager
+) -> ControllerResult[UnregisterBrokerResponse]:
+    """Remove a broker (KIP-500 UnregisterBroker); it first leaves every ISR and leadership."""
+    registration = image.broker(request.broker_id)
+    if registration is None:
+        return ControllerResult(
+            records=(),
+            response=UnregisterBrokerResponse(
+                error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
+                error_message=f"broker {request.broker_id} is not registered",
+            ),
+        )
+    records: list[MetadataRecord] = list(remove_broker_from_partitions(image, request.broker_id))
+    records.append(
+        UnregisterBrokerRecord(broker_id=request.broker_id, broker_epoch=registration.broker_epoch)
+    )
+    heartbeats.remove(request.broker_id)
+    return ControllerResult(records=tuple(records), response=UnregisterBrokerResponse())
+
+
+def handle_allocate_producer_ids(
+    image: MetadataImage, request: AllocateProducerIdsRequest
+) -> ControllerResult[AllocateProducerIdsResponse]:
+    """Hand the broker the next block of `PRODUCER_ID_BLOCK_SIZE` producer ids (KIP-730)."""
+    registration = image.broker(request.broker_id)
+    if registration is None or registration.broker_epoch != request.broker_epoch:
+        return ControllerResult(
+            records=(),
+            response=AllocateProducerIdsResponse(
+                error_code=ErrorCode.STALE_BROKER_EPOCH,
+                error_message=f"broker {request.broker_id} epoch {request.broker_epoch} is stale",
+            ),
+        )
+    start = image.next_producer_id
+    record = ProducerIdsRecord(
+        broker_id=request.broker_id,
+        broker_epoch=request.broker_epoch,
+        next_producer_id=start + PRODUCER_ID_BLOCK_SIZE,
+    )
+    return ControllerResult(
+        records=(record,),
+        response=AllocateProducerIdsResponse(
+            producer_id_start=start, producer_id_len=PRODUCER_ID_BLOCK_SIZE
+        ),
+    )
+
+
+__all__ = [
+    "PRODUCER_ID_BLOCK_SIZE",
+    "BrokerHeartbeatManager",
+    "fence_expired_brokers",
+    "handle_allocate_producer_ids",
+    "handle_broker_heartbeat",
+    "handle_register_broker",
+    "handle_unregister_broker",
+]

@@ -1,0 +1,492 @@
+"""`ControllerCore`: the pure decision core of Kafka's QuorumController (no I/O, no clock).
+
+Theory of operation
+-------------------
+The core holds two images:
+
+- the **committed image**: the fold of every record the Raft layer reported committed, fed in
+  by `ControllerCore.replay` on every controller (active or standby), in log order;
+- the **pending image**: the committed image plus every record this core produced that has not
+  committed yet. While active, *all decisions are made against the pending image*, because
+  several requests may be in flight before their records commit (Kafka keeps the same "latest
+  in-memory" view, with a snapshot registry to roll it back).
+
+When a controller stops being active (`resign`), the pending image is dropped: the pending image
+becomes the committed image again. That is the whole rollback story, and it is O(1) because
+images are immutable and share structure (see `kraft.metadata.image`).
+
+Offsets. A broker epoch is the offset of the broker's ``RegisterBrokerRecord``, so the core must
+know which offsets its records will get. `become_active` takes the offset of the first entry
+this controller will append (after the Raft leader's own epoch-start entry); from then on the
+core assumes its batches are appended back to back, in the order it produced them, with
+nothing else in between.
+
+The shell's contract, per request::
+
+    result = core.handle_create_topics_request(request, now_ms)   # or any handle_*_request
+    if result.records:
+        base = raft.propose([encode_record(r) for r in result.records], now_ms)  # ONE batch
+        assert base == expected_base     # else: core.resign(), answer NOT_CONTROLLER
+        wait until the batch commits, then send result.response
+    else:
+        send result.response now
+
+    for each committed entry (offset, epoch, record), in order:  core.replay(record, offset, epoch)
+    every ~100 ms: records = core.tick(now_ms); propose them as one batch (no response)
+    on losing leadership: core.resign()   # in-flight responses become NOT_CONTROLLER
+
+`become_active` must only be called once the committed image covers every entry before
+``next_offset`` (KIP-595: the new leader has committed an entry of its own epoch, so every
+earlier entry is committed and has been replayed).
+
+If the core is not active, every handler answers NOT_CONTROLLER and produces no records
+(`is_active` lets the server check first and redirect).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar, final
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from kraft.controller.cluster_control import (
+    BrokerHeartbeatManager,
+    fence_expired_brokers,
+    handle_allocate_producer_ids,
+    handle_broker_heartbeat,
+    handle_register_broker,
+    handle_unregister_broker,
+)
+from kraft.controller.config_control import handle_incremental_alter_configs
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterConfigsResourceResult,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from kraft.controller.partition_control import (
+    elect_offline_leaders,
+    handle_alter_partition,
+    handle_elect_leaders,
+)
+from kraft.controller.result import ControllerResult
+from kraft.controller.topic_control import (
+    TopicDefaults,
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
+from kraft.metadata.image import MetadataImage
+from kraft.metadata.records import MetadataRecord, PartitionChangeRecord
+from storage.errors import ErrorCode
+
+R = TypeVar("R")
+
+_NOT_CONTROLLER = ErrorCode.NOT_CONTROLLER
+_NOT_ACTIVE_MESSAGE = "this controller is not the active controller"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerConfig:
+    """The controller's settings (Kafka key in brackets)."""
+
+    broker_session_timeout_ms: int = 3000
+    """[broker.session.timeout.ms] Fence a broker after this long without a heartbeat. Kafka's
+    default is 9000; kraft's 3000 suits loopback clusters."""
+    default_num_partitions: int = 1
+    """[num.partitions] Partitions of a topic created with num_partitions=-1."""
+    default_replication_factor: int = 1
+    """[default.replication.factor] Replication factor used when a request says -1."""
+
+
+@final
+class ControllerCore:
+    """Decides metadata changes; see the module docstring for the contract with the shell.
+
+    Args:
+        rng: the injected generator for topic ids and placement (the simulator's seed).
+        config: timeouts and topic defaults.
+        image: the committed image to start from (e.g. loaded from a snapshot).
+        log: a structlog logger; bound with ``component="controller"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        rng: random.Random,
+        config: ControllerConfig | None = None,
+        image: MetadataImage | None = None,
+        log: FilteringBoundLogger | None = None,
+    ) -> None:
+        self.config = config or ControllerConfig()
+        self._rng = rng
+        self._committed = image or MetadataImage.empty()
+        self._pending = self._committed
+        self._heartbeats = BrokerHeartbeatManager(self.config.broker_session_timeout_ms)
+        self._topic_defaults = TopicDefaults(
+            num_partitions=self.config.default_num_partitions,
+            replication_factor=self.config.default_replication_factor,
+        )
+        self._active = False
+        self._epoch = -1
+        self._next_offset = -1
+        # Records produced but not yet replayed as committed: (offset, record), in log order.
+        self._inflight: deque[tuple[int, MetadataRecord]] = deque()
+        self._base_log: FilteringBoundLogger = log if log is not None else structlog.get_logger()
+        self._log = self._base_log.bind(component="controller", role="standby")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this core is the active controller (else handlers answer NOT_CONTROLLER)."""
+        return self._active
+
+    @property
+    def epoch(self) -> int:
+        """The Raft epoch this core is active in (-1 when standby)."""
+        return self._epoch
+
+    @property
+    def committed_image(self) -> MetadataImage:
+        return self._committed
+
+    @property
+    def pending_image(self) -> MetadataImage:
+        """Committed image + records produced but not committed (== committed when standby)."""
+        return self._pending
+
+    @property
+    def next_offset(self) -> int:
+        """The offset the next produced batch will start at (-1 when standby)."""
+        return self._next_offset
+
+    @property
+    def inflight_count(self) -> int:
+        return len(self._inflight)
+
+    def broker_last_contact_ms(self, broker_id: int) -> int | None:
+        return self._heartbeats.last_contact_ms(broker_id)
+
+    # -- leadership and replay -----------------------------------------------------------------
+
+    def become_active(self, *, epoch: int, next_offset: int, now_ms: int) -> None:
+        """Start deciding, as the Raft leader of ``epoch``; ``next_offset`` is where this
+        controller's first batch will land. Every broker gets a fresh session (soft state)."""
+        assert not self._active, "already active"
+        assert next_offset > self._committed.last_offset, (next_offset, self._committed.last_offset)
+        self._active, self._epoch, self._next_offset = True, epoch, next_offset
+        self._pending = self._committed
+        self._inflight.clear()
+        self._heartbeats.reset(list(self._committed.brokers), now_ms)
+        self._log = self._base_log.bind(component="controller", role="active", epoch=epoch)
+        self._log.info("became_active", next_offset=next_offset)
+
+    def resign(self) -> None:
+        """Stop deciding and drop every uncommitted record (Kafka's ``renounce``)."""
+        if not self._active:
+            return
+        dropped = len(self._inflight)
+        self._active, self._epoch, self._next_offset = False, -1, -1
+        self._pending = self._committed
+        self._inflight.clear()
+        self._log.info("resigned", dropped_records=dropped)
+        self._log = self._base_log.bind(component="controller", role="standby")
+
+    def replay(self, record: MetadataRecord, offset: int, epoch: int | None = None) -> None:
+        """Apply one committed record (``epoch``: the Raft epoch of its batch, if known).
+
+        While active, it must be the oldest in-flight record: only this controller writes.
+        """
+        self.replay_batch((record,), offset, epoch)
+
+    def replay_batch(
+        self, records: Sequence[MetadataRecord], base_offset: int, epoch: int | None = None
+    ) -> None:
+        """Apply committed records at ``base_offset``, ``base_offset + 1``, ..."""
+        self._committed = self._committed.apply_batch(records, base_offset, epoch)
+        if not self._active:
+            self._pending = self._committed
+            return
+        for i, record in enumerate(records):
+            # Invariant: while active, only our own records commit, in the order we made them.
+            assert self._inflight, f"committed record at {base_offset + i} was not produced here"
+            expected = self._inflight.popleft()
+            assert expected == (base_offset + i, record), (expected, base_offset + i, record)
+
+    def load_snapshot(self, image: MetadataImage) -> None:
+        """Replace the committed image (a standby catching up from a snapshot, KIP-630)."""
+        assert not self._active, "an active controller does not load snapshots"
+        self._committed = self._pending = image
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def handle_register_broker_request(
+        self, request: RegisterBrokerRequest, now_ms: int
+    ) -> ControllerResult[RegisterBrokerResponse]:
+        if not self._active:
+            return _rejected(RegisterBrokerResponse(error_code=_NOT_CONTROLLER))
+        result = handle_register_broker(
+            self._pending,
+            request,
+            next_offset=self._next_offset,
+            heartbeats=self._heartbeats,
+            now_ms=now_ms,
+        )
+        response = result.response
+        if response.error_code is ErrorCode.NONE:
+            self._log.info(
+                "broker_registered", broker_id=request.broker_id, broker_epoch=response.broker_epoch
+            )
+        else:
+            self._log.info(
+                "broker_registration_rejected",
+                broker_id=request.broker_id,
+                error=response.error_code.name,
+            )
+        return self._append(result)
+
+    def handle_broker_heartbeat_request(
+        self, request: BrokerHeartbeatRequest, now_ms: int
+    ) -> ControllerResult[BrokerHeartbeatResponse]:
+        if not self._active:
+            return _rejected(BrokerHeartbeatResponse(error_code=_NOT_CONTROLLER))
+        before = self._pending.broker(request.broker_id)
+        result = handle_broker_heartbeat(
+            self._pending, request, heartbeats=self._heartbeats, now_ms=now_ms
+        )
+        self._append(result)
+        after = self._pending.broker(request.broker_id)
+        if before is not None and after is not None and after.state is not before.state:
+            self._log.info(
+                "broker_state_changed",
+                broker_id=request.broker_id,
+                from_state=before.state.value,
+                to_state=after.state.value,
+                partition_changes=_count_partition_changes(result.records),
+            )
+        return result
+
+    def handle_unregister_broker_request(
+        self, request: UnregisterBrokerRequest, now_ms: int
+    ) -> ControllerResult[UnregisterBrokerResponse]:
+        del now_ms
+        if not self._active:
+            return _rejected(UnregisterBrokerResponse(error_code=_NOT_CONTROLLER))
+        result = handle_unregister_broker(self._pending, request, heartbeats=self._heartbeats)
+        if result.records:
+            self._log.info("broker_unregistered", broker_id=request.broker_id)
+        return self._append(result)
+
+    def handle_create_topics_request(
+        self, request: CreateTopicsRequest, now_ms: int
+    ) -> ControllerResult[CreateTopicsResponse]:
+        del now_ms
+        if not self._active:
+            results = tuple(
+                CreatableTopicResult(
+                    name=t.name, error_code=_NOT_CONTROLLER, error_message=_NOT_ACTIVE_MESSAGE
+                )
+                for t in request.topics
+            )
+            return _rejected(CreateTopicsResponse(topics=results))
+        result = handle_create_topics(
+            self._pending, request, rng=self._rng, defaults=self._topic_defaults
+        )
+        for topic in result.response.topics:
+            if topic.error_code is ErrorCode.NONE and not request.validate_only:
+                self._log.info(
+                    "topic_created",
+                    topic=topic.name,
+                    topic_id=topic.topic_id,
+                    partitions=topic.num_partitions,
+                    replication_factor=topic.replication_factor,
+                )
+        return self._append(result)
+
+    def handle_delete_topics_request(
+        self, request: DeleteTopicsRequest, now_ms: int
+    ) -> ControllerResult[DeleteTopicsResponse]:
+        del now_ms
+        if not self._active:
+            results = tuple(
+                DeletableTopicResult(name=n, topic_id="", error_code=_NOT_CONTROLLER)
+                for n in request.topic_names
+            ) + tuple(
+                DeletableTopicResult(name=None, topic_id=i, error_code=_NOT_CONTROLLER)
+                for i in request.topic_ids
+            )
+            return _rejected(DeleteTopicsResponse(topics=results))
+        result = handle_delete_topics(self._pending, request)
+        if result.records:
+            self._log.info("topics_deleted", count=len(result.records))
+        return self._append(result)
+
+    def handle_create_partitions_request(
+        self, request: CreatePartitionsRequest, now_ms: int
+    ) -> ControllerResult[CreatePartitionsResponse]:
+        del now_ms
+        if not self._active:
+            results = tuple(
+                CreatePartitionsTopicResult(name=t.name, error_code=_NOT_CONTROLLER)
+                for t in request.topics
+            )
+            return _rejected(CreatePartitionsResponse(results=results))
+        result = handle_create_partitions(self._pending, request, rng=self._rng)
+        if result.records:
+            self._log.info("partitions_created", count=len(result.records))
+        return self._append(result)
+
+    def handle_incremental_alter_configs_request(
+        self, request: IncrementalAlterConfigsRequest, now_ms: int
+    ) -> ControllerResult[IncrementalAlterConfigsResponse]:
+        del now_ms
+        if not self._active:
+            results = tuple(
+                AlterConfigsResourceResult(
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    error_code=_NOT_CONTROLLER,
+                )
+                for r in request.resources
+            )
+            return _rejected(IncrementalAlterConfigsResponse(responses=results))
+        result = handle_incremental_alter_configs(self._pending, request)
+        if result.records:
+            self._log.info("configs_altered", count=len(result.records))
+        return self._append(result)
+
+    def handle_alter_partition_request(
+        self, request: AlterPartitionRequest, now_ms: int
+    ) -> ControllerResult[AlterPartitionResponse]:
+        del now_ms
+        if not self._active:
+            return _rejected(AlterPartitionResponse(error_code=_NOT_CONTROLLER))
+        result = handle_alter_partition(self._pending, request)
+        for topic in result.response.topics:
+            for p in topic.partitions:
+                if p.error_code is ErrorCode.NONE:
+                    self._log.debug(
+                        "partition_isr_changed",
+                        topic_id=topic.topic_id,
+                        partition=p.partition,
+                        isr=list(p.isr),
+                        partition_epoch=p.partition_epoch,
+                    )
+                else:
+                    self._log.info(
+                        "alter_partition_rejected",
+                        broker_id=request.broker_id,
+                        topic_id=topic.topic_id,
+                        partition=p.partition,
+                        error=p.error_code.name,
+                        reason=p.error_message,
+                    )
+        return self._append(result)
+
+    def handle_elect_leaders_request(
+        self, request: ElectLeadersRequest, now_ms: int
+    ) -> ControllerResult[ElectLeadersResponse]:
+        del now_ms
+        if not self._active:
+            return _rejected(ElectLeadersResponse(error_code=_NOT_CONTROLLER))
+        result = handle_elect_leaders(self._pending, request)
+        if result.records:
+            self._log.info(
+                "leaders_elected",
+                election_type=request.election_type.name,
+                partitions=len(result.records),
+            )
+        return self._append(result)
+
+    def handle_allocate_producer_ids_request(
+        self, request: AllocateProducerIdsRequest, now_ms: int
+    ) -> ControllerResult[AllocateProducerIdsResponse]:
+        del now_ms
+        if not self._active:
+            return _rejected(AllocateProducerIdsResponse(error_code=_NOT_CONTROLLER))
+        return self._append(handle_allocate_producer_ids(self._pending, request))
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> tuple[MetadataRecord, ...]:
+        """Periodic work, as one atomic batch (possibly empty; no response attached):
+
+        - fence brokers silent for ``broker_session_timeout_ms``, with their ISR removals and
+          leader moves (KIP-841);
+        - elect leaders for offline partitions that now can have one (e.g. after
+          ``unclean.leader.election.enable`` was turned on for a topic).
+        """
+        if not self._active:
+            return ()
+        records, fenced = fence_expired_brokers(self._pending, self._heartbeats, now_ms)
+        working = self._pending.apply_batch(records, self._next_offset)
+        records.extend(elect_offline_leaders(working))
+        if fenced:
+            self._log.info(
+                "brokers_fenced_on_session_timeout",
+                broker_ids=fenced,
+                partition_changes=_count_partition_changes(records),
+            )
+        return self._append(ControllerResult(records=tuple(records), response=None)).records
+
+    def poll(self, now_ms: int) -> int:
+        """Milliseconds until `tick` may have something to do (the next session expiry)."""
+        if not self._active:
+            return self.config.broker_session_timeout_ms
+        deadlines = [
+            d
+            for b in self._pending.unfenced_broker_ids()
+            if (d := self._heartbeats.session_deadline_ms(b)) is not None
+        ]
+        if not deadlines:
+            return self.config.broker_session_timeout_ms
+        return max(0, min(deadlines) - now_ms)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _append(self, result: ControllerResult[R]) -> ControllerResult[R]:
+        """Fold the result's records into the pending image at the next offsets."""
+        records = result.records
+        if records:
+            assert self._active
+            self._pending = self._pending.apply_batch(records, self._next_offset, self._epoch)
+            self._inflight.extend(enumerate(records, start=self._next_offset))
+            self._next_offset += len(records)
+        return result
+
+
+def _rejected(response: R) -> ControllerResult[R]:
+    return ControllerResult(records=(), response=response)
+
+
+def _count_partition_changes(records: Sequence[MetadataRecord]) -> int:
+    return sum(isinstance(r, PartitionChangeRecord) for r in records)
+
+
+__all__ = ["ControllerConfig", "ControllerCore"]

@@ -1,0 +1,375 @@
+"""Requests and responses of the controller APIs, as frozen dataclasses.
+
+They mirror Kafka's request/response schemas (``clients/src/main/resources/common/message``)
+with snake_case names; the gRPC shell converts them to and from proto. Errors are per item, as
+in Kafka: per topic for CreateTopics/DeleteTopics/CreatePartitions, per resource for
+IncrementalAlterConfigs, per partition for AlterPartition/ElectLeaders; a request-level
+``error_code`` exists where Kafka has one (NOT_CONTROLLER, STALE_BROKER_EPOCH, ...).
+
+``error_code`` is always `ErrorCode.NONE` on success. ``-1`` means "unset" for numeric
+arguments (``num_partitions``, ``replication_factor``, a broker epoch not known to the sender).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kraft.metadata.records import ConfigResourceType, Endpoint, LeaderRecoveryState
+from kraft.types import TopicPartition
+from storage.errors import ErrorCode
+
+# -- broker lifecycle (KIP-631) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRequest:
+    broker_id: int
+    incarnation_id: str
+    listeners: tuple[Endpoint, ...] = ()
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool = False
+    want_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeatResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerRequest:
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+# -- topics ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatableTopic:
+    """One topic to create. Either ``num_partitions``/``replication_factor`` (-1: the
+    controller's defaults) or a manual ``assignments`` (replicas of partition i at index i)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: tuple[tuple[int, ...], ...] = ()
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicsRequest:
+    topics: tuple[CreatableTopic, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatableTopicResult:
+    name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    topic_id: str = ""
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTopicsResponse:
+    topics: tuple[CreatableTopicResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicsRequest:
+    """Topics to delete by name and/or by id (KIP-516)."""
+
+    topic_names: tuple[str, ...] = ()
+    topic_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletableTopicResult:
+    name: str | None
+    topic_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicsResponse:
+    topics: tuple[DeletableTopicResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsTopic:
+    """Grow ``name`` to ``count`` partitions; ``assignments`` (optional) holds the replicas of
+    each *new* partition, in order."""
+
+    name: str
+    count: int
+    assignments: tuple[tuple[int, ...], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsRequest:
+    topics: tuple[CreatePartitionsTopic, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsTopicResult:
+    name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatePartitionsResponse:
+    results: tuple[CreatePartitionsTopicResult, ...]
+
+
+# -- configs (KIP-339) -------------------------------------------------------------------------
+
+
+class AlterConfigOp(enum.IntEnum):
+    """Kafka's ``AlterConfigOp.OpType`` numbers."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterableConfig:
+    name: str
+    op: AlterConfigOp = AlterConfigOp.SET
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterConfigsResource:
+    """For brokers, ``resource_name`` is a broker id or ``""`` (the cluster-wide default)."""
+
+    resource_type: ConfigResourceType
+    resource_name: str
+    configs: tuple[AlterableConfig, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncrementalAlterConfigsRequest:
+    resources: tuple[AlterConfigsResource, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterConfigsResourceResult:
+    resource_type: ConfigResourceType
+    resource_name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncrementalAlterConfigsResponse:
+    responses: tuple[AlterConfigsResourceResult, ...]
+
+
+# -- AlterPartition (KIP-497, KIP-704, KIP-841) ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerEpochState:
+    """A proposed ISR member with the broker epoch the leader knows for it (KIP-841; -1 if the
+    leader does not know it, which skips the epoch check)."""
+
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionData:
+    partition: int
+    leader_epoch: int
+    new_isr_with_epochs: tuple[BrokerEpochState, ...]
+    partition_epoch: int
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+
+    @property
+    def new_isr(self) -> tuple[int, ...]:
+        return tuple(b.broker_id for b in self.new_isr_with_epochs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionTopic:
+    topic_id: str
+    partitions: tuple[AlterPartitionData, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionRequest:
+    """Sent by a partition leader to change its ISR (or its KIP-704 recovery state)."""
+
+    broker_id: int
+    broker_epoch: int
+    topics: tuple[AlterPartitionTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionPartitionResult:
+    """On success, the partition state after the change (the leader adopts it)."""
+
+    partition: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    partition_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionTopicResult:
+    topic_id: str
+    partitions: tuple[AlterPartitionPartitionResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    topics: tuple[AlterPartitionTopicResult, ...] = ()
+
+
+# -- ElectLeaders (KIP-460) --------------------------------------------------------------------
+
+
+class ElectionType(enum.IntEnum):
+    """Kafka's ``ElectionType`` numbers."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeadersRequest:
+    """``partitions=None`` means every partition; then only partitions that changed or failed
+    for a reason other than ELECTION_NOT_NEEDED are reported (as Kafka does)."""
+
+    election_type: ElectionType = ElectionType.PREFERRED
+    partitions: tuple[TopicPartition, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionElectionResult:
+    partition: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaElectionResult:
+    topic: str
+    partition_results: tuple[PartitionElectionResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElectLeadersResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    replica_election_results: tuple[ReplicaElectionResult, ...] = ()
+
+
+# -- AllocateProducerIds (KIP-730) -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocateProducerIdsRequest:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AllocateProducerIdsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    producer_id_start: int = -1
+    producer_id_len: int = 0
+
+
+ControllerRequest = (
+    RegisterBrokerRequest
+    | BrokerHeartbeatRequest
+    | UnregisterBrokerRequest
+    | CreateTopicsRequest
+    | DeleteTopicsRequest
+    | CreatePartitionsRequest
+    | IncrementalAlterConfigsRequest
+    | AlterPartitionRequest
+    | ElectLeadersRequest
+    | AllocateProducerIdsRequest
+)
+
+__all__ = [
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
+    "AlterConfigOp",
+    "AlterConfigsResource",
+    "AlterConfigsResourceResult",
+    "AlterPartitionData",
+    "AlterPartitionPartitionResult",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
+    "AlterPartitionTopic",
+    "AlterPartitionTopicResult",
+    "AlterableConfig",
+    "BrokerEpochState",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResponse",
+    "ControllerRequest",
+    "CreatableTopic",
+    "CreatableTopicResult",
+    "CreatePartitionsRequest",
+    "CreatePartitionsResponse",
+    "CreatePartitionsTopic",
+    "CreatePartitionsTopicResult",
+    "CreateTopicsRequest",
+    "CreateTopicsResponse",
+    "DeletableTopicResult",
+    "DeleteTopicsRequest",
+    "DeleteTopicsResponse",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
+    "ElectionType",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
+    "PartitionElectionResult",
+    "ReplicaElectionResult",
+    "UnregisterBrokerRequest",
+    "UnregisterBrokerResponse",
+]

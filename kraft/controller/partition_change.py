@@ -1,0 +1,140 @@
+"""Leader election and the `PartitionChangeBuilder` (Kafka's class of the same name).
+
+Every change to a partition's leader or ISR goes through the builder, which turns a *target*
+(an ISR, an election kind, a recovery state) into at most one `PartitionChangeRecord`, or
+``None`` when nothing would change.
+
+Election rules, in order (Kafka's ``PartitionChangeBuilder.electLeader``):
+
+1. PREFERRED: the first replica, if it is in the target ISR and is an acceptable leader.
+2. Keep the current leader if it is still in the target ISR and acceptable (no needless moves).
+3. Otherwise the first replica, in *replicas* order, that is in the target ISR and acceptable.
+4. Otherwise, if unclean election is allowed (``unclean.leader.election.enable`` for the topic,
+   or an UNCLEAN ElectLeaders): the first acceptable replica in replicas order, with
+   ISR = [it] and the leader recovery state RECOVERING (KIP-704).
+5. Otherwise no leader (`NO_LEADER`): the partition is offline.
+
+"Acceptable" means registered, unfenced and not in controlled shutdown (KIP-841); callers pass
+the predicate so a broker that is being fenced in the same batch is already excluded.
+
+A leader change (including to `NO_LEADER`) bumps the leader epoch when the record is replayed;
+any record bumps the partition epoch (see `kraft.metadata.delta.merge_partition_change`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import Self, final
+
+from kraft.metadata.delta import check_partition, merge_partition_change
+from kraft.metadata.image import PartitionRegistration
+from kraft.metadata.records import NO_LEADER, LeaderRecoveryState, PartitionChangeRecord
+
+
+class Election(enum.Enum):
+    ONLINE = "online"
+    """Keep the leader if possible, else elect from the ISR (unclean only if allowed)."""
+    PREFERRED = "preferred"
+    """Move leadership to the preferred (first) replica if it is in the ISR and acceptable."""
+    UNCLEAN = "unclean"
+    """Like ONLINE, but fall back to any acceptable replica regardless of the topic config."""
+
+
+@final
+class PartitionChangeBuilder:
+    """Builds the record that moves one partition to a target state.
+
+    Usage::
+
+        builder = PartitionChangeBuilder(
+            current, topic_id, 0, is_acceptable_leader=image.is_active_broker
+        )
+        record = builder.set_target_isr((1, 2)).build()  # None: nothing to change
+    """
+
+    def __init__(
+        self,
+        current: PartitionRegistration,
+        topic_id: str,
+        partition: int,
+        *,
+        is_acceptable_leader: Callable[[int], bool],
+        unclean_allowed: bool = False,
+    ) -> None:
+        self._current = current
+        self._topic_id = topic_id
+        self._partition = partition
+        self._is_acceptable = is_acceptable_leader
+        self._unclean_allowed = unclean_allowed
+        self._target_isr: tuple[int, ...] = current.isr
+        self._election = Election.ONLINE
+        self._target_recovery_state: LeaderRecoveryState | None = None
+
+    def set_target_isr(self, isr: Sequence[int]) -> Self:
+        self._target_isr = tuple(isr)
+        return self
+
+    def set_election(self, election: Election) -> Self:
+        self._election = election
+        return self
+
+    def set_target_leader_recovery_state(self, state: LeaderRecoveryState) -> Self:
+        self._target_recovery_state = state
+        return self
+
+    def elect_leader(self) -> tuple[int, bool]:
+        """The leader the rules above choose, and whether the choice is unclean."""
+        current, isr = self._current, self._target_isr
+        if self._election is Election.PREFERRED:
+            preferred = current.preferred_leader
+            if preferred in isr and self._is_acceptable(preferred):
+                return preferred, False
+        if (
+            current.leader != NO_LEADER
+            and current.leader in isr
+            and self._is_acceptable(current.leader)
+        ):
+            return current.leader, False
+        for replica in current.replicas:
+            if replica in isr and self._is_acceptable(replica):
+                return replica, False
+        if self._unclean_allowed or self._election is Election.UNCLEAN:
+            for replica in current.replicas:
+                if self._is_acceptable(replica):
+                    return replica, True
+        return NO_LEADER, False
+
+    def build(self) -> PartitionChangeRecord | None:
+        """The change record, or ``None`` if the partition already is in the target state."""
+        current = self._current
+        leader, unclean = self.elect_leader()
+        isr = self._target_isr
+        recovery_state = self._target_recovery_state
+        if recovery_state is None:  # NB: not `or`: RECOVERED is 0, which is falsy
+            recovery_state = current.leader_recovery_state
+        if unclean:
+            # KIP-704: an unclean leader's log may lack committed data; only it is in sync.
+            isr = (leader,)
+            recovery_state = LeaderRecoveryState.RECOVERING
+        assert set(isr) <= set(current.replicas), (isr, current.replicas)
+        assert isr, "the ISR never becomes empty (KIP-841 keeps the last member)"
+        record = PartitionChangeRecord(
+            topic_id=self._topic_id,
+            partition=self._partition,
+            isr=None if isr == current.isr else isr,
+            leader=None if leader == current.leader else leader,
+            leader_recovery_state=(
+                None if recovery_state is current.leader_recovery_state else recovery_state
+            ),
+        )
+        if record.isr is None and record.leader is None and record.leader_recovery_state is None:
+            return None
+        # Fail here, at decision time, rather than on replay on every node.
+        check_partition(
+            merge_partition_change(current, record), f"{self._topic_id}-{self._partition}"
+        )
+        return record
+
+
+__all__ = ["Election", "PartitionChangeBuilder"]

@@ -1,0 +1,265 @@
+"""`MetadataDelta`: replays records on top of an image and builds the next image.
+
+Kafka's ``MetadataDelta`` shape: the delta starts from an immutable base image, copies a map the
+first time a record touches it (copy-on-write, once per batch), and `build` freezes the result
+into a new `MetadataImage`. The base image is never modified.
+
+Replay is where the record invariants are enforced. A committed record that contradicts the
+image (a partition of an unknown topic, an ISR outside the replicas, a stale broker epoch...) is
+a controller bug, not an operating error, so it raises `InvariantViolation`: a node must not
+keep going with an image that differs from its peers'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import assert_never, final
+
+from kraft.metadata.image import (
+    BrokerRegistration,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
+from kraft.metadata.records import (
+    NO_LEADER,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    ConfigResourceType,
+    FenceBrokerRecord,
+    LeaderRecoveryState,
+    MetadataRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from storage.errors import InvariantViolation
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvariantViolation(message)
+
+
+def check_partition(p: PartitionRegistration, where: str) -> None:
+    """Assert the `PartitionRegistration` invariants."""
+    _check(len(set(p.replicas)) == len(p.replicas), f"{where}: duplicate replicas {p.replicas}")
+    _check(len(set(p.isr)) == len(p.isr), f"{where}: duplicate ISR members {p.isr}")
+    _check(set(p.isr) <= set(p.replicas), f"{where}: ISR {p.isr} not within {p.replicas}")
+    _check(
+        p.leader == NO_LEADER or p.leader in p.isr,
+        f"{where}: leader {p.leader} not in ISR {p.isr}",
+    )
+    # KIP-704: a RECOVERING partition has exactly one ISR member, its (possibly offline) leader.
+    _check(
+        p.leader_recovery_state is LeaderRecoveryState.RECOVERED
+        or (len(p.isr) == 1 and p.leader in (NO_LEADER, p.isr[0])),
+        f"{where}: RECOVERING partition must have ISR == [leader], got {p.isr}",
+    )
+
+
+def merge_partition_change(
+    current: PartitionRegistration, change: PartitionChangeRecord
+) -> PartitionRegistration:
+    """Kafka's ``PartitionRegistration.merge``: apply a change record to a partition.
+
+    Setting ``leader`` bumps the leader epoch; every change bumps the partition epoch.
+    """
+    leader, leader_epoch = current.leader, current.leader_epoch
+    if change.leader is not None:
+        leader, leader_epoch = change.leader, current.leader_epoch + 1
+    return PartitionRegistration(
+        replicas=current.replicas if change.replicas is None else change.replicas,
+        isr=current.isr if change.isr is None else change.isr,
+        leader=leader,
+        leader_epoch=leader_epoch,
+        partition_epoch=current.partition_epoch + 1,
+        leader_recovery_state=(
+            current.leader_recovery_state
+            if change.leader_recovery_state is None
+            else change.leader_recovery_state
+        ),
+    )
+
+
+@final
+class MetadataDelta:
+    """Accumulates records over a base image; `build` returns the resulting image."""
+
+    def __init__(self, base: MetadataImage) -> None:
+        self._base = base
+        self._brokers: dict[int, BrokerRegistration] | None = None
+        self._topics: dict[str, TopicImage] | None = None
+        self._names: dict[str, str] | None = None
+        # Partition maps copied for this delta, by topic id; folded into _topics by build().
+        self._partitions: dict[str, dict[int, PartitionRegistration]] = {}
+        self._configs: dict[tuple[ConfigResourceType, str], dict[str, str]] | None = None
+        self._next_producer_id = base.next_producer_id
+        self._built = False
+
+    # -- copy-on-write accessors --------------------------------------------------------------
+
+    def _w_brokers(self) -> dict[int, BrokerRegistration]:
+        if self._brokers is None:
+            self._brokers = dict(self._base.brokers)
+        return self._brokers
+
+    def _w_topics(self) -> dict[str, TopicImage]:
+        if self._topics is None:
+            self._topics = dict(self._base.topics_by_id)
+        return self._topics
+
+    def _w_names(self) -> dict[str, str]:
+        if self._names is None:
+            self._names = dict(self._base.topic_ids_by_name)
+        return self._names
+
+    def _w_partitions(self, topic_id: str) -> dict[int, PartitionRegistration]:
+        partitions = self._partitions.get(topic_id)
+        if partitions is None:
+            topic = self._w_topics().get(topic_id)
+            _check(topic is not None, f"partition of unknown topic id {topic_id}")
+            assert topic is not None
+            partitions = dict(topic.partitions)
+            self._partitions[topic_id] = partitions
+        return partitions
+
+    def _w_configs(self) -> dict[tuple[ConfigResourceType, str], dict[str, str]]:
+        if self._configs is None:
+            self._configs = {k: dict(v) for k, v in self._base.configs.items()}
+        return self._configs
+
+    def _registration(self, broker_id: int, broker_epoch: int, what: str) -> BrokerRegistration:
+        current = self._w_brokers().get(broker_id)
+        _check(current is not None, f"{what} for unregistered broker {broker_id}")
+        assert current is not None
+        _check(
+            current.broker_epoch == broker_epoch,
+            f"{what} for broker {broker_id} epoch {broker_epoch}, "
+            f"registered epoch is {current.broker_epoch}",
+        )
+        return current
+
+    # -- replay -------------------------------------------------------------------------------
+
+    def replay(self, record: MetadataRecord) -> None:
+        """Fold one record into the delta.
+
+        Raises:
+            InvariantViolation: the record contradicts the state so far.
+        """
+        assert not self._built, "a MetadataDelta is single-use: its maps now belong to an image"
+        match record:
+            case RegisterBrokerRecord():
+                self._w_brokers()[record.broker_id] = BrokerRegistration(
+                    broker_id=record.broker_id,
+                    incarnation_id=record.incarnation_id,
+                    broker_epoch=record.broker_epoch,
+                    listeners=record.listeners,
+                    rack=record.rack,
+                    fenced=record.fenced,
+                    in_controlled_shutdown=record.in_controlled_shutdown,
+                )
+            case UnregisterBrokerRecord():
+                self._registration(record.broker_id, record.broker_epoch, "unregister")
+                del self._w_brokers()[record.broker_id]
+            case FenceBrokerRecord() | UnfenceBrokerRecord():
+                current = self._registration(record.broker_id, record.broker_epoch, "fence")
+                fenced = isinstance(record, FenceBrokerRecord)
+                self._w_brokers()[record.broker_id] = replace(current, fenced=fenced)
+            case BrokerRegistrationChangeRecord():
+                current = self._registration(record.broker_id, record.broker_epoch, "change")
+                self._w_brokers()[record.broker_id] = replace(
+                    current,
+                    fenced=current.fenced if record.fenced is None else record.fenced,
+                    in_controlled_shutdown=(
+                        current.in_controlled_shutdown
+                        if record.in_controlled_shutdown is None
+                        else record.in_controlled_shutdown
+                    ),
+                )
+            case TopicRecord():
+                _check(record.name not in self._w_names(), f"topic {record.name} exists")
+                _check(record.topic_id not in self._w_topics(), f"id {record.topic_id} exists")
+                self._w_names()[record.name] = record.topic_id
+                self._w_topics()[record.topic_id] = TopicImage(
+                    name=record.name, topic_id=record.topic_id, partitions={}
+                )
+            case PartitionRecord():
+                registration = PartitionRegistration(
+                    replicas=record.replicas,
+                    isr=record.isr,
+                    leader=record.leader,
+                    leader_epoch=record.leader_epoch,
+                    partition_epoch=record.partition_epoch,
+                    leader_recovery_state=record.leader_recovery_state,
+                )
+                check_partition(registration, f"{record.topic_id}-{record.partition}")
+                self._w_partitions(record.topic_id)[record.partition] = registration
+            case PartitionChangeRecord():
+                partitions = self._w_partitions(record.topic_id)
+                current_partition = partitions.get(record.partition)
+                where = f"{record.topic_id}-{record.partition}"
+                _check(current_partition is not None, f"change to unknown partition {where}")
+                assert current_partition is not None
+                merged = merge_partition_change(current_partition, record)
+                check_partition(merged, where)
+                partitions[record.partition] = merged
+            case RemoveTopicRecord():
+                topic = self._w_topics().pop(record.topic_id, None)
+                _check(topic is not None, f"remove of unknown topic id {record.topic_id}")
+                assert topic is not None
+                del self._w_names()[topic.name]
+                self._partitions.pop(record.topic_id, None)
+                self._w_configs().pop((ConfigResourceType.TOPIC, topic.name), None)
+            case ConfigRecord():
+                key = (record.resource_type, record.resource_name)
+                configs = self._w_configs()
+                if record.value is None:
+                    values = configs.get(key)
+                    if values is not None:
+                        values.pop(record.name, None)
+                        if not values:
+                            del configs[key]  # NB: no empty maps, so snapshots compare equal
+                else:
+                    configs.setdefault(key, {})[record.name] = record.value
+            case ProducerIdsRecord():
+                _check(
+                    record.next_producer_id > self._next_producer_id,
+                    f"producer ids went backwards: {record.next_producer_id} "
+                    f"<= {self._next_producer_id}",
+                )
+                self._next_producer_id = record.next_producer_id
+            case NoOpRecord():
+                pass
+            case _:
+                assert_never(record)
+
+    def build(self, *, last_offset: int, last_epoch: int) -> MetadataImage:
+        """The image with every replayed record applied (call once)."""
+        assert not self._built, "a MetadataDelta is single-use"
+        self._built = True
+        base = self._base
+        topics: dict[str, TopicImage] | None = self._topics
+        if self._partitions:
+            topics = self._w_topics()
+            for topic_id, partitions in self._partitions.items():
+                topics[topic_id] = replace(topics[topic_id], partitions=partitions)
+        return MetadataImage(
+            brokers=base.brokers if self._brokers is None else self._brokers,
+            topics_by_id=base.topics_by_id if topics is None else topics,
+            topic_ids_by_name=base.topic_ids_by_name if self._names is None else self._names,
+            configs=base.configs if self._configs is None else self._configs,
+            next_producer_id=self._next_producer_id,
+            last_offset=last_offset,
+            last_epoch=last_epoch,
+        )
+
+
+__all__ = ["MetadataDelta", "check_partition", "merge_partition_change"]

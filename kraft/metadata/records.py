@@ -1,0 +1,240 @@
+"""Metadata records: the entries of the controller's Raft log (KIP-631).
+
+Every change to cluster metadata is one of these records; the `MetadataImage` is their fold.
+The active controller *produces* them (always in atomic batches, see `kraft.controller`), Raft
+replicates them, and every controller and broker *replays* them in log order.
+
+The records follow Kafka's ``metadata/src/main/resources/common/metadata/*.json`` schemas, with
+Kafka's ``apiKey`` as the type tag (`RECORD_TYPE_IDS`) and snake_case field names. Differences:
+
+- "no change" in `PartitionChangeRecord` is ``None`` instead of Kafka's sentinels (-2 for the
+  leader, a null array for the ISR);
+- `FenceBrokerRecord` / `UnfenceBrokerRecord` exist as in KIP-631, but the controller writes
+  `BrokerRegistrationChangeRecord` (KIP-841 era), which can also flip ``in_controlled_shutdown``.
+
+Invariant (checked by the image on replay): a `PartitionChangeRecord` that sets ``leader`` bumps
+the leader epoch, and *every* `PartitionChangeRecord` bumps the partition epoch (KIP-380's
+"partition epoch", KIP-841 relies on it to reject stale AlterPartition requests).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+NO_LEADER: Final = -1
+"""``leader`` of an offline partition (Kafka's ``LeaderConstants.NO_LEADER``)."""
+
+
+class LeaderRecoveryState(enum.IntEnum):
+    """KIP-704: a leader elected uncleanly is RECOVERING until it tells the controller otherwise.
+
+    While RECOVERING the ISR is exactly ``[leader]`` and may not grow; the leader sends an
+    AlterPartition with RECOVERED once its log is consistent again.
+    """
+
+    RECOVERED = 0
+    RECOVERING = 1
+
+
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's ``ConfigResource.Type`` numbers."""
+
+    TOPIC = 2
+    BROKER = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Endpoint:
+    """One broker listener (KIP-631 ``RegisterBrokerRecord.EndPoints``)."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecord:
+    """A broker (re-)registered. ``broker_epoch`` is the offset of this record in the metadata log,
+    so a new incarnation always gets a larger epoch (KIP-631). Brokers register fenced."""
+
+    broker_id: int
+    incarnation_id: str
+    broker_epoch: int
+    listeners: tuple[Endpoint, ...] = ()
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerRecord:
+    """A broker was removed from the cluster (only the matching epoch is removed)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FenceBrokerRecord:
+    """KIP-631's fence record; kept for compatibility, the controller writes
+    `BrokerRegistrationChangeRecord` instead."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnfenceBrokerRecord:
+    """KIP-631's unfence record; see `FenceBrokerRecord`."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationChangeRecord:
+    """A registered broker's fenced / controlled-shutdown flags changed (``None`` = unchanged)."""
+
+    broker_id: int
+    broker_epoch: int
+    fenced: bool | None = None
+    in_controlled_shutdown: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRecord:
+    """A topic was created; its partitions follow as `PartitionRecord` in the same batch."""
+
+    name: str
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionRecord:
+    """The full state of one partition (creation, and in snapshots)."""
+
+    topic_id: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionChangeRecord:
+    """A delta to one partition; ``None`` fields are unchanged.
+
+    Setting ``leader`` (even to the same broker, or to `NO_LEADER`) bumps the leader epoch; every
+    change record bumps the partition epoch.
+    """
+
+    topic_id: str
+    partition: int
+    isr: tuple[int, ...] | None = None
+    leader: int | None = None
+    replicas: tuple[int, ...] | None = None
+    leader_recovery_state: LeaderRecoveryState | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveTopicRecord:
+    """A topic was deleted, with its partitions and its configs."""
+
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigRecord:
+    """A dynamic config was set (``value``) or deleted (``value is None``).
+
+    For brokers, ``resource_name`` is the broker id as a string, or ``""`` for the cluster-wide
+    default (Kafka's convention).
+    """
+
+    resource_type: ConfigResourceType
+    resource_name: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerIdsRecord:
+    """A block of producer ids was handed to a broker; ``next_producer_id`` is the first id of the
+    next block (KIP-730)."""
+
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoOpRecord:
+    """Changes nothing; lets a new leader commit an entry of its own epoch (KIP-835)."""
+
+
+MetadataRecord: TypeAlias = (
+    RegisterBrokerRecord
+    | UnregisterBrokerRecord
+    | FenceBrokerRecord
+    | UnfenceBrokerRecord
+    | BrokerRegistrationChangeRecord
+    | TopicRecord
+    | PartitionRecord
+    | PartitionChangeRecord
+    | RemoveTopicRecord
+    | ConfigRecord
+    | ProducerIdsRecord
+    | NoOpRecord
+)
+
+RECORD_TYPE_IDS: Final[dict[type[MetadataRecord], int]] = {
+    # Kafka's MetadataRecordType apiKeys (metadata/src/main/resources/common/metadata).
+    RegisterBrokerRecord: 0,
+    UnregisterBrokerRecord: 1,
+    TopicRecord: 2,
+    PartitionRecord: 3,
+    ConfigRecord: 4,
+    PartitionChangeRecord: 5,
+    FenceBrokerRecord: 7,
+    UnfenceBrokerRecord: 8,
+    RemoveTopicRecord: 9,
+    ProducerIdsRecord: 15,
+    BrokerRegistrationChangeRecord: 17,
+    NoOpRecord: 20,
+}
+
+RECORD_TYPES_BY_ID: Final[dict[int, type[MetadataRecord]]] = {
+    type_id: cls for cls, type_id in RECORD_TYPE_IDS.items()
+}
+
+__all__ = [
+    "NO_LEADER",
+    "RECORD_TYPES_BY_ID",
+    "RECORD_TYPE_IDS",
+    "BrokerRegistrationChangeRecord",
+    "ConfigRecord",
+    "ConfigResourceType",
+    "Endpoint",
+    "FenceBrokerRecord",
+    "LeaderRecoveryState",
+    "MetadataRecord",
+    "NoOpRecord",
+    "PartitionChangeRecord",
+    "PartitionRecord",
+    "ProducerIdsRecord",
+    "RegisterBrokerRecord",
+    "RemoveTopicRecord",
+    "TopicRecord",
+    "UnfenceBrokerRecord",
+    "UnregisterBrokerRecord",
+]

@@ -1,0 +1,86 @@
+"""Hypothesis strategies for metadata records."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from kraft.metadata import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    ConfigResourceType,
+    Endpoint,
+    FenceBrokerRecord,
+    LeaderRecoveryState,
+    MetadataRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+
+ids = st.integers(min_value=-1, max_value=2**31 - 1)
+offsets = st.integers(min_value=-1, max_value=2**63 - 1)
+text = st.text(max_size=20)
+broker_lists = st.lists(ids, max_size=5).map(tuple)
+endpoints = st.builds(
+    Endpoint, name=text, host=text, port=st.integers(0, 65535), security_protocol=text
+)
+
+records: st.SearchStrategy[MetadataRecord] = st.one_of(
+    st.builds(
+        RegisterBrokerRecord,
+        broker_id=ids,
+        incarnation_id=text,
+        broker_epoch=offsets,
+        listeners=st.lists(endpoints, max_size=3).map(tuple),
+        rack=st.none() | text,
+        fenced=st.booleans(),
+        in_controlled_shutdown=st.booleans(),
+    ),
+    st.builds(UnregisterBrokerRecord, broker_id=ids, broker_epoch=offsets),
+    st.builds(FenceBrokerRecord, broker_id=ids, broker_epoch=offsets),
+    st.builds(UnfenceBrokerRecord, broker_id=ids, broker_epoch=offsets),
+    st.builds(
+        BrokerRegistrationChangeRecord,
+        broker_id=ids,
+        broker_epoch=offsets,
+        fenced=st.none() | st.booleans(),
+        in_controlled_shutdown=st.none() | st.booleans(),
+    ),
+    st.builds(TopicRecord, name=text, topic_id=text),
+    st.builds(
+        PartitionRecord,
+        topic_id=text,
+        partition=ids,
+        replicas=broker_lists,
+        isr=broker_lists,
+        leader=ids,
+        leader_epoch=ids,
+        partition_epoch=ids,
+        leader_recovery_state=st.sampled_from(LeaderRecoveryState),
+    ),
+    st.builds(
+        PartitionChangeRecord,
+        topic_id=text,
+        partition=ids,
+        isr=st.none() | broker_lists,
+        leader=st.none() | ids,
+        replicas=st.none() | broker_lists,
+        leader_recovery_state=st.none() | st.sampled_from(LeaderRecoveryState),
+    ),
+    st.builds(RemoveTopicRecord, topic_id=text),
+    st.builds(
+        ConfigRecord,
+        resource_type=st.sampled_from(ConfigResourceType),
+        resource_name=text,
+        name=text,
+        value=st.none() | text,
+    ),
+    st.builds(ProducerIdsRecord, broker_id=ids, broker_epoch=offsets, next_producer_id=offsets),
+    st.just(NoOpRecord()),
+)
