@@ -1,0 +1,333 @@
+"""Leader election: Vote with pre-vote (KIP-595, KIP-996), BeginQuorumEpoch, EndQuorumEpoch.
+
+Theory of operation
+-------------------
+A voter that hears from no leader (its election timeout as `Unattached`, its fetch timeout as
+`Follower`) becomes `Prospective` and sends pre-votes for the next epoch, changing nothing
+durable. A voter grants a pre-vote if the prospective's log is at least as up to date as its
+own and it has not fetched successfully from a live leader within the fetch timeout (KIP-996),
+so a partitioned node cannot disrupt a healthy quorum. On a pre-vote majority the node becomes
+`Candidate`: it bumps the epoch and votes for itself, and the vote requests go out only after
+that `HardState` is synced (the `Ready` contract). A vote is granted at most once per epoch,
+to a candidate whose log is up to date (Raft §5.2, §5.4.1), and the grant is sent only after
+the vote is synced. With a vote majority the candidate leads, appends a leader-change batch
+and announces itself with BeginQuorumEpoch until every voter has acknowledged (or fetched).
+
+A leader that resigns (gracefully, or when check-quorum finds no majority fetching) sends
+EndQuorumEpoch with its preferred successors, most caught up first; a successor campaigns
+after a back-off that grows with its position in that list.
+"""
+
+from __future__ import annotations
+
+from kraft.raft._core import NodeCore
+from kraft.raft.control import build_leader_change_batch
+from kraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.raft.quorum import has_majority
+from kraft.raft.roles import (
+    Candidate,
+    Follower,
+    Leader,
+    Prospective,
+    Resigned,
+    Unattached,
+)
+from kraft.types import Epoch, NodeId
+from storage.errors import ErrorCode
+
+
+class ElectionMixin(NodeCore):
+    """Vote, BeginQuorumEpoch and EndQuorumEpoch handling, and campaigning."""
+
+    # --- campaigning --------------------------------------------------------------------------
+
+    def _become_prospective(self, now_ms: int, *, backoff_ms: int = 0, reason: str) -> None:
+        role = self._quorum.role
+        if isinstance(role, Leader):  # pragma: no cover - QuorumState refuses it too
+            self._drop_leader_state(role, reason)
+        self._quorum.transition_to_prospective(now_ms, backoff_ms=backoff_ms)
+        self._rebind()
+        self._logger.info("became_prospective", reason=reason, backoff_ms=backoff_ms)
+        if not self._maybe_win_pre_vote(now_ms) and backoff_ms == 0:
+            self._send_vote_requests(now_ms)
+
+    def _maybe_win_pre_vote(self, now_ms: int) -> bool:
+        role = self._quorum.role
+        if not isinstance(role, Prospective):
+            return False
+        if not has_majority(len(role.granted & self._voters), len(self._voters)):
+            return False
+        self._quorum.transition_to_candidate(now_ms)
+        self._rebind()
+        self._logger.info("became_candidate", log_end_offset=self._raft_log.log_end_offset)
+        if not self._maybe_win_election(now_ms):
+            self._send_vote_requests(now_ms)
+        return True
+
+    def _maybe_win_election(self, now_ms: int) -> bool:
+        role = self._quorum.role
+        if not isinstance(role, Candidate):
+            return False
+        if not has_majority(len(role.granted & self._voters), len(self._voters)):
+            return False
+        log = self._raft_log
+        start = log.log_end_offset
+        leader = self._quorum.transition_to_leader(start, now_ms)
+        self._rebind()
+        # KIP-595 / Raft thesis §6.4: open the epoch with an entry of its own.
+        log.append(
+            build_leader_change_batch(
+                epoch=leader.epoch,
+                leader_id=self._id,
+                voters=self._voters,
+                base_offset=start,
+                now_ms=now_ms,
+            )
+        )
+        self._logger.info("became_leader", epoch_start_offset=start)
+        self._send_begin_quorum_epoch(leader, now_ms)
+        return True
+
+    def _send_vote_requests(self, now_ms: int) -> None:
+        role = self._quorum.role
+        if isinstance(role, Prospective):
+            pre_vote = True
+            epoch = Epoch(role.epoch + 1)  # KIP-996: the epoch it would campaign in
+            role.sent = True
+        elif isinstance(role, Candidate):
+            pre_vote = False
+            epoch = role.epoch
+        else:
+            return
+        role.retry_at_ms = now_ms + self._config.request_timeout_ms
+        log = self._raft_log
+        for voter in sorted(self._voters - role.granted - role.rejected - {self._id}):
+            self._send(
+                VoteRequest(
+                    source=self._id,
+                    destination=voter,
+                    epoch=epoch,
+                    correlation_id=self._correlation_id(),
+                    last_epoch=log.last_epoch,
+                    last_epoch_end_offset=log.log_end_offset,
+                    pre_vote=pre_vote,
+                )
+            )
+
+    def _send_begin_quorum_epoch(self, leader: Leader, now_ms: int) -> None:
+        leader.begin_epoch_retry_at_ms = now_ms + self._config.request_timeout_ms
+        for voter in sorted(leader.unacked_begin_epoch):
+            self._send(
+                BeginQuorumEpochRequest(
+                    source=self._id,
+                    destination=voter,
+                    epoch=leader.epoch,
+                    correlation_id=self._correlation_id(),
+                    leader_id=self._id,
+                )
+            )
+
+    def _send_end_quorum_epoch(self, resigned: Resigned, now_ms: int) -> None:
+        resigned.retry_at_ms = now_ms + self._config.request_timeout_ms
+        for voter in sorted(resigned.unacked):
+            self._send(
+                EndQuorumEpochRequest(
+                    source=self._id,
+                    destination=voter,
+                    epoch=resigned.epoch,
+                    correlation_id=self._correlation_id(),
+                    leader_id=self._id,
+                    preferred_successors=resigned.preferred_successors,
+                )
+            )
+
+    def _resign(
+        self, leader: Leader, successors: tuple[NodeId, ...], now_ms: int, reason: str
+    ) -> None:
+        self._drop_leader_state(leader, reason)
+        self._quorum.transition_to_resigned(successors, now_ms)
+        self._rebind()
+        self._logger.info("resigned", reason=reason, preferred_successors=list(successors))
+        role = self._quorum.role
+        assert isinstance(role, Resigned)
+        self._send_end_quorum_epoch(role, now_ms)
+
+    # --- Vote ---------------------------------------------------------------------------------
+
+    def _handle_vote_request(self, req: VoteRequest, now_ms: int) -> None:
+        granted = False
+        error = ErrorCode.NONE
+        if req.source not in self._voters or not self._quorum.is_voter:
+            error = ErrorCode.INCONSISTENT_VOTER_SET
+        elif req.epoch < self._epoch:
+            error = ErrorCode.FENCED_LEADER_EPOCH
+        else:
+            if not req.pre_vote and req.epoch > self._epoch:
+                self._on_higher_epoch(req.epoch, None, now_ms)
+            elif req.pre_vote and req.epoch - 1 > self._epoch:
+                # NB: a pre-vote is sent for the prospective's epoch + 1, so its sender is
+                # already in an epoch above ours (it won a pre-vote once, then lost the vote).
+                # It can never fetch from a leader of a lower epoch nor win a pre-vote while
+                # we follow one, so move up to its epoch: the quorum re-elects above it (etcd
+                # does the same when a stale-term node answers a leader).
+                self._on_higher_epoch(Epoch(req.epoch - 1), None, now_ms)
+            granted = self._can_grant_vote(req, now_ms)
+            if granted and not req.pre_vote:
+                # Raft §5.2: the vote is persisted (Ready.hard_state) before this response goes.
+                self._quorum.transition_to_unattached_voted(req.epoch, req.source, now_ms)
+                self._rebind()
+                self._logger.info("voted", candidate_id=req.source)
+        self._send(
+            VoteResponse(
+                source=self._id,
+                destination=req.source,
+                epoch=self._epoch,
+                correlation_id=req.correlation_id,
+                error=error,
+                leader_id=self._quorum.leader_id,
+                vote_granted=granted,
+                pre_vote=req.pre_vote,
+            )
+        )
+
+    def _can_grant_vote(self, req: VoteRequest, now_ms: int) -> bool:
+        log = self._raft_log
+        # Raft §5.4.1: only for a candidate whose log is at least as up to date as ours.
+        up_to_date = (req.last_epoch, req.last_epoch_end_offset) >= (
+            log.last_epoch,
+            log.log_end_offset,
+        )
+        if not up_to_date:
+            return False
+        role = self._quorum.role
+        if req.pre_vote:
+            if req.epoch <= self._epoch:
+                return False
+            match role:
+                case Leader() | Resigned():
+                    return False
+                case Follower():
+                    # KIP-996: refuse while the leader is alive as far as we know.
+                    heard = role.last_fetched_ok_ms
+                    recently = heard is not None and now_ms - heard < self._config.fetch_timeout_ms
+                    return role.leader_resigned or not recently
+                case _:
+                    return True
+        assert req.epoch == self._epoch
+        return isinstance(role, Unattached) and role.voted_for in (None, req.source)
+
+    def _handle_vote_response(self, resp: VoteResponse, now_ms: int) -> None:
+        if resp.epoch > self._epoch:
+            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+            return
+        if resp.source not in self._voters:
+            return
+        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
+            return
+        role = self._quorum.role
+        if isinstance(role, Prospective) and resp.pre_vote:
+            self._tally(role.granted, role.rejected, resp)
+            self._maybe_win_pre_vote(now_ms)
+        elif isinstance(role, Candidate) and not resp.pre_vote and resp.epoch == role.epoch:
+            self._tally(role.granted, role.rejected, resp)
+            self._maybe_win_election(now_ms)
+
+    @staticmethod
+    def _tally(granted: set[NodeId], rejected: set[NodeId], resp: VoteResponse) -> None:
+        if resp.vote_granted and resp.error == ErrorCode.NONE:
+            granted.add(resp.source)
+            rejected.discard(resp.source)
+        elif resp.source not in granted:
+            rejected.add(resp.source)
+
+    # --- BeginQuorumEpoch ---------------------------------------------------------------------
+
+    def _handle_begin_quorum_epoch_request(self, req: BeginQuorumEpochRequest, now_ms: int) -> None:
+        error = ErrorCode.NONE
+        if req.leader_id not in self._voters or req.leader_id == self._id:
+            error = ErrorCode.INCONSISTENT_VOTER_SET
+        elif req.epoch < self._epoch:
+            error = ErrorCode.FENCED_LEADER_EPOCH
+        elif not self._maybe_learn_leader(req.epoch, req.leader_id, now_ms):
+            known = self._quorum.leader_id
+            if known != req.leader_id:
+                # Two leaders in one epoch: a broken invariant somewhere; refuse, never raise.
+                self._logger.error("conflicting_leader", leader_id=known, claimed=req.leader_id)
+                error = ErrorCode.INVALID_REQUEST
+        self._send(
+            BeginQuorumEpochResponse(
+                source=self._id,
+                destination=req.source,
+                epoch=self._epoch,
+                correlation_id=req.correlation_id,
+                error=error,
+                leader_id=self._quorum.leader_id,
+            )
+        )
+
+    def _handle_begin_quorum_epoch_response(
+        self, resp: BeginQuorumEpochResponse, now_ms: int
+    ) -> None:
+        if resp.epoch > self._epoch:
+            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+            return
+        role = self._quorum.role
+        if isinstance(role, Leader) and resp.epoch == role.epoch and resp.error == ErrorCode.NONE:
+            role.unacked_begin_epoch.discard(resp.source)
+
+    # --- EndQuorumEpoch -----------------------------------------------------------------------
+
+    def _handle_end_quorum_epoch_request(self, req: EndQuorumEpochRequest, now_ms: int) -> None:
+        error = ErrorCode.NONE
+        if req.epoch < self._epoch:
+            error = ErrorCode.FENCED_LEADER_EPOCH
+        elif self._quorum.is_voter:
+            if req.epoch > self._epoch:
+                self._on_higher_epoch(req.epoch, None, now_ms)
+            backoff = self._end_epoch_backoff_ms(req.preferred_successors)
+            role = self._quorum.role
+            if isinstance(role, Follower) and role.leader_id == req.leader_id:
+                role.leader_resigned = True
+                role.fetch_deadline_ms = min(role.fetch_deadline_ms, now_ms + backoff)
+            elif isinstance(role, Unattached):
+                role.election_deadline_ms = min(role.election_deadline_ms, now_ms + backoff)
+            self._logger.info("leader_resigned", leader_id=req.leader_id, backoff_ms=backoff)
+        self._send(
+            EndQuorumEpochResponse(
+                source=self._id,
+                destination=req.source,
+                epoch=self._epoch,
+                correlation_id=req.correlation_id,
+                error=error,
+                leader_id=self._quorum.leader_id,
+            )
+        )
+
+    def _end_epoch_backoff_ms(self, successors: tuple[NodeId, ...]) -> int:
+        """KIP-595: the first preferred successor campaigns at once, later ones back off
+        exponentially; voters not in the list wait a full election timeout."""
+        if self._id not in successors:
+            return self._quorum.random_election_timeout_ms()
+        position = successors.index(self._id)
+        if position == 0:
+            return 0
+        base = max(1, self._config.retry_backoff_ms)
+        return min(self._config.election_backoff_max_ms, base << (position - 1))
+
+    def _handle_end_quorum_epoch_response(self, resp: EndQuorumEpochResponse, now_ms: int) -> None:
+        if resp.epoch > self._epoch:
+            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+            return
+        role = self._quorum.role
+        if isinstance(role, Resigned) and resp.epoch == role.epoch:
+            role.unacked.discard(resp.source)
+
+
+__all__ = ["ElectionMixin"]

@@ -1,0 +1,487 @@
+"""`RaftNode`: a KIP-595 Raft replica as a deterministic state machine (etcd's ``RawNode``).
+
+Theory of operation
+-------------------
+The node does no I/O and reads no clock: the shell feeds it peer messages (`step`), the time
+(`tick`) and proposals (`propose`), and drains its output with `ready` / `advance`. Each
+`Ready` says what to persist (election `HardState`, log batches, snapshot chunks), what to
+send once that is synced, and which committed batches to apply; see `Ready` for the exact
+ordering. `next_deadline_ms` says when the node next needs a `tick`.
+
+Roles and transitions live in `QuorumState`; the message handlers in ``election.py`` and
+``replication.py``. Randomness (election jitter, probe targets) comes only from the injected
+``rng``, so a simulator replays a run exactly from one seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import final
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from kraft.raft._core import UnsafeOptions
+from kraft.raft.config import RaftConfig
+from kraft.raft.election import ElectionMixin
+from kraft.raft.errors import NotLeaderError
+from kraft.raft.log import RaftLog, RaftStorage
+from kraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RaftMessage,
+    SnapshotId,
+    VoteRequest,
+    VoteResponse,
+)
+from kraft.raft.quorum_state import QuorumState
+from kraft.raft.ready import HardState, Ready
+from kraft.raft.replication import ReplicationMixin
+from kraft.raft.roles import (
+    Candidate,
+    Follower,
+    Leader,
+    Prospective,
+    Resigned,
+    Role,
+    Unattached,
+)
+from kraft.types import Epoch, NodeId, Offset
+from storage.records import read_header
+
+
+@final
+class RaftNode(ElectionMixin, ReplicationMixin):
+    """One Raft replica: a voter if its id is in ``voters``, else an observer.
+
+    Args:
+        node_id: this replica's id.
+        voters: the ids of the voters (observers know voters by id only).
+        config: timeouts and limits.
+        log: the shell's read-only view of the durable log and snapshots.
+        persisted_state: the `HardState` last synced (``HardState()`` on first start).
+        rng: the only source of randomness (election jitter).
+        now_ms: the shell's clock now; deadlines are relative to it.
+        logger: a structlog logger; rebound with node id, role and epoch.
+        unsafe: deliberate bugs for checker tests; leave unset.
+    """
+
+    def __init__(
+        self,
+        node_id: NodeId,
+        *,
+        voters: frozenset[NodeId],
+        config: RaftConfig,
+        log: RaftStorage,
+        persisted_state: HardState,
+        rng: random.Random,
+        now_ms: int,
+        logger: FilteringBoundLogger | None = None,
+        unsafe: UnsafeOptions | None = None,
+    ) -> None:
+        self._id = node_id
+        self._voters = frozenset(voters)
+        self._config = config
+        self._rng = rng
+        self._storage = log
+        self._raft_log = RaftLog(log, cache_bytes_max=config.log_cache_bytes_max)
+        self._unsafe = unsafe or UnsafeOptions()
+        base = logger if logger is not None else structlog.get_logger("kraft.raft")
+        self._base_logger = base.bind(node_id=node_id)
+        self._quorum = QuorumState(
+            local_id=node_id,
+            voters=self._voters,
+            config=config,
+            rng=rng,
+            persisted=persisted_state,
+            now_ms=now_ms,
+        )
+        self._rebind()
+        raft_log = self._raft_log
+        start = raft_log.log_start_offset
+        snapshot = raft_log.snapshot_id
+        if snapshot is not None and start < snapshot.end_offset <= raft_log.log_end_offset:
+            start = snapshot.end_offset  # the log before it was not deleted yet
+        # NB: the high watermark is not persisted (as in KRaft): after a restart the node
+        # knows only that its snapshot is committed and learns the rest from the leader.
+        # The application loads the latest snapshot and is given batches from its end on.
+        self._high_watermark = start
+        self._applied = start
+        self._outbox = []
+        self._snapshot_chunks = []
+        self._install_snapshot = None
+        self._install_in_flight = False
+        self._delete_log_before = None
+        self._in_flight = None
+        self._next_correlation_id = rng.getrandbits(48)
+        self._probe_correlation_id = None
+        self._probe_at_ms = now_ms
+        self._now_ms = now_ms
+        self._logger.info(
+            "started",
+            log_end_offset=self._raft_log.log_end_offset,
+            voted_for=persisted_state.voted_for,
+        )
+
+    # --- accessors ----------------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> NodeId:
+        return self._id
+
+    @property
+    def voters(self) -> frozenset[NodeId]:
+        return self._voters
+
+    @property
+    def epoch(self) -> Epoch:
+        return self._quorum.epoch
+
+    @property
+    def role(self) -> Role:
+        """The current role object (read-only use: tests, simulator, DescribeQuorum)."""
+        return self._quorum.role
+
+    @property
+    def role_name(self) -> str:
+        return self._quorum.role.name
+
+    @property
+    def is_leader(self) -> bool:
+        return isinstance(self._quorum.role, Leader)
+
+    @property
+    def leader_id(self) -> NodeId | None:
+        return self._quorum.leader_id
+
+    @property
+    def voted_for(self) -> NodeId | None:
+        return self._quorum.hard_state().voted_for
+
+    @property
+    def high_watermark(self) -> Offset:
+        return Offset(self._high_watermark)
+
+    @property
+    def log_start_offset(self) -> Offset:
+        return self._raft_log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> Offset:
+        return self._raft_log.log_end_offset
+
+    @property
+    def durable_end_offset(self) -> Offset:
+        return self._raft_log.durable_end_offset
+
+    @property
+    def last_epoch(self) -> Epoch:
+        return self._raft_log.last_epoch
+
+    @property
+    def raft_log(self) -> RaftLog:
+        """The core's log view (read-only use)."""
+        return self._raft_log
+
+    def snapshot_id_at(self, end_offset: int) -> SnapshotId:
+        """The id of a snapshot covering offsets below ``end_offset`` (its epoch from the log)."""
+        return SnapshotId(Offset(end_offset), self._raft_log.epoch_for_offset(end_offset - 1))
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def step(self, msg: RaftMessage, now_ms: int) -> None:
+        """Take one message from a peer. Never raises for a peer's stale or bad message."""
+        self._observe_time(now_ms)
+        if msg.destination != self._id or msg.source == self._id:
+            self._logger.warning("dropped_misaddressed", source=msg.source, dest=msg.destination)
+            return
+        match msg:
+            case FetchRequest():
+                self._handle_fetch_request(msg, now_ms)
+            case FetchResponse():
+                self._handle_fetch_response(msg, now_ms)
+            case VoteRequest():
+                self._handle_vote_request(msg, now_ms)
+            case VoteResponse():
+                self._handle_vote_response(msg, now_ms)
+            case BeginQuorumEpochRequest():
+                self._handle_begin_quorum_epoch_request(msg, now_ms)
+            case BeginQuorumEpochResponse():
+                self._handle_begin_quorum_epoch_response(msg, now_ms)
+            case EndQuorumEpochRequest():
+                self._handle_end_quorum_epoch_request(msg, now_ms)
+            case EndQuorumEpochResponse():
+                self._handle_end_quorum_epoch_response(msg, now_ms)
+            case FetchSnapshotRequest():
+                self._handle_fetch_snapshot_request(msg, now_ms)
+            case FetchSnapshotResponse():
+                self._handle_fetch_snapshot_response(msg, now_ms)
+            case _:
+                self._logger.warning("dropped_unknown_message", kind=type(msg).__name__)
+
+    def tick(self, now_ms: int) -> None:
+        """Let time pass: fire every deadline at or before ``now_ms``."""
+        self._observe_time(now_ms)
+        role = self._quorum.role
+        match role:
+            case Unattached():
+                self._poll_unattached(role, now_ms)
+            case Prospective():
+                self._poll_prospective(role, now_ms)
+            case Candidate():
+                self._poll_candidate(role, now_ms)
+            case Leader():
+                self._poll_leader(role, now_ms)
+            case Follower():
+                self._poll_follower(role, now_ms)
+            case Resigned():
+                self._poll_resigned(role, now_ms)
+
+    def propose(self, records: Sequence[bytes], now_ms: int) -> Offset:
+        """Append records (one per proposal) to the leader's log, batched per linger.
+
+        Returns:
+            The offset of the first record. It is committed once the high watermark passes
+            it, in this epoch; a leader change may drop it.
+
+        Raises:
+            NotLeaderError: this node is not the leader (carries the known leader and epoch).
+        """
+        self._observe_time(now_ms)
+        role = self._quorum.role
+        if not isinstance(role, Leader):
+            raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
+        offset = Offset(self._raft_log.log_end_offset + len(role.pending_records))
+        if not records:
+            return offset
+        role.pending_records.extend(records)
+        role.pending_bytes += sum(map(len, records))
+        if self._config.append_linger_ms == 0 or (
+            role.pending_bytes >= self._config.append_batch_bytes_max
+        ):
+            self._drain_accumulator(role, now_ms)
+        elif role.linger_deadline_ms is None:
+            role.linger_deadline_ms = now_ms + self._config.append_linger_ms
+        return offset
+
+    def resign(self, now_ms: int) -> None:
+        """Step down gracefully (KIP-595 EndQuorumEpoch), naming the most caught-up voters
+        as preferred successors.
+
+        Raises:
+            NotLeaderError: this node is not the leader.
+        """
+        self._observe_time(now_ms)
+        role = self._quorum.role
+        if not isinstance(role, Leader):
+            raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
+        successors = sorted(
+            (v for v in self._voters if v != self._id),
+            key=lambda v: (-role.replicas[v].end_offset, v),
+        )
+        self._resign(role, tuple(successors), now_ms, "graceful")
+
+    def snapshot_taken(self, snapshot_id: SnapshotId) -> None:
+        """The application saved a snapshot of everything below ``snapshot_id.end_offset``.
+
+        The log before it is then deleted (``Ready.delete_log_before``), and fetchers
+        behind it load the snapshot instead (KIP-630). Call after `advance` of the `Ready`
+        that delivered the last committed batch in the snapshot.
+        """
+        end = snapshot_id.end_offset
+        assert end <= self._applied, "snapshot of offsets not yet applied"
+        if end <= self._raft_log.log_start_offset:
+            return
+        assert snapshot_id == self.snapshot_id_at(end), f"wrong epoch in {snapshot_id}"
+        self._raft_log.advance_log_start(snapshot_id)
+        self._delete_log_before = end
+        self._logger.info("snapshot_taken", snapshot_id=snapshot_id)
+
+    # --- output -------------------------------------------------------------------------------
+
+    def has_ready(self) -> bool:
+        if self._in_flight is not None:
+            return False
+        return bool(
+            self._outbox
+            or self._raft_log.has_unpersisted
+            or self._applied < self._high_watermark
+            or self._quorum.hard_state_changed
+            or self._snapshot_chunks
+            or self._install_snapshot is not None
+            or self._delete_log_before is not None
+        )
+
+    def ready(self) -> Ready:
+        """Take the work for the shell; see `Ready` for the order to do it in."""
+        assert self._in_flight is None, "advance() the previous Ready first"
+        hard_state = self._quorum.take_hard_state_update()
+        truncate_to, entries, entries_end = self._raft_log.take_unpersisted()
+        committed = self._take_committed()
+        chunks = tuple(self._snapshot_chunks)
+        install = self._install_snapshot
+        rd = Ready(
+            hard_state=hard_state,
+            truncate_to=truncate_to,
+            entries=entries,
+            entries_end_offset=entries_end,
+            must_sync=bool(
+                hard_state is not None
+                or truncate_to is not None
+                or entries
+                or chunks
+                or install is not None
+            ),
+            snapshot_chunks=chunks,
+            install_snapshot=install,
+            messages=tuple(self._outbox),
+            committed=committed,
+            high_watermark=Offset(self._high_watermark),
+            delete_log_before=self._delete_log_before,
+        )
+        self._outbox = []
+        self._snapshot_chunks = []
+        self._install_snapshot = None
+        self._install_in_flight = install is not None
+        self._delete_log_before = None
+        self._in_flight = rd
+        return rd
+
+    def advance(self, ready: Ready) -> None:
+        """The shell has done everything ``ready`` asked (persisted, sent, applied)."""
+        assert ready is self._in_flight, "advance() takes the Ready last returned by ready()"
+        self._in_flight = None
+        self._install_in_flight = False
+        if ready.entries or ready.truncate_to is not None:
+            self._raft_log.mark_persisted(ready.entries_end_offset)
+        role = self._quorum.role
+        if isinstance(role, Leader):
+            self._maybe_advance_leader_high_watermark(role)
+        else:
+            self._maybe_send_fetch(self._now_ms)
+
+    def next_deadline_ms(self) -> int:
+        """When the node next needs a `tick` (absolute, in the shell's milliseconds)."""
+        role = self._quorum.role
+        match role:
+            case Unattached():
+                if self._quorum.is_voter:
+                    return role.election_deadline_ms
+                return self._probe_at_ms
+            case Prospective():
+                nxt = role.send_at_ms if not role.sent else role.retry_at_ms
+                return min(role.election_deadline_ms, nxt)
+            case Candidate():
+                return min(role.election_deadline_ms, role.retry_at_ms)
+            case Leader():
+                deadlines = [min((d for _, d in role.parked_fetches.values()), default=1 << 62)]
+                if role.linger_deadline_ms is not None:
+                    deadlines.append(role.linger_deadline_ms)
+                if len(self._voters) > 1:
+                    deadlines.append(role.check_quorum_deadline_ms)
+                if role.unacked_begin_epoch:
+                    deadlines.append(role.begin_epoch_retry_at_ms)
+                return min(deadlines)
+            case Follower():
+                nxt = role.fetch_deadline_ms
+                if role.fetch_correlation_id is not None:
+                    nxt = min(nxt, role.fetch_sent_ms + self._config.request_timeout_ms)
+                elif role.fetch_backoff_until_ms > self._now_ms:
+                    nxt = min(nxt, role.fetch_backoff_until_ms)
+                return nxt
+            case Resigned():
+                if role.unacked:
+                    return min(role.election_deadline_ms, role.retry_at_ms)
+                return role.election_deadline_ms
+        raise AssertionError(f"unknown role {role!r}")  # pragma: no cover
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _observe_time(self, now_ms: int) -> None:
+        assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"
+        self._now_ms = now_ms
+
+    def _take_committed(self) -> tuple[bytes, ...]:
+        if self._applied >= self._high_watermark:
+            return ()
+        batches = self._raft_log.read(
+            self._applied, self._config.apply_bytes_max, end_offset=self._high_watermark
+        )
+        out: list[bytes] = []
+        for batch in batches:
+            header = read_header(batch)
+            if header.next_offset <= self._applied:
+                continue
+            assert header.base_offset == self._applied, "committed batches are not contiguous"
+            assert header.next_offset <= self._high_watermark, "batch straddles the watermark"
+            out.append(batch)
+            self._applied = header.next_offset
+        return tuple(out)
+
+    def _poll_unattached(self, role: Unattached, now_ms: int) -> None:
+        if self._quorum.is_voter:
+            if now_ms >= role.election_deadline_ms:
+                self._become_prospective(now_ms, reason="election_timeout")
+        else:
+            self._handle_probe_timer(role, now_ms)
+
+    def _poll_prospective(self, role: Prospective, now_ms: int) -> None:
+        if now_ms >= role.election_deadline_ms:
+            if role.leader_id is not None:
+                # KIP-996: the pre-vote failed while others still follow our old leader
+                # (say, a one-way partition): go back to fetching from it.
+                self._become_follower(role.epoch, role.leader_id, now_ms)
+            else:
+                self._become_prospective(now_ms, reason="pre_vote_timeout")
+        elif now_ms >= role.send_at_ms and (not role.sent or now_ms >= role.retry_at_ms):
+            self._send_vote_requests(now_ms)
+
+    def _poll_candidate(self, role: Candidate, now_ms: int) -> None:
+        if now_ms >= role.election_deadline_ms:
+            # Kafka 4 / KIP-996: a candidate that did not win backs off, then pre-votes again.
+            self._become_prospective(
+                now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="election_lost"
+            )
+        elif now_ms >= role.retry_at_ms:
+            self._send_vote_requests(now_ms)
+
+    def _poll_leader(self, role: Leader, now_ms: int) -> None:
+        if role.linger_deadline_ms is not None and now_ms >= role.linger_deadline_ms:
+            self._drain_accumulator(role, now_ms)
+        if len(self._voters) > 1 and now_ms >= role.check_quorum_deadline_ms:
+            # KIP-595 check-quorum: no majority has fetched from us recently; step down.
+            self._resign(role, (), now_ms, "check_quorum_expired")
+            return
+        if role.unacked_begin_epoch and now_ms >= role.begin_epoch_retry_at_ms:
+            self._send_begin_quorum_epoch(role, now_ms)
+        self._complete_parked_fetches(role, now_ms, expired_only=True)
+
+    def _poll_follower(self, role: Follower, now_ms: int) -> None:
+        if now_ms >= role.fetch_deadline_ms:
+            if self._quorum.is_voter:
+                self._become_prospective(now_ms, reason="fetch_timeout")
+            else:
+                self._become_unattached(role.epoch, now_ms)
+            return
+        if (
+            role.fetch_correlation_id is not None
+            and now_ms >= role.fetch_sent_ms + self._config.request_timeout_ms
+        ):
+            role.fetch_correlation_id = None  # lost: ask again
+        self._maybe_send_fetch(now_ms)
+
+    def _poll_resigned(self, role: Resigned, now_ms: int) -> None:
+        if now_ms >= role.election_deadline_ms:
+            self._become_prospective(now_ms, reason="election_timeout")
+        elif role.unacked and now_ms >= role.retry_at_ms:
+            self._send_end_quorum_epoch(role, now_ms)
+
+
+__all__ = ["RaftNode"]

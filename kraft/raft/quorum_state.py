@@ -1,0 +1,296 @@
+"""`QuorumState`: the current role and every transition between roles.
+
+Allowed transitions (after Kafka's ``QuorumState``, with KIP-996's Prospective state);
+"E+" means to a higher epoch, "E" within the same epoch::
+
+    Unattached  -> Unattached (E+, or E to record a vote), Prospective (election timeout),
+                   Follower (E/E+, leader discovered)
+    Prospective -> Unattached (E+), Prospective (E, retry), Candidate (pre-vote majority),
+                   Follower (E/E+)
+    Candidate   -> Unattached (E+), Prospective (E, election lost), Leader (vote majority),
+                   Follower (E/E+)
+    Leader      -> Unattached (E+), Follower (E+), Resigned (E: graceful or check-quorum)
+    Follower    -> Unattached (E+; E for observers only), Prospective (E, fetch timeout),
+                   Follower (E+)
+    Resigned    -> Unattached (E+), Prospective (E, election timeout), Follower (E+)
+
+Observers (not in the voter set) are only ever Unattached or Follower. Every transition
+checks its preconditions and raises `InvalidTransitionError` when they fail; epochs never
+decrease. The election state to persist (`HardState`) follows from the role.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import NoReturn, final
+
+from kraft.raft.config import RaftConfig
+from kraft.raft.errors import InvalidTransitionError
+from kraft.raft.ready import HardState
+from kraft.raft.roles import (
+    Candidate,
+    Follower,
+    Leader,
+    Prospective,
+    ReplicaState,
+    Resigned,
+    Role,
+    Unattached,
+)
+from kraft.types import Epoch, NodeId
+
+
+@final
+class QuorumState:
+    """Owns the role; `RaftNode` asks it for every transition."""
+
+    __slots__ = ("_config", "_last_hard_state", "_rng", "local_id", "role", "voters")
+
+    def __init__(
+        self,
+        *,
+        local_id: NodeId,
+        voters: frozenset[NodeId],
+        config: RaftConfig,
+        rng: random.Random,
+        persisted: HardState,
+        now_ms: int,
+    ) -> None:
+        assert voters, "a quorum needs voters"
+        self.local_id = local_id
+        self.voters = voters
+        self._config = config
+        self._rng = rng
+        self._last_hard_state = persisted
+        epoch = persisted.epoch
+        self.role: Role
+        # On restart: a former leader resigns (it lost its leader state); a follower resumes
+        # fetching; anyone else is unattached and keeps its vote (never votes twice, §5.2).
+        if persisted.leader_id == local_id and self.is_voter:
+            self.role = Resigned(
+                epoch=epoch,
+                preferred_successors=(),
+                unacked=set(voters - {local_id}),
+                retry_at_ms=now_ms,
+                election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+            )
+        elif persisted.leader_id is not None and persisted.leader_id != local_id:
+            self.role = Follower(
+                epoch=epoch,
+                leader_id=persisted.leader_id,
+                voted_for=persisted.voted_for,
+                fetch_deadline_ms=now_ms + config.fetch_timeout_ms,
+            )
+        else:
+            self.role = Unattached(
+                epoch=epoch,
+                voted_for=persisted.voted_for,
+                election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+            )
+
+    # --- accessors ----------------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> Epoch:
+        return self.role.epoch
+
+    @property
+    def is_voter(self) -> bool:
+        return self.local_id in self.voters
+
+    @property
+    def leader_id(self) -> NodeId | None:
+        """The leader of the current epoch, if known."""
+        match self.role:
+            case Leader():
+                return self.local_id
+            case Follower(leader_id=leader):
+                return leader
+            case _:
+                return None
+
+    def hard_state(self) -> HardState:
+        """The election state implied by the role."""
+        match self.role:
+            case Unattached(epoch=e, voted_for=v):
+                return HardState(epoch=e, voted_for=v, leader_id=None)
+            case Prospective(epoch=e, voted_for=v, leader_id=leader):
+                return HardState(epoch=e, voted_for=v, leader_id=leader)
+            case Candidate(epoch=e):
+                return HardState(epoch=e, voted_for=self.local_id, leader_id=None)
+            case Leader(epoch=e) | Resigned(epoch=e):
+                return HardState(epoch=e, voted_for=self.local_id, leader_id=self.local_id)
+            case Follower(epoch=e, voted_for=v, leader_id=leader):
+                return HardState(epoch=e, voted_for=v, leader_id=leader)
+        raise AssertionError(f"unknown role {self.role!r}")  # pragma: no cover
+
+    @property
+    def hard_state_changed(self) -> bool:
+        return self.hard_state() != self._last_hard_state
+
+    def take_hard_state_update(self) -> HardState | None:
+        """The hard state to persist if it changed since last taken, else None."""
+        current = self.hard_state()
+        if current == self._last_hard_state:
+            return None
+        assert current.epoch >= self._last_hard_state.epoch, "persisted epoch went backwards"
+        if current.epoch == self._last_hard_state.epoch:
+            prev = self._last_hard_state.voted_for
+            assert prev is None or current.voted_for == prev, "voted twice in one epoch"
+        self._last_hard_state = current
+        return current
+
+    def leader_or_raise(self) -> Leader:
+        if not isinstance(self.role, Leader):
+            raise InvalidTransitionError(f"not the leader: {self.role.name}")
+        return self.role
+
+    def follower_or_raise(self) -> Follower:
+        if not isinstance(self.role, Follower):
+            raise InvalidTransitionError(f"not a follower: {self.role.name}")
+        return self.role
+
+    def random_election_timeout_ms(self) -> int:
+        """Raft §5.2: a random timeout in [T, 2T) makes split votes rare."""
+        t = self._config.election_timeout_ms
+        return t + self._rng.randrange(t)
+
+    def random_backoff_ms(self) -> int:
+        return self._rng.randrange(self._config.election_backoff_max_ms + 1)
+
+    # --- transitions --------------------------------------------------------------------------
+
+    def transition_to_unattached(self, epoch: Epoch, now_ms: int) -> Unattached:
+        """To a higher epoch with no known leader (or, for an observer whose fetches time out,
+        to the same epoch)."""
+        same_epoch_observer = (
+            epoch == self.epoch and not self.is_voter and isinstance(self.role, Follower)
+        )
+        if epoch <= self.epoch and not same_epoch_observer:
+            self._refuse(f"unattached in epoch {epoch}")
+        role = Unattached(
+            epoch=epoch,
+            voted_for=None,
+            election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+        )
+        self.role = role
+        return role
+
+    def transition_to_unattached_voted(self, epoch: Epoch, candidate: NodeId, now_ms: int) -> None:
+        """Record a vote for ``candidate`` in ``epoch`` (Raft §5.2: one vote per epoch)."""
+        if not self.is_voter or candidate not in self.voters:
+            self._refuse("vote by or for a non-voter")
+        role = self.role
+        if epoch < self.epoch:
+            self._refuse(f"vote in past epoch {epoch}")
+        if epoch == self.epoch and not (
+            isinstance(role, Unattached) and role.voted_for in (None, candidate)
+        ):
+            self._refuse(f"vote for {candidate} in epoch {epoch}")
+        self.role = Unattached(
+            epoch=epoch,
+            voted_for=candidate,
+            election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+        )
+
+    def transition_to_prospective(self, now_ms: int, *, backoff_ms: int = 0) -> Prospective:
+        """KIP-996: a voter that lost its leader (or an election) asks for pre-votes."""
+        role = self.role
+        if not self.is_voter:
+            self._refuse("observers never campaign")
+        voted_for: NodeId | None = None
+        leader: NodeId | None = None
+        match role:
+            case Unattached(voted_for=v):
+                voted_for = v
+            case Follower(voted_for=v, leader_id=leader_id):
+                voted_for, leader = v, leader_id
+            case Prospective(voted_for=v, leader_id=leader_id):
+                voted_for, leader = v, leader_id
+            case Candidate() | Resigned():
+                voted_for = self.local_id
+            case Leader():
+                self._refuse("a leader resigns before it campaigns")
+        new = Prospective(
+            epoch=role.epoch,
+            voted_for=voted_for,
+            leader_id=leader,
+            election_deadline_ms=now_ms + backoff_ms + self.random_election_timeout_ms(),
+            send_at_ms=now_ms + backoff_ms,
+        )
+        new.granted.add(self.local_id)
+        self.role = new
+        return new
+
+    def transition_to_candidate(self, now_ms: int) -> Candidate:
+        """Raft §5.2 after a KIP-996 pre-vote majority: bump the epoch and vote for ourselves."""
+        if not isinstance(self.role, Prospective):
+            self._refuse("candidacy without a pre-vote")
+        role = Candidate(
+            epoch=Epoch(self.epoch + 1),
+            election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+        )
+        role.granted.add(self.local_id)
+        self.role = role
+        return role
+
+    def transition_to_leader(self, epoch_start_offset: int, now_ms: int) -> Leader:
+        """Raft §5.2: a candidate with votes from a majority leads its epoch."""
+        role = self.role
+        if not isinstance(role, Candidate) or 2 * len(role.granted) <= len(self.voters):
+            self._refuse("leadership without a vote majority")
+        others = self.voters - {self.local_id}
+        leader = Leader(
+            epoch=role.epoch,
+            epoch_start_offset=epoch_start_offset,
+            replicas={v: ReplicaState() for v in others},
+            unacked_begin_epoch=set(others),
+            begin_epoch_retry_at_ms=now_ms,
+            check_quorum_deadline_ms=now_ms + self._config.check_quorum_timeout_ms,
+        )
+        self.role = leader
+        return leader
+
+    def transition_to_follower(self, epoch: Epoch, leader_id: NodeId, now_ms: int) -> Follower:
+        """Follow ``leader_id``: in a higher epoch, or in ours if we knew no leader in it."""
+        role = self.role
+        if leader_id == self.local_id or leader_id not in self.voters:
+            self._refuse(f"follow {leader_id}")
+        if epoch < self.epoch:
+            self._refuse(f"follow in past epoch {epoch}")
+        if epoch == self.epoch and not isinstance(role, Unattached | Prospective | Candidate):
+            self._refuse(f"follow {leader_id} from {role.name} in the same epoch")
+        voted_for: NodeId | None = None
+        if epoch == self.epoch:
+            match role:
+                case Unattached(voted_for=v) | Prospective(voted_for=v):
+                    voted_for = v
+                case Candidate():
+                    voted_for = self.local_id
+        follower = Follower(
+            epoch=epoch,
+            leader_id=leader_id,
+            voted_for=voted_for,
+            fetch_deadline_ms=now_ms + self._config.fetch_timeout_ms,
+        )
+        self.role = follower
+        return follower
+
+    def transition_to_resigned(self, preferred_successors: tuple[NodeId, ...], now_ms: int) -> None:
+        """KIP-595: a leader steps down in its epoch (graceful or check-quorum)."""
+        role = self.leader_or_raise()
+        self.role = Resigned(
+            epoch=role.epoch,
+            preferred_successors=preferred_successors,
+            unacked=set(self.voters - {self.local_id}),
+            retry_at_ms=now_ms,
+            election_deadline_ms=now_ms + self.random_election_timeout_ms(),
+        )
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise InvalidTransitionError(
+            f"node {self.local_id} in {self.role.name} epoch {self.epoch}: cannot {what}"
+        )
+
+
+__all__ = ["QuorumState"]

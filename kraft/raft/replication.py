@@ -1,0 +1,450 @@
+"""Pull replication (KIP-595), snapshots (KIP-630), the high watermark and the accumulator.
+
+Theory of operation
+-------------------
+A follower sends one Fetch at a time, ``(fetch_offset, last_fetched_epoch)``, where
+``fetch_offset`` is its *durable* log end: in KRaft the next fetch offset is the
+acknowledgement, so a follower fetches again only after `RaftNode.advance` says the batches
+it appended are synced. The leader checks the pair against its epoch cache:
+
+- ``fetch_offset`` below the log start (or at it with another epoch) -> ``snapshot_id``: the
+  follower loads that snapshot with FetchSnapshot, in chunks, then fetches from its end;
+- the follower's last epoch ends earlier in the leader's log, or is not in it -> a
+  ``diverging_epoch = (epoch, end_offset)``: the follower truncates to
+  ``min(end_offset, its own end of that epoch)`` (KIP-101: never to its high watermark) and
+  fetches again;
+- otherwise the fetch is valid: the leader records ``fetch_offset`` as that replica's end,
+  recomputes the high watermark, and answers with batches from ``fetch_offset`` on (or parks
+  the fetch up to ``max_wait_ms`` when there is nothing new to say).
+
+High watermark (KIP-595, Raft §5.4.2): the largest offset a majority of voters (the leader's
+own durable end included) has fetched past, and only once that is past the start of the
+leader's epoch. Followers take ``min(leader's high watermark, own log end)``. It never moves
+backwards on a node.
+
+Proposals accumulate in the leader for ``append_linger_ms`` (or up to
+``append_batch_bytes_max``) and become one v2 record batch with the epoch as its partition
+leader epoch: the batch, not the record, is the unit the core moves around.
+"""
+
+from __future__ import annotations
+
+from kraft.raft._core import NodeCore
+from kraft.raft.messages import (
+    DivergingEpoch,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    SnapshotId,
+)
+from kraft.raft.quorum import has_majority, next_high_watermark
+from kraft.raft.ready import SnapshotChunk
+from kraft.raft.roles import Follower, Leader, ReplicaState, Unattached
+from kraft.types import Epoch, NodeId, Offset
+from storage.errors import CorruptRecordError, ErrorCode
+from storage.records import build_batch, read_header
+
+
+class ReplicationMixin(NodeCore):
+    """Fetch and FetchSnapshot on both sides, the high watermark and the accumulator."""
+
+    # --- leader: serving fetches --------------------------------------------------------------
+
+    def _leader_request_error(self, epoch: Epoch) -> ErrorCode | None:
+        """Kafka's validateLeaderOnlyRequest."""
+        if epoch < self._epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if epoch > self._epoch:
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if not isinstance(self._quorum.role, Leader):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return None
+
+    def _fetch_error(self, req: FetchRequest, error: ErrorCode) -> None:
+        self._send(
+            FetchResponse(
+                source=self._id,
+                destination=req.source,
+                epoch=self._epoch,
+                correlation_id=req.correlation_id,
+                error=error,
+                leader_id=self._quorum.leader_id,
+                high_watermark=Offset(self._high_watermark),
+            )
+        )
+
+    def _handle_fetch_request(self, req: FetchRequest, now_ms: int) -> None:
+        error = self._leader_request_error(req.epoch)
+        if error is None and (
+            req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.source == self._id
+        ):
+            error = ErrorCode.INVALID_REQUEST
+        if error is not None:
+            self._fetch_error(req, error)
+            return
+        leader = self._quorum.leader_or_raise()
+        replica = self._record_fetch(leader, req.source, now_ms)
+        leader.parked_fetches.pop(req.source, None)  # a newer fetch supersedes a parked one
+        position = self._validate_fetch_position(req.fetch_offset, req.last_fetched_epoch)
+        if position is not None:
+            self._send(self._fetch_response(req, position))
+            return
+        replica.end_offset = req.fetch_offset
+        if req.source in self._voters:
+            self._maybe_advance_leader_high_watermark(leader)
+        if (
+            req.fetch_offset >= self._raft_log.log_end_offset
+            and req.high_watermark >= self._high_watermark
+            and req.max_wait_ms > 0
+        ):
+            leader.parked_fetches[req.source] = (req, now_ms + req.max_wait_ms)
+            return
+        self._send(self._fetch_response(req, None))
+
+    def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaState:
+        replica = leader.replicas.get(replica_id)
+        if replica is None:  # an observer's first fetch
+            replica = leader.replicas[replica_id] = ReplicaState()
+        replica.last_fetch_ms = now_ms
+        if replica_id in self._voters:
+            leader.unacked_begin_epoch.discard(replica_id)  # it knows who leads
+            leader.fetched_since_check.add(replica_id)
+            # KIP-595 check-quorum: the deadline moves once a majority has fetched.
+            if has_majority(len(leader.fetched_since_check) + 1, len(self._voters)):
+                leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
+                leader.fetched_since_check.clear()
+        return replica
+
+    def _validate_fetch_position(
+        self, fetch_offset: int, last_fetched_epoch: int
+    ) -> DivergingEpoch | SnapshotId | None:
+        """Kafka's ``validateOffsetAndEpoch``: None when the fetcher's log matches ours."""
+        log = self._raft_log
+        start = log.log_start_offset
+        snapshot = log.snapshot_id
+        if snapshot is not None and fetch_offset <= start:
+            # KIP-630: behind the log start, or at it with a different history: load the
+            # snapshot. At it with the snapshot's epoch: the logs match (Log Matching).
+            if fetch_offset == start and last_fetched_epoch == snapshot.epoch:
+                return None
+            return snapshot
+        if fetch_offset == 0:
+            return None
+        found = log.end_offset_for_epoch(last_fetched_epoch)
+        if found is None:
+            if snapshot is not None:
+                return snapshot
+            return DivergingEpoch(Epoch(0), Offset(start))
+        epoch, end = found
+        if epoch != last_fetched_epoch or end < fetch_offset:
+            return DivergingEpoch(epoch, end)
+        return None
+
+    def _fetch_response(
+        self, req: FetchRequest, position: DivergingEpoch | SnapshotId | None
+    ) -> FetchResponse:
+        batches: tuple[bytes, ...] = ()
+        if position is None:
+            batches = tuple(
+                self._raft_log.read(
+                    req.fetch_offset, min(req.max_bytes, self._config.fetch_max_bytes)
+                )
+            )
+        return FetchResponse(
+            source=self._id,
+            destination=req.source,
+            epoch=self._epoch,
+            correlation_id=req.correlation_id,
+            leader_id=self._id,
+            high_watermark=Offset(self._high_watermark),
+            log_start_offset=self._raft_log.log_start_offset,
+            batches=batches,
+            diverging_epoch=position if isinstance(position, DivergingEpoch) else None,
+            snapshot_id=position if isinstance(position, SnapshotId) else None,
+        )
+
+    def _complete_parked_fetches(self, leader: Leader, now_ms: int, *, expired_only: bool) -> None:
+        if not leader.parked_fetches:
+            return
+        for replica_id, (req, deadline) in list(leader.parked_fetches.items()):
+            if expired_only and now_ms < deadline:
+                continue
+            del leader.parked_fetches[replica_id]
+            self._send(self._fetch_response(req, None))
+
+    def _maybe_advance_leader_high_watermark(self, leader: Leader) -> bool:
+        log = self._raft_log
+        if self._unsafe.commit_without_majority:
+            new: int | None = log.durable_end_offset
+            if new is not None and new <= self._high_watermark:
+                new = None
+        else:
+            ends = [log.durable_end_offset] + [
+                r.end_offset
+                for v, r in leader.replicas.items()
+                if v in self._voters and r.end_offset >= 0
+            ]
+            new = next_high_watermark(
+                current=self._high_watermark,
+                end_offsets=ends,
+                voter_count=len(self._voters),
+                epoch_start_offset=leader.epoch_start_offset,
+            )
+        if new is None:
+            return False
+        self._set_high_watermark(new)
+        self._complete_parked_fetches(leader, self._now_ms, expired_only=False)
+        return True
+
+    # --- leader: FetchSnapshot ----------------------------------------------------------------
+
+    def _handle_fetch_snapshot_request(self, req: FetchSnapshotRequest, now_ms: int) -> None:
+        error = self._leader_request_error(req.epoch)
+        data = b""
+        size = 0
+        if error is None:
+            self._record_fetch(self._quorum.leader_or_raise(), req.source, now_ms)
+            found = self._storage.snapshot_size_bytes(req.snapshot_id)
+            if found is None:
+                error = ErrorCode.SNAPSHOT_NOT_FOUND
+            elif not 0 <= req.position <= found:
+                error = ErrorCode.POSITION_OUT_OF_RANGE
+            else:
+                size = found
+                limit = max(1, min(req.max_bytes, self._config.fetch_snapshot_max_bytes))
+                data = self._storage.read_snapshot(req.snapshot_id, req.position, limit)
+        self._send(
+            FetchSnapshotResponse(
+                source=self._id,
+                destination=req.source,
+                epoch=self._epoch,
+                correlation_id=req.correlation_id,
+                error=error or ErrorCode.NONE,
+                leader_id=self._quorum.leader_id,
+                snapshot_id=req.snapshot_id,
+                position=req.position,
+                size_bytes=size,
+                data=data,
+            )
+        )
+
+    # --- follower: fetching -------------------------------------------------------------------
+
+    def _fetch_blocked(self) -> bool:
+        """A follower fetches only from a durable log end (its fetch offset is its ack)."""
+        return (
+            not self._raft_log.is_fully_durable
+            or self._raft_log.has_unpersisted
+            or self._install_in_flight
+            or self._install_snapshot is not None
+            or bool(self._snapshot_chunks)
+        )
+
+    def _maybe_send_fetch(self, now_ms: int) -> bool:
+        role = self._quorum.role
+        if not isinstance(role, Follower):
+            return False
+        if role.fetch_correlation_id is not None or now_ms < role.fetch_backoff_until_ms:
+            return False
+        if self._fetch_blocked():
+            return False
+        cid = self._correlation_id()
+        role.fetch_correlation_id = cid
+        role.fetch_sent_ms = now_ms
+        log = self._raft_log
+        if role.snapshot_fetch is not None:
+            self._send(
+                FetchSnapshotRequest(
+                    source=self._id,
+                    destination=role.leader_id,
+                    epoch=role.epoch,
+                    correlation_id=cid,
+                    snapshot_id=role.snapshot_fetch,
+                    position=role.snapshot_position,
+                    max_bytes=self._config.fetch_snapshot_max_bytes,
+                )
+            )
+        else:
+            self._send(
+                FetchRequest(
+                    source=self._id,
+                    destination=role.leader_id,
+                    epoch=role.epoch,
+                    correlation_id=cid,
+                    fetch_offset=log.durable_end_offset,
+                    last_fetched_epoch=log.last_epoch,
+                    high_watermark=Offset(self._high_watermark),
+                    max_bytes=self._config.fetch_max_bytes,
+                    max_wait_ms=self._config.fetch_max_wait_ms,
+                )
+            )
+        return True
+
+    def _send_probe(self, now_ms: int) -> None:
+        """An unattached observer asks a random voter who leads (it answers with a hint)."""
+        voter = self._rng.choice(sorted(self._voters))
+        cid = self._correlation_id()
+        self._probe_correlation_id = cid
+        self._probe_at_ms = now_ms + self._config.request_timeout_ms
+        log = self._raft_log
+        self._send(
+            FetchRequest(
+                source=self._id,
+                destination=voter,
+                epoch=self._epoch,
+                correlation_id=cid,
+                fetch_offset=log.durable_end_offset,
+                last_fetched_epoch=log.last_epoch,
+                high_watermark=Offset(self._high_watermark),
+                max_bytes=0,
+                max_wait_ms=0,
+            )
+        )
+
+    def _claim_response(self, correlation_id: int, source: NodeId) -> Follower | bool | None:
+        """Match a response to our one outstanding fetch (or probe); False drops it."""
+        role = self._quorum.role
+        if (
+            isinstance(role, Follower)
+            and correlation_id == role.fetch_correlation_id
+            and source == role.leader_id
+        ):
+            role.fetch_correlation_id = None
+            return role
+        if correlation_id == self._probe_correlation_id:
+            self._probe_correlation_id = None
+            return None
+        return False
+
+    def _handle_fetch_response(self, resp: FetchResponse, now_ms: int) -> None:
+        follower = self._claim_response(resp.correlation_id, resp.source)
+        if follower is False:
+            return
+        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
+            return
+        if not isinstance(follower, Follower) or resp.epoch < follower.epoch:
+            self._maybe_send_fetch(now_ms)
+            return
+        if resp.error != ErrorCode.NONE:
+            follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
+            return
+        follower.last_fetched_ok_ms = now_ms
+        follower.fetch_deadline_ms = now_ms + self._config.fetch_timeout_ms
+        if resp.diverging_epoch is not None:
+            self._truncate_to_diverging_epoch(resp.diverging_epoch)
+        elif resp.snapshot_id is not None:
+            follower.snapshot_fetch = resp.snapshot_id
+            follower.snapshot_position = 0
+            self._logger.info("snapshot_fetch_started", snapshot_id=resp.snapshot_id)
+        else:
+            self._append_as_follower(resp)
+        self._maybe_send_fetch(now_ms)
+
+    def _truncate_to_diverging_epoch(self, diverging: DivergingEpoch) -> None:
+        log = self._raft_log
+        local = log.end_offset_for_epoch(diverging.epoch)
+        # KIP-101/595: truncate to the leader's epoch end offset, not to our high watermark.
+        offset = diverging.end_offset if local is None else min(diverging.end_offset, local[1])
+        offset = max(offset, log.log_start_offset)
+        if offset >= log.log_end_offset:
+            return
+        # Invariant: committed entries are never truncated (Raft §5.4 Leader Completeness).
+        assert offset >= self._high_watermark, (
+            f"truncating to {offset} below the high watermark {self._high_watermark}"
+        )
+        new_end = log.truncate_to(offset)
+        self._logger.info("truncated", log_end_offset=new_end, diverging_epoch=diverging.epoch)
+
+    def _append_as_follower(self, resp: FetchResponse) -> None:
+        log = self._raft_log
+        for batch in resp.batches:
+            try:
+                header = read_header(batch)
+            except CorruptRecordError:
+                self._logger.warning("dropped_corrupt_batch")
+                return
+            if header.next_offset <= log.log_end_offset:
+                continue
+            if header.base_offset != log.log_end_offset or header.record_count <= 0:
+                self._logger.warning("dropped_batch_out_of_order", base_offset=header.base_offset)
+                return
+            if not log.last_epoch <= header.partition_leader_epoch <= resp.epoch:
+                epoch = header.partition_leader_epoch
+                self._logger.warning("dropped_batch_bad_epoch", batch_epoch=epoch)
+                return
+            log.append(batch, header)
+        hw = min(resp.high_watermark, log.log_end_offset)
+        if hw > self._high_watermark:
+            self._set_high_watermark(hw)
+
+    def _handle_fetch_snapshot_response(self, resp: FetchSnapshotResponse, now_ms: int) -> None:
+        follower = self._claim_response(resp.correlation_id, resp.source)
+        if follower is False:
+            return
+        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
+            return
+        if not isinstance(follower, Follower) or resp.epoch < follower.epoch:
+            self._maybe_send_fetch(now_ms)
+            return
+        snapshot = follower.snapshot_fetch
+        if resp.error != ErrorCode.NONE or snapshot is None:
+            # SNAPSHOT_NOT_FOUND / POSITION_OUT_OF_RANGE: a newer snapshot replaced it; refetch.
+            follower.snapshot_fetch = None
+            follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
+            return
+        if resp.snapshot_id != snapshot or resp.position != follower.snapshot_position:
+            self._maybe_send_fetch(now_ms)
+            return
+        if not resp.data and resp.position < resp.size_bytes:
+            follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
+            return
+        follower.last_fetched_ok_ms = now_ms
+        follower.fetch_deadline_ms = now_ms + self._config.fetch_timeout_ms
+        self._snapshot_chunks.append(SnapshotChunk(snapshot, resp.position, resp.data))
+        follower.snapshot_position += len(resp.data)
+        if follower.snapshot_position >= resp.size_bytes:
+            follower.snapshot_fetch = None
+            self._install_fetched_snapshot(snapshot)
+        self._maybe_send_fetch(now_ms)
+
+    def _install_fetched_snapshot(self, snapshot: SnapshotId) -> None:
+        """KIP-630: the snapshot replaces the whole log; everything in it is committed."""
+        self._raft_log.install_snapshot(snapshot)
+        self._install_snapshot = snapshot
+        self._high_watermark = max(self._high_watermark, snapshot.end_offset)
+        self._applied = max(self._applied, snapshot.end_offset)
+        self._logger.info("snapshot_installed", snapshot_id=snapshot)
+
+    def _handle_probe_timer(self, role: Unattached, now_ms: int) -> None:
+        if not self._quorum.is_voter and now_ms >= self._probe_at_ms:
+            self._send_probe(now_ms)
+
+    # --- leader: the accumulator --------------------------------------------------------------
+
+    def _drain_accumulator(self, leader: Leader, now_ms: int) -> None:
+        if not leader.pending_records:
+            leader.linger_deadline_ms = None
+            return
+        log = self._raft_log
+        batch = build_batch(
+            leader.pending_records,
+            timestamp_ms=now_ms,
+            base_offset=log.log_end_offset,
+            partition_leader_epoch=leader.epoch,
+        )
+        leader.pending_records = []
+        leader.pending_bytes = 0
+        leader.linger_deadline_ms = None
+        log.append(batch)
+        self._complete_parked_fetches(leader, now_ms, expired_only=False)
+
+    def _drop_leader_state(self, leader: Leader, reason: str) -> None:
+        if leader.pending_records:
+            self._logger.info("dropped_proposals", count=len(leader.pending_records), reason=reason)
+        leader.pending_records = []
+        leader.pending_bytes = 0
+        leader.parked_fetches.clear()
+
+
+__all__ = ["ReplicationMixin"]

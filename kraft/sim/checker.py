@@ -1,0 +1,182 @@
+"""`RaftChecker`: the safety invariants, checked after every simulated event.
+
+- ``single_leader_per_epoch``: at most one node is ever leader of an epoch (Raft §5.2).
+- ``monotonic_epoch``: a node's epoch never decreases (in memory within one incarnation, and
+  its synced epoch across restarts); a restarted node is in at least the highest epoch it
+  sent a message in (the epoch was synced before the send).
+- ``one_vote_per_epoch``: a voter grants at most one candidate per epoch, across restarts.
+- ``monotonic_high_watermark``: a node's high watermark never decreases (per incarnation;
+  KRaft does not persist it).
+- ``high_watermark_on_majority``: every batch below a leader's high watermark is durable,
+  byte for byte, on a majority of voters (or covered by their snapshots).
+- ``committed_identical``: every node applies the same batch at each committed offset, and
+  reaches the same state digest at each offset (snapshots included).
+- ``committed_never_lost``: a new leader of epoch E holds every batch that a leader of an
+  epoch below E committed (Raft §5.4 Leader Completeness). NB: a stale leader of a lower
+  epoch may legitimately lack batches committed in higher epochs.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, final
+
+from kraft.raft.messages import RaftMessage, VoteRequest, VoteResponse
+from kraft.raft.quorum import majority_size
+from kraft.types import NodeId
+
+if TYPE_CHECKING:
+    from kraft.sim.cluster import SimNode
+
+
+class InvariantViolated(AssertionError):
+    """A safety or liveness property failed in the simulator."""
+
+    def __init__(self, invariant: str, detail: str) -> None:
+        super().__init__(f"{invariant}: {detail}")
+        self.invariant = invariant
+        self.detail = detail
+
+
+@final
+class RaftChecker:
+    """Tracks what the cluster has done so far and fails on the first broken invariant."""
+
+    def __init__(self, voters: frozenset[NodeId]) -> None:
+        self.voters = voters
+        self.leaders_by_epoch: dict[int, NodeId] = {}
+        self._epoch: dict[NodeId, int] = {}
+        self._durable_epoch: dict[NodeId, int] = {}
+        self._high_watermark: dict[NodeId, int] = {}
+        self._completeness_checked: set[int] = set()
+        self.committed: dict[int, tuple[int, int]] = {}
+        """base offset -> (next offset, crc32 of the batch): every batch any node applied."""
+        self.commit_epochs: dict[int, tuple[int, int, int]] = {}
+        """base offset -> (next offset, crc32, epoch of the leader that first committed it)."""
+        self.digests: dict[int, int] = {}
+        """offset -> state digest after applying everything below it."""
+        self.checks = 0
+        self._sent_epoch: dict[NodeId, int] = {}
+        self._votes: dict[tuple[NodeId, int], NodeId] = {}
+
+    def fail(self, invariant: str, detail: str) -> None:
+        raise InvariantViolated(invariant, detail)
+
+    def on_crash(self, n: SimNode) -> None:
+        self._epoch.pop(n.node_id, None)
+        self._high_watermark.pop(n.node_id, None)
+
+    def on_wipe(self, n: SimNode) -> None:
+        self.on_crash(n)
+        self._durable_epoch.pop(n.node_id, None)
+        self._sent_epoch.pop(n.node_id, None)
+
+    def on_send(self, msg: RaftMessage) -> None:
+        """Called for each message as the shell sends it (after persisting its Ready)."""
+        src = msg.source
+        if isinstance(msg, VoteRequest) and msg.pre_vote:
+            return  # carries the epoch it would campaign in, not its own
+        if msg.epoch > self._sent_epoch.get(src, -1):
+            self._sent_epoch[src] = msg.epoch
+        if isinstance(msg, VoteResponse) and msg.vote_granted and not msg.pre_vote:
+            holder = self._votes.setdefault((src, msg.epoch), msg.destination)
+            if holder != msg.destination:
+                self.fail(
+                    "one_vote_per_epoch",
+                    f"node {src} voted for {holder} and {msg.destination} in epoch {msg.epoch}",
+                )
+
+    def on_start(self, n: SimNode) -> None:
+        node = n.node
+        assert node is not None
+        sent = self._sent_epoch.get(n.node_id, -1)
+        if node.epoch < sent:
+            self.fail(
+                "monotonic_epoch",
+                f"node {n.node_id} restarted in epoch {node.epoch} after sending in epoch {sent}",
+            )
+
+    def after_event(self, n: SimNode, nodes: dict[NodeId, SimNode]) -> None:
+        node = n.node
+        if node is None:
+            return
+        self.checks += 1
+        nid = n.node_id
+        epoch = node.epoch
+        if epoch < self._epoch.get(nid, -1):
+            self.fail("monotonic_epoch", f"node {nid} went from {self._epoch[nid]} to {epoch}")
+        self._epoch[nid] = epoch
+        durable_epoch = n.disk.hard_state.epoch
+        if durable_epoch < self._durable_epoch.get(nid, -1):
+            self.fail("monotonic_epoch", f"node {nid} synced epoch went back to {durable_epoch}")
+        self._durable_epoch[nid] = durable_epoch
+        is_leader = node.is_leader
+        if is_leader:
+            holder = self.leaders_by_epoch.setdefault(epoch, nid)
+            if holder != nid:
+                self.fail("single_leader_per_epoch", f"nodes {holder} and {nid} led epoch {epoch}")
+            if epoch not in self._completeness_checked:
+                self._completeness_checked.add(epoch)
+                self._check_leader_completeness(n)
+        hw = node.high_watermark
+        prev = self._high_watermark.get(nid, -1)
+        if hw < prev:
+            self.fail("monotonic_high_watermark", f"node {nid} went from {prev} to {hw}")
+        if is_leader and hw > prev:
+            self._check_on_majority(n, max(prev, node.log_start_offset), hw, nodes)
+        self._high_watermark[nid] = hw
+
+    def _check_leader_completeness(self, n: SimNode) -> None:
+        node = n.node
+        assert node is not None
+        log = node.raft_log
+        start = log.log_start_offset
+        for base, (next_offset, crc, commit_epoch) in self.commit_epochs.items():
+            if next_offset <= start or commit_epoch >= node.epoch:
+                continue
+            found = log.read(base, 1, end_offset=base + 1)
+            if not found or zlib.crc32(found[0]) != crc:
+                self.fail(
+                    "committed_never_lost",
+                    f"leader {n.node_id} of epoch {node.epoch} lacks committed batch at {base}",
+                )
+
+    def _check_on_majority(
+        self, n: SimNode, low: int, high: int, nodes: dict[NodeId, SimNode]
+    ) -> None:
+        node = n.node
+        assert node is not None
+        if low >= high:
+            return
+        need = majority_size(len(self.voters))
+        for batch in node.raft_log.read(low, 1 << 40, end_offset=high):
+            base = int.from_bytes(batch[:8], "big", signed=True)
+            if base not in self.commit_epochs:
+                next_offset = base + int.from_bytes(batch[23:27], "big") + 1
+                self.commit_epochs[base] = (next_offset, zlib.crc32(batch), node.epoch)
+            holders = 0
+            for v in self.voters:
+                img = nodes[v].disk.durable
+                if img.log_start > base or img.batch_at(base) == batch:
+                    holders += 1
+            if holders < need:
+                self.fail(
+                    "high_watermark_on_majority",
+                    f"leader {n.node_id} epoch {node.epoch} high watermark {high} covers batch "
+                    f"at {base} durable on only {holders} of {len(self.voters)} voters",
+                )
+
+    def on_apply(self, nid: NodeId, base: int, next_offset: int, batch: bytes, digest: int) -> None:
+        crc = zlib.crc32(batch)
+        seen = self.committed.setdefault(base, (next_offset, crc))
+        if seen != (next_offset, crc):
+            self.fail("committed_identical", f"node {nid} applied a different batch at {base}")
+        self.on_digest(nid, next_offset, digest)
+
+    def on_digest(self, nid: NodeId, offset: int, digest: int) -> None:
+        seen = self.digests.setdefault(offset, digest)
+        if seen != digest:
+            self.fail("committed_identical", f"node {nid} state differs at offset {offset}")
+
+
+__all__ = ["InvariantViolated", "RaftChecker"]

@@ -1,0 +1,138 @@
+"""`SimNetwork`: an in-memory network that delays, drops, duplicates, reorders and partitions.
+
+Each message gets a random delay (so messages on one link reorder), may be lost or
+delivered twice, and is dropped if any filter blocks its link at send or delivery time.
+Filters follow Kafka's ``RaftEventSimulationTest``: `DropAll` isolates a node, `DropOutboundTo`
+cuts the links from a node to some others (a one-way partition).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, final
+
+from kraft.raft.messages import RaftMessage
+from kraft.sim.scheduler import Scheduler
+from kraft.types import NodeId
+
+
+class NetworkFilter(Protocol):
+    """Decides whether an outbound message of the node it is installed on may leave."""
+
+    def allows(self, msg: RaftMessage) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DropAll:
+    """Nothing in or out: the node is cut off (installed on the node, checked both ways)."""
+
+    def allows(self, msg: RaftMessage) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class DropOutboundTo:
+    """Drop what this node sends to ``destinations`` (a one-way partition)."""
+
+    destinations: frozenset[NodeId]
+
+    def allows(self, msg: RaftMessage) -> bool:
+        return msg.destination not in self.destinations
+
+
+@dataclass(slots=True, kw_only=True)
+class LinkProfile:
+    delay_min_ms: int = 1
+    delay_max_ms: int = 5
+    loss: float = 0.0
+    duplicate: float = 0.0
+
+
+@final
+class SimNetwork:
+    """Delivers messages through the scheduler to ``deliver(msg)``."""
+
+    __slots__ = (
+        "_deliver",
+        "_filters",
+        "_rng",
+        "_scheduler",
+        "messages_dropped",
+        "messages_sent",
+        "profile",
+    )
+
+    def __init__(
+        self,
+        *,
+        scheduler: Scheduler,
+        rng: random.Random,
+        deliver: Callable[[RaftMessage], None],
+        profile: LinkProfile | None = None,
+    ) -> None:
+        self._scheduler = scheduler
+        self._rng = rng
+        self._deliver = deliver
+        self._filters: dict[NodeId, list[NetworkFilter]] = {}
+        self.profile = profile or LinkProfile()
+        self.messages_sent = 0
+        self.messages_dropped = 0
+
+    # --- faults -------------------------------------------------------------------------------
+
+    def add_filter(self, node: NodeId, flt: NetworkFilter) -> None:
+        self._filters.setdefault(node, []).append(flt)
+
+    def isolate(self, node: NodeId) -> None:
+        self.add_filter(node, DropAll())
+
+    def partition(self, *groups: frozenset[NodeId]) -> None:
+        """Symmetric partition: nodes talk only within their group."""
+        everyone = frozenset().union(*groups)
+        for group in groups:
+            for node in group:
+                self.add_filter(node, DropOutboundTo(everyone - group))
+
+    def block_one_way(self, source: NodeId, destinations: frozenset[NodeId]) -> None:
+        self.add_filter(source, DropOutboundTo(destinations))
+
+    def heal(self) -> None:
+        self._filters.clear()
+
+    @property
+    def is_healed(self) -> bool:
+        return not self._filters
+
+    # --- traffic ------------------------------------------------------------------------------
+
+    def _passes(self, msg: RaftMessage) -> bool:
+        filters = self._filters
+        if not filters:
+            return True
+        for flt in filters.get(msg.source, ()):
+            if not flt.allows(msg):
+                return False
+        return not any(isinstance(f, DropAll) for f in filters.get(msg.destination, ()))
+
+    def send(self, msg: RaftMessage) -> None:
+        self.messages_sent += 1
+        profile = self.profile
+        rng = self._rng
+        if not self._passes(msg) or (profile.loss and rng.random() < profile.loss):
+            self.messages_dropped += 1
+            return
+        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
+        for _ in range(copies):
+            delay = rng.randint(profile.delay_min_ms, profile.delay_max_ms)
+            self._scheduler.after(delay, lambda m=msg: self._arrive(m))  # type: ignore[misc]
+
+    def _arrive(self, msg: RaftMessage) -> None:
+        if not self._passes(msg):
+            self.messages_dropped += 1
+            return
+        self._deliver(msg)
+
+
+__all__ = ["DropAll", "DropOutboundTo", "LinkProfile", "NetworkFilter", "SimNetwork"]

@@ -1,0 +1,272 @@
+"""One seed of the Raft simulation, a range of seeds, and the ``kraft sim raft`` command.
+
+A run: a quorum of ``voters`` (+ ``observers``) starts empty; a workload proposes values to
+the leader; from ``FAULTS_START_MS`` to ``faults_end_ms`` the nemesis injects faults; then
+everything heals and the run must show liveness: within ``LIVENESS_BOUND_MS`` of simulated
+time a leader exists, a value proposed after the heal commits, and every node (observers
+too) applies it. Safety invariants are checked after every event (`RaftChecker`). A failure
+names the invariant and the one command that replays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from kraft.raft import RaftConfig, UnsafeOptions
+from kraft.sim.checker import InvariantViolated
+from kraft.sim.cluster import DiskProfile, SimCluster
+from kraft.sim.faults import Nemesis, Workload
+from kraft.sim.network import LinkProfile
+
+FAULTS_START_MS = 300
+FAULTS_END_MS = 4000
+LIVENESS_BOUND_MS = 4000
+"""After the final heal, a new proposal commits on every node within this much sim time."""
+SETTLE_STEP_MS = 100
+
+
+def replay_command(seed: int, voters: int, observers: int) -> str:
+    return f"kraft sim raft --seed {seed:#x} --voters {voters} --observers {observers}"
+
+
+@dataclass(slots=True, kw_only=True)
+class SeedResult:
+    seed: int
+    voters: int
+    observers: int
+    events: int = 0
+    sim_time_ms: int = 0
+    faults: int = 0
+    proposals: int = 0
+    commits: int = 0
+    elections: int = 0
+    recovery_ms: int | None = None
+    violation: str | None = None
+
+    @property
+    def replay(self) -> str:
+        return replay_command(self.seed, self.voters, self.observers)
+
+
+@dataclass(slots=True, kw_only=True)
+class Summary:
+    seeds_run: int = 0
+    faults: int = 0
+    commits: int = 0
+    events: int = 0
+    elections: int = 0
+    violations: list[SeedResult] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"seeds={self.seeds_run} faults={self.faults} commits={self.commits} "
+            f"elections={self.elections} events={self.events} "
+            f"violations={len(self.violations)} wall={self.wall_s:.1f}s"
+        )
+
+
+def run_seed(
+    seed: int,
+    *,
+    voters: int = 3,
+    observers: int = 1,
+    faults_end_ms: int = FAULTS_END_MS,
+    unsafe: UnsafeOptions | None = None,
+    disk: DiskProfile | None = None,
+    log_level: int = logging.CRITICAL,
+) -> SeedResult:
+    """Run one seed; never raises for a violation (it is in ``SeedResult.violation``)."""
+    rng = random.Random(seed ^ 0x5EED)
+    link = LinkProfile(
+        delay_min_ms=1,
+        delay_max_ms=rng.choice((2, 5, 10)),
+        loss=rng.choice((0.0, 0.0, 0.01, 0.05)),
+        duplicate=rng.choice((0.0, 0.01, 0.05)),
+    )
+    cluster = SimCluster(
+        seed=seed,
+        voters=voters,
+        observers=observers,
+        link=link,
+        snapshot_every_records=rng.choice((50, 200, 1 << 30)),
+        unsafe=unsafe,
+        disk=disk,
+        log_level=log_level,
+    )
+    workload = Workload(cluster, random.Random(rng.getrandbits(64)), interval_ms=(5, 40))
+    nemesis = Nemesis(
+        cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
+    )
+    result = SeedResult(seed=seed, voters=voters, observers=observers)
+    deadline = faults_end_ms + LIVENESS_BOUND_MS
+    workload.start(50, deadline)
+    nemesis.start()
+    try:
+        cluster.scheduler.run_until(faults_end_ms)
+        # Liveness: after the heal, a fresh proposal commits and reaches every node.
+        while cluster.clock.now_ms < deadline:
+            cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
+            value = workload.first_commit_proposed_after(faults_end_ms)
+            if value is not None and all(
+                n.app.applied > workload.offsets[value] for n in cluster.nodes.values()
+            ):
+                result.recovery_ms = workload.committed[value] - faults_end_ms
+                break
+        else:
+            raise InvariantViolated(
+                "liveness",
+                f"no proposal made after the heal at {faults_end_ms} ms was applied by every "
+                f"node within {LIVENESS_BOUND_MS} ms",
+            )
+    except InvariantViolated as e:
+        result.violation = f"{e} at sim_time_ms={cluster.clock.now_ms}"
+    except AssertionError as e:  # an assertion inside the core is a failure too
+        result.violation = f"assertion: {e} at sim_time_ms={cluster.clock.now_ms}"
+    result.events = cluster.scheduler.events_run
+    result.sim_time_ms = cluster.clock.now_ms
+    result.faults = nemesis.total
+    result.proposals = len(workload.proposed)
+    result.commits = len(workload.committed)
+    result.elections = len(cluster.checker.leaders_by_epoch)
+    return result
+
+
+def failover_ms(seed: int, *, voters: int = 3, config: RaftConfig | None = None) -> int:
+    """Simulated time from killing a healthy leader to a new leader committing an entry,
+    on a loopback-like network (1-2 ms per message, 0-1 ms fsync)."""
+    cluster = SimCluster(
+        seed=seed,
+        voters=voters,
+        observers=0,
+        config=config,
+        link=LinkProfile(delay_min_ms=1, delay_max_ms=2),
+        disk=DiskProfile(sync_latency_max_ms=1),
+        snapshot_every_records=1 << 30,
+    )
+    cluster.scheduler.run_until(1000)
+    old = cluster.leader()
+    assert old is not None and old.node is not None, "no leader in a healthy cluster"
+    epoch = old.node.epoch
+    cluster.crash(old)
+    killed_at = cluster.clock.now_ms
+    while cluster.clock.now_ms < killed_at + 10_000:
+        cluster.scheduler.run_until(cluster.clock.now_ms + 1)
+        new = cluster.leader()
+        if (
+            new is not None
+            and new.node is not None
+            and new.node.epoch > epoch
+            and new.node.high_watermark > new.node.raft_log.epoch_start_offsets()[-1][1]
+        ):
+            return cluster.clock.now_ms - killed_at
+    raise AssertionError(f"seed {seed}: no new leader within 10 s")
+
+
+def _run_one(args: tuple[int, int, int]) -> SeedResult:
+    seed, voters, observers = args
+    return run_seed(seed, voters=voters, observers=observers)
+
+
+def run_seeds(
+    start: int,
+    count: int,
+    *,
+    voters: int | None = None,
+    observers: int = 1,
+    processes: int = 1,
+    stop_on_violation: bool = True,
+) -> Summary:
+    """Run ``count`` seeds from ``start``; ``voters=None`` alternates 3 and 5 by seed."""
+    t0 = time.perf_counter()
+    jobs = [
+        (s, voters if voters is not None else (3 if s % 2 == 0 else 5), observers)
+        for s in range(start, start + count)
+    ]
+    summary = Summary()
+
+    def take(r: SeedResult) -> bool:
+        summary.seeds_run += 1
+        summary.faults += r.faults
+        summary.commits += r.commits
+        summary.events += r.events
+        summary.elections += r.elections
+        if r.violation is not None:
+            summary.violations.append(r)
+            return stop_on_violation
+        return False
+
+    if processes <= 1:
+        for job in jobs:
+            if take(_run_one(job)):
+                break
+    else:
+        with ProcessPoolExecutor(processes) as pool:
+            for r in pool.map(_run_one, jobs, chunksize=8):
+                if take(r) and stop_on_violation:
+                    break
+    summary.wall_s = time.perf_counter() - t0
+    return summary
+
+
+def cli_raft(argv: Sequence[str] | None = None) -> int:
+    """``kraft sim raft [--seeds N [--start S] | --seed X] [--voters V] [--observers O]``.
+
+    Prints a one-line summary; on a violation prints it with the replay command and
+    returns 1.
+    """
+    p = argparse.ArgumentParser(prog="kraft sim raft")
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--start", type=lambda s: int(s, 0), default=0)
+    p.add_argument("--seed", type=lambda s: int(s, 0), default=None)
+    p.add_argument("--voters", type=int, default=None)
+    p.add_argument("--observers", type=int, default=1)
+    p.add_argument("--processes", type=int, default=1)
+    p.add_argument("--verbose", action="store_true", help="print the nodes' log events")
+    args = p.parse_args(list(argv) if argv is not None else None)
+    if args.seed is not None:
+        voters = args.voters if args.voters is not None else 3
+        level = logging.INFO if args.verbose else logging.CRITICAL
+        r = run_seed(args.seed, voters=voters, observers=args.observers, log_level=level)
+        print(
+            f"seed={r.seed:#x} voters={r.voters} observers={r.observers} faults={r.faults} "
+            f"commits={r.commits} elections={r.elections} events={r.events} "
+            f"sim_time_ms={r.sim_time_ms} recovery_ms={r.recovery_ms} "
+            f"violation={r.violation or 'none'}"
+        )
+        if r.violation:
+            print(f"replay: {r.replay}", file=sys.stderr)
+            return 1
+        return 0
+    summary = run_seeds(
+        args.start,
+        args.seeds if args.seeds is not None else 100,
+        voters=args.voters,
+        observers=args.observers,
+        processes=args.processes,
+    )
+    print(summary.line())
+    if summary.violations:
+        bad = summary.violations[0]
+        print(f"violation: seed={bad.seed:#x}: {bad.violation}", file=sys.stderr)
+        print(f"replay: {bad.replay}", file=sys.stderr)
+        return 1
+    return 0
+
+
+__all__ = [
+    "SeedResult",
+    "Summary",
+    "cli_raft",
+    "failover_ms",
+    "replay_command",
+    "run_seed",
+    "run_seeds",
+]

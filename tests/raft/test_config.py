@@ -1,0 +1,43 @@
+"""`RaftConfig`: Kafka's keys, loopback defaults, validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraft.raft import RaftConfig
+from storage.errors import InvalidConfigError
+
+
+def test_defaults_detect_a_dead_leader_well_under_half_a_second() -> None:
+    c = RaftConfig()
+    assert c.fetch_timeout_ms + 2 * c.election_timeout_ms < 1000
+    assert c.fetch_timeout_ms < 500
+    assert c.fetch_max_wait_ms < c.request_timeout_ms
+
+
+def test_from_properties_reads_kafka_keys_and_ignores_others() -> None:
+    c = RaftConfig.from_properties(
+        {
+            "controller.quorum.election.timeout.ms": "500",
+            "controller.quorum.fetch.timeout.ms": "900",
+            "controller.quorum.append.linger.ms": "0",
+            "controller.quorum.voters": "1@localhost:9093",
+            "log.dirs": "/tmp",
+        }
+    )
+    assert (c.election_timeout_ms, c.fetch_timeout_ms, c.append_linger_ms) == (500, 900, 0)
+    assert RaftConfig.from_properties(c.to_properties()) == c
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"controller.quorum.election.timeout.ms": "abc"},
+        {"controller.quorum.election.timeout.ms": "0"},
+        {"controller.quorum.fetch.timeout.ms": "-5"},
+        {"controller.quorum.fetch.max.wait.ms": "5000"},
+    ],
+)
+def test_bad_values_raise_invalid_config(props: dict[str, str]) -> None:
+    with pytest.raises(InvalidConfigError):
+        RaftConfig.from_properties(props)

@@ -1,0 +1,80 @@
+"""The deterministic simulator: seed ranges pass, replays are exact, and the checkers fail
+when the protocol or the shell is deliberately broken."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from kraft.raft import UnsafeOptions
+from kraft.sim import cli_raft, run_seed, run_seeds
+from kraft.sim.cluster import DiskProfile
+from kraft.sim.raft_sim import failover_ms
+
+SEEDS = 500
+
+
+def test_500_seeds_across_3_and_5_voters_with_an_observer_hold_every_invariant() -> None:
+    """Safety after every event, liveness after the heal (KIP-595 under faults)."""
+    t0 = time.perf_counter()
+    summary = run_seeds(0, SEEDS, voters=None, observers=1, processes=2, stop_on_violation=False)
+    elapsed = time.perf_counter() - t0
+    bad = [f"{r.violation} -- replay: {r.replay}" for r in summary.violations]
+    assert not bad, "\n".join(bad)
+    assert summary.seeds_run == SEEDS
+    assert summary.faults > 5 * SEEDS and summary.commits > 100 * SEEDS
+    assert elapsed < 150, f"{SEEDS} seeds took {elapsed:.0f}s"
+
+
+def test_a_seed_replays_exactly() -> None:
+    a = run_seed(0x1A2B, voters=5, observers=1)
+    b = run_seed(0x1A2B, voters=5, observers=1)
+    assert a == b and a.violation is None
+
+
+def test_checker_catches_a_leader_that_commits_without_a_majority() -> None:
+    """A leader that advances its high watermark on its own append breaks
+    high_watermark_on_majority at once."""
+    r = run_seed(3, voters=3, unsafe=UnsafeOptions(commit_without_majority=True))
+    assert r.violation is not None and r.violation.startswith("high_watermark_on_majority")
+    assert r.replay == "kraft sim raft --seed 0x3 --voters 3 --observers 1"
+
+
+def test_checker_catches_a_shell_that_skips_fsync() -> None:
+    r = run_seed(5, voters=3, disk=DiskProfile(unsafe_skip_sync=True))
+    assert r.violation is not None and r.violation.startswith("high_watermark_on_majority")
+
+
+def test_checker_catches_a_shell_that_never_persists_the_vote() -> None:
+    """Raft Figure 2: currentTerm and votedFor are persisted before responding to RPCs."""
+    results = [
+        run_seed(s, voters=3, disk=DiskProfile(unsafe_volatile_hard_state=True)) for s in range(10)
+    ]
+    caught = [r.violation for r in results if r.violation]
+    assert caught and all(v.startswith(("monotonic_epoch", "one_vote")) for v in caught)
+
+
+def test_failover_after_leader_kill_is_under_half_a_second_median() -> None:
+    for voters in (3, 5):
+        times = [failover_ms(seed, voters=voters) for seed in range(40)]
+        assert statistics.median(times) < 500, (voters, sorted(times))
+
+
+def test_cli_prints_a_summary_and_the_replay_command_on_failure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli_raft(["--seeds", "3", "--start", "10"]) == 0
+    assert capsys.readouterr().out.startswith("seeds=3 faults=")
+    import kraft.sim.raft_sim as raft_sim
+
+    real = raft_sim.run_seed
+    monkeypatch.setattr(
+        raft_sim,
+        "run_seed",
+        lambda seed, **kw: real(seed, unsafe=UnsafeOptions(commit_without_majority=True), **kw),
+    )
+    assert cli_raft(["--seed", "0x2a", "--voters", "5"]) == 1
+    err = capsys.readouterr().err
+    assert "replay: kraft sim raft --seed 0x2a --voters 5 --observers 1" in err
