@@ -1,0 +1,177 @@
+"""Child server processes that never outlive their parent: the base of `LocalCluster`.
+
+Each child is a real Python process (usually ``python -m kraft.cli ...``) with its own log
+file. Three things keep them from leaking:
+
+- ``PR_SET_PDEATHSIG`` (Linux): the kernel sends SIGKILL to the child when the parent thread
+  that started it exits, also when the parent is itself SIGKILLed;
+- an ``atexit`` hook kills whatever is still running at interpreter exit;
+- the owning context manager kills everything on ``__exit__`` (so also on Ctrl-C or a failing
+  test).
+
+NB: the death signal follows the *thread* that forked the child, so start processes from a
+thread that lives as long as they should (the main thread, normally).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+_PR_SET_PDEATHSIG = 1
+_live: weakref.WeakSet[ManagedProcess] = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the atexit hook and context managers still apply
+    os.setpgrp()  # Ctrl-C in a terminal reaches the parent only; it stops the children
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports that were free a moment ago (bound to port 0, then closed)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@dataclass
+class ManagedProcess:
+    """One child process: started, stopped, killed, paused and restarted with the same args.
+
+    ``args`` follow the Python interpreter: ``["-m", "kraft.cli", "controller", ...]`` or
+    ``["examples/replicated_kv.py", "--node", "1"]``.
+    """
+
+    name: str
+    args: Sequence[str]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    pipe_stdin: bool = False
+    _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _log: IO[bytes] | None = field(default=None, init=False, repr=False)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def stdin(self) -> IO[bytes] | None:
+        return self._proc.stdin if self._proc is not None else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        if self.is_running():
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("ab")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        self._proc = subprocess.Popen(
+            [sys.executable, *self.args],
+            stdin=subprocess.PIPE if self.pipe_stdin else subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
+        with _live_lock:
+            _live.add(self)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """SIGKILL, and wait until it is gone."""
+        if self._proc is None:
+            return
+        self._signal(signal.SIGCONT)  # a stopped process is killed all the same; be explicit
+        self._signal(signal.SIGKILL)
+        self._proc.wait()
+        self._close_log()
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (a graceful shutdown), then SIGKILL after ``timeout`` seconds."""
+        if self._proc is None:
+            return None
+        self._signal(signal.SIGCONT)
+        self._signal(signal.SIGTERM)
+        try:
+            code = self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._proc.returncode
+        self._close_log()
+        return code
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets but answers nothing (a GC pause, a VM stall)."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def wait_exit(self, timeout: float) -> int | None:
+        if self._proc is None:
+            return None
+        try:
+            return self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def wait_for(predicate: object, timeout: float, what: str, interval: float = 0.05) -> None:
+    """Poll ``predicate()`` until it is true or ``timeout`` seconds pass (then TimeoutError)."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except Exception as e:  # the thing we wait for may not answer yet
+            last_error = e
+        time.sleep(interval)
+    detail = f" (last error: {last_error})" if last_error else ""
+    raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}{detail}")
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        p.kill()

@@ -1,0 +1,637 @@
+"""`RaftServer`: the asyncio shell around `RaftNode`: gRPC in and out, files, the clock.
+
+The loop, one Ready at a time (the order is the `Ready` contract)::
+
+    rd = node.ready()
+    storage.persist(rd)              # hard state, truncation, batches, snapshot chunks; fsync
+    send(rd.messages)                # only now: responses resolve parked RPCs, requests go out
+    apply(rd.committed)              # state machine callback, then resolve proposals
+    node.advance(rd)
+
+Everything runs on one event loop thread, and persisting is synchronous, so no input can
+interleave between ``ready()`` and ``advance()``: a message stepped in meanwhile waits for
+the next turn. Group commit falls out of this: proposals that arrive while an fsync runs are
+batched by the leader's linger into the next Ready and share its fsync.
+
+Transport: each Raft request is one unary gRPC call on a channel per peer. An inbound request
+is stepped into the node and its handler waits for the node's response message with the same
+(source, correlation id); a long-poll Fetch simply waits longer (the node parks it up to
+``controller.quorum.fetch.max.wait.ms``). A lost call is never retried here: the core's own
+timeouts do that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from kraft._generated import raft_pb2, raft_pb2_grpc
+from kraft.logs import ensure_configured
+from kraft.raft import RaftConfig, RaftNode
+from kraft.raft.errors import NotLeaderError
+from kraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    RaftMessage,
+    SnapshotId,
+    VoteRequest,
+)
+from kraft.raft.roles import Leader
+from kraft.raft_store import DurableRaftStorage
+from kraft.transport.codec import from_proto, to_proto
+from kraft.types import NodeId
+from storage.errors import LogClosedError, NetworkError, NotControllerError
+from storage.records import iter_records, read_header
+
+_REQUESTS: dict[type, str] = {
+    VoteRequest: "Vote",
+    BeginQuorumEpochRequest: "BeginQuorumEpoch",
+    EndQuorumEpochRequest: "EndQuorumEpoch",
+    FetchRequest: "Fetch",
+    FetchSnapshotRequest: "FetchSnapshot",
+}
+
+
+SERVER_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+    # NB: gRPC sets SO_REUSEPORT by default, so a second server can bind a port that is in
+    # use and the kernel splits connections between them: two local clusters that race for
+    # the same free port would then talk to each other. Fail the bind instead.
+    ("grpc.so_reuseport", 0),
+]
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class StateMachine(Protocol):
+    """What a replicated state machine gives the log (the embeddable API's callbacks)."""
+
+    def apply(self, offset: int, data: bytes) -> None:
+        """Apply the committed record at ``offset``; called in offset order, exactly once per
+        process lifetime for offsets above the restored snapshot."""
+
+    def snapshot(self) -> bytes:
+        """The state after the last applied record, as bytes."""
+        return b""
+
+    def restore(self, data: bytes) -> None:
+        """Replace the state with a snapshot's."""
+
+
+class BatchStateMachine(Protocol):
+    """A state machine that wants whole batches (the controller: records of one batch are one
+    atomic change). If a state machine has ``apply_batch``, it is called instead of ``apply``,
+    for control batches too (KRaft's leader-change batch marks the start of an epoch)."""
+
+    def apply_batch(
+        self, base_offset: int, epoch: int, records: list[tuple[int, bytes]], is_control: bool
+    ) -> None: ...
+
+
+class NullStateMachine:
+    def apply(self, offset: int, data: bytes) -> None:
+        pass
+
+    def snapshot(self) -> bytes:
+        return b""
+
+    def restore(self, data: bytes) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class _Proposal:
+    first: int
+    last: int
+    epoch: int
+    future: asyncio.Future[int]
+
+
+@dataclass(frozen=True, slots=True)
+class VoterStatus:
+    node_id: int
+    log_end_offset: int
+    lag: int
+    last_fetch_ms_ago: int | None
+    is_voter: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumStatus:
+    node_id: int
+    leader_id: int | None
+    epoch: int
+    high_watermark: int
+    log_end_offset: int
+    role: str
+    replicas: tuple[VoterStatus, ...]
+
+
+class RaftServer:
+    """One Raft replica: voters are ``{id: "host:port"}``; a node not in it is an observer.
+
+    Args:
+        node_id: this node's id.
+        voters: every voter's id and address.
+        data_dir: where the log, the election state and the snapshots live.
+        listen: the address to serve the Raft RPCs on; None for an observer that serves none.
+        state_machine: receives committed records (`StateMachine`).
+        snapshot_interval_bytes: take a snapshot after this many applied bytes (0: never).
+        on_leader_change: called with (leader id or None, epoch) whenever either changes.
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        voters: Mapping[int, str],
+        data_dir: str | Path,
+        *,
+        listen: str | None = None,
+        config: RaftConfig | None = None,
+        state_machine: StateMachine | None = None,
+        snapshot_interval_bytes: int = 0,
+        on_leader_change: Callable[[int | None, int], None] | None = None,
+        server: grpc.aio.Server | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.node_id = NodeId(node_id)
+        self.voters = {NodeId(k): v for k, v in voters.items()}
+        self.data_dir = Path(data_dir)
+        self.listen = listen
+        self.config = config or RaftConfig()
+        self.state_machine: StateMachine = state_machine or NullStateMachine()
+        self.snapshot_interval_bytes = snapshot_interval_bytes
+        self._leader_listeners: list[Callable[[int | None, int], None]] = []
+        if on_leader_change is not None:
+            self._leader_listeners.append(on_leader_change)
+        self._server = server
+        self._own_server = server is None
+        self._rng = random.Random(seed if seed is not None else time.time_ns() ^ node_id)
+        ensure_configured()
+        self._log = structlog.get_logger("kraft.raft_server").bind(node_id=node_id)
+        self._storage: DurableRaftStorage | None = None
+        self._node: RaftNode | None = None
+        self._wake = asyncio.Event()
+        self._pending_rpcs: dict[tuple[int, int], asyncio.Future[Any]] = {}
+        self._proposals: deque[_Proposal] = deque()
+        self._channels: dict[NodeId, grpc.aio.Channel] = {}
+        self._stubs: dict[NodeId, raft_pb2_grpc.RaftStub] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._running = False
+        self._applied_offset = -1
+        self._bytes_since_snapshot = 0
+        self._last_leader: tuple[int | None, int] = (None, -1)
+        self._health: health.HealthServicer | None = None
+        self.bound_port: int | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def node(self) -> RaftNode:
+        assert self._node is not None, "start() first"
+        return self._node
+
+    @property
+    def storage(self) -> DurableRaftStorage:
+        assert self._storage is not None, "start() first"
+        return self._storage
+
+    @property
+    def grpc_server(self) -> grpc.aio.Server | None:
+        return self._server
+
+    def add_leader_listener(self, fn: Callable[[int | None, int], None]) -> None:
+        self._leader_listeners.append(fn)
+
+    async def start(self) -> None:
+        """Open the files, restore the latest snapshot, start serving and the loop."""
+        storage = DurableRaftStorage(self.data_dir)
+        self._storage = storage
+        sid = storage.latest_snapshot_id()
+        if sid is not None:
+            self.state_machine.restore(storage.snapshot_data(sid))
+            self._applied_offset = sid.end_offset - 1
+        now = monotonic_ms()
+        self._node = RaftNode(
+            self.node_id,
+            voters=frozenset(self.voters),
+            config=self.config,
+            log=storage,
+            persisted_state=storage.load_hard_state(),
+            rng=self._rng,
+            now_ms=now,
+            logger=self._log,
+        )
+        if self.listen is not None:
+            if self._server is None:
+                self._server = grpc.aio.server(options=SERVER_OPTIONS)
+            raft_pb2_grpc.add_RaftServicer_to_server(_RaftServicer(self), self._server)
+            self._health = health.HealthServicer()
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+            try:
+                self.bound_port = self._server.add_insecure_port(self.listen)
+            except RuntimeError as e:  # grpc's way of saying the bind failed
+                raise NetworkError(f"cannot listen on {self.listen}: {e}") from e
+            if self._own_server:
+                await self._server.start()
+            self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self._running = True
+        self._loop_task = asyncio.create_task(self._run(), name=f"raft-{self.node_id}")
+
+    async def start_serving(self) -> None:
+        """Start a shared gRPC server once every service was added (when one was passed in)."""
+        if self._server is not None and not self._own_server:
+            await self._server.start()
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop the loop and close the files. ``graceful`` resigns leadership first (KIP-595
+        EndQuorumEpoch) so a successor is elected at once rather than after a timeout."""
+        if not self._running:
+            return
+        if graceful and self._node is not None and self._node.is_leader:
+            try:
+                self._node.resign(monotonic_ms())
+                self._wake.set()
+                await asyncio.sleep(0.05)  # let the EndQuorumEpoch requests go out
+            except NotLeaderError:
+                pass
+        self._running = False
+        self._wake.set()
+        if self._loop_task is not None:
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for fut in self._pending_rpcs.values():
+            if not fut.done():
+                fut.cancel()
+        closed = LogClosedError("the replicated log was stopped")
+        for p in self._proposals:
+            if not p.future.done():
+                p.future.set_exception(closed)
+        self._proposals.clear()
+        if self._server is not None and self._own_server:
+            await self._server.stop(grace=0.2)
+        for ch in self._channels.values():
+            await ch.close()
+        if self._storage is not None:
+            self._storage.close()
+
+    # --- the embeddable API -------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._node is not None and self._node.is_leader
+
+    @property
+    def leader_id(self) -> int | None:
+        return None if self._node is None else self._node.leader_id
+
+    @property
+    def epoch(self) -> int:
+        return -1 if self._node is None else int(self._node.epoch)
+
+    @property
+    def high_watermark(self) -> int:
+        return -1 if self._node is None else int(self._node.high_watermark)
+
+    def leader_address(self) -> str:
+        lid = self.leader_id
+        return self.voters.get(NodeId(lid), "") if lid is not None else ""
+
+    def not_leader_error(self) -> NotControllerError:
+        lid = self.leader_id
+        return NotControllerError(
+            f"node {self.node_id} is not the leader (leader: {lid}, {self.leader_address()})",
+            leader_id=lid,
+            leader_address=self.leader_address(),
+        )
+
+    def propose_nowait(self, records: Sequence[bytes]) -> asyncio.Future[int]:
+        """Append ``records`` as consecutive entries; the future gives the first one's offset
+        once all are committed.
+
+        Raises:
+            NotControllerError: this node is not the leader (carries the leader's id and
+                address).
+        """
+        node = self.node
+        try:
+            first = node.propose(records, monotonic_ms())
+        except NotLeaderError:
+            raise self.not_leader_error() from None
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._proposals.append(_Proposal(first, first + len(records) - 1, node.epoch, fut))
+        self._wake.set()
+        return fut
+
+    async def propose(self, data: bytes) -> int:
+        """Replicate one entry; returns its offset once committed."""
+        return await self.propose_nowait([data])
+
+    async def resign(self) -> None:
+        try:
+            self.node.resign(monotonic_ms())
+        except NotLeaderError:
+            raise self.not_leader_error() from None
+        self._wake.set()
+
+    async def take_snapshot(self) -> SnapshotId | None:
+        """Snapshot the state machine at the last applied offset, then trim the log."""
+        return self._take_snapshot()
+
+    def describe(self) -> QuorumStatus:
+        node = self.node
+        now = monotonic_ms()
+        role = node.role
+        replicas: list[VoterStatus] = []
+        hw = int(node.high_watermark)
+        if isinstance(role, Leader):
+            for rid, state in sorted(role.replicas.items()):
+                leo = int(node.log_end_offset) if rid == self.node_id else state.end_offset
+                replicas.append(
+                    VoterStatus(
+                        node_id=rid,
+                        log_end_offset=leo,
+                        lag=max(0, int(node.log_end_offset) - max(leo, 0)),
+                        last_fetch_ms_ago=0
+                        if rid == self.node_id
+                        else (None if state.last_fetch_ms < 0 else now - state.last_fetch_ms),
+                        is_voter=rid in self.voters,
+                    )
+                )
+        return QuorumStatus(
+            node_id=self.node_id,
+            leader_id=node.leader_id,
+            epoch=int(node.epoch),
+            high_watermark=hw,
+            log_end_offset=int(node.log_end_offset),
+            role=node.role_name,
+            replicas=tuple(replicas),
+        )
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def step(self, msg: RaftMessage) -> None:
+        if self._running and self._node is not None:
+            self._node.step(msg, monotonic_ms())
+            self._wake.set()
+
+    async def _run(self) -> None:
+        node = self.node
+        try:
+            while self._running:
+                now = monotonic_ms()
+                if now >= node.next_deadline_ms():
+                    node.tick(now)
+                while node.has_ready():
+                    self._handle_ready()
+                self._notify_leader_change()
+                self._maybe_snapshot()
+                delay_ms = node.next_deadline_ms() - monotonic_ms()
+                if delay_ms > 0 and not self._wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
+                else:
+                    await asyncio.sleep(0)  # let RPC handlers and proposers run
+                self._wake.clear()
+        except Exception:
+            self._log.exception("raft_loop_crashed")
+            raise
+
+    def _handle_ready(self) -> None:
+        node = self.node
+        storage = self.storage
+        rd = node.ready()
+        storage.persist(rd)
+        for msg in rd.messages:
+            self._send(msg)
+        if rd.install_snapshot is not None:
+            self.state_machine.restore(storage.snapshot_data(rd.install_snapshot))
+            self._applied_offset = rd.install_snapshot.end_offset - 1
+            self._bytes_since_snapshot = 0
+        for batch in rd.committed:
+            self._apply(batch)
+        if rd.delete_log_before is not None:
+            storage.delete_before(rd.delete_log_before)
+        node.advance(rd)
+        self._settle_proposals(int(node.high_watermark))
+
+    def _apply(self, batch: bytes) -> None:
+        header = read_header(batch)
+        if header.next_offset - 1 <= self._applied_offset:
+            return
+        self._bytes_since_snapshot += header.size_bytes
+        apply_batch = getattr(self.state_machine, "apply_batch", None)
+        if apply_batch is not None:
+            records = [
+                (rec.offset, rec.value or b"")
+                for rec in iter_records(batch)
+                if rec.offset > self._applied_offset
+            ]
+            apply_batch(
+                header.base_offset, header.partition_leader_epoch, records, header.is_control
+            )
+        elif not header.is_control:
+            apply = self.state_machine.apply
+            for rec in iter_records(batch):
+                if rec.offset > self._applied_offset:
+                    apply(rec.offset, rec.value or b"")
+        self._applied_offset = header.next_offset - 1
+        self._resolve_committed(
+            header.base_offset, header.next_offset, header.partition_leader_epoch
+        )
+
+    def _resolve_committed(self, base: int, end: int, epoch: int) -> None:
+        """Settle proposals that end in the committed batch [base, end) of ``epoch``.
+
+        By Raft's log matching, a proposal made in epoch E is committed exactly when the
+        committed batch holding its last offset was written in E.
+        """
+        props = self._proposals
+        while props and props[0].last < end:
+            p = props.popleft()
+            if p.future.done():
+                continue
+            if p.last >= base and epoch == p.epoch:
+                p.future.set_result(p.first)
+            else:
+                p.future.set_exception(self.not_leader_error())
+
+    def _settle_proposals(self, high_watermark: int) -> None:
+        """Fail proposals of an epoch we no longer lead once the log has moved past them."""
+        node = self.node
+        if node.is_leader and self._proposals and self._proposals[0].epoch == node.epoch:
+            return
+        props = self._proposals
+        while props and props[0].epoch != node.epoch and props[0].last < high_watermark:
+            p = props.popleft()
+            if not p.future.done():
+                p.future.set_exception(self.not_leader_error())
+        if not node.is_leader:
+            # KIP-595: our uncommitted entries may survive on the new leader, or be truncated;
+            # we cannot tell until the log moves past them, so the caller hears NOT_CONTROLLER.
+            while props and props[0].last >= high_watermark:
+                p = props.popleft()
+                if not p.future.done():
+                    p.future.set_exception(self.not_leader_error())
+
+    def _maybe_snapshot(self) -> None:
+        if self.snapshot_interval_bytes and (
+            self._bytes_since_snapshot >= self.snapshot_interval_bytes
+        ):
+            self._take_snapshot()
+
+    def _take_snapshot(self) -> SnapshotId | None:
+        node = self.node
+        end = self._applied_offset + 1
+        if end <= node.log_start_offset:
+            return None
+        sid = node.snapshot_id_at(end)
+        self.storage.save_snapshot(sid, self.state_machine.snapshot())
+        node.snapshot_taken(sid)
+        self._bytes_since_snapshot = 0
+        self._wake.set()
+        return sid
+
+    def _notify_leader_change(self) -> None:
+        node = self.node
+        current = (node.leader_id, int(node.epoch))
+        if current != self._last_leader:
+            self._last_leader = current
+            self._log.info("leader_changed", leader_id=current[0], epoch=current[1])
+            for fn in self._leader_listeners:
+                try:
+                    fn(*current)
+                except Exception:
+                    self._log.exception("leader_listener_failed")
+
+    # --- transport ----------------------------------------------------------------------------
+
+    def _send(self, msg: RaftMessage) -> None:
+        method = _REQUESTS.get(type(msg))
+        if method is None:  # a response: hand it to the RPC handler waiting for it
+            fut = self._pending_rpcs.pop((msg.destination, msg.correlation_id), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+            return
+        stub = self._stub(msg.destination)
+        if stub is None:
+            return
+        timeout = self.config.request_timeout_ms / 1000
+        if isinstance(msg, FetchRequest):
+            timeout += msg.max_wait_ms / 1000
+        call = getattr(stub, method)(to_proto(msg), timeout=timeout)
+        task = asyncio.create_task(self._await_response(call))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _await_response(self, call: Awaitable[Any]) -> None:
+        try:
+            response = await call
+        except grpc.aio.AioRpcError:
+            return  # lost: the core's timeouts retry
+        self.step(from_proto(response))
+
+    def _stub(self, peer: NodeId) -> raft_pb2_grpc.RaftStub | None:
+        stub = self._stubs.get(peer)
+        if stub is None:
+            address = self.voters.get(peer)
+            if address is None:
+                return None
+            channel = grpc.aio.insecure_channel(
+                address,
+                options=[
+                    ("grpc.max_receive_message_length", 64 << 20),
+                    ("grpc.max_send_message_length", 64 << 20),
+                ],
+            )
+            self._channels[peer] = channel
+            stub = raft_pb2_grpc.RaftStub(channel)
+            self._stubs[peer] = stub
+        return stub
+
+    async def handle_request(self, request: Any) -> Any:
+        """Step an inbound request and wait for the node's answer to it."""
+        msg = from_proto(request)
+        if not self._running:
+            raise _Unavailable()
+        loop = asyncio.get_running_loop()
+        key = (int(msg.source), msg.correlation_id)
+        fut: asyncio.Future[Any] = loop.create_future()
+        self._pending_rpcs[key] = fut
+        self.step(msg)
+        timeout = self.config.request_timeout_ms / 1000
+        if isinstance(msg, FetchRequest):
+            timeout += msg.max_wait_ms / 1000
+        try:
+            response = await asyncio.wait_for(fut, timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            raise _Unavailable() from None
+        finally:
+            if self._pending_rpcs.get(key) is fut:
+                del self._pending_rpcs[key]
+        return to_proto(response)
+
+
+class _Unavailable(Exception):
+    """The node did not answer (it dropped the request, or it is stopping)."""
+
+
+class _RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
+    def __init__(self, server: RaftServer) -> None:
+        self._server = server
+
+    async def _handle(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await self._server.handle_request(request)
+        except _Unavailable:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "no answer from the Raft node")
+
+    async def Vote(self, request: raft_pb2.VoteRequest, context: Any) -> Any:
+        return await self._handle(request, context)
+
+    async def BeginQuorumEpoch(
+        self, request: raft_pb2.BeginQuorumEpochRequest, context: Any
+    ) -> Any:
+        return await self._handle(request, context)
+
+    async def EndQuorumEpoch(self, request: raft_pb2.EndQuorumEpochRequest, context: Any) -> Any:
+        return await self._handle(request, context)
+
+    async def Fetch(self, request: raft_pb2.FetchRequest, context: Any) -> Any:
+        return await self._handle(request, context)
+
+    async def FetchSnapshot(self, request: raft_pb2.FetchSnapshotRequest, context: Any) -> Any:
+        return await self._handle(request, context)
+
+
+__all__ = [
+    "BatchStateMachine",
+    "NullStateMachine",
+    "QuorumStatus",
+    "RaftServer",
+    "StateMachine",
+    "VoterStatus",
+    "monotonic_ms",
+]
