@@ -18,6 +18,7 @@ _EXPORTS = {
     "KraftError": "storage.errors",
     "ErrorCode": "storage.errors",
     "NotControllerError": "storage.errors",
+    "LocalCluster": "kraft.cluster",
 }
 
 __all__ = sorted(_EXPORTS)

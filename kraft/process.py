@@ -3,13 +3,17 @@
 Each child is a real Python process (usually ``python -m kraft.cli ...``) with its own log
 file. Three things keep them from leaking:
 
-- ``PR_SET_PDEATHSIG`` (Linux): the kernel sends SIGKILL to the child when the parent thread
-  that started it exits, also when the parent is itself SIGKILLed;
+- ``PR_SET_PDEATHSIG`` (Linux): the kernel sends SIGKILL to the child when its parent dies,
+  also when the parent is itself SIGKILLed. The *child* asks for it, in `die_with_parent`
+  (``kraft.cli.main`` calls it first thing), because the parent passes its pid in
+  ``KRAFT_PARENT_PID`` and must not use a ``preexec_fn``: that makes CPython run the
+  ``os.register_at_fork`` handlers in the child, and gRPC's abort it (SIGABRT, "epoll_wait
+  error: Bad file descriptor") whenever the parent holds live gRPC channels;
 - an ``atexit`` hook kills whatever is still running at interpreter exit;
 - the owning context manager kills everything on ``__exit__`` (so also on Ctrl-C or a failing
-  test).
+  test). Children run in their own session, so Ctrl-C in a terminal reaches the parent only.
 
-NB: the death signal follows the *thread* that forked the child, so start processes from a
+NB: the death signal follows the *thread* that started the child, so start processes from a
 thread that lives as long as they should (the main thread, normally).
 """
 
@@ -35,13 +39,23 @@ _live: weakref.WeakSet[ManagedProcess] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+PARENT_PID_ENV = "KRAFT_PARENT_PID"
+"""Set for every `ManagedProcess` child: the pid it must not outlive (see `die_with_parent`)."""
+
+
+def die_with_parent() -> None:
+    """In a child started by `ManagedProcess`: ask the kernel for SIGKILL when the parent dies
+    (``PR_SET_PDEATHSIG``) and exit at once if it already has. A no-op elsewhere."""
+    expected = os.environ.get(PARENT_PID_ENV)
+    if not expected:
+        return
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
-        pass  # not Linux: the atexit hook and context managers still apply
-    os.setpgrp()  # Ctrl-C in a terminal reaches the parent only; it stops the children
+        return  # not Linux: the parent's atexit hook and context manager still apply
+    if os.getppid() != int(expected):
+        os._exit(1)  # the parent died before we asked
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -93,14 +107,19 @@ class ManagedProcess:
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            PARENT_PID_ENV: str(os.getpid()),
+            **self.env,
+        }
         self._proc = subprocess.Popen(
             [sys.executable, *self.args],
             stdin=subprocess.PIPE if self.pipe_stdin else subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=_die_with_parent,
+            start_new_session=True,
         )
         with _live_lock:
             _live.add(self)

@@ -217,6 +217,18 @@ class RaftServer:
     def grpc_server(self) -> grpc.aio.Server | None:
         return self._server
 
+    @property
+    def loop_task(self) -> asyncio.Task[None] | None:
+        """The Raft loop; it ends with an exception if the loop crashed (e.g. a state machine
+        that raised), which a server should treat as fatal."""
+        return self._loop_task
+
+    def set_serving(self, serving: bool) -> None:
+        """What gRPC health checks answer for this node."""
+        if self._health is not None:
+            status = health_pb2.HealthCheckResponse
+            self._health.set("", status.SERVING if serving else status.NOT_SERVING)
+
     def add_leader_listener(self, fn: Callable[[int | None, int], None]) -> None:
         self._leader_listeners.append(fn)
 
@@ -358,22 +370,35 @@ class RaftServer:
         return self._take_snapshot()
 
     def describe(self) -> QuorumStatus:
+        """The quorum as this node sees it; per-replica progress (the leader first) only on
+        the leader, as in Kafka's DescribeQuorum."""
         node = self.node
         now = monotonic_ms()
         role = node.role
         replicas: list[VoterStatus] = []
         hw = int(node.high_watermark)
         if isinstance(role, Leader):
+            replicas.append(
+                VoterStatus(
+                    node_id=self.node_id,
+                    log_end_offset=int(node.log_end_offset),
+                    lag=0,
+                    last_fetch_ms_ago=0,
+                    is_voter=True,
+                )
+            )
             for rid, state in sorted(role.replicas.items()):
-                leo = int(node.log_end_offset) if rid == self.node_id else state.end_offset
+                if rid == self.node_id:
+                    continue
+                leo = state.end_offset
                 replicas.append(
                     VoterStatus(
                         node_id=rid,
                         log_end_offset=leo,
                         lag=max(0, int(node.log_end_offset) - max(leo, 0)),
-                        last_fetch_ms_ago=0
-                        if rid == self.node_id
-                        else (None if state.last_fetch_ms < 0 else now - state.last_fetch_ms),
+                        last_fetch_ms_ago=None
+                        if state.last_fetch_ms < 0
+                        else now - state.last_fetch_ms,
                         is_voter=rid in self.voters,
                     )
                 )

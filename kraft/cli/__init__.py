@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kraft.cli import bench, dump_log, sim
+from kraft.cli import bench, controller, dump_log, quorum, sim
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,12 +21,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="warning", help="debug, info, warning (default)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dump_log, bench, sim):
+    for module in (dump_log, bench, sim, controller, quorum):
         module.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kraft.process import die_with_parent
+
+    die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "passthrough", False):

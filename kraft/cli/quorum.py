@@ -1,0 +1,100 @@
+"""``kraft quorum describe``: the metadata quorum's state, like ``kafka-metadata-quorum``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+_EPILOG = """\
+example:
+  kraft quorum describe --bootstrap-controller 127.0.0.1:9091,127.0.0.1:9092
+  kraft quorum describe --bootstrap-controller 127.0.0.1:9091 --json
+
+Asks the active controller (following redirects) for KIP-595 DescribeQuorum: the leader, its
+epoch and high watermark, and for every voter and observer its log end offset, its lag behind
+the leader and when it last fetched. Exits 1 with a one-line error when no controller answers.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "quorum",
+        help="describe the controller quorum (kafka-metadata-quorum)",
+        description="Inspect the KRaft controller quorum.",
+    )
+    qsub = p.add_subparsers(dest="quorum_command", metavar="ACTION", required=True)
+    d = qsub.add_parser(
+        "describe",
+        help="leader, epoch, high watermark and each replica's progress",
+        description="Describe the metadata quorum (KIP-595 DescribeQuorum).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d.add_argument(
+        "--bootstrap-controller",
+        "--bootstrap-controllers",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="one or more controllers to ask",
+    )
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    d.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to find an answer (default 10)"
+    )
+    d.set_defaults(handler=describe)
+
+
+def describe(args: argparse.Namespace) -> int:
+    from kraft.controller.client import ControllerClient
+
+    with ControllerClient(args.bootstrap_controller, timeout=args.timeout) as client:
+        quorum = client.describe_quorum()
+    now_ms = time.time_ns() // 1_000_000
+    doc: dict[str, Any] = {
+        "leader_id": quorum.leader_id,
+        "leader_epoch": quorum.leader_epoch,
+        "high_watermark": quorum.high_watermark,
+        "max_follower_lag": max((r.lag for r in quorum.voters), default=0),
+        "voters": [_replica(r, now_ms) for r in quorum.voters],
+        "observers": [_replica(r, now_ms) for r in quorum.observers],
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    out = sys.stdout
+    print(f"LeaderId:            {doc['leader_id']}", file=out)
+    print(f"LeaderEpoch:         {doc['leader_epoch']}", file=out)
+    print(f"HighWatermark:       {doc['high_watermark']}", file=out)
+    print(f"MaxFollowerLag:      {doc['max_follower_lag']}", file=out)
+    print(f"CurrentVoters:       {[r['id'] for r in doc['voters']]}", file=out)
+    print(f"CurrentObservers:    {[r['id'] for r in doc['observers']]}", file=out)
+    print(file=out)
+    header = f"{'NodeId':<8}{'LogEndOffset':>14}{'Lag':>8}{'LastFetchMsAgo':>16}  Status"
+    print(header, file=out)
+    for kind, rows in (("Voter", doc["voters"]), ("Observer", doc["observers"])):
+        for r in rows:
+            status = (
+                "Leader"
+                if r["id"] == doc["leader_id"]
+                else ("Follower" if kind == "Voter" else kind)
+            )
+            ago = "-" if r["last_fetch_ms_ago"] is None else str(r["last_fetch_ms_ago"])
+            print(
+                f"{r['id']:<8}{r['log_end_offset']:>14}{r['lag']:>8}{ago:>16}  {status}",
+                file=out,
+            )
+    return 0
+
+
+def _replica(r: Any, now_ms: int) -> dict[str, Any]:
+    fetched = r.last_fetch_timestamp_ms
+    return {
+        "id": r.replica_id,
+        "log_end_offset": r.log_end_offset,
+        "lag": r.lag,
+        "last_fetch_timestamp_ms": fetched if fetched >= 0 else None,
+        "last_fetch_ms_ago": max(0, now_ms - fetched) if fetched >= 0 else None,
+    }

@@ -1,0 +1,224 @@
+"""`LocalCluster`: a real KRaft-style cluster of processes on this machine, for tests and demos.
+
+::
+
+    from kraft import LocalCluster
+
+    with LocalCluster(controllers=3) as cluster:
+        cluster.wait_until_healthy(timeout=30)
+        client = cluster.controller_client()
+        client.create_topic("orders", num_partitions=3)
+        cluster.kill_controller(cluster.active_controller_id())    # SIGKILL
+        cluster.wait_until_healthy()                               # a new leader is elected
+        cluster.start_controller(1)
+
+Each controller is a ``python -m kraft.cli controller --config FILE`` process (`ManagedProcess`):
+its properties file, its data and its log (JSON lines, ``controller-<id>.log``) live under the
+cluster's data directory (a temporary one, deleted on exit, unless ``data_dir`` is given). Ports
+are free ones unless ``base_port`` is given (controller i then listens on ``base_port + i - 1``).
+Processes never outlive the context manager nor the Python process that started them.
+
+Brokers arrive in a later issue: ``brokers`` must be 0 for now, and ``bootstrap`` (the
+brokers' addresses) is empty.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Self
+
+from kraft.config import ControllerNodeConfig, write_properties
+from kraft.controller.client import ControllerClient
+from kraft.process import ManagedProcess, free_ports, wait_for
+
+_RECENT_FETCH_MS = 2000
+"""A voter that fetched within this long counts as following the leader."""
+
+
+class LocalCluster:
+    """Controller (and, later, broker) processes on loopback.
+
+    Args:
+        controllers: voters of the metadata quorum (1, 3 or 5 make sense).
+        brokers: broker processes; must be 0 until brokers exist.
+        data_dir: where data, configs and logs go (default: a temporary directory, removed
+            on exit).
+        base_port: first controller port (default: free ports).
+        controller_config: extra properties for every controller, Kafka keys, e.g.
+            ``{"metadata.log.max.record.bytes.between.snapshots": "4096"}``.
+        log_level: the controllers' log level (their logs are files; info by default).
+    """
+
+    def __init__(
+        self,
+        controllers: int = 3,
+        brokers: int = 0,
+        data_dir: str | Path | None = None,
+        base_port: int | None = None,
+        controller_config: Mapping[str, str] | None = None,
+        *,
+        log_level: str = "info",
+    ) -> None:
+        if controllers < 1:
+            raise ValueError("a cluster needs at least one controller")
+        if brokers != 0:
+            raise NotImplementedError("brokers are not implemented yet; use brokers=0")
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
+        ports = (
+            free_ports(controllers)
+            if base_port is None
+            else [base_port + i for i in range(controllers)]
+        )
+        self.controller_ids = list(range(1, controllers + 1))
+        self.controller_addresses = {
+            node_id: f"127.0.0.1:{port}"
+            for node_id, port in zip(self.controller_ids, ports, strict=True)
+        }
+        self.log_level = log_level
+        self._extra = dict(controller_config or {})
+        self._controllers: dict[int, ManagedProcess] = {}
+        self._client: ControllerClient | None = None
+        for node_id in self.controller_ids:
+            self._controllers[node_id] = self._controller_process(node_id)
+
+    # -- addresses -----------------------------------------------------------------------------
+
+    @property
+    def controller_bootstrap(self) -> str:
+        """``host:port,...`` of every controller (``--bootstrap-controller``)."""
+        return ",".join(self.controller_addresses[i] for i in self.controller_ids)
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of the brokers (empty until brokers exist)."""
+        return ""
+
+    def controller_log(self, node_id: int) -> Path:
+        return self.data_dir / "logs" / f"controller-{node_id}.log"
+
+    def controller_data_dir(self, node_id: int) -> Path:
+        return self.data_dir / f"controller-{node_id}"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start every controller process (they elect a leader among themselves)."""
+        for node_id in self.controller_ids:
+            self.start_controller(node_id)
+
+    def close(self) -> None:
+        """Kill every process (SIGKILL: a test wants it fast) and remove a temporary dir."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        for process in self._controllers.values():
+            process.kill()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def controller_client(self, *, timeout: float = 15.0) -> ControllerClient:
+        """A client of this cluster's controllers (one shared instance unless ``timeout``
+        differs from the default)."""
+        if timeout != 15.0:
+            return ControllerClient(self.controller_bootstrap, timeout=timeout)
+        if self._client is None:
+            self._client = ControllerClient(self.controller_bootstrap)
+        return self._client
+
+    def wait_until_healthy(self, timeout: float = 30) -> None:
+        """Wait until a controller is active (elected and caught up: it answers
+        DescribeQuorum) and every running voter fetches from it.
+
+        Raises:
+            TimeoutError: not healthy within ``timeout`` seconds (the message names the logs).
+        """
+        running = {i for i, p in self._controllers.items() if p.is_running()}
+
+        def healthy() -> bool:
+            quorum = self.controller_client().describe_quorum(timeout=2)
+            recent_ms = time.time_ns() // 1_000_000 - _RECENT_FETCH_MS
+            fetching = {
+                v.replica_id for v in quorum.voters if v.last_fetch_timestamp_ms >= recent_ms
+            }
+            return running <= fetching
+
+        try:
+            wait_for(healthy, timeout, "an active controller followed by every running voter")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; logs: {self.data_dir / 'logs'}") from None
+
+    def active_controller_id(self, timeout: float = 15) -> int:
+        """The node id of the active controller (waits up to ``timeout`` for one)."""
+        return self.controller_client().describe_quorum(timeout=timeout).leader_id
+
+    def controller(self, node_id: int) -> ManagedProcess:
+        return self._controllers[node_id]
+
+    def pids(self) -> list[int]:
+        """The process ids of every running node (controllers, then brokers)."""
+        return [p.pid for p in self._controllers.values() if p.is_running() and p.pid]
+
+    def start_controller(self, node_id: int) -> None:
+        self._controllers[node_id].start()
+
+    def stop_controller(self, node_id: int, timeout: float = 15.0) -> int | None:
+        """SIGTERM (graceful: a leader hands over first); returns the exit code."""
+        return self._controllers[node_id].stop(timeout=timeout)
+
+    def kill_controller(self, node_id: int) -> None:
+        """SIGKILL: no goodbye, no flush beyond what was synced."""
+        self._controllers[node_id].kill()
+
+    def pause_controller(self, node_id: int) -> None:
+        """SIGSTOP: alive but silent (a GC pause, a stalled VM)."""
+        self._controllers[node_id].pause()
+
+    def resume_controller(self, node_id: int) -> None:
+        self._controllers[node_id].resume()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _controller_process(self, node_id: int) -> ManagedProcess:
+        config = ControllerNodeConfig(
+            node_id=node_id,
+            voters=self.controller_addresses,
+            listen=self.controller_addresses[node_id],
+            data_dir=self.controller_data_dir(node_id),
+        )
+        props = {**config.to_properties(), **self._extra}
+        config_dir = self.data_dir / "config"
+        config_dir.mkdir(parents=True, exist_ok=True)
+        path = config_dir / f"controller-{node_id}.properties"
+        write_properties(path, props)
+        return ManagedProcess(
+            name=f"controller-{node_id}",
+            args=[
+                "-m",
+                "kraft.cli",
+                "--log-level",
+                self.log_level,
+                "controller",
+                "--config",
+                str(path),
+            ],
+            log_path=self.controller_log(node_id),
+        )
+
+
+__all__ = ["LocalCluster"]

@@ -1,0 +1,223 @@
+"""A controller node's configuration: a Kafka-style properties file plus command-line flags.
+
+This is the one place that turns Kafka's dotted keys into snake_case fields (STYLE §4)::
+
+    # controller-1.properties
+    process.roles=controller
+    node.id=1
+    controller.quorum.voters=1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093
+    listeners=CONTROLLER://127.0.0.1:9091
+    log.dirs=/var/lib/kraft/controller-1
+    broker.session.timeout.ms=3000
+    metadata.log.max.record.bytes.between.snapshots=65536
+    controller.quorum.election.timeout.ms=150
+
+    config = ControllerNodeConfig.from_properties(load_properties("controller-1.properties"))
+
+Keys read (unknown keys are ignored, as Kafka ignores keys meant for other components):
+
+- ``node.id``; ``controller.quorum.voters`` (``id@host:port,...``, KIP-595);
+- ``listeners`` (``NAME://host:port,...``; the first one is served; default: this node's
+  address in the voters) ;
+- ``metadata.log.dir``, else the first of ``log.dirs`` (``log.dir``): the Raft data directory;
+- ``broker.session.timeout.ms``, ``num.partitions``, ``default.replication.factor``
+  (`ControllerConfig`);
+- ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
+- ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraft.controller.core import ControllerConfig
+from kraft.raft import RaftConfig
+from storage.errors import InvalidConfigError
+
+DEFAULT_SNAPSHOT_INTERVAL_BYTES = 64 * 1024
+"""Kafka's default is 20 MiB; kraft's metadata logs are small, and a small interval keeps the
+snapshot path (KIP-630: take, trim, fetch, install) exercised in every local cluster."""
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    """Parse a Java ``.properties`` file: ``key=value`` or ``key: value`` lines, ``#``/``!``
+    comments, a trailing backslash continues a line.
+
+    Raises:
+        OSError: the file cannot be read.
+        InvalidConfigError: a non-comment line has no key.
+    """
+    props: dict[str, str] = {}
+    pending = ""
+    for number, raw in enumerate(Path(path).read_text().splitlines(), start=1):
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        key, value = _split(line)
+        if not key:
+            raise InvalidConfigError(f"{path}:{number}: no key in {raw!r}")
+        props[key] = value
+    if pending:
+        key, value = _split(pending)
+        props[key] = value
+    return props
+
+
+def _split(line: str) -> tuple[str, str]:
+    positions = [i for i in (line.find("="), line.find(":")) if i >= 0]
+    if not positions:
+        return line.strip(), ""
+    i = min(positions)
+    return line[:i].strip(), line[i + 1 :].strip()
+
+
+def parse_voters(spec: str) -> dict[int, str]:
+    """``"1@host:9091,2@host:9092"`` -> ``{1: "host:9091", 2: "host:9092"}`` (KIP-595 format).
+
+    Raises:
+        InvalidConfigError: an entry is not ``id@host:port`` or an id repeats.
+    """
+    voters: dict[int, str] = {}
+    for entry in filter(None, (e.strip() for e in spec.split(","))):
+        node, sep, address = entry.partition("@")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not host or not port.isdigit() or not node.strip().isdigit():
+            raise InvalidConfigError(
+                f"controller.quorum.voters: expected id@host:port, got {entry!r}"
+            )
+        node_id = int(node)
+        if node_id in voters:
+            raise InvalidConfigError(f"controller.quorum.voters: node {node_id} listed twice")
+        voters[node_id] = address
+    if not voters:
+        raise InvalidConfigError("controller.quorum.voters is empty")
+    return voters
+
+
+def format_voters(voters: Mapping[int, str]) -> str:
+    """The inverse of `parse_voters`."""
+    return ",".join(f"{node_id}@{address}" for node_id, address in sorted(voters.items()))
+
+
+def _listener_address(spec: str) -> str:
+    """The ``host:port`` of the first listener of ``CONTROLLER://host:port,...``."""
+    first = spec.split(",")[0].strip()
+    return first.split("://", 1)[1] if "://" in first else first
+
+
+def _int(props: Mapping[str, str], key: str, default: int) -> int:
+    raw = props.get(key)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerNodeConfig:
+    """Everything one controller process needs (Kafka key in brackets)."""
+
+    node_id: int
+    """[node.id]"""
+    voters: Mapping[int, str]
+    """[controller.quorum.voters] id -> host:port of every voter."""
+    listen: str
+    """[listeners] the address this node serves Raft, Controller and health on."""
+    data_dir: Path
+    """[metadata.log.dir / log.dirs] the Raft log, election state and snapshots."""
+    raft: RaftConfig = field(default_factory=RaftConfig)
+    """[controller.quorum.*]"""
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    """[broker.session.timeout.ms, num.partitions, default.replication.factor]"""
+    snapshot_interval_bytes: int = DEFAULT_SNAPSHOT_INTERVAL_BYTES
+    """[metadata.log.max.record.bytes.between.snapshots]"""
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
+        """Build the config from properties (a file's, with flags already merged in).
+
+        Raises:
+            InvalidConfigError: a required key is missing or a value is malformed.
+        """
+        missing = [k for k in ("node.id", "controller.quorum.voters") if not props.get(k)]
+        data_dir = (
+            props.get("metadata.log.dir")
+            or (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
+        )
+        if not data_dir:
+            missing.append("log.dirs")
+        if missing:
+            raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
+        node_id = _int(props, "node.id", -1)
+        voters = parse_voters(props["controller.quorum.voters"])
+        listeners = props.get("listeners", "").strip()
+        listen = _listener_address(listeners) if listeners else voters.get(node_id, "")
+        if not listen:
+            raise InvalidConfigError(
+                f"node {node_id} is not in controller.quorum.voters and has no listeners"
+            )
+        defaults = ControllerConfig()
+        controller = ControllerConfig(
+            broker_session_timeout_ms=_int(
+                props, "broker.session.timeout.ms", defaults.broker_session_timeout_ms
+            ),
+            default_num_partitions=_int(props, "num.partitions", defaults.default_num_partitions),
+            default_replication_factor=_int(
+                props, "default.replication.factor", defaults.default_replication_factor
+            ),
+        )
+        snapshot_interval = _int(
+            props,
+            "metadata.log.max.record.bytes.between.snapshots",
+            DEFAULT_SNAPSHOT_INTERVAL_BYTES,
+        )
+        if snapshot_interval < 0:
+            raise InvalidConfigError("metadata.log.max.record.bytes.between.snapshots must be >= 0")
+        return cls(
+            node_id=node_id,
+            voters=voters,
+            listen=listen,
+            data_dir=Path(data_dir),
+            raft=RaftConfig.from_properties(props),
+            controller=controller,
+            snapshot_interval_bytes=snapshot_interval,
+        )
+
+    def to_properties(self) -> dict[str, str]:
+        """The config as properties (`from_properties` inverts it)."""
+        return {
+            "process.roles": "controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": format_voters(self.voters),
+            "listeners": f"CONTROLLER://{self.listen}",
+            "log.dirs": str(self.data_dir),
+            "broker.session.timeout.ms": str(self.controller.broker_session_timeout_ms),
+            "num.partitions": str(self.controller.default_num_partitions),
+            "default.replication.factor": str(self.controller.default_replication_factor),
+            "metadata.log.max.record.bytes.between.snapshots": str(self.snapshot_interval_bytes),
+            **self.raft.to_properties(),
+        }
+
+
+def write_properties(path: str | Path, props: Mapping[str, str]) -> None:
+    """Write ``props`` as a properties file, keys sorted."""
+    lines = [f"{key}={value}" for key, value in sorted(props.items())]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+__all__ = [
+    "DEFAULT_SNAPSHOT_INTERVAL_BYTES",
+    "ControllerNodeConfig",
+    "format_voters",
+    "load_properties",
+    "parse_voters",
+    "write_properties",
+]

@@ -1,0 +1,460 @@
+"""`ControllerClient`: a blocking client of the controller quorum (admin and test use).
+
+It finds the active controller by itself: it sends a request to the controller it last saw
+active (or to the next bootstrap address), and on NOT_CONTROLLER follows the response's
+``current_leader`` hint (or moves on to the next address when the answering node knows no
+leader). Every *retriable* error (NOT_CONTROLLER, an unreachable node, a timed-out attempt) is
+retried with exponential backoff under one deadline per call (tenacity); when the deadline
+passes, the last error is raised as its typed exception (`storage.errors`), saying how long it
+tried. Non-retriable errors (TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, ...) are raised
+at once.
+
+NB: retrying a write whose response was lost may apply it twice, as in Kafka's admin client:
+``create_topic`` can then raise `TopicAlreadyExistsError` for a topic this very call created.
+
+Usage::
+
+    with ControllerClient("127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093") as client:
+        client.create_topic("orders", num_partitions=3, replication_factor=1)
+        client.describe_topic("orders").partitions[0].leader
+        client.describe_quorum().leader_id
+
+Thread-safe: one instance may be shared by threads (gRPC sync channels are thread-safe; the
+leader cache is behind a lock).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Self, TypeVar
+
+import grpc
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from kraft._generated import controller_pb2_grpc
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from kraft.metadata.records import Endpoint
+from kraft.transport.controller_codec import (
+    CurrentLeader,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    TopicMetadata,
+    decode_response,
+    encode,
+)
+from storage.errors import (
+    ErrorCode,
+    InvalidRequestError,
+    KraftError,
+    NetworkError,
+    NotControllerError,
+    RequestTimedOutError,
+    UnknownServerError,
+    error_for,
+)
+
+R = TypeVar("R")
+
+# request type -> (RPC name, response type)
+_RPCS: dict[type, tuple[str, type]] = {
+    RegisterBrokerRequest: ("BrokerRegistration", RegisterBrokerResponse),
+    BrokerHeartbeatRequest: ("BrokerHeartbeat", BrokerHeartbeatResponse),
+    UnregisterBrokerRequest: ("UnregisterBroker", UnregisterBrokerResponse),
+    CreateTopicsRequest: ("CreateTopics", CreateTopicsResponse),
+    DeleteTopicsRequest: ("DeleteTopics", DeleteTopicsResponse),
+    CreatePartitionsRequest: ("CreatePartitions", CreatePartitionsResponse),
+    AlterPartitionRequest: ("AlterPartition", AlterPartitionResponse),
+    ElectLeadersRequest: ("ElectLeaders", ElectLeadersResponse),
+    IncrementalAlterConfigsRequest: ("IncrementalAlterConfigs", IncrementalAlterConfigsResponse),
+    AllocateProducerIdsRequest: ("AllocateProducerIds", AllocateProducerIdsResponse),
+    DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
+    DescribeQuorumRequest: ("DescribeQuorum", DescribeQuorumResponse),
+}
+
+_GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
+    grpc.StatusCode.UNAVAILABLE: NetworkError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+}
+
+
+def parse_bootstrap(bootstrap: str | Sequence[str]) -> list[str]:
+    """``"h:p,h:p"`` (or a list of ``h:p``) -> the addresses, in order."""
+    items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
+    addresses = [a.strip() for a in items if a.strip()]
+    if not addresses:
+        raise ValueError("no controller address given (expected host:port[,host:port...])")
+    return addresses
+
+
+@contextmanager
+def map_grpc_errors(address: str) -> Iterator[None]:
+    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary)."""
+    try:
+        yield
+    except grpc.RpcError as e:
+        code = e.code() if hasattr(e, "code") else None
+        cls = _GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
+        detail = e.details() if hasattr(e, "details") else str(e)
+        raise cls(f"controller {address}: {detail or code}") from None
+
+
+def _response_errors(response: Any) -> Iterator[tuple[ErrorCode, str]]:
+    """Every (error code, message) pair in a response: request level and per item."""
+    code = getattr(response, "error_code", None)
+    if isinstance(code, ErrorCode):
+        yield code, getattr(response, "error_message", "")
+    for value in _items(response):
+        yield from _response_errors(value)
+
+
+def _items(response: Any) -> Iterator[Any]:
+    for name in getattr(response, "__dataclass_fields__", {}):
+        value = getattr(response, name)
+        if isinstance(value, tuple):
+            yield from (v for v in value if hasattr(v, "__dataclass_fields__"))
+
+
+class ControllerClient:
+    """A thread-safe, blocking client of the controller quorum.
+
+    Args:
+        bootstrap: ``"host:port,host:port"`` of (some of) the controllers.
+        timeout: seconds each call may take, redirects and retries included.
+        request_timeout: seconds one attempt may wait for one controller.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        timeout: float = 15.0,
+        request_timeout: float = 3.0,
+    ) -> None:
+        self.addresses = parse_bootstrap(bootstrap)
+        self.timeout = timeout
+        self.request_timeout = request_timeout
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[str, controller_pb2_grpc.ControllerStub] = {}
+        self._leader: str | None = None
+        self._next = 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            channels = list(self._channels.values())
+            self._channels.clear()
+            self._stubs.clear()
+        for channel in channels:
+            channel.close()
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        configs: Mapping[str, str] | None = None,
+        assignments: Sequence[Sequence[int]] = (),
+        timeout: float | None = None,
+    ) -> CreatableTopicResult:
+        """Create one topic; returns its result (topic id, partitions, replication factor).
+
+        Raises:
+            TopicAlreadyExistsError, InvalidReplicationFactorError, InvalidTopicError, ...:
+                the controller rejected it.
+            NotControllerError, NetworkError, RequestTimedOutError: no active controller
+                committed it within ``timeout`` (the outcome is then unknown).
+        """
+        topic = CreatableTopic(
+            name=name,
+            num_partitions=num_partitions,
+            replication_factor=replication_factor,
+            assignments=tuple(tuple(a) for a in assignments),
+            configs=dict(configs or {}),
+        )
+        response: CreateTopicsResponse = self.send(
+            CreateTopicsRequest(topics=(topic,)), timeout=timeout
+        )
+        (result,) = response.topics
+        _raise_for(result.error_code, result.error_message)
+        return result
+
+    def delete_topic(self, name: str, *, timeout: float | None = None) -> None:
+        """Delete a topic by name.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+        """
+        response = self.send(DeleteTopicsRequest(topic_names=(name,)), timeout=timeout)
+        for result in response.topics:
+            _raise_for(result.error_code, result.error_message)
+
+    def describe_topic(self, name: str, *, timeout: float | None = None) -> TopicMetadata:
+        """Partitions of ``name`` (leader, leader epoch, replicas, ISR) from the active
+        controller's committed image.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+        """
+        response = self.describe_cluster(topic_names=(name,), timeout=timeout)
+        (topic,) = response.topics
+        _raise_for(topic.error_code, topic.error_message)
+        return topic
+
+    def list_topics(self, *, timeout: float | None = None) -> list[str]:
+        """The names of every topic, sorted."""
+        return [t.name for t in self.describe_cluster(timeout=timeout).topics]
+
+    # -- cluster -------------------------------------------------------------------------------
+
+    def describe_cluster(
+        self,
+        *,
+        topic_names: Sequence[str] | None = None,
+        address: str | None = None,
+        timeout: float | None = None,
+    ) -> DescribeClusterResponse:
+        """Brokers and topics. By default the active controller answers (read-your-writes);
+        with ``address``, that controller answers from its own committed image (no redirect),
+        which is how a test sees whether a follower has caught up."""
+        request = DescribeClusterRequest(
+            topic_names=None if topic_names is None else tuple(topic_names)
+        )
+        if address is not None:
+            response: DescribeClusterResponse
+            response, _ = self._attempt(address, request, timeout or self.request_timeout)
+            _raise_for(response.error_code, response.error_message)
+            return response
+        answer: DescribeClusterResponse = self.send(request, timeout=timeout, require_active=True)
+        return answer
+
+    def describe_quorum(self, *, timeout: float | None = None) -> DescribeQuorumResponse:
+        """KIP-595 DescribeQuorum from the active controller: leader, epoch, high watermark,
+        and each voter's and observer's log end offset, lag and last fetch time."""
+        response: DescribeQuorumResponse = self.send(DescribeQuorumRequest(), timeout=timeout)
+        _raise_for(response.error_code, response.error_message)
+        return response
+
+    def active_controller(self, *, timeout: float | None = None) -> tuple[int, str]:
+        """(node id, address) of the active controller."""
+        leader_id = self.describe_quorum(timeout=timeout).leader_id
+        with self._lock:
+            address = self._leader
+        assert address is not None
+        return leader_id, address
+
+    # -- brokers (used by tests until brokers exist) -------------------------------------------
+
+    def register_broker(
+        self,
+        broker_id: int,
+        *,
+        incarnation_id: str | None = None,
+        listeners: Sequence[Endpoint] = (),
+        rack: str | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Register a broker (KIP-631); returns its broker epoch.
+
+        Raises:
+            DuplicateBrokerRegistrationError: another live incarnation holds the id.
+        """
+        request = RegisterBrokerRequest(
+            broker_id=broker_id,
+            incarnation_id=incarnation_id or uuid.uuid4().hex,
+            listeners=tuple(listeners),
+            rack=rack,
+        )
+        response: RegisterBrokerResponse = self.send(request, timeout=timeout)
+        _raise_for(response.error_code, response.error_message)
+        return response.broker_epoch
+
+    def heartbeat(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        *,
+        current_metadata_offset: int = -1,
+        want_fence: bool = False,
+        want_shutdown: bool = False,
+        timeout: float | None = None,
+    ) -> BrokerHeartbeatResponse:
+        """One broker heartbeat (KIP-631); unfences a caught-up broker.
+
+        Raises:
+            StaleBrokerEpochError, BrokerIdNotRegisteredError: the registration is gone.
+        """
+        request = BrokerHeartbeatRequest(
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+            current_metadata_offset=current_metadata_offset,
+            want_fence=want_fence,
+            want_shutdown=want_shutdown,
+        )
+        response: BrokerHeartbeatResponse = self.send(request, timeout=timeout)
+        _raise_for(response.error_code, response.error_message)
+        return response
+
+    # -- the generic path ------------------------------------------------------------------------
+
+    def send(
+        self, request: Any, *, timeout: float | None = None, require_active: bool = False
+    ) -> Any:
+        """Send any controller request to the active controller and return its response
+        once no part of it says NOT_CONTROLLER (other per-item errors are left to the
+        caller). ``require_active`` also redirects reads that any controller could answer.
+
+        Raises:
+            NotControllerError, NetworkError, RequestTimedOutError: still failing when
+                ``timeout`` (default: the client's) ran out.
+            InvalidRequestError: the controller could not decode the request.
+        """
+        deadline_s = self.timeout if timeout is None else timeout
+        started = time.monotonic()
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            remaining = max(0.05, deadline_s - (time.monotonic() - started))
+            address = self._target()
+            try:
+                response, leader = self._attempt(
+                    address, request, min(self.request_timeout, remaining)
+                )
+            except (NetworkError, RequestTimedOutError):
+                self._forget(address)
+                raise
+            not_controller = any(
+                code is ErrorCode.NOT_CONTROLLER for code, _ in _response_errors(response)
+            )
+            if require_active and not not_controller:
+                not_controller = getattr(response, "controller_id", -1) != getattr(
+                    response, "node_id", -2
+                )
+            if not_controller:
+                self._redirect(address, leader)
+                raise NotControllerError(
+                    f"controller {address} is not active (active: "
+                    f"{leader.leader_id if leader.leader_id >= 0 else 'unknown'})",
+                    leader_id=leader.leader_id if leader.leader_id >= 0 else None,
+                    leader_address=leader.leader_address,
+                )
+            with self._lock:
+                self._leader = address
+            return response
+
+        retrying = Retrying(
+            stop=stop_after_delay(deadline_s),
+            wait=wait_exponential_jitter(multiplier=0.02, max=0.5, jitter=0.02),
+            retry=retry_if_exception(lambda e: isinstance(e, KraftError) and e.retriable),
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except KraftError as e:
+            if not e.retriable:
+                raise
+            elapsed = time.monotonic() - started
+            message = f"{e.message} (gave up after {attempts} attempts in {elapsed:.1f}s)"
+            if isinstance(e, NotControllerError):
+                raise NotControllerError(
+                    message, leader_id=e.leader_id, leader_address=e.leader_address
+                ) from None
+            raise error_for(e.code, message) from None
+
+    def _attempt(self, address: str, request: Any, timeout: float) -> tuple[Any, CurrentLeader]:
+        method, response_cls = _RPCS[type(request)]
+        stub = self._stub(address)
+        with map_grpc_errors(address):
+            reply = getattr(stub, method)(encode(request), timeout=timeout)
+        return decode_response(reply, response_cls)
+
+    def _target(self) -> str:
+        with self._lock:
+            if self._leader is not None:
+                return self._leader
+            address = self.addresses[self._next % len(self.addresses)]
+            self._next += 1
+            return address
+
+    def _forget(self, address: str) -> None:
+        with self._lock:
+            if self._leader == address:
+                self._leader = None
+
+    def _redirect(self, address: str, leader: CurrentLeader) -> None:
+        with self._lock:
+            if leader.leader_address and leader.leader_id >= 0:
+                self._leader = leader.leader_address
+            elif self._leader == address or self._leader is None:
+                self._leader = None
+
+    def _stub(self, address: str) -> controller_pb2_grpc.ControllerStub:
+        with self._lock:
+            stub = self._stubs.get(address)
+            if stub is None:
+                channel = grpc.insecure_channel(
+                    address,
+                    options=[
+                        ("grpc.max_receive_message_length", 64 << 20),
+                        ("grpc.max_send_message_length", 64 << 20),
+                        # Fail fast on a dead node instead of waiting for the deadline.
+                        ("grpc.initial_reconnect_backoff_ms", 50),
+                        ("grpc.max_reconnect_backoff_ms", 500),
+                    ],
+                )
+                self._channels[address] = channel
+                stub = self._stubs[address] = controller_pb2_grpc.ControllerStub(channel)
+            return stub
+
+
+def _raise_for(code: ErrorCode, message: str) -> None:
+    if code is not ErrorCode.NONE:
+        raise error_for(code, message)
+
+
+__all__ = ["ControllerClient", "map_grpc_errors", "parse_bootstrap"]

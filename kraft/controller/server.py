@@ -1,0 +1,555 @@
+"""`ControllerServer`: one controller process's shell around `ControllerCore` and `RaftServer`.
+
+Theory of operation
+-------------------
+One grpc.aio server hosts three services on one port: Raft (KIP-595, `RaftServer`), the
+``kraft.v1.Controller`` API and gRPC health. Everything runs on one event loop.
+
+*Replay.* `_MetadataStateMachine` is the Raft state machine: each committed batch is decoded
+and ``replay_batch``-ed into the core, on every controller (standbys stay warm for failover,
+Kafka's QuorumController does the same). The core's committed image serves reads
+(DescribeCluster). Snapshots (KIP-630) are ``committed_image.to_snapshot()``; restoring one is
+``MetadataImage.from_snapshot`` + ``core.load_snapshot``. `RaftServer` takes a snapshot every
+``snapshot_interval_bytes`` applied bytes and trims the log behind it.
+
+*Becoming active.* A new Raft leader opens its epoch with a leader-change control batch; when
+that batch commits while we still lead that epoch, every earlier entry is committed and
+replayed (Raft §5.4.2), so the core becomes active with ``next_offset`` = the Raft log end
+offset (nothing of ours is in flight: an inactive core produces no records).
+
+*Requests.* Not active: the core answers NOT_CONTROLLER and the response's ``current_leader``
+says where to go. Active: ``handle_*`` decides against the pending image and returns records;
+they are proposed as ONE batch *in the same synchronous step* (no ``await`` in between, so
+batches reach the log in the order the core produced them); the response is released once the
+batch commits. If the propose fails or the batch does not land at the offset the core expected,
+the core resigns (drops its pending state) and the caller gets NOT_CONTROLLER and retries.
+
+*Leadership loss.* Every leader change (``on_leader_change``) and every committed batch of a
+foreign epoch resigns an active core first; in-flight proposals then fail in `RaftServer` with
+NOT_CONTROLLER.
+
+*Time.* A task calls ``core.tick(now_ms)`` about every 50 ms (session-timeout fencing,
+``broker.session.timeout.ms``) and proposes what it returns.
+
+*Shutdown.* SIGTERM -> `stop` (graceful: the leader resigns with EndQuorumEpoch so a successor
+is elected at once) -> exit 0. A replay that breaks an invariant is fatal: the process exits 1
+rather than serve a diverged image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+
+from kraft._generated import controller_pb2_grpc
+from kraft.config import ControllerNodeConfig
+from kraft.controller.core import ControllerCore
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    RegisterBrokerRequest,
+    UnregisterBrokerRequest,
+)
+from kraft.controller.result import ControllerResult
+from kraft.metadata import MetadataImage, decode_record, encode_record
+from kraft.metadata.records import MetadataRecord
+from kraft.raft_server import RaftServer, monotonic_ms
+from kraft.transport.controller_codec import (
+    CurrentLeader,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    QuorumReplica,
+    TopicMetadata,
+    decode,
+    encode_response,
+)
+from storage.errors import ErrorCode, KraftError, LogClosedError, NotControllerError
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+TICK_INTERVAL_MS = 50
+"""How often the active controller runs ``core.tick`` (session expiry is checked then)."""
+
+_GRPC_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+]
+
+
+class _MetadataStateMachine:
+    """The Raft state machine of a controller: committed batches -> `ControllerCore`.
+
+    `RaftServer` calls `apply_batch` in log order for every committed batch above the
+    restored snapshot (control batches included), `snapshot` at the last applied offset and
+    `restore` at start-up or when a snapshot was fetched from the leader.
+    """
+
+    def __init__(self, owner: ControllerServer) -> None:
+        self._owner = owner
+
+    def apply(self, offset: int, data: bytes) -> None:  # pragma: no cover - apply_batch wins
+        self.apply_batch(offset, -1, [(offset, data)], False)
+
+    def apply_batch(
+        self, base_offset: int, epoch: int, records: list[tuple[int, bytes]], is_control: bool
+    ) -> None:
+        try:
+            self._owner.on_committed_batch(base_offset, epoch, records, is_control)
+        except BaseException as exc:
+            self._owner.fail(exc)
+            raise
+
+    def snapshot(self) -> bytes:
+        return self._owner.core.committed_image.to_snapshot()
+
+    def restore(self, data: bytes) -> None:
+        try:
+            self._owner.on_snapshot(MetadataImage.from_snapshot(data))
+        except BaseException as exc:
+            self._owner.fail(exc)
+            raise
+
+
+class ControllerServer:
+    """A controller quorum member: Raft + the controller API + health on one gRPC port.
+
+    Args:
+        config: the node's configuration (`ControllerNodeConfig`).
+        seed: seeds the core's generator (topic ids, placement) and Raft's election jitter;
+            random by default.
+
+    Usage::
+
+        server = ControllerServer(config)
+        await server.start()
+        ...
+        await server.stop()          # graceful: resigns leadership first (EndQuorumEpoch)
+    """
+
+    def __init__(self, config: ControllerNodeConfig, *, seed: int | None = None) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        seed = seed if seed is not None else time.time_ns() ^ config.node_id
+        self._log = structlog.get_logger("kraft.controller").bind(
+            node_id=config.node_id, role="controller"
+        )
+        self.core = ControllerCore(rng=random.Random(seed), config=config.controller, log=self._log)
+        # NB: a core that never becomes active answers every request with NOT_CONTROLLER; it
+        # builds the responses for requests whose records were lost (see `_submit`).
+        self._standby = ControllerCore(rng=random.Random(0), config=config.controller)
+        self._grpc = grpc.aio.server(options=_GRPC_OPTIONS)
+        controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
+        self.raft = RaftServer(
+            config.node_id,
+            config.voters,
+            config.data_dir,
+            listen=config.listen,
+            config=config.raft,
+            state_machine=_MetadataStateMachine(self),
+            snapshot_interval_bytes=config.snapshot_interval_bytes,
+            on_leader_change=self._on_leader_change,
+            server=self._grpc,
+            seed=seed,
+        )
+        self._tick_task: asyncio.Task[None] | None = None
+        self._fatal: asyncio.Future[BaseException] | None = None
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def bound_port(self) -> int | None:
+        return self.raft.bound_port
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this node is the active controller."""
+        return self.core.is_active
+
+    async def start(self) -> None:
+        """Restore the latest snapshot, replay the log as it commits, serve all services."""
+        self._fatal = asyncio.get_running_loop().create_future()
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        await self.raft.start()
+        await self.raft.start_serving()
+        self._tick_task = asyncio.create_task(self._tick_loop(), name=f"tick-{self.node_id}")
+        self._log.info(
+            "controller_started",
+            listen=self.config.listen,
+            voters=dict(self.config.voters),
+            data_dir=str(self.config.data_dir),
+        )
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop serving. ``graceful`` resigns Raft leadership first (KIP-595 EndQuorumEpoch),
+        so a successor is elected at once instead of after the fetch timeout."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.raft.set_serving(False)
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tick_task
+        await self.raft.stop(graceful=graceful)
+        self.core.resign()
+        await self._grpc.stop(grace=0.2)
+        self._log.info("controller_stopped")
+
+    async def wait_fatal(self) -> BaseException:
+        """Resolves with the error if replay failed (the node must then exit)."""
+        assert self._fatal is not None, "start() first"
+        return await asyncio.shield(self._fatal)
+
+    def fail(self, exc: BaseException) -> None:
+        self._log.error("metadata_replay_failed", error=repr(exc))
+        if self._fatal is not None and not self._fatal.done():
+            self._fatal.set_result(exc)
+
+    # -- the state machine side ----------------------------------------------------------------
+
+    def on_committed_batch(
+        self, base_offset: int, epoch: int, records: list[tuple[int, bytes]], is_control: bool
+    ) -> None:
+        """Replay one committed batch (see the module docstring)."""
+        core, raft = self.core, self.raft
+        if core.is_active and (epoch != core.epoch or not raft.is_leader):
+            # Someone else's batch: we lost leadership even if the listener has not run yet.
+            self._resign("foreign_batch_committed")
+        if is_control:
+            if raft.is_leader and epoch == raft.epoch and not core.is_active:
+                # KIP-595 + KIP-631: our epoch's leader-change batch committed: everything
+                # before it is committed and replayed, so we may decide.
+                core.become_active(
+                    epoch=epoch,
+                    next_offset=int(raft.node.log_end_offset),
+                    now_ms=monotonic_ms(),
+                )
+                self._log.info("controller_activated", epoch=epoch)
+            return
+        if not records:
+            return
+        decoded: list[MetadataRecord] = [decode_record(value) for _, value in records]
+        core.replay_batch(decoded, records[0][0], epoch)
+
+    def on_snapshot(self, image: MetadataImage) -> None:
+        """Load a snapshot (at start-up, or fetched from the leader when we fell behind)."""
+        self._resign("snapshot_loaded")
+        self.core.load_snapshot(image)
+        self._log.info(
+            "snapshot_loaded", last_offset=image.last_offset, topics=len(image.topics_by_id)
+        )
+
+    def _on_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        if self.core.is_active and (leader_id != self.node_id or epoch != self.core.epoch):
+            self._resign("leader_changed")
+
+    def _resign(self, reason: str) -> None:
+        if self.core.is_active:
+            self._log.info("controller_resigned", reason=reason, epoch=self.core.epoch)
+            self.core.resign()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def current_leader(self) -> CurrentLeader:
+        raft = self.raft
+        leader = raft.leader_id
+        return CurrentLeader(
+            leader_id=-1 if leader is None else leader,
+            leader_address=raft.leader_address(),
+            epoch=raft.epoch,
+        )
+
+    async def submit(
+        self,
+        request: Req,
+        handler: Callable[[ControllerCore], Callable[[Req, int], ControllerResult[Resp]]],
+    ) -> Resp:
+        """Decide ``request`` with the core, commit its records, then return the response.
+
+        ``handler`` picks the core's method, e.g. ``lambda c: c.handle_create_topics_request``.
+        The response is NOT_CONTROLLER if this node is not active or loses the batch.
+        """
+        core = self.core
+        expected_base, epoch = core.next_offset, core.epoch
+        result = handler(core)(request, monotonic_ms())
+        if not result.records:
+            return result.response
+        payload = [encode_record(r) for r in result.records]
+        try:
+            # NB: no await between the decision and the propose: batches keep the core's order.
+            committed = self.raft.propose_nowait(payload)
+        except NotControllerError:
+            self._resign("propose_rejected")
+            return handler(self._standby)(request, monotonic_ms()).response
+        try:
+            base = await committed
+        except (NotControllerError, LogClosedError):
+            if core.epoch == epoch:
+                self._resign("batch_lost")
+            return handler(self._standby)(request, monotonic_ms()).response
+        if base != expected_base:  # pragma: no cover - replay asserts first
+            self._log.error("batch_misplaced", expected=expected_base, actual=base)
+            if core.epoch == epoch:
+                self._resign("batch_misplaced")
+            return handler(self._standby)(request, monotonic_ms()).response
+        return result.response
+
+    def describe_cluster(self, request: DescribeClusterRequest) -> DescribeClusterResponse:
+        """Brokers and topics from the committed image (any controller answers)."""
+        image = self.core.committed_image
+        topics: list[TopicMetadata] = []
+        names = request.topic_names
+        for name in sorted(image.topic_ids_by_name) if names is None else names:
+            description = image.describe_topic(name)
+            if description is None:
+                topics.append(
+                    TopicMetadata(
+                        name=name,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message=f"unknown topic {name!r}",
+                    )
+                )
+            else:
+                topics.append(
+                    TopicMetadata(
+                        name=name, topic_id=description.topic_id, partitions=description.partitions
+                    )
+                )
+        leader = self.raft.leader_id
+        return DescribeClusterResponse(
+            node_id=self.node_id,
+            controller_id=self.node_id
+            if self.core.is_active
+            else (-1 if leader is None else leader),
+            metadata_offset=image.last_offset,
+            brokers=tuple(image.brokers[b] for b in sorted(image.brokers)),
+            topics=tuple(topics),
+        )
+
+    def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+        """KIP-595 DescribeQuorum: only the active controller (the Raft leader) knows the
+        followers' progress; others answer NOT_CONTROLLER."""
+        del request
+        if not self.core.is_active or not self.raft.is_leader:
+            return DescribeQuorumResponse(
+                error_code=ErrorCode.NOT_CONTROLLER,
+                error_message=f"node {self.node_id} is not the active controller",
+            )
+        status = self.raft.describe()
+        wall_ms = time.time_ns() // 1_000_000
+        voters: list[QuorumReplica] = []
+        observers: list[QuorumReplica] = []
+        for replica in status.replicas:
+            entry = QuorumReplica(
+                replica_id=replica.node_id,
+                log_end_offset=replica.log_end_offset,
+                lag=replica.lag,
+                last_fetch_timestamp_ms=-1
+                if replica.last_fetch_ms_ago is None
+                else wall_ms - replica.last_fetch_ms_ago,
+            )
+            (voters if replica.is_voter else observers).append(entry)
+        voters.sort(key=lambda r: r.replica_id)
+        return DescribeQuorumResponse(
+            leader_id=self.node_id,
+            leader_epoch=status.epoch,
+            high_watermark=status.high_watermark,
+            voters=tuple(voters),
+            observers=tuple(observers),
+        )
+
+    # -- time ----------------------------------------------------------------------------------
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_MS / 1000)
+            if not self.core.is_active:
+                continue
+            try:
+                await self.submit(None, lambda core: _tick_handler(core))
+            except Exception:  # pragma: no cover - keep ticking, but say so
+                self._log.exception("controller_tick_failed")
+
+
+def _tick_handler(core: ControllerCore) -> Callable[[None, int], ControllerResult[None]]:
+    def handle(request: None, now_ms: int) -> ControllerResult[None]:
+        del request
+        return ControllerResult(records=core.tick(now_ms), response=None)
+
+    return handle
+
+
+class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignore[misc]
+    """The ``kraft.v1.Controller`` service: decode, submit to the server, encode."""
+
+    def __init__(self, server: ControllerServer) -> None:
+        self._server = server
+
+    async def _call(
+        self,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        cls: type[Req],
+        run: Callable[[Req], Awaitable[Any]],
+    ) -> Any:
+        try:
+            decoded = decode(request, cls)
+        except KraftError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
+            raise  # pragma: no cover - abort raises
+        response = await run(decoded)
+        return encode_response(response, self._server.current_leader())
+
+    async def BrokerRegistration(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            RegisterBrokerRequest,
+            lambda r: s.submit(r, lambda c: c.handle_register_broker_request),
+        )
+
+    async def BrokerHeartbeat(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            BrokerHeartbeatRequest,
+            lambda r: s.submit(r, lambda c: c.handle_broker_heartbeat_request),
+        )
+
+    async def UnregisterBroker(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            UnregisterBrokerRequest,
+            lambda r: s.submit(r, lambda c: c.handle_unregister_broker_request),
+        )
+
+    async def CreateTopics(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            CreateTopicsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_create_topics_request),
+        )
+
+    async def DeleteTopics(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            DeleteTopicsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_delete_topics_request),
+        )
+
+    async def CreatePartitions(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            CreatePartitionsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_create_partitions_request),
+        )
+
+    async def AlterPartition(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            AlterPartitionRequest,
+            lambda r: s.submit(r, lambda c: c.handle_alter_partition_request),
+        )
+
+    async def ElectLeaders(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            ElectLeadersRequest,
+            lambda r: s.submit(r, lambda c: c.handle_elect_leaders_request),
+        )
+
+    async def IncrementalAlterConfigs(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            IncrementalAlterConfigsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_incremental_alter_configs_request),
+        )
+
+    async def AllocateProducerIds(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            AllocateProducerIdsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_allocate_producer_ids_request),
+        )
+
+    async def DescribeCluster(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(request, context, DescribeClusterRequest, _now(s.describe_cluster))
+
+    async def DescribeQuorum(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
+
+
+def _now(fn: Callable[[Req], Resp]) -> Callable[[Req], Awaitable[Resp]]:
+    """Wrap a synchronous read as the coroutine `_ControllerServicer._call` expects."""
+
+    async def run(request: Req) -> Resp:
+        return fn(request)
+
+    return run
+
+
+# -- the process ---------------------------------------------------------------------------------
+
+
+async def serve(config: ControllerNodeConfig) -> int:
+    """Run a controller until SIGTERM/SIGINT (exit code 0) or a fatal replay error (1)."""
+    server = ControllerServer(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    stop_task = asyncio.create_task(stop.wait())
+    fatal_task = asyncio.create_task(server.wait_fatal())
+    done, _ = await asyncio.wait({stop_task, fatal_task}, return_when=asyncio.FIRST_COMPLETED)
+    failed = fatal_task in done
+    for task in (stop_task, fatal_task):
+        task.cancel()
+    await server.stop(graceful=not failed)
+    return 1 if failed else 0
+
+
+def run_controller(config: ControllerNodeConfig) -> int:
+    """The ``kraft controller`` entry point: serve until signalled; the exit code."""
+    return asyncio.run(serve(config))
+
+
+__all__ = ["TICK_INTERVAL_MS", "ControllerServer", "run_controller", "serve"]

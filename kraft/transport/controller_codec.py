@@ -1,0 +1,270 @@
+"""Proto <-> dataclass conversion for the controller APIs: the one place their protos are touched.
+
+The controller's requests and responses (`kraft.controller.messages`) and the shell-answered
+reads defined here are frozen dataclasses whose field names are the proto field names of
+``proto/kraft/v1/controller.proto``. So one converter, driven by the dataclasses' type hints,
+maps every message both ways:
+
+==============================  =========================================================
+dataclass field                 proto field
+==============================  =========================================================
+``int`` / ``str`` / ``bool``    the scalar
+``ErrorCode``                   ``kraft.v1.ErrorCode`` (an unknown code decodes as
+                                UNKNOWN_SERVER_ERROR)
+other ``IntEnum``               ``int32`` with Kafka's numbers
+``X | None`` (scalar)           ``optional X`` (presence = not None)
+``tuple[T, ...]``               ``repeated T``
+``tuple[tuple[int, ...], ...]`` ``repeated Int32List``
+``tuple[T, ...] | None``        a singular wrapper message with ``repeated T items``
+``Mapping[str, str]``           ``map<string, string>``
+a dataclass                     the message of the same name
+==============================  =========================================================
+
+Contract: ``decode(encode(m), type(m)) == m`` for every message (tested with hypothesis).
+Every response also carries a `CurrentLeader` (who the answering controller believes is the
+active controller): `encode_response` adds it and `decode_response` returns it next to the
+response, so a client can follow a NOT_CONTROLLER redirect.
+
+Raises:
+    InvalidRequestError: from `decode`, when an enum field holds a value this code does not
+        know (a newer or broken peer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import NoneType, UnionType
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
+
+from kraft._generated import controller_pb2 as pb
+from kraft.metadata.image import BrokerRegistration, PartitionDescription
+from storage.errors import ErrorCode, InvalidRequestError
+
+T = TypeVar("T")
+
+# -- shell-answered messages ---------------------------------------------------------------------
+# NB: these live here rather than in kraft.controller.messages because the controller core
+# never sees them: the server answers them from its committed image and its Raft state.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentLeader:
+    """The active controller as the answering controller knows it (KIP-951's CurrentLeader)."""
+
+    leader_id: int = -1
+    leader_address: str = ""
+    epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeClusterRequest:
+    """``topic_names=None``: every topic; else those (unknown ones get an error entry)."""
+
+    topic_names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicMetadata:
+    name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    topic_id: str = ""
+    partitions: tuple[PartitionDescription, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeClusterResponse:
+    """A controller's committed image: brokers, and topics with leader/epoch/replicas/ISR."""
+
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    node_id: int = -1
+    controller_id: int = -1
+    metadata_offset: int = -1
+    brokers: tuple[BrokerRegistration, ...] = ()
+    topics: tuple[TopicMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeQuorumRequest:
+    """KIP-595 DescribeQuorum (no arguments: kraft has one metadata partition)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuorumReplica:
+    replica_id: int
+    log_end_offset: int = -1
+    lag: int = 0
+    last_fetch_timestamp_ms: int = -1
+    """Wall-clock milliseconds of the last fetch; -1 if it never fetched."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeQuorumResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    leader_id: int = -1
+    leader_epoch: int = -1
+    high_watermark: int = -1
+    voters: tuple[QuorumReplica, ...] = ()
+    observers: tuple[QuorumReplica, ...] = ()
+
+
+# -- the converter ---------------------------------------------------------------------------------
+
+
+def encode(message: Any) -> Message:
+    """The proto message (of the same name in ``controller.proto``) for a dataclass message."""
+    out: Message = getattr(pb, type(message).__name__)()
+    _fill(out, message)
+    return out
+
+
+def decode(message: Message, cls: type[T]) -> T:
+    """The dataclass ``cls`` for a proto message (fields of the proto not in ``cls`` are
+    ignored, e.g. ``current_leader``).
+
+    Raises:
+        InvalidRequestError: an enum field holds an unknown value.
+    """
+    return _read(message, cls)
+
+
+def encode_response(response: Any, current_leader: CurrentLeader) -> Message:
+    """`encode`, plus the answering controller's view of the active controller."""
+    out = encode(response)
+    _fill(out.current_leader, current_leader)  # type: ignore[attr-defined]
+    return out
+
+
+def decode_response(message: Message, cls: type[T]) -> tuple[T, CurrentLeader]:
+    """`decode` a response, and return its `CurrentLeader` hint with it."""
+    return _read(message, cls), _read(message.current_leader, CurrentLeader)  # type: ignore[attr-defined]
+
+
+_HINTS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(field name, resolved type hint) of a dataclass, cached per class."""
+    cached = _HINTS.get(cls)
+    if cached is None:
+        hints = typing.get_type_hints(cls)
+        cached = _HINTS[cls] = tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+    return cached
+
+
+def _strip_optional(hint: Any) -> tuple[Any, bool]:
+    if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not NoneType]
+        assert len(args) == 1, f"unsupported union {hint}"
+        return args[0], True
+    return hint, False
+
+
+def _is_tuple(hint: Any) -> bool:
+    return typing.get_origin(hint) is tuple
+
+
+def _is_mapping(hint: Any) -> bool:
+    return typing.get_origin(hint) in (Mapping, dict)
+
+
+def _fill(out: Any, obj: Any) -> None:
+    for name, hint in _hints(type(obj)):
+        value = getattr(obj, name)
+        base, _ = _strip_optional(hint)
+        if value is None:
+            continue  # optional: leave the field unset (no presence)
+        if _is_tuple(base):
+            field = out.DESCRIPTOR.fields_by_name[name]
+            item_hint = typing.get_args(base)[0]
+            if field.is_repeated:
+                _extend(getattr(out, name), value, item_hint)
+            else:  # a nullable list: a singular wrapper message
+                wrapper = getattr(out, name)
+                wrapper.SetInParent()
+                _extend(wrapper.items, value, item_hint)
+        elif _is_mapping(base):
+            getattr(out, name).update(value)
+        elif dataclasses.is_dataclass(base):
+            sub = getattr(out, name)
+            sub.SetInParent()
+            _fill(sub, value)
+        elif isinstance(value, enum.Enum):
+            setattr(out, name, int(value.value))
+        else:
+            setattr(out, name, value)
+
+
+def _extend(repeated: Any, items: tuple[Any, ...], item_hint: Any) -> None:
+    if _is_tuple(item_hint):
+        inner = typing.get_args(item_hint)[0]
+        for item in items:
+            _extend(repeated.add().items, item, inner)
+    elif dataclasses.is_dataclass(item_hint):
+        for item in items:
+            _fill(repeated.add(), item)
+    else:
+        repeated.extend(int(i.value) if isinstance(i, enum.Enum) else i for i in items)
+
+
+def _read(message: Any, cls: type[T]) -> T:
+    kwargs: dict[str, Any] = {}
+    for name, hint in _hints(cls):
+        base, optional = _strip_optional(hint)
+        field = message.DESCRIPTOR.fields_by_name[name]
+        repeated = field.is_repeated
+        if optional and not repeated and not message.HasField(name):
+            kwargs[name] = None
+            continue
+        value = getattr(message, name)
+        if _is_tuple(base):
+            items = value if repeated else value.items
+            item_hint = typing.get_args(base)[0]
+            kwargs[name] = tuple(_item(i, item_hint) for i in items)
+        elif _is_mapping(base):
+            kwargs[name] = dict(value)
+        else:
+            kwargs[name] = _item(value, base)
+    return cls(**kwargs)
+
+
+def _item(value: Any, hint: Any) -> Any:
+    if _is_tuple(hint):
+        inner = typing.get_args(hint)[0]
+        return tuple(_item(i, inner) for i in value.items)
+    if dataclasses.is_dataclass(hint):
+        return _read(value, hint)  # type: ignore[arg-type]
+    if hint is ErrorCode:
+        try:
+            return ErrorCode(value)
+        except ValueError:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            raise InvalidRequestError(f"unknown {hint.__name__} value {value}") from None
+    return value
+
+
+__all__ = [
+    "CurrentLeader",
+    "DescribeClusterRequest",
+    "DescribeClusterResponse",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
+    "QuorumReplica",
+    "TopicMetadata",
+    "decode",
+    "decode_response",
+    "encode",
+    "encode_response",
+]
