@@ -54,7 +54,7 @@ from kraft.raft_store import DurableRaftStorage
 from kraft.transport.codec import from_proto, to_proto
 from kraft.types import NodeId
 from storage.errors import LogClosedError, NetworkError, NotControllerError
-from storage.records import iter_records, read_header
+from storage.records import offset_values, read_header
 
 _REQUESTS: dict[type, str] = {
     VoteRequest: "Vote",
@@ -426,11 +426,16 @@ class RaftServer:
         node = self.node
         try:
             while self._running:
+                # NB: let RPC handlers that are already runnable step their messages before the
+                # clock is checked: after a stall (a long apply, a busy machine) a follower
+                # must see the fetch response waiting for it before it calls an election.
+                await asyncio.sleep(0)
                 now = monotonic_ms()
                 if now >= node.next_deadline_ms():
                     node.tick(now)
                 while node.has_ready():
                     self._handle_ready()
+                    await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self._notify_leader_change()
                 self._maybe_snapshot()
                 delay_ms = node.next_deadline_ms() - monotonic_ms()
@@ -468,20 +473,17 @@ class RaftServer:
             return
         self._bytes_since_snapshot += header.size_bytes
         apply_batch = getattr(self.state_machine, "apply_batch", None)
+        applied = self._applied_offset
         if apply_batch is not None:
-            records = [
-                (rec.offset, rec.value or b"")
-                for rec in iter_records(batch)
-                if rec.offset > self._applied_offset
-            ]
+            records = [(o, v or b"") for o, v in offset_values(batch) if o > applied]
             apply_batch(
                 header.base_offset, header.partition_leader_epoch, records, header.is_control
             )
         elif not header.is_control:
             apply = self.state_machine.apply
-            for rec in iter_records(batch):
-                if rec.offset > self._applied_offset:
-                    apply(rec.offset, rec.value or b"")
+            for offset, value in offset_values(batch):
+                if offset > applied:
+                    apply(offset, value or b"")
         self._applied_offset = header.next_offset - 1
         self._resolve_committed(
             header.base_offset, header.next_offset, header.partition_leader_epoch

@@ -56,11 +56,11 @@ class RaftConfig:
     """Wait after an error response before asking again."""
     fetch_max_wait_ms: int = 60
     """The leader parks a caught-up fetch this long waiting for new data (long poll)."""
-    fetch_max_bytes: int = 8 << 20
+    fetch_max_bytes: int = 1 << 20
     fetch_snapshot_max_bytes: int = 1 << 20
     append_batch_bytes_max: int = 1 << 20
     """A lingering batch is closed early once its records reach this size."""
-    apply_bytes_max: int = 8 << 20
+    apply_bytes_max: int = 1 << 20
     """At most this many committed bytes per `Ready` (at least one batch)."""
     log_cache_bytes_max: int = 32 << 20
     """Recent batches kept in memory to serve fetches and commits without storage reads."""

@@ -237,7 +237,17 @@ class ElectionMixin(NodeCore):
             self._maybe_win_pre_vote(now_ms)
         elif isinstance(role, Candidate) and not resp.pre_vote and resp.epoch == role.epoch:
             self._tally(role.granted, role.rejected, resp)
-            self._maybe_win_election(now_ms)
+            if not self._maybe_win_election(now_ms) and self._vote_rejected(role):
+                # Kafka's isVoteRejected: a majority can no longer be reached in this epoch
+                # (a split vote, typically), so back off now instead of waiting out the whole
+                # election timeout.
+                self._become_prospective(
+                    now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="vote_rejected"
+                )
+
+    def _vote_rejected(self, role: Candidate) -> bool:
+        rejected = len(role.rejected & self._voters)
+        return not has_majority(len(self._voters) - rejected, len(self._voters))
 
     @staticmethod
     def _tally(granted: set[NodeId], rejected: set[NodeId], resp: VoteResponse) -> None:

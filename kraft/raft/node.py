@@ -263,8 +263,13 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             return offset
         role.pending_records.extend(records)
         role.pending_bytes += sum(map(len, records))
-        if self._config.append_linger_ms == 0 or (
-            role.pending_bytes >= self._config.append_batch_bytes_max
+        # Adaptive linger (Nagle's rule): with nothing awaiting replication there is nothing to
+        # batch behind, so append at once; otherwise linger, and the accumulator is drained
+        # when the in-flight entries commit or the linger expires, whichever comes first.
+        if (
+            self._config.append_linger_ms == 0
+            or role.pending_bytes >= self._config.append_batch_bytes_max
+            or self._high_watermark >= self._raft_log.log_end_offset
         ):
             self._drain_accumulator(role, now_ms)
         elif role.linger_deadline_ms is None:

@@ -194,6 +194,9 @@ class ReplicationMixin(NodeCore):
         if new is None:
             return False
         self._set_high_watermark(new)
+        if leader.pending_records and new >= log.log_end_offset:
+            # Adaptive linger: the in-flight entries committed; send what queued behind them.
+            self._drain_accumulator(leader, self._now_ms)
         self._complete_parked_fetches(leader, self._now_ms, expired_only=False)
         return True
 

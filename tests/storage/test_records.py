@@ -20,6 +20,7 @@ from storage.records import (
     encode_varint,
     iter_batches,
     iter_records,
+    offset_values,
     read_header,
     record_values,
     set_base_offset,
@@ -203,3 +204,42 @@ def test_any_records_round_trip(
     )
     validate_batch(batch)
     assert [(r.key, r.value) for r in iter_records(batch)] == pairs
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.none() | st.binary(max_size=20),
+            st.none() | st.binary(max_size=300),
+            st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from([Compression.NONE, Compression.ZSTD]),
+)
+def test_offset_values_agrees_with_iter_records(
+    recs: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    codec: Compression,
+) -> None:
+    batch = build_batch(
+        [SimpleRecord(key=k, value=v, headers=tuple(h)) for k, v, h in recs],
+        timestamp_ms=5,
+        base_offset=1000,
+        compression=codec,
+    )
+    assert offset_values(batch) == [(r.offset, r.value) for r in iter_records(batch)]
+
+
+def test_plain_values_take_the_fast_path_with_the_same_bytes() -> None:
+    values = [b"x" * n for n in (0, 1, 63, 64, 200)]
+    assert build_batch(values, timestamp_ms=9) == build_batch(
+        [SimpleRecord(value=v) for v in values], timestamp_ms=9
+    )
+
+
+def test_offset_values_rejects_a_record_longer_than_its_batch() -> None:
+    batch = bytearray(build_batch([b"abc"], timestamp_ms=1))
+    batch[BATCH_HEADER_SIZE] = 0x7E  # length 63, past the end
+    with pytest.raises(CorruptRecordError):
+        offset_values(batch)
