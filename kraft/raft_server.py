@@ -27,7 +27,7 @@ import contextlib
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,7 +51,7 @@ from kraft.raft.messages import (
 )
 from kraft.raft.roles import Leader
 from kraft.raft_store import DurableRaftStorage
-from kraft.transport.codec import from_proto, to_proto
+from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import NodeId
 from storage.errors import LogClosedError, NetworkError, NotControllerError
 from storage.records import offset_values, read_header
@@ -72,6 +72,16 @@ SERVER_OPTIONS = [
     # use and the kernel splits connections between them: two local clusters that race for
     # the same free port would then talk to each other. Fail the bind instead.
     ("grpc.so_reuseport", 0),
+]
+
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+    # Reconnect to a restarted peer within ~0.1-1 s, not gRPC's default 1-120 s backoff.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 
@@ -191,6 +201,8 @@ class RaftServer:
         self._pending_rpcs: dict[tuple[int, int], asyncio.Future[Any]] = {}
         self._proposals: deque[_Proposal] = deque()
         self._channels: dict[NodeId, grpc.aio.Channel] = {}
+        self._links: dict[NodeId, _Link] = {}
+        self._routes: dict[int, _Route] = {}
         self._stubs: dict[NodeId, raft_pb2_grpc.RaftStub] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
@@ -288,6 +300,10 @@ class RaftServer:
         self._wake.set()
         if self._loop_task is not None:
             await asyncio.gather(self._loop_task, return_exceptions=True)
+        for link in list(self._links.values()):
+            link.close()
+        for route in list(self._routes.values()):
+            route.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -453,6 +469,8 @@ class RaftServer:
         node = self.node
         storage = self.storage
         rd = node.ready()
+        for msg in rd.early_messages:
+            self._send(msg)
         storage.persist(rd)
         for msg in rd.messages:
             self._send(msg)
@@ -556,29 +574,25 @@ class RaftServer:
     # --- transport ----------------------------------------------------------------------------
 
     def _send(self, msg: RaftMessage) -> None:
-        method = _REQUESTS.get(type(msg))
-        if method is None:  # a response: hand it to the RPC handler waiting for it
+        if type(msg) not in _REQUESTS:
+            # A response: to a unary call waiting for it, else back down the stream the
+            # request came on.
             fut = self._pending_rpcs.pop((msg.destination, msg.correlation_id), None)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
+            if fut is not None:
+                if not fut.done():
+                    fut.set_result(msg)
+                return
+            route = self._routes.get(msg.destination)
+            if route is not None:
+                route.send(to_envelope(msg))
             return
-        stub = self._stub(msg.destination)
-        if stub is None:
-            return
-        timeout = self.config.request_timeout_ms / 1000
-        if isinstance(msg, FetchRequest):
-            timeout += msg.max_wait_ms / 1000
-        call = getattr(stub, method)(to_proto(msg), timeout=timeout)
-        task = asyncio.create_task(self._await_response(call))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _await_response(self, call: Awaitable[Any]) -> None:
-        try:
-            response = await call
-        except grpc.aio.AioRpcError:
-            return  # lost: the core's timeouts retry
-        self.step(from_proto(response))
+        link = self._links.get(msg.destination)
+        if link is None or link.closed:
+            stub = self._stub(msg.destination)
+            if stub is None:
+                return
+            link = self._links[msg.destination] = _Link(self, msg.destination, stub)
+        link.send(to_envelope(msg))
 
     def _stub(self, peer: NodeId) -> raft_pb2_grpc.RaftStub | None:
         stub = self._stubs.get(peer)
@@ -586,17 +600,45 @@ class RaftServer:
             address = self.voters.get(peer)
             if address is None:
                 return None
-            channel = grpc.aio.insecure_channel(
-                address,
-                options=[
-                    ("grpc.max_receive_message_length", 64 << 20),
-                    ("grpc.max_send_message_length", 64 << 20),
-                ],
-            )
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
             self._channels[peer] = channel
             stub = raft_pb2_grpc.RaftStub(channel)
             self._stubs[peer] = stub
         return stub
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def handle_stream(self, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The server side of a peer's Stream: step what it sends, write back our answers."""
+        route = _Route()
+        sources: set[int] = set()
+
+        async def pump() -> None:
+            try:
+                async for envelope in requests:
+                    msg = from_envelope(envelope)
+                    if msg is None:
+                        continue
+                    if msg.source not in sources:
+                        sources.add(msg.source)
+                        self._routes[msg.source] = route
+                    self.step(msg)
+            finally:
+                route.close()
+
+        task = self._spawn(pump())
+        try:
+            while (envelope := await route.get()) is not None:
+                yield envelope
+        finally:
+            task.cancel()
+            for source in sources:
+                if self._routes.get(source) is route:
+                    del self._routes[source]
 
     async def handle_request(self, request: Any) -> Any:
         """Step an inbound request and wait for the node's answer to it."""
@@ -619,6 +661,76 @@ class RaftServer:
             if self._pending_rpcs.get(key) is fut:
                 del self._pending_rpcs[key]
         return to_proto(response)
+
+
+class _Route:
+    """Where our answers to one inbound stream go: a bounded queue its handler drains."""
+
+    MAX_QUEUED = 4096
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._closed = False
+
+    def send(self, envelope: Any) -> None:
+        if not self._closed and self._queue.qsize() < self.MAX_QUEUED:
+            self._queue.put_nowait(envelope)  # else drop: Raft's timeouts retry
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(None)
+
+    async def get(self) -> Any:
+        return await self._queue.get()
+
+
+class _Link:
+    """Our outbound stream to one peer: requests go out in order, its answers come back on
+    the same stream and are stepped into the node. A broken stream is dropped (with what it
+    held: Raft retries by its own timeouts) and the next request opens a new one."""
+
+    MAX_QUEUED = 4096
+
+    def __init__(self, server: RaftServer, peer: NodeId, stub: raft_pb2_grpc.RaftStub) -> None:
+        self._server = server
+        self.peer = peer
+        self.closed = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._call = stub.Stream()
+        self._writer = server._spawn(self._write())
+        self._reader = server._spawn(self._read())
+
+    def send(self, envelope: Any) -> None:
+        if not self.closed and self._queue.qsize() < self.MAX_QUEUED:
+            self._queue.put_nowait(envelope)
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                envelope = await self._queue.get()
+                await self._call.write(envelope)
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
+            self.close()
+
+    async def _read(self) -> None:
+        try:
+            async for envelope in self._call:
+                msg = from_envelope(envelope)
+                if msg is not None:
+                    self._server.step(msg)
+        except grpc.aio.AioRpcError:
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._call.cancel()
+        self._writer.cancel()
+        self._reader.cancel()
 
 
 class _Unavailable(Exception):
@@ -651,6 +763,12 @@ class _RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
 
     async def FetchSnapshot(self, request: raft_pb2.FetchSnapshotRequest, context: Any) -> Any:
         return await self._handle(request, context)
+
+    async def Stream(
+        self, request_iterator: AsyncIterator[Any], context: Any
+    ) -> AsyncIterator[Any]:
+        async for envelope in self._server.handle_stream(request_iterator):
+            yield envelope
 
 
 __all__ = [

@@ -14,7 +14,7 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.raft.config import RaftConfig
 from kraft.raft.log import RaftLog, RaftStorage
-from kraft.raft.messages import RaftMessage, SnapshotId
+from kraft.raft.messages import FetchResponse, RaftMessage, SnapshotId
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.ready import Ready, SnapshotChunk
 from kraft.raft.roles import Candidate, Follower, Leader, Prospective, Unattached
@@ -49,6 +49,7 @@ class NodeCore:
     _high_watermark: int
     _applied: int
     _outbox: list[RaftMessage]
+    _early_outbox: list[RaftMessage]
     _snapshot_chunks: list[SnapshotChunk]
     _install_snapshot: SnapshotId | None
     _install_in_flight: bool
@@ -81,7 +82,12 @@ class NodeCore:
         return self._next_correlation_id
 
     def _send(self, msg: RaftMessage) -> None:
-        self._outbox.append(msg)
+        if isinstance(msg, FetchResponse) and isinstance(self._quorum.role, Leader):
+            # Raft thesis §10.2.1: a leader may replicate entries before its own write is
+            # durable; the high watermark counts its own log only once synced.
+            self._early_outbox.append(msg)
+        else:
+            self._outbox.append(msg)
 
     def _rebind(self) -> None:
         self._logger = self._base_logger.bind(role=self._quorum.role.name, epoch=self._epoch)

@@ -115,6 +115,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         self._high_watermark = start
         self._applied = start
         self._outbox = []
+        self._early_outbox = []
         self._snapshot_chunks = []
         self._install_snapshot = None
         self._install_in_flight = False
@@ -316,6 +317,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             return False
         return bool(
             self._outbox
+            or self._early_outbox
             or self._raft_log.has_unpersisted
             or self._applied < self._high_watermark
             or self._quorum.hard_state_changed
@@ -347,11 +349,13 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             snapshot_chunks=chunks,
             install_snapshot=install,
             messages=tuple(self._outbox),
+            early_messages=tuple(self._early_outbox),
             committed=committed,
             high_watermark=Offset(self._high_watermark),
             delete_log_before=self._delete_log_before,
         )
         self._outbox = []
+        self._early_outbox = []
         self._snapshot_chunks = []
         self._install_snapshot = None
         self._install_in_flight = install is not None

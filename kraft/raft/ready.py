@@ -38,6 +38,9 @@ class SnapshotChunk:
 class Ready:
     """Work for the shell, produced by `RaftNode.ready`. The ordering contract:
 
+    0. ``early_messages`` may be sent at once, before step 1: a leader's fetch responses,
+       which carry entries it may not have synced yet (Raft thesis §10.2.1; the high
+       watermark counts the leader's own log only once it is durable).
     1. Persist: write ``hard_state`` if set; apply ``truncate_to`` if set, then append
        ``entries``; write ``snapshot_chunks``, then, if ``install_snapshot`` is set, make that
        snapshot the log's start (delete the whole log; log start = its end offset). If
@@ -60,6 +63,7 @@ class Ready:
     snapshot_chunks: tuple[SnapshotChunk, ...] = ()
     install_snapshot: SnapshotId | None = None
     messages: tuple[RaftMessage, ...] = ()
+    early_messages: tuple[RaftMessage, ...] = ()
     committed: tuple[bytes, ...] = ()
     high_watermark: Offset = ZERO_OFFSET
     delete_log_before: Offset | None = None

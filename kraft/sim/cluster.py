@@ -225,6 +225,9 @@ class SimCluster:
             return
         if not n.in_flight and node.has_ready():
             rd = node.ready()
+            for msg in rd.early_messages:  # step 0 of the Ready contract
+                self.checker.on_send(msg)
+                self.network.send(msg)
             n.disk.write_ready(rd)
             n.in_flight = True
             latency = 0

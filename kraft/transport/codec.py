@@ -311,3 +311,30 @@ _DECODERS: dict[type, Callable[[Any], RaftMessage]] = {
     pb.FetchSnapshotRequest: _d_fetch_snapshot_request,
     pb.FetchSnapshotResponse: _d_fetch_snapshot_response,
 }
+
+
+# --- envelopes (the Stream RPC) ------------------------------------------------------------------
+
+_ENVELOPE_FIELDS: dict[type, str] = {
+    VoteRequest: "vote_request",
+    VoteResponse: "vote_response",
+    BeginQuorumEpochRequest: "begin_quorum_epoch_request",
+    BeginQuorumEpochResponse: "begin_quorum_epoch_response",
+    EndQuorumEpochRequest: "end_quorum_epoch_request",
+    EndQuorumEpochResponse: "end_quorum_epoch_response",
+    FetchRequest: "fetch_request",
+    FetchResponse: "fetch_response",
+    FetchSnapshotRequest: "fetch_snapshot_request",
+    FetchSnapshotResponse: "fetch_snapshot_response",
+}
+
+
+def to_envelope(m: RaftMessage) -> pb.RaftEnvelope:
+    """Wrap any core message for the Stream RPC."""
+    return pb.RaftEnvelope(**{_ENVELOPE_FIELDS[type(m)]: to_proto(m)})
+
+
+def from_envelope(envelope: pb.RaftEnvelope) -> RaftMessage | None:
+    """The core message in an envelope (None for an empty one)."""
+    field = envelope.WhichOneof("message")
+    return None if field is None else from_proto(getattr(envelope, field))

@@ -87,7 +87,7 @@ class RaftTestContext:
             self.disk.write_ready(rd)
             if rd.must_sync:
                 self.disk.sync()
-            out += rd.messages
+            out += rd.early_messages + rd.messages
             self.committed += rd.committed
             if rd.delete_log_before is not None:
                 self.disk.delete_before(rd.delete_log_before)

@@ -94,7 +94,7 @@ class Env:
             disk.sync()
             if rd.delete_log_before is not None:
                 disk.delete_before(rd.delete_log_before)
-            self.inflight += rd.messages
+            self.inflight += rd.early_messages + rd.messages
             node.advance(rd)
 
     def blocked(self, msg: RaftMessage) -> bool:
