@@ -31,6 +31,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.raft) answers --help
     )
     r.set_defaults(handler=_run_raft, passthrough=True)
+    f = bsub.add_parser(
+        "failover",
+        help="3 controller processes: kill -9 of the active one to the next committed write",
+        epilog="example: kraft bench failover --runs 10 --json",
+        add_help=False,  # its own parser (kraft.bench.failover) answers --help
+    )
+    f.set_defaults(handler=_run_failover, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -47,6 +54,13 @@ def _run_storage(args: argparse.Namespace) -> int:
 
 def _run_raft(args: argparse.Namespace) -> int:
     from kraft.bench.raft import main
+
+    result: int = main(list(args.rest))
+    return result
+
+
+def _run_failover(args: argparse.Namespace) -> int:
+    from kraft.bench.failover import main
 
     result: int = main(list(args.rest))
     return result
