@@ -21,7 +21,7 @@ from kraft.raft.ready import HardState, Ready
 from kraft.types import Epoch, NodeId, Offset
 from storage.config import LogConfig
 from storage.log import SegmentedLog
-from storage.records import split_batches
+from storage.records import read_header, split_batches
 from storage.state import StateStore
 
 _HARD_STATE_KEY = b"quorum-state"
@@ -67,6 +67,7 @@ class DurableRaftStorage:
             sync_every_append=True,
         )
         self.log = SegmentedLog.open(self.directory / "log", config=config)
+        self._segment_bytes = segment_bytes
         self.state = StateStore(self.directory / "state")
         self._snapshots_dir = self.directory / "snapshots"
         self._snapshots_dir.mkdir(exist_ok=True)
@@ -104,7 +105,17 @@ class DurableRaftStorage:
             self.log.truncate_to(rd.truncate_to)
             self._dirty = True
         if rd.entries:
-            self.log.append_as_follower(b"".join(rd.entries))  # fdatasync'ed by the log
+            # One write (and one fdatasync, by the log) per group of batches that fits in a
+            # segment: normally the whole Ready.
+            group: list[bytes] = []
+            size = 0
+            for batch in rd.entries:
+                if group and size + len(batch) > self._segment_bytes:
+                    self.log.append_as_follower(b"".join(group))
+                    group, size = [], 0
+                group.append(batch)
+                size += len(batch)
+            self.log.append_as_follower(b"".join(group))
             self._dirty = bool(rd.snapshot_chunks or rd.install_snapshot)
         for chunk in rd.snapshot_chunks:
             part = self._snapshots_dir / (_snapshot_name(chunk.snapshot_id) + ".part")
@@ -166,10 +177,24 @@ class DurableRaftStorage:
         return Offset(self.log.log_end_offset)
 
     def read(self, start_offset: Offset, end_offset: Offset, max_bytes: int) -> list[bytes]:
-        if start_offset >= end_offset:
-            return []
-        data = self.log.read(start_offset, max_bytes, max_offset=end_offset)
-        return split_batches(data)
+        # NB: SegmentedLog.read stops at the end of a segment (as Kafka's does); the Raft
+        # core wants [start, end) up to max_bytes, so keep reading across segments.
+        out: list[bytes] = []
+        size = 0
+        offset = int(start_offset)
+        while offset < end_offset and (not out or size < max_bytes):
+            batches = split_batches(
+                self.log.read(offset, max(1, max_bytes - size), max_offset=end_offset)
+            )
+            if not batches:
+                break
+            for batch in batches:
+                if out and size + len(batch) > max_bytes:
+                    return out
+                out.append(batch)
+                size += len(batch)
+            offset = read_header(batches[-1]).next_offset
+        return out
 
     def epoch_start_offsets(self) -> Sequence[tuple[Epoch, Offset]]:
         return [

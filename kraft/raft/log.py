@@ -281,7 +281,9 @@ class RaftLog:
                 out.append(b)
                 size += len(b)
             pos = read_header(out[-1]).next_offset if out else self._mem_start
-            if size >= max_bytes or pos >= end:
+            if size >= max_bytes or pos >= end or pos < self._mem_start:
+                # NB: a short read from storage ends the read here: the batches in memory
+                # start at mem_start, and skipping to them would leave a gap.
                 return out
         i = max(0, bisect.bisect_right(self._bases, pos) - 1)
         n = len(self._bases)
