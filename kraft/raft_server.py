@@ -85,8 +85,22 @@ CHANNEL_OPTIONS = [
 ]
 
 
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
+_last_clock_ms = 0
+
+
+def clock_ms() -> int:
+    """Wall-clock milliseconds that never go backwards: what the shells feed the cores.
+
+    The cores need time that does not jump back (they assert it), and the batches they build
+    carry it as their CreateTime, which Kafka's tools, time indexes, ``segment.ms`` and
+    retention read as wall-clock time. A clock step backwards freezes it until wall time
+    catches up.
+    """
+    global _last_clock_ms
+    now = time.time_ns() // 1_000_000
+    if now > _last_clock_ms:
+        _last_clock_ms = now
+    return _last_clock_ms
 
 
 class StateMachine(Protocol):
@@ -252,7 +266,7 @@ class RaftServer:
         if sid is not None:
             self.state_machine.restore(storage.snapshot_data(sid))
             self._applied_offset = sid.end_offset - 1
-        now = monotonic_ms()
+        now = clock_ms()
         self._node = RaftNode(
             self.node_id,
             voters=frozenset(self.voters),
@@ -291,7 +305,7 @@ class RaftServer:
             return
         if graceful and self._node is not None and self._node.is_leader:
             try:
-                self._node.resign(monotonic_ms())
+                self._node.resign(clock_ms())
                 self._wake.set()
                 await asyncio.sleep(0.05)  # let the EndQuorumEpoch requests go out
             except NotLeaderError:
@@ -362,7 +376,7 @@ class RaftServer:
         """
         node = self.node
         try:
-            first = node.propose(records, monotonic_ms())
+            first = node.propose(records, clock_ms())
         except NotLeaderError:
             raise self.not_leader_error() from None
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -376,7 +390,7 @@ class RaftServer:
 
     async def resign(self) -> None:
         try:
-            self.node.resign(monotonic_ms())
+            self.node.resign(clock_ms())
         except NotLeaderError:
             raise self.not_leader_error() from None
         self._wake.set()
@@ -389,7 +403,7 @@ class RaftServer:
         """The quorum as this node sees it; per-replica progress (the leader first) only on
         the leader, as in Kafka's DescribeQuorum."""
         node = self.node
-        now = monotonic_ms()
+        now = clock_ms()
         role = node.role
         replicas: list[VoterStatus] = []
         hw = int(node.high_watermark)
@@ -435,7 +449,7 @@ class RaftServer:
 
     def step(self, msg: RaftMessage) -> None:
         if self._running and self._node is not None:
-            self._node.step(msg, monotonic_ms())
+            self._node.step(msg, clock_ms())
             self._wake.set()
 
     async def _run(self) -> None:
@@ -446,7 +460,7 @@ class RaftServer:
                 # clock is checked: after a stall (a long apply, a busy machine) a follower
                 # must see the fetch response waiting for it before it calls an election.
                 await asyncio.sleep(0)
-                now = monotonic_ms()
+                now = clock_ms()
                 if now >= node.next_deadline_ms():
                     node.tick(now)
                 while node.has_ready():
@@ -454,7 +468,7 @@ class RaftServer:
                     await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self._notify_leader_change()
                 self._maybe_snapshot()
-                delay_ms = node.next_deadline_ms() - monotonic_ms()
+                delay_ms = node.next_deadline_ms() - clock_ms()
                 if delay_ms > 0 and not self._wake.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
@@ -778,5 +792,5 @@ __all__ = [
     "RaftServer",
     "StateMachine",
     "VoterStatus",
-    "monotonic_ms",
+    "clock_ms",
 ]

@@ -67,7 +67,7 @@ from kraft.controller.messages import (
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord
-from kraft.raft_server import RaftServer, monotonic_ms
+from kraft.raft_server import RaftServer, clock_ms
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -240,7 +240,7 @@ class ControllerServer:
                 core.become_active(
                     epoch=epoch,
                     next_offset=int(raft.node.log_end_offset),
-                    now_ms=monotonic_ms(),
+                    now_ms=clock_ms(),
                 )
                 self._log.info("controller_activated", epoch=epoch)
             return
@@ -289,7 +289,7 @@ class ControllerServer:
         """
         core = self.core
         expected_base, epoch = core.next_offset, core.epoch
-        result = handler(core)(request, monotonic_ms())
+        result = handler(core)(request, clock_ms())
         if not result.records:
             return result.response
         payload = [encode_record(r) for r in result.records]
@@ -298,18 +298,18 @@ class ControllerServer:
             committed = self.raft.propose_nowait(payload)
         except NotControllerError:
             self._resign("propose_rejected")
-            return handler(self._standby)(request, monotonic_ms()).response
+            return handler(self._standby)(request, clock_ms()).response
         try:
             base = await committed
         except (NotControllerError, LogClosedError):
             if core.epoch == epoch:
                 self._resign("batch_lost")
-            return handler(self._standby)(request, monotonic_ms()).response
+            return handler(self._standby)(request, clock_ms()).response
         if base != expected_base:  # pragma: no cover - replay asserts first
             self._log.error("batch_misplaced", expected=expected_base, actual=base)
             if core.epoch == epoch:
                 self._resign("batch_misplaced")
-            return handler(self._standby)(request, monotonic_ms()).response
+            return handler(self._standby)(request, clock_ms()).response
         return result.response
 
     def describe_cluster(self, request: DescribeClusterRequest) -> DescribeClusterResponse:
