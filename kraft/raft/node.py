@@ -475,7 +475,12 @@ class RaftNode(ElectionMixin, ReplicationMixin):
     def _poll_follower(self, role: Follower, now_ms: int) -> None:
         if now_ms >= role.fetch_deadline_ms:
             if self._quorum.is_voter:
-                self._become_prospective(now_ms, reason="fetch_timeout")
+                # NB: every follower of a dead leader times out at about the same moment (the
+                # leader answered their parked fetches together); pre-voting at once, they
+                # grant each other and split the vote. A random backoff lets one go first.
+                self._become_prospective(
+                    now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="fetch_timeout"
+                )
             else:
                 self._become_unattached(role.epoch, now_ms)
             return

@@ -129,7 +129,20 @@ class Env:
             node.tick(self.now_ms)
             self.drain(node.node_id)
         elif cmd == "tick":
-            self.now_ms += int(args[0])
+            # Advance time the way a shell does: wake each node at its own next deadline, in
+            # time order, up to the target (messages wait for deliver-msgs / stabilize).
+            target = self.now_ms + int(args[0])
+            for _ in range(100_000):
+                nid = min(sorted(self.nodes), key=lambda n: self.nodes[n].next_deadline_ms())
+                deadline = self.nodes[nid].next_deadline_ms()
+                if deadline > target:
+                    break
+                self.now_ms = max(self.now_ms, deadline)
+                self.nodes[nid].tick(self.now_ms)
+                self.drain(nid)
+            else:  # pragma: no cover
+                raise AssertionError("tick did not converge")
+            self.now_ms = target
             for nid in sorted(self.nodes):
                 self.nodes[nid].tick(self.now_ms)
                 self.drain(nid)
