@@ -34,6 +34,7 @@ from typing import Any, Self, TypeVar
 
 import grpc
 from tenacity import (
+    RetryCallState,
     Retrying,
     retry_if_exception,
     stop_after_delay,
@@ -149,6 +150,11 @@ def _items(response: Any) -> Iterator[Any]:
             yield from (v for v in value if hasattr(v, "__dataclass_fields__"))
 
 
+_FAILED_MEMORY_S = 1.0
+"""How long an address that failed (connection refused, timeout) is skipped and its name in
+a NOT_CONTROLLER hint distrusted."""
+
+
 class ControllerClient:
     """A thread-safe, blocking client of the controller quorum.
 
@@ -173,6 +179,7 @@ class ControllerClient:
         self._stubs: dict[str, controller_pb2_grpc.ControllerStub] = {}
         self._leader: str | None = None
         self._next = 0
+        self._failed: dict[str, float] = {}  # address -> when a call to it last failed
 
     def __enter__(self) -> Self:
         return self
@@ -387,9 +394,23 @@ class ControllerClient:
                 self._leader = address
             return response
 
+        backoff = wait_exponential_jitter(multiplier=0.02, max=0.2, jitter=0.02)
+
+        def wait(state: RetryCallState) -> float:
+            # A redirect to a live new leader is worth following at once; anything else
+            # (no leader yet, a dead node) backs off exponentially, capped at 0.2 s.
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if (
+                isinstance(exc, NotControllerError)
+                and exc.leader_address
+                and not self._recently_failed(exc.leader_address)
+            ):
+                return 0.005
+            return float(backoff(state))
+
         retrying = Retrying(
             stop=stop_after_delay(deadline_s),
-            wait=wait_exponential_jitter(multiplier=0.02, max=0.5, jitter=0.02),
+            wait=wait,
             retry=retry_if_exception(lambda e: isinstance(e, KraftError) and e.retriable),
             reraise=True,
         )
@@ -417,18 +438,33 @@ class ControllerClient:
         with self._lock:
             if self._leader is not None:
                 return self._leader
-            address = self.addresses[self._next % len(self.addresses)]
-            self._next += 1
+            # Round-robin, skipping addresses that just failed while others have not.
+            for _ in range(len(self.addresses)):
+                address = self.addresses[self._next % len(self.addresses)]
+                self._next += 1
+                if not self._recently_failed(address):
+                    return address
             return address
+
+    def _recently_failed(self, address: str) -> bool:
+        failed_at = self._failed.get(address)
+        return failed_at is not None and time.monotonic() - failed_at < _FAILED_MEMORY_S
 
     def _forget(self, address: str) -> None:
         with self._lock:
+            self._failed[address] = time.monotonic()
             if self._leader == address:
                 self._leader = None
 
     def _redirect(self, address: str, leader: CurrentLeader) -> None:
         with self._lock:
-            if leader.leader_address and leader.leader_id >= 0:
+            # NB: right after a failover survivors still name the dead leader for a while;
+            # a hint at an address that just failed is stale, so try the others instead.
+            if (
+                leader.leader_address
+                and leader.leader_id >= 0
+                and not self._recently_failed(leader.leader_address)
+            ):
                 self._leader = leader.leader_address
             elif self._leader == address or self._leader is None:
                 self._leader = None
