@@ -2,7 +2,8 @@
 
 The names below are imported on first use, so ``import kraft`` stays cheap::
 
-    from kraft import ReplicatedLog, AsyncReplicatedLog, TopicPartition
+    from kraft import ReplicatedLog, AsyncReplicatedLog, TopicPartition, LocalCluster
+    from kraft import AdminClient, Producer, Consumer
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ _EXPORTS = {
     "ErrorCode": "storage.errors",
     "NotControllerError": "storage.errors",
     "LocalCluster": "kraft.cluster",
+    # NB: the clients live in `replication` (they speak the broker protocol); the facade
+    # names them lazily, like the CLI, so `kraft` itself never imports `replication`.
+    "AdminClient": "replication.clients",
+    "Producer": "replication.clients",
+    "Consumer": "replication.clients",
+    "ConsumerRecord": "replication.clients",
+    "RecordMetadata": "replication.clients",
 }
 
 __all__ = sorted(_EXPORTS)

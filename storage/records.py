@@ -220,7 +220,7 @@ def _bytes_field(value: bytes | None) -> bytes:
 # --- compression ---------------------------------------------------------------------------------
 
 
-def _compress(codec: Compression, data: bytes) -> bytes:
+def compress(codec: Compression, data: bytes) -> bytes:
     if codec is Compression.NONE:
         return data
     if codec is Compression.ZSTD:
@@ -337,7 +337,7 @@ def build_batch(
     if base_ts is None:
         raise ValueError("a batch needs at least one record")
     count = len(encoded)
-    body = _compress(compression, b"".join(encoded))
+    body = compress(compression, b"".join(encoded))
     attributes = int(compression)
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
         attributes |= _TIMESTAMP_TYPE_BIT

@@ -122,7 +122,7 @@ class DescribeQuorumResponse:
 def encode(message: Any) -> Message:
     """The proto message (of the same name in ``controller.proto``) for a dataclass message."""
     out: Message = getattr(pb, type(message).__name__)()
-    _fill(out, message)
+    fill_message(out, message)
     return out
 
 
@@ -133,19 +133,19 @@ def decode(message: Message, cls: type[T]) -> T:
     Raises:
         InvalidRequestError: an enum field holds an unknown value.
     """
-    return _read(message, cls)
+    return read_message(message, cls)
 
 
 def encode_response(response: Any, current_leader: CurrentLeader) -> Message:
     """`encode`, plus the answering controller's view of the active controller."""
     out = encode(response)
-    _fill(out.current_leader, current_leader)  # type: ignore[attr-defined]
+    fill_message(out.current_leader, current_leader)  # type: ignore[attr-defined]
     return out
 
 
 def decode_response(message: Message, cls: type[T]) -> tuple[T, CurrentLeader]:
     """`decode` a response, and return its `CurrentLeader` hint with it."""
-    return _read(message, cls), _read(message.current_leader, CurrentLeader)  # type: ignore[attr-defined]
+    return read_message(message, cls), read_message(message.current_leader, CurrentLeader)  # type: ignore[attr-defined]
 
 
 _HINTS: dict[type, tuple[tuple[str, Any], ...]] = {}
@@ -176,7 +176,7 @@ def _is_mapping(hint: Any) -> bool:
     return typing.get_origin(hint) in (Mapping, dict)
 
 
-def _fill(out: Any, obj: Any) -> None:
+def fill_message(out: Any, obj: Any) -> None:
     for name, hint in _hints(type(obj)):
         value = getattr(obj, name)
         base, _ = _strip_optional(hint)
@@ -196,7 +196,7 @@ def _fill(out: Any, obj: Any) -> None:
         elif dataclasses.is_dataclass(base):
             sub = getattr(out, name)
             sub.SetInParent()
-            _fill(sub, value)
+            fill_message(sub, value)
         elif isinstance(value, enum.Enum):
             setattr(out, name, int(value.value))
         else:
@@ -210,12 +210,12 @@ def _extend(repeated: Any, items: tuple[Any, ...], item_hint: Any) -> None:
             _extend(repeated.add().items, item, inner)
     elif dataclasses.is_dataclass(item_hint):
         for item in items:
-            _fill(repeated.add(), item)
+            fill_message(repeated.add(), item)
     else:
         repeated.extend(int(i.value) if isinstance(i, enum.Enum) else i for i in items)
 
 
-def _read(message: Any, cls: type[T]) -> T:
+def read_message(message: Any, cls: type[T]) -> T:
     kwargs: dict[str, Any] = {}
     for name, hint in _hints(cls):
         base, optional = _strip_optional(hint)
@@ -241,7 +241,7 @@ def _item(value: Any, hint: Any) -> Any:
         inner = typing.get_args(hint)[0]
         return tuple(_item(i, inner) for i in value.items)
     if dataclasses.is_dataclass(hint):
-        return _read(value, hint)  # type: ignore[arg-type]
+        return read_message(value, hint)  # type: ignore[arg-type]
     if hint is ErrorCode:
         try:
             return ErrorCode(value)

@@ -1,0 +1,300 @@
+"""The record accumulator: per-partition batches, and what is ready to send to which broker.
+
+Theory of operation
+-------------------
+Kafka's ``RecordAccumulator``, as a pure core (time is the ``now_ms`` argument; the producer's
+lock guards it; it does no I/O):
+
+- `append` adds a record to the open (last) batch of its partition's queue, or seals that batch
+  and opens a new one when the record does not fit in ``batch.size``. With
+  ``abort_on_new_batch`` it returns None instead of opening one, so the sticky partitioner
+  (KIP-480) can switch partitions first.
+- A partition is *ready* when its first batch is sealed (full), or has waited ``linger.ms``,
+  or is a retry whose backoff has passed, or a flush or close is under way.
+- `drain` takes, for every broker that leads a ready partition and can take another request,
+  the first batch of each of its ready partitions, up to ``max.request.size`` bytes: the
+  shell sends those as ONE Produce request per broker (gRPC unary calls are precious: batch
+  everything). Drained batches are sealed, stamped with the producer id/epoch and marked in
+  flight. It also reports partitions without a known leader and when to look again.
+- Ordering: at most ``max_in_flight`` batches per partition are in flight (5 for an idempotent
+  producer, KIP-98). A retried batch goes back to the head of its queue in creation order
+  (`reenqueue`) and is sent only when no other batch of its partition is in flight, so
+  batches behind it wait: retries cannot overtake (Kafka's ``insertInSequenceOrder``).
+- `expire` removes queued batches older than ``delivery.timeout.ms``; `abort_all` empties
+  everything on a fatal error or a forced close. The shell completes their futures.
+
+Sequence numbers come from `IdempotenceState` at batch creation and advance when the batch is
+sealed (see `replication.clients.batch`); `resequence` renumbers queued batches from 0 after an
+epoch bump.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import final
+
+from kraft.types import TopicPartition
+from replication.clients.batch import ProducerBatch, RecordFuture
+from replication.clients.sequencing import IdempotenceState
+from storage.records import Header
+
+
+@dataclass(slots=True)
+class Drained:
+    """The result of one `RecordAccumulator.drain`."""
+
+    batches_by_node: dict[int, list[ProducerBatch]] = field(default_factory=dict)
+    next_ready_check_ms: int = 0
+    """Milliseconds until some queued batch may become ready (linger or backoff)."""
+    unknown_leader_topics: set[str] = field(default_factory=set)
+
+
+@final
+class RecordAccumulator:
+    """Per-partition queues of batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: int,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        delivery_timeout_ms: int = 120_000,
+        max_in_flight_per_partition: int = 5,
+        idempotence: IdempotenceState | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_in_flight_per_partition = max_in_flight_per_partition
+        self.idempotence = idempotence
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._in_flight: dict[TopicPartition, int] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self._ordinal = 0
+        self._drain_index = 0
+        self._flushes = 0
+        self.closing = False
+        self.wakeup_needed = False
+        """Set when an append sealed a full batch or opened a new one: the sender should
+        wake up (to send it, or to time its linger). The shell clears it."""
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        tp: TopicPartition,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[Header, ...] | None,
+        now_ms: int,
+        *,
+        abort_on_new_batch: bool = False,
+    ) -> RecordFuture | None:
+        """Append one record; None only with ``abort_on_new_batch`` when a new batch would be
+        needed (the caller then picks a partition and appends again without it)."""
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        elif queue:
+            last = queue[-1]
+            if not last.sealed:
+                future = last.try_append(timestamp_ms, key, value, headers)
+                if future is not None:
+                    return future
+                self._seal(last)
+                self.wakeup_needed = True
+        if abort_on_new_batch:
+            return None
+        batch = self._new_batch(tp, now_ms)
+        self.wakeup_needed = True
+        queue.append(batch)
+        future = batch.try_append(timestamp_ms, key, value, headers)
+        assert future is not None, "an empty batch takes any record"
+        return future
+
+    def _new_batch(self, tp: TopicPartition, now_ms: int) -> ProducerBatch:
+        self._ordinal += 1
+        sequence = self.idempotence.next_sequence(tp) if self.idempotence is not None else -1
+        batch = ProducerBatch(
+            tp,
+            created_ms=now_ms,
+            batch_size=self.batch_size,
+            base_sequence=sequence,
+            ordinal=self._ordinal,
+        )
+        self._incomplete.add(batch)
+        return batch
+
+    def _seal(self, batch: ProducerBatch) -> None:
+        if batch.sealed:
+            return
+        batch.sealed = True
+        if self.idempotence is not None:
+            self.idempotence.on_batch_sealed(batch.tp, batch.base_sequence, batch.record_count)
+
+    # -- draining ----------------------------------------------------------------------------
+
+    def drain(
+        self,
+        now_ms: int,
+        leader_of: Callable[[TopicPartition], int | None],
+        node_ready: Callable[[int], bool],
+        max_request_size: int,
+    ) -> Drained:
+        """Take the ready batches, grouped by leader (one request's worth per broker)."""
+        out = Drained(next_ready_check_ms=max(self.linger_ms, 1) if self._queues else 60_000)
+        sizes: dict[int, int] = {}
+        blocked: set[int] = set()
+        tps = [tp for tp, q in self._queues.items() if q]
+        if not tps:
+            return out
+        start = self._drain_index % len(tps)
+        self._drain_index += 1
+        for tp in tps[start:] + tps[:start]:  # rotate: no partition starves under size limits
+            queue = self._queues[tp]
+            first = queue[0]
+            wait_ms = self._wait_ms(first, len(queue), now_ms)
+            if wait_ms > 0:
+                out.next_ready_check_ms = min(out.next_ready_check_ms, wait_ms)
+                continue
+            leader = leader_of(tp)
+            if leader is None:
+                out.unknown_leader_topics.add(tp.topic)
+                continue
+            if leader in blocked or not self._partition_can_send(tp, first):
+                continue
+            if leader not in sizes and not node_ready(leader):
+                blocked.add(leader)
+                continue
+            size = sizes.get(leader, 0)
+            if size and size + first.size_bytes > max_request_size:
+                continue  # the next request takes it
+            queue.popleft()
+            self._seal(first)
+            self._stamp(first)
+            first.in_flight = True
+            first.attempts += 1
+            self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+            sizes[leader] = size + first.size_bytes
+            out.batches_by_node.setdefault(leader, []).append(first)
+        return out
+
+    def _wait_ms(self, first: ProducerBatch, queued: int, now_ms: int) -> int:
+        """Milliseconds until the first batch of a queue may be sent (<= 0: ready)."""
+        if first.attempts > 0:
+            return first.retry_at_ms - now_ms
+        if first.sealed or queued > 1 or self._flushes > 0 or self.closing:
+            return 0
+        return first.created_ms + self.linger_ms - now_ms
+
+    def _partition_can_send(self, tp: TopicPartition, first: ProducerBatch) -> bool:
+        in_flight = self._in_flight.get(tp, 0)
+        if first.attempts > 0:
+            return in_flight == 0  # a retry goes alone: nothing may overtake it
+        return in_flight < self.max_in_flight_per_partition
+
+    def _stamp(self, batch: ProducerBatch) -> None:
+        state = self.idempotence
+        if state is not None and state.has_producer_id:
+            batch.set_producer_state(state.producer_id, state.producer_epoch, batch.base_sequence)
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def on_done(self, batch: ProducerBatch) -> None:
+        """The batch completed (success or final failure); the caller completes its result."""
+        if batch.in_flight:
+            batch.in_flight = False
+            self._in_flight[batch.tp] -= 1
+        self._incomplete.discard(batch)
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put an in-flight batch back for a retry after the backoff (KIP-580: exponential),
+        at its place in creation order."""
+        assert batch.in_flight, "only an in-flight batch is retried"
+        batch.in_flight = False
+        self._in_flight[batch.tp] -= 1
+        batch.retry_at_ms = now_ms + self.retry_delay_ms(batch)
+        queue = self._queues.setdefault(batch.tp, deque())
+        index = 0
+        while index < len(queue) and queue[index].ordinal < batch.ordinal:
+            index += 1
+        queue.insert(index, batch)
+
+    def retry_delay_ms(self, batch: ProducerBatch) -> int:
+        """The backoff `reenqueue` would use for ``batch`` now."""
+        backoff = self.retry_backoff_ms * (1 << min(max(batch.attempts - 1, 0), 16))
+        return min(backoff, self.retry_backoff_max_ms)
+
+    def has_time_left(self, batch: ProducerBatch, now_ms: int) -> bool:
+        """Would a retry after the backoff still start before ``delivery.timeout.ms``?"""
+        deadline = batch.created_ms + self.delivery_timeout_ms
+        return now_ms + self.retry_delay_ms(batch) < deadline
+
+    def expire(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return the queued batches past ``delivery.timeout.ms`` (Kafka's
+        ``expiredBatches``); in-flight ones time out through their request instead."""
+        expired: list[ProducerBatch] = []
+        for tp, queue in self._queues.items():
+            while queue and queue[0].created_ms + self.delivery_timeout_ms <= now_ms:
+                batch = queue.popleft()
+                self._seal(batch)
+                self._incomplete.discard(batch)
+                expired.append(batch)
+            del tp
+        return expired
+
+    def abort_all(self) -> list[ProducerBatch]:
+        """Remove and return every queued batch (a fatal error or a forced close)."""
+        aborted = [b for q in self._queues.values() for b in q]
+        for batch in aborted:
+            self._seal(batch)
+            self._incomplete.discard(batch)
+        self._queues.clear()
+        return aborted
+
+    def resequence(self) -> None:
+        """After an epoch bump (`IdempotenceState.set_producer_id_and_epoch`): number every
+        queued batch's records again from 0 per partition, in queue order."""
+        state = self.idempotence
+        assert state is not None
+        assert not any(self._in_flight.values()), "bump the epoch only with nothing in flight"
+        for tp, queue in self._queues.items():
+            sequence = 0
+            for batch in queue:
+                batch.set_producer_state(state.producer_id, state.producer_epoch, sequence)
+                if batch.sealed:
+                    sequence += batch.record_count
+            state.set_next_sequence(tp, sequence)
+
+    # -- flush and introspection ---------------------------------------------------------------
+
+    def begin_flush(self) -> list[ProducerBatch]:
+        """Make every batch ready now; returns the batches the flush must wait for."""
+        self._flushes += 1
+        return list(self._incomplete)
+
+    def end_flush(self) -> None:
+        self._flushes -= 1
+
+    @property
+    def in_flight_count(self) -> int:
+        return sum(self._in_flight.values())
+
+    def has_queued(self) -> bool:
+        return any(self._queues.values())
+
+    def has_incomplete(self) -> bool:
+        return bool(self._incomplete)
+
+    def queued(self, tp: TopicPartition) -> Iterator[ProducerBatch]:
+        return iter(self._queues.get(tp, ()))
+
+
+__all__ = ["Drained", "RecordAccumulator"]

@@ -1,0 +1,166 @@
+"""`AdminClient`: topics and cluster inspection, through the brokers (Kafka's ``Admin``).
+
+Admin requests use the ``Controller`` service of ``controller.proto`` on a *broker's* port; the
+broker forwards them to the active controller (as Kafka brokers forward CreateTopics in KRaft
+mode, KIP-590). So this client is `kraft.controller.client.ControllerClient` pointed at broker
+addresses: its retry loop (tenacity, exponential backoff under one deadline per call), its
+NOT_CONTROLLER handling and its typed errors are reused as they are. The one difference is
+reads: a broker answering DescribeCluster is not a controller, so reads are not redirected to
+"the active controller" here; the broker's forwarded answer comes from it.
+
+Usage::
+
+    with AdminClient("127.0.0.1:9092,127.0.0.1:9093") as admin:
+        admin.create_topic("events", partitions=6, replication_factor=3,
+                           config={"min.insync.replicas": "2"})
+        admin.wait_for_leaders("events")
+        for p in admin.describe_topic("events").partitions:
+            print(p.partition, p.leader, p.leader_epoch, p.replicas, p.isr)
+
+Thread-safe (the controller client is).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Self
+
+from kraft.controller.client import ControllerClient
+from kraft.controller.messages import (
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+)
+from kraft.transport.controller_codec import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeQuorumResponse,
+    TopicMetadata,
+)
+from storage.errors import ErrorCode, LeaderNotAvailableError, error_for
+
+
+class AdminClient:
+    """Create, delete and describe topics; describe the cluster and the controller quorum.
+
+    Args:
+        bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
+        timeout: seconds each call may take, retries included (``default.api.timeout.ms``).
+        request_timeout: seconds one attempt may wait (``request.timeout.ms``).
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        timeout: float = 60.0,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._client = ControllerClient(bootstrap, timeout=timeout, request_timeout=request_timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        config: Mapping[str, str] | None = None,
+        *,
+        assignments: Sequence[Sequence[int]] = (),
+        timeout: float | None = None,
+    ) -> CreatableTopicResult:
+        """Create a topic (-1: the cluster's ``num.partitions`` /
+        ``default.replication.factor``), with topic configs such as ``min.insync.replicas``.
+
+        Raises:
+            TopicAlreadyExistsError, InvalidReplicationFactorError, InvalidConfigError, ...
+        """
+        return self._client.create_topic(
+            name,
+            partitions,
+            replication_factor,
+            configs=config,
+            assignments=assignments,
+            timeout=timeout,
+        )
+
+    def delete_topic(self, name: str, *, timeout: float | None = None) -> None:
+        """Raises: UnknownTopicOrPartitionError: no such topic."""
+        self._client.delete_topic(name, timeout=timeout)
+
+    def create_partitions(self, name: str, count: int, *, timeout: float | None = None) -> None:
+        """Grow ``name`` to ``count`` partitions (keyed records then move: as in Kafka).
+
+        Raises:
+            InvalidPartitionsError: ``count`` is not more than the current count.
+        """
+        request = CreatePartitionsRequest(topics=(CreatePartitionsTopic(name=name, count=count),))
+        response: CreatePartitionsResponse = self._client.send(request, timeout=timeout)
+        for result in response.results:
+            if result.error_code is not ErrorCode.NONE:
+                raise error_for(result.error_code, result.error_message)
+
+    def describe_topic(self, name: str, *, timeout: float | None = None) -> TopicMetadata:
+        """The partitions of ``name``: partition, leader, leader_epoch, replicas, isr.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+        """
+        (topic,) = self.describe_cluster(topic_names=(name,), timeout=timeout).topics
+        if topic.error_code is not ErrorCode.NONE:
+            raise error_for(topic.error_code, topic.error_message or f"topic {name}")
+        return topic
+
+    def list_topics(self, *, timeout: float | None = None) -> list[str]:
+        """Every topic's name, sorted."""
+        return sorted(t.name for t in self.describe_cluster(timeout=timeout).topics)
+
+    def wait_for_leaders(self, name: str, *, timeout: float = 30.0) -> TopicMetadata:
+        """Block until every partition of ``name`` has a leader; returns the description.
+
+        Raises:
+            LeaderNotAvailableError: some partition still had none after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            topic = self.describe_topic(name, timeout=timeout)
+            if topic.partitions and all(p.leader >= 0 for p in topic.partitions):
+                return topic
+            if time.monotonic() >= deadline:
+                raise LeaderNotAvailableError(f"topic {name} has partitions without a leader")
+            time.sleep(0.05)
+
+    # -- cluster -------------------------------------------------------------------------------
+
+    def describe_cluster(
+        self, *, topic_names: Sequence[str] | None = None, timeout: float | None = None
+    ) -> DescribeClusterResponse:
+        """Brokers (id, listeners, rack, fenced) and topics, from the active controller's
+        committed image as the answering broker forwards it."""
+        request = DescribeClusterRequest(
+            topic_names=None if topic_names is None else tuple(topic_names)
+        )
+        response: DescribeClusterResponse = self._client.send(request, timeout=timeout)
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message)
+        return response
+
+    def describe_quorum(self, *, timeout: float | None = None) -> DescribeQuorumResponse:
+        """KIP-595 DescribeQuorum: leader, epoch, high watermark, voters' and observers' log
+        end offsets and lag."""
+        return self._client.describe_quorum(timeout=timeout)
+
+
+__all__ = ["AdminClient"]

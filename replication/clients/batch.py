@@ -1,0 +1,344 @@
+"""A producer batch under construction, and the futures its records hand back to `send`.
+
+Theory of operation
+-------------------
+`ProducerBatch` is Kafka's ``ProducerBatch`` + ``MemoryRecordsBuilder``: each `try_append`
+encodes one record straight into v2 record bytes (``storage.records`` layout) with table-looked
+varints, so the per-record cost is one small ``bytes`` join and one small future object, and
+the batch's size in bytes is exact, not estimated. `encode` adds the 61-byte header and the
+CRC when the batch is sent; the records section is kept, so a batch re-sequenced after a
+producer-epoch bump (KIP-360) is re-headered without re-encoding its records.
+
+The records of a batch share one `ProduceResult` (Kafka's ``ProduceRequestResult``): one event
+per batch, not per record. `RecordFuture` is a slotted view of it (batch result + index +
+timestamp) with the ``concurrent.futures.Future`` reading surface (``result``, ``exception``,
+``done``, ``add_done_callback``).
+
+Sequence numbers (KIP-98): a batch takes ``base_sequence`` when it is created; it can only be
+created once the previous batch of its partition is sealed, so the sequence is the previous
+batch's base plus its final record count (`sealed` is when that count becomes final).
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import final
+
+import google_crc32c
+
+from kraft.types import TopicPartition
+from storage.errors import KraftError
+from storage.records import (
+    MAGIC,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    Compression,
+    Header,
+    compress,  # storage's codec helper, so both sides compress identically
+    encode_varint,
+)
+
+_VARINTS = [encode_varint(i) for i in range(1 << 14)]
+_LIMIT = 1 << 14
+_NULL = b"\x01"  # zigzag(-1): a null key or value
+_NO_HEADERS = b"\x00"
+_ATTRIBUTES = b"\x00"
+_PREFIX = struct.Struct(">qiibI")  # base offset, length, leader epoch, magic, crc
+_COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count: what the CRC covers
+RECORD_BATCH_OVERHEAD = 61
+_CALLBACK_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where a sent record landed: what ``Producer.send(...).result()`` returns.
+
+    ``offset`` is -1 when the broker did not say (acks=0, or a duplicate whose original
+    offset the broker no longer knows, as Kafka's DUPLICATE_SEQUENCE_NUMBER).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+@final
+class ProduceResult:
+    """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``)."""
+
+    __slots__ = ("_callbacks", "_event", "base_offset", "error", "log_append_time_ms", "tp")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self._event = threading.Event()
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.error: KraftError | None = None
+        self._callbacks: list[tuple[Callable[[RecordFuture], object], RecordFuture]] = []
+
+    def complete(
+        self, base_offset: int, log_append_time_ms: int = -1, error: KraftError | None = None
+    ) -> None:
+        """Set the outcome once and run the records' callbacks (call it without locks held:
+        callbacks are user code)."""
+        if self._event.is_set():
+            return
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.error = error
+        with _CALLBACK_LOCK:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn, future in callbacks:
+            fn(future)
+
+    def is_done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._event.wait(timeout)
+
+    def add_callback(self, fn: Callable[[RecordFuture], object], future: RecordFuture) -> None:
+        with _CALLBACK_LOCK:  # NB: one lock for all batches: callbacks are the rare path
+            if not self._event.is_set():
+                self._callbacks.append((fn, future))
+                return
+        fn(future)
+
+
+@final
+class RecordFuture:
+    """The future of one sent record; ``result()`` gives its `RecordMetadata`.
+
+    Raises (from ``result``):
+        KraftError: the typed error the batch failed with (e.g. `NotEnoughReplicasError`
+            after retries ran out, `RecordTooLargeError`, `RequestTimedOutError` for
+            ``delivery.timeout.ms``).
+        TimeoutError: ``timeout`` passed before the batch completed.
+    """
+
+    __slots__ = ("_index", "_result", "_timestamp_ms")
+
+    def __init__(self, result: ProduceResult, index: int, timestamp_ms: int) -> None:
+        self._result = result
+        self._index = index
+        self._timestamp_ms = timestamp_ms
+
+    def done(self) -> bool:
+        return self._result.is_done()
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        result = self._result
+        if not result.wait(timeout):
+            raise TimeoutError(f"record to {result.tp} not acknowledged within {timeout}s")
+        if result.error is not None:
+            raise result.error
+        base = result.base_offset
+        return RecordMetadata(
+            result.tp.topic,
+            result.tp.partition,
+            base + self._index if base >= 0 else -1,
+            result.log_append_time_ms if result.log_append_time_ms >= 0 else self._timestamp_ms,
+        )
+
+    def exception(self, timeout: float | None = None) -> KraftError | None:
+        if not self._result.wait(timeout):
+            raise TimeoutError(f"record to {self._result.tp} not acknowledged within {timeout}s")
+        return self._result.error
+
+    def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
+        """Run ``fn(self)`` when the record completes (at once if it has); callbacks run on
+        the producer's I/O threads and must not block."""
+        self._result.add_callback(fn, self)
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: tuple[Header, ...] | None,
+) -> bytes:
+    """One v2 record (varint length prefix included), as ``storage.records`` decodes it."""
+    ts = (
+        _VARINTS[timestamp_delta]
+        if 0 <= timestamp_delta < _LIMIT
+        else encode_varint(timestamp_delta)
+    )
+    od = _VARINTS[offset_delta] if offset_delta < _LIMIT else encode_varint(offset_delta)
+    if key is None:
+        key_len, key = _NULL, b""
+    else:
+        n = len(key)
+        key_len = _VARINTS[n] if n < _LIMIT else encode_varint(n)
+    if value is None:
+        value_len, value = _NULL, b""
+    else:
+        n = len(value)
+        value_len = _VARINTS[n] if n < _LIMIT else encode_varint(n)
+    tail = _NO_HEADERS if not headers else _encode_headers(headers)
+    body = b"".join((_ATTRIBUTES, ts, od, key_len, key, value_len, value, tail))
+    n = len(body)
+    return (_VARINTS[n] if n < _LIMIT else encode_varint(n)) + body
+
+
+def _encode_headers(headers: tuple[Header, ...]) -> bytes:
+    parts = [encode_varint(len(headers))]
+    for hkey, hvalue in headers:
+        raw = hkey.encode()
+        parts.append(encode_varint(len(raw)))
+        parts.append(raw)
+        if hvalue is None:
+            parts.append(_NULL)
+        else:
+            parts.append(encode_varint(len(hvalue)))
+            parts.append(hvalue)
+    return b"".join(parts)
+
+
+@final
+class ProducerBatch:
+    """The records of one partition sent together in one v2 batch.
+
+    Invariant: ``size_bytes`` is the exact size of the records section (uncompressed);
+    a batch never exceeds ``batch_size`` unless its one record alone is larger (Kafka sends
+    such a record in a batch of its own).
+    """
+
+    __slots__ = (
+        "_chunks",
+        "_encoded",
+        "attempts",
+        "base_sequence",
+        "base_timestamp_ms",
+        "batch_size",
+        "created_ms",
+        "in_flight",
+        "max_timestamp_ms",
+        "ordinal",
+        "producer_epoch",
+        "producer_id",
+        "record_count",
+        "result",
+        "retry_at_ms",
+        "sealed",
+        "size_bytes",
+        "tp",
+    )
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        *,
+        created_ms: int,
+        batch_size: int,
+        base_sequence: int = -1,
+        ordinal: int = 0,
+    ) -> None:
+        self.tp = tp
+        self.ordinal = ordinal
+        """Creation order within the producer: a retried batch goes back in this order."""
+        self.created_ms = created_ms
+        self.batch_size = batch_size
+        self.base_sequence = base_sequence
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self._chunks: list[bytes] = []
+        self._encoded: bytes | None = None
+        self.size_bytes = 0
+        self.record_count = 0
+        self.base_timestamp_ms = -1
+        self.max_timestamp_ms = -1
+        self.result = ProduceResult(tp)
+        self.sealed = False
+        self.in_flight = False
+        self.attempts = 0
+        self.retry_at_ms = 0
+
+    def try_append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[Header, ...] | None,
+    ) -> RecordFuture | None:
+        """Append one record, or return None when it does not fit (the caller then seals
+        this batch and opens another)."""
+        count = self.record_count
+        if count == 0:
+            self.base_timestamp_ms = timestamp_ms
+        record = encode_record(count, timestamp_ms - self.base_timestamp_ms, key, value, headers)
+        size = self.size_bytes + len(record)
+        if size > self.batch_size and count > 0:
+            return None
+        self._chunks.append(record)
+        self.size_bytes = size
+        self.record_count = count + 1
+        if timestamp_ms > self.max_timestamp_ms:
+            self.max_timestamp_ms = timestamp_ms
+        return RecordFuture(self.result, count, timestamp_ms)
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + self.record_count - 1) & 0x7FFFFFFF
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """(Re)stamp the idempotence fields; the next `encode` rebuilds header and CRC."""
+        if (producer_id, producer_epoch, base_sequence) != (
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+        ):
+            self.producer_id = producer_id
+            self.producer_epoch = producer_epoch
+            self.base_sequence = base_sequence
+            self._encoded = None
+
+    def encode(self, compression: Compression = Compression.NONE) -> bytes:
+        """The whole v2 batch (base offset 0: the leader assigns offsets)."""
+        if self._encoded is not None:
+            return self._encoded
+        assert self.record_count > 0, "an empty batch is never sent"
+        if len(self._chunks) > 1:
+            self._chunks = [b"".join(self._chunks)]
+        body = compress(compression, self._chunks[0])
+        covered = (
+            _COVERED.pack(
+                int(compression),
+                self.record_count - 1,
+                self.base_timestamp_ms,
+                self.max_timestamp_ms,
+                self.producer_id,
+                self.producer_epoch,
+                self.base_sequence if self.producer_id >= 0 else NO_SEQUENCE,
+                self.record_count,
+            )
+            + body
+        )
+        crc = google_crc32c.value(covered)
+        self._encoded = (
+            _PREFIX.pack(0, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC, crc) + covered
+        )
+        return self._encoded
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerBatch({self.tp}, records={self.record_count}, seq={self.base_sequence}, "
+            f"attempts={self.attempts})"
+        )
+
+
+__all__ = [
+    "RECORD_BATCH_OVERHEAD",
+    "ProduceResult",
+    "ProducerBatch",
+    "RecordFuture",
+    "RecordMetadata",
+    "encode_record",
+]

@@ -1,0 +1,164 @@
+"""Producer and consumer settings: Kafka's config keys, snake_case in Python.
+
+Every option may be given by its Python name or by its Kafka key; this module is the one place
+that converts between them (STYLE §4)::
+
+    Producer("h:9092", linger_ms=5, batch_size=32768)
+    Producer("h:9092", **{"linger.ms": 5, "batch.size": 32768})
+
+Defaults are Kafka's unless noted. Unknown keys raise `ValueError` (a typo must not pass
+silently), as do combinations Kafka rejects (``enable.idempotence`` with ``acks`` other than
+``all``, or with more than 5 requests in flight).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+from storage.records import Compression
+
+_COMPRESSION = {
+    "none": Compression.NONE,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerConfig:
+    """Producer settings (Kafka key in brackets)."""
+
+    acks: int = -1
+    """[acks] 0, 1 or -1 ("all"): how many replicas must have a batch before it succeeds."""
+    enable_idempotence: bool = True
+    """[enable.idempotence] KIP-98: producer id, epoch and sequences; no duplicates on retry."""
+    linger_ms: int = 5
+    """[linger.ms] how long a partition's batch may wait for more records (Kafka 3.9+: 5)."""
+    batch_size: int = 16384
+    """[batch.size] the records-section bytes a batch may hold before it is sent."""
+    delivery_timeout_ms: int = 120_000
+    """[delivery.timeout.ms] the upper bound from send() to success or failure, retries
+    included."""
+    request_timeout_ms: int = 30_000
+    """[request.timeout.ms] how long one Produce may wait for its response."""
+    retry_backoff_ms: int = 100
+    """[retry.backoff.ms] the first backoff before a retry (doubling, KIP-580)."""
+    retry_backoff_max_ms: int = 1000
+    """[retry.backoff.max.ms] the backoff's ceiling."""
+    max_in_flight_requests_per_connection: int = 5
+    """[max.in.flight.requests.per.connection] Produce requests outstanding per broker; also
+    the batches in flight per partition (<= 5 with idempotence, KIP-98)."""
+    max_request_size: int = 1 << 20
+    """[max.request.size] the bytes of batches one Produce may carry."""
+    max_block_ms: int = 60_000
+    """[max.block.ms] how long send() may block waiting for a topic's metadata."""
+    metadata_max_age_ms: int = 300_000
+    """[metadata.max.age.ms] refresh metadata at least this often."""
+    compression_type: str = "none"
+    """[compression.type] none, lz4 or zstd (gzip and snappy are not supported by storage)."""
+    client_id: str = ""
+    """[client.id]"""
+
+    @classmethod
+    def create(cls, options: Mapping[str, Any]) -> Self:
+        """Settings from keyword arguments or Kafka keys; ``acks="all"`` means -1.
+
+        Raises:
+            ValueError: an unknown key, a bad value or a combination Kafka rejects.
+        """
+        values = _normalise(cls, options)
+        acks = values.get("acks", -1)
+        values["acks"] = -1 if str(acks).lower() in ("all", "-1") else int(acks)
+        config = cls(**values)
+        config._validate()
+        return config
+
+    @property
+    def compression(self) -> Compression:
+        return _COMPRESSION[self.compression_type]
+
+    def _validate(self) -> None:
+        if self.acks not in (-1, 0, 1):
+            raise ValueError(f"acks must be 0, 1 or all, not {self.acks}")
+        if self.compression_type not in _COMPRESSION:
+            raise ValueError(f"compression.type must be one of {sorted(_COMPRESSION)}")
+        if self.batch_size <= 0 or self.linger_ms < 0 or self.delivery_timeout_ms <= 0:
+            raise ValueError("batch.size and delivery.timeout.ms must be > 0, linger.ms >= 0")
+        if self.max_in_flight_requests_per_connection < 1:
+            raise ValueError("max.in.flight.requests.per.connection must be >= 1")
+        if self.enable_idempotence:
+            # Kafka's ProducerConfig: idempotence needs acks=all and at most 5 in flight.
+            if self.acks != -1:
+                raise ValueError("enable.idempotence requires acks=all")
+            if self.max_in_flight_requests_per_connection > 5:
+                raise ValueError("enable.idempotence requires max.in.flight <= 5")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerConfig:
+    """Consumer settings (Kafka key in brackets)."""
+
+    auto_offset_reset: str = "latest"
+    """[auto.offset.reset] earliest, latest or none: where to start without a valid position."""
+    fetch_max_wait_ms: int = 500
+    """[fetch.max.wait.ms] how long a broker may hold a Fetch waiting for fetch.min.bytes."""
+    fetch_min_bytes: int = 1
+    """[fetch.min.bytes]"""
+    fetch_max_bytes: int = 50 << 20
+    """[fetch.max.bytes] the bytes one Fetch response may carry."""
+    max_partition_fetch_bytes: int = 1 << 20
+    """[max.partition.fetch.bytes] per partition (a first batch larger than it still comes,
+    KIP-74)."""
+    max_poll_records: int = 500
+    """[max.poll.records] records one poll() returns at most."""
+    isolation_level: str = "read_uncommitted"
+    """[isolation.level] read_uncommitted or read_committed."""
+    request_timeout_ms: int = 30_000
+    """[request.timeout.ms]"""
+    retry_backoff_ms: int = 100
+    """[retry.backoff.ms]"""
+    metadata_max_age_ms: int = 300_000
+    """[metadata.max.age.ms]"""
+    default_api_timeout_ms: int = 60_000
+    """[default.api.timeout.ms] the bound of blocking calls such as position()."""
+    client_rack: str = ""
+    """[client.rack] KIP-392."""
+    client_id: str = ""
+    """[client.id]"""
+
+    @classmethod
+    def create(cls, options: Mapping[str, Any]) -> Self:
+        """Settings from keyword arguments or Kafka keys.
+
+        Raises:
+            ValueError: an unknown key or a bad value.
+        """
+        config = cls(**_normalise(cls, options))
+        if config.auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError("auto.offset.reset must be earliest, latest or none")
+        if config.isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ValueError("isolation.level must be read_uncommitted or read_committed")
+        return config
+
+
+def _normalise(cls: type[Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Kafka keys -> field names, values cast to the field's type."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        name = key.replace(".", "_").replace("-", "_")
+        field = fields.get(name)
+        if field is None:
+            raise ValueError(f"unknown {cls.__name__} option {key!r}")
+        if field.type in ("int", int) and name != "acks":
+            value = int(value)
+        elif field.type in ("bool", bool) and isinstance(value, str):
+            value = value.strip().lower() in ("true", "1", "yes")
+        out[name] = value
+    return out
+
+
+__all__ = ["ConsumerConfig", "ProducerConfig"]

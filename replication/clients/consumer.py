@@ -1,0 +1,487 @@
+"""`Consumer`: manual assignment, positions, long-poll fetches; Kafka's ``KafkaConsumer`` over gRPC.
+
+Theory of operation
+-------------------
+The consumer owns a set of assigned partitions, each with a *position*: the offset of the next
+record to return (Kafka's ``SubscriptionState``). ``poll`` repeats, until it has records or its
+timeout passes:
+
+1. refresh metadata when it is stale or a response said so (`MetadataCache`);
+2. reset partitions without a valid position by ``auto.offset.reset`` (earliest or latest),
+   with ONE ListOffsets per leader broker carrying all of its partitions;
+3. hand out buffered records (at most ``max.poll.records``), advancing positions;
+4. otherwise send ONE Fetch per leader broker carrying every assigned partition it leads
+   (with ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH
+   instead of serving data), all brokers at once, each a long poll of ``fetch.max.wait.ms``
+   (bounded by what is left of the poll's timeout), then decode the returned batches with
+   ``storage.records.iter_records``.
+
+Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``none`` raises
+`OffsetOutOfRangeError` from poll); a stale-leader error (NOT_LEADER_OR_FOLLOWER,
+FENCED/UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes metadata, taking a
+KIP-951 ``current_leader`` hint at once; other errors are raised as their typed exception.
+
+Thread-safe in the sense that calls are serialised by a lock (Kafka's consumer is not
+thread-safe at all); one thread polling is the intended use.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+import structlog
+
+from kraft.types import TopicPartition
+from replication.clients.config import ConsumerConfig
+from replication.clients.metadata import ClusterSnapshot, MetadataCache
+from replication.clients.network import BrokerNetwork
+from replication.clients.sequencing import METADATA_ERRORS
+from replication.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    FetchPartition,
+    FetchPartitionData,
+    FetchTopic,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from storage.errors import ErrorCode, KraftError, OffsetOutOfRangeError, error_for
+from storage.records import Header, iter_batches, iter_records
+
+log = structlog.get_logger("kraft.consumer")
+
+_STALE_METADATA = METADATA_ERRORS | {ErrorCode.OFFSET_NOT_AVAILABLE}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """One record as ``poll`` returns it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: tuple[Header, ...] = ()
+
+
+class _Fetched:
+    """Decoded records of one partition from one Fetch, handed out by poll."""
+
+    __slots__ = ("next_offset", "records")
+
+    def __init__(self, records: deque[ConsumerRecord], next_offset: int) -> None:
+        self.records = records
+        self.next_offset = next_offset
+
+
+def decode_partition_records(
+    tp: TopicPartition, data: bytes, position: int
+) -> tuple[deque[ConsumerRecord], int]:
+    """The records at or after ``position`` in a Fetch's record bytes, and the offset to fetch
+    next (past control batches too). A torn last batch is ignored: the next fetch gets it.
+
+    Raises:
+        CorruptRecordError: a malformed batch.
+    """
+    records: deque[ConsumerRecord] = deque()
+    next_offset = position
+    view = memoryview(data)
+    topic, partition = tp.topic, tp.partition
+    for pos, header in iter_batches(view):
+        if header.next_offset <= position:
+            continue
+        next_offset = max(next_offset, header.next_offset)
+        if header.is_control:
+            continue
+        for r in iter_records(view[pos : pos + header.size_bytes]):
+            if r.offset >= position:
+                records.append(
+                    ConsumerRecord(
+                        topic, partition, r.offset, r.key, r.value, r.timestamp_ms, r.headers
+                    )
+                )
+    return records, next_offset
+
+
+class Consumer:
+    """A consumer of manually assigned partitions. Options are Kafka's consumer configs (see
+    `ConsumerConfig`), by snake_case name or Kafka key.
+
+    Args:
+        bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
+        clock_ms: milliseconds for metadata ages (tests inject).
+        network: a `BrokerNetwork` to use instead of one built from ``bootstrap`` (tests).
+
+    Raises:
+        ValueError: an unknown option or a bad value.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        clock_ms: Callable[[], int] | None = None,
+        network: BrokerNetwork | None = None,
+        **options: Any,
+    ) -> None:
+        self.config = config = ConsumerConfig.create(options)
+        self._clock = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._network = network or BrokerNetwork(
+            bootstrap, request_timeout_s=config.request_timeout_ms / 1000
+        )
+        self._metadata = MetadataCache(
+            refresh_backoff_ms=config.retry_backoff_ms, max_age_ms=config.metadata_max_age_ms
+        )
+        self._lock = threading.RLock()
+        self._positions: dict[TopicPartition, int | None] = {}
+        self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
+        self._buffer: dict[TopicPartition, _Fetched] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+        self._isolation = (
+            READ_COMMITTED if config.isolation_level == "read_committed" else READ_UNCOMMITTED
+        )
+        self._closed = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- assignment and positions --------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly these partitions (replacing the previous assignment); positions of
+        partitions that stay assigned are kept."""
+        with self._lock:
+            wanted = list(dict.fromkeys(partitions))
+            self._positions = {tp: self._positions.get(tp) for tp in wanted}
+            self._resets = {tp: ts for tp, ts in self._resets.items() if tp in self._positions}
+            self._buffer = {tp: f for tp, f in self._buffer.items() if tp in self._positions}
+            self._metadata.add_topics(tp.topic for tp in wanted)
+
+    def assignment(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._positions)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Make ``offset`` the next record ``poll`` returns for ``tp``."""
+        if offset < 0:
+            raise ValueError(f"seek offset must be >= 0, not {offset}")
+        with self._lock:
+            self._check_assigned(tp)
+            self._positions[tp] = offset
+            self._resets.pop(tp, None)
+            self._buffer.pop(tp, None)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start ``partitions`` (default: all assigned) at the log start offset (lazily)."""
+        self._seek_to(partitions, EARLIEST_TIMESTAMP)
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Start ``partitions`` (default: all assigned) at the log end (lazily)."""
+        self._seek_to(partitions, LATEST_TIMESTAMP)
+
+    def _seek_to(self, partitions: Iterable[TopicPartition] | None, timestamp: int) -> None:
+        with self._lock:
+            for tp in list(self._positions) if partitions is None else partitions:
+                self._check_assigned(tp)
+                self._positions[tp] = None
+                self._resets[tp] = timestamp
+                self._buffer.pop(tp, None)
+
+    def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
+        """The offset of the next record ``poll`` would return for ``tp``, looking it up by
+        ``auto.offset.reset`` if there is none yet.
+
+        Raises:
+            OffsetOutOfRangeError: no position and ``auto.offset.reset=none``.
+            TimeoutError: no position could be found within ``timeout`` seconds
+                (default ``default.api.timeout.ms``).
+        """
+        limit = self.config.default_api_timeout_ms / 1000 if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        with self._lock:
+            self._check_assigned(tp)
+            while True:
+                position = self._positions[tp]
+                if position is not None:
+                    return position
+                self._maybe_refresh_metadata()
+                self._reset_positions()
+                if self._positions[tp] is not None:
+                    continue
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"no position for {tp} within {limit}s")
+                time.sleep(self.config.retry_backoff_ms / 1000)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark the last fetch of ``tp`` reported, if any."""
+        with self._lock:
+            return self._high_watermarks.get(tp)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._network.close()
+
+    # -- poll ----------------------------------------------------------------------------------
+
+    def poll(self, timeout: float = 1.0) -> list[ConsumerRecord]:
+        """Records of the assigned partitions, in offset order per partition; an empty list
+        when none arrived within ``timeout`` seconds.
+
+        Raises:
+            OffsetOutOfRangeError: a position is out of range and ``auto.offset.reset=none``.
+            KraftError: a partition error that no retry can fix (e.g. authorization).
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the consumer is closed")
+            while True:
+                records = self._take_buffered()
+                if records:
+                    return records
+                self._maybe_refresh_metadata()
+                self._reset_positions()
+                left_ms = int((deadline - time.monotonic()) * 1000)
+                sent = self._fetch(max(0, left_ms))
+                records = self._take_buffered()
+                if records or time.monotonic() >= deadline:
+                    return records
+                if not sent:  # nothing fetchable (no leader, no position): back off a bit
+                    time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, left_ms) / 1000))
+
+    def _take_buffered(self) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        budget = self.config.max_poll_records
+        for tp in list(self._buffer):
+            fetched = self._buffer[tp]
+            records = fetched.records
+            while records and budget > 0:
+                record = records.popleft()
+                out.append(record)
+                self._positions[tp] = record.offset + 1
+                budget -= 1
+            if not records:
+                self._positions[tp] = max(self._positions[tp] or 0, fetched.next_offset)
+                del self._buffer[tp]
+            if budget == 0:
+                break
+        return out
+
+    # -- metadata and offset resets ------------------------------------------------------------
+
+    def _maybe_refresh_metadata(self) -> None:
+        metadata = self._metadata
+        if not metadata.topics or not metadata.needs_update(self._clock()):
+            return
+        try:
+            response = self._network.fetch_metadata(
+                metadata.topics,
+                addresses=metadata.snapshot.brokers.values(),
+                timeout_s=min(self.config.request_timeout_ms / 1000, 2.0),
+            )
+        except KraftError as e:
+            log.warning("metadata_refresh_failed", error=str(e))
+            return
+        metadata.update(response, self._clock())
+
+    def _reset_positions(self) -> None:
+        """Look up the positions of partitions without one (one ListOffsets per leader)."""
+        missing = [tp for tp, pos in self._positions.items() if pos is None]
+        if not missing:
+            return
+        policy = self.config.auto_offset_reset
+        snapshot = self._metadata.snapshot
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in missing:
+            timestamp = self._resets.get(tp)
+            if timestamp is None:
+                if policy == "none":
+                    raise OffsetOutOfRangeError(f"no position for {tp} and auto.offset.reset=none")
+                timestamp = self._resets[tp] = (
+                    EARLIEST_TIMESTAMP if policy == "earliest" else LATEST_TIMESTAMP
+                )
+            leader = snapshot.leader_for(tp)
+            if leader is None:
+                self._metadata.request_update()
+                continue
+            by_leader.setdefault(leader, []).append(tp)
+        for leader, tps in by_leader.items():
+            self._list_offsets(snapshot, leader, tps)
+
+    def _list_offsets(
+        self, snapshot: ClusterSnapshot, leader: int, tps: list[TopicPartition]
+    ) -> None:
+        topics: dict[str, list[ListOffsetsPartition]] = {}
+        for tp in tps:
+            info = snapshot.partition(tp)
+            topics.setdefault(tp.topic, []).append(
+                ListOffsetsPartition(
+                    partition_index=tp.partition,
+                    current_leader_epoch=info.leader_epoch if info else -1,
+                    timestamp=self._resets[tp],
+                )
+            )
+        request = ListOffsetsRequest(
+            isolation_level=self._isolation,
+            topics=tuple(
+                ListOffsetsTopic(name=name, partitions=tuple(parts))
+                for name, parts in topics.items()
+            ),
+        )
+        try:
+            response = self._network.call(
+                snapshot.brokers[leader], "ListOffsets", request, ListOffsetsResponse
+            )
+        except KraftError as e:
+            log.warning("list_offsets_failed", broker=leader, error=str(e))
+            self._metadata.request_update()
+            return
+        for topic in response.topics:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.name, part.partition_index)
+                if tp not in self._positions or self._positions[tp] is not None:
+                    continue
+                if part.error_code is ErrorCode.NONE:
+                    self._positions[tp] = part.offset
+                    self._resets.pop(tp, None)
+                elif part.error_code in _STALE_METADATA:
+                    self._metadata.request_update()
+                else:
+                    raise error_for(part.error_code, part.error_message or f"ListOffsets {tp}")
+
+    # -- fetching ------------------------------------------------------------------------------
+
+    def _fetch(self, max_wait_ms: int) -> bool:
+        """One round of Fetches, one per leader broker, in parallel; False if nothing was
+        fetchable."""
+        snapshot = self._metadata.snapshot
+        by_leader: dict[int, dict[str, list[FetchPartition]]] = {}
+        positions: dict[TopicPartition, int] = {}
+        for tp, position in self._positions.items():
+            if position is None or tp in self._buffer:
+                continue
+            leader = snapshot.leader_for(tp)
+            if leader is None:
+                self._metadata.request_update()
+                continue
+            info = snapshot.partition(tp)
+            positions[tp] = position
+            by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
+                FetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=info.leader_epoch if info else -1,
+                    fetch_offset=position,
+                    partition_max_bytes=self.config.max_partition_fetch_bytes,
+                )
+            )
+        if not by_leader:
+            return False
+        wait_ms = min(self.config.fetch_max_wait_ms, max_wait_ms)
+        replies: list[tuple[int, BrokerFetchResponse | None, KraftError | None]] = []
+        arrived = threading.Condition()
+
+        def collect(leader: int) -> Callable[[BrokerFetchResponse | None, KraftError | None], None]:
+            def done(response: BrokerFetchResponse | None, error: KraftError | None) -> None:
+                with arrived:
+                    replies.append((leader, response, error))
+                    arrived.notify_all()
+
+            return done
+
+        for leader, topics in by_leader.items():
+            request = BrokerFetchRequest(
+                max_wait_ms=wait_ms,
+                min_bytes=self.config.fetch_min_bytes,
+                max_bytes=self.config.fetch_max_bytes,
+                isolation_level=self._isolation,
+                topics=tuple(FetchTopic(topic=t, partitions=tuple(p)) for t, p in topics.items()),
+                rack_id=self.config.client_rack,
+            )
+            self._network.call_async(
+                snapshot.brokers[leader],
+                "Fetch",
+                request,
+                BrokerFetchResponse,
+                collect(leader),
+                timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
+            )
+        with arrived:
+            arrived.wait_for(lambda: len(replies) == len(by_leader))
+        for leader, response, error in replies:
+            if error is not None or response is None:
+                log.warning("fetch_failed", broker=leader, error=str(error))
+                self._metadata.request_update()
+                continue
+            self._handle_fetch_response(response, positions)
+        return True
+
+    def _handle_fetch_response(
+        self, response: BrokerFetchResponse, positions: dict[TopicPartition, int]
+    ) -> None:
+        if response.error_code is not ErrorCode.NONE:
+            if response.error_code in _STALE_METADATA or error_for(response.error_code).retriable:
+                self._metadata.request_update()
+                return
+            raise error_for(response.error_code, "Fetch failed")
+        for topic in response.responses:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.topic, part.partition_index)
+                fetched_at = positions.get(tp)
+                if fetched_at is None or self._positions.get(tp) != fetched_at:
+                    continue  # unassigned or sought meanwhile: drop the stale data
+                self._handle_partition(tp, part, fetched_at)
+
+    def _handle_partition(
+        self, tp: TopicPartition, part: FetchPartitionData, position: int
+    ) -> None:
+        code = part.error_code
+        if code is ErrorCode.NONE:
+            if part.high_watermark >= 0:
+                self._high_watermarks[tp] = part.high_watermark
+            records, next_offset = decode_partition_records(tp, part.records, position)
+            if records or next_offset > position:
+                self._buffer[tp] = _Fetched(records, next_offset)
+            return
+        if part.current_leader is not None:  # KIP-951: the new leader, right away
+            hint = part.current_leader
+            self._metadata.update_leader(tp, hint.leader_id, hint.leader_epoch)
+        if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            if self.config.auto_offset_reset == "none":
+                raise OffsetOutOfRangeError(
+                    f"fetch position {position} is out of range for {tp}",
+                    log_start_offset=part.log_start_offset,
+                    log_end_offset=part.high_watermark,
+                )
+            log.info("offset_out_of_range_reset", tp=str(tp), position=position)
+            self._positions[tp] = None
+            self._resets.pop(tp, None)  # reset by the policy on the next round
+        elif code in _STALE_METADATA or error_for(code).retriable:
+            self._metadata.request_update()
+        else:
+            raise error_for(code, part.error_message or f"{code.name} fetching {tp}")
+
+    def _check_assigned(self, tp: TopicPartition) -> None:
+        if tp not in self._positions:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+
+
+__all__ = ["Consumer", "ConsumerRecord", "decode_partition_records"]

@@ -1,0 +1,258 @@
+"""The clients' gRPC shell: one channel per broker, typed errors, metadata with retries.
+
+Every call goes through `BrokerNetwork`: dataclass in, dataclass out (`replication.codec` is
+the only proto boundary), and a failed call becomes kraft's typed error at one place
+(`map_broker_errors`, STYLE §5): UNAVAILABLE -> `NetworkError`, DEADLINE_EXCEEDED ->
+`RequestTimedOutError`, both retriable. Calls are synchronous (`call`) or callback-driven
+(`call_async`, gRPC's ``.future()``), which is how the producer keeps up to
+``max.in.flight.requests.per.connection`` Produce requests outstanding per broker without a
+thread per request.
+
+`fetch_metadata` asks any broker (the last one that answered first, then the bootstrap list in
+turn) and retries retriable failures with tenacity's exponential backoff under one deadline,
+as `kraft.controller.client.ControllerClient` does for the controllers.
+
+Thread-safe: gRPC channels are; the channel table is behind a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import grpc
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
+
+from kraft._generated import broker_pb2_grpc
+from kraft.controller.client import parse_bootstrap
+from replication.codec import decode, encode
+from replication.messages import MetadataRequest, MetadataResponse
+from storage.errors import (
+    InvalidRequestError,
+    KraftError,
+    NetworkError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnsupportedVersionError,
+    error_for,
+)
+
+R = TypeVar("R")
+
+_GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
+    grpc.StatusCode.UNAVAILABLE: NetworkError,
+    grpc.StatusCode.CANCELLED: NetworkError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+    grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
+}
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 64 << 20),
+    # Fail fast on a dead broker instead of waiting for the deadline.
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", 500),
+]
+
+
+def translate_rpc_error(error: grpc.RpcError, address: str) -> KraftError:
+    """kraft's typed error for a failed gRPC call to the broker at ``address``."""
+    code = error.code() if hasattr(error, "code") else None
+    cls = _GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
+    detail = error.details() if hasattr(error, "details") else str(error)
+    return cls(f"broker {address}: {detail or code}")
+
+
+@contextmanager
+def map_broker_errors(address: str) -> Iterator[None]:
+    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary)."""
+    try:
+        yield
+    except grpc.RpcError as e:
+        raise translate_rpc_error(e, address) from None
+
+
+class BrokerNetwork:
+    """Channels and stubs of the ``Broker`` service, by address.
+
+    Args:
+        bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
+        request_timeout_s: the default deadline of one call.
+    """
+
+    def __init__(self, bootstrap: str | Sequence[str], *, request_timeout_s: float = 30.0) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap)
+        self.request_timeout_s = request_timeout_s
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+        self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
+        self._next = 0
+        self._last_good: str | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            channels = list(self._channels.values())
+            self._channels.clear()
+            self._stubs.clear()
+        for channel in channels:
+            channel.close()
+
+    def stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
+        with self._lock:
+            if self._closed:
+                raise NetworkError("client closed")
+            stub = self._stubs.get(address)
+            if stub is None:
+                channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+                self._channels[address] = channel
+                stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
+            return stub
+
+    def call(
+        self,
+        address: str,
+        method: str,
+        request: Any,
+        response_cls: type[R],
+        timeout_s: float | None = None,
+    ) -> R:
+        """One blocking RPC (``method`` of the Broker service).
+
+        Raises:
+            NetworkError, RequestTimedOutError: the broker is unreachable or too slow.
+        """
+        stub = self.stub(address)
+        with map_broker_errors(address):
+            reply = getattr(stub, method)(
+                encode(request), timeout=timeout_s or self.request_timeout_s
+            )
+        return decode(reply, response_cls)
+
+    def call_async(
+        self,
+        address: str,
+        method: str,
+        request: Any,
+        response_cls: type[R],
+        on_done: Callable[[R | None, KraftError | None], None],
+        timeout_s: float | None = None,
+    ) -> None:
+        """Start one RPC; ``on_done(response, None)`` or ``on_done(None, error)`` runs on a
+        gRPC thread when it ends (it must not block)."""
+        try:
+            stub = self.stub(address)
+            future = getattr(stub, method).future(
+                encode(request), timeout=timeout_s or self.request_timeout_s
+            )
+        except KraftError as e:
+            on_done(None, e)
+            return
+
+        def done(f: Any) -> None:
+            try:
+                reply = f.result()
+            except grpc.RpcError as e:
+                on_done(None, translate_rpc_error(e, address))
+                return
+            except Exception as e:  # a cancelled future raises grpc.FutureCancelledError
+                on_done(None, NetworkError(f"broker {address}: {e!r}"))
+                return
+            on_done(decode(reply, response_cls), None)
+
+        future.add_done_callback(done)
+
+    def fetch_metadata(
+        self,
+        topics: Iterable[str],
+        *,
+        addresses: Iterable[str] = (),
+        timeout_s: float = 30.0,
+    ) -> MetadataResponse:
+        """The Metadata of ``topics`` (none: every topic) from any broker, retried under one
+        deadline.
+
+        Args:
+            addresses: known broker addresses to try besides the bootstrap ones.
+
+        Raises:
+            NetworkError, RequestTimedOutError: no broker answered within ``timeout_s``.
+        """
+        request = MetadataRequest(topics=tuple(sorted(topics)))
+        return self.call_any(
+            "Metadata", request, MetadataResponse, addresses=addresses, timeout_s=timeout_s
+        )
+
+    def call_any(
+        self,
+        method: str,
+        request: Any,
+        response_cls: type[R],
+        *,
+        addresses: Iterable[str] = (),
+        timeout_s: float = 30.0,
+        check: Callable[[R], None] | None = None,
+    ) -> R:
+        """``method`` on any broker: the last one that answered, else the bootstrap and known
+        ``addresses`` in turn; retriable failures (and retriable errors ``check`` raises on
+        the response) are retried with backoff until ``timeout_s``.
+
+        Raises:
+            KraftError: a non-retriable error at once, a retriable one when time is up.
+        """
+        candidates = list(dict.fromkeys([*self.bootstrap, *addresses]))
+        started = time.monotonic()
+
+        def attempt() -> R:
+            address = self._pick(candidates)
+            remaining = max(0.05, timeout_s - (time.monotonic() - started))
+            response = self.call(
+                address, method, request, response_cls, min(self.request_timeout_s, remaining)
+            )
+            if check is not None:
+                check(response)
+            with self._lock:
+                self._last_good = address
+            return response
+
+        return retry_under_deadline(attempt, timeout_s)
+
+    def _pick(self, candidates: list[str]) -> str:
+        with self._lock:
+            if self._last_good is not None:
+                address, self._last_good = self._last_good, None  # a failure moves on
+                return address
+            address = candidates[self._next % len(candidates)]
+            self._next += 1
+            return address
+
+
+def retry_under_deadline(attempt: Callable[[], R], timeout_s: float) -> R:
+    """Run ``attempt`` until it succeeds, retrying *retriable* kraft errors with exponential
+    backoff until ``timeout_s`` has passed; then the last error is raised, saying so."""
+    started = time.monotonic()
+    retrying = Retrying(
+        stop=stop_after_delay(timeout_s),
+        wait=wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05),
+        retry=retry_if_exception(lambda e: isinstance(e, KraftError) and e.retriable),
+        reraise=True,
+    )
+    try:
+        return retrying(attempt)
+    except KraftError as e:
+        if not e.retriable:
+            raise
+        elapsed = time.monotonic() - started
+        raise error_for(e.code, f"{e.message} (gave up after {elapsed:.1f}s)") from None
+
+
+__all__ = [
+    "BrokerNetwork",
+    "map_broker_errors",
+    "retry_under_deadline",
+    "translate_rpc_error",
+]

@@ -1,0 +1,543 @@
+"""`Producer`: batching, idempotent, thread-safe; Kafka's ``KafkaProducer`` over gRPC.
+
+Theory of operation
+-------------------
+``send`` picks a partition (the one given; murmur2 of the key; else the KIP-480 sticky
+partition), appends the record to the `RecordAccumulator` under the producer's lock and returns
+a `RecordFuture` at once. Only a topic the producer has never seen blocks it, for up to
+``max.block.ms``, until the sender thread has fetched that topic's metadata.
+
+One sender thread (Kafka's ``Sender``) loops:
+
+1. refresh metadata when it is stale or a response said so (`MetadataCache.needs_update`);
+2. with idempotence, get a producer id (InitProducerId) once, and bump the epoch when a
+   failed batch left a sequence gap (KIP-360), waiting first for nothing to be in flight;
+3. expire queued batches past ``delivery.timeout.ms``;
+4. drain the ready batches and send ONE Produce per broker carrying every ready partition it
+   leads (up to ``max.request.size``), keeping at most
+   ``max.in.flight.requests.per.connection`` requests outstanding per broker;
+5. sleep until the next batch may be ready (``linger.ms``, a retry backoff) or a wake-up
+   (a full batch, a response, flush, close).
+
+Responses arrive on gRPC threads: per batch, `replication.clients.sequencing.decide` says
+complete, retry (re-enqueue with backoff, refreshing metadata first on a stale-leader error),
+fail with the typed exception of the error code, or fail and bump the epoch. Futures complete
+outside the lock, as their callbacks are user code.
+
+Guarantees (as Kafka's, with ``enable.idempotence=true``, the default): no duplicates from
+retries and per-partition order, for batches acknowledged under one producer epoch. After an
+epoch bump, a batch whose first attempt was written but whose response was lost may be written
+again (Kafka has the same window).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+import structlog
+
+from kraft.types import TopicPartition
+from replication.clients.accumulator import Drained, RecordAccumulator
+from replication.clients.batch import ProducerBatch, ProduceResult, RecordFuture
+from replication.clients.config import ProducerConfig
+from replication.clients.metadata import ClusterSnapshot, MetadataCache
+from replication.clients.network import BrokerNetwork
+from replication.clients.partitioner import StickyPartitioner, partition_for_key
+from replication.clients.sequencing import IdempotenceState, ProduceAction, decide
+from replication.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProducePartitionData,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicData,
+)
+from storage.errors import (
+    ErrorCode,
+    KraftError,
+    NetworkError,
+    RecordTooLargeError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
+from storage.records import Header
+
+log = structlog.get_logger("kraft.producer")
+
+Headers = Sequence[Header] | None
+_KEY_MEMO_SIZE = 1 << 16
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Producer:
+    """A thread-safe producer. Options are Kafka's producer configs (see `ProducerConfig`),
+    given by snake_case name or Kafka key.
+
+    Args:
+        bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
+        clock_ms: wall-clock milliseconds (record timestamps, linger, timeouts); tests inject.
+        rng: the sticky partitioner's random generator.
+        network: a `BrokerNetwork` to use instead of one built from ``bootstrap`` (tests).
+
+    Raises:
+        ValueError: an unknown option or an invalid combination.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        rng: random.Random | None = None,
+        network: BrokerNetwork | None = None,
+        **options: Any,
+    ) -> None:
+        self.config = config = ProducerConfig.create(options)
+        self._clock = clock_ms
+        self._network = network or BrokerNetwork(
+            bootstrap, request_timeout_s=config.request_timeout_ms / 1000
+        )
+        self._metadata = MetadataCache(
+            refresh_backoff_ms=config.retry_backoff_ms, max_age_ms=config.metadata_max_age_ms
+        )
+        self._idempotence = IdempotenceState() if config.enable_idempotence else None
+        self._accumulator = RecordAccumulator(
+            batch_size=config.batch_size,
+            linger_ms=config.linger_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=config.retry_backoff_max_ms,
+            delivery_timeout_ms=config.delivery_timeout_ms,
+            max_in_flight_per_partition=config.max_in_flight_requests_per_connection,
+            idempotence=self._idempotence,
+        )
+        self._partitioner = StickyPartitioner(rng)
+        self._compression = config.compression
+        self._lock = threading.Lock()
+        self._metadata_changed = threading.Condition()
+        self._wakeup = threading.Event()
+        self._requests_in_flight: dict[int, int] = {}
+        self._tps: dict[str, list[TopicPartition]] = {}
+        self._key_partitions: dict[str, tuple[int, dict[bytes, int]]] = {}
+        self._fatal: KraftError | None = None
+        self._closing = False
+        self._stopped = False
+        self._sender = threading.Thread(target=self._run, name="kraft-producer-sender", daemon=True)
+        self._sender.start()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the public surface --------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: Headers = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordFuture:
+        """Queue one record; the future gives its `RecordMetadata` once acknowledged.
+
+        Blocks only to learn the metadata of a topic not seen before (``max.block.ms``).
+        A failure to learn it, and every delivery failure, is raised by the future's
+        ``result()`` as the typed exception of its error code.
+
+        Raises:
+            RuntimeError: the producer is closed.
+            ValueError: ``partition`` is not a partition of the topic.
+            KraftError: the producer hit a fatal error earlier (e.g. `ProducerFencedError`).
+        """
+        if self._closing:
+            raise RuntimeError("cannot send after the producer is closed")
+        if self._fatal is not None:
+            raise self._fatal
+        size = (len(value) if value else 0) + (len(key) if key else 0)
+        if size > self.config.max_request_size:
+            return _failed_future(
+                TopicPartition(topic, partition or 0),
+                RecordTooLargeError(
+                    f"the record is {size} bytes, more than max.request.size "
+                    f"({self.config.max_request_size})"
+                ),
+            )
+        snapshot = self._metadata.snapshot
+        tps = self._tps.get(topic)
+        count = snapshot.partition_count(topic)
+        if count is None:
+            count, error = self._wait_for_topic(topic)
+            if error is not None:
+                return _failed_future(TopicPartition(topic, partition or 0), error)
+            snapshot = self._metadata.snapshot
+        if tps is None or len(tps) != count:
+            tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(count)]
+        now = self._clock()
+        ts = now if timestamp_ms is None else timestamp_ms
+        hdrs = tuple(headers) if headers else None
+        accumulator = self._accumulator
+        with self._lock:
+            if partition is not None or key is not None:
+                if partition is None:
+                    partition = self._partition_for_key(topic, key, count)  # type: ignore[arg-type]
+                elif not 0 <= partition < count:
+                    raise ValueError(f"{topic} has partitions 0..{count - 1}, not {partition}")
+                future = accumulator.append(tps[partition], ts, key, value, hdrs, now)
+            else:
+                sticky = self._partitioner.current(topic)
+                if sticky is None or sticky >= count:
+                    sticky = self._partitioner.partition(
+                        topic, count, snapshot.available_partitions(topic)
+                    )
+                future = accumulator.append(
+                    tps[sticky], ts, key, value, hdrs, now, abort_on_new_batch=True
+                )
+                if future is None:  # KIP-480: a new batch is due, so switch partitions
+                    sticky = self._partitioner.on_new_batch(
+                        topic, count, snapshot.available_partitions(topic), sticky
+                    )
+                    future = accumulator.append(tps[sticky], ts, key, value, hdrs, now)
+            wake = accumulator.wakeup_needed
+            accumulator.wakeup_needed = False
+        assert future is not None
+        if wake:
+            self._wakeup.set()
+        return future
+
+    def _partition_for_key(self, topic: str, key: bytes, count: int) -> int:
+        """murmur2 partitioning, memoised per topic for hot keys (murmur2 in pure Python is
+        ~1 µs, a quarter of the per-record budget); reset when the partition count changes."""
+        cached = self._key_partitions.get(topic)
+        if cached is None or cached[0] != count:
+            cached = self._key_partitions[topic] = (count, {})
+        memo = cached[1]
+        partition = memo.get(key)
+        if partition is None:
+            partition = partition_for_key(key, count)
+            if len(memo) < _KEY_MEMO_SIZE:
+                memo[key] = partition
+        return partition
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every queued record now and wait until each has succeeded or failed.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        with self._lock:
+            waiting = self._accumulator.begin_flush()
+        self._wakeup.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            for batch in waiting:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not batch.result.wait(left):
+                    raise TimeoutError(f"flush: {batch.tp} still pending after {timeout}s")
+        finally:
+            with self._lock:
+                self._accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (waiting up to ``timeout`` seconds, forever if None), then
+        stop. Records still pending after the timeout fail with `NetworkError`."""
+        if self._stopped:
+            return
+        with self._lock:
+            self._closing = True
+            self._accumulator.closing = True
+        with contextlib.suppress(TimeoutError):
+            self.flush(timeout)
+        self._stopped = True
+        self._wakeup.set()
+        self._sender.join(timeout=5)
+        with self._lock:
+            aborted = self._accumulator.abort_all()
+        for batch in aborted:
+            batch.result.complete(-1, -1, NetworkError("the producer was closed"))
+        self._network.close()
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` (fetching its metadata if needed)."""
+        count = self._metadata.snapshot.partition_count(topic)
+        if count is None:
+            count, error = self._wait_for_topic(topic)
+            if error is not None:
+                raise error
+        return list(range(count))
+
+    # -- metadata ------------------------------------------------------------------------------
+
+    def _wait_for_topic(self, topic: str) -> tuple[int, KraftError | None]:
+        """Block until ``topic``'s partition count is known (Kafka's ``waitOnMetadata``)."""
+        self._metadata.add_topics([topic])
+        self._metadata.request_update()
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        with self._metadata_changed:
+            while True:
+                snapshot = self._metadata.snapshot
+                count = snapshot.partition_count(topic)
+                if count is not None:
+                    return count, None
+                code = snapshot.topic_errors.get(topic)
+                if code is not None and not error_for(code).retriable:
+                    return 0, error_for(code, f"topic {topic}: {code.name}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return 0, UnknownTopicOrPartitionError(
+                        f"topic {topic} not present in metadata after {self.config.max_block_ms} ms"
+                    )
+                self._wakeup.set()
+                self._metadata_changed.wait(min(left, 0.1))
+
+    def _refresh_metadata(self) -> None:
+        snapshot = self._metadata.snapshot
+        try:
+            response = self._network.fetch_metadata(
+                self._metadata.topics,
+                addresses=snapshot.brokers.values(),
+                timeout_s=min(self.config.request_timeout_ms / 1000, 2.0),
+            )
+        except KraftError as e:
+            log.warning("metadata_refresh_failed", error=str(e))
+            return
+        self._metadata.update(response, self._clock())
+        with self._metadata_changed:
+            self._metadata_changed.notify_all()
+
+    # -- the sender thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopped:
+            try:
+                delay_ms = self._run_once()
+            except Exception:  # never let the sender die silently
+                log.exception("producer_sender_failed")
+                delay_ms = self.config.retry_backoff_ms
+            self._wakeup.wait(max(delay_ms, 1) / 1000)
+            self._wakeup.clear()
+
+    def _run_once(self) -> int:
+        """One round of the sender loop; returns the milliseconds it may sleep."""
+        metadata = self._metadata
+        if metadata.topics and metadata.needs_update(self._clock()):
+            self._refresh_metadata()
+        state = self._idempotence
+        if state is not None and (not state.has_producer_id or state.epoch_bump_requested):
+            with self._lock:
+                quiet = self._accumulator.in_flight_count == 0
+                idle = not self._accumulator.has_incomplete()
+            if idle and not state.has_producer_id:
+                return 1_000  # no work yet: no InitProducerId (a send wakes us)
+            if not quiet:
+                return self.config.retry_backoff_ms  # responses will wake us
+            if not self._init_producer_id(state):
+                return self.config.retry_backoff_ms
+        now = self._clock()
+        with self._lock:
+            expired = self._accumulator.expire(now)
+            if expired and state is not None:
+                state.request_epoch_bump()  # their sequences will never be sent
+            snapshot = metadata.snapshot
+            if state is not None and state.epoch_bump_requested:
+                drained = Drained(next_ready_check_ms=self.config.retry_backoff_ms)
+            else:
+                drained = self._accumulator.drain(
+                    now, snapshot.leader_for, self._node_ready, self.config.max_request_size
+                )
+            for node in drained.batches_by_node:
+                self._requests_in_flight[node] = self._requests_in_flight.get(node, 0) + 1
+        if drained.unknown_leader_topics:
+            metadata.add_topics(drained.unknown_leader_topics)
+            metadata.request_update()
+        for batch in expired:
+            batch.result.complete(
+                -1,
+                -1,
+                RequestTimedOutError(
+                    f"expiring {batch.record_count} record(s) for {batch.tp}: "
+                    f"{now - batch.created_ms} ms has passed since batch creation"
+                ),
+            )
+        for node, batches in drained.batches_by_node.items():
+            self._send_produce(node, batches, snapshot)
+        return min(drained.next_ready_check_ms, metadata.time_to_next_update_ms(now) or 1_000)
+
+    def _node_ready(self, node: int) -> bool:
+        limit = self.config.max_in_flight_requests_per_connection
+        return self._requests_in_flight.get(node, 0) < limit
+
+    def _init_producer_id(self, state: IdempotenceState) -> bool:
+        """InitProducerId once, or with the current id and epoch to bump the epoch
+        (KIP-360); True when the producer may send."""
+
+        def check(response: InitProducerIdResponse) -> None:
+            if response.error_code is not ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+
+        request = InitProducerIdRequest(
+            producer_id=state.producer_id, producer_epoch=state.producer_epoch
+        )
+        try:
+            response = self._network.call_any(
+                "InitProducerId",
+                request,
+                InitProducerIdResponse,
+                addresses=self._metadata.snapshot.brokers.values(),
+                timeout_s=self.config.request_timeout_ms / 1000,
+                check=check,
+            )
+        except KraftError as e:
+            if e.retriable:
+                log.warning("init_producer_id_failed", error=str(e))
+                return False
+            self._fail_fatally(e)
+            return False
+        with self._lock:
+            state.set_producer_id_and_epoch(response.producer_id, response.producer_epoch)
+            self._accumulator.resequence()
+        log.info(
+            "producer_id_assigned",
+            producer_id=response.producer_id,
+            producer_epoch=response.producer_epoch,
+        )
+        return True
+
+    def _send_produce(
+        self, node: int, batches: list[ProducerBatch], snapshot: ClusterSnapshot
+    ) -> None:
+        by_topic: dict[str, list[ProducePartitionData]] = {}
+        for batch in batches:
+            by_topic.setdefault(batch.tp.topic, []).append(
+                ProducePartitionData(
+                    index=batch.tp.partition, records=batch.encode(self._compression)
+                )
+            )
+        request = ProduceRequest(
+            acks=self.config.acks,
+            timeout_ms=self.config.request_timeout_ms,
+            topic_data=tuple(
+                ProduceTopicData(name=name, partition_data=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+
+        address = snapshot.brokers[node]
+        if self.config.acks == 0:
+            # Kafka: with acks=0 a record succeeds once sent; its offset is unknown (-1).
+            with self._lock:
+                for batch in batches:
+                    self._accumulator.on_done(batch)
+            for batch in batches:
+                batch.result.complete(-1, -1, None)
+
+            def sent(response: ProduceResponse | None, error: KraftError | None) -> None:
+                with self._lock:
+                    self._requests_in_flight[node] -= 1
+                self._wakeup.set()
+
+            self._network.call_async(address, "Produce", request, ProduceResponse, sent)
+            return
+
+        def on_done(response: ProduceResponse | None, error: KraftError | None) -> None:
+            self._handle_produce_response(node, batches, response, error)
+
+        self._network.call_async(address, "Produce", request, ProduceResponse, on_done)
+
+    def _handle_produce_response(
+        self,
+        node: int,
+        batches: list[ProducerBatch],
+        response: ProduceResponse | None,
+        error: KraftError | None,
+    ) -> None:
+        now = self._clock()
+        results: dict[tuple[str, int], ProducePartitionResponse] = {}
+        if response is not None:
+            for topic in response.responses:
+                for answer in topic.partition_responses:
+                    results[(topic.name, answer.index)] = answer
+        done: list[tuple[ProducerBatch, int, int, KraftError | None]] = []
+        aborted: list[ProducerBatch] = []
+        refresh = False
+        state = self._idempotence
+        with self._lock:
+            self._requests_in_flight[node] -= 1
+            for batch in batches:
+                tp = batch.tp
+                part = results.get((tp.topic, tp.partition))
+                if error is not None:
+                    code, message = error.code, error.message
+                elif part is None:
+                    code, message = ErrorCode.UNKNOWN_SERVER_ERROR, f"no response for {tp}"
+                else:
+                    code, message = part.error_code, part.error_message
+                if part is not None and part.current_leader is not None:  # KIP-951
+                    leader = part.current_leader
+                    self._metadata.update_leader(tp, leader.leader_id, leader.leader_epoch)
+                idempotent = state is not None and batch.producer_id >= 0
+                action = decide(
+                    code,
+                    idempotent=idempotent,
+                    has_time_left=self._accumulator.has_time_left(batch, now),
+                    is_next_sequence=state is None
+                    or state.is_next_sequence(tp, batch.base_sequence),
+                )
+                if action in (ProduceAction.RETRY, ProduceAction.RETRY_REFRESH_METADATA):
+                    self._accumulator.reenqueue(batch, now)
+                    refresh |= action is ProduceAction.RETRY_REFRESH_METADATA
+                    log.debug(
+                        "produce_retried", tp=str(tp), error=code.name, attempt=batch.attempts
+                    )
+                    continue
+                self._accumulator.on_done(batch)
+                if action is ProduceAction.COMPLETE:
+                    if idempotent and state is not None:
+                        state.on_batch_acked(tp, batch.last_sequence)
+                    base = part.base_offset if part is not None else -1
+                    append_time = part.log_append_time_ms if part is not None else -1
+                    done.append((batch, base, append_time, None))
+                    continue
+                failure = error_for(code, message or f"{code.name} producing to {tp}")
+                done.append((batch, -1, -1, failure))
+                if action is ProduceAction.FAIL_BUMP_EPOCH and state is not None:
+                    state.request_epoch_bump()
+                elif action is ProduceAction.FATAL:
+                    self._fatal = failure
+                    aborted = self._accumulator.abort_all()
+        if refresh:
+            self._metadata.request_update()
+        for batch, base, append_time, outcome in done:
+            batch.result.complete(base, append_time, outcome)
+        for batch in aborted:
+            batch.result.complete(-1, -1, self._fatal)
+        self._wakeup.set()
+
+    def _fail_fatally(self, error: KraftError) -> None:
+        with self._lock:
+            self._fatal = error
+            aborted = self._accumulator.abort_all()
+        log.error("producer_failed", error=str(error))
+        for batch in aborted:
+            batch.result.complete(-1, -1, error)
+
+
+def _failed_future(tp: TopicPartition, error: KraftError) -> RecordFuture:
+    result = ProduceResult(tp)
+    result.complete(-1, -1, error)
+    return RecordFuture(result, 0, -1)
+
+
+__all__ = ["Producer", "wall_clock_ms"]
