@@ -131,6 +131,27 @@ PROPERTY_KEYS: dict[str, str] = {
 """Kafka's dotted key -> `LogConfig` field; the only place the two spellings meet."""
 
 
+def int_fields_from_properties(
+    properties: Mapping[str, str], keys: Mapping[str, str]
+) -> dict[str, int]:
+    """The integer fields named by ``keys`` (Kafka key -> field name) found in ``properties``;
+    other keys are ignored. Shared by the configs of every layer that read Kafka properties.
+
+    Raises:
+        InvalidConfigError: a value is not an integer.
+    """
+    out: dict[str, int] = {}
+    for key, raw in properties.items():
+        name = keys.get(key.strip())
+        if name is None:
+            continue
+        try:
+            out[name] = int(str(raw).strip())
+        except ValueError:
+            raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
+    return out
+
+
 def _check(value: object, key: str, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidConfigError(f"{key} must be an integer: {value!r}")
@@ -138,4 +159,4 @@ def _check(value: object, key: str, low: int, high: int) -> None:
         raise InvalidConfigError(f"{key} must be in [{low}, {high}]: {value}")
 
 
-__all__ = ["INT_MAX", "LONG_MAX", "PROPERTY_KEYS", "LogConfig"]
+__all__ = ["INT_MAX", "LONG_MAX", "PROPERTY_KEYS", "LogConfig", "int_fields_from_properties"]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, final
+from typing import final
 
+from storage.config import int_fields_from_properties
 from storage.errors import InvalidConfigError
 
 _KEYS: dict[str, str] = {
@@ -94,16 +95,7 @@ class RaftConfig:
         Raises:
             InvalidConfigError: a value is not a non-negative integer or breaks a constraint.
         """
-        kwargs: dict[str, Any] = {}
-        for key, raw in properties.items():
-            name = _KEYS.get(key.strip())
-            if name is None:
-                continue
-            try:
-                kwargs[name] = int(str(raw).strip())
-            except ValueError:
-                raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
-        return cls(**kwargs)
+        return cls(**int_fields_from_properties(properties, _KEYS))
 
     def to_properties(self) -> dict[str, str]:
         """The config as Kafka-style properties (the inverse of `from_properties`)."""

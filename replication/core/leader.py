@@ -1,0 +1,754 @@
+"""`PartitionLeader`: one partition this broker leads, as a deterministic state machine
+(Kafka's ``Partition`` leader side plus ``ReplicaManager``'s produce decisions).
+
+Theory of operation
+-------------------
+The leader does no I/O and reads no clock. The shell feeds it:
+
+- produces (`handle_produce_request`): validated here (acks, min.insync.replicas, one v2
+  batch, producer sequence); an accepted batch comes back as a `LeaderAppend` the shell
+  appends at once, reporting the base offset with `on_appended` (or `on_append_failed`);
+- follower fetches (`handle_follower_fetch`): fenced by leader epoch (KIP-320), checked for
+  divergence against the epoch cache (KIP-101/279), then recorded as the follower's LEO and
+  caught-up time; the answer says what to read and which high watermark to send;
+- AlterPartition results (`handle_alter_partition_response`), metadata
+  (`handle_partition_change`, `update_brokers`) and time (`tick`).
+
+and drains its output with `ready` / `advance`: `LeaderReady` holds the epoch-cache entry of a
+new leader epoch, the high watermark, answered produces and the AlterPartition to send.
+
+Rules, with their sources:
+
+- HW = min LEO over the leader and the maximal ISR (KIP-497), never decreasing, and frozen
+  while the committed ISR is below min.insync.replicas (KIP-966; see ``high_watermark.py``).
+- acks=all: rejected before the append with NOT_ENOUGH_REPLICAS when the committed ISR is
+  below min.insync.replicas; else it waits in the purgatory until HW passes its batch
+  (``delayed_produce.py``).
+- ISR shrink (`tick`): an ISR follower not caught up within ``replica.lag.time.max.ms``.
+  ISR expand (on its fetch): a follower whose LEO is at least the HW and the start
+  offset of this leader epoch, and that KIP-841 allows (unfenced, not shutting down, fetching
+  with its registered broker epoch). Both go through one AlterPartition at a time
+  (``isr_state.py``); the leader adopts an ISR only once the controller committed it.
+- A new leader starts its epoch at its LEO (an epoch-cache entry, KIP-101) and keeps the high
+  watermark it had as a follower: it never moves back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import assert_never, final
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+from kraft.controller.messages import (
+    AlterPartitionData,
+    AlterPartitionPartitionResult,
+)
+from kraft.metadata.image import PartitionRegistration
+from kraft.metadata.records import LeaderRecoveryState
+from kraft.types import TopicPartition
+from replication.core.config import ReplicationConfig
+from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
+from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
+from replication.core.high_watermark import (
+    NEVER_MS,
+    ReplicaState,
+    effective_min_isr,
+    high_watermark_candidate,
+    out_of_sync_replicas,
+)
+from replication.core.isr_state import (
+    AlterPartitionVerdict,
+    CommittedPartitionState,
+    PartitionState,
+    PendingExpandIsr,
+    PendingShrinkIsr,
+    build_alter_partition_data,
+    handle_alter_partition_result,
+    with_new_attempt,
+)
+from replication.core.log_view import PartitionLogView
+from replication.core.messages import (
+    ACKS_ALL,
+    VALID_ACKS,
+    AlterPartitionSend,
+    BrokerStatus,
+    FollowerFetch,
+    LeaderAppend,
+    LeaderFetchAnswer,
+    PartitionProduce,
+    ProduceCompletion,
+    single_batch_header,
+)
+from replication.core.producer_state import (
+    ProducerStateManager,
+    SequenceAccepted,
+    SequenceDuplicate,
+    SequenceRejected,
+)
+from storage.errors import ErrorCode
+from storage.records import BatchHeader
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderReady:
+    """Work for the shell, from `PartitionLeader.ready`. The ordering contract:
+
+    1. If ``assign_epoch_start`` is set, ``(epoch, offset)``: assign it in the log's epoch
+       cache (``log.leader_epoch_cache.assign(epoch, offset)``, durable on return) before the
+       leader handles any fetch.
+    2. Publish ``high_watermark`` (consumers read below it; checkpoint it now and then) and
+       wake parked fetches when it rose.
+    3. Send ``produce_completions`` to the waiting producers (none for acks=0).
+    4. Send ``alter_partition`` to the controller if set.
+    5. Call `PartitionLeader.advance` with this Ready. Apply every Ready before the next input.
+    """
+
+    assign_epoch_start: tuple[int, int] | None = None
+    high_watermark: int
+    produce_completions: tuple[ProduceCompletion, ...] = ()
+    alter_partition: AlterPartitionSend | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Appending:
+    produce: PartitionProduce
+    header: BatchHeader
+
+
+@final
+class PartitionLeader:
+    """The leader of one partition in ``registration.leader_epoch``.
+
+    Args:
+        topic_partition: the partition.
+        local_id / local_broker_epoch: this broker and its registered epoch (KIP-841).
+        registration: the partition's metadata; ``registration.leader`` must be ``local_id``.
+        brokers: metadata about the replicas' brokers (missing: not registered).
+        log: the shell's read-only view of the partition log.
+        producer_state: the partition's producer state, shared with the shell (which loads
+            and snapshots it) and with the follower core that ran before this one.
+        high_watermark: the HW this replica had (as follower or from its checkpoint).
+        now_ms: the shell's clock now.
+    """
+
+    def __init__(
+        self,
+        *,
+        topic_partition: TopicPartition,
+        local_id: int,
+        local_broker_epoch: int,
+        registration: PartitionRegistration,
+        brokers: Mapping[int, BrokerStatus],
+        log: PartitionLogView,
+        producer_state: ProducerStateManager,
+        config: ReplicationConfig,
+        high_watermark: int,
+        now_ms: int,
+        logger: FilteringBoundLogger | None = None,
+    ) -> None:
+        assert registration.leader == local_id, "PartitionLeader for a partition led elsewhere"
+        self._tp = topic_partition
+        self._local_id = local_id
+        self._local_broker_epoch = local_broker_epoch
+        self._brokers = dict(brokers)
+        self._log = log
+        self._producer_state = producer_state
+        self._config = config
+        base = logger if logger is not None else structlog.get_logger("replication.leader")
+        self._base_logger = base.bind(topic_partition=str(topic_partition), node_id=local_id)
+        self._logger = self._base_logger
+        # Invariant: log_start_offset <= high_watermark <= log_end_offset
+        self._high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
+        self._published_high_watermark = -1
+        self._followers: dict[int, ReplicaState] = {}
+        self._purgatory = DelayedProducePurgatory()
+        self._completions: list[ProduceCompletion] = []
+        self._alter_send: AlterPartitionSend | None = None
+        self._assign_epoch_start: tuple[int, int] | None = None
+        self._appending: _Appending | None = None
+        self._next_alter_id = 1
+        self._resigned = False
+        # Set by _become_leader:
+        self._leader_epoch = -1
+        self._partition_epoch = -1
+        self._replicas: tuple[int, ...] = ()
+        self._state: PartitionState = CommittedPartitionState(isr=frozenset())
+        self._epoch_start_offset = 0
+        self._become_leader(registration, now_ms, is_new_leader=True)
+
+    # --- accessors ----------------------------------------------------------------------------
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self._tp
+
+    @property
+    def leader_epoch(self) -> int:
+        return self._leader_epoch
+
+    @property
+    def partition_epoch(self) -> int:
+        return self._partition_epoch
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self._replicas
+
+    @property
+    def partition_state(self) -> PartitionState:
+        return self._state
+
+    @property
+    def isr(self) -> frozenset[int]:
+        """The committed ISR."""
+        return self._state.isr
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        return self._state.maximal_isr
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def epoch_start_offset(self) -> int:
+        """Where this leader epoch began (the LEO when it became leader)."""
+        return self._epoch_start_offset
+
+    @property
+    def min_isr(self) -> int:
+        """The effective min.insync.replicas (capped at the replication factor)."""
+        return effective_min_isr(self._config.min_insync_replicas, len(self._replicas))
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return len(self._state.isr) < self.min_isr
+
+    @property
+    def is_resigned(self) -> bool:
+        return self._resigned
+
+    @property
+    def waiting_produces(self) -> int:
+        return len(self._purgatory)
+
+    def follower_state(self, replica_id: int) -> ReplicaState | None:
+        return self._followers.get(replica_id)
+
+    # --- produce ------------------------------------------------------------------------------
+
+    def handle_produce_request(self, produce: PartitionProduce, now_ms: int) -> LeaderAppend | None:
+        """Validate a produce (Kafka's ``ReplicaManager.appendRecords`` and
+        ``Partition.appendRecordsToLeader`` checks, in their order).
+
+        Returns:
+            A `LeaderAppend` the shell must append before any other input, or None when the
+            produce was answered or is waiting (its `ProduceCompletion` comes in a Ready).
+        """
+        assert self._appending is None, "the previous LeaderAppend was not acknowledged"
+        rid = produce.request_id
+        if self._resigned:
+            self._answer(rid, ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
+            return None
+        if produce.acks not in VALID_ACKS:
+            self._answer(rid, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
+            return None
+        if produce.acks == ACKS_ALL and self.is_under_min_isr:
+            message = f"ISR {sorted(self._state.isr)} is below min.insync.replicas={self.min_isr}"
+            self._answer(rid, ErrorCode.NOT_ENOUGH_REPLICAS, message)
+            return None
+        header_or_error = single_batch_header(produce.records)
+        if isinstance(header_or_error, tuple):
+            self._answer(rid, *header_or_error)
+            return None
+        header = header_or_error
+        check = self._producer_state.check(header)
+        match check:
+            case SequenceRejected(error_code=code, message=message):
+                self._answer(rid, code, message)
+                return None
+            case SequenceDuplicate(batch=batch):
+                self._logger.info("duplicate_batch", request_id=rid, base_offset=batch.first_offset)
+                self._after_append(produce, batch.first_offset, batch.last_offset, now_ms)
+                return None
+            case SequenceAccepted():
+                self._appending = _Appending(produce, header)
+                return LeaderAppend(
+                    request_id=rid, records=produce.records, leader_epoch=self._leader_epoch
+                )
+            case _:
+                assert_never(check)
+
+    def on_appended(self, request_id: int, base_offset: int, now_ms: int) -> None:
+        """The shell appended the `LeaderAppend` of ``request_id`` at ``base_offset``."""
+        appending = self._appending
+        assert appending is not None and appending.produce.request_id == request_id
+        self._appending = None
+        last_offset = base_offset + appending.header.last_offset_delta
+        assert self._log.log_end_offset > last_offset, "on_appended before the append"
+        self._producer_state.update(appending.header, base_offset)
+        if self._maybe_increment_high_watermark(now_ms):
+            self._try_complete_delayed()
+        self._after_append(appending.produce, base_offset, last_offset, now_ms)
+
+    def on_append_failed(self, request_id: int, error_code: ErrorCode, now_ms: int) -> None:
+        """The shell's append of ``request_id`` raised a `KraftError` with ``error_code``
+        (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, KAFKA_STORAGE_ERROR, ...): nothing was appended."""
+        appending = self._appending
+        assert appending is not None and appending.produce.request_id == request_id
+        self._appending = None
+        self._answer(request_id, error_code, "append failed")
+
+    def _after_append(
+        self, produce: PartitionProduce, base_offset: int, last_offset: int, now_ms: int
+    ) -> None:
+        if produce.acks != ACKS_ALL:
+            self._answer(produce.request_id, ErrorCode.NONE, base_offset=base_offset)
+            return
+        self._purgatory.add(
+            DelayedProduce(
+                request_id=produce.request_id,
+                base_offset=base_offset,
+                required_offset=last_offset + 1,
+                deadline_ms=now_ms + produce.timeout_ms,
+            )
+        )
+        self._try_complete_delayed()
+        self._expire_delayed(now_ms)
+
+    # --- follower fetch -----------------------------------------------------------------------
+
+    def handle_follower_fetch(self, fetch: FollowerFetch, now_ms: int) -> LeaderFetchAnswer:
+        """Answer one partition of a follower's fetch (Kafka's ``Partition.fetchRecords``
+        for a follower). Never raises for a stale or bad fetch: the answer carries the error."""
+        assert self._assign_epoch_start is None, "apply the Ready before handling fetches"
+        if self._resigned:
+            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        fenced = fence_leader_epoch(fetch.current_leader_epoch, self._leader_epoch)
+        if fenced is not None:
+            return LeaderFetchAnswer(error_code=fenced)
+        replica_id = fetch.replica_id
+        if replica_id == self._local_id or replica_id not in self._followers:
+            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        status = self._brokers.get(replica_id)
+        if (
+            fetch.broker_epoch != -1
+            and status is not None
+            and status.broker_epoch > fetch.broker_epoch
+        ):
+            # Kafka's Replica.updateFetchStateOrThrow: a fetch from an older broker incarnation.
+            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        # NB: the answer carries the HW as of before this fetch (``initialHighWatermark``).
+        answer = validate_fetch_position(
+            self._log,
+            fetch_offset=fetch.fetch_offset,
+            last_fetched_epoch=fetch.last_fetched_epoch,
+            high_watermark=self._high_watermark,
+        )
+        if answer.diverging_epoch is not None:
+            self._logger.info(
+                "diverging_follower_answered",
+                replica_id=replica_id,
+                fetch_offset=fetch.fetch_offset,
+                last_fetched_epoch=fetch.last_fetched_epoch,
+                epoch=answer.diverging_epoch.epoch,
+                end_offset=answer.diverging_epoch.end_offset,
+            )
+        if answer.read_offset is None:
+            return answer  # no progress to record: an error or a divergence
+        before = self._followers[replica_id]
+        after = before.update_fetch_state(
+            fetch_offset=fetch.fetch_offset,
+            log_start_offset=fetch.log_start_offset,
+            fetch_time_ms=now_ms,
+            leader_log_end_offset=answer.log_end_offset,
+            broker_epoch=fetch.broker_epoch,
+        )
+        self._followers[replica_id] = after
+        if replica_id not in self._state.isr:
+            self._maybe_expand_isr(replica_id)
+        if before.log_end_offset != after.log_end_offset and self._maybe_increment_high_watermark(
+            now_ms
+        ):
+            self._try_complete_delayed()
+        return answer
+
+    # --- controller and metadata --------------------------------------------------------------
+
+    def handle_alter_partition_response(
+        self, alter_id: int, result: AlterPartitionPartitionResult, now_ms: int
+    ) -> None:
+        """Take the controller's result for the `AlterPartitionSend` ``alter_id``. A
+        request-level error (NOT_CONTROLLER, STALE_BROKER_EPOCH, a transport failure) comes as
+        a result carrying that code; such errors are retried after a backoff."""
+        if self._resigned:
+            return
+        outcome = handle_alter_partition_result(
+            self._state,
+            alter_id=alter_id,
+            result=result,
+            leader_epoch=self._leader_epoch,
+            partition_epoch=self._partition_epoch,
+            now_ms=now_ms,
+            retry_backoff_ms=self._config.alter_partition_retry_backoff_ms,
+        )
+        before = self._state
+        self._state = outcome.state
+        self._partition_epoch = outcome.partition_epoch
+        verdict = outcome.verdict
+        if verdict is not AlterPartitionVerdict.IGNORED:
+            self._logger.info(
+                "alter_partition_answered",
+                verdict=verdict.value,
+                error=result.error_code.name,
+                isr=sorted(self._state.isr),
+                partition_epoch=self._partition_epoch,
+            )
+        if verdict is AlterPartitionVerdict.ADOPTED:
+            self._on_isr_committed(before, now_ms)
+
+    def handle_partition_change(self, registration: PartitionRegistration, now_ms: int) -> bool:
+        """Apply the partition's latest metadata (a PartitionChange or Partition record).
+
+        Returns:
+            False if this broker no longer leads the partition: the leader has resigned and
+            the shell must replace it (with a `PartitionFollower`, or nothing).
+        """
+        if self._resigned:
+            return False
+        if registration.leader != self._local_id:
+            self.resign(now_ms)
+            return False
+        if registration.leader_epoch < self._leader_epoch:
+            return True  # stale metadata
+        if registration.leader_epoch > self._leader_epoch:
+            before = self._state
+            self._become_leader(registration, now_ms, is_new_leader=False)
+            self._on_isr_committed(before, now_ms)
+            return True
+        if registration.partition_epoch <= self._partition_epoch:
+            return True
+        # The controller committed a change for this epoch: adopt it, pending or not (KIP-497).
+        before = self._state
+        self._partition_epoch = registration.partition_epoch
+        self._state = CommittedPartitionState(
+            isr=frozenset(registration.isr),
+            leader_recovery_state=registration.leader_recovery_state,
+        )
+        self._set_replicas(registration.replicas, now_ms)
+        if self._alter_send is not None:
+            self._alter_send = None  # not sent yet, and moot now
+        self._logger.info(
+            "isr_committed_by_metadata",
+            isr=sorted(self._state.isr),
+            partition_epoch=self._partition_epoch,
+        )
+        self._on_isr_committed(before, now_ms)
+        return True
+
+    def update_brokers(self, brokers: Mapping[int, BrokerStatus], now_ms: int) -> None:
+        """Broker registrations changed (fencing, controlled shutdown, a new broker epoch)."""
+        self._brokers = dict(brokers)
+        if self._resigned:
+            return
+        if self._maybe_increment_high_watermark(now_ms):
+            self._try_complete_delayed()
+
+    def resign(self, now_ms: int) -> None:
+        """Stop leading: every waiting produce fails with NOT_LEADER_OR_FOLLOWER."""
+        if self._resigned:
+            return
+        assert self._appending is None
+        self._resigned = True
+        self._alter_send = None
+        self._completions.extend(
+            self._purgatory.fail_all(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                message="the leader changed",
+                log_start_offset=self._log.log_start_offset,
+            )
+        )
+        self._logger.info("resigned", leader_epoch=self._leader_epoch)
+
+    # --- time ---------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Let time pass: expire produces, retry an AlterPartition, shrink the ISR, and let the
+        HW pass a follower outside the ISR that is no longer caught up."""
+        if self._resigned:
+            return
+        self._expire_delayed(now_ms)
+        state = self._state
+        if (
+            not isinstance(state, CommittedPartitionState)
+            and state.retry_at_ms is not None
+            and state.retry_at_ms <= now_ms
+        ):
+            self._send_pending(state)
+        self._maybe_shrink_isr(now_ms)
+        # NB: expansion is decided on fetches only, as in Kafka (followers fetch continuously).
+        if self._maybe_increment_high_watermark(now_ms):
+            self._try_complete_delayed()
+
+    def next_deadline_ms(self, now_ms: int) -> int | None:
+        """When `tick` next has work: a produce deadline, an AlterPartition retry, or a
+        follower's caught-up window ending (None: nothing scheduled)."""
+        if self._resigned:
+            return None
+        times: list[int] = []
+        deadline = self._purgatory.next_deadline_ms()
+        if deadline is not None:
+            times.append(deadline)
+        state = self._state
+        if not isinstance(state, CommittedPartitionState) and state.retry_at_ms is not None:
+            times.append(state.retry_at_ms)
+        leo = self._log.log_end_offset
+        for follower in self._followers.values():
+            if follower.log_end_offset != leo and follower.last_caught_up_time_ms != NEVER_MS:
+                end = follower.last_caught_up_time_ms + self._config.replica_lag_time_ms_max + 1
+                if end > now_ms:
+                    times.append(end)
+        return min(times, default=None)
+
+    # --- ready / advance ----------------------------------------------------------------------
+
+    def has_ready(self) -> bool:
+        return bool(
+            self._completions
+            or self._alter_send is not None
+            or self._assign_epoch_start is not None
+            or self._high_watermark != self._published_high_watermark
+        )
+
+    def ready(self) -> LeaderReady:
+        """What the shell must apply, publish and send now (see `LeaderReady`)."""
+        return LeaderReady(
+            assign_epoch_start=self._assign_epoch_start,
+            high_watermark=self._high_watermark,
+            produce_completions=tuple(self._completions),
+            alter_partition=self._alter_send,
+        )
+
+    def advance(self, ready: LeaderReady) -> None:
+        """The shell applied ``ready``."""
+        del self._completions[: len(ready.produce_completions)]
+        if self._alter_send is ready.alter_partition:
+            self._alter_send = None
+        if self._assign_epoch_start == ready.assign_epoch_start:
+            self._assign_epoch_start = None
+        self._published_high_watermark = ready.high_watermark
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _become_leader(
+        self, registration: PartitionRegistration, now_ms: int, *, is_new_leader: bool
+    ) -> None:
+        self._leader_epoch = registration.leader_epoch
+        self._partition_epoch = registration.partition_epoch
+        self._state = CommittedPartitionState(
+            isr=frozenset(registration.isr),
+            leader_recovery_state=registration.leader_recovery_state,
+        )
+        self._alter_send = None
+        leo = self._log.log_end_offset
+        # KIP-101: this epoch starts at our LEO; followers ask where it (and older ones) ended.
+        self._epoch_start_offset = leo
+        if self._log.leader_epoch_cache.latest_epoch != self._leader_epoch:
+            self._assign_epoch_start = (self._leader_epoch, leo)
+        self._replicas = ()
+        self._set_replicas(registration.replicas, now_ms, reset=True, is_new_leader=is_new_leader)
+        self._logger = self._base_logger.bind(role="leader", leader_epoch=self._leader_epoch)
+        self._logger.info(
+            "became_leader",
+            log_end_offset=leo,
+            high_watermark=self._high_watermark,
+            isr=sorted(self._state.isr),
+            partition_epoch=self._partition_epoch,
+        )
+        self._maybe_increment_high_watermark(now_ms)
+
+    def _set_replicas(
+        self,
+        replicas: tuple[int, ...],
+        now_ms: int,
+        *,
+        reset: bool = False,
+        is_new_leader: bool = False,
+    ) -> None:
+        leo = self._log.log_end_offset
+        isr = self._state.isr
+        followers: dict[int, ReplicaState] = {}
+        for replica_id in replicas:
+            if replica_id == self._local_id:
+                continue
+            state = self._followers.get(replica_id)
+            if state is None or reset:
+                state = (state or ReplicaState()).reset(
+                    now_ms=now_ms,
+                    leader_log_end_offset=leo,
+                    is_new_leader=is_new_leader or state is None,
+                    in_sync=replica_id in isr,
+                )
+            followers[replica_id] = state
+        self._followers = followers
+        self._replicas = tuple(replicas)
+
+    def _is_isr_eligible(self, replica_id: int) -> bool:
+        """KIP-841 (Kafka's ``isReplicaIsrEligible``): unfenced, not in controlled shutdown,
+        and fetching with the broker epoch the metadata has."""
+        status = self._brokers.get(replica_id)
+        if status is None or status.fenced or status.in_controlled_shutdown:
+            return False
+        follower = self._followers.get(replica_id)
+        stored = None if follower is None else follower.broker_epoch
+        return stored is not None and (stored == -1 or stored == status.broker_epoch)
+
+    def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        candidate = high_watermark_candidate(
+            leader_log_end_offset=self._log.log_end_offset,
+            followers=self._followers,
+            maximal_isr=self._state.maximal_isr,
+            isr_size=len(self._state.isr),
+            min_isr=self.min_isr,
+            now_ms=now_ms,
+            replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
+            is_isr_eligible=self._is_isr_eligible,
+        )
+        if candidate is None or candidate <= self._high_watermark:
+            return False
+        assert candidate <= self._log.log_end_offset
+        self._logger.debug("high_watermark_advanced", old=self._high_watermark, new=candidate)
+        self._high_watermark = candidate
+        return True
+
+    def _try_complete_delayed(self) -> None:
+        log_start = self._log.log_start_offset
+        self._completions.extend(
+            self._purgatory.complete_reached(
+                self._high_watermark,
+                enough_replicas=len(self._state.maximal_isr) >= self.min_isr,
+                log_start_offset=log_start,
+            )
+        )
+        if self.is_under_min_isr and len(self._purgatory):
+            self._completions.extend(
+                self._purgatory.fail_all(
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    message=f"the ISR shrank below min.insync.replicas={self.min_isr}",
+                    log_start_offset=log_start,
+                )
+            )
+
+    def _expire_delayed(self, now_ms: int) -> None:
+        self._completions.extend(
+            self._purgatory.expire(now_ms, log_start_offset=self._log.log_start_offset)
+        )
+
+    def _answer(
+        self, request_id: int, error: ErrorCode, message: str = "", *, base_offset: int = -1
+    ) -> None:
+        self._completions.append(
+            ProduceCompletion(
+                request_id=request_id,
+                error_code=error,
+                error_message=message,
+                base_offset=base_offset,
+                log_start_offset=self._log.log_start_offset,
+            )
+        )
+
+    def _on_isr_committed(self, before: PartitionState, now_ms: int) -> None:
+        if before.isr != self._state.isr:
+            self._logger.info("isr_changed", old=sorted(before.isr), new=sorted(self._state.isr))
+        self._maybe_increment_high_watermark(now_ms)
+        self._try_complete_delayed()
+
+    def _maybe_shrink_isr(self, now_ms: int) -> None:
+        state = self._state
+        if not isinstance(state, CommittedPartitionState):
+            return  # at most one AlterPartition in flight (KIP-497)
+        out_of_sync = out_of_sync_replicas(
+            isr=state.isr,
+            leader_id=self._local_id,
+            followers=self._followers,
+            leader_log_end_offset=self._log.log_end_offset,
+            now_ms=now_ms,
+            replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
+        )
+        if not out_of_sync:
+            return
+        new_isr = state.isr - out_of_sync
+        data = self._alter_partition_data(new_isr, state.leader_recovery_state)
+        self._state = PendingShrinkIsr(
+            out_of_sync_replica_ids=out_of_sync,
+            sent=data,
+            alter_id=self._take_alter_id(),
+            last_committed=state,
+        )
+        self._logger.info(
+            "isr_shrink_requested", out_of_sync=sorted(out_of_sync), isr=sorted(new_isr)
+        )
+        self._send_pending(self._state)
+
+    def _maybe_expand_isr(self, replica_id: int) -> None:
+        state = self._state
+        if not isinstance(state, CommittedPartitionState) or replica_id in state.isr:
+            return
+        follower = self._followers[replica_id]
+        # Kafka's isFollowerInSync: at or past the HW and past this epoch's start.
+        if follower.log_end_offset < max(self._high_watermark, self._epoch_start_offset):
+            return
+        if not self._is_isr_eligible(replica_id):
+            return
+        new_isr = state.isr | {replica_id}
+        # Kafka's prepareIsrExpand always proposes RECOVERED (KIP-704).
+        data = self._alter_partition_data(new_isr, LeaderRecoveryState.RECOVERED)
+        self._state = PendingExpandIsr(
+            new_in_sync_replica_id=replica_id,
+            sent=data,
+            alter_id=self._take_alter_id(),
+            last_committed=state,
+        )
+        self._logger.info("isr_expand_requested", replica_id=replica_id, isr=sorted(new_isr))
+        self._send_pending(self._state)
+
+    def _send_pending(self, state: PartitionState) -> None:
+        match state:
+            case CommittedPartitionState():
+                return
+            case PendingExpandIsr() | PendingShrinkIsr():
+                if state.retry_at_ms is not None:
+                    state = with_new_attempt(state, self._take_alter_id())
+                    self._state = state
+                self._alter_send = AlterPartitionSend(
+                    alter_id=state.alter_id, topic_partition=self._tp, data=state.sent
+                )
+            case _:
+                assert_never(state)
+
+    def _take_alter_id(self) -> int:
+        alter_id = self._next_alter_id
+        self._next_alter_id += 1
+        return alter_id
+
+    def _alter_partition_data(
+        self, new_isr: frozenset[int], recovery: LeaderRecoveryState
+    ) -> AlterPartitionData:
+        followers = self._followers
+        return build_alter_partition_data(
+            partition=self._tp.partition,
+            leader_id=self._local_id,
+            leader_broker_epoch=self._local_broker_epoch,
+            leader_epoch=self._leader_epoch,
+            partition_epoch=self._partition_epoch,
+            new_isr=new_isr,
+            follower_broker_epochs={r: f.broker_epoch for r, f in followers.items()},
+            leader_recovery_state=recovery,
+        )
+
+
+__all__ = ["LeaderReady", "PartitionLeader"]

@@ -1,0 +1,377 @@
+"""Idempotent-producer state of one partition (KIP-98): Kafka's ``ProducerStateManager``.
+
+Theory of operation
+-------------------
+An idempotent producer stamps each batch with its producer id, producer epoch and the
+sequence number of its first record (``base_sequence``); sequences count records per
+partition and wrap from 2**31 - 1 to 0. For each producer id the partition keeps its epoch and
+the metadata of its last `MAX_CACHED_BATCHES` (5) batches: first and last sequence, first and
+last offset, max timestamp. The leader checks every produced batch against it (`check`):
+
+- an epoch older than the producer's: INVALID_PRODUCER_EPOCH (Kafka answers this, not
+  PRODUCER_FENCED, to idempotent producers since 2.7);
+- same first and last sequence as a cached batch of the same epoch: a *duplicate* (a retry
+  whose first attempt landed): not appended again, answered with the original offsets;
+- otherwise the first sequence must follow the last cached one (``last + 1``, or 0 after
+  2**31 - 1), else OUT_OF_ORDER_SEQUENCE_NUMBER; a newer epoch must start at sequence 0;
+- a producer id with no state at all may start at any sequence (Kafka since KIP-360: its
+  state may have been removed by retention or expiry).
+
+`update` folds in each appended batch, on the leader after its append and on followers as
+they replicate, so a new leader already knows every producer (the state survives failover).
+
+Durability. The state is a fold of the log's batch headers, so it is rebuilt from the log
+(`load_from_batches`); `snapshot` bytes bound the replay. The shell persists a snapshot named
+by `map_end_offset` now and then and, on restart, loads the latest one at or below the log end
+offset and replays the batch headers after it (Kafka's ``loadProducerState``). When the log
+is truncated, `truncate_to` drops what the removed batches added; it returns False when the
+remaining state cannot be exact (a producer's older history was evicted from the 5-batch
+window or cleared by an epoch bump), and the shell then rebuilds it with `reload` from a
+snapshot at or below the truncation point, as Kafka's ``truncateAndReload`` always does.
+
+Pure: no I/O, no clock (timestamps are the batches' own).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import final
+
+import google_crc32c
+
+from storage.errors import ErrorCode, KafkaStorageError
+from storage.records import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
+
+MAX_CACHED_BATCHES = 5
+"""Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN`` (the producer's max in-flight)."""
+MAX_SEQUENCE = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchMetadata:
+    """One appended batch of a producer (Kafka's ``BatchMetadata``)."""
+
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    last_offset: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerStateEntry:
+    """A producer's state: its epoch and its last batches (oldest first, all of this epoch)."""
+
+    producer_id: int
+    producer_epoch: int
+    batches: tuple[BatchMetadata, ...]
+    has_earlier_history: bool = False
+    """True if the producer appended batches before the first cached one (evicted from the
+    window, or of an older epoch): a truncation removing every cached batch cannot restore
+    what came before."""
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence if self.batches else NO_SEQUENCE
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        """Kafka's ``ProducerStateEntry.findDuplicateBatch``."""
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        first, last = header.base_sequence, header.last_sequence
+        for batch in self.batches:
+            if batch.first_sequence == first and batch.last_sequence == last:
+                return batch
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceAccepted:
+    """Append the batch."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceDuplicate:
+    """Do not append: answer with the offsets of the batch already in the log."""
+
+    batch: BatchMetadata
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceRejected:
+    error_code: ErrorCode
+    message: str
+
+
+ProducerCheck = SequenceAccepted | SequenceDuplicate | SequenceRejected
+ACCEPTED = SequenceAccepted()
+
+
+def in_sequence(last_sequence: int, next_sequence: int) -> bool:
+    """Kafka's ``ProducerAppendInfo.inSequence``: ``next`` follows ``last``, wrapping at 2**31-1."""
+    return next_sequence == last_sequence + 1 or (
+        next_sequence == 0 and last_sequence == MAX_SEQUENCE
+    )
+
+
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEAD = struct.Struct(">HIqi")  # version, crc32c of the rest, map end offset, count
+_ENTRY = struct.Struct(">qh?B")  # producer id, epoch, has earlier history, batch count
+_BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, timestamp
+
+
+@final
+class ProducerStateManager:
+    """Producer id -> `ProducerStateEntry` for one partition. Not thread-safe.
+
+    Invariant: every entry holds 1..5 batches of its epoch, in offset order, except entries
+    restored from a snapshot, which hold what the snapshot held.
+    """
+
+    def __init__(
+        self, entries: Iterable[ProducerStateEntry] = (), *, map_end_offset: int = 0
+    ) -> None:
+        self._entries: dict[int, ProducerStateEntry] = {e.producer_id: e for e in entries}
+        self._map_end_offset = map_end_offset
+
+    # --- queries --------------------------------------------------------------------------
+
+    @property
+    def map_end_offset(self) -> int:
+        """The offset after the last batch folded in: a snapshot taken now covers the log
+        below it (Kafka's ``mapEndOffset``, the snapshot's file name)."""
+        return self._map_end_offset
+
+    @property
+    def entries(self) -> Mapping[int, ProducerStateEntry]:
+        return dict(self._entries)
+
+    def entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._entries.get(producer_id)
+
+    def check(self, header: BatchHeader) -> ProducerCheck:
+        """Validate a client's batch before the leader appends it (see the module docstring).
+        Batches without a producer id, and control batches, are always accepted."""
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID or header.is_control:
+            return ACCEPTED
+        if header.base_sequence < 0 or header.producer_epoch < 0:
+            return SequenceRejected(
+                error_code=ErrorCode.INVALID_RECORD,
+                message=f"producer {producer_id}: an idempotent batch needs a sequence and epoch",
+            )
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            return ACCEPTED  # KIP-360: no state left for this producer; any sequence starts it
+        epoch = header.producer_epoch
+        if epoch < entry.producer_epoch:
+            return SequenceRejected(
+                error_code=ErrorCode.INVALID_PRODUCER_EPOCH,
+                message=f"producer {producer_id} epoch {epoch} is older than "
+                f"{entry.producer_epoch}",
+            )
+        duplicate = entry.find_duplicate(header)
+        if duplicate is not None:
+            return SequenceDuplicate(batch=duplicate)
+        first = header.base_sequence
+        if epoch > entry.producer_epoch:
+            if first != 0:  # an epoch bump restarts the sequences at 0
+                return SequenceRejected(
+                    error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    message=f"producer {producer_id}: new epoch {epoch} must start at sequence "
+                    f"0, not {first}",
+                )
+            return ACCEPTED
+        if not in_sequence(entry.last_sequence, first):
+            return SequenceRejected(
+                error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                message=f"producer {producer_id}: sequence {first} does not follow "
+                f"{entry.last_sequence}",
+            )
+        return ACCEPTED
+
+    # --- changes ----------------------------------------------------------------------------
+
+    def update(self, header: BatchHeader, base_offset: int) -> None:
+        """Fold in a batch appended at ``base_offset`` (leader: after its append; follower and
+        replay: ``header.base_offset``). Does not validate: the leader checked it, and a
+        follower takes what its leader wrote (Kafka's ``AppendOrigin.REPLICATION``)."""
+        last_offset = base_offset + header.last_offset_delta
+        self._map_end_offset = max(self._map_end_offset, last_offset + 1)
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID or header.is_control or header.base_sequence < 0:
+            return
+        batch = BatchMetadata(
+            first_sequence=header.base_sequence,
+            last_sequence=header.last_sequence,
+            first_offset=base_offset,
+            last_offset=last_offset,
+            timestamp_ms=header.max_timestamp_ms,
+        )
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            self._entries[producer_id] = ProducerStateEntry(
+                producer_id=producer_id, producer_epoch=header.producer_epoch, batches=(batch,)
+            )
+        elif header.producer_epoch != entry.producer_epoch:
+            # Kafka's maybeUpdateProducerEpoch: a new epoch forgets the old epoch's batches.
+            self._entries[producer_id] = ProducerStateEntry(
+                producer_id=producer_id,
+                producer_epoch=header.producer_epoch,
+                batches=(batch,),
+                has_earlier_history=True,
+            )
+        else:
+            batches = (*entry.batches, batch)
+            evicted = len(batches) > MAX_CACHED_BATCHES
+            self._entries[producer_id] = replace(
+                entry,
+                batches=batches[-MAX_CACHED_BATCHES:],
+                has_earlier_history=entry.has_earlier_history or evicted,
+            )
+
+    def load_from_batches(self, headers: Iterable[BatchHeader]) -> None:
+        """Replay batch headers read from the log (in offset order), e.g. after a snapshot."""
+        for header in headers:
+            self.update(header, header.base_offset)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Forget what the batches at or after ``offset`` added (the log was truncated there).
+
+        Returns:
+            True if the state is now exactly the fold of the remaining log; False if it may
+            not be (then `reload` it). NB: the dedup window may hold fewer than 5 batches even
+            when True: evicted batches do not come back.
+        """
+        exact = True
+        self._map_end_offset = min(self._map_end_offset, offset)
+        for producer_id, entry in list(self._entries.items()):
+            keep = tuple(b for b in entry.batches if b.last_offset < offset)
+            if len(keep) == len(entry.batches):
+                continue
+            if keep:
+                self._entries[producer_id] = replace(entry, batches=keep)
+            else:
+                del self._entries[producer_id]
+                exact = exact and not entry.has_earlier_history
+        return exact
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The log was emptied and restarts at ``offset``: no producer state is left."""
+        self._entries.clear()
+        self._map_end_offset = offset
+
+    def reload(
+        self, snapshot: bytes | None, headers: Iterable[BatchHeader], *, start_offset: int = 0
+    ) -> None:
+        """Replace the state with ``snapshot``'s (or nothing, at ``start_offset``) plus the
+        replay of ``headers`` (the log's batches from the snapshot's `map_end_offset`).
+
+        Raises:
+            KafkaStorageError: the snapshot is corrupt (delete it and reload without it).
+        """
+        base = (
+            ProducerStateManager(map_end_offset=start_offset)
+            if snapshot is None
+            else ProducerStateManager.from_snapshot(snapshot)
+        )
+        self._entries = base._entries
+        self._map_end_offset = base._map_end_offset
+        self.load_from_batches(headers)
+
+    # --- snapshots ----------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The state as bytes, covering the log below `map_end_offset` (CRC-32C protected)."""
+        parts: list[bytes] = []
+        for producer_id in sorted(self._entries):
+            entry = self._entries[producer_id]
+            parts.append(
+                _ENTRY.pack(
+                    producer_id,
+                    entry.producer_epoch,
+                    entry.has_earlier_history,
+                    len(entry.batches),
+                )
+            )
+            for b in entry.batches:
+                parts.append(
+                    _BATCH.pack(
+                        b.first_sequence,
+                        b.last_sequence,
+                        b.first_offset,
+                        b.last_offset,
+                        b.timestamp_ms,
+                    )
+                )
+        body = struct.pack(">qi", self._map_end_offset, len(self._entries)) + b"".join(parts)
+        crc = google_crc32c.value(body)
+        return struct.pack(">HI", _SNAPSHOT_VERSION, crc) + body
+
+    @classmethod
+    def from_snapshot(cls, data: bytes) -> ProducerStateManager:
+        """Load `snapshot` bytes.
+
+        Raises:
+            KafkaStorageError: the snapshot is truncated, of an unknown version, or fails its
+                CRC.
+        """
+        try:
+            version, crc, map_end_offset, count = _SNAPSHOT_HEAD.unpack_from(data, 0)
+            if version != _SNAPSHOT_VERSION:
+                raise KafkaStorageError(f"unknown producer snapshot version {version}")
+            if google_crc32c.value(bytes(data[6:])) != crc:
+                raise KafkaStorageError("producer snapshot fails its CRC")
+            pos = _SNAPSHOT_HEAD.size
+            entries: list[ProducerStateEntry] = []
+            for _ in range(count):
+                producer_id, epoch, earlier, n = _ENTRY.unpack_from(data, pos)
+                pos += _ENTRY.size
+                batches = []
+                for _b in range(n):
+                    first_seq, last_seq, first, last, ts = _BATCH.unpack_from(data, pos)
+                    pos += _BATCH.size
+                    batches.append(
+                        BatchMetadata(
+                            first_sequence=first_seq,
+                            last_sequence=last_seq,
+                            first_offset=first,
+                            last_offset=last,
+                            timestamp_ms=ts,
+                        )
+                    )
+                entries.append(
+                    ProducerStateEntry(
+                        producer_id=producer_id,
+                        producer_epoch=epoch,
+                        batches=tuple(batches),
+                        has_earlier_history=earlier,
+                    )
+                )
+        except struct.error as e:
+            raise KafkaStorageError(f"truncated producer snapshot: {e}") from e
+        if pos != len(data):
+            raise KafkaStorageError("trailing bytes after the producer snapshot")
+        return cls(entries, map_end_offset=map_end_offset)
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerStateManager(producers={len(self._entries)}, "
+            f"map_end_offset={self._map_end_offset})"
+        )
+
+
+__all__ = [
+    "MAX_CACHED_BATCHES",
+    "MAX_SEQUENCE",
+    "BatchMetadata",
+    "ProducerCheck",
+    "ProducerStateEntry",
+    "ProducerStateManager",
+    "SequenceAccepted",
+    "SequenceDuplicate",
+    "SequenceRejected",
+    "in_sequence",
+]
