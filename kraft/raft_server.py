@@ -3,21 +3,23 @@
 The loop, one Ready at a time (the order is the `Ready` contract)::
 
     rd = node.ready()
+    send(rd.early_messages)          # a leader's fetch responses need not wait (§10.2.1)
     storage.persist(rd)              # hard state, truncation, batches, snapshot chunks; fsync
     send(rd.messages)                # only now: responses resolve parked RPCs, requests go out
     apply(rd.committed)              # state machine callback, then resolve proposals
     node.advance(rd)
 
-Everything runs on one event loop thread, and persisting is synchronous, so no input can
-interleave between ``ready()`` and ``advance()``: a message stepped in meanwhile waits for
-the next turn. Group commit falls out of this: proposals that arrive while an fsync runs are
-batched by the leader's linger into the next Ready and share its fsync.
+Everything runs on one event-loop thread. A Ready's own work is synchronous but for one
+yield, after a leader's early fetch responses, so the stream writers put them on the wire
+before the fsync blocks the loop; inputs stepped in meanwhile are allowed by the core while a
+Ready is out, and wait for the next one. Group commit falls out of this: proposals that arrive
+during an fsync are batched into the next Ready and share its fsync.
 
-Transport: each Raft request is one unary gRPC call on a channel per peer. An inbound request
-is stepped into the node and its handler waits for the node's response message with the same
-(source, correlation id); a long-poll Fetch simply waits longer (the node parks it up to
-``controller.quorum.fetch.max.wait.ms``). A lost call is never retried here: the core's own
-timeouts do that.
+Transport: one long-lived gRPC stream per peer carries our requests, and the peer answers on
+it (`_Link`); a peer's requests arrive on its stream to us and are answered there (`_Route`).
+The unary RPCs of raft.proto are served too (for tools): an inbound request is stepped into
+the node and its handler waits for the node's response with the same (source, correlation
+id). A lost message is never retried here: the core's own timeouts do that.
 """
 
 from __future__ import annotations
@@ -464,7 +466,7 @@ class RaftServer:
                 if now >= node.next_deadline_ms():
                     node.tick(now)
                 while node.has_ready():
-                    self._handle_ready()
+                    await self._handle_ready()
                     await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self._notify_leader_change()
                 self._maybe_snapshot()
@@ -479,12 +481,16 @@ class RaftServer:
             self._log.exception("raft_loop_crashed")
             raise
 
-    def _handle_ready(self) -> None:
+    async def _handle_ready(self) -> None:
         node = self.node
         storage = self.storage
         rd = node.ready()
         for msg in rd.early_messages:
             self._send(msg)
+        if rd.early_messages and rd.must_sync:
+            # Let the stream writers hand them to gRPC (whose threads send them) before the
+            # fsync below blocks this loop: the followers then work while we sync.
+            await asyncio.sleep(0)
         storage.persist(rd)
         for msg in rd.messages:
             self._send(msg)
