@@ -18,8 +18,14 @@ cluster's data directory (a temporary one, deleted on exit, unless ``data_dir`` 
 are free ones unless ``base_port`` is given (controller i then listens on ``base_port + i - 1``).
 Processes never outlive the context manager nor the Python process that started them.
 
-Brokers arrive in a later issue: ``brokers`` must be 0 for now, and ``bootstrap`` (the
-brokers' addresses) is empty.
+With ``brokers=N``, broker ``i`` (ids ``BROKER_ID_BASE + 1`` ...: Raft node ids share one space
+with the controllers) is a ``python -m kraft.cli broker --config FILE`` process with its log in
+``broker-<id>.log``; ``bootstrap`` lists the brokers' addresses, for the clients::
+
+    with LocalCluster(controllers=1, brokers=3) as cluster:
+        cluster.wait_until_healthy()          # a controller is active, every broker unfenced
+        with Producer(cluster.bootstrap) as producer: ...
+        cluster.kill_broker(101)
 """
 
 from __future__ import annotations
@@ -31,26 +37,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
-from kraft.config import ControllerNodeConfig, write_properties
+from kraft.config import ControllerNodeConfig, format_voters, write_properties
 from kraft.controller.client import ControllerClient
 from kraft.process import ManagedProcess, free_ports, wait_for
+
+BROKER_ID_BASE = 100
+"""Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
 
 _RECENT_FETCH_MS = 2000
 """A voter that fetched within this long counts as following the leader."""
 
 
 class LocalCluster:
-    """Controller (and, later, broker) processes on loopback.
+    """Controller and broker processes on loopback.
 
     Args:
         controllers: voters of the metadata quorum (1, 3 or 5 make sense).
-        brokers: broker processes; must be 0 until brokers exist.
+        brokers: broker processes (ids 101, 102, ...).
         data_dir: where data, configs and logs go (default: a temporary directory, removed
             on exit).
         base_port: first controller port (default: free ports).
         controller_config: extra properties for every controller, Kafka keys, e.g.
             ``{"metadata.log.max.record.bytes.between.snapshots": "4096"}``.
-        log_level: the controllers' log level (their logs are files; info by default).
+        broker_config: extra properties for every broker, Kafka keys, e.g.
+            ``{"replica.lag.time.max.ms": "5000"}``.
+        log_level: the nodes' log level (their logs are files; info by default).
     """
 
     def __init__(
@@ -61,30 +72,40 @@ class LocalCluster:
         base_port: int | None = None,
         controller_config: Mapping[str, str] | None = None,
         *,
+        broker_config: Mapping[str, str] | None = None,
         log_level: str = "info",
     ) -> None:
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
-        if brokers != 0:
-            raise NotImplementedError("brokers are not implemented yet; use brokers=0")
+        if brokers < 0:
+            raise ValueError("brokers must be >= 0")
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
         ports = (
-            free_ports(controllers)
+            free_ports(controllers + brokers)
             if base_port is None
-            else [base_port + i for i in range(controllers)]
+            else [base_port + i for i in range(controllers + brokers)]
         )
         self.controller_ids = list(range(1, controllers + 1))
         self.controller_addresses = {
             node_id: f"127.0.0.1:{port}"
-            for node_id, port in zip(self.controller_ids, ports, strict=True)
+            for node_id, port in zip(self.controller_ids, ports[:controllers], strict=True)
         }
+        self.broker_ids = [BROKER_ID_BASE + i for i in range(1, brokers + 1)]
+        self.broker_addresses = {
+            broker_id: f"127.0.0.1:{port}"
+            for broker_id, port in zip(self.broker_ids, ports[controllers:], strict=True)
+        }
+        self._broker_extra = dict(broker_config or {})
+        self._brokers: dict[int, ManagedProcess] = {}
         self.log_level = log_level
         self._extra = dict(controller_config or {})
         self._controllers: dict[int, ManagedProcess] = {}
         self._client: ControllerClient | None = None
         for node_id in self.controller_ids:
             self._controllers[node_id] = self._controller_process(node_id)
+        for broker_id in self.broker_ids:
+            self._brokers[broker_id] = self._broker_process(broker_id)
 
     # -- addresses -----------------------------------------------------------------------------
 
@@ -95,14 +116,20 @@ class LocalCluster:
 
     @property
     def bootstrap(self) -> str:
-        """``host:port,...`` of the brokers (empty until brokers exist)."""
-        return ""
+        """``host:port,...`` of the brokers (empty without brokers)."""
+        return ",".join(self.broker_addresses[i] for i in self.broker_ids)
 
     def controller_log(self, node_id: int) -> Path:
         return self.data_dir / "logs" / f"controller-{node_id}.log"
 
     def controller_data_dir(self, node_id: int) -> Path:
         return self.data_dir / f"controller-{node_id}"
+
+    def broker_log(self, broker_id: int) -> Path:
+        return self.data_dir / "logs" / f"broker-{broker_id}.log"
+
+    def broker_data_dir(self, broker_id: int) -> Path:
+        return self.data_dir / f"broker-{broker_id}"
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -118,16 +145,19 @@ class LocalCluster:
         self.close()
 
     def start(self) -> None:
-        """Start every controller process (they elect a leader among themselves)."""
+        """Start every controller process (they elect a leader among themselves), then every
+        broker (they register once a controller is active)."""
         for node_id in self.controller_ids:
             self.start_controller(node_id)
+        for broker_id in self.broker_ids:
+            self.start_broker(broker_id)
 
     def close(self) -> None:
         """Kill every process (SIGKILL: a test wants it fast) and remove a temporary dir."""
         if self._client is not None:
             self._client.close()
             self._client = None
-        for process in self._controllers.values():
+        for process in [*self._brokers.values(), *self._controllers.values()]:
             process.kill()
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -143,7 +173,8 @@ class LocalCluster:
 
     def wait_until_healthy(self, timeout: float = 30) -> None:
         """Wait until a controller is active (elected and caught up: it answers
-        DescribeQuorum) and every running voter fetches from it.
+        DescribeQuorum), every running voter fetches from it, and every running broker is
+        registered and unfenced.
 
         Raises:
             TimeoutError: not healthy within ``timeout`` seconds (the message names the logs).
@@ -156,10 +187,21 @@ class LocalCluster:
             fetching = {
                 v.replica_id for v in quorum.voters if v.last_fetch_timestamp_ms >= recent_ms
             }
-            return running <= fetching
+            if not running <= fetching:
+                return False
+            brokers = {b for b, p in self._brokers.items() if p.is_running()}
+            if not brokers:
+                return True
+            registered = self.controller_client().describe_cluster(timeout=2).brokers
+            unfenced = {b.broker_id for b in registered if not b.fenced}
+            return brokers <= unfenced
 
         try:
-            wait_for(healthy, timeout, "an active controller followed by every running voter")
+            wait_for(
+                healthy,
+                timeout,
+                "an active controller followed by every running voter, brokers unfenced",
+            )
         except TimeoutError as e:
             raise TimeoutError(f"{e}; logs: {self.data_dir / 'logs'}") from None
 
@@ -172,7 +214,8 @@ class LocalCluster:
 
     def pids(self) -> list[int]:
         """The process ids of every running node (controllers, then brokers)."""
-        return [p.pid for p in self._controllers.values() if p.is_running() and p.pid]
+        nodes = [*self._controllers.values(), *self._brokers.values()]
+        return [p.pid for p in nodes if p.is_running() and p.pid]
 
     def start_controller(self, node_id: int) -> None:
         self._controllers[node_id].start()
@@ -191,6 +234,27 @@ class LocalCluster:
 
     def resume_controller(self, node_id: int) -> None:
         self._controllers[node_id].resume()
+
+    def broker(self, broker_id: int) -> ManagedProcess:
+        return self._brokers[broker_id]
+
+    def start_broker(self, broker_id: int) -> None:
+        self._brokers[broker_id].start()
+
+    def stop_broker(self, broker_id: int, timeout: float = 40.0) -> int | None:
+        """SIGTERM (a controlled shutdown: leadership moves first); returns the exit code."""
+        return self._brokers[broker_id].stop(timeout=timeout)
+
+    def kill_broker(self, broker_id: int) -> None:
+        """SIGKILL: no controlled shutdown; the controller fences it after its session."""
+        self._brokers[broker_id].kill()
+
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: alive but silent."""
+        self._brokers[broker_id].pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        self._brokers[broker_id].resume()
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -220,5 +284,32 @@ class LocalCluster:
             log_path=self.controller_log(node_id),
         )
 
+    def _broker_process(self, broker_id: int) -> ManagedProcess:
+        props = {
+            "process.roles": "broker",
+            "node.id": str(broker_id),
+            "controller.quorum.voters": format_voters(self.controller_addresses),
+            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}",
+            "log.dirs": str(self.broker_data_dir(broker_id)),
+            **self._broker_extra,
+        }
+        config_dir = self.data_dir / "config"
+        config_dir.mkdir(parents=True, exist_ok=True)
+        path = config_dir / f"broker-{broker_id}.properties"
+        write_properties(path, props)
+        return ManagedProcess(
+            name=f"broker-{broker_id}",
+            args=[
+                "-m",
+                "kraft.cli",
+                "--log-level",
+                self.log_level,
+                "broker",
+                "--config",
+                str(path),
+            ],
+            log_path=self.broker_log(broker_id),
+        )
 
-__all__ = ["LocalCluster"]
+
+__all__ = ["BROKER_ID_BASE", "LocalCluster"]

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kraft.cli import bench, controller, dump_log, quorum, sim
+from kraft.cli import bench, broker, controller, dump_log, quorum, sim
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="warning", help="debug, info, warning (default)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dump_log, bench, sim, controller, quorum):
+    for module in (dump_log, bench, sim, controller, broker, quorum):
         module.add_parser(sub)
     return parser
 

@@ -1,0 +1,139 @@
+"""A broker node's configuration: a Kafka-style properties file plus command-line flags.
+
+The one place that turns the broker's dotted Kafka keys into snake_case fields (STYLE §4)::
+
+    # broker-101.properties
+    process.roles=broker
+    node.id=101
+    controller.quorum.voters=1@127.0.0.1:9091
+    listeners=PLAINTEXT://127.0.0.1:9092
+    log.dirs=/var/lib/kraft/broker-101
+    broker.rack=rack-a
+    broker.heartbeat.interval.ms=500
+    replica.lag.time.max.ms=30000
+
+Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters``, ``listeners``
+(the first one is served and registered), ``log.dirs`` (the first directory), ``broker.rack``,
+``broker.heartbeat.interval.ms``, ``replica.fetch.wait.max.ms``, ``replica.fetch.max.bytes``,
+``replica.high.watermark.checkpoint.interval.ms``,
+``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
+cluster default; topic configs override it) and the ``controller.quorum.*`` Raft timeouts of
+the metadata observer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraft.config import format_voters, parse_voters
+from kraft.raft import RaftConfig
+from replication.core import ReplicationConfig
+from storage.errors import InvalidConfigError
+
+
+def _int(props: Mapping[str, str], key: str, default: int) -> int:
+    raw = props.get(key)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
+
+
+def _listener_address(spec: str) -> str:
+    first = spec.split(",")[0].strip()
+    return first.split("://", 1)[1] if "://" in first else first
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerNodeConfig:
+    """Everything one broker process needs (Kafka key in brackets)."""
+
+    node_id: int
+    """[node.id] must differ from every controller id (one Raft id space)."""
+    voters: Mapping[int, str]
+    """[controller.quorum.voters]"""
+    listen: str
+    """[listeners] host:port the Broker and Controller-forwarding services are served on."""
+    data_dir: Path
+    """[log.dirs] partition logs (``<topic>-<partition>/``) and the metadata observer's log."""
+    rack: str | None = None
+    """[broker.rack]"""
+    heartbeat_interval_ms: int = 500
+    """[broker.heartbeat.interval.ms]"""
+    replica_fetch_wait_max_ms: int = 500
+    """[replica.fetch.wait.max.ms] a follower's long-poll."""
+    replica_fetch_max_bytes: int = 1 << 20
+    """[replica.fetch.max.bytes]"""
+    high_watermark_checkpoint_interval_ms: int = 5_000
+    """[replica.high.watermark.checkpoint.interval.ms]"""
+    replication: ReplicationConfig = field(default_factory=ReplicationConfig)
+    """[replica.lag.time.max.ms, replica.fetch.backoff.ms, min.insync.replicas]"""
+    raft: RaftConfig = field(default_factory=RaftConfig)
+    """[controller.quorum.*] for the metadata observer."""
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerNodeConfig:
+        """Build the config from properties (a file's, with flags merged in).
+
+        Raises:
+            InvalidConfigError: a required key is missing or a value is malformed.
+        """
+        missing = [k for k in ("node.id", "controller.quorum.voters") if not props.get(k)]
+        data_dir = (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
+        if not data_dir:
+            missing.append("log.dirs")
+        listeners = props.get("listeners", "").strip()
+        if not listeners:
+            missing.append("listeners")
+        if missing:
+            raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
+        node_id = _int(props, "node.id", -1)
+        voters = parse_voters(props["controller.quorum.voters"])
+        if node_id in voters:
+            raise InvalidConfigError(
+                f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
+            )
+        rack = props.get("broker.rack", "").strip() or None
+        return cls(
+            node_id=node_id,
+            voters=voters,
+            listen=_listener_address(listeners),
+            data_dir=Path(data_dir),
+            rack=rack,
+            heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 500),
+            replica_fetch_wait_max_ms=_int(props, "replica.fetch.wait.max.ms", 500),
+            replica_fetch_max_bytes=_int(props, "replica.fetch.max.bytes", 1 << 20),
+            high_watermark_checkpoint_interval_ms=_int(
+                props, "replica.high.watermark.checkpoint.interval.ms", 5_000
+            ),
+            replication=ReplicationConfig.from_properties(props),
+            raft=RaftConfig.from_properties(props),
+        )
+
+    def to_properties(self) -> dict[str, str]:
+        """The config as properties (`from_properties` inverts it)."""
+        props = {
+            "process.roles": "broker",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": format_voters(self.voters),
+            "listeners": f"PLAINTEXT://{self.listen}",
+            "log.dirs": str(self.data_dir),
+            "broker.heartbeat.interval.ms": str(self.heartbeat_interval_ms),
+            "replica.fetch.wait.max.ms": str(self.replica_fetch_wait_max_ms),
+            "replica.fetch.max.bytes": str(self.replica_fetch_max_bytes),
+            "replica.high.watermark.checkpoint.interval.ms": str(
+                self.high_watermark_checkpoint_interval_ms
+            ),
+            **self.replication.to_properties(),
+            **self.raft.to_properties(),
+        }
+        if self.rack is not None:
+            props["broker.rack"] = self.rack
+        return props
+
+
+__all__ = ["BrokerNodeConfig"]

@@ -1,0 +1,430 @@
+"""`PartitionReplica`: one partition's replica on this broker: its log and its core.
+
+Theory of operation
+-------------------
+The replica owns the partition's `SegmentedLog` (``<data dir>/<topic>-<partition>/``), its
+`ProducerStateManager` (rebuilt from the log's batch headers when the replica opens), and at
+most one core: a `PartitionLeader` while metadata names this broker the leader, a
+`PartitionFollower` otherwise. It is the loop of ``replication.core``'s docstring and nothing
+more: every input is fed to the core, then every Ready is applied in its documented order
+(`drain`). Everything runs on the broker's one event loop; nothing here blocks but the log's
+own (page cache) reads and writes.
+
+A follower runs one fetch loop: the core's fetch goes to ``fetch_from_leader`` (the broker
+batches it with the other partitions led by the same broker into one long-poll
+``Broker.Fetch`` carrying its replica id and broker epoch, see `replication.broker.fetcher`);
+the leader's answer goes back through the core. A leader parks
+produce futures until their `ProduceCompletion` arrives and wakes parked fetches whenever its
+log end offset or high watermark moves (`changed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
+
+import structlog
+
+from kraft.controller.messages import AlterPartitionPartitionResult
+from kraft.metadata.image import PartitionRegistration
+from kraft.raft_server import clock_ms
+from kraft.types import TopicPartition
+from replication.core import (
+    AlterPartitionSend,
+    BrokerStatus,
+    DivergingEpoch,
+    FollowerFetch,
+    FollowerFetchRequest,
+    FollowerFetchResponse,
+    LeaderFetchAnswer,
+    PartitionFollower,
+    PartitionLeader,
+    PartitionProduce,
+    ProduceCompletion,
+    ProducerStateManager,
+    ReplicationConfig,
+)
+from storage.checkpoint import read_offset, write_offset
+from storage.config import LogConfig
+from storage.errors import ErrorCode, KraftError
+from storage.log import SegmentedLog
+from storage.records import BatchHeader, iter_batches, read_header
+
+FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
+SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
+
+HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
+SEQUENCE_REORDER_WAIT_MS = 500
+"""How long an idempotent batch that arrived before its predecessor waits for it."""
+
+_log = structlog.get_logger("replication.broker.partition")
+
+
+def scan_headers(log: SegmentedLog, from_offset: int) -> Iterator[BatchHeader]:
+    """Every batch header of ``log`` from ``from_offset`` to its end, in offset order."""
+    offset = max(from_offset, log.log_start_offset)
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data:
+            return
+        last = offset
+        for _, header in iter_batches(data):
+            yield header
+            last = header.base_offset + header.last_offset_delta + 1
+        if last <= offset:
+            return
+        offset = last
+
+
+class PartitionReplica:
+    """This broker's replica of ``topic_partition``.
+
+    Args:
+        directory: the log's directory (created if missing, recovered if unclean).
+        local_id / broker_epoch: this broker and its registered epoch.
+        fetch_from_leader: sends one follower fetch to the leader; transport failures come
+            back as a response carrying the error code.
+        send_alter_partition: hands an AlterPartition to the broker shell, which later calls
+            `handle_alter_partition_result`.
+    """
+
+    def __init__(
+        self,
+        *,
+        topic_partition: TopicPartition,
+        topic_id: str,
+        directory: Path,
+        log_config: LogConfig,
+        local_id: int,
+        broker_epoch: int,
+        fetch_from_leader: FetchFromLeader,
+        send_alter_partition: SendAlterPartition,
+    ) -> None:
+        self.topic_partition = topic_partition
+        self.topic_id = topic_id
+        self.log = SegmentedLog.open(directory, log_config)
+        self.producer_state = ProducerStateManager(map_end_offset=self.log.log_start_offset)
+        self.producer_state.load_from_batches(scan_headers(self.log, self.log.log_start_offset))
+        self.local_id = local_id
+        self.broker_epoch = broker_epoch
+        self.core: PartitionLeader | PartitionFollower | None = None
+        # Kafka's replication-offset-checkpoint, one file per replica: a restarted replica
+        # resumes from it, so a leader it becomes does not serve a lower high watermark.
+        self._checkpoint_path = directory / HIGH_WATERMARK_CHECKPOINT
+        checkpointed = read_offset(self._checkpoint_path)
+        self.high_watermark = min(
+            max(checkpointed or 0, self.log.log_start_offset), self.log.log_end_offset
+        )
+        self._checkpointed_high_watermark = checkpointed
+        self._fetch_from_leader = fetch_from_leader
+        self._send_alter_partition = send_alter_partition
+        self._changed = asyncio.Event()
+        self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
+        self._next_request_id = 1
+        self._fetcher: asyncio.Task[None] | None = None
+        self._logger = _log.bind(topic_partition=str(topic_partition), node_id=local_id)
+        self._logger.info(
+            "replica_opened",
+            log_start_offset=self.log.log_start_offset,
+            log_end_offset=self.log.log_end_offset,
+        )
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def leader(self) -> PartitionLeader | None:
+        return self.core if isinstance(self.core, PartitionLeader) else None
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set (and replaced) when the log end offset or the high watermark moved."""
+        return self._changed
+
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # --- metadata -----------------------------------------------------------------------------
+
+    def apply_registration(
+        self,
+        registration: PartitionRegistration,
+        brokers: Mapping[int, BrokerStatus],
+        config: ReplicationConfig,
+    ) -> None:
+        """Become (or stay) leader or follower as ``registration`` says."""
+        now = clock_ms()
+        core = self.core
+        if isinstance(core, PartitionLeader):
+            core.update_brokers(brokers, now)
+            if core.handle_partition_change(registration, now):
+                self.drain()
+                return
+            self.drain()  # the resigned leader's failed produces
+            self.core = None
+        elif isinstance(core, PartitionFollower):
+            if core.handle_partition_change(registration, now):
+                self.drain()
+                self._ensure_fetcher()
+                return
+            self.drain()
+            self.core = None
+        if registration.leader == self.local_id:
+            self.core = PartitionLeader(
+                topic_partition=self.topic_partition,
+                local_id=self.local_id,
+                local_broker_epoch=self.broker_epoch,
+                registration=registration,
+                brokers=brokers,
+                log=self.log,
+                producer_state=self.producer_state,
+                config=config,
+                high_watermark=self.high_watermark,
+                now_ms=now,
+            )
+        else:
+            self.core = PartitionFollower(
+                topic_partition=self.topic_partition,
+                local_id=self.local_id,
+                local_broker_epoch=self.broker_epoch,
+                leader_id=registration.leader,
+                leader_epoch=registration.leader_epoch,
+                log=self.log,
+                producer_state=self.producer_state,
+                config=config,
+                high_watermark=self.high_watermark,
+                now_ms=now,
+            )
+            self._ensure_fetcher()
+        self.drain()
+
+    def update_brokers(self, brokers: Mapping[int, BrokerStatus]) -> None:
+        if isinstance(self.core, PartitionLeader):
+            self.core.update_brokers(brokers, clock_ms())
+            self.drain()
+
+    def checkpoint_high_watermark(self) -> None:
+        """Persist the high watermark if it moved (``replica.high.watermark.checkpoint.
+        interval.ms``; durable on return)."""
+        if self.high_watermark != self._checkpointed_high_watermark and not self.log.closed:
+            write_offset(self._checkpoint_path, self.high_watermark)
+            self._checkpointed_high_watermark = self.high_watermark
+
+    def stop(self) -> None:
+        """Drop the core (this broker is no longer a replica) and close the log."""
+        leader = self.leader
+        if leader is not None:
+            leader.resign(clock_ms())
+            self.drain()
+        self.core = None
+        if self._fetcher is not None:
+            self._fetcher.cancel()
+            self._fetcher = None
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_result(
+                    ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                )
+        self._waiting.clear()
+        self.notify()
+        with contextlib.suppress(OSError):
+            self.checkpoint_high_watermark()
+        self.log.close()
+
+    # --- the Ready loop -----------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Apply every pending Ready of the current core (the order is the Ready contract)."""
+        core = self.core
+        if isinstance(core, PartitionLeader):
+            while core.has_ready():
+                rd = core.ready()
+                if rd.assign_epoch_start is not None:
+                    self.log.leader_epoch_cache.assign(*rd.assign_epoch_start)
+                self._publish(rd.high_watermark)
+                for completion in rd.produce_completions:
+                    future = self._waiting.pop(completion.request_id, None)
+                    if future is not None and not future.done():
+                        future.set_result(completion)
+                if rd.alter_partition is not None:
+                    self._send_alter_partition(self, rd.alter_partition)
+                core.advance(rd)
+        elif isinstance(core, PartitionFollower):
+            while core.has_ready():
+                frd = core.ready()
+                if frd.truncate_fully_and_start_at is not None:
+                    self.log.truncate_fully_and_start_at(frd.truncate_fully_and_start_at)
+                if frd.truncate_to is not None:
+                    self.log.truncate_to(frd.truncate_to)
+                    self.log.leader_epoch_cache.truncate_from_end(self.log.log_end_offset)
+                if frd.append:
+                    try:
+                        self.log.append_as_follower(frd.append)
+                    except KraftError as e:
+                        self._logger.warning("follower_append_failed", error=e.message)
+                        core.on_append_failed(frd, clock_ms())
+                        continue
+                if frd.rebuild_producer_state:
+                    start = self.log.log_start_offset
+                    self.producer_state.reload(
+                        None, scan_headers(self.log, start), start_offset=start
+                    )
+                self._publish(frd.high_watermark)
+                core.advance(frd)
+                self.notify()
+
+    def _publish(self, high_watermark: int) -> None:
+        if high_watermark != self.high_watermark:
+            self.high_watermark = high_watermark
+            self.notify()
+
+    # --- leader inputs ------------------------------------------------------------------------
+
+    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion:
+        """One partition of a Produce: validated and appended now; awaited until answered."""
+        await self._await_sequence_turn(records, timeout_ms)
+        leader = self.leader
+        if leader is None:
+            return ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        future: asyncio.Future[ProduceCompletion] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        now = clock_ms()
+        produce = PartitionProduce(
+            request_id=request_id, acks=acks, timeout_ms=timeout_ms, records=records
+        )
+        append = leader.handle_produce_request(produce, now)
+        if append is not None:
+            try:
+                base = self.log.append(append.records, leader_epoch=append.leader_epoch)
+            except KraftError as e:
+                leader.on_append_failed(request_id, e.code, now)
+            else:
+                leader.on_appended(request_id, base, now)
+                self.notify()
+        self.drain()
+        return await future
+
+    async def _await_sequence_turn(self, records: bytes, timeout_ms: int) -> None:
+        """Hold an idempotent batch that arrived ahead of its predecessor, briefly.
+
+        NB: Kafka handles a connection's requests in order, and its producers rely on it (up
+        to 5 in flight, KIP-98). Concurrent gRPC calls may be handled in any order, so batch
+        N+1 can reach the leader before batch N: it would be rejected (OUT_OF_ORDER_SEQUENCE)
+        or, for a producer the leader does not know yet, start the producer's state at the
+        wrong sequence (KIP-360 accepts any first sequence). So a batch whose sequence does
+        not follow waits up to `SEQUENCE_REORDER_WAIT_MS` for the appends before it; then
+        the core decides as usual.
+        """
+        try:
+            header = read_header(records)
+        except KraftError:
+            return  # the core answers CORRUPT_MESSAGE
+        if header.producer_id < 0 or header.is_control or header.base_sequence < 0:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(SEQUENCE_REORDER_WAIT_MS, max(timeout_ms, 0)) / 1000
+        while self.leader is not None and self._ahead_of_sequence(header):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                self._logger.info(
+                    "out_of_order_batch_released",
+                    producer_id=header.producer_id,
+                    base_sequence=header.base_sequence,
+                )
+                return
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+
+    def _ahead_of_sequence(self, header: BatchHeader) -> bool:
+        entry = self.producer_state.entry(header.producer_id)
+        first = header.base_sequence
+        if entry is None or header.producer_epoch > entry.producer_epoch:
+            return first != 0
+        if header.producer_epoch < entry.producer_epoch:
+            return False
+        return first > entry.last_sequence + 1
+
+    def handle_follower_fetch(
+        self, fetch: FollowerFetch, max_bytes: int
+    ) -> tuple[LeaderFetchAnswer, bytes]:
+        leader = self.leader
+        if leader is None:
+            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER), b""
+        answer = leader.handle_follower_fetch(fetch, clock_ms())
+        self.drain()
+        records = b""
+        if answer.read_offset is not None:
+            try:
+                records = self.log.read(answer.read_offset, max_bytes)
+            except KraftError as e:
+                return LeaderFetchAnswer(error_code=e.code), b""
+        return answer, records
+
+    def handle_alter_partition_result(
+        self, leader: PartitionLeader, alter_id: int, result: AlterPartitionPartitionResult
+    ) -> None:
+        """The controller's answer to an AlterPartition ``leader`` sent (dropped if that
+        leader has been replaced meanwhile)."""
+        if self.core is not leader:
+            return
+        leader.handle_alter_partition_response(alter_id, result, clock_ms())
+        self.drain()
+
+    def tick(self) -> None:
+        leader = self.leader
+        if leader is not None:
+            leader.tick(clock_ms())
+            self.drain()
+
+    # --- follower fetcher ---------------------------------------------------------------------
+
+    def _ensure_fetcher(self) -> None:
+        if self._fetcher is None or self._fetcher.done():
+            self._fetcher = asyncio.create_task(
+                self._fetch_loop(), name=f"fetcher-{self.topic_partition}"
+            )
+
+    async def _fetch_loop(self) -> None:
+        while isinstance(self.core, PartitionFollower):
+            follower = self.core
+            now = clock_ms()
+            request = follower.build_fetch_request(now)
+            if request is None:
+                deadline = follower.next_deadline_ms(now)
+                delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
+                changed = self._changed
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), delay_s)
+                continue
+            response = await self._fetch_from_leader(request)
+            if self.core is not follower:
+                continue  # NB: a newer follower core has no fetch in flight; serve it instead
+            follower.handle_fetch_response(response, clock_ms())
+            self.drain()
+
+
+def follower_response(
+    request: FollowerFetchRequest,
+    *,
+    error_code: ErrorCode = ErrorCode.NONE,
+    high_watermark: int = -1,
+    log_start_offset: int = -1,
+    diverging_epoch: DivergingEpoch | None = None,
+    records: bytes = b"",
+) -> FollowerFetchResponse:
+    return FollowerFetchResponse(
+        fetch_id=request.fetch_id,
+        error_code=error_code,
+        high_watermark=high_watermark,
+        log_start_offset=log_start_offset,
+        diverging_epoch=diverging_epoch,
+        records=records,
+    )
+
+
+__all__ = ["HIGH_WATERMARK_CHECKPOINT", "PartitionReplica", "follower_response", "scan_headers"]

@@ -1,0 +1,504 @@
+"""`BrokerServer`: one broker process's shell: metadata observer, lifecycle, replicas, gRPC.
+
+Theory of operation
+-------------------
+One grpc.aio server hosts the ``Broker`` service (`replication.broker.service`), the
+``Controller`` service that forwards admin requests to the active controller
+(`replication.broker.forwarding`) and gRPC health, on one port. Everything runs on one event
+loop; the blocking `ControllerClient` runs in worker threads.
+
+*Metadata, the KRaft way.* A `RaftServer` with this broker's id, which is not a voter, is an
+*observer*: it fetches the committed metadata log (and snapshots, KIP-630) from the
+controllers. `_MetadataObserver` folds each committed batch into a `MetadataImage`; after each
+change (coalesced into one callback per loop turn) the broker reconciles its replicas.
+
+*Lifecycle (KIP-631).* Register with the active controller (a fresh incarnation id, the
+listener, the rack), then heartbeat every ``broker.heartbeat.interval.ms`` with the image's
+last offset; the controller unfences the broker once that offset reaches its registration.
+A heartbeat answered STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED registers again and
+rebuilds every replica with the new broker epoch. SIGTERM is a controlled shutdown: heartbeat
+``want_shutdown`` until the controller answers ``should_shut_down`` (it moved leadership away),
+then stop and exit 0.
+
+*Replicas.* For every partition whose ``replicas`` include this broker: open its
+`PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
+leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
+A partition this broker no longer replicates is stopped; a deleted topic's
+directory is removed. AlterPartition effects go to the controller and their results back to
+the leader core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from kraft._generated import broker_pb2_grpc, controller_pb2_grpc
+from kraft.controller.client import ControllerClient
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionPartitionResult,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionTopic,
+)
+from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata.records import ConfigResourceType, Endpoint
+from kraft.raft_server import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
+from kraft.types import TopicPartition
+from replication.broker.config import BrokerNodeConfig
+from replication.broker.fetcher import LeaderFetcher
+from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.partition import PartitionReplica
+from replication.broker.service import BrokerService, BrokerServicer
+from replication.codec import decode, encode
+from replication.core import (
+    AlterPartitionSend,
+    BrokerStatus,
+    FollowerFetchRequest,
+    FollowerFetchResponse,
+    ReplicationConfig,
+)
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+)
+from storage.config import PROPERTY_KEYS, LogConfig
+from storage.errors import (
+    BrokerIdNotRegisteredError,
+    ErrorCode,
+    KraftError,
+    LeaderNotAvailableError,
+    NetworkError,
+    RequestTimedOutError,
+    StaleBrokerEpochError,
+)
+
+T = TypeVar("T")
+
+TICK_INTERVAL_S = 0.05
+"""How often leader cores see time pass (produce timeouts, ISR shrink, AlterPartition retry)."""
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
+METADATA_DIR = "__cluster_metadata"
+TOPIC_ID_FILE = "topic_id"
+
+
+class _MetadataObserver:
+    """The observer's Raft state machine: committed metadata batches -> the broker's image."""
+
+    def __init__(self, owner: BrokerServer) -> None:
+        self._owner = owner
+
+    def apply(self, offset: int, data: bytes) -> None:  # pragma: no cover - apply_batch wins
+        self.apply_batch(offset, -1, [(offset, data)], False)
+
+    def apply_batch(
+        self, base_offset: int, epoch: int, records: list[tuple[int, bytes]], is_control: bool
+    ) -> None:
+        if is_control or not records:
+            return
+        owner = self._owner
+        decoded = [decode_record(value) for _, value in records]
+        owner.image = owner.image.apply_batch(decoded, records[0][0], epoch)
+        owner.metadata_changed()
+
+    def snapshot(self) -> bytes:
+        return self._owner.image.to_snapshot()
+
+    def restore(self, data: bytes) -> None:
+        self._owner.image = MetadataImage.from_snapshot(data)
+        self._owner.metadata_changed()
+
+
+class BrokerServer:
+    """A broker: metadata observer + replicas + the Broker and forwarding services."""
+
+    def __init__(self, config: BrokerNodeConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.image = MetadataImage.empty()
+        self.replicas: dict[TopicPartition, PartitionReplica] = {}
+        self.broker_epoch: int | None = None
+        self.fenced = True
+        self.stopping = False
+        self._log = structlog.get_logger("replication.broker").bind(
+            node_id=config.node_id, role="broker"
+        )
+        self._incarnation_id = uuid.uuid4().hex
+        self._controllers = ControllerClient(
+            list(config.voters.values()), timeout=5.0, request_timeout=2.0
+        )
+        self._grpc = grpc.aio.server(options=SERVER_OPTIONS)
+        self._service = BrokerService(self)
+        broker_pb2_grpc.add_BrokerServicer_to_server(BrokerServicer(self._service), self._grpc)
+        controller_pb2_grpc.add_ControllerServicer_to_server(
+            ForwardingControllerServicer(self._controllers), self._grpc
+        )
+        self._health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
+        self.raft = RaftServer(
+            config.node_id,
+            config.voters,
+            config.data_dir / METADATA_DIR,
+            listen=None,
+            config=config.raft,
+            state_machine=_MetadataObserver(self),
+        )
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._fetchers: dict[int, LeaderFetcher] = {}
+        # NB: own threads for the blocking controller calls, so forwarded admin requests (on
+        # the default executor) can never starve the heartbeats into a fencing.
+        self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
+        self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
+        self._reconcile_scheduled = False
+        self._closed = False
+        self._shutdown_allowed = asyncio.Event()
+        self.bound_port: int | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.bound_port = self._grpc.add_insecure_port(self.config.listen)
+        except RuntimeError as e:
+            raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
+        await self._grpc.start()
+        self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.raft.start()
+        self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle"))
+        self._tasks.append(asyncio.create_task(self._tick_loop(), name="broker-tick"))
+        self._log.info(
+            "broker_started", listen=self.config.listen, data_dir=str(self.config.data_dir)
+        )
+
+    async def controlled_shutdown(self) -> None:
+        """KIP-631: heartbeat want_shutdown until the controller says should_shut_down."""
+        self.stopping = True
+        if self.broker_epoch is None:
+            return
+        self._log.info("controlled_shutdown_started")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._shutdown_allowed.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
+        self._log.info("controlled_shutdown_done", allowed=self._shutdown_allowed.is_set())
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self._closed = True
+        self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for replica in self.replicas.values():
+            replica.stop()
+        self.replicas.clear()
+        for fetcher in self._fetchers.values():
+            await fetcher.close()
+        await self.raft.stop(graceful=False)
+        await self._grpc.stop(grace=0.2)
+        for channel in self._channels.values():
+            await channel.close()
+        self._lifecycle_executor.shutdown(wait=False, cancel_futures=True)
+        self._control_executor.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(self._controllers.close)
+        self._log.info("broker_stopped")
+
+    async def _blocking(
+        self, executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any
+    ) -> T:
+        """Run a blocking `ControllerClient` call on ``executor``, off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, functools.partial(fn, *args, **kwargs))
+
+    def controller_leader_id(self) -> int | None:
+        return self.raft.leader_id
+
+    # --- registration and heartbeats ----------------------------------------------------------
+
+    async def _register(self) -> None:
+        host, _, port = self.config.listen.rpartition(":")
+        listener = Endpoint(name="PLAINTEXT", host=host, port=self.bound_port or int(port))
+        while True:
+            try:
+                epoch = await self._blocking(
+                    self._lifecycle_executor,
+                    self._controllers.register_broker,
+                    self.node_id,
+                    incarnation_id=self._incarnation_id,
+                    listeners=(listener,),
+                    rack=self.config.rack,
+                )
+            except KraftError as e:
+                self._log.info("registration_failed", error=e.code.name, message=e.message)
+                await asyncio.sleep(0.2)
+                continue
+            old = self.broker_epoch
+            self.broker_epoch = epoch
+            self._log.info("broker_registered", broker_epoch=epoch)
+            if old is not None and old != epoch:
+                for replica in self.replicas.values():
+                    replica.stop()
+                self.replicas.clear()
+            self.metadata_changed()
+            return
+
+    async def _lifecycle_loop(self) -> None:
+        await self._register()
+        interval_s = self.config.heartbeat_interval_ms / 1000
+        while True:
+            epoch = self.broker_epoch
+            assert epoch is not None
+            want_shutdown = self.stopping
+            try:
+                response = await self._blocking(
+                    self._lifecycle_executor,
+                    self._controllers.heartbeat,
+                    self.node_id,
+                    epoch,
+                    current_metadata_offset=self.image.last_offset,
+                    want_shutdown=want_shutdown,
+                    timeout=max(2.0, 4 * interval_s),
+                )
+            except (StaleBrokerEpochError, BrokerIdNotRegisteredError) as e:
+                self._log.warning("registration_lost", error=e.code.name)
+                self._incarnation_id = uuid.uuid4().hex
+                await self._register()
+                continue
+            except KraftError as e:
+                self._log.info("heartbeat_failed", error=e.code.name)
+                await asyncio.sleep(interval_s)
+                continue
+            if response.is_fenced != self.fenced:
+                self._log.info("broker_fencing_changed", fenced=response.is_fenced)
+                self.fenced = response.is_fenced
+            if want_shutdown and response.should_shut_down:
+                self._shutdown_allowed.set()
+                return
+            await asyncio.sleep(interval_s / 5 if want_shutdown else interval_s)
+
+    # --- replicas -----------------------------------------------------------------------------
+
+    def metadata_changed(self) -> None:
+        if not self._reconcile_scheduled:
+            self._reconcile_scheduled = True
+            asyncio.get_running_loop().call_soon(self._reconcile)
+
+    def _broker_statuses(self) -> dict[int, BrokerStatus]:
+        return {
+            b: BrokerStatus(
+                broker_epoch=r.broker_epoch,
+                fenced=r.fenced,
+                in_controlled_shutdown=r.in_controlled_shutdown,
+            )
+            for b, r in self.image.brokers.items()
+        }
+
+    def _reconcile(self) -> None:
+        self._reconcile_scheduled = False
+        epoch = self.broker_epoch
+        if epoch is None or self._closed:
+            return
+        image = self.image
+        brokers = self._broker_statuses()
+        wanted: set[TopicPartition] = set()
+        for topic, index, registration in image.iter_partitions():
+            if self.node_id not in registration.replicas:
+                continue
+            tp = TopicPartition(topic.name, index)
+            wanted.add(tp)
+            replica = self.replicas.get(tp)
+            try:
+                if replica is None:
+                    replica = self._open_replica(tp, topic.topic_id, epoch)
+                    self.replicas[tp] = replica
+                configs = image.topic_configs(topic.name)
+                config = ReplicationConfig(
+                    min_insync_replicas=int(configs.get("min.insync.replicas", "1")),
+                    replica_lag_time_ms_max=self.config.replication.replica_lag_time_ms_max,
+                    replica_fetch_backoff_ms=self.config.replication.replica_fetch_backoff_ms,
+                    alter_partition_retry_backoff_ms=(
+                        self.config.replication.alter_partition_retry_backoff_ms
+                    ),
+                )
+                replica.apply_registration(registration, brokers, config)
+            except (KraftError, OSError) as e:
+                self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        for tp in [tp for tp in self.replicas if tp not in wanted]:
+            replica = self.replicas.pop(tp)
+            replica.stop()
+            if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
+                shutil.rmtree(replica.log.directory, ignore_errors=True)
+            self._log.info("replica_removed", topic_partition=str(tp))
+
+    def _open_replica(self, tp: TopicPartition, topic_id: str, epoch: int) -> PartitionReplica:
+        directory = self.config.data_dir / f"{tp.topic}-{tp.partition}"
+        id_file = directory / TOPIC_ID_FILE
+        if directory.exists() and (not id_file.exists() or id_file.read_text() != topic_id):
+            shutil.rmtree(directory)  # a deleted topic's leftovers under the same name
+        directory.mkdir(parents=True, exist_ok=True)
+        id_file.write_text(topic_id)
+        explicit = self.image.dynamic_configs(ConfigResourceType.TOPIC, tp.topic)
+        try:
+            log_config = LogConfig.from_properties(
+                {k: v for k, v in explicit.items() if k in PROPERTY_KEYS}
+            )
+        except KraftError:
+            log_config = LogConfig()
+        return PartitionReplica(
+            topic_partition=tp,
+            topic_id=topic_id,
+            directory=Path(directory),
+            log_config=log_config,
+            local_id=self.node_id,
+            broker_epoch=epoch,
+            fetch_from_leader=self._fetch_from_leader,
+            send_alter_partition=self._send_alter_partition,
+        )
+
+    async def _tick_loop(self) -> None:
+        interval_ms = self.config.high_watermark_checkpoint_interval_ms
+        next_checkpoint = time.monotonic() + interval_ms / 1000
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_S)
+            checkpoint = time.monotonic() >= next_checkpoint
+            if checkpoint:
+                next_checkpoint = time.monotonic() + interval_ms / 1000
+            for replica in list(self.replicas.values()):
+                try:
+                    replica.tick()
+                    if checkpoint:
+                        replica.checkpoint_high_watermark()
+                except (KraftError, OSError) as e:  # pragma: no cover - keep ticking, say so
+                    self._log.error(
+                        "tick_failed", topic_partition=str(replica.topic_partition), error=repr(e)
+                    )
+
+    # --- talking to leaders and the controller ------------------------------------------------
+
+    def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
+        stub = self._stubs.get(address)
+        if stub is None:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channels[address] = channel
+            stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
+        return stub
+
+    async def _fetch_from_leader(self, request: FollowerFetchRequest) -> FollowerFetchResponse:
+        """One partition's follower fetch, batched with the others led by the same broker."""
+        fetcher = self._fetchers.get(request.leader_id)
+        if fetcher is None:
+            fetcher = self._fetchers[request.leader_id] = LeaderFetcher(
+                request.leader_id,
+                replica_id=self.node_id,
+                send=self._send_fetch,
+                max_wait_ms=self.config.replica_fetch_wait_max_ms,
+                max_bytes=self.config.replica_fetch_max_bytes,
+            )
+        return await fetcher.fetch(request)
+
+    async def _send_fetch(self, leader_id: int, request: BrokerFetchRequest) -> BrokerFetchResponse:
+        registration = self.image.broker(leader_id)
+        if registration is None or not registration.listeners:
+            await asyncio.sleep(0.1)
+            raise LeaderNotAvailableError(f"broker {leader_id} has no registered listener")
+        address = registration.listeners[0].address
+        timeout_s = self.config.replica_fetch_wait_max_ms / 1000 + 10
+        try:
+            reply = await self._stub(address).Fetch(encode(request), timeout=timeout_s)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise RequestTimedOutError(f"fetch from broker {leader_id} timed out") from None
+            raise NetworkError(f"fetch from broker {leader_id} at {address}: {e.code()}") from None
+        return decode(reply, BrokerFetchResponse)
+
+    def _send_alter_partition(self, replica: PartitionReplica, send: AlterPartitionSend) -> None:
+        leader = replica.leader
+        assert leader is not None
+        epoch = self.broker_epoch
+        assert epoch is not None
+        request = AlterPartitionRequest(
+            broker_id=self.node_id,
+            broker_epoch=epoch,
+            topics=(AlterPartitionTopic(topic_id=replica.topic_id, partitions=(send.data,)),),
+        )
+        partition = send.data.partition
+
+        async def run() -> None:
+            try:
+                response: AlterPartitionResponse = await self._blocking(
+                    self._control_executor, self._controllers.send, request, timeout=5.0
+                )
+            except KraftError as e:
+                result = AlterPartitionPartitionResult(partition=partition, error_code=e.code)
+            else:
+                result = AlterPartitionPartitionResult(
+                    partition=partition,
+                    error_code=response.error_code
+                    if response.error_code is not ErrorCode.NONE
+                    else ErrorCode.UNKNOWN_SERVER_ERROR,
+                )
+                if response.error_code is ErrorCode.NONE:
+                    for topic in response.topics:
+                        for p in topic.partitions:
+                            if p.partition == partition:
+                                result = p
+            self._log.info(
+                "alter_partition_sent",
+                topic_partition=str(replica.topic_partition),
+                isr=list(send.data.new_isr),
+                error=result.error_code.name,
+            )
+            replica.handle_alter_partition_result(leader, send.alter_id, result)
+
+        task = asyncio.create_task(run(), name=f"alter-partition-{replica.topic_partition}")
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
+        epoch = self.broker_epoch if self.broker_epoch is not None else -1
+        request = AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=epoch)
+        response: AllocateProducerIdsResponse = await self._blocking(
+            self._control_executor, self._controllers.send, request, timeout=5.0
+        )
+        return response
+
+
+# -- the process ---------------------------------------------------------------------------------
+
+
+async def serve(config: BrokerNodeConfig) -> int:
+    """Run a broker until SIGTERM/SIGINT (controlled shutdown, exit code 0)."""
+    server = BrokerServer(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    await stop.wait()
+    await server.controlled_shutdown()
+    await server.stop()
+    return 0
+
+
+def run_broker(config: BrokerNodeConfig) -> int:
+    """The ``kraft broker`` entry point: serve until signalled; the exit code."""
+    return asyncio.run(serve(config))
+
+
+__all__ = ["BrokerServer", "run_broker", "serve"]

@@ -1,0 +1,402 @@
+"""The ``kraft.v1.Broker`` service: Produce, Fetch, ListOffsets, Metadata, InitProducerId.
+
+Each handler takes and returns the dataclasses of `replication.messages` (the servicer at the
+bottom is the only proto boundary, through `replication.codec`). Partition work goes to the
+`PartitionReplica` of the partition; nothing here blocks the event loop: acks=all produces and
+long-poll fetches await futures and events (Kafka's produce and fetch purgatories).
+
+- Produce: per partition, to the leader's core; answered per ``acks``.
+- Fetch: followers (``replica_id >= 0``) go through the leader core (epoch fencing, divergence,
+  ISR bookkeeping); consumers read only below the high watermark, and get OFFSET_OUT_OF_RANGE
+  (with the valid range in the message) outside ``[log start, log end]``. Both long-poll up to
+  ``max_wait_ms`` for ``min_bytes``.
+- ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
+- Metadata: from the broker's metadata image.
+- InitProducerId: ids from a block the controller allocates (AllocateProducerIds, KIP-730).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from kraft._generated import broker_pb2_grpc
+from kraft.types import TopicPartition
+from replication.codec import decode, encode
+from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
+from replication.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    EpochEndOffset,
+    FetchPartition,
+    FetchPartitionData,
+    FetchTopicResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    LeaderIdAndEpoch,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicResponse,
+)
+from storage.errors import ErrorCode, KraftError
+
+if TYPE_CHECKING:
+    from replication.broker.partition import PartitionReplica
+    from replication.broker.server import BrokerServer
+
+
+class BrokerService:
+    """The Broker API of one `BrokerServer`."""
+
+    def __init__(self, server: BrokerServer) -> None:
+        self._server = server
+        self._producer_ids = (0, 0)  # [next, end) of the current block
+        self._producer_id_lock = asyncio.Lock()
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _current_leader(self, tp: TopicPartition) -> LeaderIdAndEpoch:
+        registration = self._server.image.partition_by_name(tp)
+        if registration is None:
+            return LeaderIdAndEpoch()
+        return LeaderIdAndEpoch(
+            leader_id=registration.leader, leader_epoch=registration.leader_epoch
+        )
+
+    def _not_leader_code(self, tp: TopicPartition) -> ErrorCode:
+        if self._server.image.partition_by_name(tp) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def _leading(self, tp: TopicPartition) -> PartitionReplica | None:
+        replica = self._server.replicas.get(tp)
+        return replica if replica is not None and replica.leader is not None else None
+
+    # --- Produce ------------------------------------------------------------------------------
+
+    async def produce(self, request: ProduceRequest) -> ProduceResponse:
+        async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
+            replica = self._leading(tp)
+            if replica is None:
+                code = self._not_leader_code(tp)
+                return ProducePartitionResponse(
+                    index=tp.partition,
+                    error_code=code,
+                    current_leader=self._current_leader(tp)
+                    if code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    else None,
+                )
+            done = await replica.produce(request.acks, request.timeout_ms, records)
+            return ProducePartitionResponse(
+                index=tp.partition,
+                error_code=done.error_code,
+                error_message=done.error_message,
+                base_offset=done.base_offset,
+                log_start_offset=replica.log.log_start_offset,
+                current_leader=self._current_leader(tp)
+                if done.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else None,
+            )
+
+        topics = []
+        for topic in request.topic_data:
+            answers = await asyncio.gather(
+                *(one(TopicPartition(topic.name, p.index), p.records) for p in topic.partition_data)
+            )
+            topics.append(ProduceTopicResponse(name=topic.name, partition_responses=tuple(answers)))
+        return ProduceResponse(responses=tuple(topics))
+
+    # --- Fetch --------------------------------------------------------------------------------
+
+    async def fetch(self, request: BrokerFetchRequest) -> BrokerFetchResponse:
+        deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+        tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
+        while True:
+            events = [r.changed for tp in tps if (r := self._server.replicas.get(tp)) is not None]
+            response, size, errors = self._fetch_once(request)
+            remaining = deadline - time.monotonic()
+            if size >= max(request.min_bytes, 1) or errors or remaining <= 0 or not events:
+                return response
+            waiters = [asyncio.ensure_future(e.wait()) for e in events]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+            if self._server.stopping:
+                return response
+
+    def _fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
+        size, errors = 0, False
+        remaining_bytes = request.max_bytes
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                tp = TopicPartition(topic.topic, p.partition)
+                max_bytes = max(0, min(p.partition_max_bytes, remaining_bytes))
+                if request.replica_id >= 0:
+                    data = self._follower_fetch(request, tp, p, max_bytes)
+                else:
+                    data = self._consumer_fetch(tp, p, max_bytes)
+                size += len(data.records)
+                remaining_bytes -= len(data.records)
+                errors = errors or data.error_code is not ErrorCode.NONE
+                parts.append(data)
+            topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(parts)))
+        return BrokerFetchResponse(responses=tuple(topics)), size, errors
+
+    def _follower_fetch(
+        self, request: BrokerFetchRequest, tp: TopicPartition, p: FetchPartition, max_bytes: int
+    ) -> FetchPartitionData:
+        replica = self._leading(tp)
+        if replica is None:
+            return FetchPartitionData(
+                partition_index=p.partition,
+                error_code=self._not_leader_code(tp),
+                current_leader=self._current_leader(tp),
+            )
+        answer, records = replica.handle_follower_fetch(
+            FollowerFetch(
+                replica_id=request.replica_id,
+                broker_epoch=request.replica_epoch,
+                fetch_offset=p.fetch_offset,
+                last_fetched_epoch=p.last_fetched_epoch,
+                current_leader_epoch=p.current_leader_epoch,
+                log_start_offset=p.log_start_offset,
+            ),
+            max_bytes,
+        )
+        diverging = answer.diverging_epoch
+        return FetchPartitionData(
+            partition_index=p.partition,
+            error_code=answer.error_code,
+            high_watermark=answer.high_watermark,
+            last_stable_offset=answer.high_watermark,
+            log_start_offset=answer.log_start_offset,
+            diverging_epoch=None
+            if diverging is None
+            else EpochEndOffset(epoch=diverging.epoch, end_offset=diverging.end_offset),
+            records=records,
+        )
+
+    def _consumer_fetch(
+        self, tp: TopicPartition, p: FetchPartition, max_bytes: int
+    ) -> FetchPartitionData:
+        replica = self._leading(tp)
+        leader = replica.leader if replica is not None else None
+        if replica is None or leader is None:
+            return FetchPartitionData(
+                partition_index=p.partition,
+                error_code=self._not_leader_code(tp),
+                current_leader=self._current_leader(tp),
+            )
+        fenced = fence_leader_epoch(p.current_leader_epoch, leader.leader_epoch)
+        if fenced is not None:
+            return FetchPartitionData(
+                partition_index=p.partition,
+                error_code=fenced,
+                current_leader=self._current_leader(tp),
+            )
+        log = replica.log
+        high_watermark = replica.high_watermark
+        common: dict[str, Any] = {
+            "partition_index": p.partition,
+            "high_watermark": high_watermark,
+            "last_stable_offset": high_watermark,
+            "log_start_offset": log.log_start_offset,
+        }
+        if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
+            return FetchPartitionData(
+                **common,
+                error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
+                error_message=f"offset {p.fetch_offset} is out of range: valid offsets are "
+                f"[{log.log_start_offset}, {high_watermark}]",
+            )
+        try:
+            records = log.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
+        except KraftError as e:
+            return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
+        return FetchPartitionData(**common, records=records)
+
+    # --- ListOffsets --------------------------------------------------------------------------
+
+    async def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition_index)
+                replica = self._leading(tp)
+                leader = replica.leader if replica is not None else None
+                if replica is None or leader is None:
+                    parts.append(
+                        ListOffsetsPartitionResponse(
+                            partition_index=p.partition_index, error_code=self._not_leader_code(tp)
+                        )
+                    )
+                    continue
+                fenced = fence_leader_epoch(p.current_leader_epoch, leader.leader_epoch)
+                if fenced is not None:
+                    parts.append(
+                        ListOffsetsPartitionResponse(
+                            partition_index=p.partition_index, error_code=fenced
+                        )
+                    )
+                    continue
+                log = replica.log
+                if p.timestamp == EARLIEST_TIMESTAMP:
+                    offset: int | None = log.log_start_offset
+                elif p.timestamp == LATEST_TIMESTAMP:
+                    offset = (
+                        replica.high_watermark if request.replica_id < 0 else log.log_end_offset
+                    )
+                else:
+                    offset = log.offset_for_timestamp(p.timestamp)
+                    if offset is not None and offset >= replica.high_watermark:
+                        offset = None
+                parts.append(
+                    ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        timestamp=-1 if offset is None or p.timestamp < 0 else p.timestamp,
+                        offset=-1 if offset is None else offset,
+                        leader_epoch=leader.leader_epoch,
+                    )
+                )
+            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
+        return ListOffsetsResponse(topics=tuple(topics))
+
+    # --- Metadata -----------------------------------------------------------------------------
+
+    async def metadata(self, request: MetadataRequest) -> MetadataResponse:
+        image = self._server.image
+        brokers = []
+        for broker_id in sorted(image.brokers):
+            registration = image.brokers[broker_id]
+            if registration.fenced or not registration.listeners:
+                continue
+            endpoint = registration.listeners[0]
+            brokers.append(
+                MetadataBroker(
+                    node_id=broker_id,
+                    host=endpoint.host,
+                    port=endpoint.port,
+                    rack=registration.rack or "",
+                )
+            )
+        names = request.topics or tuple(sorted(image.topic_ids_by_name))
+        topics = []
+        for name in names:
+            description = image.describe_topic(name)
+            if description is None:
+                topics.append(
+                    MetadataTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
+                continue
+            partitions = tuple(
+                MetadataPartition(
+                    error_code=ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                    partition_index=p.partition,
+                    leader_id=p.leader,
+                    leader_epoch=p.leader_epoch,
+                    replica_nodes=p.replicas,
+                    isr_nodes=p.isr,
+                    offline_replicas=p.offline_replicas,
+                )
+                for p in description.partitions
+            )
+            topics.append(
+                MetadataTopic(name=name, topic_id=description.topic_id, partitions=partitions)
+            )
+        leader = self._server.controller_leader_id()
+        return MetadataResponse(
+            brokers=tuple(brokers),
+            controller_id=-1 if leader is None else leader,
+            topics=tuple(topics),
+        )
+
+    # --- InitProducerId -----------------------------------------------------------------------
+
+    async def init_producer_id(self, request: InitProducerIdRequest) -> InitProducerIdResponse:
+        if request.producer_id >= 0 and request.producer_epoch >= 0:
+            # KIP-360: bump the epoch of a known producer (fences its older incarnation).
+            if request.producer_epoch >= 32766:
+                return await self._new_producer_id()
+            return InitProducerIdResponse(
+                producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
+            )
+        return await self._new_producer_id()
+
+    async def _new_producer_id(self) -> InitProducerIdResponse:
+        async with self._producer_id_lock:
+            start, end = self._producer_ids
+            if start >= end:
+                try:
+                    block = await self._server.allocate_producer_ids()
+                except KraftError as e:
+                    return InitProducerIdResponse(error_code=e.code, error_message=e.message)
+                if block.error_code is not ErrorCode.NONE:
+                    return InitProducerIdResponse(
+                        error_code=block.error_code, error_message=block.error_message
+                    )
+                start, end = (
+                    block.producer_id_start,
+                    block.producer_id_start + block.producer_id_len,
+                )
+            self._producer_ids = (start + 1, end)
+            return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+
+
+def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
+    d = data.diverging_epoch
+    return None if d is None else DivergingEpoch(epoch=d.epoch, end_offset=d.end_offset)
+
+
+class BrokerServicer(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
+    """Proto in, dataclass to `BrokerService`, proto out."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self._service = service
+
+    async def _call(self, request: Any, context: Any, cls: type[Any], run: Any) -> Any:
+        try:
+            decoded = decode(request, cls)
+        except KraftError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
+            raise  # pragma: no cover - abort raises
+        return encode(await run(decoded))
+
+    async def Produce(self, request: Any, context: Any) -> Any:
+        return await self._call(request, context, ProduceRequest, self._service.produce)
+
+    async def Fetch(self, request: Any, context: Any) -> Any:
+        return await self._call(request, context, BrokerFetchRequest, self._service.fetch)
+
+    async def ListOffsets(self, request: Any, context: Any) -> Any:
+        return await self._call(request, context, ListOffsetsRequest, self._service.list_offsets)
+
+    async def Metadata(self, request: Any, context: Any) -> Any:
+        return await self._call(request, context, MetadataRequest, self._service.metadata)
+
+    async def InitProducerId(self, request: Any, context: Any) -> Any:
+        return await self._call(
+            request, context, InitProducerIdRequest, self._service.init_producer_id
+        )
+
+
+__all__ = ["BrokerService", "BrokerServicer", "diverging_from_wire"]
