@@ -33,6 +33,7 @@ from kraft.controller.messages import (
     CreatePartitionsResponse,
     CreatePartitionsTopic,
 )
+from kraft.logs import ensure_configured
 from kraft.transport.controller_codec import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -58,6 +59,7 @@ class AdminClient:
         timeout: float = 60.0,
         request_timeout: float = 30.0,
     ) -> None:
+        ensure_configured()  # warning-level logs to stderr unless the app set structlog
         self._client = ControllerClient(bootstrap, timeout=timeout, request_timeout=request_timeout)
 
     def __enter__(self) -> Self:

@@ -36,6 +36,7 @@ from typing import Any, Self
 
 import structlog
 
+from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
@@ -137,6 +138,7 @@ class Consumer:
         network: BrokerNetwork | None = None,
         **options: Any,
     ) -> None:
+        ensure_configured()  # warning-level logs to stderr unless the app set structlog
         self.config = config = ConsumerConfig.create(options)
         self._clock = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._network = network or BrokerNetwork(

@@ -41,6 +41,7 @@ from typing import Any, Self
 
 import structlog
 
+from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.accumulator import Drained, RecordAccumulator
 from replication.clients.batch import ProducerBatch, ProduceResult, RecordFuture
@@ -102,6 +103,7 @@ class Producer:
         network: BrokerNetwork | None = None,
         **options: Any,
     ) -> None:
+        ensure_configured()  # warning-level logs to stderr unless the app set structlog
         self.config = config = ProducerConfig.create(options)
         self._clock = clock_ms
         self._network = network or BrokerNetwork(
