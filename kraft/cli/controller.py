@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kraft.cli._node import add_node_arguments, add_override_argument, node_properties
+
 _EPILOG = """\
 examples:
   kraft controller --config config/controller-1.properties
@@ -28,47 +30,19 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", metavar="FILE", help="a Kafka-style properties file")
-    p.add_argument("--node-id", type=int, help="node.id")
-    p.add_argument(
-        "--controller-quorum-voters",
-        metavar="ID@HOST:PORT,...",
-        help="controller.quorum.voters, e.g. 1@127.0.0.1:9091,2@127.0.0.1:9092",
+    add_node_arguments(
+        p,
+        node_id_help="node.id",
+        listen_help="listeners (default: this node's voter address)",
+        data_dir_help="log.dirs: the metadata log's directory",
     )
-    p.add_argument(
-        "--listen", metavar="HOST:PORT", help="listeners (default: this node's voter address)"
-    )
-    p.add_argument("--data-dir", metavar="DIR", help="log.dirs: the metadata log's directory")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set any property (repeatable), e.g. controller.quorum.fetch.timeout.ms=500",
-    )
+    add_override_argument(p, example="controller.quorum.fetch.timeout.ms=500")
     p.set_defaults(handler=run)
 
 
 def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
     """The file's properties, overridden by the flags."""
-    from kraft.config import load_properties
-
-    props = load_properties(args.config) if args.config else {}
-    flags = {
-        "node.id": None if args.node_id is None else str(args.node_id),
-        "controller.quorum.voters": args.controller_quorum_voters,
-        "listeners": args.listen,
-        "log.dirs": args.data_dir,
-    }
-    props.update({k: v for k, v in flags.items() if v is not None})
-    if args.data_dir is not None:
-        props.pop("metadata.log.dir", None)
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--override expects KEY=VALUE, got {item!r}")
-        props[key.strip()] = value.strip()
-    return props
+    return node_properties(args, data_dir_replaces=("metadata.log.dir",))
 
 
 def run(args: argparse.Namespace) -> int:

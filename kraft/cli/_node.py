@@ -1,0 +1,67 @@
+"""What ``kraft controller`` and ``kraft broker`` share: the node flags and how they override
+a Kafka-style properties file."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from kraft.config import load_properties
+
+
+def add_node_arguments(
+    p: argparse.ArgumentParser, *, node_id_help: str, listen_help: str, data_dir_help: str
+) -> None:
+    """``--config``, ``--node-id``, ``--controller-quorum-voters``, ``--listen``, ``--data-dir``
+    (``--override`` is added by `add_override_argument`, after any node-specific flag)."""
+    p.add_argument("--config", metavar="FILE", help="a Kafka-style properties file")
+    p.add_argument("--node-id", type=int, help=node_id_help)
+    p.add_argument(
+        "--controller-quorum-voters",
+        metavar="ID@HOST:PORT,...",
+        help="controller.quorum.voters, e.g. 1@127.0.0.1:9091,2@127.0.0.1:9092",
+    )
+    p.add_argument("--listen", metavar="HOST:PORT", help=listen_help)
+    p.add_argument("--data-dir", metavar="DIR", help=data_dir_help)
+
+
+def add_override_argument(p: argparse.ArgumentParser, *, example: str) -> None:
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"set any property (repeatable), e.g. {example}",
+    )
+
+
+def node_properties(
+    args: argparse.Namespace,
+    extra_flags: Mapping[str, str | None] | None = None,
+    *,
+    data_dir_replaces: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """The ``--config`` file's properties, overridden by the flags, then by ``--override``;
+    ``--data-dir`` also drops the file's ``data_dir_replaces`` keys (before the overrides).
+
+    Raises:
+        ValueError: an ``--override`` is not KEY=VALUE.
+    """
+    props = load_properties(args.config) if args.config else {}
+    flags: dict[str, str | None] = {
+        "node.id": None if args.node_id is None else str(args.node_id),
+        "controller.quorum.voters": args.controller_quorum_voters,
+        "listeners": args.listen,
+        "log.dirs": args.data_dir,
+        **(extra_flags or {}),
+    }
+    props.update({k: v for k, v in flags.items() if v is not None})
+    if args.data_dir is not None:
+        for key in data_dir_replaces:
+            props.pop(key, None)
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--override expects KEY=VALUE, got {item!r}")
+        props[key.strip()] = value.strip()
+    return props
