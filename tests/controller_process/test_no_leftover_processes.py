@@ -14,13 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
-import sys, time
+import sys, threading
 from kraft import LocalCluster
 cluster = LocalCluster(controllers=3, data_dir=sys.argv[1])
 cluster.start()
 cluster.wait_until_healthy(timeout=60)
 print(" ".join(str(p) for p in cluster.pids()), flush=True)
-time.sleep(600)
+threading.Event().wait()  # until the test SIGKILLs this process
 """
 
 
