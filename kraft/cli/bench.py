@@ -38,6 +38,20 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.failover) answers --help
     )
     f.set_defaults(handler=_run_failover, passthrough=True)
+    pr = bsub.add_parser(
+        "produce",
+        help="producer records/s, MB/s, p50/p99/p99.9 (acks=all and 1) vs raw gRPC streaming",
+        epilog="example: kraft bench produce --records 200000 --acks all --json",
+        add_help=False,  # its own parser (kraft.bench.produce_consume) answers --help
+    )
+    pr.set_defaults(handler=_run_produce, passthrough=True)
+    co = bsub.add_parser(
+        "consume",
+        help="consumer records/s, MB/s, poll p50/p99/p99.9 vs raw gRPC streaming",
+        epilog="example: kraft bench consume --records 200000 --json",
+        add_help=False,  # its own parser (kraft.bench.produce_consume) answers --help
+    )
+    co.set_defaults(handler=_run_consume, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -63,4 +77,18 @@ def _run_failover(args: argparse.Namespace) -> int:
     from kraft.bench.failover import main
 
     result: int = main(list(args.rest))
+    return result
+
+
+def _run_produce(args: argparse.Namespace) -> int:
+    from kraft.bench.produce_consume import main_produce
+
+    result: int = main_produce(list(args.rest))
+    return result
+
+
+def _run_consume(args: argparse.Namespace) -> int:
+    from kraft.bench.produce_consume import main_consume
+
+    result: int = main_consume(list(args.rest))
     return result

@@ -1,0 +1,448 @@
+"""``kraft bench produce`` / ``kraft bench consume``: client throughput and latency on a real
+cluster, beside the raw gRPC streaming ceiling of this machine measured in the same run.
+
+- produce: N records of ``--record-size`` bytes (100 by default), no key (sticky
+  partitioner), into a topic of 6 partitions, RF=3, ``min.insync.replicas=2``; at most
+  ``--window`` records unacknowledged (a bounded buffer, as Kafka's ``buffer.memory``).
+  records/s and MB/s from the first ``send`` to the last acknowledgement; latency per record
+  = its acknowledgement (``add_done_callback``) minus its ``send``. ``--acks both`` (the
+  default) runs acks=all (idempotent) then acks=1 (idempotence off, as Kafka requires).
+- consume: assign every partition, seek to the beginning, ``poll`` until N records came;
+  records/s and MB/s from the first poll to the Nth record; latency = the duration of each
+  ``poll()`` call that returned records. Without ``--bootstrap`` it first produces the N
+  records itself (acks=all, not timed).
+- ceiling: a subprocess gRPC server on 127.0.0.1 and one client-streaming call pushing the
+  same bytes (at least 32 MiB) in ``--ceiling-message-kib`` messages (16 KiB: a batch); the
+  median of 3 such calls.
+
+Without ``--bootstrap`` the command starts its own `LocalCluster` (3 controllers, 3 brokers).
+
+    python -m kraft.bench.produce_consume produce --records 200000 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+PARTITIONS = 6
+CEILING_TRIALS = 3
+REPLICATION_FACTOR = 3
+
+_SERVER = r"""
+import sys, grpc
+from concurrent import futures
+def push(it, ctx):
+    n = 0
+    for m in it:
+        n += len(m)
+    return n.to_bytes(8, "big")
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+    options=[("grpc.max_receive_message_length", 64 << 20)])
+handler = grpc.method_handlers_generic_handler(
+    "bench.Ceiling", {"Push": grpc.stream_unary_rpc_method_handler(push)})
+server.add_generic_rpc_handlers((handler,))
+port = server.add_insecure_port("127.0.0.1:0")
+server.start()
+print(port, flush=True)
+sys.stdin.read()
+server.stop(0)
+"""
+
+
+class BenchError(Exception):
+    pass
+
+
+def percentiles(values_ms: list[float]) -> dict[str, float | None]:
+    if not values_ms:
+        return {"p50_ms": None, "p99_ms": None, "p999_ms": None}
+    s = sorted(values_ms)
+
+    def at(q: float) -> float:
+        return round(s[min(len(s) - 1, int(q * len(s)))], 3)
+
+    return {"p50_ms": at(0.50), "p99_ms": at(0.99), "p999_ms": at(0.999)}
+
+
+def _figures(records: int, size: int, seconds: float, lat_ms: list[float]) -> dict[str, Any]:
+    seconds = max(seconds, 1e-9)
+    return {
+        "records": records,
+        "seconds": round(seconds, 3),
+        "records_per_s": round(records / seconds, 1),
+        "mb_per_s": round(records * size / seconds / 1e6, 3),
+        **percentiles(lat_ms),
+    }
+
+
+# -- the raw gRPC ceiling ------------------------------------------------------------------------
+
+
+def grpc_ceiling(total_bytes: int, message_bytes: int) -> dict[str, Any]:
+    """MB/s of one client-streaming call to a server in another process, over 127.0.0.1."""
+    import grpc
+
+    total_bytes = max(total_bytes, 32 << 20)
+    count = max(1, total_bytes // message_bytes)
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        push = channel.stream_unary("/bench.Ceiling/Push")
+        grpc.channel_ready_future(channel).result(timeout=10)
+        payload = os.urandom(message_bytes)
+
+        def messages(n: int) -> Iterator[bytes]:
+            for _ in range(n):
+                yield payload
+
+        push(messages(min(count, 64)), timeout=30)  # warm up
+        trials: list[float] = []
+        for _ in range(CEILING_TRIALS):
+            start = time.perf_counter()
+            received = int.from_bytes(push(messages(count), timeout=120), "big")
+            trials.append(time.perf_counter() - start)
+            if received != count * message_bytes:
+                raise BenchError(
+                    f"gRPC ceiling: the server got {received} bytes, not {count * message_bytes}"
+                )
+        seconds = sorted(trials)[len(trials) // 2]  # the median trial
+        channel.close()
+    finally:
+        if server.stdin is not None:
+            with contextlib.suppress(OSError):
+                server.stdin.close()
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return {
+        "message_bytes": message_bytes,
+        "messages": count,
+        "bytes": received,
+        "seconds": round(seconds, 3),
+        "trials_mb_per_s": [round(received / t / 1e6, 3) for t in trials],
+        "messages_per_s": round(count / seconds, 1),
+        "mb_per_s": round(received / seconds / 1e6, 3),
+    }
+
+
+# -- the cluster ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cluster_bootstrap(bootstrap: str | None, say: Any) -> Iterator[str]:
+    if bootstrap:
+        yield bootstrap
+        return
+    from kraft import LocalCluster
+
+    say("starting a local cluster: 3 controllers, 3 brokers")
+    with LocalCluster(controllers=3, brokers=3) as cluster:
+        cluster.wait_until_healthy(timeout=60)
+        yield cluster.bootstrap
+
+
+def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
+    from kraft import AdminClient
+    from storage.errors import TopicAlreadyExistsError
+
+    admin = AdminClient(bootstrap)
+    try:
+        try:
+            admin.create_topic(
+                topic,
+                partitions=PARTITIONS,
+                replication_factor=REPLICATION_FACTOR,
+                config={"min.insync.replicas": "2"},
+            )
+            say(f"created topic {topic}: {PARTITIONS} partitions, RF={REPLICATION_FACTOR}")
+        except TopicAlreadyExistsError:
+            say(f"topic {topic} exists")
+        admin.wait_for_leaders(topic, timeout=30)
+    finally:
+        admin.close()
+
+
+# -- produce / consume ---------------------------------------------------------------------------
+
+
+def produce(
+    bootstrap: str, topic: str, records: int, size: int, acks: str, window: int, linger_ms: int
+) -> dict[str, Any]:
+    from kraft import Producer
+
+    options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms}
+    if acks != "all":
+        options["enable_idempotence"] = False
+    value = b"x" * size
+    sent_at = [0.0] * records
+    latency_ms = [0.0] * records
+    slots = threading.Semaphore(window)
+    done = threading.Event()
+    state: dict[str, Any] = {"acked": 0, "errors": 0, "first_error": ""}
+    lock = threading.Lock()
+    clock = time.perf_counter
+
+    producer = Producer(bootstrap, **options)
+    try:
+        producer.partitions_for(topic)  # learn the metadata before the clock starts
+        warm = producer.send(topic, value)  # and the producer id, connections
+        warm.result(timeout=30)
+
+        def on_done(i: int, future: Any) -> None:
+            latency_ms[i] = (clock() - sent_at[i]) * 1000.0
+            error = future.exception(0)
+            with lock:
+                state["acked"] += 1
+                if error is not None:
+                    state["errors"] += 1
+                    if not state["first_error"]:
+                        state["first_error"] = repr(error)
+                if state["acked"] == records:
+                    done.set()
+            slots.release()
+
+        send = producer.send
+        acquire = slots.acquire
+        start = clock()
+        for i in range(records):
+            acquire()
+            sent_at[i] = clock()
+            send(topic, value).add_done_callback(partial(on_done, i))
+        producer.flush()
+        if not done.wait(60):
+            raise BenchError(f"only {state['acked']} of {records} records acknowledged")
+        seconds = clock() - start
+    finally:
+        producer.close(timeout=10)
+    if state["errors"]:
+        raise BenchError(f"{state['errors']} records failed, first: {state['first_error']}")
+    return {"acks": acks, "window": window, "linger_ms": linger_ms} | _figures(
+        records, size, seconds, latency_ms
+    )
+
+
+def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> dict[str, Any]:
+    from kraft import Consumer, TopicPartition
+
+    consumer = Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=max_poll_records)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(tps)
+        got = 0
+        payload = 0
+        polls_ms: list[float] = []
+        clock = time.perf_counter
+        start = clock()
+        deadline = time.monotonic() + 120
+        while got < records:
+            t0 = clock()
+            batch = consumer.poll(timeout=1.0)
+            if batch:
+                polls_ms.append((clock() - t0) * 1000.0)
+                got += len(batch)
+                payload += sum(len(r.value or b"") for r in batch)
+            elif time.monotonic() > deadline:
+                raise BenchError(f"consumed {got} of {records} records within 120 s")
+        seconds = clock() - start
+    finally:
+        consumer.close()
+    size = payload / got if got else 0.0
+    out = _figures(got, 1, seconds, polls_ms)
+    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
+    out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
+    return out
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 4) if a is not None and b else None
+
+
+def render(result: dict[str, Any]) -> str:
+    ceiling = result["grpc_ceiling"]
+    lines = [
+        f"kraft bench {result['bench']}: {result['records']} records of {result['record_size']} B,"
+        f" topic {result['topic']} ({PARTITIONS} partitions, RF={REPLICATION_FACTOR}),"
+        f" cluster: {result['cluster']}",
+        f"load average before: {result['load_average']['before']}, "
+        f"after: {result['load_average']['after']}",
+        "",
+        f"{'run':<22}{'records/s':>12}{'MB/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}"
+        f"{'vs ceiling':>12}",
+    ]
+
+    def fmt(v: float | None, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    for name, run in result["runs"].items():
+        lines.append(
+            f"{name:<22}{fmt(run['records_per_s'], ',.0f'):>12}{fmt(run['mb_per_s'], '.2f'):>10}"
+            f"{fmt(run['p50_ms'], '.2f'):>10}{fmt(run['p99_ms'], '.2f'):>10}"
+            f"{fmt(run['p999_ms'], '.2f'):>10}"
+            f"{fmt(_ratio(run['mb_per_s'], ceiling['mb_per_s']), '.1%'):>12}"
+        )
+    lines.append(
+        f"{'raw gRPC stream':<22}"
+        f"{fmt(ceiling['mb_per_s'] * 1e6 / result['record_size'], ',.0f'):>12}"
+        f"{fmt(ceiling['mb_per_s'], '.2f'):>10}{'':>30}{'100.0%':>12}"
+    )
+    lines.append(
+        f"  (ceiling: one client-streaming call, {ceiling['message_bytes'] // 1024} KiB messages,"
+        f" {ceiling['messages_per_s']:,.0f} msgs/s, server in another process; its records/s ="
+        f" MB/s / record size)"
+    )
+    if result["bench"] == "consume":
+        lines.append("  (consume latency: the duration of each poll() call that returned records)")
+    else:
+        lines.append(
+            "  (produce latency: per record, acknowledgement callback minus send; it includes"
+            f" the wait behind up to --window={result['window']} unacknowledged records)"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    topic = args.topic or f"bench-{uuid.uuid4().hex[:8]}"
+    result: dict[str, Any] = {
+        "bench": args.bench,
+        "topic": topic,
+        "records": args.records,
+        "record_size": args.record_size,
+        "window": args.window,
+        "partitions": PARTITIONS,
+        "replication_factor": REPLICATION_FACTOR,
+        "cluster": args.bootstrap or "local: 3 controllers, 3 brokers",
+        "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
+    }
+    runs: dict[str, dict[str, Any]] = {}
+    with cluster_bootstrap(args.bootstrap, say) as bootstrap:
+        if args.bootstrap is None or args.bench == "produce":
+            ensure_topic(bootstrap, topic, say)
+        if args.bench == "produce":
+            modes = ["all", "1"] if args.acks == "both" else [args.acks]
+            for acks in modes:
+                say(f"producing {args.records} records with acks={acks}")
+                runs[f"produce acks={acks}"] = produce(
+                    bootstrap,
+                    topic,
+                    args.records,
+                    args.record_size,
+                    acks,
+                    args.window,
+                    args.linger_ms,
+                )
+        else:
+            if args.bootstrap is None:
+                say(f"filling {topic} with {args.records} records (acks=all, not timed)")
+                produce(bootstrap, topic, args.records, args.record_size, "all", 20_000, 5)
+            say(f"consuming {args.records} records")
+            runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
+            result["record_size"] = runs["consume"]["record_size"] or args.record_size
+    say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
+    ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
+    result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
+    result["grpc_ceiling"] = ceiling
+    for r in runs.values():
+        r["ratio_to_ceiling"] = _ratio(r["mb_per_s"], ceiling["mb_per_s"])
+    result["runs"] = runs
+    first = next(iter(runs.values()))  # the headline figures: acks=all, or the consume run
+    for key in ("records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms"):
+        result[key] = first[key]
+    result["ceiling_mb_per_s"] = ceiling["mb_per_s"]
+    result["ratio_to_ceiling"] = first["ratio_to_ceiling"]
+    return result
+
+
+def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kraft bench produce" if bench is None else f"kraft bench {bench}",
+        description="Producer or consumer throughput and latency (6 partitions, RF=3), "
+        "beside the raw gRPC streaming ceiling measured in the same run.",
+    )
+    if bench is None:
+        parser.add_argument("bench", choices=["produce", "consume"])
+    parser.add_argument(
+        "--bootstrap", default=None, help="brokers host:port,... (default: start a local cluster)"
+    )
+    parser.add_argument("--topic", default=None, help="topic (default: a fresh bench-* topic)")
+    parser.add_argument("--records", type=int, default=200_000, help="records to move")
+    parser.add_argument("--record-size", type=int, default=100, help="value bytes per record")
+    parser.add_argument(
+        "--acks",
+        choices=["all", "1", "both"],
+        default="both",
+        help="produce: acks=all, acks=1, or both runs (default)",
+    )
+    parser.add_argument(
+        "--window", type=int, default=20_000, help="produce: records unacknowledged at most"
+    )
+    parser.add_argument("--linger-ms", type=int, default=5, help="produce: linger.ms")
+    parser.add_argument(
+        "--max-poll-records", type=int, default=5000, help="consume: max.poll.records"
+    )
+    parser.add_argument(
+        "--ceiling-message-kib", type=int, default=16, help="gRPC ceiling message size"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def main(argv: list[str] | None = None, bench: str | None = None) -> int:
+    args = build_parser(bench).parse_args(argv)
+    if bench is not None:
+        args.bench = bench
+    if args.records < 1 or args.record_size < 1:
+        print("kraft bench: --records and --record-size must be >= 1", file=sys.stderr)
+        return 2
+    if args.bench == "consume" and args.bootstrap and not args.topic:
+        print("kraft bench consume: --bootstrap needs --topic (with N records)", file=sys.stderr)
+        return 2
+    from storage.errors import KraftError
+
+    try:
+        result = run(args)
+    except (BenchError, KraftError, TimeoutError) as e:
+        print(f"kraft bench {args.bench}: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+def main_produce(argv: list[str] | None = None) -> int:
+    return main(argv, "produce")
+
+
+def main_consume(argv: list[str] | None = None) -> int:
+    return main(argv, "consume")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

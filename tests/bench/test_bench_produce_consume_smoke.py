@@ -1,0 +1,83 @@
+"""`kraft bench produce` and `kraft bench consume` run end to end on a tiny N and print the
+JSON they promise.
+
+No timing assertions: the figures depend on the machine; this checks the plumbing (a real
+3-controller 3-broker cluster, a 6-partition RF=3 topic, every record acknowledged or
+consumed, the gRPC ceiling measured in the same run) and the report's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+RECORDS = 2000
+FIGURES = ("records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms")
+
+
+def _bench(*argv: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "kraft.cli", "bench", *argv, "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=35,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _check_common(report: dict[str, Any]) -> None:
+    assert report["records"] == RECORDS
+    assert report["partitions"] == 6 and report["replication_factor"] == 3
+    for key in FIGURES:
+        assert report[key] is not None and report[key] > 0, key
+    assert report["p50_ms"] <= report["p99_ms"] <= report["p999_ms"]
+    ceiling = report["grpc_ceiling"]
+    assert ceiling["mb_per_s"] > 0 and ceiling["message_bytes"] == 16 * 1024
+    assert ceiling["bytes"] == ceiling["messages"] * ceiling["message_bytes"]
+    assert report["ceiling_mb_per_s"] == ceiling["mb_per_s"]
+    assert len(report["load_average"]["before"]) == 3
+
+
+@pytest.mark.process
+@pytest.mark.timeout(40)
+def test_bench_produce_runs_acks_all_and_1() -> None:
+    report = _bench("produce", "--records", str(RECORDS), "--record-size", "100")
+    _check_common(report)
+    assert report["bench"] == "produce" and report["record_size"] == 100
+    assert set(report["runs"]) == {"produce acks=all", "produce acks=1"}
+    for run in report["runs"].values():
+        assert run["records"] == RECORDS
+        for key in FIGURES:
+            assert run[key] > 0, key
+    assert report["records_per_s"] == report["runs"]["produce acks=all"]["records_per_s"]
+
+
+@pytest.mark.process
+@pytest.mark.timeout(40)
+def test_bench_consume_reads_every_record() -> None:
+    report = _bench("consume", "--records", str(RECORDS))
+    _check_common(report)
+    assert report["bench"] == "consume"
+    run = report["runs"]["consume"]
+    assert run["records"] >= RECORDS
+    assert run["value_bytes"] == run["records"] * 100
+    assert run["polls"] >= 1
+
+
+def test_bench_produce_consume_help_names_the_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from kraft.bench.produce_consume import main_produce
+
+    with pytest.raises(SystemExit) as exc:
+        main_produce(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--bootstrap", "--topic", "--records", "--record-size", "--acks", "--json"):
+        assert option in out
