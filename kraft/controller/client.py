@@ -33,13 +33,7 @@ from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
 import grpc
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential_jitter,
-)
+from tenacity import RetryCallState, wait_exponential_jitter
 
 from kraft._generated import controller_pb2_grpc
 from kraft.controller.messages import (
@@ -77,6 +71,7 @@ from kraft.transport.controller_codec import (
     decode_response,
     encode,
 )
+from kraft.transport.retry import retry_retriable
 from storage.errors import (
     ErrorCode,
     InvalidRequestError,
@@ -408,24 +403,7 @@ class ControllerClient:
                 return 0.005
             return float(backoff(state))
 
-        retrying = Retrying(
-            stop=stop_after_delay(deadline_s),
-            wait=wait,
-            retry=retry_if_exception(lambda e: isinstance(e, KraftError) and e.retriable),
-            reraise=True,
-        )
-        try:
-            return retrying(attempt)
-        except KraftError as e:
-            if not e.retriable:
-                raise
-            elapsed = time.monotonic() - started
-            message = f"{e.message} (gave up after {attempts} attempts in {elapsed:.1f}s)"
-            if isinstance(e, NotControllerError):
-                raise NotControllerError(
-                    message, leader_id=e.leader_id, leader_address=e.leader_address
-                ) from None
-            raise error_for(e.code, message) from None
+        return retry_retriable(attempt, timeout_s=deadline_s, wait=wait)
 
     def _attempt(self, address: str, request: Any, timeout: float) -> tuple[Any, CurrentLeader]:
         method, response_cls = _RPCS[type(request)]

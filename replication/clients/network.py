@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import grpc
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import parse_bootstrap
+from kraft.transport.retry import retry_retriable
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
 from storage.errors import (
@@ -37,7 +37,6 @@ from storage.errors import (
     RequestTimedOutError,
     UnknownServerError,
     UnsupportedVersionError,
-    error_for,
 )
 
 R = TypeVar("R")
@@ -219,7 +218,7 @@ class BrokerNetwork:
                 self._last_good = address
             return response
 
-        return retry_under_deadline(attempt, timeout_s)
+        return retry_retriable(attempt, timeout_s=timeout_s)
 
     def _pick(self, candidates: list[str]) -> str:
         with self._lock:
@@ -231,28 +230,8 @@ class BrokerNetwork:
             return address
 
 
-def retry_under_deadline(attempt: Callable[[], R], timeout_s: float) -> R:
-    """Run ``attempt`` until it succeeds, retrying *retriable* kraft errors with exponential
-    backoff until ``timeout_s`` has passed; then the last error is raised, saying so."""
-    started = time.monotonic()
-    retrying = Retrying(
-        stop=stop_after_delay(timeout_s),
-        wait=wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05),
-        retry=retry_if_exception(lambda e: isinstance(e, KraftError) and e.retriable),
-        reraise=True,
-    )
-    try:
-        return retrying(attempt)
-    except KraftError as e:
-        if not e.retriable:
-            raise
-        elapsed = time.monotonic() - started
-        raise error_for(e.code, f"{e.message} (gave up after {elapsed:.1f}s)") from None
-
-
 __all__ = [
     "BrokerNetwork",
     "map_broker_errors",
-    "retry_under_deadline",
     "translate_rpc_error",
 ]
