@@ -105,13 +105,18 @@ def format_voters(voters: Mapping[int, str]) -> str:
     return ",".join(f"{node_id}@{address}" for node_id, address in sorted(voters.items()))
 
 
-def _listener_address(spec: str) -> str:
+def listener_address(spec: str) -> str:
     """The ``host:port`` of the first listener of ``CONTROLLER://host:port,...``."""
     first = spec.split(",")[0].strip()
     return first.split("://", 1)[1] if "://" in first else first
 
 
-def _int(props: Mapping[str, str], key: str, default: int) -> int:
+def int_property(props: Mapping[str, str], key: str, default: int) -> int:
+    """An integer property, ``default`` when absent or empty.
+
+    Raises:
+        InvalidConfigError: the value is not an integer.
+    """
     raw = props.get(key)
     if raw is None or raw.strip() == "":
         return default
@@ -156,25 +161,27 @@ class ControllerNodeConfig:
             missing.append("log.dirs")
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
-        node_id = _int(props, "node.id", -1)
+        node_id = int_property(props, "node.id", -1)
         voters = parse_voters(props["controller.quorum.voters"])
         listeners = props.get("listeners", "").strip()
-        listen = _listener_address(listeners) if listeners else voters.get(node_id, "")
+        listen = listener_address(listeners) if listeners else voters.get(node_id, "")
         if not listen:
             raise InvalidConfigError(
                 f"node {node_id} is not in controller.quorum.voters and has no listeners"
             )
         defaults = ControllerConfig()
         controller = ControllerConfig(
-            broker_session_timeout_ms=_int(
+            broker_session_timeout_ms=int_property(
                 props, "broker.session.timeout.ms", defaults.broker_session_timeout_ms
             ),
-            default_num_partitions=_int(props, "num.partitions", defaults.default_num_partitions),
-            default_replication_factor=_int(
+            default_num_partitions=int_property(
+                props, "num.partitions", defaults.default_num_partitions
+            ),
+            default_replication_factor=int_property(
                 props, "default.replication.factor", defaults.default_replication_factor
             ),
         )
-        snapshot_interval = _int(
+        snapshot_interval = int_property(
             props,
             "metadata.log.max.record.bytes.between.snapshots",
             DEFAULT_SNAPSHOT_INTERVAL_BYTES,
@@ -217,6 +224,8 @@ __all__ = [
     "DEFAULT_SNAPSHOT_INTERVAL_BYTES",
     "ControllerNodeConfig",
     "format_voters",
+    "int_property",
+    "listener_address",
     "load_properties",
     "parse_voters",
     "write_properties",

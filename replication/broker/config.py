@@ -27,25 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraft.config import format_voters, parse_voters
+from kraft.config import format_voters, int_property, listener_address, parse_voters
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
 from storage.errors import InvalidConfigError
-
-
-def _int(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
-
-
-def _listener_address(spec: str) -> str:
-    first = spec.split(",")[0].strip()
-    return first.split("://", 1)[1] if "://" in first else first
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +76,7 @@ class BrokerNodeConfig:
             missing.append("listeners")
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
-        node_id = _int(props, "node.id", -1)
+        node_id = int_property(props, "node.id", -1)
         voters = parse_voters(props["controller.quorum.voters"])
         if node_id in voters:
             raise InvalidConfigError(
@@ -101,13 +86,13 @@ class BrokerNodeConfig:
         return cls(
             node_id=node_id,
             voters=voters,
-            listen=_listener_address(listeners),
+            listen=listener_address(listeners),
             data_dir=Path(data_dir),
             rack=rack,
-            heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 500),
-            replica_fetch_wait_max_ms=_int(props, "replica.fetch.wait.max.ms", 500),
-            replica_fetch_max_bytes=_int(props, "replica.fetch.max.bytes", 1 << 20),
-            high_watermark_checkpoint_interval_ms=_int(
+            heartbeat_interval_ms=int_property(props, "broker.heartbeat.interval.ms", 500),
+            replica_fetch_wait_max_ms=int_property(props, "replica.fetch.wait.max.ms", 500),
+            replica_fetch_max_bytes=int_property(props, "replica.fetch.max.bytes", 1 << 20),
+            high_watermark_checkpoint_interval_ms=int_property(
                 props, "replica.high.watermark.checkpoint.interval.ms", 5_000
             ),
             replication=ReplicationConfig.from_properties(props),
