@@ -164,6 +164,11 @@ class SegmentedLog:
         return self._segments[-1].next_offset
 
     @property
+    def active_segment_base_offset(self) -> int:
+        """The base offset of the segment taking appends: it changes when the log rolls."""
+        return self._bases[-1]
+
+    @property
     def recovery_point(self) -> int:
         """Every offset below this is durable on disk."""
         return self._recovery_point

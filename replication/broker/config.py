@@ -17,8 +17,10 @@ Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters``,
 ``broker.heartbeat.interval.ms``, ``replica.fetch.wait.max.ms``, ``replica.fetch.max.bytes``,
 ``replica.high.watermark.checkpoint.interval.ms``,
 ``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
-cluster default; topic configs override it) and the ``controller.quorum.*`` Raft timeouts of
-the metadata observer.
+cluster default; topic configs override it), the ``controller.quorum.*`` Raft timeouts of
+the metadata observer, ``log.retention.check.interval.ms`` and the log defaults of
+`BROKER_LOG_KEYS` (``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``,
+``log.roll.ms``, ...; topic configs override them).
 """
 
 from __future__ import annotations
@@ -31,6 +33,21 @@ from kraft.config import format_voters, int_property, listener_address, parse_vo
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
 from storage.errors import InvalidConfigError
+
+BROKER_LOG_KEYS: dict[str, str] = {
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "message.max.bytes": "max.message.bytes",
+}
+"""Broker key (the default for every topic) -> topic key: Kafka's synonyms."""
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+"""Kafka's ``log.retention.check.interval.ms`` default (5 minutes)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +72,11 @@ class BrokerNodeConfig:
     """[replica.fetch.max.bytes]"""
     high_watermark_checkpoint_interval_ms: int = 5_000
     """[replica.high.watermark.checkpoint.interval.ms]"""
+    log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
+    """[log.retention.check.interval.ms] how often retention runs over every replica."""
+    log_defaults: Mapping[str, str] = field(default_factory=dict)
+    """[log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms, ...] under
+    their topic keys (``retention.ms``...): every topic's log config unless it sets its own."""
     replication: ReplicationConfig = field(default_factory=ReplicationConfig)
     """[replica.lag.time.max.ms, replica.fetch.backoff.ms, min.insync.replicas]"""
     raft: RaftConfig = field(default_factory=RaftConfig)
@@ -95,12 +117,19 @@ class BrokerNodeConfig:
             high_watermark_checkpoint_interval_ms=int_property(
                 props, "replica.high.watermark.checkpoint.interval.ms", 5_000
             ),
+            log_retention_check_interval_ms=int_property(
+                props, "log.retention.check.interval.ms", DEFAULT_RETENTION_CHECK_INTERVAL_MS
+            ),
+            log_defaults={
+                BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
+            },
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
         )
 
     def to_properties(self) -> dict[str, str]:
         """The config as properties (`from_properties` inverts it)."""
+        broker_keys = {topic_key: key for key, topic_key in BROKER_LOG_KEYS.items()}
         props = {
             "process.roles": "broker",
             "node.id": str(self.node_id),
@@ -113,6 +142,8 @@ class BrokerNodeConfig:
             "replica.high.watermark.checkpoint.interval.ms": str(
                 self.high_watermark_checkpoint_interval_ms
             ),
+            "log.retention.check.interval.ms": str(self.log_retention_check_interval_ms),
+            **{broker_keys[k]: v for k, v in self.log_defaults.items() if k in broker_keys},
             **self.replication.to_properties(),
             **self.raft.to_properties(),
         }
@@ -121,4 +152,4 @@ class BrokerNodeConfig:
         return props
 
 
-__all__ = ["BrokerNodeConfig"]
+__all__ = ["BROKER_LOG_KEYS", "DEFAULT_RETENTION_CHECK_INTERVAL_MS", "BrokerNodeConfig"]

@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 The replica owns the partition's `SegmentedLog` (``<data dir>/<topic>-<partition>/``), its
-`ProducerStateManager` (rebuilt from the log's batch headers when the replica opens), and at
+`ProducerStateManager` (loaded when the replica opens from the latest ``<offset>.snapshot``
+plus the batch headers after it, snapshotted when the log rolls and on a clean shutdown:
+`replication.broker.producer_snapshots`), and at
 most one core: a `PartitionLeader` while metadata names this broker the leader, a
 `PartitionFollower` otherwise. It is the loop of ``replication.core``'s docstring and nothing
 more: every input is fed to the core, then every Ready is applied in its documented order
@@ -16,13 +18,18 @@ batches it with the other partitions led by the same broker into one long-poll
 the leader's answer goes back through the core. A leader parks
 produce futures until their `ProduceCompletion` arrives and wakes parked fetches whenever its
 log end offset or high watermark moves (`changed`).
+
+Retention (`apply_retention`, called by the broker every ``log.retention.check.interval.ms``)
+deletes old segments below the high watermark only; a follower also adopts its leader's log
+start offset from each fetch response (Kafka's ``maybeIncrementLogStartOffset``), capped by its
+own high watermark. Both delete the producer snapshots below the new log start offset.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -31,6 +38,12 @@ from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft_server import clock_ms
 from kraft.types import TopicPartition
+from replication.broker.producer_snapshots import (
+    ProducerSnapshotStore,
+    ProducerStateLoad,
+    load_producer_state,
+    scan_headers,
+)
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -50,7 +63,7 @@ from storage.checkpoint import read_offset, write_offset
 from storage.config import LogConfig
 from storage.errors import ErrorCode, KraftError
 from storage.log import SegmentedLog
-from storage.records import BatchHeader, iter_batches, read_header
+from storage.records import BatchHeader, read_header
 
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
 SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
@@ -60,22 +73,6 @@ SEQUENCE_REORDER_WAIT_MS = 500
 """How long an idempotent batch that arrived before its predecessor waits for it."""
 
 _log = structlog.get_logger("replication.broker.partition")
-
-
-def scan_headers(log: SegmentedLog, from_offset: int) -> Iterator[BatchHeader]:
-    """Every batch header of ``log`` from ``from_offset`` to its end, in offset order."""
-    offset = max(from_offset, log.log_start_offset)
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        if not data:
-            return
-        last = offset
-        for _, header in iter_batches(data):
-            yield header
-            last = header.base_offset + header.last_offset_delta + 1
-        if last <= offset:
-            return
-        offset = last
 
 
 class PartitionReplica:
@@ -105,8 +102,13 @@ class PartitionReplica:
         self.topic_partition = topic_partition
         self.topic_id = topic_id
         self.log = SegmentedLog.open(directory, log_config)
+        self._snapshots = ProducerSnapshotStore(directory)
         self.producer_state = ProducerStateManager(map_end_offset=self.log.log_start_offset)
-        self.producer_state.load_from_batches(scan_headers(self.log, self.log.log_start_offset))
+        self.producer_state_load: ProducerStateLoad = load_producer_state(
+            self.producer_state, self.log, self._snapshots
+        )
+        """How the producer state was loaded when the replica opened (for logs and tests)."""
+        self._snapshot_rolled_base = self.log.active_segment_base_offset
         self.local_id = local_id
         self.broker_epoch = broker_epoch
         self.core: PartitionLeader | PartitionFollower | None = None
@@ -129,6 +131,9 @@ class PartitionReplica:
             "replica_opened",
             log_start_offset=self.log.log_start_offset,
             log_end_offset=self.log.log_end_offset,
+            producer_snapshot_offset=self.producer_state_load.snapshot_offset,
+            producer_batches_replayed=self.producer_state_load.batches_replayed,
+            producers=len(self.producer_state.entries),
         )
 
     # --- state --------------------------------------------------------------------------------
@@ -231,6 +236,9 @@ class PartitionReplica:
         self.notify()
         with contextlib.suppress(OSError):
             self.checkpoint_high_watermark()
+        if not self.log.closed:
+            with contextlib.suppress(OSError):
+                self.take_producer_snapshot()  # a clean shutdown: the next open replays nothing
         self.log.close()
 
     # --- the Ready loop -----------------------------------------------------------------------
@@ -254,11 +262,16 @@ class PartitionReplica:
         elif isinstance(core, PartitionFollower):
             while core.has_ready():
                 frd = core.ready()
+                # NB: snapshots above a truncation point go first (durably), so none can
+                # describe a cut suffix that later appends replace (see producer_snapshots).
                 if frd.truncate_fully_and_start_at is not None:
+                    self._snapshots.delete_all()
                     self.log.truncate_fully_and_start_at(frd.truncate_fully_and_start_at)
                 if frd.truncate_to is not None:
+                    self._snapshots.delete_above(frd.truncate_to)
                     self.log.truncate_to(frd.truncate_to)
                     self.log.leader_epoch_cache.truncate_from_end(self.log.log_end_offset)
+                    self._snapshots.delete_above(self.log.log_end_offset)
                 if frd.append:
                     try:
                         self.log.append_as_follower(frd.append)
@@ -267,9 +280,11 @@ class PartitionReplica:
                         core.on_append_failed(frd, clock_ms())
                         continue
                 if frd.rebuild_producer_state:
-                    start = self.log.log_start_offset
-                    self.producer_state.reload(
-                        None, scan_headers(self.log, start), start_offset=start
+                    load = load_producer_state(self.producer_state, self.log, self._snapshots)
+                    self._logger.info(
+                        "producer_state_reloaded",
+                        snapshot_offset=load.snapshot_offset,
+                        batches_replayed=load.batches_replayed,
                     )
                 self._publish(frd.high_watermark)
                 core.advance(frd)
@@ -380,6 +395,78 @@ class PartitionReplica:
         if leader is not None:
             leader.tick(clock_ms())
             self.drain()
+        if self.log.active_segment_base_offset != self._snapshot_rolled_base:
+            self._snapshot_rolled_base = self.log.active_segment_base_offset
+            self.take_producer_snapshot()
+
+    # --- producer snapshots and retention -------------------------------------------------------
+
+    def take_producer_snapshot(self) -> int | None:
+        """Write the producer state to ``<map end offset>.snapshot`` (Kafka takes one when a
+        segment rolls; the broker's tick notices rolls, off the append path). Durable on
+        return; returns the snapshot's offset, or None if there was nothing new to write.
+
+        Raises:
+            OSError: the file could not be written.
+        """
+        state = self.producer_state
+        offset = state.map_end_offset
+        if offset != self.log.log_end_offset or offset < self.log.log_start_offset:
+            # NB: a rebuild is pending (the state lags the log): the next roll will do.
+            self._logger.warning(
+                "producer_snapshot_skipped",
+                map_end_offset=offset,
+                log_end_offset=self.log.log_end_offset,
+            )
+            return None
+        if offset in self._snapshots:
+            return None
+        self._snapshots.write(offset, state.snapshot())
+        self._logger.debug("producer_snapshot_taken", offset=offset)
+        return offset
+
+    @property
+    def producer_snapshot_offsets(self) -> list[int]:
+        return self._snapshots.offsets
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the segments that ``retention.ms`` / ``retention.bytes`` expire, all below the
+        high watermark, and the producer snapshots below the new log start offset. Durable on
+        return; the number of segments deleted.
+
+        Raises:
+            OSError: on a disk error.
+        """
+        if self.log.closed:
+            return 0
+        deleted = self.log.apply_retention(now_ms, high_watermark=self.high_watermark)
+        if deleted:
+            self._snapshots.delete_below(self.log.log_start_offset)
+            self._logger.info(
+                "retention_deleted_segments",
+                segments_deleted=deleted,
+                log_start_offset=self.log.log_start_offset,
+                high_watermark=self.high_watermark,
+            )
+        return deleted
+
+    def _follow_leader_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """Kafka's follower ``maybeIncrementLogStartOffset(leaderLogStartOffset)``: the leader's
+        retention moved its log start; move ours, but never past our high watermark.
+
+        Invariant: log_start_offset <= high_watermark <= log_end_offset.
+        """
+        log = self.log
+        target = min(leader_log_start_offset, self.high_watermark, log.log_end_offset)
+        if target <= log.log_start_offset or log.closed:
+            return
+        try:
+            log.advance_log_start_offset(target)
+            self._snapshots.delete_below(log.log_start_offset)
+        except (KraftError, OSError) as e:
+            self._logger.warning("log_start_offset_not_advanced", error=repr(e))
+            return
+        self._logger.info("log_start_offset_followed_leader", log_start_offset=target)
 
     # --- follower fetcher ---------------------------------------------------------------------
 
@@ -406,6 +493,11 @@ class PartitionReplica:
                 continue  # NB: a newer follower core has no fetch in flight; serve it instead
             follower.handle_fetch_response(response, clock_ms())
             self.drain()
+            if (
+                response.log_start_offset > self.log.log_start_offset
+                and response.error_code is ErrorCode.NONE
+            ):
+                self._follow_leader_log_start_offset(response.log_start_offset)
 
 
 def follower_response(

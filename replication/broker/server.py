@@ -20,6 +20,9 @@ rebuilds every replica with the new broker epoch. SIGTERM is a controlled shutdo
 ``want_shutdown`` until the controller answers ``should_shut_down`` (it moved leadership away),
 then stop and exit 0.
 
+*Retention.* Every ``log.retention.check.interval.ms`` a task applies each replica's
+``retention.ms`` / ``retention.bytes`` below its high watermark (`replication.broker.retention`).
+
 *Replicas.* For every partition whose ``replicas`` include this broker: open its
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
 leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
@@ -56,7 +59,7 @@ from kraft.controller.messages import (
     AlterPartitionResponse,
     AlterPartitionTopic,
 )
-from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata import CLUSTER_DEFAULT_RESOURCE, MetadataImage, decode_record
 from kraft.metadata.records import ConfigResourceType, Endpoint
 from kraft.raft_server import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
 from kraft.types import TopicPartition
@@ -64,6 +67,11 @@ from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
 from replication.broker.partition import PartitionReplica
+from replication.broker.retention import (
+    resolve_log_config,
+    run_retention,
+    topic_keys_of_dynamic_broker_defaults,
+)
 from replication.broker.service import BrokerService, BrokerServicer
 from replication.codec import decode, encode
 from replication.core import (
@@ -77,7 +85,6 @@ from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
 )
-from storage.config import PROPERTY_KEYS, LogConfig
 from storage.errors import (
     BrokerIdNotRegisteredError,
     ErrorCode,
@@ -87,6 +94,7 @@ from storage.errors import (
     RequestTimedOutError,
     StaleBrokerEpochError,
 )
+from storage.log import wall_clock_ms
 
 T = TypeVar("T")
 
@@ -184,6 +192,16 @@ class BrokerServer:
         await self.raft.start()
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle"))
         self._tasks.append(asyncio.create_task(self._tick_loop(), name="broker-tick"))
+        self._tasks.append(
+            asyncio.create_task(
+                run_retention(
+                    lambda: self.replicas.values(),
+                    self.config.log_retention_check_interval_ms,
+                    wall_clock_ms,
+                ),
+                name="broker-retention",
+            )
+        )
         self._log.info(
             "broker_started", listen=self.config.listen, data_dir=str(self.config.data_dir)
         )
@@ -353,13 +371,14 @@ class BrokerServer:
             shutil.rmtree(directory)  # a deleted topic's leftovers under the same name
         directory.mkdir(parents=True, exist_ok=True)
         id_file.write_text(topic_id)
-        explicit = self.image.dynamic_configs(ConfigResourceType.TOPIC, tp.topic)
-        try:
-            log_config = LogConfig.from_properties(
-                {k: v for k, v in explicit.items() if k in PROPERTY_KEYS}
-            )
-        except KraftError:
-            log_config = LogConfig()
+        log_config = resolve_log_config(
+            self.config.log_defaults,
+            topic_keys_of_dynamic_broker_defaults(
+                self.image.dynamic_configs(ConfigResourceType.BROKER, CLUSTER_DEFAULT_RESOURCE)
+            ),
+            self.image.dynamic_configs(ConfigResourceType.TOPIC, tp.topic),
+            context=str(tp),
+        )
         return PartitionReplica(
             topic_partition=tp,
             topic_id=topic_id,

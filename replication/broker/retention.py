@@ -1,0 +1,94 @@
+"""Log retention on the broker: each replica's log config, and the periodic cleanup task.
+
+Theory of operation (Kafka's ``LogManager.cleanupLogs``)
+--------------------------------------------------------
+*Config.* A partition's `LogConfig` is resolved per key, first match wins, as Kafka does:
+the topic's own config (``retention.ms``, ``retention.bytes``, ``segment.bytes``,
+``segment.ms``, ... from the metadata image), then the cluster-wide dynamic broker default
+(``log.retention.ms`` ... set through the controller), then this broker's static properties
+(`replication.broker.config.BROKER_LOG_KEYS`: ``log.retention.ms``, ``log.retention.bytes``,
+``log.segment.bytes``, ``log.roll.ms``), then `LogConfig`'s defaults. A value the log cannot
+take (e.g. a ``segment.bytes`` below `LogConfig`'s minimum, which the controller allows) is
+skipped with a warning, not the whole config.
+
+*Cleanup.* Every ``log.retention.check.interval.ms`` (Kafka's default 300000) the broker calls
+`PartitionReplica.apply_retention` on each replica, leader or follower: it deletes whole
+segments from the front by ``retention.ms`` (the segment's newest record timestamp is older)
+and then by ``retention.bytes`` (while the log stays at least that large without it), never
+the active segment and never a segment holding an offset at or above the replica's high
+watermark (Kafka: the log start offset must not pass the high watermark). The log start
+offset moves to the first remaining segment; followers also adopt the leader's log start
+offset from fetch responses. Consumers fetching below it get OFFSET_OUT_OF_RANGE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+
+import structlog
+
+from replication.broker.config import BROKER_LOG_KEYS
+from replication.broker.partition import PartitionReplica
+from storage.config import PROPERTY_KEYS, LogConfig
+from storage.errors import KraftError
+
+_log = structlog.get_logger("replication.broker.retention")
+
+
+def topic_keys_of_dynamic_broker_defaults(configs: Mapping[str, str]) -> dict[str, str]:
+    """The cluster-wide dynamic broker defaults (``log.retention.ms``, ...) that are log
+    settings, under their topic keys."""
+    return {BROKER_LOG_KEYS[k]: v for k, v in configs.items() if k in BROKER_LOG_KEYS}
+
+
+def resolve_log_config(
+    *layers: Mapping[str, str], base: LogConfig | None = None, context: str = ""
+) -> LogConfig:
+    """`LogConfig` from topic-keyed layers, lowest precedence first (later layers win).
+
+    Keys `LogConfig` does not know are ignored; a value it rejects is skipped (logged).
+    """
+    config = base if base is not None else LogConfig()
+    merged: dict[str, str] = {}
+    for layer in layers:
+        merged.update({k: v for k, v in layer.items() if k in PROPERTY_KEYS})
+    for key, value in sorted(merged.items()):
+        try:
+            config = LogConfig.from_properties({key: value}, base=config)
+        except KraftError as e:
+            _log.warning("log_config_ignored", key=key, value=value, error=e.message, at=context)
+    return config
+
+
+def apply_retention(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
+    """One cleanup pass; the number of segments deleted. A failing replica is logged and
+    skipped, so one bad disk does not stop the others."""
+    deleted = 0
+    for replica in replicas:
+        try:
+            deleted += replica.apply_retention(now_ms)
+        except (KraftError, OSError) as e:
+            _log.error(
+                "retention_failed", topic_partition=str(replica.topic_partition), error=repr(e)
+            )
+    return deleted
+
+
+async def run_retention(
+    replicas: Callable[[], Iterable[PartitionReplica]],
+    interval_ms: int,
+    clock_ms: Callable[[], int],
+) -> None:
+    """Apply retention to ``replicas()`` every ``interval_ms`` until cancelled."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        apply_retention(list(replicas()), clock_ms())
+
+
+__all__ = [
+    "apply_retention",
+    "resolve_log_config",
+    "run_retention",
+    "topic_keys_of_dynamic_broker_defaults",
+]
