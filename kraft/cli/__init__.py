@@ -11,7 +11,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kraft.cli import bench, broker, controller, dump_log, quorum, sim
+from kraft.cli import (
+    bench,
+    broker,
+    cluster,
+    consume,
+    controller,
+    dump_log,
+    produce,
+    quorum,
+    sim,
+    topics,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,7 +32,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="warning", help="debug, info, warning (default)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dump_log, bench, sim, controller, broker, quorum):
+    for module in (
+        cluster,
+        topics,
+        produce,
+        consume,
+        controller,
+        broker,
+        quorum,
+        dump_log,
+        bench,
+        sim,
+    ):
         module.add_parser(sub)
     return parser
 

@@ -1,0 +1,571 @@
+"""``kraft cluster up|down|status``: a `LocalCluster` on this machine, from the shell.
+
+``up`` runs the cluster in this process (a *supervisor*) and shows a live status view until
+Ctrl-C or SIGTERM, which stops the brokers (controlled shutdown), then the controllers, then
+kills whatever is left. ``up --detach`` starts the same supervisor as a detached process (its
+own session, output in ``DIR/cluster.log``) and returns once the cluster is healthy. Either
+way the supervisor writes ``DIR/cluster.json`` when the cluster is healthy and removes it when
+it stops; ``down`` and ``status`` read it. Node processes die with the supervisor (they arm
+``PR_SET_PDEATHSIG``, see `kraft.process`), so killing it leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kraft.cli._cluster_status import collect_status, pid_alive, render_status, stable_view
+
+if TYPE_CHECKING:
+    from kraft.cluster import LocalCluster
+
+CLUSTER_FILE = "cluster.json"
+LOG_FILE = "cluster.log"
+LOCK_FILE = ".cluster.lock"
+DATA_DIR_ENV = "KRAFT_DATA_DIR"
+_DEFAULT_DATA_DIR = "kraft-data"
+
+_EPILOG = """\
+examples:
+  kraft cluster up --controllers 3 --brokers 3 --data-dir /tmp/kraft
+  kraft cluster up --data-dir /tmp/kraft --detach --broker-config replica.lag.time.max.ms=5000
+  kraft cluster status --data-dir /tmp/kraft
+  kraft cluster down --data-dir /tmp/kraft
+
+--data-dir defaults to $KRAFT_DATA_DIR, else ./kraft-data. It holds every node's data,
+configs (config/), logs (logs/), cluster.log and, while the cluster runs, cluster.json
+(addresses and pids). Starting again on the same directory keeps the topics and records.
+"""
+
+_UP_EPILOG = """\
+examples:
+  kraft cluster up --controllers 3 --brokers 3 --data-dir /tmp/kraft
+  kraft cluster up --data-dir /tmp/kraft --detach
+  kraft cluster up --data-dir /tmp/kraft --base-port 9091 \\
+      --broker-config replica.lag.time.max.ms=5000 --controller-config num.partitions=6
+
+In the foreground a status view (quorum leader and epoch, brokers fenced or not, partitions
+with leader, ISR and under-replicated ones marked) refreshes every second; Ctrl-C stops the
+brokers (controlled shutdown), then the controllers, and exits 0. With --detach the cluster
+runs in the background (output in DIR/cluster.log); the command returns 0 once it is
+healthy, having written DIR/cluster.json and printed the addresses. Controllers listen on
+--base-port, --base-port+1, ...; brokers (ids 101, 102, ...) on the ports after them.
+"""
+
+
+def _data_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        default=os.environ.get(DATA_DIR_ENV, _DEFAULT_DATA_DIR),
+        help=f"the cluster's directory (default: ${DATA_DIR_ENV}, else ./{_DEFAULT_DATA_DIR})",
+    )
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "cluster",
+        help="run a local cluster: up (live view or --detach), status, down",
+        description="Run controllers and brokers on this machine (loopback).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+
+    up_p = csub.add_parser(
+        "up",
+        help="start controllers and brokers; live status view, or --detach",
+        description="Start a local cluster.",
+        epilog=_UP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    up_p.add_argument("--controllers", type=int, default=3, help="controllers (default 3)")
+    up_p.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
+    _data_dir_argument(up_p)
+    up_p.add_argument("--base-port", type=int, help="first port (default: free ports)")
+    up_p.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a property for every broker (repeatable)",
+    )
+    up_p.add_argument(
+        "--controller-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a property for every controller (repeatable)",
+    )
+    up_p.add_argument(
+        "--detach", action="store_true", help="run in the background and return once healthy"
+    )
+    up_p.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long the cluster may take to become healthy (default 60)",
+    )
+    up_p.add_argument(
+        "--node-log-level", default="info", help="the nodes' log level (their logs are files)"
+    )
+    up_p.add_argument("--json", action="store_true", help="with --detach: print cluster.json")
+    up_p.add_argument("--supervise", action="store_true", help=argparse.SUPPRESS)
+    up_p.set_defaults(handler=up)
+
+    status_p = csub.add_parser(
+        "status",
+        help="print the cluster's status once",
+        description="Print the status of the cluster in --data-dir (from its cluster.json).",
+        epilog="example:\n  kraft cluster status --data-dir /tmp/kraft --json\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _data_dir_argument(status_p)
+    status_p.add_argument("--json", action="store_true", help="print one JSON object")
+    status_p.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds to wait for the controllers"
+    )
+    status_p.set_defaults(handler=status)
+
+    down_p = csub.add_parser(
+        "down",
+        help="stop the cluster started with up --detach (or a foreground one)",
+        description="Stop the cluster in --data-dir and wait until every process is gone.",
+        epilog=(
+            "example:\n  kraft cluster down --data-dir /tmp/kraft\n\n"
+            "SIGTERM to the supervisor (brokers shut down in a controlled way, then the\n"
+            "controllers); whatever still runs after --timeout is SIGKILLed. The data stays.\n"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _data_dir_argument(down_p)
+    down_p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds before SIGKILL (default 30)",
+    )
+    down_p.set_defaults(handler=down)
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def _is_kraft(pid: int) -> bool:
+    """Whether ``pid`` is (still) one of ours, not a recycled pid."""
+    try:
+        return b"kraft" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return pid_alive(pid)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    if pid_alive(pid) and _is_kraft(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def cluster_pids(info: dict[str, Any]) -> list[int]:
+    """The supervisor's and every node's pid in a cluster.json."""
+    pids = [int(info["supervisor_pid"])] if info.get("supervisor_pid") else []
+    for node in [*info.get("controllers", []), *info.get("brokers", [])]:
+        if node.get("pid"):
+            pids.append(int(node["pid"]))
+    return pids
+
+
+def _read_info(data_dir: Path) -> dict[str, Any]:
+    """Raises: ValueError: no cluster.json (no cluster runs there)."""
+    path = data_dir / CLUSTER_FILE
+    try:
+        info: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(
+            f"no cluster running in {data_dir} (no {CLUSTER_FILE}; start one with "
+            f"kraft cluster up --data-dir {data_dir})"
+        ) from None
+    return info
+
+
+def _write_info(data_dir: Path, info: dict[str, Any]) -> None:
+    tmp = data_dir / f".{CLUSTER_FILE}.tmp"
+    tmp.write_text(json.dumps(info, indent=2) + "\n")
+    tmp.replace(data_dir / CLUSTER_FILE)
+
+
+def _lock_data_dir(data_dir: Path) -> int:
+    """Take ``DIR/.cluster.lock`` (held by the supervisor for as long as it runs) and remove a
+    stale cluster.json; returns the lock's file descriptor.
+
+    Raises:
+        ValueError: another supervisor holds the lock.
+    """
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        owner = ""
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pid = json.loads((data_dir / CLUSTER_FILE).read_text())["supervisor_pid"]
+            owner = f" (supervisor pid {pid})"
+        raise ValueError(
+            f"a cluster is already running in {data_dir}{owner}; "
+            f"stop it with: kraft cluster down --data-dir {data_dir}"
+        ) from None
+    (data_dir / CLUSTER_FILE).unlink(missing_ok=True)  # left by a supervisor that was killed
+    return fd
+
+
+# -- up ----------------------------------------------------------------------------------------
+
+
+def up(args: argparse.Namespace) -> int:
+    from kraft.cli._connect import parse_key_values
+
+    if args.controllers < 1 or args.brokers < 0:
+        raise ValueError("--controllers must be >= 1 and --brokers >= 0")
+    if args.base_port is not None and not 0 < args.base_port < 65536:
+        raise ValueError(f"--base-port must be a port number, not {args.base_port}")
+    parse_key_values(args.broker_config, "--broker-config")  # fail early, in the parent
+    parse_key_values(args.controller_config, "--controller-config")
+    data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if args.detach:
+        return _detach(args, data_dir)
+    lock = _lock_data_dir(data_dir)
+    try:
+        return _supervise(args, data_dir, view=not args.supervise)
+    finally:
+        os.close(lock)
+
+
+class _Stop(BaseException):
+    """SIGTERM or SIGHUP reached the supervisor."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
+    from kraft.cli._connect import parse_key_values
+    from kraft.cluster import LocalCluster
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    cluster = LocalCluster(
+        controllers=args.controllers,
+        brokers=args.brokers,
+        data_dir=data_dir,
+        base_port=args.base_port,
+        controller_config=parse_key_values(args.controller_config, "--controller-config"),
+        broker_config=parse_key_values(args.broker_config, "--broker-config"),
+        log_level=args.node_log_level,
+    )
+    say: Callable[[str], None] = _say if not view else _print
+    info: dict[str, Any] | None = None
+    try:
+        say(f"starting {args.controllers} controllers and {args.brokers} brokers in {data_dir}")
+        cluster.start()
+        cluster.wait_until_healthy(timeout=args.wait_timeout)
+        info = _cluster_info(cluster, data_dir)
+        _write_info(data_dir, info)
+        say(f"cluster healthy; bootstrap {info['bootstrap']}")
+        if view:
+            _live_view(info)
+        else:
+            _watch(info)
+    except (_Stop, KeyboardInterrupt) as e:
+        say(f"stopping ({e.args[0] if e.args else 'Ctrl-C'})")
+    finally:
+        try:
+            _graceful_stop(cluster, say)
+        except (_Stop, KeyboardInterrupt):
+            say("stopping at once")
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                signal.signal(sig, signal.SIG_IGN)
+            cluster.close()
+            if info is not None:
+                _remove_own_info(data_dir)
+            say("stopped")
+    return 0
+
+
+def _print(message: str) -> None:
+    print(message, flush=True)
+
+
+def _say(message: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"{stamp} kraft cluster: {message}", flush=True)
+
+
+def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
+    return {
+        "bootstrap": cluster.bootstrap,
+        "controller_bootstrap": cluster.controller_bootstrap,
+        "controllers": [
+            {
+                "id": i,
+                "address": cluster.controller_addresses[i],
+                "pid": cluster.controller(i).pid,
+            }
+            for i in cluster.controller_ids
+        ],
+        "brokers": [
+            {"id": b, "address": cluster.broker_addresses[b], "pid": cluster.broker(b).pid}
+            for b in cluster.broker_ids
+        ],
+        "supervisor_pid": os.getpid(),
+        "data_dir": str(data_dir),
+        "log": str(data_dir / LOG_FILE),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _remove_own_info(data_dir: Path) -> None:
+    path = data_dir / CLUSTER_FILE
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text()).get("supervisor_pid") == os.getpid():
+            path.unlink()
+
+
+def _graceful_stop(cluster: LocalCluster, say: Callable[[str], None]) -> None:
+    """SIGTERM every broker at once (controlled shutdown), wait, then every controller."""
+    groups = (
+        ("brokers", [cluster.broker(b) for b in cluster.broker_ids], 20.0),
+        ("controllers", [cluster.controller(c) for c in cluster.controller_ids], 10.0),
+    )
+    for name, processes, limit in groups:
+        running = [p for p in processes if p.is_running() and p.pid]
+        for process in running:
+            assert process.pid is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + limit
+        for process in running:
+            process.wait_exit(max(0.0, deadline - time.monotonic()))
+        left = [p.name for p in running if p.is_running()]
+        if running:
+            say(f"{name} stopped" + (f" (killing {', '.join(left)})" if left else ""))
+
+
+def _watch(info: dict[str, Any]) -> None:
+    """Detached: sleep until a signal; note nodes that die."""
+    dead: set[int] = set()
+    while True:
+        time.sleep(1.0)
+        for node in [*info["controllers"], *info["brokers"]]:
+            if node["id"] not in dead and not pid_alive(node["pid"]):
+                dead.add(node["id"])
+                _say(f"node {node['id']} (pid {node['pid']}) exited")
+
+
+def _live_view(info: dict[str, Any]) -> None:
+    from kraft.controller.client import ControllerClient
+
+    tty = sys.stdout.isatty()
+    last = ""
+    with ControllerClient(info["controller_bootstrap"], timeout=2.0, request_timeout=1.0) as c:
+        while True:
+            doc = collect_status(info, c)
+            text = render_status(doc, max_partitions=40 if tty else None)
+            if tty:
+                footer = "\n(refreshing every second; Ctrl-C stops the cluster)"
+                sys.stdout.write("\x1b[H\x1b[2J" + text + footer + "\n")
+                sys.stdout.flush()
+            else:
+                key = stable_view(doc)
+                if key != last:
+                    print(time.strftime("-- %H:%M:%S --"), text, sep="\n", flush=True)
+                    last = key
+            time.sleep(1.0)
+
+
+# -- detach ------------------------------------------------------------------------------------
+
+
+def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "kraft.cli",
+        "cluster",
+        "up",
+        "--supervise",
+        "--controllers",
+        str(args.controllers),
+        "--brokers",
+        str(args.brokers),
+        "--data-dir",
+        str(data_dir),
+        "--wait-timeout",
+        str(args.wait_timeout),
+        "--node-log-level",
+        args.node_log_level,
+    ]
+    if args.base_port is not None:
+        argv += ["--base-port", str(args.base_port)]
+    for item in args.broker_config:
+        argv += ["--broker-config", item]
+    for item in args.controller_config:
+        argv += ["--controller-config", item]
+    return argv
+
+
+def _detach(args: argparse.Namespace, data_dir: Path) -> int:
+    from kraft.process import PARENT_PID_ENV
+
+    os.close(_lock_data_dir(data_dir))  # fail early; the supervisor takes the lock for good
+    log_path = data_dir / LOG_FILE
+    # NB: the supervisor must not die with us: drop any parent pid we inherited ourselves.
+    env = {k: v for k, v in os.environ.items() if k != PARENT_PID_ENV}
+    env["PYTHONUNBUFFERED"] = "1"
+    with log_path.open("ab") as log:
+        start = log.tell()
+        supervisor = subprocess.Popen(
+            _supervisor_argv(args, data_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + args.wait_timeout + 15.0
+    try:
+        info = _wait_for_info(data_dir, supervisor, deadline)
+    except KeyboardInterrupt:
+        _stop_supervisor(supervisor)
+        raise
+    if info is None:
+        code = supervisor.poll()
+        if code is None:
+            _stop_supervisor(supervisor)
+            why = f"the cluster was not healthy within {args.wait_timeout:g}s"
+        else:
+            why = f"the cluster supervisor exited with code {code}"
+        _print_tail(log_path, start)
+        raise OSError(f"{why}; see {log_path}")
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(
+        f"Cluster up in the background: {len(info['controllers'])} controllers, "
+        f"{len(info['brokers'])} brokers (supervisor pid {info['supervisor_pid']}).\n"
+        f"  bootstrap:            {info['bootstrap']}\n"
+        f"  controller bootstrap: {info['controller_bootstrap']}\n"
+        f"  status and pids:      {data_dir / CLUSTER_FILE}\n"
+        f"  log:                  {log_path}\n"
+        f"Use it with:\n"
+        f"  export KRAFT_BOOTSTRAP={info['bootstrap']}\n"
+        f"  export KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}\n"
+        f"Stop it with:\n"
+        f"  kraft cluster down --data-dir {data_dir}"
+    )
+    return 0
+
+
+def _wait_for_info(
+    data_dir: Path, supervisor: subprocess.Popen[bytes], deadline: float
+) -> dict[str, Any] | None:
+    """cluster.json once the supervisor wrote it; None if it exited or time ran out."""
+    path = data_dir / CLUSTER_FILE
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            info: dict[str, Any] = json.loads(path.read_text())
+            if info.get("supervisor_pid") == supervisor.pid:
+                return info
+        if supervisor.poll() is not None:
+            return None
+        time.sleep(0.1)
+    return None
+
+
+def _stop_supervisor(supervisor: subprocess.Popen[bytes]) -> None:
+    supervisor.terminate()
+    try:
+        supervisor.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        supervisor.kill()
+        supervisor.wait()
+
+
+def _print_tail(log_path: Path, start: int, lines: int = 20) -> None:
+    with contextlib.suppress(OSError):
+        with log_path.open("rb") as f:
+            f.seek(start)
+            tail = f.read().decode(errors="replace").splitlines()[-lines:]
+        for line in tail:
+            print(f"  | {line}", file=sys.stderr)
+
+
+# -- down and status ---------------------------------------------------------------------------
+
+
+def down(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    info = _read_info(data_dir)
+    pids = cluster_pids(info)
+    supervisor = int(info.get("supervisor_pid") or 0)
+    if supervisor and pid_alive(supervisor) and _is_kraft(supervisor):
+        _signal(supervisor, signal.SIGTERM)
+    else:  # no supervisor to do it: stop the nodes directly
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+    left = _wait_gone(pids, args.timeout)
+    if left:
+        for pid in left:
+            _signal(pid, signal.SIGKILL)
+        left = _wait_gone(left, 10.0)
+    (data_dir / CLUSTER_FILE).unlink(missing_ok=True)
+    if left:
+        raise OSError(f"processes {left} are still running after SIGKILL")
+    print(f"Stopped the cluster in {data_dir} ({len(pids)} processes).")
+    return 0
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [pid for pid in pids if pid_alive(pid)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.1)
+
+
+def status(args: argparse.Namespace) -> int:
+    from kraft.controller.client import ControllerClient
+
+    data_dir = Path(args.data_dir).resolve()
+    info = _read_info(data_dir)
+    if not any(pid_alive(pid) for pid in cluster_pids(info)):
+        raise ValueError(
+            f"the cluster in {data_dir} is not running (every pid in {CLUSTER_FILE} is gone)"
+        )
+    with ControllerClient(
+        info["controller_bootstrap"], timeout=args.timeout, request_timeout=min(args.timeout, 2.0)
+    ) as client:
+        doc = collect_status(info, client)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_status(doc))
+    if doc.get("error"):
+        print(f"kraft: error: cluster unreachable: {doc['error']}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,280 @@
+"""``kraft topics create|list|describe|delete|alter-config``: like ``kafka-topics`` and
+``kafka-configs --entity-type topics``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from kraft.cli._connect import (
+    AdminSession,
+    add_bootstrap_arguments,
+    add_timeout_argument,
+    parse_key_values,
+)
+
+if TYPE_CHECKING:
+    from kraft.transport.controller_codec import TopicMetadata
+
+_EPILOG = """\
+examples:
+  export KRAFT_BOOTSTRAP=127.0.0.1:9192,127.0.0.1:9193,127.0.0.1:9194
+  kraft topics create events --partitions 6 --replication-factor 3 \\
+      --config min.insync.replicas=2
+  kraft topics list
+  kraft topics describe events
+  kraft topics alter-config events --config retention.ms=3600000
+  kraft topics delete events
+
+Every action takes --bootstrap (brokers, which forward admin requests to the active
+controller) or --bootstrap-controller, else $KRAFT_BOOTSTRAP / $KRAFT_BOOTSTRAP_CONTROLLER.
+"""
+
+
+def _common(p: argparse.ArgumentParser, *, json_output: bool = False) -> None:
+    add_bootstrap_arguments(p)
+    add_timeout_argument(p)
+    if json_output:
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "topics",
+        help="create, list, describe, delete topics and alter their configs",
+        description="Manage topics (kafka-topics).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tsub = p.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
+
+    def action(name: str, help_text: str, example: str) -> argparse.ArgumentParser:
+        return tsub.add_parser(  # type: ignore[no-any-return]
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            epilog=f"example:\n  {example}\n",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    c = action(
+        "create",
+        "create a topic and wait until every partition has a leader",
+        "kraft topics create events --partitions 6 --replication-factor 3 "
+        "--config min.insync.replicas=2",
+    )
+    c.add_argument("topic")
+    c.add_argument(
+        "--partitions", type=int, default=-1, help="partition count (default: num.partitions)"
+    )
+    c.add_argument(
+        "--replication-factor",
+        type=int,
+        default=-1,
+        help="replicas per partition (default: default.replication.factor)",
+    )
+    c.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic config (repeatable), e.g. min.insync.replicas=2",
+    )
+    c.add_argument("--if-not-exists", action="store_true", help="succeed if it already exists")
+    _common(c, json_output=True)
+    c.set_defaults(handler=create)
+
+    ls = action("list", "list the topics' names", "kraft topics list --bootstrap 127.0.0.1:9192")
+    _common(ls, json_output=True)
+    ls.set_defaults(handler=list_topics)
+
+    d = action(
+        "describe",
+        "show partitions: leader, leader epoch, replicas, ISR, under-replicated",
+        "kraft topics describe events --under-replicated-partitions",
+    )
+    d.add_argument("topic", nargs="?", help="one topic (default: every topic)")
+    d.add_argument(
+        "--under-replicated-partitions",
+        action="store_true",
+        help="only partitions whose ISR is smaller than their replica set",
+    )
+    _common(d, json_output=True)
+    d.set_defaults(handler=describe)
+
+    x = action("delete", "delete a topic", "kraft topics delete events")
+    x.add_argument("topic")
+    x.add_argument("--if-exists", action="store_true", help="succeed if there is no such topic")
+    _common(x)
+    x.set_defaults(handler=delete)
+
+    a = action(
+        "alter-config",
+        "set or delete topic configs (KIP-339 IncrementalAlterConfigs, all or nothing)",
+        "kraft topics alter-config events --config retention.ms=3600000 "
+        "--delete-config min.insync.replicas",
+    )
+    a.add_argument("topic")
+    a.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config (repeatable)",
+    )
+    a.add_argument(
+        "--delete-config",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="return a config to its default (repeatable)",
+    )
+    _common(a)
+    a.set_defaults(handler=alter_config)
+
+
+def create(args: argparse.Namespace) -> int:
+    from storage.errors import TopicAlreadyExistsError
+
+    configs = parse_key_values(args.config, "--config")
+    if args.partitions == 0 or args.partitions < -1:
+        raise ValueError(f"--partitions must be >= 1, not {args.partitions}")
+    if args.replication_factor == 0 or args.replication_factor < -1:
+        raise ValueError(f"--replication-factor must be >= 1, not {args.replication_factor}")
+    with AdminSession(args) as session:
+        try:
+            with session.reachable():
+                session.admin.create_topic(
+                    args.topic, args.partitions, args.replication_factor, configs
+                )
+        except TopicAlreadyExistsError:
+            if not args.if_not_exists:
+                raise
+        with session.reachable():
+            topic = session.admin.wait_for_leaders(args.topic, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(_topic_doc(topic)))
+    else:
+        print(
+            f"Created topic {args.topic} ({len(topic.partitions)} partitions, "
+            f"replication factor {_replication_factor(topic)})."
+        )
+    return 0
+
+
+def list_topics(args: argparse.Namespace) -> int:
+    with AdminSession(args) as session:
+        names = sorted(t.name for t in session.describe_cluster().topics)
+    if args.json:
+        print(json.dumps(names))
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def describe(args: argparse.Namespace) -> int:
+    with AdminSession(args) as session:
+        if args.topic is not None:
+            topics = [session.describe_topic(args.topic)]
+        else:
+            topics = sorted(session.describe_cluster().topics, key=lambda t: t.name)
+    docs = [_topic_doc(t) for t in topics]
+    if args.under_replicated_partitions:
+        for doc in docs:
+            doc["partitions"] = [p for p in doc["partitions"] if p["under_replicated"]]
+    if args.json:
+        print(json.dumps(docs[0] if args.topic is not None else docs, indent=2))
+        return 0
+    out = sys.stdout
+    for doc in docs:
+        if args.under_replicated_partitions and not doc["partitions"]:
+            continue
+        print(
+            f"Topic: {doc['name']}\tTopicId: {doc['topic_id']}\t"
+            f"PartitionCount: {doc['partition_count']}\t"
+            f"ReplicationFactor: {doc['replication_factor']}",
+            file=out,
+        )
+        for p in doc["partitions"]:
+            flags = []
+            if p["leader"] < 0:
+                flags.append("offline")
+            if p["under_replicated"]:
+                flags.append("under-replicated")
+            print(
+                f"\tTopic: {doc['name']}\tPartition: {p['partition']}\t"
+                f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
+                f"LeaderEpoch: {p['leader_epoch']}\t"
+                f"Replicas: {_ids(p['replicas'])}\tIsr: {_ids(p['isr'])}"
+                + (f"\t({', '.join(flags)})" if flags else ""),
+                file=out,
+            )
+    return 0
+
+
+def delete(args: argparse.Namespace) -> int:
+    from storage.errors import UnknownTopicOrPartitionError
+
+    with AdminSession(args) as session:
+        try:
+            with session.reachable():
+                session.admin.delete_topic(args.topic)
+        except UnknownTopicOrPartitionError:
+            if args.if_exists:
+                return 0
+            raise UnknownTopicOrPartitionError(f"unknown topic {args.topic!r}") from None
+    print(f"Deleted topic {args.topic}.")
+    return 0
+
+
+def alter_config(args: argparse.Namespace) -> int:
+    from storage.errors import UnknownTopicOrPartitionError
+
+    configs = parse_key_values(args.config, "--config")
+    if not configs and not args.delete_config:
+        raise ValueError("nothing to change: give --config KEY=VALUE or --delete-config KEY")
+    with AdminSession(args) as session:
+        try:
+            with session.reachable():
+                session.admin.alter_topic_config(args.topic, configs, args.delete_config)
+        except UnknownTopicOrPartitionError:
+            raise UnknownTopicOrPartitionError(f"unknown topic {args.topic!r}") from None
+    changes = [f"{k}={v}" for k, v in configs.items()] + [f"-{k}" for k in args.delete_config]
+    print(f"Altered configs of topic {args.topic}: {', '.join(changes)}.")
+    return 0
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids) or "-"
+
+
+def _replication_factor(topic: TopicMetadata) -> int:
+    return max((len(p.replicas) for p in topic.partitions), default=0)
+
+
+def _topic_doc(topic: TopicMetadata) -> dict[str, Any]:
+    partitions = sorted(topic.partitions, key=lambda p: p.partition)
+    return {
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "partition_count": len(partitions),
+        "replication_factor": _replication_factor(topic),
+        "partitions": [
+            {
+                "partition": p.partition,
+                "leader": p.leader,
+                "leader_epoch": p.leader_epoch,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+                "offline_replicas": list(p.offline_replicas),
+                "under_replicated": len(p.isr) < len(p.replicas),
+            }
+            for p in partitions
+        ],
+    }

@@ -1,0 +1,252 @@
+"""The `kraft` command line as a user drives it: subprocesses against one real cluster
+started with ``kraft cluster up --detach`` and stopped with ``kraft cluster down``.
+
+The tests run in file order: the last one stops the cluster and checks that no process in
+cluster.json is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraft.cli._cluster_status import pid_alive
+
+
+def kraft(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
+
+
+def one_line_error(out: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit code non-zero, and stderr is one line naming every fragment."""
+    assert out.returncode != 0, out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kraft: error:"), out.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], out.stderr
+
+
+def all_pids(info: dict[str, Any]) -> list[int]:
+    nodes = [*info["controllers"], *info["brokers"]]
+    return [info["supervisor_pid"], *(n["pid"] for n in nodes)]
+
+
+def wait_gone(pids: list[int], timeout: float = 30) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [p for p in pids if pid_alive(p)]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+class Cluster:
+    def __init__(self, data_dir: Path, info: dict[str, Any]) -> None:
+        self.data_dir = data_dir
+        self.info = info
+        self.env = {"KRAFT_BOOTSTRAP": info["bootstrap"]}
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        out = kraft(*args, stdin=stdin, env=self.env)
+        assert out.returncode == 0, out.stderr
+        return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    data_dir = tmp_path_factory.mktemp("kraft-cli")
+    out = kraft(
+        "cluster",
+        "up",
+        "--detach",
+        "--controllers",
+        "3",
+        "--brokers",
+        "3",
+        "--data-dir",
+        str(data_dir),
+        "--json",
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    info = json.loads(out.stdout)
+    try:
+        yield Cluster(data_dir, info)
+    finally:
+        if (data_dir / "cluster.json").exists():
+            kraft("cluster", "down", "--data-dir", str(data_dir))
+        for pid in wait_gone(all_pids(info), timeout=5):
+            os.kill(pid, 9)  # a test failed half-way: never leave a process behind
+
+
+def test_cluster_up_detach_writes_cluster_json(cluster: Cluster) -> None:
+    info = json.loads((cluster.data_dir / "cluster.json").read_text())
+    assert info == cluster.info
+    assert [c["id"] for c in info["controllers"]] == [1, 2, 3]
+    assert [b["id"] for b in info["brokers"]] == [101, 102, 103]
+    assert info["bootstrap"] == ",".join(b["address"] for b in info["brokers"])
+    assert info["controller_bootstrap"] == ",".join(c["address"] for c in info["controllers"])
+    assert all(pid_alive(pid) for pid in all_pids(info))
+
+
+def test_cluster_status_reports_a_healthy_cluster(cluster: Cluster) -> None:
+    doc = json.loads(
+        cluster.run("cluster", "status", "--data-dir", str(cluster.data_dir), "--json").stdout
+    )
+    assert doc["healthy"] is True and doc["error"] is None
+    assert doc["quorum"]["leader_id"] in (1, 2, 3) and doc["quorum"]["leader_epoch"] >= 1
+    assert sorted(c["role"] for c in doc["controllers"]) == ["follower", "follower", "leader"]
+    assert [b["state"] for b in doc["brokers"]] == ["unfenced"] * 3
+    text = cluster.run("cluster", "status", "--data-dir", str(cluster.data_dir)).stdout
+    assert "healthy" in text and f"Quorum: leader {doc['quorum']['leader_id']}" in text
+
+
+def test_topics_create_list_describe(cluster: Cluster) -> None:
+    out = cluster.run(
+        "topics", "create", "orders", "--partitions", "3", "--replication-factor", "3",
+        "--config", "min.insync.replicas=2",
+    )  # fmt: skip
+    assert "Created topic orders (3 partitions, replication factor 3)" in out.stdout
+    assert "orders" in json.loads(cluster.run("topics", "list", "--json").stdout)
+    doc = json.loads(cluster.run("topics", "describe", "orders", "--json").stdout)
+    assert doc["partition_count"] == 3 and doc["replication_factor"] == 3
+    for p in doc["partitions"]:
+        assert p["leader"] in (101, 102, 103) and sorted(p["isr"]) == [101, 102, 103]
+        assert p["under_replicated"] is False
+    text = cluster.run("topics", "describe", "orders").stdout
+    assert "PartitionCount: 3\tReplicationFactor: 3" in text
+    # The controllers answer too, through KRAFT_BOOTSTRAP_CONTROLLER.
+    via_controller = kraft(
+        "topics", "list", env={"KRAFT_BOOTSTRAP_CONTROLLER": cluster.info["controller_bootstrap"]}
+    )
+    assert via_controller.returncode == 0 and "orders" in via_controller.stdout.split()
+
+
+def test_produce_from_stdin_then_consume(cluster: Cluster) -> None:
+    lines = [f"user-{i % 4}:event-{i}" for i in range(20)]
+    out = cluster.run(
+        "produce", "orders", "--key-separator", ":", "--json", stdin="\n".join(lines) + "\n"
+    )
+    acks = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [a["line"] for a in acks] == list(range(1, 21))
+    by_key: dict[str, set[int]] = {}
+    for line, ack in zip(lines, acks, strict=True):
+        by_key.setdefault(line.split(":")[0], set()).add(ack["partition"])
+    assert all(len(partitions) == 1 for partitions in by_key.values())  # one key, one partition
+
+    out = cluster.run(
+        "consume", "orders", "--from-beginning", "--max-messages", "20", "--print-key"
+    )
+    assert sorted(out.stdout.splitlines()) == sorted(line.replace(":", "\t") for line in lines)
+    assert "consumed 20 records" in out.stderr
+
+    first = acks[0]
+    out = cluster.run(
+        "consume", "orders", "--partition", str(first["partition"]),
+        "--offset", str(first["offset"]), "--max-messages", "1", "--print-offset", "--json",
+    )  # fmt: skip
+    record = json.loads(out.stdout)
+    assert (record["partition"], record["offset"]) == (first["partition"], first["offset"])
+    assert (record["key"], record["value"]) == ("user-0", "event-0")
+
+    started = time.monotonic()
+    out = cluster.run("consume", "orders", "--timeout", "1")  # from the end: nothing new
+    assert out.stdout == "" and time.monotonic() - started < 15
+
+
+def test_alter_config(cluster: Cluster) -> None:
+    out = cluster.run("topics", "alter-config", "orders", "--config", "retention.ms=3600000")
+    assert "retention.ms=3600000" in out.stdout
+    bad = kraft("topics", "alter-config", "orders", "--config", "no.such.key=1", env=cluster.env)
+    one_line_error(bad, "no.such.key", "INVALID_CONFIG")
+    nothing = kraft("topics", "alter-config", "orders", env=cluster.env)
+    one_line_error(nothing, "nothing to change")
+
+
+def test_unknown_topic_is_one_clear_line(cluster: Cluster) -> None:
+    for args, stdin in (
+        (("topics", "describe", "nope"), None),
+        (("topics", "alter-config", "nope", "--config", "retention.ms=1"), None),
+        (("topics", "delete", "nope"), None),
+        (("produce", "nope"), "x\n"),
+        (("consume", "nope", "--timeout", "1"), None),
+    ):
+        one_line_error(kraft(*args, stdin=stdin, env=cluster.env), "nope", "UNKNOWN_TOPIC")
+
+
+def test_bad_arguments_are_one_clear_line(cluster: Cluster) -> None:
+    env = cluster.env
+    one_line_error(kraft("topics", "create", "t", "--partitions", "0", env=env), "--partitions")
+    one_line_error(kraft("topics", "create", "t", "--config", "x", env=env), "KEY=VALUE")
+    one_line_error(
+        kraft("topics", "create", "t", "--replication-factor", "5", env=env),
+        "INVALID_REPLICATION_FACTOR",
+    )
+    one_line_error(kraft("topics", "create", "orders", env=env), "TOPIC_ALREADY_EXISTS")
+    one_line_error(kraft("consume", "orders", "--offset", "3", env=env), "--partition")
+    one_line_error(kraft("produce", "orders", "--partition", "9", stdin="x\n", env=env), "0..2")
+    one_line_error(
+        kraft("produce", "orders", "--key-separator", ":", stdin="x\n", env=env), "line 1"
+    )
+    one_line_error(kraft("topics", "list"), "KRAFT_BOOTSTRAP")  # no address at all
+    usage = kraft("topics", "create", env=env)  # argparse: usage and exit 2
+    assert usage.returncode == 2 and "the following arguments are required" in usage.stderr
+
+
+def test_unreachable_cluster_fails_fast(cluster: Cluster) -> None:
+    dead = {"KRAFT_BOOTSTRAP": "127.0.0.1:1"}
+    for args, stdin in (
+        (("topics", "list", "--timeout", "1"), None),
+        (("produce", "orders", "--timeout", "1"), "x\n"),
+    ):
+        started = time.monotonic()
+        one_line_error(kraft(*args, stdin=stdin, env=dead), "cluster unreachable", "127.0.0.1:1")
+        assert time.monotonic() - started < 15
+
+
+def test_delete_topic(cluster: Cluster) -> None:
+    cluster.run("topics", "create", "doomed", "--partitions", "1", "--replication-factor", "1")
+    assert "Deleted topic doomed" in cluster.run("topics", "delete", "doomed").stdout
+    one_line_error(kraft("topics", "describe", "doomed", env=cluster.env), "UNKNOWN_TOPIC")
+    cluster.run("topics", "delete", "doomed", "--if-exists")
+
+
+def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from kraft.cli import main
+
+    for command in (
+        ("cluster",), ("cluster", "up"), ("cluster", "down"), ("cluster", "status"),
+        ("topics",), ("topics", "create"), ("topics", "list"), ("topics", "describe"),
+        ("topics", "delete"), ("topics", "alter-config"), ("produce",), ("consume",),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            main([*command, "--help"])
+        assert exit_info.value.code == 0
+        assert "example" in capsys.readouterr().out, command
+
+
+def test_cluster_down_leaves_no_process_behind(cluster: Cluster) -> None:
+    out = kraft("cluster", "down", "--data-dir", str(cluster.data_dir))
+    assert out.returncode == 0, out.stderr
+    assert wait_gone(all_pids(cluster.info)) == []
+    assert not (cluster.data_dir / "cluster.json").exists()
+    one_line_error(kraft("cluster", "status", "--data-dir", str(cluster.data_dir)), "no cluster")
