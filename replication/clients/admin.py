@@ -28,12 +28,18 @@ from typing import Self
 
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import (
+    AlterableConfig,
+    AlterConfigOp,
+    AlterConfigsResource,
     CreatableTopicResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
 from kraft.logs import ensure_configured
+from kraft.metadata.records import ConfigResourceType
 from kraft.transport.controller_codec import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -113,6 +119,39 @@ class AdminClient:
         for result in response.results:
             if result.error_code is not ErrorCode.NONE:
                 raise error_for(result.error_code, result.error_message)
+
+    def alter_topic_config(
+        self,
+        name: str,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        """KIP-339 IncrementalAlterConfigs on one topic: SET ``set_configs``, DELETE (back to
+        the default) ``delete_configs``; all of them or none.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+            InvalidConfigError: an unknown key or a bad value.
+            InvalidRequestError: a key named twice.
+        """
+        ops = [
+            AlterableConfig(name=k, op=AlterConfigOp.SET, value=v)
+            for k, v in (set_configs or {}).items()
+        ]
+        ops += [AlterableConfig(name=k, op=AlterConfigOp.DELETE) for k in delete_configs]
+        request = IncrementalAlterConfigsRequest(
+            resources=(
+                AlterConfigsResource(
+                    resource_type=ConfigResourceType.TOPIC, resource_name=name, configs=tuple(ops)
+                ),
+            )
+        )
+        response: IncrementalAlterConfigsResponse = self._client.send(request, timeout=timeout)
+        for result in response.responses:
+            if result.error_code is not ErrorCode.NONE:
+                raise error_for(result.error_code, result.error_message or f"topic {name}")
 
     def describe_topic(self, name: str, *, timeout: float | None = None) -> TopicMetadata:
         """The partitions of ``name``: partition, leader, leader_epoch, replicas, isr.
