@@ -68,6 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KraftError as e:
         print(f"kraft: error: {e.message} ({e.code.name})", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (``kraft consume ... | head``): like Unix tools, stop quietly.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (OSError, ValueError) as e:
         print(f"kraft: error: {e}", file=sys.stderr)
         return 1

@@ -36,9 +36,8 @@ def add_parser(sub: Any) -> None:
     d.add_argument(
         "--bootstrap-controller",
         "--bootstrap-controllers",
-        required=True,
         metavar="HOST:PORT[,...]",
-        help="one or more controllers to ask",
+        help="one or more controllers to ask (default: $KRAFT_BOOTSTRAP_CONTROLLER)",
     )
     d.add_argument("--json", action="store_true", help="print one JSON object")
     d.add_argument(
@@ -48,9 +47,18 @@ def add_parser(sub: Any) -> None:
 
 
 def describe(args: argparse.Namespace) -> int:
+    import os
+
+    from kraft.cli._connect import BOOTSTRAP_CONTROLLER_ENV
     from kraft.controller.client import ControllerClient
 
-    with ControllerClient(args.bootstrap_controller, timeout=args.timeout) as client:
+    bootstrap = args.bootstrap_controller or os.environ.get(BOOTSTRAP_CONTROLLER_ENV)
+    if not bootstrap:
+        raise ValueError(
+            "no controllers given: pass --bootstrap-controller HOST:PORT[,...] "
+            f"or set {BOOTSTRAP_CONTROLLER_ENV}"
+        )
+    with ControllerClient(bootstrap, timeout=args.timeout) as client:
         quorum = client.describe_quorum()
     now_ms = time.time_ns() // 1_000_000
     doc: dict[str, Any] = {

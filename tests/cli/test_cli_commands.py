@@ -173,6 +173,27 @@ def test_produce_from_stdin_then_consume(cluster: Cluster) -> None:
     assert out.stdout == "" and time.monotonic() - started < 15
 
 
+def test_consume_into_a_closed_pipe_stops_quietly(cluster: Cluster) -> None:
+    """``kraft consume ... | head -1``: the reader leaves early; no traceback, no error line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")} | cluster.env
+    shell = (
+        f"{sys.executable} -m kraft.cli consume orders --from-beginning --max-messages 20 | head -1"
+    )
+    out = subprocess.run(shell, shell=True, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 1
+    assert "error" not in out.stderr.lower() and "Traceback" not in out.stderr
+
+
+def test_quorum_describe_reads_the_controller_env(cluster: Cluster) -> None:
+    out = kraft(
+        "quorum", "describe", "--json",
+        env={"KRAFT_BOOTSTRAP_CONTROLLER": cluster.info["controller_bootstrap"]},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["leader_id"] in {c["id"] for c in cluster.info["controllers"]}
+    one_line_error(kraft("quorum", "describe"), "KRAFT_BOOTSTRAP_CONTROLLER")
+
+
 def test_alter_config(cluster: Cluster) -> None:
     out = cluster.run("topics", "alter-config", "orders", "--config", "retention.ms=3600000")
     assert "retention.ms=3600000" in out.stdout
