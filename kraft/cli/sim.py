@@ -1,4 +1,4 @@
-"""``kraft sim raft ...``: run the deterministic simulator over a range of seeds."""
+"""``kraft sim raft|cluster ...``: run the deterministic simulator over a range of seeds."""
 
 from __future__ import annotations
 
@@ -24,6 +24,23 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--voters", type=int, default=None, help="3 or 5 voters")
     r.add_argument("--observers", type=int, default=None, help="observers (brokers)")
     r.set_defaults(handler=_run_raft)
+    c = ssub.add_parser(
+        "cluster",
+        help="controller + ISR brokers + producers under faults",
+        epilog="example: kraft sim cluster --seeds 1000 --start 0 --partitions 3",
+    )
+    c.add_argument("--seeds", type=int, default=None, help="how many seeds to run")
+    c.add_argument("--start", type=lambda s: int(s, 0), default=None, help="first seed")
+    c.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="replay one seed")
+    c.add_argument("--brokers", type=int, default=None, help="brokers (default 3)")
+    c.add_argument("--partitions", type=int, default=None, help="partitions (default 2)")
+    c.add_argument("--processes", type=int, default=None, help="worker processes")
+    c.add_argument(
+        "--unsafe-hw-truncation",
+        action="store_true",
+        help="followers truncate to their HW (Kafka before KIP-101), to see the checker fail",
+    )
+    c.set_defaults(handler=_run_cluster)
 
 
 def _run_raft(args: argparse.Namespace) -> int:
@@ -35,4 +52,18 @@ def _run_raft(args: argparse.Namespace) -> int:
         if value is not None:
             argv += [f"--{name}", str(value)]
     result: int = cli_raft(argv)
+    return result
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    from replication.sim import cli_cluster
+
+    argv: list[str] = []
+    for name in ("seeds", "start", "seed", "brokers", "partitions", "processes"):
+        value = getattr(args, name)
+        if value is not None:
+            argv += [f"--{name}", str(value)]
+    if args.unsafe_hw_truncation:
+        argv.append("--unsafe-hw-truncation")
+    result: int = cli_cluster(argv)
     return result
