@@ -22,6 +22,9 @@ LONG_MAX = 2**63 - 1
 """Java's ``Long.MAX_VALUE``: Kafka's "never" for ``flush.messages`` and ``flush.ms``."""
 INT_MAX = 2**31 - 1
 
+SEGMENT_BYTES_MIN = 61
+"""The smallest ``segment.bytes`` a log takes: a segment must hold one batch header (61 bytes)."""
+
 _MIB = 1024 * 1024
 _DAY_MS = 24 * 60 * 60 * 1000
 
@@ -62,7 +65,7 @@ class LogConfig:
     """kraft's ``sync.every.append``: fdatasync after every append call (the Raft log)."""
 
     def __post_init__(self) -> None:
-        _check(self.segment_bytes, "segment.bytes", 61, INT_MAX)
+        _check(self.segment_bytes, "segment.bytes", SEGMENT_BYTES_MIN, INT_MAX)
         _check(self.segment_ms, "segment.ms", 1, LONG_MAX)
         _check(self.segment_index_bytes, "segment.index.bytes", 12, INT_MAX)
         _check(self.retention_ms, "retention.ms", -1, LONG_MAX)
@@ -131,6 +134,17 @@ PROPERTY_KEYS: dict[str, str] = {
 """Kafka's dotted key -> `LogConfig` field; the only place the two spellings meet."""
 
 
+def validate_log_property(key: str, value: str) -> str | None:
+    """Why a log would reject ``key=value`` (the checks of `LogConfig.from_properties`), or
+    None when it takes it. The controller validates topic configs with this, so a value it
+    accepts is one every broker's log takes."""
+    try:
+        LogConfig.from_properties({key: value})
+    except InvalidConfigError as e:
+        return e.message
+    return None
+
+
 def int_fields_from_properties(
     properties: Mapping[str, str], keys: Mapping[str, str]
 ) -> dict[str, int]:
@@ -159,4 +173,12 @@ def _check(value: object, key: str, low: int, high: int) -> None:
         raise InvalidConfigError(f"{key} must be in [{low}, {high}]: {value}")
 
 
-__all__ = ["INT_MAX", "LONG_MAX", "PROPERTY_KEYS", "LogConfig", "int_fields_from_properties"]
+__all__ = [
+    "INT_MAX",
+    "LONG_MAX",
+    "PROPERTY_KEYS",
+    "SEGMENT_BYTES_MIN",
+    "LogConfig",
+    "int_fields_from_properties",
+    "validate_log_property",
+]

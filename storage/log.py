@@ -392,6 +392,18 @@ class SegmentedLog:
         )
         return seg
 
+    def update_config(self, config: LogConfig) -> None:
+        """Kafka's ``UnifiedLog.updateConfig``: apply a changed config to the open log at once.
+        ``segment.bytes``, ``segment.ms``, ``max.message.bytes``, ``flush.*`` and
+        ``retention.*`` govern the next append, roll, flush and retention pass;
+        ``segment.index.bytes`` reaches only segments created from now on."""
+        if config == self._config:
+            return
+        self._config = config
+        for seg in self._segments:
+            seg.update_config(config)
+        self._log.info("log_config_updated", **config.to_properties())
+
     # --- flushing --------------------------------------------------------------------------------
 
     def flush(self) -> None:

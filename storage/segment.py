@@ -276,6 +276,13 @@ class LogSegment:
             self._set_rolling_base(None)
         self._update_indexes_full()
 
+    def update_config(self, config: LogConfig) -> None:
+        """Take a changed config: ``segment.ms`` now counts from this segment's rolling base,
+        ``index.interval.bytes`` applies to the next entries. Index capacity stays as
+        created (``segment.index.bytes`` reaches new segments only, as in Kafka)."""
+        self.config = config
+        self._set_rolling_base(self.rolling_base_ms)
+
     def _set_rolling_base(self, ms: int | None) -> None:
         self.rolling_base_ms = ms
         self.roll_deadline_ms = LONG_MAX if ms is None else ms + self.config.segment_ms

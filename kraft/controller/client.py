@@ -118,15 +118,16 @@ def parse_bootstrap(bootstrap: str | Sequence[str]) -> list[str]:
 
 
 @contextmanager
-def map_grpc_errors(address: str) -> Iterator[None]:
-    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary)."""
+def map_grpc_errors(address: str, peer: str = "controller") -> Iterator[None]:
+    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary); the
+    message names ``peer`` (what ``address`` is: a controller, or a forwarding broker)."""
     try:
         yield
     except grpc.RpcError as e:
         code = e.code() if hasattr(e, "code") else None
         cls = _GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
         detail = e.details() if hasattr(e, "details") else str(e)
-        raise cls(f"controller {address}: {detail or code}") from None
+        raise cls(f"{peer} {address}: {detail or code}") from None
 
 
 def _response_errors(response: Any) -> Iterator[tuple[ErrorCode, str]]:
@@ -157,6 +158,8 @@ class ControllerClient:
         bootstrap: ``"host:port,host:port"`` of (some of) the controllers.
         timeout: seconds each call may take, redirects and retries included.
         request_timeout: seconds one attempt may wait for one controller.
+        peer: what the bootstrap addresses are, for error messages: ``"controller"``, or
+            ``"broker"`` when they are brokers that forward to the controller (AdminClient).
     """
 
     def __init__(
@@ -165,8 +168,10 @@ class ControllerClient:
         *,
         timeout: float = 15.0,
         request_timeout: float = 3.0,
+        peer: str = "controller",
     ) -> None:
         self.addresses = parse_bootstrap(bootstrap)
+        self.peer = peer
         self.timeout = timeout
         self.request_timeout = request_timeout
         self._lock = threading.Lock()
@@ -380,7 +385,7 @@ class ControllerClient:
             if not_controller:
                 self._redirect(address, leader)
                 raise NotControllerError(
-                    f"controller {address} is not active (active: "
+                    f"{self.peer} {address} is not the active controller (active: "
                     f"{leader.leader_id if leader.leader_id >= 0 else 'unknown'})",
                     leader_id=leader.leader_id if leader.leader_id >= 0 else None,
                     leader_address=leader.leader_address,
@@ -408,7 +413,7 @@ class ControllerClient:
     def _attempt(self, address: str, request: Any, timeout: float) -> tuple[Any, CurrentLeader]:
         method, response_cls = _RPCS[type(request)]
         stub = self._stub(address)
-        with map_grpc_errors(address):
+        with map_grpc_errors(address, self.peer):
             reply = getattr(stub, method)(encode(request), timeout=timeout)
         return decode_response(reply, response_cls)
 

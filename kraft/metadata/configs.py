@@ -8,6 +8,11 @@ match wins:
    synonym is the broker key for the same setting (``retention.ms`` <- ``log.retention.ms``);
 3. the static default in `TOPIC_CONFIGS`.
 
+The log settings (``segment.bytes``, ``retention.*``, ``flush.*``, ``max.message.bytes``, ...)
+take their defaults from `storage.config.LogConfig`, the one source of truth, and a value is
+valid only if the log takes it (`storage.config.validate_log_property`): the controller never
+accepts a value a broker's log would have to skip.
+
 Values are stored as strings, as in Kafka; `ConfigDef.validate` checks a value and the typed
 helpers (`parse_bool`, `parse_int`) read one.
 """
@@ -20,9 +25,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from kraft.metadata.records import ConfigResourceType
+from storage.config import PROPERTY_KEYS, SEGMENT_BYTES_MIN, LogConfig, validate_log_property
 
 _LONG_MAX: Final = 2**63 - 1
 _INT_MAX: Final = 2**31 - 1
+_LOG_DEFAULTS: Final = LogConfig().to_properties()
+"""The log's own defaults, under the topic keys: the defaults of the log settings below."""
 
 
 class ConfigType(enum.Enum):
@@ -43,6 +51,8 @@ class ConfigDef:
     min_value: int | None = None
     choices: frozenset[str] | None = None
     broker_synonym: str | None = None
+    log_key: str | None = None
+    """The `storage.config.LogConfig` key this setting is (validated by the log's rules too)."""
 
     def validate(self, value: str) -> str | None:
         """Return why ``value`` is invalid for this key, or ``None`` when it is valid."""
@@ -67,6 +77,10 @@ class ConfigDef:
                     bad = [item for item in items if item not in self.choices]
                     if bad or not items:
                         return f"{self.name} items must be in {sorted(self.choices)}: {value!r}"
+        if self.log_key is not None:
+            problem = validate_log_property(self.log_key, value)
+            if problem is not None:
+                return problem if self.log_key == self.name else f"{self.name}: {problem}"
         return None
 
 
@@ -86,6 +100,7 @@ def _topic(
         min_value=min_value,
         choices=frozenset(choices) if choices is not None else None,
         broker_synonym=broker_synonym,
+        log_key=name if name in PROPERTY_KEYS else None,
     )
 
 
@@ -103,15 +118,23 @@ TOPIC_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         _topic(
             "flush.messages",
             _T.LONG,
-            str(_LONG_MAX),
+            _LOG_DEFAULTS["flush.messages"],
             min_value=1,
             broker_synonym="log.flush.interval.messages",
         ),
         _topic(
-            "flush.ms", _T.LONG, str(_LONG_MAX), min_value=0, broker_synonym="log.flush.interval.ms"
+            "flush.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["flush.ms"],
+            min_value=0,
+            broker_synonym="log.flush.interval.ms",
         ),
         _topic(
-            "max.message.bytes", _T.INT, "1048588", min_value=0, broker_synonym="message.max.bytes"
+            "max.message.bytes",
+            _T.INT,
+            _LOG_DEFAULTS["max.message.bytes"],
+            min_value=0,
+            broker_synonym="message.max.bytes",
         ),
         _topic(
             "message.timestamp.type",
@@ -125,14 +148,35 @@ TOPIC_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ),
         # kraft's own: how a partition replicates (DESIGN.md "Quorum mode").
         _topic("replication.mode", _T.STRING, "isr", choices=("isr", "quorum")),
-        _topic("retention.bytes", _T.LONG, "-1", broker_synonym="log.retention.bytes"),
         _topic(
-            "retention.ms", _T.LONG, "604800000", min_value=-1, broker_synonym="log.retention.ms"
+            "retention.bytes",
+            _T.LONG,
+            _LOG_DEFAULTS["retention.bytes"],
+            min_value=-1,
+            broker_synonym="log.retention.bytes",
         ),
         _topic(
-            "segment.bytes", _T.INT, "1073741824", min_value=14, broker_synonym="log.segment.bytes"
+            "retention.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["retention.ms"],
+            min_value=-1,
+            broker_synonym="log.retention.ms",
         ),
-        _topic("segment.ms", _T.LONG, "604800000", min_value=1, broker_synonym="log.roll.ms"),
+        # NB: kraft's log defaults to 64 MiB segments, not Kafka's 1 GiB (storage/config.py).
+        _topic(
+            "segment.bytes",
+            _T.INT,
+            _LOG_DEFAULTS["segment.bytes"],
+            min_value=SEGMENT_BYTES_MIN,
+            broker_synonym="log.segment.bytes",
+        ),
+        _topic(
+            "segment.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["segment.ms"],
+            min_value=1,
+            broker_synonym="log.roll.ms",
+        ),
         _topic(
             "unclean.leader.election.enable",
             _T.BOOLEAN,
@@ -150,6 +194,7 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         default=d.default,
         min_value=d.min_value,
         choices=d.choices,
+        log_key=d.log_key,
     )
     for d in TOPIC_CONFIGS.values()
     if d.broker_synonym is not None

@@ -13,14 +13,17 @@ The one place that turns the broker's dotted Kafka keys into snake_case fields (
     replica.lag.time.max.ms=30000
 
 Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters``, ``listeners``
-(the first one is served and registered), ``log.dirs`` (the first directory), ``broker.rack``,
+(the first one is served), ``advertised.listeners`` (the first one is registered with the
+controller and handed to clients and other brokers; default: the listener, which then must not
+be the meta-address ``0.0.0.0``), ``log.dirs`` (the first directory), ``broker.rack``,
 ``broker.heartbeat.interval.ms``, ``replica.fetch.wait.max.ms``, ``replica.fetch.max.bytes``,
 ``replica.high.watermark.checkpoint.interval.ms``,
 ``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
-cluster default; topic configs override it), the ``controller.quorum.*`` Raft timeouts of
-the metadata observer, ``log.retention.check.interval.ms`` and the log defaults of
-`BROKER_LOG_KEYS` (``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``,
-``log.roll.ms``, ...; topic configs override them).
+default of topics that set none; the cluster-wide dynamic default and topic configs override
+it), the ``controller.quorum.*`` Raft timeouts of the metadata observer,
+``log.retention.check.interval.ms`` and the log defaults of `BROKER_LOG_KEYS`
+(``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``, ``log.roll.ms``, ...;
+validated as the log validates them; topic configs override them).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from kraft.config import format_voters, int_property, listener_address, parse_voters
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
+from storage.config import validate_log_property
 from storage.errors import InvalidConfigError
 
 BROKER_LOG_KEYS: dict[str, str] = {
@@ -48,6 +52,8 @@ BROKER_LOG_KEYS: dict[str, str] = {
 """Broker key (the default for every topic) -> topic key: Kafka's synonyms."""
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
 """Kafka's ``log.retention.check.interval.ms`` default (5 minutes)."""
+NON_ROUTABLE_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
+"""Hosts a broker may listen on but not advertise (Kafka refuses the meta-address too)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +66,9 @@ class BrokerNodeConfig:
     """[controller.quorum.voters]"""
     listen: str
     """[listeners] host:port the Broker and Controller-forwarding services are served on."""
+    advertised_listener: str | None = None
+    """[advertised.listeners] host:port registered with the controller: what clients and other
+    brokers connect to. None: ``listen`` (with the bound port if ``listen`` asks for port 0)."""
     data_dir: Path
     """[log.dirs] partition logs (``<topic>-<partition>/``) and the metadata observer's log."""
     rack: str | None = None
@@ -81,6 +90,25 @@ class BrokerNodeConfig:
     """[replica.lag.time.max.ms, replica.fetch.backoff.ms, min.insync.replicas]"""
     raft: RaftConfig = field(default_factory=RaftConfig)
     """[controller.quorum.*] for the metadata observer."""
+
+    def __post_init__(self) -> None:
+        explicit = self.advertised_listener is not None
+        address = self.advertised_address
+        host, sep, port = address.rpartition(":")
+        key = "advertised.listeners" if explicit else "listeners (advertised by default)"
+        if not sep or not port.isdigit() or (explicit and not 0 < int(port) < 65536):
+            raise InvalidConfigError(f"{key}: {address!r} is not host:port")
+        if host in NON_ROUTABLE_HOSTS:
+            raise InvalidConfigError(
+                f"{key}: {address} is not an address clients can connect to ({host or 'no host'}"
+                " means every interface); listen there if you like, but set "
+                f"advertised.listeners=PLAINTEXT://<host clients and brokers reach>:{port}"
+            )
+
+    @property
+    def advertised_address(self) -> str:
+        """The host:port this broker registers (``advertised.listeners``, else ``listen``)."""
+        return self.advertised_listener if self.advertised_listener is not None else self.listen
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerNodeConfig:
@@ -105,10 +133,19 @@ class BrokerNodeConfig:
                 f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
             )
         rack = props.get("broker.rack", "").strip() or None
+        advertised = props.get("advertised.listeners", "").strip()
+        log_defaults = {
+            BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
+        }
+        broker_keys = {topic_key: key for key, topic_key in BROKER_LOG_KEYS.items()}
+        for topic_key, value in sorted(log_defaults.items()):
+            if (problem := validate_log_property(topic_key, value)) is not None:
+                raise InvalidConfigError(f"{broker_keys[topic_key]}: {problem}")
         return cls(
             node_id=node_id,
             voters=voters,
             listen=listener_address(listeners),
+            advertised_listener=listener_address(advertised) if advertised else None,
             data_dir=Path(data_dir),
             rack=rack,
             heartbeat_interval_ms=int_property(props, "broker.heartbeat.interval.ms", 500),
@@ -120,9 +157,7 @@ class BrokerNodeConfig:
             log_retention_check_interval_ms=int_property(
                 props, "log.retention.check.interval.ms", DEFAULT_RETENTION_CHECK_INTERVAL_MS
             ),
-            log_defaults={
-                BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
-            },
+            log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
         )
@@ -149,7 +184,14 @@ class BrokerNodeConfig:
         }
         if self.rack is not None:
             props["broker.rack"] = self.rack
+        if self.advertised_listener is not None:
+            props["advertised.listeners"] = f"PLAINTEXT://{self.advertised_listener}"
         return props
 
 
-__all__ = ["BROKER_LOG_KEYS", "DEFAULT_RETENTION_CHECK_INTERVAL_MS", "BrokerNodeConfig"]
+__all__ = [
+    "BROKER_LOG_KEYS",
+    "DEFAULT_RETENTION_CHECK_INTERVAL_MS",
+    "NON_ROUTABLE_HOSTS",
+    "BrokerNodeConfig",
+]

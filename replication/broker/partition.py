@@ -60,7 +60,7 @@ from replication.core import (
     ReplicationConfig,
 )
 from storage.checkpoint import read_offset, write_offset
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 from storage.errors import ErrorCode, KraftError
 from storage.log import SegmentedLog
 from storage.records import BatchHeader, read_header
@@ -159,11 +159,13 @@ class PartitionReplica:
         brokers: Mapping[int, BrokerStatus],
         config: ReplicationConfig,
     ) -> None:
-        """Become (or stay) leader or follower as ``registration`` says."""
+        """Become (or stay) leader or follower as ``registration`` says, under ``config``
+        (a leader that stays takes a changed ``min.insync.replicas`` at once)."""
         now = clock_ms()
         core = self.core
         if isinstance(core, PartitionLeader):
             core.update_brokers(brokers, now)
+            core.update_config(config, now)
             if core.handle_partition_change(registration, now):
                 self.drain()
                 return
@@ -204,6 +206,13 @@ class PartitionReplica:
             )
             self._ensure_fetcher()
         self.drain()
+
+    def update_log_config(self, config: LogConfig) -> None:
+        """Apply a changed topic log config to the open log (Kafka's
+        ``UnifiedLog.updateConfig``): the next append, roll, flush and retention use it."""
+        if self.log.closed or config == self.log.config:
+            return
+        self.log.update_config(config)  # logs log_config_updated with the new values
 
     def update_brokers(self, brokers: Mapping[int, BrokerStatus]) -> None:
         if isinstance(self.core, PartitionLeader):
@@ -391,13 +400,30 @@ class PartitionReplica:
         self.drain()
 
     def tick(self) -> None:
+        """Let time pass (the broker calls this every 50 ms): the leader core's deadlines, a
+        ``flush.ms`` flush of an idle log, and a producer snapshot after a roll."""
+        now = clock_ms()
         leader = self.leader
         if leader is not None:
-            leader.tick(clock_ms())
+            leader.tick(now)
             self.drain()
+        self.maybe_flush()
         if self.log.active_segment_base_offset != self._snapshot_rolled_base:
             self._snapshot_rolled_base = self.log.active_segment_base_offset
             self.take_producer_snapshot()
+
+    def maybe_flush(self) -> bool:
+        """Kafka's ``LogManager.flushDirtyLogs``: fsync the log if ``flush.ms`` has passed since
+        its last flush and it holds unflushed data (an append checks ``flush.ms`` too, but an
+        idle partition has none). Durable on return; True if it flushed.
+
+        Raises:
+            OSError: on a disk error.
+        """
+        log = self.log
+        if log.closed or log.config.flush_ms >= LONG_MAX:
+            return False
+        return log.maybe_flush()  # NB: by the log's own clock, which set its last flush time
 
     # --- producer snapshots and retention -------------------------------------------------------
 

@@ -7,9 +7,10 @@ the topic's own config (``retention.ms``, ``retention.bytes``, ``segment.bytes``
 ``segment.ms``, ... from the metadata image), then the cluster-wide dynamic broker default
 (``log.retention.ms`` ... set through the controller), then this broker's static properties
 (`replication.broker.config.BROKER_LOG_KEYS`: ``log.retention.ms``, ``log.retention.bytes``,
-``log.segment.bytes``, ``log.roll.ms``), then `LogConfig`'s defaults. A value the log cannot
-take (e.g. a ``segment.bytes`` below `LogConfig`'s minimum, which the controller allows) is
-skipped with a warning, not the whole config.
+``log.segment.bytes``, ``log.roll.ms``), then `LogConfig`'s defaults. The controller rejects
+values the log cannot take (it validates with the same rules); one that got into the metadata
+anyway (written before that check) is skipped with a warning, not the whole config. The
+broker applies a changed config to open logs live (`replication.broker.topic_settings`).
 
 *Cleanup.* Every ``log.retention.check.interval.ms`` (Kafka's default 300000) the broker calls
 `PartitionReplica.apply_retention` on each replica, leader or follower: it deletes whole

@@ -13,8 +13,8 @@ controllers. `_MetadataObserver` folds each committed batch into a `MetadataImag
 change (coalesced into one callback per loop turn) the broker reconciles its replicas.
 
 *Lifecycle (KIP-631).* Register with the active controller (a fresh incarnation id, the
-listener, the rack), then heartbeat every ``broker.heartbeat.interval.ms`` with the image's
-last offset; the controller unfences the broker once that offset reaches its registration.
+advertised listener, the rack), then heartbeat every ``broker.heartbeat.interval.ms`` with the
+image's last offset; the controller unfences the broker once that offset reaches its registration.
 A heartbeat answered STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED registers again and
 rebuilds every replica with the new broker epoch. SIGTERM is a controlled shutdown: heartbeat
 ``want_shutdown`` until the controller answers ``should_shut_down`` (it moved leadership away),
@@ -22,6 +22,11 @@ then stop and exit 0.
 
 *Retention.* Every ``log.retention.check.interval.ms`` a task applies each replica's
 ``retention.ms`` / ``retention.bytes`` below its high watermark (`replication.broker.retention`).
+
+*Dynamic configs.* Each reconcile resolves every replicated topic's settings
+(`replication.broker.topic_settings`: topic config > cluster dynamic default > this broker's
+properties > defaults) and applies a change live: ``min.insync.replicas`` to the leader core,
+the `LogConfig` to the open log. The 50 ms tick also flushes logs whose ``flush.ms`` elapsed.
 
 *Replicas.* For every partition whose ``replicas`` include this broker: open its
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
@@ -59,32 +64,29 @@ from kraft.controller.messages import (
     AlterPartitionResponse,
     AlterPartitionTopic,
 )
-from kraft.metadata import CLUSTER_DEFAULT_RESOURCE, MetadataImage, decode_record
-from kraft.metadata.records import ConfigResourceType, Endpoint
+from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata.records import Endpoint
 from kraft.raft_server import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
 from replication.broker.partition import PartitionReplica
-from replication.broker.retention import (
-    resolve_log_config,
-    run_retention,
-    topic_keys_of_dynamic_broker_defaults,
-)
+from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
+from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
 from replication.codec import decode, encode
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
     FollowerFetchRequest,
     FollowerFetchResponse,
-    ReplicationConfig,
 )
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
 )
+from storage.config import LogConfig
 from storage.errors import (
     BrokerIdNotRegisteredError,
     ErrorCode,
@@ -203,7 +205,10 @@ class BrokerServer:
             )
         )
         self._log.info(
-            "broker_started", listen=self.config.listen, data_dir=str(self.config.data_dir)
+            "broker_started",
+            listen=self.config.listen,
+            advertised=self.config.advertised_address,
+            data_dir=str(self.config.data_dir),
         )
 
     async def controlled_shutdown(self) -> None:
@@ -250,8 +255,11 @@ class BrokerServer:
     # --- registration and heartbeats ----------------------------------------------------------
 
     async def _register(self) -> None:
-        host, _, port = self.config.listen.rpartition(":")
-        listener = Endpoint(name="PLAINTEXT", host=host, port=self.bound_port or int(port))
+        # advertised.listeners, else the listener (with the port bound if it asked for 0).
+        host, _, port = self.config.advertised_address.rpartition(":")
+        if self.config.advertised_listener is None:
+            port = str(self.bound_port or port)
+        listener = Endpoint(name="PLAINTEXT", host=host, port=int(port))
         while True:
             try:
                 epoch = await self._blocking(
@@ -333,8 +341,16 @@ class BrokerServer:
         if epoch is None or self._closed:
             return
         image = self.image
+        if image.last_offset < epoch:
+            # Act on partition metadata only once the image holds our own registration (its
+            # offset is the broker epoch): before it, a restarted broker still sees the
+            # leaderships of its previous incarnation, and leading an old epoch on a log that
+            # lost its tail would make followers truncate committed records (found by
+            # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
+            return
         brokers = self._broker_statuses()
         wanted: set[TopicPartition] = set()
+        settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in image.iter_partitions():
             if self.node_id not in registration.replicas:
                 continue
@@ -342,19 +358,17 @@ class BrokerServer:
             wanted.add(tp)
             replica = self.replicas.get(tp)
             try:
+                settings = settings_by_topic.get(topic.name)
+                if settings is None:
+                    settings = resolve_topic_settings(image, topic.name, self.config)
+                    settings_by_topic[topic.name] = settings
                 if replica is None:
-                    replica = self._open_replica(tp, topic.topic_id, epoch)
+                    replica = self._open_replica(tp, topic.topic_id, epoch, settings.log)
                     self.replicas[tp] = replica
-                configs = image.topic_configs(topic.name)
-                config = ReplicationConfig(
-                    min_insync_replicas=int(configs.get("min.insync.replicas", "1")),
-                    replica_lag_time_ms_max=self.config.replication.replica_lag_time_ms_max,
-                    replica_fetch_backoff_ms=self.config.replication.replica_fetch_backoff_ms,
-                    alter_partition_retry_backoff_ms=(
-                        self.config.replication.alter_partition_retry_backoff_ms
-                    ),
-                )
-                replica.apply_registration(registration, brokers, config)
+                else:
+                    # Dynamic topic configs apply live, as in Kafka (no restart).
+                    replica.update_log_config(settings.log)
+                replica.apply_registration(registration, brokers, settings.replication)
             except (KraftError, OSError) as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
         for tp in [tp for tp in self.replicas if tp not in wanted]:
@@ -364,21 +378,15 @@ class BrokerServer:
                 shutil.rmtree(replica.log.directory, ignore_errors=True)
             self._log.info("replica_removed", topic_partition=str(tp))
 
-    def _open_replica(self, tp: TopicPartition, topic_id: str, epoch: int) -> PartitionReplica:
+    def _open_replica(
+        self, tp: TopicPartition, topic_id: str, epoch: int, log_config: LogConfig
+    ) -> PartitionReplica:
         directory = self.config.data_dir / f"{tp.topic}-{tp.partition}"
         id_file = directory / TOPIC_ID_FILE
         if directory.exists() and (not id_file.exists() or id_file.read_text() != topic_id):
             shutil.rmtree(directory)  # a deleted topic's leftovers under the same name
         directory.mkdir(parents=True, exist_ok=True)
         id_file.write_text(topic_id)
-        log_config = resolve_log_config(
-            self.config.log_defaults,
-            topic_keys_of_dynamic_broker_defaults(
-                self.image.dynamic_configs(ConfigResourceType.BROKER, CLUSTER_DEFAULT_RESOURCE)
-            ),
-            self.image.dynamic_configs(ConfigResourceType.TOPIC, tp.topic),
-            context=str(tp),
-        )
         return PartitionReplica(
             topic_partition=tp,
             topic_id=topic_id,

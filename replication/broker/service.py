@@ -221,12 +221,16 @@ class BrokerService:
             "last_stable_offset": high_watermark,
             "log_start_offset": log.log_start_offset,
         }
+        # Kafka's range check is against the log end offset, not the high watermark: an offset
+        # in [high watermark, log end offset] is valid and returns nothing until the high
+        # watermark passes it (a consumer may be there after a failover, see guarantees.md).
         if p.fetch_offset < log.log_start_offset or p.fetch_offset > log.log_end_offset:
             return FetchPartitionData(
                 **common,
                 error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
-                error_message=f"offset {p.fetch_offset} is out of range: valid offsets are "
-                f"[{log.log_start_offset}, {high_watermark}]",
+                error_message=f"offset {p.fetch_offset} is out of range: the log holds offsets "
+                f"[{log.log_start_offset}, {log.log_end_offset}] (log start offset to log end "
+                f"offset); consumers read below the high watermark {high_watermark}",
             )
         try:
             records = log.read(p.fetch_offset, max_bytes, max_offset=high_watermark)

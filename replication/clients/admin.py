@@ -66,7 +66,9 @@ class AdminClient:
         request_timeout: float = 30.0,
     ) -> None:
         ensure_configured()  # warning-level logs to stderr unless the app set structlog
-        self._client = ControllerClient(bootstrap, timeout=timeout, request_timeout=request_timeout)
+        self._client = ControllerClient(
+            bootstrap, timeout=timeout, request_timeout=request_timeout, peer="broker"
+        )
 
     def __enter__(self) -> Self:
         return self

@@ -468,10 +468,12 @@ class Consumer:
             self._metadata.update_leader(tp, hint.leader_id, hint.leader_epoch)
         if code is ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.config.auto_offset_reset == "none":
+                # NB: the broker checks against its log end offset, which a fetch response
+                # does not carry; its message names the range (the high watermark is not it).
+                detail = f": {part.error_message}" if part.error_message else ""
                 raise OffsetOutOfRangeError(
-                    f"fetch position {position} is out of range for {tp}",
+                    f"fetch position {position} is out of range for {tp}{detail}",
                     log_start_offset=part.log_start_offset,
-                    log_end_offset=part.high_watermark,
                 )
             log.info("offset_out_of_range_reset", tp=str(tp), position=position)
             self._positions[tp] = None

@@ -458,6 +458,27 @@ class PartitionLeader:
         if self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
 
+    def update_config(self, config: ReplicationConfig, now_ms: int) -> None:
+        """The topic's config changed (a dynamic ``min.insync.replicas``): take it at once, as
+        Kafka applies dynamic topic configs live. A lower minimum may let the high watermark
+        move and complete waiting produces; a higher one freezes the high watermark, rejects
+        new acks=all produces (NOT_ENOUGH_REPLICAS) and fails the waiting ones
+        (NOT_ENOUGH_REPLICAS_AFTER_APPEND) while the ISR is below it."""
+        if config == self._config:
+            return
+        old_min_isr = self.min_isr
+        self._config = config
+        if self._resigned:
+            return
+        self._logger.info(
+            "replication_config_updated",
+            min_insync_replicas=config.min_insync_replicas,
+            effective_min_isr=self.min_isr,
+            old_effective_min_isr=old_min_isr,
+        )
+        self._maybe_increment_high_watermark(now_ms)
+        self._try_complete_delayed()
+
     def resign(self, now_ms: int) -> None:
         """Stop leading: every waiting produce fails with NOT_LEADER_OR_FOLLOWER."""
         if self._resigned:

@@ -64,7 +64,7 @@ def test_topic_configs_override_cluster_defaults_which_override_broker_propertie
 
 
 def test_a_log_config_value_the_log_rejects_is_skipped_not_the_whole_config() -> None:
-    # The controller accepts segment.bytes >= 14; the log needs room for a batch header.
+    # The controller now rejects it, but metadata written before that check may hold one.
     config = resolve_log_config({"segment.bytes": "20", "retention.bytes": "4096"})
     assert config.segment_bytes == LogConfig().segment_bytes
     assert config.retention_bytes == 4096

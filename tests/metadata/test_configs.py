@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraft.metadata import TOPIC_CONFIGS, ConfigResourceType, validate_config
+from storage.config import LogConfig
 
 
 def test_topic_defaults_are_kafkas() -> None:
@@ -12,8 +13,17 @@ def test_topic_defaults_are_kafkas() -> None:
     assert defaults["min.insync.replicas"] == "1"
     assert defaults["unclean.leader.election.enable"] == "false"
     assert defaults["retention.ms"] == "604800000"
-    assert defaults["segment.bytes"] == "1073741824"
     assert defaults["replication.mode"] == "isr"
+
+
+def test_log_setting_defaults_are_the_logs_own() -> None:
+    """One source of truth: the controller's table takes the log settings' defaults from
+    `LogConfig` (kraft's 64 MiB segments, not Kafka's 1 GiB: storage/config.py says why)."""
+    log_defaults = LogConfig().to_properties()
+    for name, definition in TOPIC_CONFIGS.items():
+        if name in log_defaults:
+            assert definition.default == log_defaults[name], name
+    assert TOPIC_CONFIGS["segment.bytes"].default == str(64 * 1024 * 1024)
 
 
 @pytest.mark.parametrize(

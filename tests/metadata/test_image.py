@@ -23,6 +23,7 @@ from kraft.metadata import (
     UnregisterBrokerRecord,
 )
 from kraft.types import TopicPartition
+from storage.config import LogConfig
 from storage.errors import InvalidRecordError, InvariantViolation, UnsupportedVersionError
 from tests.metadata.builders import ImageBuilder, topic_id_for
 
@@ -130,7 +131,7 @@ def test_topic_configs_fall_back_to_cluster_default_then_kafka_default() -> None
     assert configs["retention.ms"] == "5000"  # cluster default via the broker synonym
     assert configs["unclean.leader.election.enable"] == "false"  # Kafka default
     assert configs["replication.mode"] == "isr"
-    assert configs["segment.bytes"] == "1073741824"
+    assert configs["segment.bytes"] == str(LogConfig().segment_bytes)  # the log's default
 
 
 def test_config_delete_removes_the_override() -> None:
