@@ -24,8 +24,17 @@ with the controllers) is a ``python -m kraft.cli broker --config FILE`` process 
 
     with LocalCluster(controllers=1, brokers=3) as cluster:
         cluster.wait_until_healthy()          # a controller is active, every broker unfenced
+        cluster.create_topic("events", 6, 3, config={"min.insync.replicas": "2"})
         with Producer(cluster.bootstrap) as producer: ...
-        cluster.kill_broker(101)
+        cluster.kill_broker(101)              # or kill_broker(1): the first broker
+        cluster.start_broker(1); cluster.pause_broker(2); cluster.resume_broker(2)
+
+Brokers are named by id (101, 102, ...) or by their 1-based index (1, 2, ...): the two ranges
+never overlap. Controllers are named by id (1, 2, ...).
+
+Processes are started from one long-lived launcher thread that the cluster owns: Linux's
+``PR_SET_PDEATHSIG`` fires when the *thread* that started a child exits (see `kraft.process`),
+so ``start_broker`` is safe to call from any thread, even a short-lived one.
 """
 
 from __future__ import annotations
@@ -33,13 +42,16 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self
 
 from kraft.config import ControllerNodeConfig, format_voters, write_properties
 from kraft.controller.client import ControllerClient
+from kraft.controller.messages import CreatableTopicResult
 from kraft.process import ManagedProcess, free_ports, wait_for
+from kraft.transport.controller_codec import TopicMetadata
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
@@ -102,6 +114,8 @@ class LocalCluster:
         self._extra = dict(controller_config or {})
         self._controllers: dict[int, ManagedProcess] = {}
         self._client: ControllerClient | None = None
+        # NB: one thread starts every child, and lives as long as the cluster (PDEATHSIG).
+        self._launcher = _launcher()
         for node_id in self.controller_ids:
             self._controllers[node_id] = self._controller_process(node_id)
         for broker_id in self.broker_ids:
@@ -125,11 +139,11 @@ class LocalCluster:
     def controller_data_dir(self, node_id: int) -> Path:
         return self.data_dir / f"controller-{node_id}"
 
-    def broker_log(self, broker_id: int) -> Path:
-        return self.data_dir / "logs" / f"broker-{broker_id}.log"
+    def broker_log(self, broker: int) -> Path:
+        return self.data_dir / "logs" / f"broker-{self.broker_id(broker)}.log"
 
-    def broker_data_dir(self, broker_id: int) -> Path:
-        return self.data_dir / f"broker-{broker_id}"
+    def broker_data_dir(self, broker: int) -> Path:
+        return self.data_dir / f"broker-{self.broker_id(broker)}"
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -157,8 +171,12 @@ class LocalCluster:
         if self._client is not None:
             self._client.close()
             self._client = None
+        # First let a start in flight (interrupted by Ctrl-C in the caller) finish, and refuse
+        # new ones: then nothing can start after the kills below.
+        self._launcher.shutdown(wait=True)
         for process in [*self._brokers.values(), *self._controllers.values()]:
             process.kill()
+        self._launcher = _launcher()  # its thread starts only if the cluster is started again
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -212,13 +230,53 @@ class LocalCluster:
     def controller(self, node_id: int) -> ManagedProcess:
         return self._controllers[node_id]
 
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        config: Mapping[str, str] | None = None,
+        *,
+        timeout: float = 30.0,
+    ) -> CreatableTopicResult:
+        """Create a topic with topic configs passed through (``min.insync.replicas``,
+        ``retention.ms``, ...; -1: the cluster's defaults) and wait until every partition has
+        a leader.
+
+        Raises:
+            TopicAlreadyExistsError, InvalidReplicationFactorError, InvalidConfigError, ...
+            TimeoutError: some partition had no leader within ``timeout`` seconds.
+        """
+        client = self.controller_client()
+        result = client.create_topic(
+            name, partitions, replication_factor, configs=config, timeout=timeout
+        )
+
+        def led() -> bool:
+            topic = client.describe_topic(name, timeout=timeout)
+            return bool(topic.partitions) and all(p.leader >= 0 for p in topic.partitions)
+
+        wait_for(led, timeout, f"a leader for every partition of {name}")
+        return result
+
+    def describe_topic(self, name: str, *, timeout: float = 15.0) -> TopicMetadata:
+        """Partitions of ``name`` (leader, leader_epoch, replicas, isr) from the active
+        controller.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+        """
+        return self.controller_client().describe_topic(name, timeout=timeout)
+
     def pids(self) -> list[int]:
         """The process ids of every running node (controllers, then brokers)."""
         nodes = [*self._controllers.values(), *self._brokers.values()]
         return [p.pid for p in nodes if p.is_running() and p.pid]
 
     def start_controller(self, node_id: int) -> None:
-        self._controllers[node_id].start()
+        self._launch(self._controllers[node_id].start)
 
     def stop_controller(self, node_id: int, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful: a leader hands over first); returns the exit code."""
@@ -235,28 +293,44 @@ class LocalCluster:
     def resume_controller(self, node_id: int) -> None:
         self._controllers[node_id].resume()
 
-    def broker(self, broker_id: int) -> ManagedProcess:
-        return self._brokers[broker_id]
+    def broker_id(self, broker: int) -> int:
+        """The id of ``broker``, given as an id (101, ...) or a 1-based index (1, ...).
 
-    def start_broker(self, broker_id: int) -> None:
-        self._brokers[broker_id].start()
+        Raises:
+            KeyError: no such broker.
+        """
+        if broker in self.broker_addresses:
+            return broker
+        if 1 <= broker <= len(self.broker_ids):
+            return self.broker_ids[broker - 1]
+        raise KeyError(f"no broker {broker} (ids {self.broker_ids}, or indexes 1..)")
 
-    def stop_broker(self, broker_id: int, timeout: float = 40.0) -> int | None:
+    def broker(self, broker: int) -> ManagedProcess:
+        return self._brokers[self.broker_id(broker)]
+
+    def start_broker(self, broker: int) -> None:
+        self._launch(self.broker(broker).start)
+
+    def stop_broker(self, broker: int, timeout: float = 40.0) -> int | None:
         """SIGTERM (a controlled shutdown: leadership moves first); returns the exit code."""
-        return self._brokers[broker_id].stop(timeout=timeout)
+        return self.broker(broker).stop(timeout=timeout)
 
-    def kill_broker(self, broker_id: int) -> None:
+    def kill_broker(self, broker: int) -> None:
         """SIGKILL: no controlled shutdown; the controller fences it after its session."""
-        self._brokers[broker_id].kill()
+        self.broker(broker).kill()
 
-    def pause_broker(self, broker_id: int) -> None:
+    def pause_broker(self, broker: int) -> None:
         """SIGSTOP: alive but silent."""
-        self._brokers[broker_id].pause()
+        self.broker(broker).pause()
 
-    def resume_broker(self, broker_id: int) -> None:
-        self._brokers[broker_id].resume()
+    def resume_broker(self, broker: int) -> None:
+        self.broker(broker).resume()
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _launch(self, start: Callable[[], None]) -> None:
+        """Run ``start`` on the launcher thread (see the module docstring) and wait for it."""
+        self._launcher.submit(start).result()
 
     def _controller_process(self, node_id: int) -> ManagedProcess:
         config = ControllerNodeConfig(
@@ -310,6 +384,10 @@ class LocalCluster:
             ],
             log_path=self.broker_log(broker_id),
         )
+
+
+def _launcher() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-launcher")
 
 
 __all__ = ["BROKER_ID_BASE", "LocalCluster"]

@@ -64,7 +64,16 @@ def test_dump_log_of_a_missing_path_fails_with_one_line(tmp_path: Path) -> None:
 
 def test_storage_demo_loses_no_flushed_record(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "kraft.demo", "--records", "60000", "--data-dir", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "kraft.demo",
+            "--storage",
+            "--records",
+            "60000",
+            "--data-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
