@@ -4,13 +4,13 @@
 
     from kraft import LocalCluster
 
-    with LocalCluster(controllers=3) as cluster:
-        cluster.wait_until_healthy(timeout=30)
-        client = cluster.controller_client()
-        client.create_topic("orders", num_partitions=3)
-        cluster.kill_controller(cluster.active_controller_id())    # SIGKILL
-        cluster.wait_until_healthy()                               # a new leader is elected
-        cluster.start_controller(1)
+    with LocalCluster(controllers=3, brokers=3) as cluster:
+        cluster.wait_until_healthy(timeout=30)     # a leader elected, every broker unfenced
+        cluster.create_topic("orders", 6, 3, config={"min.insync.replicas": "2"})
+        cluster.kill_broker(1)                     # SIGKILL; stop_broker is SIGTERM
+        cluster.start_broker(1)
+        cluster.kill_controller(cluster.active_controller_id())
+        cluster.wait_until_healthy()               # a new active controller
 
 Each controller is a ``python -m kraft.cli controller --config FILE`` process (`ManagedProcess`):
 its properties file, its data and its log (JSON lines, ``controller-<id>.log``) live under the
@@ -65,7 +65,7 @@ class LocalCluster:
 
     Args:
         controllers: voters of the metadata quorum (1, 3 or 5 make sense).
-        brokers: broker processes (ids 101, 102, ...).
+        brokers: broker processes (ids 101, 102, ...; ``brokers=0`` for a controller quorum alone).
         data_dir: where data, configs and logs go (default: a temporary directory, removed
             on exit).
         base_port: first controller port (default: free ports).
@@ -79,7 +79,7 @@ class LocalCluster:
     def __init__(
         self,
         controllers: int = 3,
-        brokers: int = 0,
+        brokers: int = 3,
         data_dir: str | Path | None = None,
         base_port: int | None = None,
         controller_config: Mapping[str, str] | None = None,

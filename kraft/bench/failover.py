@@ -358,7 +358,10 @@ def percentile(values: list[float], q: float) -> float:
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace, data_dir: Path | None) -> Iterator[LocalCluster]:
     with LocalCluster(
-        controllers=3, data_dir=data_dir, controller_config=dict(args.controller_config)
+        controllers=3,
+        brokers=0,
+        data_dir=data_dir,
+        controller_config=dict(args.controller_config),
     ) as cluster:
         yield cluster
 

@@ -33,7 +33,10 @@ BROKERS = (101, 102, 103)
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     with LocalCluster(
-        controllers=3, data_dir=tmp_path / "cluster", controller_config=CONTROLLER_CONFIG
+        controllers=3,
+        brokers=0,
+        data_dir=tmp_path / "cluster",
+        controller_config=CONTROLLER_CONFIG,
     ) as cluster:
         cluster.wait_until_healthy(timeout=30)
         yield cluster

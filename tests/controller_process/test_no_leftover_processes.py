@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys, threading
 from kraft import LocalCluster
-cluster = LocalCluster(controllers=3, data_dir=sys.argv[1])
+cluster = LocalCluster(controllers=3, brokers=0, data_dir=sys.argv[1])
 cluster.start()
 cluster.wait_until_healthy(timeout=60)
 print(" ".join(str(p) for p in cluster.pids()), flush=True)

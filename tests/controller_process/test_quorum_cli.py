@@ -22,7 +22,7 @@ def _kraft(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_quorum_describe_shows_leader_epoch_high_watermark_and_voters(tmp_path: Path) -> None:
-    with LocalCluster(controllers=1, data_dir=tmp_path / "cluster") as cluster:
+    with LocalCluster(controllers=1, brokers=0, data_dir=tmp_path / "cluster") as cluster:
         cluster.wait_until_healthy(timeout=30)
         bootstrap = cluster.controller_bootstrap
         as_json = _kraft("quorum", "describe", "--bootstrap-controller", bootstrap, "--json")
