@@ -255,27 +255,33 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         Raises:
             NotLeaderError: this node is not the leader (carries the known leader and epoch).
         """
-        self._observe_time(now_ms)
+        # The hot path of every proposal: plain attribute reads, no helper calls.
+        if now_ms < self._now_ms:
+            raise AssertionError(f"time went backwards: {now_ms} < {self._now_ms}")
+        self._now_ms = now_ms
         role = self._quorum.role
-        if not isinstance(role, Leader):
+        if type(role) is not Leader:
             raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
-        offset = Offset(self._raft_log.log_end_offset + len(role.pending_records))
+        pending = role.pending_records
+        log_end = self._raft_log.log_end_offset
+        offset = log_end + len(pending)
         if not records:
-            return offset
-        role.pending_records.extend(records)
-        role.pending_bytes += sum(map(len, records))
+            return Offset(offset)
+        pending.extend(records)
+        role.pending_bytes += len(records[0]) if len(records) == 1 else sum(map(len, records))
         # Adaptive linger (Nagle's rule): with nothing awaiting replication there is nothing to
         # batch behind, so append at once; otherwise linger, and the accumulator is drained
         # when the in-flight entries commit or the linger expires, whichever comes first.
+        config = self._config
         if (
-            self._config.append_linger_ms == 0
-            or role.pending_bytes >= self._config.append_batch_bytes_max
-            or self._high_watermark >= self._raft_log.log_end_offset
+            role.pending_bytes >= config.append_batch_bytes_max
+            or self._high_watermark >= log_end
+            or config.append_linger_ms == 0
         ):
             self._drain_accumulator(role, now_ms)
         elif role.linger_deadline_ms is None:
-            role.linger_deadline_ms = now_ms + self._config.append_linger_ms
-        return offset
+            role.linger_deadline_ms = now_ms + config.append_linger_ms
+        return Offset(offset)
 
     def resign(self, now_ms: int) -> None:
         """Step down gracefully (KIP-595 EndQuorumEpoch), naming the most caught-up voters
