@@ -437,45 +437,120 @@ def _records_section(batch: bytes | bytearray | memoryview, header: BatchHeader)
     return memoryview(_decompress(header.compression, body))
 
 
+RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]
+"""``(offset, timestamp_ms, key, value, headers)`` of one record (`record_tuples`)."""
+
+_NO_HEADERS: tuple[Header, ...] = ()
+
+
+def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[RecordTuple]:
+    """The records of the batch at ``pos`` in ``batch`` as tuples: `iter_records` without
+    an object per record, for consumers (one record costs ~1 µs here, ~4 µs there).
+
+    NB: varints below 64 (one byte, the common case for deltas and lengths) are decoded
+    inline; the rest go through `decode_varint`.
+
+    Raises:
+        CorruptRecordError: if the records section is malformed.
+    """
+    header = read_header(batch, pos)
+    if header.compression is Compression.NONE and isinstance(batch, bytes):
+        data = batch
+        p = pos + BATCH_HEADER_SIZE
+        stop = pos + header.size_bytes
+    else:
+        data = bytes(_records_section(memoryview(batch)[pos:], header))
+        p, stop = 0, len(data)
+    base_offset, base_ts = header.base_offset, header.base_timestamp_ms
+    fixed_ts = header.max_timestamp_ms if header.attributes & _TIMESTAMP_TYPE_BIT else None
+    out: list[RecordTuple] = []
+    append = out.append
+    varint = decode_varint
+    try:
+        for _ in range(header.record_count):
+            b = data[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, p = varint(data, p)
+            end = p + length
+            if end > stop or length < 0:
+                raise CorruptRecordError("record extends past its batch")
+            p += 1  # attributes
+            b = data[p]
+            if b < 0x80:
+                ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                ts_delta, p = varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                offset_delta, p = varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                n, p = varint(data, p)
+            if n < 0:
+                key = None
+            else:
+                if p + n > end:
+                    raise CorruptRecordError("field extends past its record")
+                key = bytes(data[p : p + n])
+                p += n
+            b = data[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                n, p = varint(data, p)
+            if n < 0:
+                value = None
+            else:
+                if p + n > end:
+                    raise CorruptRecordError("field extends past its record")
+                value = bytes(data[p : p + n])
+                p += n
+            if data[p] == 0:  # no headers: zigzag 0
+                p += 1
+                headers = _NO_HEADERS
+            else:
+                count, p = varint(data, p)
+                found: list[Header] = []
+                for _h in range(count):
+                    hkey, p = _read_bytes(data, p)
+                    hvalue, p = _read_bytes(data, p)
+                    found.append(((hkey or b"").decode(), hvalue))
+                headers = tuple(found)
+            if p != end:
+                raise CorruptRecordError("record length does not match its fields")
+            append(
+                (
+                    base_offset + offset_delta,
+                    base_ts + ts_delta if fixed_ts is None else fixed_ts,
+                    key,
+                    value,
+                    headers,
+                )
+            )
+    except IndexError:
+        raise CorruptRecordError("record extends past its batch") from None
+    return out
+
+
 def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
     """Decode the records of one batch (positioned at 0) with absolute offsets and timestamps.
 
     Raises:
         CorruptRecordError: if the records section is malformed.
     """
-    header = read_header(batch, 0)
-    data = _records_section(batch, header)
-    base_offset, base_ts = header.base_offset, header.base_timestamp_ms
-    log_append = header.timestamp_type is TimestampType.LOG_APPEND_TIME
-    pos = 0
-    for _ in range(header.record_count):
-        length, pos = decode_varint(data, pos)
-        end = pos + length
-        if end > len(data) or length < 0:
-            raise CorruptRecordError("record extends past its batch")
-        pos += 1  # attributes
-        ts_delta, pos = decode_varint(data, pos)
-        offset_delta, pos = decode_varint(data, pos)
-        key, pos = _read_bytes(data, pos)
-        value, pos = _read_bytes(data, pos)
-        count, pos = decode_varint(data, pos)
-        headers: list[Header] = []
-        for _h in range(count):
-            hkey, pos = _read_bytes(data, pos)
-            hvalue, pos = _read_bytes(data, pos)
-            headers.append(((hkey or b"").decode(), hvalue))
-        if pos != end:
-            raise CorruptRecordError("record length does not match its fields")
+    for offset, timestamp_ms, key, value, headers in record_tuples(batch):
         yield Record(
-            offset=base_offset + offset_delta,
-            timestamp_ms=header.max_timestamp_ms if log_append else base_ts + ts_delta,
-            key=key,
-            value=value,
-            headers=tuple(headers),
+            offset=offset, timestamp_ms=timestamp_ms, key=key, value=value, headers=headers
         )
 
 
-def _read_bytes(data: memoryview, pos: int) -> tuple[bytes | None, int]:
+def _read_bytes(data: bytes | memoryview, pos: int) -> tuple[bytes | None, int]:
     n, pos = decode_varint(data, pos)
     if n < 0:
         return None, pos
@@ -494,6 +569,10 @@ def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
     b = data[pos]
     if b < 0x80:  # one byte: the common case, decoded inline
         return (b >> 1) ^ -(b & 1), pos + 1
+    b2 = data[pos + 1]
+    if b2 < 0x80:  # two bytes: 64..8191, as a 100-byte record's length and value length
+        z = (b & 0x7F) | (b2 << 7)
+        return (z >> 1) ^ -(z & 1), pos + 2
     return decode_varint(data, pos)
 
 
@@ -556,6 +635,7 @@ __all__ = [
     "Compression",
     "Header",
     "Record",
+    "RecordTuple",
     "SimpleRecord",
     "TimestampType",
     "build_batch",
@@ -565,6 +645,7 @@ __all__ = [
     "iter_records",
     "offset_values",
     "read_header",
+    "record_tuples",
     "record_values",
     "set_base_offset",
     "set_partition_leader_epoch",

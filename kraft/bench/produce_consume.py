@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import itertools
 import json
 import os
+import pstats
+import signal
 import subprocess
 import sys
 import threading
@@ -33,9 +37,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 PARTITIONS = 6
+_WINDOW_CHECK = 64
 CEILING_TRIALS = 3
 REPLICATION_FACTOR = 3
 
@@ -149,16 +155,17 @@ def grpc_ceiling(total_bytes: int, message_bytes: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def cluster_bootstrap(bootstrap: str | None, say: Any) -> Iterator[str]:
+def cluster_bootstrap(bootstrap: str | None, say: Any) -> Iterator[tuple[str, Any]]:
+    """The bootstrap servers, and the `LocalCluster` started when none were given."""
     if bootstrap:
-        yield bootstrap
+        yield bootstrap, None
         return
     from kraft import LocalCluster
 
     say("starting a local cluster: 3 controllers, 3 brokers")
     with LocalCluster(controllers=3, brokers=3) as cluster:
         cluster.wait_until_healthy(timeout=60)
-        yield cluster.bootstrap
+        yield cluster.bootstrap, cluster
 
 
 def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
@@ -186,20 +193,30 @@ def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
 
 
 def produce(
-    bootstrap: str, topic: str, records: int, size: int, acks: str, window: int, linger_ms: int
+    bootstrap: str,
+    topic: str,
+    records: int,
+    size: int,
+    acks: str,
+    window: int,
+    linger_ms: int,
+    batch_size: int = 16384,
 ) -> dict[str, Any]:
     from kraft import Producer
 
-    options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms}
+    options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms, "batch_size": batch_size}
     if acks != "all":
         options["enable_idempotence"] = False
     value = b"x" * size
     sent_at = [0.0] * records
     latency_ms = [0.0] * records
-    slots = threading.Semaphore(window)
     done = threading.Event()
-    state: dict[str, Any] = {"acked": 0, "errors": 0, "first_error": ""}
-    lock = threading.Lock()
+    # NB: the harness must cost far less per record than the producer (the budget at 250k
+    # records/s is 4 µs): no lock or semaphore per record. `next()` on a count is atomic
+    # under the GIL; the window is checked every _WINDOW_CHECK records, by polling.
+    acked = itertools.count(1)
+    progress = [0]  # records acknowledged (approximately: a racing callback may lag it)
+    errors: list[BaseException] = []
     clock = time.perf_counter
 
     producer = Producer(bootstrap, **options)
@@ -211,34 +228,37 @@ def produce(
         def on_done(i: int, future: Any) -> None:
             latency_ms[i] = (clock() - sent_at[i]) * 1000.0
             error = future.exception(0)
-            with lock:
-                state["acked"] += 1
-                if error is not None:
-                    state["errors"] += 1
-                    if not state["first_error"]:
-                        state["first_error"] = repr(error)
-                if state["acked"] == records:
-                    done.set()
-            slots.release()
+            if error is not None:
+                errors.append(error)
+            n = next(acked)
+            progress[0] = n
+            if n == records:
+                done.set()
 
         send = producer.send
-        acquire = slots.acquire
+        sleep = time.sleep
         start = clock()
         for i in range(records):
-            acquire()
+            if not i % _WINDOW_CHECK:
+                while i - progress[0] >= window:
+                    sleep(0.0002)
             sent_at[i] = clock()
             send(topic, value).add_done_callback(partial(on_done, i))
         producer.flush()
         if not done.wait(60):
-            raise BenchError(f"only {state['acked']} of {records} records acknowledged")
+            raise BenchError(f"only {progress[0]} of {records} records acknowledged")
         seconds = clock() - start
     finally:
         producer.close(timeout=10)
+    state = {"errors": len(errors), "first_error": repr(errors[0]) if errors else ""}
     if state["errors"]:
         raise BenchError(f"{state['errors']} records failed, first: {state['first_error']}")
-    return {"acks": acks, "window": window, "linger_ms": linger_ms} | _figures(
-        records, size, seconds, latency_ms
-    )
+    return {
+        "acks": acks,
+        "window": window,
+        "linger_ms": linger_ms,
+        "batch_size": batch_size,
+    } | _figures(records, size, seconds, latency_ms)
 
 
 def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> dict[str, Any]:
@@ -274,6 +294,123 @@ def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> 
     return out
 
 
+# -- profiling (KRAFT_PROFILE_DIR) ----------------------------------------------------------------
+
+PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"
+
+
+class ClientProfile:
+    """cProfile of every thread of this process (the caller, the producer's sender, gRPC's
+    callback threads) while a timed run lasts; written as ``client-<name>.pstats``."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._profiles: list[cProfile.Profile] = []
+        self._lock = threading.Lock()
+
+    def _hook(self, *_: object) -> None:
+        # The first profile event of a new thread: give the thread its own profiler.
+        profile = cProfile.Profile()
+        with self._lock:
+            self._profiles.append(profile)
+        profile.enable()
+
+    @contextlib.contextmanager
+    def run(self, name: str) -> Iterator[None]:
+        self._profiles = []
+        threading.setprofile(self._hook)
+        main = cProfile.Profile()
+        self._profiles.append(main)
+        main.enable()
+        try:
+            yield
+        finally:
+            main.disable()
+            threading.setprofile(None)
+            self._directory.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                profiles = list(self._profiles)
+            stats = pstats.Stats(profiles[0])
+            for other in profiles[1:]:
+                with contextlib.suppress(TypeError):  # a thread that never called anything
+                    stats.add(other)
+            stats.dump_stats(self._directory / f"client-{name}.pstats")
+
+
+def signal_brokers(cluster: Any) -> None:
+    """SIGUSR2 to every broker of a local cluster run under KRAFT_PROFILE_DIR: each writes
+    the profile since its previous dump and starts a fresh one."""
+    for broker_id in cluster.broker_ids:
+        pid = cluster.broker(broker_id).pid
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR2)
+    time.sleep(0.5)
+
+
+def _process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc), None if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
+    """CPU seconds spent during the block by this process (the client, all its threads) and
+    by every broker of a local cluster; stored into ``out["cpu_s"]``. On a shared, loaded
+    machine these are steadier than records/s: they are what a record costs, not how much
+    of the cores the run got."""
+    pids = {}
+    if cluster is not None:
+        for broker_id in cluster.broker_ids:
+            pid = cluster.broker(broker_id).pid
+            if pid is not None:
+                pids[f"broker-{broker_id}"] = pid
+    before_client = os.times()
+    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
+    yield
+    after_client = os.times()
+    cpu: dict[str, float] = {
+        "client": round(
+            after_client.user + after_client.system - before_client.user - before_client.system, 3
+        )
+    }
+    for name, pid in pids.items():
+        start, end = before[name], _process_cpu_s(pid)
+        if start is not None and end is not None:
+            cpu[name] = round(end - start, 3)
+    out["cpu_s"] = cpu
+
+
+@contextlib.contextmanager
+def profiled(name: str, cluster: Any) -> Iterator[None]:
+    """Profile the client and (local cluster) the brokers for the duration of a timed run."""
+    directory = os.environ.get(PROFILE_DIR_ENV)
+    if not directory:
+        yield
+        return
+    if cluster is not None:
+        signal_brokers(cluster)  # everything before the run goes into the previous dump
+    with ClientProfile(Path(directory)).run(name):
+        yield
+    if cluster is not None:
+        signal_brokers(cluster)
+
+
+def _cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
+    """CPU µs per record: the client's, and the brokers' summed (all three replicas)."""
+    spent = cpu.get("cpu_s", {})
+    brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
+    return {
+        "cpu_s": spent,
+        "client_cpu_us_per_record": round(spent.get("client", 0.0) / records * 1e6, 2),
+        "brokers_cpu_us_per_record": round(brokers / records * 1e6, 2) if brokers else None,
+    }
+
+
 # -- report --------------------------------------------------------------------------------------
 
 
@@ -291,7 +428,7 @@ def render(result: dict[str, Any]) -> str:
         f"after: {result['load_average']['after']}",
         "",
         f"{'run':<22}{'records/s':>12}{'MB/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}"
-        f"{'vs ceiling':>12}",
+        f"{'vs ceiling':>12}{'client µs/rec':>15}{'brokers µs/rec':>16}",
     ]
 
     def fmt(v: float | None, spec: str) -> str:
@@ -303,6 +440,8 @@ def render(result: dict[str, Any]) -> str:
             f"{fmt(run['p50_ms'], '.2f'):>10}{fmt(run['p99_ms'], '.2f'):>10}"
             f"{fmt(run['p999_ms'], '.2f'):>10}"
             f"{fmt(_ratio(run['mb_per_s'], ceiling['mb_per_s']), '.1%'):>12}"
+            f"{fmt(run.get('client_cpu_us_per_record'), '.1f'):>15}"
+            f"{fmt(run.get('brokers_cpu_us_per_record'), '.1f'):>16}"
         )
     lines.append(
         f"{'raw gRPC stream':<22}"
@@ -313,6 +452,10 @@ def render(result: dict[str, Any]) -> str:
         f"  (ceiling: one client-streaming call, {ceiling['message_bytes'] // 1024} KiB messages,"
         f" {ceiling['messages_per_s']:,.0f} msgs/s, server in another process; its records/s ="
         f" MB/s / record size)"
+    )
+    lines.append(
+        "  (µs/rec: CPU time per record during the run, of the client process (all threads) and"
+        " of the three brokers together; steadier than records/s on a shared machine)"
     )
     if result["bench"] == "consume":
         lines.append("  (consume latency: the duration of each poll() call that returned records)")
@@ -342,28 +485,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
     }
     runs: dict[str, dict[str, Any]] = {}
-    with cluster_bootstrap(args.bootstrap, say) as bootstrap:
+    with cluster_bootstrap(args.bootstrap, say) as (bootstrap, cluster):
         if args.bootstrap is None or args.bench == "produce":
             ensure_topic(bootstrap, topic, say)
         if args.bench == "produce":
             modes = ["all", "1"] if args.acks == "both" else [args.acks]
             for acks in modes:
                 say(f"producing {args.records} records with acks={acks}")
-                runs[f"produce acks={acks}"] = produce(
-                    bootstrap,
-                    topic,
-                    args.records,
-                    args.record_size,
-                    acks,
-                    args.window,
-                    args.linger_ms,
-                )
+                cpu: dict[str, Any] = {}
+                with profiled(f"produce-acks-{acks}", cluster), cpu_time(cpu, cluster):
+                    runs[f"produce acks={acks}"] = produce(
+                        bootstrap,
+                        topic,
+                        args.records,
+                        args.record_size,
+                        acks,
+                        args.window,
+                        args.linger_ms,
+                        args.batch_size,
+                    )
+                runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
         else:
             if args.bootstrap is None:
                 say(f"filling {topic} with {args.records} records (acks=all, not timed)")
                 produce(bootstrap, topic, args.records, args.record_size, "all", 20_000, 5)
             say(f"consuming {args.records} records")
-            runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
+            cpu = {}
+            with profiled("consume", cluster), cpu_time(cpu, cluster):
+                runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
+            runs["consume"] |= _cpu_figures(cpu, args.records)
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
@@ -404,6 +554,9 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "--window", type=int, default=20_000, help="produce: records unacknowledged at most"
     )
     parser.add_argument("--linger-ms", type=int, default=5, help="produce: linger.ms")
+    parser.add_argument(
+        "--batch-size", type=int, default=16384, help="produce: batch.size (Kafka's default)"
+    )
     parser.add_argument(
         "--max-poll-records", type=int, default=5000, help="consume: max.poll.records"
     )

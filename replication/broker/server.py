@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import shutil
 import signal
 import time
@@ -523,9 +524,60 @@ async def serve(config: BrokerNodeConfig) -> int:
     return 0
 
 
+PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"
+"""When set, the broker process runs under cProfile (its event-loop thread, where every
+handler runs) and writes ``broker-<node id>-<pid>-<n>.pstats`` into that directory on SIGUSR2
+(the profile since the previous dump, then it starts afresh) and on a clean shutdown."""
+
+
+class _Profiling:
+    """The ``KRAFT_PROFILE_DIR`` profiler of one broker process."""
+
+    def __init__(self, directory: Path, node_id: int) -> None:
+        import cProfile
+
+        self._new = cProfile.Profile
+        self._profile = cProfile.Profile()
+        self._directory = directory
+        self._prefix = f"broker-{node_id}-{os.getpid()}"
+        self._dumps = 0
+
+    def start(self) -> None:
+        self._profile.enable()
+
+    def dump(self) -> Path:
+        """Write the profile so far and start a fresh one; the file written."""
+        self._profile.disable()
+        self._directory.mkdir(parents=True, exist_ok=True)
+        path = self._directory / f"{self._prefix}-{self._dumps}.pstats"
+        self._dumps += 1
+        self._profile.dump_stats(path)
+        self._profile = self._new()
+        self._profile.enable()
+        return path
+
+    def stop(self) -> Path:
+        path = self.dump()
+        self._profile.disable()
+        return path
+
+
 def run_broker(config: BrokerNodeConfig) -> int:
     """The ``kraft broker`` entry point: serve until signalled; the exit code."""
-    return asyncio.run(serve(config))
+    directory = os.environ.get(PROFILE_DIR_ENV)
+    if not directory:
+        return asyncio.run(serve(config))
+    profiling = _Profiling(Path(directory), config.node_id)
+
+    async def profiled() -> int:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, profiling.dump)
+        return await serve(config)
+
+    profiling.start()
+    try:
+        return asyncio.run(profiled())
+    finally:
+        profiling.stop()
 
 
-__all__ = ["BrokerServer", "run_broker", "serve"]
+__all__ = ["PROFILE_DIR_ENV", "BrokerServer", "run_broker", "serve"]

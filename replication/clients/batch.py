@@ -135,7 +135,7 @@ class RecordFuture:
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         result = self._result
-        if not result.wait(timeout):
+        if not result.is_done() and not result.wait(timeout):
             raise TimeoutError(f"record to {result.tp} not acknowledged within {timeout}s")
         if result.error is not None:
             raise result.error
@@ -148,7 +148,9 @@ class RecordFuture:
         )
 
     def exception(self, timeout: float | None = None) -> KraftError | None:
-        if not self._result.wait(timeout):
+        # NB: is_done() first: a callback asks this of a completed batch, and Event.wait
+        # takes a lock even then.
+        if not self._result.is_done() and not self._result.wait(timeout):
             raise TimeoutError(f"record to {self._result.tp} not acknowledged within {timeout}s")
         return self._result.error
 

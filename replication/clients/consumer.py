@@ -14,7 +14,7 @@ timeout passes:
    (with ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH
    instead of serving data), all brokers at once, each a long poll of ``fetch.max.wait.ms``
    (bounded by what is left of the poll's timeout), then decode the returned batches with
-   ``storage.records.iter_records``.
+   ``storage.records.record_tuples``.
 
 Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``none`` raises
 `OffsetOutOfRangeError` from poll); a stale-leader error (NOT_LEADER_OR_FOLLOWER,
@@ -58,7 +58,7 @@ from replication.messages import (
     ListOffsetsTopic,
 )
 from storage.errors import ErrorCode, KraftError, OffsetOutOfRangeError, error_for
-from storage.records import Header, iter_batches, iter_records
+from storage.records import Header, iter_batches, record_tuples
 
 log = structlog.get_logger("kraft.consumer")
 
@@ -98,22 +98,19 @@ def decode_partition_records(
         CorruptRecordError: a malformed batch.
     """
     records: deque[ConsumerRecord] = deque()
+    append = records.append
     next_offset = position
-    view = memoryview(data)
     topic, partition = tp.topic, tp.partition
-    for pos, header in iter_batches(view):
+    record = ConsumerRecord
+    for pos, header in iter_batches(data):
         if header.next_offset <= position:
             continue
         next_offset = max(next_offset, header.next_offset)
         if header.is_control:
             continue
-        for r in iter_records(view[pos : pos + header.size_bytes]):
-            if r.offset >= position:
-                records.append(
-                    ConsumerRecord(
-                        topic, partition, r.offset, r.key, r.value, r.timestamp_ms, r.headers
-                    )
-                )
+        for offset, timestamp_ms, key, value, headers in record_tuples(data, pos):
+            if offset >= position:
+                append(record(topic, partition, offset, key, value, timestamp_ms, headers))
     return records, next_offset
 
 

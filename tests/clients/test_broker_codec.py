@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kraft._generated import broker_pb2 as pb
 from replication import messages
-from replication.codec import decode, decode_bytes, encode
+from replication.codec import decode, decode_bytes, decode_generic, encode, encode_generic
 from replication.messages import FetchPartitionData, ProducePartitionData, ProduceRequest
 from storage.errors import ErrorCode
 from storage.records import SimpleRecord, build_batch
@@ -113,3 +113,34 @@ def test_an_unknown_error_code_decodes_as_unknown_server_error() -> None:
     proto.error_code = 31337  # type: ignore[assignment]  # a newer broker's code
     again = decode_bytes(proto.SerializeToString(), FetchPartitionData)
     assert again.error_code is ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+HOT_CLASSES = [
+    messages.ProduceRequest,
+    messages.ProduceResponse,
+    messages.BrokerFetchRequest,
+    messages.BrokerFetchResponse,
+]
+
+
+@pytest.mark.parametrize("cls", HOT_CLASSES, ids=lambda c: c.__name__)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_hand_written_converters_agree_with_the_generic_one(
+    cls: type[Any], data: st.DataObject
+) -> None:
+    message = data.draw(_message(cls))
+    assert encode(message) == encode_generic(message)
+    proto = encode_generic(message)
+    assert decode(proto, cls) == decode_generic(proto, cls) == message
+
+
+def test_an_unknown_error_code_decodes_as_unknown_server_error_in_a_fetch_response() -> None:
+    proto = pb.BrokerFetchResponse(
+        responses=[pb.FetchTopicResponse(topic="t", partitions=[pb.FetchPartitionData()])]
+    )
+    proto.error_code = 31337  # type: ignore[assignment]
+    proto.responses[0].partitions[0].error_code = 31337  # type: ignore[assignment]
+    again = decode(proto, messages.BrokerFetchResponse)
+    assert again.error_code is ErrorCode.UNKNOWN_SERVER_ERROR
+    assert again.responses[0].partitions[0].error_code is ErrorCode.UNKNOWN_SERVER_ERROR
