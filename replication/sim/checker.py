@@ -25,6 +25,11 @@ acknowledgement), so every invariant is checked inside the event that could brea
 - ``idempotent_no_duplicate``: no (producer id, epoch, base sequence) is committed twice.
 - ``isr_never_fenced``: a committed ISR holds a fenced broker only as its last member (KIP-841
   keeps the last member, leaderless, until it comes back).
+- ``consumer_reads_one_content``: end to end, through the consumers' fetches: no (partition,
+  offset) is ever read with two different values, over the whole run.
+- ``consumer_reads_produced``: every value a consumer reads was produced (to that partition).
+
+The controller quorum's Raft invariants are `kraft.sim.RaftChecker`'s, on the same events.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ class ClusterChecker:
         self._core_epoch: dict[tuple[int, TopicPartition], int] = {}
         self._high_watermark: dict[tuple[int, TopicPartition], tuple[bool, int, int]] = {}
         self._partition_epochs: dict[tuple[str, int], tuple[int, int]] = {}
+        self.produced: dict[TopicPartition, set[bytes]] = {}
+        self.consumed: dict[TopicPartition, dict[int, bytes | None]] = {}
+        """tp -> offset -> the value every consumer read there."""
         self.checks = 0
 
     @staticmethod
@@ -190,6 +198,29 @@ class ClusterChecker:
                 f"({entry})",
             )
         self.acked.setdefault(tp, {})[base] = crc
+
+    def on_produced(self, tp: TopicPartition, values: list[bytes]) -> None:
+        """A producer built a batch of ``values`` (before sending it, maybe never acked)."""
+        self.produced.setdefault(tp, set()).update(values)
+
+    def on_consumed(
+        self, tp: TopicPartition, offset: int, value: bytes | None, broker_id: int
+    ) -> None:
+        """A consumer read ``value`` at ``offset`` from ``broker_id``."""
+        self.checks += 1
+        if value is None or value not in self.produced.get(tp, ()):
+            self.fail(
+                "consumer_reads_produced",
+                f"{tp}: a consumer read {value!r} at offset {offset} from broker {broker_id}, "
+                f"which no producer sent",
+            )
+        seen = self.consumed.setdefault(tp, {}).setdefault(offset, value)
+        if seen != value:
+            self.fail(
+                "consumer_reads_one_content",
+                f"{tp}: offset {offset} read as {seen!r} earlier and as {value!r} now "
+                f"(from broker {broker_id})",
+            )
 
     def check_acked_on_leader(self, tp: TopicPartition, log: SimPartitionLog, hw: int) -> None:
         """After the heal: every acknowledged batch is in the leader's log below its HW."""

@@ -1,17 +1,23 @@
-"""`BrokerCluster`: one controller and N brokers on the simulator's harness, one seed.
+"""`BrokerCluster`: a controller quorum and N brokers on the simulator's harness, one seed.
 
-The controller is a `SimController` (``controller.py``).
+The controllers are `SimController`s (``controller.py``): three Raft voters running the
+controller's core.
 
 Each `SimBroker` is the simulator's version of the broker shell (``replication.broker``): it
-registers, heartbeats, polls metadata and reconciles its replicas with it exactly as
-``BrokerServer._reconcile`` and ``PartitionReplica.apply_registration`` do, and drives a
+registers and heartbeats with the active controller (following NOT_CONTROLLER hints, moving on
+after a timeout), learns metadata the KRaft way, as a Raft *observer* (a non-voting
+`RaftNode` on its own `SimDisk`) that fetches the committed metadata log from the quorum's
+leader and replays it into its `MetadataImage`, reconciles its replicas with that image exactly
+as ``BrokerServer._reconcile`` and ``PartitionReplica.apply_registration`` do, and drives a
 `PartitionLeader` or `PartitionFollower` per replica with the Ready contract of
 ``replication.core``. Followers pull with one fetch in flight; a leader parks a fetch that
 finds nothing new for up to ``fetch_max_wait_ms`` (Kafka's ``replica.fetch.wait.max.ms``) and
 answers it when a batch is appended. Every request has a timeout that comes back to the core
-as REQUEST_TIMED_OUT. Logs are `SimPartitionLog`s that a power loss cuts back to their last
-flush; a process crash loses only memory. A broker ticks every ``tick_ms``; every periodic
-loop is driven by the scheduler, so each seed is a bounded, exact replay.
+as REQUEST_TIMED_OUT. Consumers' fetches are answered from the leader's log below its high
+watermark, as ``replication.broker.service`` does. Logs are `SimPartitionLog`s that a power
+loss cuts back to their last flush; a process crash loses only memory. A broker ticks every
+``tick_ms``; every periodic loop is driven by the scheduler, so each seed is a bounded, exact
+replay.
 """
 
 from __future__ import annotations
@@ -28,12 +34,18 @@ from kraft.controller.messages import (
     BrokerHeartbeatRequest,
     RegisterBrokerRequest,
 )
+from kraft.metadata import decode_record
 from kraft.metadata.image import MetadataImage, PartitionRegistration
+from kraft.metadata.records import MetadataRecord
+from kraft.raft import RaftConfig
+from kraft.raft.messages import RaftMessage
+from kraft.sim.checker import RaftChecker
 from kraft.sim.cluster_log import SimPartitionLog
 from kraft.sim.cluster_network import Envelope, EnvelopeNetwork
+from kraft.sim.cluster_raft import RaftEnv, RaftHost
 from kraft.sim.network import LinkProfile
 from kraft.sim.scheduler import Scheduler, SimClock
-from kraft.types import TopicPartition
+from kraft.types import NodeId, TopicPartition
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -47,22 +59,29 @@ from replication.core import (
     ProducerStateManager,
     ReplicationConfig,
 )
-from replication.sim.controller import CONTROLLER_ID, QUIET, TOPIC, ClusterConfig, SimController
+from replication.sim.controller import (
+    QUIET,
+    TOPIC,
+    ClusterConfig,
+    ControllerRouter,
+    SimController,
+)
 from replication.sim.messages import (
     AlterReq,
     AlterResp,
+    ConsumeReq,
+    ConsumeResp,
     FetchReq,
     FetchResp,
     HeartbeatReq,
     HeartbeatResp,
-    MetadataReq,
-    MetadataResp,
     ProduceReq,
     ProduceResp,
     RegisterReq,
     RegisterResp,
 )
 from storage.errors import ErrorCode
+from storage.records import BatchHeader, iter_batches, offset_values
 
 if TYPE_CHECKING:
     from replication.sim.checker import ClusterChecker
@@ -120,20 +139,27 @@ class SimBroker:
         self.incarnation = 0
         self.inbox: list[Envelope] = []
         self.crashes = 0
+        self.observer = RaftHost(cluster.raft_env, NodeId(node_id), self)
+        """The metadata log's observer; its disk (and its snapshots) survive crashes."""
         self._reset_memory()
 
     def _reset_memory(self) -> None:
         self.broker_epoch: int | None = None
         self.image = MetadataImage.empty()
+        self.image_changed = False
         self.replicas: dict[TopicPartition, SimReplica] = {}
         self.pending_fetches: dict[int, _PendingFetch] = {}
         self.pending_alters: dict[int, _PendingAlter] = {}
         self.waiting_produces: dict[int, tuple[int, int]] = {}
         self.parked: dict[TopicPartition, list[_Parked]] = {}
         self.register_rpc: int | None = None
+        self.controller_rpcs: dict[int, int] = {}
+        """rpc -> deadline of each registration or heartbeat in flight."""
+        self.router = ControllerRouter(
+            self.cluster.controller_ids, random.Random(self.cluster.rng.getrandbits(32))
+        )
         self.next_register_ms = 0
         self.next_heartbeat_ms = 0
-        self.next_metadata_ms = 0
         self.next_flush_ms = 0
         self.next_checkpoint_ms = 0
         self.next_request_id = 1
@@ -150,6 +176,7 @@ class SimBroker:
         self.next_flush_ms = now + self.cluster.config.flush_interval_ms
         self.next_checkpoint_ms = now + self.cluster.config.checkpoint_interval_ms
         inc = self.incarnation
+        self.observer.start()
         self.cluster.scheduler.after(0, lambda: self._tick(inc))
 
     def crash(self, *, power_loss: bool) -> None:
@@ -161,6 +188,7 @@ class SimBroker:
         self.incarnation += 1
         self.crashes += 1
         self.inbox.clear()
+        self.observer.crash()
         self._reset_memory()
         if power_loss:
             for log in self.disks.values():
@@ -170,11 +198,13 @@ class SimBroker:
     def pause(self) -> None:
         if self.up:
             self.paused = True
+            self.observer.pause()
 
     def resume(self) -> None:
         if not self.paused:
             return
         self.paused = False
+        self.observer.resume()
         inbox, self.inbox = self.inbox, []
         inc = self.incarnation
         for envelope in inbox:
@@ -195,17 +225,19 @@ class SimBroker:
         if self.paused:
             return
         now = self.cluster.clock.now_ms
-        if now >= self.next_metadata_ms:
-            self.next_metadata_ms = now + config.metadata_poll_ms
-            self._send(CONTROLLER_ID, MetadataReq(self.image.last_offset))
+        expired = [r for r, deadline in self.controller_rpcs.items() if deadline <= now]
+        if expired:
+            for rpc in expired:
+                del self.controller_rpcs[rpc]
+            self.router.failed()
         if self.broker_epoch is None:
             if now >= self.next_register_ms:
                 self.next_register_ms = now + 100
-                self.register_rpc = self.cluster.next_rpc()
+                self.register_rpc = self._controller_rpc(now)
                 request = RegisterBrokerRequest(
                     broker_id=self.node_id, incarnation_id=f"{self.node_id}-{self.incarnation}"
                 )
-                self._send(CONTROLLER_ID, RegisterReq(request, self.register_rpc))
+                self._send(self.router.target(), RegisterReq(request, self.register_rpc))
         elif now >= self.next_heartbeat_ms:
             self.next_heartbeat_ms = now + config.heartbeat_interval_ms
             request_hb = BrokerHeartbeatRequest(
@@ -213,7 +245,7 @@ class SimBroker:
                 broker_epoch=self.broker_epoch,
                 current_metadata_offset=self.image.last_offset,
             )
-            self._send(CONTROLLER_ID, HeartbeatReq(request_hb, self.cluster.next_rpc()))
+            self._send(self.router.target(), HeartbeatReq(request_hb, self._controller_rpc(now)))
         self._expire_requests(now)
         for replica in list(self.replicas.values()):
             core = replica.core
@@ -237,6 +269,20 @@ class SimBroker:
             for replica in self.replicas.values():
                 replica.log.checkpoint_high_watermark(replica.high_watermark)
 
+    def _controller_rpc(self, now: int) -> int:
+        rpc = self.cluster.next_rpc()
+        self.controller_rpcs[rpc] = now + self.cluster.config.controller_request_timeout_ms
+        return rpc
+
+    def _controller_answered(self, source: int, rpc: int, code: ErrorCode, leader: int) -> bool:
+        """Route by the answer; False if it was NOT_CONTROLLER."""
+        self.controller_rpcs.pop(rpc, None)
+        if code is ErrorCode.NOT_CONTROLLER:
+            self.router.redirect(source, leader)
+            return False
+        self.router.confirmed(source)
+        return True
+
     def _expire_requests(self, now: int) -> None:
         for rpc in [r for r, p in self.pending_fetches.items() if p.deadline_ms <= now]:
             fetch = self.pending_fetches.pop(rpc)
@@ -248,6 +294,7 @@ class SimBroker:
             )
         for rpc in [r for r, p in self.pending_alters.items() if p.deadline_ms <= now]:
             alter = self.pending_alters.pop(rpc)
+            self.router.failed()
             self._on_alter_result(
                 alter,
                 AlterPartitionPartitionResult(
@@ -267,7 +314,9 @@ class SimBroker:
 
     def _handle(self, envelope: Envelope) -> None:
         msg = envelope.payload
-        if isinstance(msg, FetchReq):
+        if isinstance(msg, RaftMessage):
+            self.observer.deliver(msg)
+        elif isinstance(msg, FetchReq):
             self._answer_fetch(envelope.source, msg, park=True)
         elif isinstance(msg, FetchResp):
             fetch = self.pending_fetches.pop(msg.rpc, None)
@@ -275,25 +324,32 @@ class SimBroker:
                 self._on_fetch_response(fetch, msg.response)
         elif isinstance(msg, ProduceReq):
             self._on_produce(envelope.source, msg)
-        elif isinstance(msg, MetadataResp):
-            if msg.image.last_offset > self.image.last_offset:
-                self.image = msg.image
-                self._reconcile()
+        elif isinstance(msg, ConsumeReq):
+            self._on_consume(envelope.source, msg)
         elif isinstance(msg, AlterResp):
             alter = self.pending_alters.pop(msg.rpc, None)
             if alter is not None:
+                if msg.response.error_code is ErrorCode.NOT_CONTROLLER:
+                    self.router.redirect(envelope.source, msg.leader)
+                else:
+                    self.router.confirmed(envelope.source)
                 self._on_alter_response(alter, msg)
         elif isinstance(msg, HeartbeatResp):
             code = msg.response.error_code
-            if code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
+            if not self._controller_answered(envelope.source, msg.rpc, code, msg.leader):
+                self.next_heartbeat_ms = self.cluster.clock.now_ms  # at once, to the leader
+            elif code in (ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED):
                 self.broker_epoch = None  # registration lost: register again
-        elif (
-            isinstance(msg, RegisterResp)
-            and msg.rpc == self.register_rpc
-            and self.broker_epoch is None
-            and msg.response.error_code is ErrorCode.NONE
-        ):
-            self._on_registered(msg.response.broker_epoch)
+        elif isinstance(msg, RegisterResp):
+            code = msg.response.error_code
+            if not self._controller_answered(envelope.source, msg.rpc, code, msg.leader):
+                self.next_register_ms = self.cluster.clock.now_ms
+            elif (
+                msg.rpc == self.register_rpc
+                and self.broker_epoch is None
+                and code is ErrorCode.NONE
+            ):
+                self._on_registered(msg.response.broker_epoch)
 
     def _on_registered(self, broker_epoch: int) -> None:
         now = self.cluster.clock.now_ms
@@ -310,6 +366,34 @@ class SimBroker:
         self.broker_epoch = broker_epoch
         self.next_heartbeat_ms = now
         self._reconcile()
+
+    # --- the metadata observer (HostedStateMachine) -------------------------------------------
+
+    def restore(self, data: bytes | None) -> None:
+        self.image = MetadataImage.empty() if data is None else MetadataImage.from_snapshot(data)
+        self.image_changed = True
+
+    def apply_batch(self, batch: bytes, header: BatchHeader) -> None:
+        if header.is_control:
+            return
+        records: list[MetadataRecord] = [
+            decode_record(value or b"") for _, value in offset_values(batch)
+        ]
+        self.image = self.image.apply_batch(
+            records, header.base_offset, header.partition_leader_epoch
+        )
+        self.image_changed = True
+
+    def applied(self) -> None:
+        if self.image_changed and self.up and self.observer.is_up:
+            self.image_changed = False
+            self._reconcile()
+
+    def snapshot(self) -> bytes:
+        return self.image.to_snapshot()
+
+    def after_activity(self) -> None:
+        pass
 
     # --- metadata (BrokerServer._reconcile, PartitionReplica.apply_registration) --------------
 
@@ -487,7 +571,7 @@ class SimBroker:
             broker_epoch=epoch,
             topics=(AlterPartitionTopic(topic_id=replica.topic_id, partitions=(data,)),),
         )
-        self._send(CONTROLLER_ID, AlterReq(request, rpc))
+        self._send(self.router.target(), AlterReq(request, rpc))
 
     def _on_alter_response(self, alter: _PendingAlter, msg: AlterResp) -> None:
         response = msg.response
@@ -604,6 +688,36 @@ class SimBroker:
         for p in parked:
             self._answer_fetch(p.source, p.msg, park=False)
 
+    def _on_consume(self, source: int, msg: ConsumeReq) -> None:
+        """A consumer's fetch: whole batches from ``offset``, none reaching the HW (Kafka's
+        ``maxOffset = highWatermark`` read for consumers)."""
+        replica = self.replicas.get(msg.tp)
+        core = None if replica is None else replica.core
+        if replica is None or not isinstance(core, PartitionLeader):
+            self._send(source, ConsumeResp(ErrorCode.NOT_LEADER_OR_FOLLOWER, b"", -1, -1, msg.rpc))
+            return
+        log = replica.log
+        high_watermark = replica.high_watermark
+        if msg.offset < log.log_start_offset or msg.offset > log.log_end_offset:
+            answer = ConsumeResp(
+                ErrorCode.OFFSET_OUT_OF_RANGE, b"", high_watermark, log.log_start_offset, msg.rpc
+            )
+            self._send(source, answer)
+            return
+        records = b""
+        if msg.offset < high_watermark:
+            data = log.read(msg.offset, msg.max_bytes)
+            end = 0
+            for pos, header in iter_batches(data):
+                if header.next_offset > high_watermark:
+                    break
+                end = pos + header.size_bytes
+            records = data[:end]
+        self._send(
+            source,
+            ConsumeResp(ErrorCode.NONE, records, high_watermark, log.log_start_offset, msg.rpc),
+        )
+
     def _answer_produce(self, completion: ProduceCompletion) -> None:
         waiting = self.waiting_produces.pop(completion.request_id, None)
         if waiting is not None:
@@ -616,7 +730,8 @@ class SimBroker:
 
 @final
 class BrokerCluster:
-    """A controller (node 0) and brokers ``1..config.brokers`` on one scheduler and network."""
+    """Controllers ``101..100+config.controllers`` (a Raft quorum) and brokers
+    ``1..config.brokers`` (its observers) on one scheduler and network."""
 
     def __init__(
         self,
@@ -641,9 +756,29 @@ class BrokerCluster:
             profile=link or LinkProfile(),
         )
         self._rpc = 0
-        self.controller = SimController(self, random.Random(self.rng.getrandbits(64)))
+        self.image = MetadataImage.empty()
+        """The newest committed metadata image any node has replayed: the truth that clients'
+        metadata refreshes see without lag (committed images agree offset by offset, which
+        `RaftChecker` checks)."""
+        self.controller_ids = config.controller_ids()
+        voters = frozenset(self.controller_ids)
+        self.raft_checker = RaftChecker(voters)
+        self.raft_env = RaftEnv(
+            scheduler=self.scheduler,
+            clock=self.clock,
+            rng=random.Random(self.rng.getrandbits(64)),
+            checker=self.raft_checker,
+            nodes={},
+            send=self._send_raft,
+            config=RaftConfig(fetch_snapshot_max_bytes=2048),
+            voters=voters,
+            logger=QUIET,
+            snapshot_every_records=config.metadata_snapshot_every_records,
+        )
+        self.controllers = {i: SimController(self, i) for i in self.controller_ids}
         self.brokers = {i: SimBroker(self, i) for i in range(1, config.brokers + 1)}
-        self.scheduler.at(0, self._controller_tick)
+        for controller in self.controllers.values():
+            controller.start()
         for broker in self.brokers.values():
             broker.start()
 
@@ -651,24 +786,33 @@ class BrokerCluster:
         self._rpc += 1
         return self._rpc
 
-    def _controller_tick(self) -> None:
-        self.controller.tick()
-        self.scheduler.after(self.config.tick_ms, self._controller_tick)
+    def _send_raft(self, msg: RaftMessage) -> None:
+        self.network.send(msg.source, msg.destination, msg)
 
     def _deliver(self, envelope: Envelope) -> None:
         destination = envelope.destination
-        if destination == CONTROLLER_ID:
-            self.controller.deliver(envelope)
-        elif destination in self.brokers:
+        if destination in self.brokers:
             self.brokers[destination].deliver(envelope)
+        elif destination in self.controllers:
+            self.controllers[NodeId(destination)].deliver(envelope)
         else:
             self.clients[destination](envelope)
+
+    def on_committed_image(self, image: MetadataImage) -> None:
+        """A controller replayed a committed batch; the cluster checker sees each new one."""
+        if image.last_offset > self.image.last_offset:
+            self.image = image
+            self.checker.on_metadata(image)
+
+    def active_controller(self) -> SimController | None:
+        active = [c for c in self.controllers.values() if c.is_active and not c.paused]
+        return max(active, key=lambda c: c.core.epoch, default=None)
 
     def topic_partitions(self) -> list[TopicPartition]:
         return [TopicPartition(TOPIC, p) for p in range(self.config.partitions)]
 
     def registration(self, tp: TopicPartition) -> PartitionRegistration | None:
-        return self.controller.image.partition_by_name(tp)
+        return self.image.partition_by_name(tp)
 
 
 __all__ = ["BrokerCluster", "SimBroker", "SimReplica"]

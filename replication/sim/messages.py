@@ -1,9 +1,12 @@
-"""What the simulated controller, brokers and producers send each other.
+"""What the simulated controllers, brokers and clients send each other.
 
 Each wraps the message the real shells exchange (the controller's request and response
 dataclasses, the replication cores' fetch types) with ``rpc``: a run-wide unique id that the
 answer echoes, so a late answer to a request of an earlier incarnation or an earlier core is
-recognised and dropped, as a real client drops answers on a closed connection.
+recognised and dropped, as a real client drops answers on a closed connection. A controller's
+answer also carries ``leader``: the Raft leader it knows (-1 if none), the ``current_leader``
+hint a NOT_CONTROLLER answer redirects with. Raft messages (`kraft.raft.messages`) travel on
+the same network unwrapped.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from kraft.controller.messages import (
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
 )
-from kraft.metadata.image import MetadataImage
 from kraft.types import TopicPartition
 from replication.core import FollowerFetchRequest, FollowerFetchResponse, ProduceCompletion
+from storage.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,7 @@ class RegisterReq:
 class RegisterResp:
     response: RegisterBrokerResponse
     rpc: int
+    leader: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +51,20 @@ class HeartbeatReq:
 class HeartbeatResp:
     response: BrokerHeartbeatResponse
     rpc: int
+    leader: int = -1
 
 
 @dataclass(frozen=True, slots=True)
-class MetadataReq:
-    """A broker's metadata fetch: answered only when the controller has something newer."""
-
-    last_offset: int
+class CreateTopicsReq:
+    request: CreateTopicsRequest
+    rpc: int
 
 
 @dataclass(frozen=True, slots=True)
-class MetadataResp:
-    image: MetadataImage
-    """The committed image (immutable: sharing it is sending a copy)."""
+class CreateTopicsResp:
+    response: CreateTopicsResponse
+    rpc: int
+    leader: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,7 @@ class AlterReq:
 class AlterResp:
     response: AlterPartitionResponse
     rpc: int
+    leader: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +108,36 @@ class ProduceResp:
     rpc: int
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumeReq:
+    """A consumer's fetch: records of ``tp`` from ``offset``, below the leader's HW."""
+
+    tp: TopicPartition
+    offset: int
+    max_bytes: int
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeResp:
+    error_code: ErrorCode
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    rpc: int
+
+
 __all__ = [
     "AlterReq",
     "AlterResp",
+    "ConsumeReq",
+    "ConsumeResp",
+    "CreateTopicsReq",
+    "CreateTopicsResp",
     "FetchReq",
     "FetchResp",
     "HeartbeatReq",
     "HeartbeatResp",
-    "MetadataReq",
-    "MetadataResp",
     "ProduceReq",
     "ProduceResp",
     "RegisterReq",

@@ -1,14 +1,17 @@
 """One seed of the broker simulation, a range of seeds, and ``kraft sim cluster``.
 
-A run: the controller and ``brokers`` brokers start empty; once every broker is unfenced the
-controller creates one topic (``partitions`` partitions, RF=3, min.insync.replicas=2); the
-producers write to every partition; from ``FAULTS_START_MS`` to ``faults_end_ms`` the nemesis
-injects faults; then everything heals and the run must show liveness: within
-``LIVENESS_BOUND_MS`` of simulated time every partition has a leader and acknowledges an
-acks=all batch first sent after the heal. Then every batch ever acknowledged with acks=all
-must be in that leader's log below its high watermark. Safety invariants are checked as the
-state changes (`ClusterChecker`). A failure names the invariant and the one command that
-replays it.
+A run: three controllers (a Raft quorum) and ``brokers`` brokers start empty; the brokers
+register with the active controller and follow the metadata log as observers; an admin client
+creates one topic (``partitions`` partitions, RF=3, min.insync.replicas=2) through the quorum;
+the producers write to every partition and the consumers read it back; from
+``FAULTS_START_MS`` to ``faults_end_ms`` the nemesis injects faults into brokers, controllers
+and the network; then everything heals and the run must show liveness: within
+``LIVENESS_BOUND_MS`` of simulated time a controller is active and every partition
+acknowledges an acks=all batch first sent after the heal. Then every batch ever acknowledged
+with acks=all must be in that leader's log below its high watermark. Safety invariants are
+checked as the state changes (`ClusterChecker` for the brokers and clients, `RaftChecker` for
+the metadata log on controllers and observers). A failure names the invariant and the one
+command that replays it.
 """
 
 from __future__ import annotations
@@ -27,15 +30,16 @@ from replication.core import ACKS_ALL, ACKS_LEADER, PartitionLeader, TruncationS
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
-from replication.sim.workload import CLIENT_BASE_ID, Nemesis, Producer
+from replication.sim.workload import CLIENT_BASE_ID, Consumer, Nemesis, Producer, TopicCreator
 
-FAULTS_START_MS = 400
-FAULTS_END_MS = 3000
+FAULTS_START_MS = 700
+FAULTS_END_MS = 3300
 LIVENESS_BOUND_MS = 5000
 """After the final heal, every partition acknowledges a new acks=all batch within this much
 simulated time. The slow path: a crashed broker's old session must expire (500 ms) before it
 can register again, then it catches up and rejoins the ISR so that acks=all has
-min.insync.replicas again; the worst of 1000 seeds took 2300 ms."""
+min.insync.replicas again; the worst of 1000 seeds took 2300 ms with an instant controller.
+A controller failover after the heal adds an election (~300-600 ms)."""
 SETTLE_STEP_MS = 50
 
 
@@ -59,7 +63,9 @@ class ClusterSeedResult:
     acked_all: int = 0
     acked_one: int = 0
     acked_records: int = 0
+    consumed: int = 0
     leader_epochs: int = 0
+    controller_epochs: int = 0
     recovery_ms: int | None = None
     violation: str | None = None
 
@@ -74,7 +80,8 @@ class ClusterSeedResult:
             f"seed={self.seed:#x} brokers={self.brokers} partitions={self.partitions} "
             f"faults={self.faults} produced={self.produced} acked_all={self.acked_all} "
             f"acked_one={self.acked_one} acked_records={self.acked_records} "
-            f"leader_epochs={self.leader_epochs} "
+            f"consumed={self.consumed} leader_epochs={self.leader_epochs} "
+            f"controller_epochs={self.controller_epochs} "
             f"events={self.events} sim_time_ms={self.sim_time_ms} "
             f"recovery_ms={self.recovery_ms} violation={self.violation or 'none'}"
         )
@@ -105,6 +112,7 @@ def run_seed(
     partitions: int = 2,
     hw_truncation: bool = False,
     faults_end_ms: int = FAULTS_END_MS,
+    unsafe_answer_uncommitted_reads: bool = False,
 ) -> ClusterSeedResult:
     """Run one seed; never raises for a violation (it is in ``violation``)."""
     rng = random.Random(seed ^ 0xC1D5)
@@ -115,6 +123,8 @@ def run_seed(
         brokers=brokers,
         partitions=partitions,
         flush_interval_ms=rng.choice((20, 100, 400)),
+        metadata_snapshot_every_records=rng.choice((20, 60, 1 << 30)),
+        unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
         truncation_strategy=strategy,
     )
     link = LinkProfile(
@@ -139,6 +149,18 @@ def run_seed(
             )
             p.start(100, deadline)
             producers.append(p)
+    consumers: list[Consumer] = []
+    for tp in cluster.topic_partitions():
+        c = Consumer(
+            cluster,
+            random.Random(rng.getrandbits(64)),
+            node_id=CLIENT_BASE_ID + 100 + len(consumers),
+            tp=tp,
+        )
+        c.start(150, deadline)
+        consumers.append(c)
+    admin = TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1)
+    admin.start(50)
     nemesis = Nemesis(
         cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
     )
@@ -150,14 +172,17 @@ def run_seed(
     try:
         cluster.scheduler.run_until(faults_end_ms)
         while True:
-            if all(any(t >= faults_end_ms for t in p.acked_sent_after) for p in acks_all):
+            if cluster.active_controller() is not None and all(
+                any(t >= faults_end_ms for t in p.acked_sent_after) for p in acks_all
+            ):
                 result.recovery_ms = cluster.clock.now_ms - faults_end_ms
                 break
             if cluster.clock.now_ms >= deadline:
                 raise InvariantViolated(
                     "liveness",
-                    f"not every partition acknowledged an acks=all batch sent after the heal at "
-                    f"{faults_end_ms} ms within {LIVENESS_BOUND_MS} ms",
+                    f"no active controller, or not every partition acknowledged an acks=all "
+                    f"batch sent after the heal at {faults_end_ms} ms, within "
+                    f"{LIVENESS_BOUND_MS} ms",
                 )
             cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
         for tp in cluster.topic_partitions():
@@ -177,7 +202,9 @@ def run_seed(
     result.acked_all = sum(p.acked for p in acks_all)
     result.acked_one = sum(p.acked for p in producers if p.acks != ACKS_ALL)
     result.acked_records = sum(p.acked_records for p in producers)
+    result.consumed = sum(c.records_read for c in consumers)
     result.leader_epochs = len(checker.writers)
+    result.controller_epochs = len(cluster.raft_checker.leaders_by_epoch)
     return result
 
 

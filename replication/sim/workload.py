@@ -1,14 +1,20 @@
-"""The producers and the nemesis of the broker simulation.
+"""The clients and the nemesis of the broker simulation.
 
 Producers (one pair per partition): an idempotent acks=all producer (KIP-98: producer id,
 epoch 0, per-partition sequences, one batch in flight, retried with its sequence until it
-succeeds) and a plain acks=1 producer that never retries. They find the leader in the
-controller's committed image (a client's metadata refresh, without the lag).
+succeeds) and a plain acks=1 producer that never retries. Consumers (one per partition) fetch
+from the leader below its high watermark, mostly moving forward and now and then seeking back
+to re-read; the checker remembers every (partition, offset) -> value ever read. Clients find
+the leader in the newest committed metadata image (a metadata refresh, without the lag). An
+admin client creates the topic through the controller quorum (`ControllerRouter`: the active
+controller, NOT_CONTROLLER hints, timeouts), retrying until it exists.
 
 The nemesis picks a fault every 100-500 ms of its window, each healing itself later:
-process crashes and restarts, power losses (the broker also loses its unflushed log tail),
-symmetric and one-way partitions (the controller included), an isolated partition leader,
-packet loss with duplication, slow links (long, reordering delays) and paused brokers.
+broker crashes and restarts, power losses (the broker also loses its unflushed log tail),
+controller crashes (a controller's `SimDisk` always loses its unsynced writes) and restarts,
+paused brokers and controllers, symmetric and one-way partitions (controllers included), an
+isolated partition leader or active controller, packet loss with duplication, and slow links
+(long, reordering delays).
 
 Power loss is only injected where Kafka promises durability: acks=all with
 ``min.insync.replicas`` = 2 survives losing *one* copy, not losing the last in-sync copy
@@ -24,15 +30,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import final
 
+from kraft.controller.messages import CreatableTopic, CreateTopicsRequest
 from kraft.sim.cluster_network import Envelope
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
 from replication.core import ACKS_ALL
 from replication.sim.cluster import BrokerCluster, SimBroker
-from replication.sim.controller import CONTROLLER_ID
-from replication.sim.messages import ProduceReq, ProduceResp
+from replication.sim.controller import TOPIC, ControllerRouter, SimController
+from replication.sim.messages import (
+    ConsumeReq,
+    ConsumeResp,
+    CreateTopicsReq,
+    CreateTopicsResp,
+    ProduceReq,
+    ProduceResp,
+)
 from storage.errors import ErrorCode
-from storage.records import build_batch, read_header
+from storage.records import build_batch, iter_batches, offset_values, read_header
 
 CLIENT_BASE_ID = 1000
 PRODUCE_TIMEOUT_MS = 300
@@ -97,6 +111,7 @@ class Producer:
             for _ in range(count):
                 self._counter += 1
                 values.append(b"%d:%d:%d" % (self.node_id, self._counter, self.cluster.seed))
+            self.cluster.checker.on_produced(self.tp, values)
             records = build_batch(
                 values,
                 timestamp_ms=now,
@@ -145,6 +160,122 @@ class Producer:
             flight.rpc = -1  # retry the same batch (same sequence) on the next tick
 
 
+@final
+class Consumer:
+    """One partition's consumer: reads from the leader, checks every record it gets."""
+
+    def __init__(
+        self, cluster: BrokerCluster, rng: random.Random, *, node_id: int, tp: TopicPartition
+    ) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.node_id = node_id
+        self.tp = tp
+        self.position = 0
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.stop_ms = 1 << 62
+        self.fetches = 0
+        self.records_read = 0
+        cluster.clients[node_id] = self.deliver
+
+    def start(self, at_ms: int, stop_ms: int) -> None:
+        self.stop_ms = stop_ms
+        self.cluster.scheduler.at(at_ms, self._tick)
+
+    def _tick(self) -> None:
+        now = self.cluster.clock.now_ms
+        if now >= self.stop_ms:
+            return
+        self.cluster.scheduler.after(self.rng.randint(10, 40), self._tick)
+        if self.rpc != -1 and now < self.deadline_ms:
+            return
+        registration = self.cluster.registration(self.tp)
+        if registration is None or registration.leader < 0:
+            return
+        if self.position > 0 and self.rng.random() < 0.05:
+            self.position = self.rng.randint(0, self.position)  # seek back and read again
+        self.rpc = self.cluster.next_rpc()
+        self.deadline_ms = now + CLIENT_TIMEOUT_MS
+        self.fetches += 1
+        self.cluster.network.send(
+            self.node_id, registration.leader, ConsumeReq(self.tp, self.position, 2048, self.rpc)
+        )
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        if not isinstance(msg, ConsumeResp) or msg.rpc != self.rpc:
+            return
+        self.rpc = -1
+        if msg.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            self.position = msg.log_start_offset
+            return
+        if msg.error_code is not ErrorCode.NONE:
+            return
+        checker = self.cluster.checker
+        records = msg.records
+        for pos, header in iter_batches(records):
+            batch = records[pos : pos + header.size_bytes]
+            for offset, value in offset_values(batch):
+                checker.on_consumed(self.tp, offset, value, envelope.source)
+                self.records_read += 1
+            self.position = max(self.position, header.next_offset)
+
+
+@final
+class TopicCreator:
+    """The admin client: CreateTopics through the controller quorum until the topic exists."""
+
+    def __init__(self, cluster: BrokerCluster, rng: random.Random, *, node_id: int) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.router = ControllerRouter(cluster.controller_ids, rng)
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.done = False
+        cluster.clients[node_id] = self.deliver
+
+    def start(self, at_ms: int) -> None:
+        self.cluster.scheduler.at(at_ms, self._tick)
+
+    def _tick(self) -> None:
+        if self.done:
+            return
+        cluster = self.cluster
+        now = cluster.clock.now_ms
+        cluster.scheduler.after(50, self._tick)
+        if self.rpc != -1 and now < self.deadline_ms:
+            return
+        if self.rpc != -1:
+            self.router.failed()
+        config = cluster.config
+        request = CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=TOPIC,
+                    num_partitions=config.partitions,
+                    replication_factor=config.replication_factor,
+                    configs={"min.insync.replicas": str(config.min_insync_replicas)},
+                ),
+            )
+        )
+        self.rpc = cluster.next_rpc()
+        self.deadline_ms = now + config.controller_request_timeout_ms
+        cluster.network.send(self.node_id, self.router.target(), CreateTopicsReq(request, self.rpc))
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        if not isinstance(msg, CreateTopicsResp) or msg.rpc != self.rpc:
+            return
+        self.rpc = -1
+        code = msg.response.topics[0].error_code
+        if code is ErrorCode.NOT_CONTROLLER:
+            self.router.redirect(envelope.source, msg.leader)
+        elif code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            self.done = True
+        # else (too few unfenced brokers yet): retry on the next tick
+
+
 # --- the nemesis --------------------------------------------------------------------------------
 
 
@@ -183,6 +314,9 @@ class Nemesis:
             ("packet_loss", self._packet_loss),
             ("slow_links", self._slow_links),
             ("pause", self._pause),
+            ("controller_crash", self._controller_crash),
+            ("controller_pause", self._controller_pause),
+            ("isolate_controller", self._isolate_controller),
         ]
 
     def start(self) -> None:
@@ -223,7 +357,9 @@ class Nemesis:
             return False
         if any(not b.up or b.paused for b in cluster.brokers.values()):
             return False
-        image = cluster.controller.image
+        if any(not c.up or c.paused for c in cluster.controllers.values()):
+            return False
+        image = cluster.image
         for tp in cluster.topic_partitions():
             registration = image.partition_by_name(tp)
             if registration is None or registration.leader < 0:
@@ -235,7 +371,7 @@ class Nemesis:
     def _back_in_every_isr(self, broker: SimBroker) -> bool:
         if not broker.up:
             return False
-        image = self.cluster.controller.image
+        image = self.cluster.image
         for tp in self.cluster.topic_partitions():
             registration = image.partition_by_name(tp)
             if registration is not None and broker.node_id not in registration.isr:
@@ -257,8 +393,31 @@ class Nemesis:
         if not b.up:
             b.start()
 
+    def _pick_controller(self) -> SimController:
+        return self.rng.choice(list(self.cluster.controllers.values()))
+
+    def _controller_crash(self) -> None:
+        c = self._pick_controller()
+        c.crash()
+        self._later(20, 800, lambda: self._restart_controller(c))
+
+    def _restart_controller(self, c: SimController) -> None:
+        if not c.up:
+            c.start()
+
+    def _controller_pause(self) -> None:
+        c = self._pick_controller()
+        c.pause()
+        self._later(20, 800, c.resume)
+
+    def _isolate_controller(self) -> None:
+        active = self.cluster.active_controller()
+        node = active.node_id if active is not None else self._pick_controller().node_id
+        self.cluster.network.isolate(node)
+        self._later(100, 1200, self.cluster.network.heal)
+
     def _groups(self) -> list[int]:
-        ids = [CONTROLLER_ID, *self.cluster.brokers]
+        ids = [*self.cluster.controllers, *self.cluster.brokers]
         self.rng.shuffle(ids)
         return ids
 
@@ -313,6 +472,11 @@ class Nemesis:
         cluster = self.cluster
         cluster.network.heal()
         cluster.network.profile = self.base_profile
+        for c in cluster.controllers.values():
+            if not c.up:
+                c.start()
+            elif c.paused:
+                c.resume()
         for b in cluster.brokers.values():
             if not b.up:
                 b.start()
@@ -320,4 +484,4 @@ class Nemesis:
                 b.resume()
 
 
-__all__ = ["CLIENT_BASE_ID", "Nemesis", "NemesisStats", "Producer"]
+__all__ = ["CLIENT_BASE_ID", "Consumer", "Nemesis", "NemesisStats", "Producer", "TopicCreator"]
