@@ -169,6 +169,8 @@ class ControllerServer:
             seed=seed,
         )
         self._tick_task: asyncio.Task[None] | None = None
+        self._last_batch: tuple[int, asyncio.Future[int]] | None = None
+        """The epoch and commit future of the newest batch this node proposed."""
         self._fatal: asyncio.Future[BaseException] | None = None
         self._stopped = False
 
@@ -291,7 +293,7 @@ class ControllerServer:
         expected_base, epoch = core.next_offset, core.epoch
         result = handler(core)(request, clock_ms())
         if not result.records:
-            return result.response
+            return await self._after_pending_commits(request, handler, result.response)
         payload = [encode_record(r) for r in result.records]
         try:
             # NB: no await between the decision and the propose: batches keep the core's order.
@@ -299,6 +301,7 @@ class ControllerServer:
         except NotControllerError:
             self._resign("propose_rejected")
             return handler(self._standby)(request, clock_ms()).response
+        self._last_batch = (epoch, committed)
         try:
             base = await committed
         except (NotControllerError, LogClosedError):
@@ -311,6 +314,31 @@ class ControllerServer:
                 self._resign("batch_misplaced")
             return handler(self._standby)(request, clock_ms()).response
         return result.response
+
+    async def _after_pending_commits(
+        self,
+        request: Req,
+        handler: Callable[[ControllerCore], Callable[[Req, int], ControllerResult[Resp]]],
+        response: Resp,
+    ) -> Resp:
+        """Answer a decision that wrote nothing only once what it read has committed.
+
+        The core decides against its pending image: an answer such as TOPIC_ALREADY_EXISTS or
+        INVALID_UPDATE_VERSION may rest on records still in flight. If they were lost with this
+        node's leadership, the client would have been told something that never became true
+        (a broker then waits forever for metadata that never comes). As Kafka's controller
+        does, hold the answer until the newest batch commits, or answer NOT_CONTROLLER. Found
+        by ``kraft sim cluster`` (seeds 0x3d3 and 0x5d).
+        """
+        last = self._last_batch
+        core = self.core
+        if core.inflight_count == 0 or last is None or last[0] != core.epoch:
+            return response
+        try:
+            await asyncio.shield(last[1])  # shared with its proposer: never cancel it
+        except (NotControllerError, LogClosedError):
+            return handler(self._standby)(request, clock_ms()).response
+        return response
 
     def describe_cluster(self, request: DescribeClusterRequest) -> DescribeClusterResponse:
         """Brokers and topics from the committed image (any controller answers)."""

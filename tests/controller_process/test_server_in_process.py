@@ -99,3 +99,47 @@ def test_follower_redirects_writes_replay_reaches_every_voter_and_restart_restor
                 await s.stop()
 
     asyncio.run(main())
+
+
+def test_an_answer_resting_on_uncommitted_records_waits_for_them(tmp_path: Path) -> None:
+    """The active controller decides against its pending image. A retried CreateTopics that
+    reads a creation still in flight must not hear TOPIC_ALREADY_EXISTS if that creation is
+    then lost with the leadership: both requests hear NOT_CONTROLLER (as in Kafka; found by
+    ``kraft sim cluster``, seed 0x3d3)."""
+    from kraft.controller.messages import CreatableTopic, CreateTopicsRequest
+    from storage.errors import ErrorCode
+
+    configs = _configs(tmp_path)
+
+    async def main() -> None:
+        servers = [ControllerServer(c, seed=c.node_id) for c in configs]
+        for s in servers:
+            await s.start()
+        try:
+            await _until(lambda: any(s.is_active for s in servers))
+            active = next(s for s in servers if s.is_active)
+            client = ControllerClient(active.config.listen, timeout=10)
+            epoch = await asyncio.to_thread(client.register_broker, 7)
+            await asyncio.to_thread(
+                functools.partial(client.heartbeat, 7, epoch, current_metadata_offset=2**62)
+            )
+            client.close()
+            for s in servers:  # the followers die: nothing the leader writes can commit now
+                if s is not active:
+                    await s.stop(graceful=False)
+
+            request = CreateTopicsRequest(topics=(CreatableTopic(name="lost"),))
+            first = asyncio.ensure_future(
+                active.submit(request, lambda c: c.handle_create_topics_request)
+            )
+            second = asyncio.ensure_future(  # decided at once, against the pending creation
+                active.submit(request, lambda c: c.handle_create_topics_request)
+            )
+            answers = await asyncio.wait_for(asyncio.gather(first, second), timeout=20)
+            codes = [a.topics[0].error_code for a in answers]
+            assert codes == [ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_CONTROLLER], codes
+        finally:
+            for s in servers:
+                await s.stop(graceful=False)
+
+    asyncio.run(main())
