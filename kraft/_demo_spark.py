@@ -10,7 +10,6 @@ without pyspark, Java or the ``spark`` package.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -49,10 +48,10 @@ def aggregate_by_partition(
         Exception: whatever Spark raised (its log is ``spark_log``).
     """
     try:
-        kraft_spark = importlib.import_module("spark")
-        register = kraft_spark.register
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
+
+        from spark import register
     except (ImportError, AttributeError) as e:
         raise SparkUnavailable(str(e)) from None
     # Python workers on this interpreter, so they find pyarrow and the project's packages.

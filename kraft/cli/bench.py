@@ -52,6 +52,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.produce_consume) answers --help
     )
     co.set_defaults(handler=_run_consume, passthrough=True)
+    sp = bsub.add_parser(
+        "spark",
+        help="Spark reading a topic (format kraft) vs the same records as Parquet and JSON lines",
+        epilog="example: kraft bench spark --records 1000000 --json",
+        add_help=False,  # its own parser (kraft.bench.spark) answers --help
+    )
+    sp.set_defaults(handler=_run_spark, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -91,4 +98,11 @@ def _run_consume(args: argparse.Namespace) -> int:
     from kraft.bench.produce_consume import main_consume
 
     result: int = main_consume(list(args.rest))
+    return result
+
+
+def _run_spark(args: argparse.Namespace) -> int:
+    from kraft.bench.spark import main
+
+    result: int = main(list(args.rest))
     return result
