@@ -25,7 +25,6 @@ id). A lost message is never retried here: the core's own timeouts do that.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from collections import deque
@@ -85,6 +84,50 @@ CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
+
+
+class _Wakeup:
+    """An `asyncio.Event` for one waiter with a timeout, without `asyncio.wait_for`'s task.
+
+    The Raft loop sleeps on it between deadlines and is woken by every RPC and proposal, so
+    a wakeup costs one future and one timer handle, not a task and its callbacks.
+    """
+
+    __slots__ = ("_flag", "_waiter")
+
+    def __init__(self) -> None:
+        self._flag = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._flag = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def clear(self) -> None:
+        self._flag = False
+
+    async def wait(self, timeout_s: float) -> None:
+        """Return once set, or after ``timeout_s``."""
+        if self._flag:
+            return
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        timer = loop.call_later(timeout_s, _wake_up, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 _last_clock_ms = 0
@@ -213,7 +256,7 @@ class RaftServer:
         self._log = structlog.get_logger("kraft.raft_server").bind(node_id=node_id)
         self._storage: DurableRaftStorage | None = None
         self._node: RaftNode | None = None
-        self._wake = asyncio.Event()
+        self._wake = _Wakeup()
         self._pending_rpcs: dict[tuple[int, int], asyncio.Future[Any]] = {}
         self._proposals: deque[_Proposal] = deque()
         self._channels: dict[NodeId, grpc.aio.Channel] = {}
@@ -472,8 +515,7 @@ class RaftServer:
                 self._maybe_snapshot()
                 delay_ms = node.next_deadline_ms() - clock_ms()
                 if delay_ms > 0 and not self._wake.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
+                    await self._wake.wait(delay_ms / 1000)
                 else:
                     await asyncio.sleep(0)  # let RPC handlers and proposers run
                 self._wake.clear()
