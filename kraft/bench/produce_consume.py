@@ -201,10 +201,13 @@ def produce(
     window: int,
     linger_ms: int,
     batch_size: int = 16384,
+    network: Any = None,
 ) -> dict[str, Any]:
     from kraft import Producer
 
     options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms, "batch_size": batch_size}
+    if network is not None:
+        options["network"] = network
     if acks != "all":
         options["enable_idempotence"] = False
     value = b"x" * size
@@ -224,6 +227,8 @@ def produce(
         producer.partitions_for(topic)  # learn the metadata before the clock starts
         warm = producer.send(topic, value)  # and the producer id, connections
         warm.result(timeout=30)
+        requests_before = getattr(producer, "produce_requests_sent", 0)
+        batches_before = getattr(producer, "produce_batches_sent", 0)
 
         def on_done(i: int, future: Any) -> None:
             latency_ms[i] = (clock() - sent_at[i]) * 1000.0
@@ -248,6 +253,8 @@ def produce(
         if not done.wait(60):
             raise BenchError(f"only {progress[0]} of {records} records acknowledged")
         seconds = clock() - start
+        requests = getattr(producer, "produce_requests_sent", 0) - requests_before
+        batches = getattr(producer, "produce_batches_sent", 0) - batches_before
     finally:
         producer.close(timeout=10)
     state = {"errors": len(errors), "first_error": repr(errors[0]) if errors else ""}
@@ -258,6 +265,8 @@ def produce(
         "window": window,
         "linger_ms": linger_ms,
         "batch_size": batch_size,
+        "produce_requests": requests,
+        "batches_per_request": round(batches / requests, 2) if requests else None,
     } | _figures(records, size, seconds, latency_ms)
 
 
@@ -457,6 +466,12 @@ def render(result: dict[str, Any]) -> str:
         "  (µs/rec: CPU time per record during the run, of the client process (all threads) and"
         " of the three brokers together; steadier than records/s on a shared machine)"
     )
+    for name, run in result["runs"].items():
+        if run.get("produce_requests"):
+            lines.append(
+                f"  ({name}: {run['produce_requests']:,} Produce requests,"
+                f" {run['batches_per_request']} batches per request)"
+            )
     if result["bench"] == "consume":
         lines.append("  (consume latency: the duration of each poll() call that returned records)")
     else:
@@ -530,6 +545,87 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def send_micro(
+    records: int, size: int, acks: str, window: int, linger_ms: int, batch_size: int
+) -> dict[str, Any]:
+    """The producer client alone: `produce`'s harness against a stub network that answers
+    every Produce at once from one callback thread (as gRPC's), with no cluster and no gRPC.
+    Reports the calling thread's CPU per record (``send`` + the harness's
+    ``add_done_callback``) and the whole process's (with the sender thread and callbacks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from replication.clients.network import BrokerNetwork
+    from replication.messages import (
+        InitProducerIdResponse,
+        MetadataBroker,
+        MetadataPartition,
+        MetadataResponse,
+        MetadataTopic,
+        ProducePartitionResponse,
+        ProduceRequest,
+        ProduceResponse,
+        ProduceTopicResponse,
+    )
+
+    brokers = (1, 2, 3)
+
+    class StubNetwork(BrokerNetwork):
+        def __init__(self) -> None:
+            super().__init__("stub-1:1")
+            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stub-callbacks")
+
+        def call(self, address: str, method: str, request: Any, *a: Any, **k: Any) -> Any:
+            if method == "InitProducerId":
+                return InitProducerIdResponse(producer_id=1, producer_epoch=0)
+            assert method == "Metadata", method
+            return MetadataResponse(
+                brokers=tuple(MetadataBroker(node_id=b, host=f"stub-{b}", port=1) for b in brokers),
+                topics=tuple(
+                    MetadataTopic(
+                        name=t,
+                        partitions=tuple(
+                            MetadataPartition(
+                                partition_index=p, leader_id=p % 3 + 1, leader_epoch=0
+                            )
+                            for p in range(PARTITIONS)
+                        ),
+                    )
+                    for t in request.topics
+                ),
+            )
+
+        def call_async(
+            self, address: str, method: str, request: Any, response_cls: Any, on_done: Any, *a: Any
+        ) -> None:
+            assert isinstance(request, ProduceRequest)
+            response = ProduceResponse(
+                responses=tuple(
+                    ProduceTopicResponse(
+                        name=t.name,
+                        partition_responses=tuple(
+                            ProducePartitionResponse(index=p.index, base_offset=0)
+                            for p in t.partition_data
+                        ),
+                    )
+                    for t in request.topic_data
+                )
+            )
+            self.pool.submit(on_done, response, None)
+
+    network = StubNetwork()
+    cpu0, thread0 = time.process_time(), time.thread_time()
+    try:
+        out = produce(
+            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network
+        )
+    finally:
+        network.pool.shutdown()
+    thread_s, process_s = time.thread_time() - thread0, time.process_time() - cpu0
+    out["calling_thread_cpu_us_per_record"] = round(thread_s / records * 1e6, 2)
+    out["client_cpu_us_per_record"] = round(process_s / records * 1e6, 2)
+    return out
+
+
 def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kraft bench produce" if bench is None else f"kraft bench {bench}",
@@ -537,7 +633,8 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "beside the raw gRPC streaming ceiling measured in the same run.",
     )
     if bench is None:
-        parser.add_argument("bench", choices=["produce", "consume"])
+        # send: the producer alone against a stub network (no cluster, no gRPC): CPU per record
+        parser.add_argument("bench", choices=["produce", "consume", "send"])
     parser.add_argument(
         "--bootstrap", default=None, help="brokers host:port,... (default: start a local cluster)"
     )
@@ -580,6 +677,25 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
         return 2
     from storage.errors import KraftError
 
+    if args.bench == "send":
+        modes = ["all", "1"] if args.acks == "both" else [args.acks]
+        runs = {
+            f"send acks={acks}": send_micro(
+                args.records, args.record_size, acks, args.window, args.linger_ms, args.batch_size
+            )
+            for acks in modes
+        }
+        if args.json:
+            print(json.dumps(runs, indent=2))
+        for name, r in runs.items():
+            if not args.json:
+                print(
+                    f"{name}: {r['records_per_s']:,.0f} records/s, calling thread"
+                    f" {r['calling_thread_cpu_us_per_record']} µs/record, process"
+                    f" {r['client_cpu_us_per_record']} µs/record,"
+                    f" {r['batches_per_request']} batches per Produce (stub network)"
+                )
+        return 0
     try:
         result = run(args)
     except (BenchError, KraftError, TimeoutError) as e:

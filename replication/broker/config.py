@@ -78,7 +78,13 @@ class BrokerNodeConfig:
     replica_fetch_wait_max_ms: int = 500
     """[replica.fetch.wait.max.ms] a follower's long-poll."""
     replica_fetch_max_bytes: int = 1 << 20
-    """[replica.fetch.max.bytes]"""
+    """[replica.fetch.max.bytes] per partition in one follower fetch (a first batch larger
+    than it still comes whole)."""
+    replica_fetch_min_bytes: int = 1
+    """[replica.fetch.min.bytes] a follower fetch is answered once this much is available
+    (or after ``replica.fetch.wait.max.ms``)."""
+    replica_fetch_response_max_bytes: int = 10 << 20
+    """[replica.fetch.response.max.bytes] all partitions of one follower fetch response."""
     high_watermark_checkpoint_interval_ms: int = 5_000
     """[replica.high.watermark.checkpoint.interval.ms]"""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
@@ -151,6 +157,10 @@ class BrokerNodeConfig:
             heartbeat_interval_ms=int_property(props, "broker.heartbeat.interval.ms", 500),
             replica_fetch_wait_max_ms=int_property(props, "replica.fetch.wait.max.ms", 500),
             replica_fetch_max_bytes=int_property(props, "replica.fetch.max.bytes", 1 << 20),
+            replica_fetch_min_bytes=int_property(props, "replica.fetch.min.bytes", 1),
+            replica_fetch_response_max_bytes=int_property(
+                props, "replica.fetch.response.max.bytes", 10 << 20
+            ),
             high_watermark_checkpoint_interval_ms=int_property(
                 props, "replica.high.watermark.checkpoint.interval.ms", 5_000
             ),
@@ -174,6 +184,8 @@ class BrokerNodeConfig:
             "broker.heartbeat.interval.ms": str(self.heartbeat_interval_ms),
             "replica.fetch.wait.max.ms": str(self.replica_fetch_wait_max_ms),
             "replica.fetch.max.bytes": str(self.replica_fetch_max_bytes),
+            "replica.fetch.min.bytes": str(self.replica_fetch_min_bytes),
+            "replica.fetch.response.max.bytes": str(self.replica_fetch_response_max_bytes),
             "replica.high.watermark.checkpoint.interval.ms": str(
                 self.high_watermark_checkpoint_interval_ms
             ),

@@ -43,18 +43,32 @@ class LeaderFetcher:
 
     Args:
         replica_id / send: this broker's id and the transport.
-        max_wait_ms / max_bytes: ``replica.fetch.wait.max.ms`` and ``replica.fetch.max.bytes``
-            (the latter per partition and per request).
+        max_wait_ms / min_bytes: ``replica.fetch.wait.max.ms`` / ``replica.fetch.min.bytes``:
+            the long poll (Kafka's defaults, 500 ms / 1 byte: answered as soon as anything
+            is available, with everything available then).
+        max_bytes / response_max_bytes: ``replica.fetch.max.bytes`` (per partition) and
+            ``replica.fetch.response.max.bytes`` (the whole response): no other limit, so one
+            response carries every partition's available batches.
     """
 
     def __init__(
-        self, leader_id: int, *, replica_id: int, send: SendFetch, max_wait_ms: int, max_bytes: int
+        self,
+        leader_id: int,
+        *,
+        replica_id: int,
+        send: SendFetch,
+        max_wait_ms: int,
+        max_bytes: int,
+        min_bytes: int = 1,
+        response_max_bytes: int = 10 << 20,
     ) -> None:
         self.leader_id = leader_id
         self._replica_id = replica_id
         self._send = send
         self._max_wait_ms = max_wait_ms
         self._max_bytes = max_bytes
+        self._min_bytes = min_bytes
+        self._response_max_bytes = response_max_bytes
         self._parked: dict[
             TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]
         ] = {}
@@ -115,8 +129,8 @@ class LeaderFetcher:
             replica_id=self._replica_id,
             replica_epoch=epoch,
             max_wait_ms=self._max_wait_ms,
-            min_bytes=1,
-            max_bytes=self._max_bytes,
+            min_bytes=self._min_bytes,
+            max_bytes=self._response_max_bytes,
             topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
         )
         answers: dict[TopicPartition, FollowerFetchResponse] = {}

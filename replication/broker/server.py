@@ -437,6 +437,8 @@ class BrokerServer:
                 send=self._send_fetch,
                 max_wait_ms=self.config.replica_fetch_wait_max_ms,
                 max_bytes=self.config.replica_fetch_max_bytes,
+                min_bytes=self.config.replica_fetch_min_bytes,
+                response_max_bytes=self.config.replica_fetch_response_max_bytes,
             )
         return await fetcher.fetch(request)
 

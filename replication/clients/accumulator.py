@@ -12,10 +12,11 @@ lock guards it; it does no I/O):
 - A partition is *ready* when its first batch is sealed (full), or has waited ``linger.ms``,
   or is a retry whose backoff has passed, or a flush or close is under way.
 - `drain` takes, for every broker that leads a ready partition and can take another request,
-  the first batch of each of its ready partitions, up to ``max.request.size`` bytes: the
-  shell sends those as ONE Produce request per broker (gRPC unary calls are precious: batch
-  everything). Drained batches are sealed, stamped with the producer id/epoch and marked in
-  flight. It also reports partitions without a known leader and when to look again.
+  the first batch of EVERY partition it leads (ready or not, as Kafka's ``drain``; none in
+  retry backoff), up to ``max.request.size`` bytes: the shell sends those as ONE Produce
+  request per broker (gRPC unary calls are precious: batch everything). Drained batches
+  are sealed, stamped with the producer id/epoch and marked in flight. It also reports
+  partitions without a known leader and when to look again.
 - Ordering: at most ``max_in_flight`` batches per partition are in flight (5 for an idempotent
   producer, KIP-98). A retried batch goes back to the head of its queue in creation order
   (`reenqueue`) and is sent only when no other batch of its partition is in flight, so
@@ -102,7 +103,36 @@ class RecordAccumulator:
         queue = self._queues.get(tp)
         if queue is None:
             queue = self._queues[tp] = deque()
-        elif queue:
+        return self.append_to(
+            queue, tp, timestamp_ms, key, value, headers, now_ms, abort_on_new_batch
+        )
+
+    def topic_queues(self, tps: list[TopicPartition]) -> list[deque[ProducerBatch]]:
+        """The queues of ``tps`` (a topic's partitions, in order), created if needed: the
+        producer keeps this list so `append_to` needs no lookup per record. Queues are never
+        replaced, only emptied, so the list stays valid."""
+        queues = self._queues
+        out = []
+        for tp in tps:
+            queue = queues.get(tp)
+            if queue is None:
+                queue = queues[tp] = deque()
+            out.append(queue)
+        return out
+
+    def append_to(
+        self,
+        queue: deque[ProducerBatch],
+        tp: TopicPartition,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[Header, ...] | None,
+        now_ms: int,
+        abort_on_new_batch: bool = False,
+    ) -> RecordFuture | None:
+        """`append` to ``tp``'s queue (from `topic_queues`)."""
+        if queue:
             last = queue[-1]
             if not last.sealed:
                 future = last.try_append(timestamp_ms, key, value, headers)
@@ -148,27 +178,50 @@ class RecordAccumulator:
         node_ready: Callable[[int], bool],
         max_request_size: int,
     ) -> Drained:
-        """Take the ready batches, grouped by leader (one request's worth per broker)."""
+        """Take what to send now, grouped by leader: one request's worth per broker.
+
+        Kafka's ``RecordAccumulator.ready`` then ``drain``: a broker is *ready* when it leads a
+        partition whose first batch is ready (full, lingered, a retry past its backoff, a
+        flush); from every ready broker that can take another request, take the first batch
+        of EVERY partition it leads (one per partition, ready or not, but none in retry
+        backoff and within the in-flight limits), up to ``max_request_size`` bytes. A request
+        the broker costs anyway carries every partition's data: fewer requests per record.
+        """
         out = Drained(next_ready_check_ms=max(self.linger_ms, 1) if self._queues else 60_000)
-        sizes: dict[int, int] = {}
-        blocked: set[int] = set()
-        tps = [tp for tp, q in self._queues.items() if q]
+        queues = self._queues
+        tps = [tp for tp, q in queues.items() if q]
         if not tps:
             return out
-        start = self._drain_index % len(tps)
-        self._drain_index += 1
-        for tp in tps[start:] + tps[:start]:  # rotate: no partition starves under size limits
-            queue = self._queues[tp]
+        ready_nodes: set[int] = set()
+        candidates: list[tuple[TopicPartition, int]] = []
+        for tp in tps:
+            queue = queues[tp]
             first = queue[0]
-            wait_ms = self._wait_ms(first, len(queue), now_ms)
-            if wait_ms > 0:
-                out.next_ready_check_ms = min(out.next_ready_check_ms, wait_ms)
-                continue
             leader = leader_of(tp)
             if leader is None:
                 out.unknown_leader_topics.add(tp.topic)
                 continue
-            if leader in blocked or not self._partition_can_send(tp, first):
+            wait_ms = self._wait_ms(first, len(queue), now_ms)
+            if wait_ms > 0:
+                out.next_ready_check_ms = min(out.next_ready_check_ms, wait_ms)
+                if first.attempts > 0:
+                    continue  # backing off: not even a free ride
+            else:
+                ready_nodes.add(leader)
+            candidates.append((tp, leader))
+        if not ready_nodes:
+            return out
+        sizes: dict[int, int] = {}
+        blocked: set[int] = set()
+        start = self._drain_index % len(candidates)
+        self._drain_index += 1
+        # rotate: no partition starves under size limits
+        for tp, leader in candidates[start:] + candidates[:start]:
+            if leader not in ready_nodes or leader in blocked:
+                continue
+            queue = queues[tp]
+            first = queue[0]
+            if not self._partition_can_send(tp, first):
                 continue
             if leader not in sizes and not node_ready(leader):
                 blocked.add(leader)
@@ -256,7 +309,8 @@ class RecordAccumulator:
         for batch in aborted:
             self._seal(batch)
             self._incomplete.discard(batch)
-        self._queues.clear()
+        for queue in self._queues.values():
+            queue.clear()  # NB: not the dict: the producer holds the queues (topic_queues)
         return aborted
 
     def resequence(self) -> None:

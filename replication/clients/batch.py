@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import final
 
 import google_crc32c
+import structlog
 
 from kraft.types import TopicPartition
 from storage.errors import KraftError
@@ -45,13 +47,15 @@ from storage.records import (
 
 _VARINTS = [encode_varint(i) for i in range(1 << 14)]
 _LIMIT = 1 << 14
+_SMALL = 1 << 12  # key and value both below it: the record is below _LIMIT
 _NULL = b"\x01"  # zigzag(-1): a null key or value
 _NO_HEADERS = b"\x00"
 _ATTRIBUTES = b"\x00"
 _PREFIX = struct.Struct(">qiibI")  # base offset, length, leader epoch, magic, crc
 _COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count: what the CRC covers
 RECORD_BATCH_OVERHEAD = 61
-_CALLBACK_LOCK = threading.Lock()
+_COMPLETE_LOCK = threading.Lock()
+_log = structlog.get_logger("kraft.producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,46 +74,71 @@ class RecordMetadata:
 
 @final
 class ProduceResult:
-    """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``)."""
+    """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``).
 
-    __slots__ = ("_callbacks", "_event", "base_offset", "error", "log_append_time_ms", "tp")
+    Callbacks are lock-free (per record, `add_callback` is on ``send``'s hot path): a callback
+    is appended to a deque and whoever sees the result done pops and runs what is queued
+    (``deque.append`` / ``popleft`` are atomic), so each runs exactly once, in the order added,
+    on the completing thread, or on the adding thread if the batch had already completed.
+    """
+
+    __slots__ = (
+        "_callbacks",
+        "_event",
+        "base_offset",
+        "completed",
+        "error",
+        "log_append_time_ms",
+        "tp",
+    )
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
+        self.completed = False
         self._event = threading.Event()
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.error: KraftError | None = None
-        self._callbacks: list[tuple[Callable[[RecordFuture], object], RecordFuture]] = []
+        self._callbacks: deque[tuple[Callable[[RecordFuture], object], RecordFuture]] = deque()
 
     def complete(
         self, base_offset: int, log_append_time_ms: int = -1, error: KraftError | None = None
     ) -> None:
         """Set the outcome once and run the records' callbacks (call it without locks held:
         callbacks are user code)."""
-        if self._event.is_set():
-            return
-        self.base_offset = base_offset
-        self.log_append_time_ms = log_append_time_ms
-        self.error = error
-        with _CALLBACK_LOCK:
-            self._event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for fn, future in callbacks:
-            fn(future)
+        with _COMPLETE_LOCK:  # NB: per batch, not per record: only makes the outcome set once
+            if self.completed:
+                return
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.error = error
+            self.completed = True
+        self._event.set()
+        self.run_callbacks()
+
+    def run_callbacks(self) -> None:
+        callbacks = self._callbacks
+        while callbacks:
+            try:
+                fn, future = callbacks.popleft()
+            except IndexError:  # another thread took the last one
+                return
+            try:
+                fn(future)
+            except Exception:  # user code: log it, as Kafka's producer does, and go on
+                _log.exception("producer_callback_failed", tp=str(self.tp))
 
     def is_done(self) -> bool:
-        return self._event.is_set()
+        return self.completed
 
     def wait(self, timeout: float | None) -> bool:
-        return self._event.wait(timeout)
+        return self.completed or self._event.wait(timeout)
 
     def add_callback(self, fn: Callable[[RecordFuture], object], future: RecordFuture) -> None:
-        with _CALLBACK_LOCK:  # NB: one lock for all batches: callbacks are the rare path
-            if not self._event.is_set():
-                self._callbacks.append((fn, future))
-                return
-        fn(future)
+        """Run ``fn(future)`` once the batch completes (now, if it has)."""
+        self._callbacks.append((fn, future))
+        if self.completed:  # completed before or while we appended: run what is queued
+            self.run_callbacks()
 
 
 @final
@@ -131,11 +160,11 @@ class RecordFuture:
         self._timestamp_ms = timestamp_ms
 
     def done(self) -> bool:
-        return self._result.is_done()
+        return self._result.completed
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         result = self._result
-        if not result.is_done() and not result.wait(timeout):
+        if not result.completed and not result.wait(timeout):
             raise TimeoutError(f"record to {result.tp} not acknowledged within {timeout}s")
         if result.error is not None:
             raise result.error
@@ -148,11 +177,12 @@ class RecordFuture:
         )
 
     def exception(self, timeout: float | None = None) -> KraftError | None:
-        # NB: is_done() first: a callback asks this of a completed batch, and Event.wait
+        # NB: the flag first: a callback asks this of a completed batch, and Event.wait
         # takes a lock even then.
-        if not self._result.is_done() and not self._result.wait(timeout):
-            raise TimeoutError(f"record to {self._result.tp} not acknowledged within {timeout}s")
-        return self._result.error
+        result = self._result
+        if not result.completed and not result.wait(timeout):
+            raise TimeoutError(f"record to {result.tp} not acknowledged within {timeout}s")
+        return result.error
 
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """Run ``fn(self)`` when the record completes (at once if it has); callbacks run on
@@ -275,10 +305,43 @@ class ProducerBatch:
         count = self.record_count
         if count == 0:
             self.base_timestamp_ms = timestamp_ms
-        record = encode_record(count, timestamp_ms - self.base_timestamp_ms, key, value, headers)
-        size = self.size_bytes + len(record)
-        if size > self.batch_size and count > 0:
-            return None
+        delta = timestamp_ms - self.base_timestamp_ms
+        if (
+            headers is None
+            and value is not None
+            and count < _LIMIT
+            and 0 <= delta < _LIMIT
+            and (n := len(value)) < _SMALL
+            and (key is None or len(key) < _SMALL)
+        ):
+            # NB: the common record, encoded inline (one join, no calls): this is send()'s
+            # hot path. Same bytes as encode_record.
+            ts = _VARINTS[delta]
+            od = _VARINTS[count]
+            value_len = _VARINTS[n]
+            if key is None:
+                body_len = 3 + len(ts) + len(od) + len(value_len) + n
+                head = _VARINTS[body_len]
+                size = self.size_bytes + len(head) + body_len
+                if size > self.batch_size and count > 0:
+                    return None
+                record = b"".join((head, _ATTRIBUTES, ts, od, _NULL, value_len, value, _NO_HEADERS))
+            else:
+                k = len(key)
+                key_len = _VARINTS[k]
+                body_len = 2 + len(ts) + len(od) + len(key_len) + k + len(value_len) + n
+                head = _VARINTS[body_len]
+                size = self.size_bytes + len(head) + body_len
+                if size > self.batch_size and count > 0:
+                    return None
+                record = b"".join(
+                    (head, _ATTRIBUTES, ts, od, key_len, key, value_len, value, _NO_HEADERS)
+                )
+        else:
+            record = encode_record(count, delta, key, value, headers)
+            size = self.size_bytes + len(record)
+            if size > self.batch_size and count > 0:
+                return None
         self._chunks.append(record)
         self.size_bytes = size
         self.record_count = count + 1

@@ -66,3 +66,15 @@ def test_cli_flags_override_the_properties_file(tmp_path: Path) -> None:
     )
     config = BrokerNodeConfig.from_properties(properties_from_args(args))
     assert (config.node_id, config.rack, config.replica_fetch_wait_max_ms) == (102, "rack-b", 100)
+
+
+def test_replica_fetch_settings_default_to_kafkas() -> None:
+    config = BrokerNodeConfig.from_properties(PROPS)
+    assert config.replica_fetch_min_bytes == 1
+    assert config.replica_fetch_wait_max_ms == 500
+    assert config.replica_fetch_max_bytes == 1 << 20
+    assert config.replica_fetch_response_max_bytes == 10 << 20
+    tuned = BrokerNodeConfig.from_properties(
+        PROPS | {"replica.fetch.min.bytes": "4096", "replica.fetch.response.max.bytes": "999"}
+    )
+    assert (tuned.replica_fetch_min_bytes, tuned.replica_fetch_response_max_bytes) == (4096, 999)

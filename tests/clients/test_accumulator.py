@@ -234,3 +234,50 @@ def test_a_pending_future_times_out() -> None:
     assert future is not None
     with pytest.raises(TimeoutError):
         future.result(timeout=0.01)
+
+
+def test_a_ready_broker_also_carries_its_other_partitions_first_batches() -> None:
+    """Kafka's ``RecordAccumulator.drain``: once a broker has a ready partition, the request
+    it gets anyway carries the first batch of every partition it leads, lingering or not;
+    partitions of a broker with nothing ready wait for their linger."""
+    acc = accumulator(batch_size=1000, linger_ms=1000)
+    fill(acc, T0, 11)  # a full batch, and one record in a second
+    fill(acc, T1, 2)  # lingering, same leader as T0
+    fill(acc, T2, 2)  # lingering, another leader
+    out = drain(acc, 1)
+    assert sorted((b.tp.partition, b.record_count) for b in out[1]) == [(0, 10), (1, 2)]
+    assert 2 not in out
+
+
+def test_a_batch_in_retry_backoff_gets_no_free_ride() -> None:
+    acc = accumulator(batch_size=1000, linger_ms=1000, retry_backoff_ms=100)
+    fill(acc, T1, 1)
+    acc.begin_flush()
+    (retried,) = drain(acc, 0)[1]
+    acc.end_flush()
+    acc.reenqueue(retried, now_ms=0)  # back off until 100
+    fill(acc, T0, 11)  # one full batch: broker 1 is ready
+    assert [b.tp for b in drain(acc, 50)[1]] == [T0]
+    later = drain(acc, 100)[1]  # the retry is ready; T0's second batch rides along
+    assert sorted((b.tp.partition, b.attempts) for b in later) == [(0, 1), (1, 2)]
+
+
+def test_record_futures_run_callbacks_in_order_once_without_a_failing_one_stopping_others() -> None:
+    acc = accumulator()
+    futures = [acc.append(T0, 0, None, b"v", None, 0) for _ in range(3)]
+    seen: list[int] = []
+
+    def boom(_: object) -> None:
+        raise RuntimeError("user code")
+
+    assert all(f is not None for f in futures)
+    futures[0].add_done_callback(lambda f: seen.append(0))  # type: ignore[union-attr]
+    futures[1].add_done_callback(boom)  # type: ignore[union-attr]
+    futures[2].add_done_callback(lambda f: seen.append(2))  # type: ignore[union-attr]
+    (batch,) = acc.queued(T0)
+    batch.result.complete(base_offset=7)
+    batch.result.complete(base_offset=99)  # a second outcome is ignored
+    assert seen == [0, 2]
+    futures[1].add_done_callback(lambda f: seen.append(f.result().offset))  # type: ignore[union-attr]
+    assert seen == [0, 2, 8]
+    assert futures[2].done() and futures[2].exception() is None  # type: ignore[union-attr]
