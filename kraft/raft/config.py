@@ -27,6 +27,7 @@ _KEYS: dict[str, str] = {
     "controller.quorum.retry.backoff.ms": "retry_backoff_ms",
     # kraft's own keys (Kafka hard-codes these in KafkaRaftClient).
     "controller.quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
+    "controller.quorum.high.watermark.linger.ms": "high_watermark_linger_ms",
     "controller.quorum.fetch.max.bytes": "fetch_max_bytes",
     "controller.quorum.fetch.snapshot.max.bytes": "fetch_snapshot_max_bytes",
     "controller.quorum.append.max.batch.bytes": "append_batch_bytes_max",
@@ -57,6 +58,12 @@ class RaftConfig:
     """Wait after an error response before asking again."""
     fetch_max_wait_ms: int = 60
     """The leader parks a caught-up fetch this long waiting for new data (long poll)."""
+    high_watermark_linger_ms: int = 5
+    """A caught-up fetch that only needs to learn a newer high watermark is parked this long
+    for new data (0: answered at once, as Kafka does). The next entry then rides the fetch
+    already waiting at the leader instead of waiting a round trip for a new one, which is
+    what one-at-a-time commits wait on; an idle follower learns the high watermark at most
+    this late."""
     fetch_max_bytes: int = 1 << 20
     fetch_snapshot_max_bytes: int = 1 << 20
     append_batch_bytes_max: int = 1 << 20

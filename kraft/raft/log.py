@@ -152,6 +152,10 @@ class RaftLog:
         return self._handed_end < self._log_end or self._pending_truncate is not None
 
     @property
+    def has_pending_truncation(self) -> bool:
+        return self._pending_truncate is not None
+
+    @property
     def is_fully_durable(self) -> bool:
         return self._durable_end == self._log_end
 

@@ -93,13 +93,13 @@ class ReplicationMixin(NodeCore):
         replica.end_offset = req.fetch_offset
         if req.source in self._voters:
             self._maybe_advance_leader_high_watermark(leader)
-        if (
-            req.fetch_offset >= self._raft_log.log_end_offset
-            and req.high_watermark >= self._high_watermark
-            and req.max_wait_ms > 0
-        ):
-            leader.parked_fetches[req.source] = (req, now_ms + req.max_wait_ms)
-            return
+        if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
+            wait_ms = req.max_wait_ms
+            if req.high_watermark < self._high_watermark:  # it only has the HW to learn
+                wait_ms = min(wait_ms, self._config.high_watermark_linger_ms)
+            if wait_ms > 0:
+                leader.parked_fetches[req.source] = (req, now_ms + wait_ms)
+                return
         self._send(self._fetch_response(req, None))
 
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaState:
@@ -197,8 +197,20 @@ class ReplicationMixin(NodeCore):
         if leader.pending_records and new >= log.log_end_offset:
             # Adaptive linger: the in-flight entries committed; send what queued behind them.
             self._drain_accumulator(leader, self._now_ms)
-        self._complete_parked_fetches(leader, self._now_ms, expired_only=False)
+        self._tell_parked_fetches_the_high_watermark(leader, self._now_ms)
         return True
+
+    def _tell_parked_fetches_the_high_watermark(self, leader: Leader, now_ms: int) -> None:
+        """Parked fetchers must learn the new HW: within the HW linger, or with the next
+        entry if one comes sooner (it completes every parked fetch)."""
+        linger = self._config.high_watermark_linger_ms
+        if linger == 0:
+            self._complete_parked_fetches(leader, now_ms, expired_only=False)
+            return
+        by = now_ms + linger
+        for replica_id, (req, deadline) in leader.parked_fetches.items():
+            if deadline > by:
+                leader.parked_fetches[replica_id] = (req, by)
 
     # --- leader: FetchSnapshot ----------------------------------------------------------------
 
@@ -235,10 +247,14 @@ class ReplicationMixin(NodeCore):
     # --- follower: fetching -------------------------------------------------------------------
 
     def _fetch_blocked(self) -> bool:
-        """A follower fetches only from a durable log end (its fetch offset is its ack)."""
+        """A follower's fetch offset is its ack, so the entries below it must be durable when
+        the fetch leaves. A fetch goes to the outbox, which the shell sends only after it has
+        synced the Ready carrying it, and every entry appended so far is in that Ready or an
+        earlier one: the fetch may name the log end at once, and ride the same fsync as the
+        entries it acknowledges (one Ready, not two, per round trip). A truncation or a
+        snapshot install still in progress blocks it."""
         return (
-            not self._raft_log.is_fully_durable
-            or self._raft_log.has_unpersisted
+            self._raft_log.has_pending_truncation
             or self._install_in_flight
             or self._install_snapshot is not None
             or bool(self._snapshot_chunks)
@@ -275,7 +291,7 @@ class ReplicationMixin(NodeCore):
                     destination=role.leader_id,
                     epoch=role.epoch,
                     correlation_id=cid,
-                    fetch_offset=log.durable_end_offset,
+                    fetch_offset=log.log_end_offset,
                     last_fetched_epoch=log.last_epoch,
                     high_watermark=Offset(self._high_watermark),
                     max_bytes=self._config.fetch_max_bytes,

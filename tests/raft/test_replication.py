@@ -80,8 +80,9 @@ def test_follower_truncates_to_the_leaders_epoch_end_and_refetches() -> None:
 
 
 def test_follower_acks_only_durable_batches() -> None:
-    """The next fetch offset is the follower's acknowledgement (KIP-595), so a follower
-    fetches again only after the shell has synced what it appended."""
+    """The next fetch offset is the follower's acknowledgement (KIP-595), so it may leave
+    only once what it acknowledges is synced: it rides the Ready that carries the entries,
+    among the messages sent after the sync (never the early ones), so one fsync serves both."""
     ctx = RaftNodeBuilder(local_id=2).with_elected_leader(epoch=1, leader=1).build()
     fetch = only(ctx.tick(), FetchRequest)[0]
     ctx.node.step(
@@ -89,13 +90,28 @@ def test_follower_acks_only_durable_batches() -> None:
         ctx.now_ms,
     )
     rd = ctx.node.ready()
-    assert len(rd.entries) == 2 and rd.must_sync
-    assert not only(list(rd.messages), FetchRequest)  # not before the append is durable
-    ctx.disk.write_ready(rd)
-    ctx.disk.sync()
-    ctx.node.advance(rd)
-    nxt = only(ctx.drain(), FetchRequest)[0]
+    assert len(rd.entries) == 2 and rd.must_sync and rd.entries_end_offset == 2
+    assert not only(list(rd.early_messages), FetchRequest)
+    (nxt,) = only(list(rd.messages), FetchRequest)  # sent by the shell after the sync
     assert nxt.fetch_offset == 2
+
+
+def test_a_fetch_never_acknowledges_entries_outside_its_ready() -> None:
+    """Entries that arrive while a Ready is being persisted are acknowledged by a fetch in
+    the next Ready, the one that carries them."""
+    ctx = RaftNodeBuilder(local_id=2).with_elected_leader(epoch=1, leader=1).build()
+    fetch = only(ctx.tick(), FetchRequest)[0]
+    ctx.node.step(ctx.fetch_response_to(fetch, batches=(batch(1, 0),)), ctx.now_ms)
+    first = ctx.node.ready()
+    (ack1,) = only(list(first.messages), FetchRequest)
+    ctx.node.step(ctx.fetch_response_to(ack1, batches=(batch(1, 1),)), ctx.now_ms)  # meanwhile
+    ctx.disk.write_ready(first)
+    ctx.disk.sync()
+    ctx.node.advance(first)
+    second = ctx.node.ready()
+    (ack2,) = only(list(second.messages), FetchRequest)
+    assert ack1.fetch_offset == 1 and first.entries_end_offset == 1
+    assert ack2.fetch_offset == 2 and second.entries_end_offset == 2
 
 
 def test_follower_learns_the_high_watermark_capped_by_its_log_end() -> None:
