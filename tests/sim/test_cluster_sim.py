@@ -45,16 +45,19 @@ def test_the_controller_quorum_fails_over_under_the_nemesis() -> None:
     assert sum(r.controller_epochs > 1 for r in results) >= 3, [r.line() for r in results]
 
 
-@pytest.mark.parametrize("seed", [0x5D, 0x3D3])
+@pytest.mark.parametrize("seed", [0x2AF, 0x2D5])
 def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits(
     seed: int,
 ) -> None:
     """Kafka's QuorumController answers a decision without records only once the image it
-    was read from has committed. Answering at once (as ``ControllerServer.submit`` does) fails
-    liveness: seed 0x3d3, a retried CreateTopics gets TOPIC_ALREADY_EXISTS from a pending
-    creation that is then lost with the leadership, so the topic never exists; seed 0x5d, a
-    retried AlterPartition gets INVALID_UPDATE_VERSION, its change is lost, and the leader
-    waits for metadata forever with an ISR of one."""
+    was read from has committed. Answering at once fails liveness: a retried CreateTopics
+    gets TOPIC_ALREADY_EXISTS from a pending creation that is then lost with the leadership
+    (the topic never exists), or a retried AlterPartition gets INVALID_UPDATE_VERSION, its
+    change is lost, and the leader waits for metadata forever with an ISR of one.
+
+    The seeds are ones that hit it with today's Raft timing (they were 0x5d and 0x3d3 before
+    the high-watermark linger); when a timing change moves them, find new ones with
+    ``run_seed(s, unsafe_answer_uncommitted_reads=True)`` over a range of ``s``."""
     assert run_seed(seed).violation is None
     unsafe = run_seed(seed, unsafe_answer_uncommitted_reads=True)
     assert unsafe.violation is not None and unsafe.violation.startswith("liveness"), unsafe.line()
