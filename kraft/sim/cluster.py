@@ -28,7 +28,7 @@ from kraft.sim.disk import SimDisk
 from kraft.sim.network import LinkProfile, SimNetwork
 from kraft.sim.scheduler import Scheduler, SimClock
 from kraft.types import NodeId
-from storage.records import read_header, record_values
+from storage.records import BatchHeader, read_header, record_values
 
 NEVER = 1 << 62
 _SNAPSHOT_HEAD = struct.Struct(">qI")
@@ -74,6 +74,50 @@ class SimNode:
     @property
     def is_up(self) -> bool:
         return self.node is not None
+
+    def lose_process(self) -> None:
+        """A crash: the core, its in-flight Ready, inbox and unsynced writes are gone."""
+        self.node = None
+        self.incarnation += 1
+        self.disk.crash()
+        self.in_flight = False
+        self.paused = False
+        self.inbox.clear()
+        self.deferred.clear()
+        self.wake_at = NEVER
+
+    def note_wake(self, now_ms: int) -> None:
+        """Count wake-ups at one instant; a thousand of them is a livelock."""
+        if now_ms == self.last_wake_ms:
+            self.same_time_wakes += 1
+            assert self.same_time_wakes < 1000, f"node {self.node_id} livelocked at {now_ms} ms"
+        else:
+            self.same_time_wakes = 0
+            self.last_wake_ms = now_ms
+
+    def apply_committed(self, batch: bytes, checker: RaftChecker) -> BatchHeader:
+        """Chain one committed batch into the digest (and tell the checker); its header."""
+        app = self.app
+        header = read_header(batch)
+        assert header.base_offset == app.applied, (
+            f"node {self.node_id} applies {header.base_offset} after {app.applied}"
+        )
+        app.digest = zlib.crc32(batch, app.digest)
+        app.applied = header.next_offset
+        app.batches += 1
+        checker.on_apply(self.node_id, header.base_offset, app.applied, batch, app.digest)
+        return header
+
+
+def encode_app_snapshot(app: AppState, payload: bytes) -> bytes:
+    """A snapshot: ``(applied, digest)``, then the state machine's own ``payload``."""
+    return _SNAPSHOT_HEAD.pack(app.applied, app.digest) + payload
+
+
+def decode_app_snapshot(data: bytes) -> tuple[AppState, bytes]:
+    """The inverse of `encode_app_snapshot`."""
+    applied, digest = _SNAPSHOT_HEAD.unpack_from(data)
+    return AppState(applied=int(applied), digest=int(digest)), data[_SNAPSHOT_HEAD.size :]
 
 
 def sim_logger(clock: SimClock, seed: int, level: int) -> FilteringBoundLogger:
@@ -168,14 +212,7 @@ class SimCluster:
     def crash(self, n: SimNode) -> None:
         if n.node is None:
             return
-        n.node = None
-        n.incarnation += 1
-        n.disk.crash()
-        n.in_flight = False
-        n.paused = False
-        n.inbox.clear()
-        n.deferred.clear()
-        n.wake_at = NEVER
+        n.lose_process()
         self.checker.on_crash(n)
 
     def wipe(self, n: SimNode) -> None:
@@ -250,12 +287,7 @@ class SimCluster:
         if n.paused:
             return  # resume() reschedules
         now = self.clock.now_ms
-        if now == n.last_wake_ms:
-            n.same_time_wakes += 1
-            assert n.same_time_wakes < 1000, f"node {n.node_id} livelocked at {now} ms"
-        else:
-            n.same_time_wakes = 0
-            n.last_wake_ms = now
+        n.note_wake(now)
         n.node.tick(now)
         self._after_activity(n)
 
@@ -282,18 +314,12 @@ class SimCluster:
         app = n.app
         if rd.install_snapshot is not None:
             sid = rd.install_snapshot
-            app.applied, app.digest = self._decode_snapshot(n.disk.snapshot_data(sid))
+            loaded, _ = decode_app_snapshot(n.disk.snapshot_data(sid))
+            app.applied, app.digest = loaded.applied, loaded.digest
             assert app.applied == sid.end_offset, "snapshot content does not match its id"
             self.checker.on_digest(n.node_id, app.applied, app.digest)
         for batch in rd.committed:
-            header = read_header(batch)
-            assert header.base_offset == app.applied, (
-                f"node {n.node_id} applies {header.base_offset} after {app.applied}"
-            )
-            app.digest = zlib.crc32(batch, app.digest)
-            app.applied = header.next_offset
-            app.batches += 1
-            self.checker.on_apply(n.node_id, header.base_offset, app.applied, batch, app.digest)
+            header = n.apply_committed(batch, self.checker)
             if self.on_commit is not None and not header.is_control:
                 for i, value in enumerate(record_values(batch)):
                     if value is not None:
@@ -308,15 +334,10 @@ class SimCluster:
         if app.applied - node.log_start_offset < self.snapshot_every_records:
             return
         sid: SnapshotId = node.snapshot_id_at(app.applied)
-        n.disk.save_snapshot(sid, _SNAPSHOT_HEAD.pack(app.applied, app.digest) + SNAPSHOT_FILLER)
+        n.disk.save_snapshot(sid, encode_app_snapshot(app, SNAPSHOT_FILLER))
         n.disk.sync()
         node.snapshot_taken(sid)
         self._after_activity(n)
-
-    @staticmethod
-    def _decode_snapshot(data: bytes) -> tuple[int, int]:
-        applied, digest = _SNAPSHOT_HEAD.unpack_from(data)
-        return int(applied), int(digest)
 
     def _load_app_state(self, n: SimNode) -> AppState:
         """What the state machine recovers on start: the latest snapshot, or nothing."""
@@ -325,8 +346,8 @@ class SimCluster:
             assert n.disk.log_start_offset() == 0, "log start past 0 without a snapshot"
             return AppState()
         assert n.disk.log_start_offset() <= sid.end_offset <= n.disk.log_end_offset()
-        applied, digest = self._decode_snapshot(n.disk.snapshot_data(sid))
-        return AppState(applied=applied, digest=digest)
+        app, _ = decode_app_snapshot(n.disk.snapshot_data(sid))
+        return app
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -345,4 +366,12 @@ class SimCluster:
         return best
 
 
-__all__ = ["AppState", "DiskProfile", "SimCluster", "SimNode", "sim_logger"]
+__all__ = [
+    "AppState",
+    "DiskProfile",
+    "SimCluster",
+    "SimNode",
+    "decode_app_snapshot",
+    "encode_app_snapshot",
+    "sim_logger",
+]

@@ -20,7 +20,6 @@ written by `checkpoint_high_watermark`.
 from __future__ import annotations
 
 import bisect
-from typing import final
 
 from storage.leader_epoch import LeaderEpochCache
 from storage.records import (
@@ -32,7 +31,6 @@ from storage.records import (
 )
 
 
-@final
 class SimPartitionLog:
     """A partition log of whole v2 batches; see the module docstring for what survives."""
 

@@ -93,15 +93,12 @@ class EnvelopeNetwork:
 
     def send(self, source: int, destination: int, payload: object) -> None:
         self.messages_sent += 1
-        profile = self.profile
-        rng = self._rng
-        if not self.passes(source, destination) or (profile.loss and rng.random() < profile.loss):
+        delays = self.profile.draw_delays_ms(self._rng) if self.passes(source, destination) else ()
+        if not delays:
             self.messages_dropped += 1
             return
         envelope = Envelope(source, destination, payload)
-        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
-        for _ in range(copies):
-            delay = rng.randint(profile.delay_min_ms, profile.delay_max_ms)
+        for delay in delays:
             self._scheduler.after(delay, lambda e=envelope: self._arrive(e))  # type: ignore[misc]
 
     def _arrive(self, envelope: Envelope) -> None:

@@ -17,8 +17,6 @@ every applied batch, so ``committed_identical`` covers state loaded from snapsho
 from __future__ import annotations
 
 import random
-import struct
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, final
@@ -28,12 +26,16 @@ from structlog.typing import FilteringBoundLogger
 from kraft.raft import RaftConfig, RaftNode, Ready
 from kraft.raft.messages import RaftMessage
 from kraft.sim.checker import RaftChecker
-from kraft.sim.cluster import NEVER, AppState, SimNode
+from kraft.sim.cluster import (
+    NEVER,
+    AppState,
+    SimNode,
+    decode_app_snapshot,
+    encode_app_snapshot,
+)
 from kraft.sim.scheduler import Scheduler, SimClock
 from kraft.types import NodeId, Offset
-from storage.records import BatchHeader, read_header
-
-_SNAPSHOT_HEAD = struct.Struct(">qI")
+from storage.records import BatchHeader
 
 
 class HostedStateMachine(Protocol):
@@ -103,7 +105,7 @@ class RaftHost:
             n.app = AppState()
             self.sm.restore(None)
         else:
-            n.app, payload = self._decode(n.disk.snapshot_data(sid))
+            n.app, payload = decode_app_snapshot(n.disk.snapshot_data(sid))
             self.sm.restore(payload)
         n.node = RaftNode(
             n.node_id,
@@ -125,14 +127,7 @@ class RaftHost:
         n = self.n
         if n.node is None:
             return
-        n.node = None
-        n.incarnation += 1
-        n.disk.crash()
-        n.in_flight = False
-        n.paused = False
-        n.inbox.clear()
-        n.deferred.clear()
-        n.wake_at = NEVER
+        n.lose_process()
         self.env.checker.on_crash(n)
 
     def pause(self) -> None:
@@ -203,12 +198,7 @@ class RaftHost:
         if n.paused:
             return  # resume() reschedules
         now = self.env.clock.now_ms
-        if now == n.last_wake_ms:
-            n.same_time_wakes += 1
-            assert n.same_time_wakes < 1000, f"node {n.node_id} livelocked at {now} ms"
-        else:
-            n.same_time_wakes = 0
-            n.last_wake_ms = now
+        n.note_wake(now)
         n.node.tick(now)
         self.after_activity()
 
@@ -235,21 +225,13 @@ class RaftHost:
         app = n.app
         if rd.install_snapshot is not None:
             sid = rd.install_snapshot
-            n.app, payload = self._decode(n.disk.snapshot_data(sid))
+            n.app, payload = decode_app_snapshot(n.disk.snapshot_data(sid))
             app = n.app
             assert app.applied == sid.end_offset, "snapshot content does not match its id"
             checker.on_digest(n.node_id, app.applied, app.digest)
             self.sm.restore(payload)
         for batch in rd.committed:
-            header = read_header(batch)
-            assert header.base_offset == app.applied, (
-                f"node {n.node_id} applies {header.base_offset} after {app.applied}"
-            )
-            app.digest = zlib.crc32(batch, app.digest)
-            app.applied = header.next_offset
-            app.batches += 1
-            checker.on_apply(n.node_id, header.base_offset, app.applied, batch, app.digest)
-            self.sm.apply_batch(batch, header)
+            self.sm.apply_batch(batch, n.apply_committed(batch, checker))
         if rd.install_snapshot is not None or rd.committed:
             self.sm.applied()
         if rd.delete_log_before is not None:
@@ -264,14 +246,9 @@ class RaftHost:
         if app.applied - node.log_start_offset < self.env.snapshot_every_records:
             return
         sid = node.snapshot_id_at(app.applied)
-        n.disk.save_snapshot(sid, _SNAPSHOT_HEAD.pack(app.applied, app.digest) + self.sm.snapshot())
+        n.disk.save_snapshot(sid, encode_app_snapshot(app, self.sm.snapshot()))
         n.disk.sync()
         node.snapshot_taken(sid)
-
-    @staticmethod
-    def _decode(data: bytes) -> tuple[AppState, bytes]:
-        applied, digest = _SNAPSHOT_HEAD.unpack_from(data)
-        return AppState(applied=int(applied), digest=int(digest)), data[_SNAPSHOT_HEAD.size :]
 
 
 __all__ = ["HostedStateMachine", "RaftEnv", "RaftHost"]

@@ -14,7 +14,6 @@ from typing import final
 
 from kraft.raft import NotLeaderError
 from kraft.sim.cluster import SimCluster, SimNode
-from kraft.sim.network import LinkProfile
 from kraft.types import NodeId
 
 
@@ -151,13 +150,8 @@ class Nemesis:
         self._later(100, 1500, self.cluster.network.heal)
 
     def _packet_loss(self) -> None:
-        p = self.base_profile
-        self.cluster.network.profile = LinkProfile(
-            delay_min_ms=p.delay_min_ms,
-            delay_max_ms=p.delay_max_ms * 4,
-            loss=self.rng.uniform(0.1, 0.4),
-            duplicate=max(p.duplicate, 0.05),
-        )
+        loss = self.rng.uniform(0.1, 0.4)
+        self.cluster.network.profile = self.base_profile.lossy(loss, delay_factor=4)
         self._later(100, 1000, self._restore_links)
 
     def _restore_links(self) -> None:

@@ -49,6 +49,30 @@ class LinkProfile:
     loss: float = 0.0
     duplicate: float = 0.0
 
+    def draw_delays_ms(self, rng: random.Random) -> tuple[int, ...]:
+        """The delay of each copy of one message: none if it is lost, two if duplicated.
+
+        NB: the draws (loss, duplicate, then one delay per copy) are what the simulators'
+        seeds replay; keep their order.
+        """
+        if self.loss and rng.random() < self.loss:
+            return ()
+        if self.duplicate and rng.random() < self.duplicate:
+            return (
+                rng.randint(self.delay_min_ms, self.delay_max_ms),
+                rng.randint(self.delay_min_ms, self.delay_max_ms),
+            )
+        return (rng.randint(self.delay_min_ms, self.delay_max_ms),)
+
+    def lossy(self, loss: float, *, delay_factor: int) -> LinkProfile:
+        """This link made worse: ``loss``, ``delay_factor`` times the delay, some duplication."""
+        return LinkProfile(
+            delay_min_ms=self.delay_min_ms,
+            delay_max_ms=self.delay_max_ms * delay_factor,
+            loss=loss,
+            duplicate=max(self.duplicate, 0.05),
+        )
+
 
 @final
 class SimNetwork:
@@ -118,14 +142,11 @@ class SimNetwork:
 
     def send(self, msg: RaftMessage) -> None:
         self.messages_sent += 1
-        profile = self.profile
-        rng = self._rng
-        if not self._passes(msg) or (profile.loss and rng.random() < profile.loss):
+        delays = self.profile.draw_delays_ms(self._rng) if self._passes(msg) else ()
+        if not delays:
             self.messages_dropped += 1
             return
-        copies = 2 if profile.duplicate and rng.random() < profile.duplicate else 1
-        for _ in range(copies):
-            delay = rng.randint(profile.delay_min_ms, profile.delay_max_ms)
+        for delay in delays:
             self._scheduler.after(delay, lambda m=msg: self._arrive(m))  # type: ignore[misc]
 
     def _arrive(self, msg: RaftMessage) -> None:

@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from kraft.raft import RaftConfig, UnsafeOptions
@@ -24,6 +22,13 @@ from kraft.sim.checker import InvariantViolated
 from kraft.sim.cluster import DiskProfile, SimCluster
 from kraft.sim.faults import Nemesis, Workload
 from kraft.sim.network import LinkProfile
+from kraft.sim.seeds import (
+    add_seed_arguments,
+    report_seed,
+    report_summary,
+    run_guarded,
+    run_seed_jobs,
+)
 
 FAULTS_START_MS = 300
 FAULTS_END_MS = 4000
@@ -53,6 +58,14 @@ class SeedResult:
     @property
     def replay(self) -> str:
         return replay_command(self.seed, self.voters, self.observers)
+
+    def line(self) -> str:
+        return (
+            f"seed={self.seed:#x} voters={self.voters} observers={self.observers} "
+            f"faults={self.faults} commits={self.commits} elections={self.elections} "
+            f"events={self.events} sim_time_ms={self.sim_time_ms} "
+            f"recovery_ms={self.recovery_ms} violation={self.violation or 'none'}"
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,7 +122,8 @@ def run_seed(
     deadline = faults_end_ms + LIVENESS_BOUND_MS
     workload.start(50, deadline)
     nemesis.start()
-    try:
+
+    def run() -> None:
         cluster.scheduler.run_until(faults_end_ms)
         # Liveness: after the heal, a fresh proposal commits and reaches every node.
         while cluster.clock.now_ms < deadline:
@@ -119,17 +133,14 @@ def run_seed(
                 n.app.applied > workload.offsets[value] for n in cluster.nodes.values()
             ):
                 result.recovery_ms = workload.committed[value] - faults_end_ms
-                break
-        else:
-            raise InvariantViolated(
-                "liveness",
-                f"no proposal made after the heal at {faults_end_ms} ms was applied by every "
-                f"node within {LIVENESS_BOUND_MS} ms",
-            )
-    except InvariantViolated as e:
-        result.violation = f"{e} at sim_time_ms={cluster.clock.now_ms}"
-    except AssertionError as e:  # an assertion inside the core is a failure too
-        result.violation = f"assertion: {e} at sim_time_ms={cluster.clock.now_ms}"
+                return
+        raise InvariantViolated(
+            "liveness",
+            f"no proposal made after the heal at {faults_end_ms} ms was applied by every "
+            f"node within {LIVENESS_BOUND_MS} ms",
+        )
+
+    result.violation = run_guarded(run, cluster.clock)
     result.events = cluster.scheduler.events_run
     result.sim_time_ms = cluster.clock.now_ms
     result.faults = nemesis.total
@@ -192,7 +203,7 @@ def run_seeds(
     ]
     summary = Summary()
 
-    def take(r: SeedResult) -> bool:
+    def take(r: SeedResult) -> None:
         summary.seeds_run += 1
         summary.faults += r.faults
         summary.commits += r.commits
@@ -200,18 +211,15 @@ def run_seeds(
         summary.elections += r.elections
         if r.violation is not None:
             summary.violations.append(r)
-            return stop_on_violation
-        return False
 
-    if processes <= 1:
-        for job in jobs:
-            if take(_run_one(job)):
-                break
-    else:
-        with ProcessPoolExecutor(processes) as pool:
-            for r in pool.map(_run_one, jobs, chunksize=8):
-                if take(r) and stop_on_violation:
-                    break
+    run_seed_jobs(
+        jobs,
+        _run_one,
+        take,
+        processes=processes,
+        chunksize=8,
+        stop_on_violation=stop_on_violation,
+    )
     summary.wall_s = time.perf_counter() - t0
     return summary
 
@@ -223,28 +231,16 @@ def cli_raft(argv: Sequence[str] | None = None) -> int:
     returns 1.
     """
     p = argparse.ArgumentParser(prog="kraft sim raft")
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--start", type=lambda s: int(s, 0), default=0)
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=None)
+    add_seed_arguments(p)
     p.add_argument("--voters", type=int, default=None)
     p.add_argument("--observers", type=int, default=1)
-    p.add_argument("--processes", type=int, default=1)
     p.add_argument("--verbose", action="store_true", help="print the nodes' log events")
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.seed is not None:
         voters = args.voters if args.voters is not None else 3
         level = logging.INFO if args.verbose else logging.CRITICAL
         r = run_seed(args.seed, voters=voters, observers=args.observers, log_level=level)
-        print(
-            f"seed={r.seed:#x} voters={r.voters} observers={r.observers} faults={r.faults} "
-            f"commits={r.commits} elections={r.elections} events={r.events} "
-            f"sim_time_ms={r.sim_time_ms} recovery_ms={r.recovery_ms} "
-            f"violation={r.violation or 'none'}"
-        )
-        if r.violation:
-            print(f"replay: {r.replay}", file=sys.stderr)
-            return 1
-        return 0
+        return report_seed(r)
     summary = run_seeds(
         args.start,
         args.seeds if args.seeds is not None else 100,
@@ -252,13 +248,7 @@ def cli_raft(argv: Sequence[str] | None = None) -> int:
         observers=args.observers,
         processes=args.processes,
     )
-    print(summary.line())
-    if summary.violations:
-        bad = summary.violations[0]
-        print(f"violation: seed={bad.seed:#x}: {bad.violation}", file=sys.stderr)
-        print(f"replay: {bad.replay}", file=sys.stderr)
-        return 1
-    return 0
+    return report_summary(summary)
 
 
 __all__ = [

@@ -154,6 +154,17 @@ class FollowerFetchRequest:
     current_leader_epoch: int
     log_start_offset: int
 
+    def as_follower_fetch(self) -> FollowerFetch:
+        """This request as the leader receives it (``PartitionLeader.handle_follower_fetch``)."""
+        return FollowerFetch(
+            replica_id=self.replica_id,
+            broker_epoch=self.broker_epoch,
+            fetch_offset=self.fetch_offset,
+            last_fetched_epoch=self.last_fetched_epoch,
+            current_leader_epoch=self.current_leader_epoch,
+            log_start_offset=self.log_start_offset,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FollowerFetchResponse:

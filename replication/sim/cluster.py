@@ -49,9 +49,9 @@ from kraft.types import NodeId, TopicPartition
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
-    FollowerFetch,
     FollowerFetchRequest,
     FollowerFetchResponse,
+    FollowerReady,
     PartitionFollower,
     PartitionLeader,
     PartitionProduce,
@@ -87,6 +87,22 @@ if TYPE_CHECKING:
     from replication.sim.checker import ClusterChecker
 
 # --- the brokers --------------------------------------------------------------------------------
+
+
+def apply_follower_log_writes(
+    log: SimPartitionLog, producer_state: ProducerStateManager, rd: FollowerReady
+) -> None:
+    """A follower Ready's log writes on an in-memory log, in the Ready's order: truncate,
+    append, then rebuild the producer state (from the whole log: there are no snapshots)."""
+    if rd.truncate_fully_and_start_at is not None:
+        log.truncate_fully_and_start_at(rd.truncate_fully_and_start_at)
+    if rd.truncate_to is not None:
+        log.truncate_to(rd.truncate_to)
+        log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
+    if rd.append:
+        log.append_as_follower(rd.append)
+    if rd.rebuild_producer_state:
+        producer_state.reload(None, log.headers(), start_offset=log.log_start_offset)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -521,16 +537,7 @@ class SimBroker:
         elif isinstance(core, PartitionFollower):
             while core.has_ready():
                 frd = core.ready()
-                if frd.truncate_fully_and_start_at is not None:
-                    log.truncate_fully_and_start_at(frd.truncate_fully_and_start_at)
-                if frd.truncate_to is not None:
-                    log.truncate_to(frd.truncate_to)
-                    log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
-                if frd.append:
-                    log.append_as_follower(frd.append)
-                if frd.rebuild_producer_state:
-                    start = log.log_start_offset
-                    replica.producer_state.reload(None, log.headers(), start_offset=start)
+                apply_follower_log_writes(log, replica.producer_state, frd)
                 self._publish(replica, frd.high_watermark, core.leader_epoch, is_leader=False)
                 core.advance(frd)
             checker.on_core(self.node_id, replica.tp, core.leader_epoch)
@@ -632,14 +639,7 @@ class SimBroker:
         request = msg.request
         now = self.cluster.clock.now_ms
         answer = core.handle_follower_fetch(
-            FollowerFetch(
-                replica_id=request.replica_id,
-                broker_epoch=request.broker_epoch,
-                fetch_offset=request.fetch_offset,
-                last_fetched_epoch=request.last_fetched_epoch,
-                current_leader_epoch=request.current_leader_epoch,
-                log_start_offset=request.log_start_offset,
-            ),
+            request.as_follower_fetch(),
             now,
         )
         self._drain(replica)
@@ -815,4 +815,4 @@ class BrokerCluster:
         return self.image.partition_by_name(tp)
 
 
-__all__ = ["BrokerCluster", "SimBroker", "SimReplica"]
+__all__ = ["BrokerCluster", "SimBroker", "SimReplica", "apply_follower_log_writes"]

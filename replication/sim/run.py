@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.network import LinkProfile
+from kraft.sim.seeds import (
+    add_seed_arguments,
+    report_seed,
+    report_summary,
+    run_guarded,
+    run_seed_jobs,
+)
 from replication.core import ACKS_ALL, ACKS_LEADER, PartitionLeader, TruncationStrategy
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
@@ -169,7 +174,8 @@ def run_seed(
         seed=seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation
     )
     acks_all = [p for p in producers if p.acks == ACKS_ALL]
-    try:
+
+    def run() -> None:
         cluster.scheduler.run_until(faults_end_ms)
         while True:
             if cluster.active_controller() is not None and all(
@@ -191,10 +197,8 @@ def run_seed(
             replica = cluster.brokers[registration.leader].replicas.get(tp)
             assert replica is not None and isinstance(replica.core, PartitionLeader)
             checker.check_acked_on_leader(tp, replica.log, replica.high_watermark)
-    except InvariantViolated as e:
-        result.violation = f"{e} at sim_time_ms={cluster.clock.now_ms}"
-    except AssertionError as e:  # an assertion inside a core or the shell is a failure too
-        result.violation = f"assertion: {e} at sim_time_ms={cluster.clock.now_ms}"
+
+    result.violation = run_guarded(run, cluster.clock)
     result.events = cluster.scheduler.events_run
     result.sim_time_ms = cluster.clock.now_ms
     result.faults = nemesis.stats.total
@@ -228,7 +232,7 @@ def run_seeds(
     jobs = [(s, brokers, partitions, hw_truncation) for s in range(start, start + count)]
     summary = ClusterSummary()
 
-    def take(r: ClusterSeedResult) -> bool:
+    def take(r: ClusterSeedResult) -> None:
         summary.seeds_run += 1
         summary.faults += r.faults
         summary.acked_records += r.acked_records
@@ -237,18 +241,15 @@ def run_seeds(
             summary.max_recovery_ms = max(summary.max_recovery_ms, r.recovery_ms)
         if r.violation is not None:
             summary.violations.append(r)
-            return stop_on_violation
-        return False
 
-    if processes <= 1:
-        for job in jobs:
-            if take(_run_one(job)):
-                break
-    else:
-        with ProcessPoolExecutor(processes) as pool:
-            for r in pool.map(_run_one, jobs, chunksize=4):
-                if take(r):
-                    break
+    run_seed_jobs(
+        jobs,
+        _run_one,
+        take,
+        processes=processes,
+        chunksize=4,
+        stop_on_violation=stop_on_violation,
+    )
     summary.wall_s = time.perf_counter() - t0
     return summary
 
@@ -259,12 +260,9 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
     p = argparse.ArgumentParser(prog="kraft sim cluster")
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--start", type=lambda s: int(s, 0), default=0)
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=None)
+    add_seed_arguments(p)
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--partitions", type=int, default=2)
-    p.add_argument("--processes", type=int, default=1)
     p.add_argument(
         "--unsafe-hw-truncation",
         action="store_true",
@@ -280,11 +278,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             partitions=args.partitions,
             hw_truncation=args.unsafe_hw_truncation,
         )
-        print(r.line())
-        if r.violation:
-            print(f"replay: {r.replay}", file=sys.stderr)
-            return 1
-        return 0
+        return report_seed(r)
     summary = run_seeds(
         args.start,
         args.seeds if args.seeds is not None else 100,
@@ -293,13 +287,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         hw_truncation=args.unsafe_hw_truncation,
         processes=args.processes,
     )
-    print(summary.line())
-    if summary.violations:
-        bad = summary.violations[0]
-        print(f"violation: seed={bad.seed:#x}: {bad.violation}", file=sys.stderr)
-        print(f"replay: {bad.replay}", file=sys.stderr)
-        return 1
-    return 0
+    return report_summary(summary)
 
 
 __all__ = [

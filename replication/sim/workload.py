@@ -444,13 +444,8 @@ class Nemesis:
         self._later(100, 1200, self.cluster.network.heal)
 
     def _packet_loss(self) -> None:
-        p = self.base_profile
-        self.cluster.network.profile = LinkProfile(
-            delay_min_ms=p.delay_min_ms,
-            delay_max_ms=p.delay_max_ms * 3,
-            loss=self.rng.uniform(0.05, 0.3),
-            duplicate=max(p.duplicate, 0.05),
-        )
+        loss = self.rng.uniform(0.05, 0.3)
+        self.cluster.network.profile = self.base_profile.lossy(loss, delay_factor=3)
         self._later(100, 800, self._restore_links)
 
     def _slow_links(self) -> None:

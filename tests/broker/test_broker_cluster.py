@@ -12,19 +12,14 @@ from kraft.cluster import LocalCluster
 from kraft.types import TopicPartition
 from replication.clients import AdminClient, Consumer, ConsumerRecord, Producer
 from storage.errors import KraftError
+from tests.broker.clusters import running_cluster
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(
-        controllers=1,
-        brokers=3,
-        controller_config={"broker.session.timeout.ms": "2000"},
-        broker_config={"broker.heartbeat.interval.ms": "250"},
-    ) as c:
-        c.wait_until_healthy(timeout=60)
+    with running_cluster() as c:
         yield c
 
 

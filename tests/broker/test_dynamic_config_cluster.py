@@ -12,6 +12,7 @@ import pytest
 from kraft.cluster import LocalCluster
 from replication.clients import AdminClient, Producer
 from storage.errors import NotEnoughReplicasError
+from tests.broker.clusters import running_cluster
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
@@ -20,13 +21,7 @@ TOPIC = "live-config"
 
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(
-        controllers=1,
-        brokers=3,
-        controller_config={"broker.session.timeout.ms": "2000"},
-        broker_config={"broker.heartbeat.interval.ms": "250"},
-    ) as c:
-        c.wait_until_healthy(timeout=60)
+    with running_cluster() as c:
         yield c
 
 

@@ -12,7 +12,6 @@ from replication.broker.partition import PartitionReplica, follower_response
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
-    FollowerFetch,
     FollowerFetchRequest,
     FollowerFetchResponse,
     ReplicationConfig,
@@ -47,14 +46,7 @@ class Pair:
         await asyncio.sleep(0.001)
         leader = self.leader if request.leader_id == 1 else self.follower
         answer, records = leader.handle_follower_fetch(
-            FollowerFetch(
-                replica_id=request.replica_id,
-                broker_epoch=request.broker_epoch,
-                fetch_offset=request.fetch_offset,
-                last_fetched_epoch=request.last_fetched_epoch,
-                current_leader_epoch=request.current_leader_epoch,
-                log_start_offset=request.log_start_offset,
-            ),
+            request.as_follower_fetch(),
             1 << 20,
         )
         return follower_response(

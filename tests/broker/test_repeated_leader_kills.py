@@ -22,6 +22,7 @@ from replication.clients import AdminClient, Consumer, Producer
 from storage.errors import KraftError
 from storage.log import SegmentedLog
 from storage.records import iter_batches, offset_values
+from tests.broker.clusters import running_cluster
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
@@ -34,13 +35,7 @@ PROGRESS = 150
 
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(
-        controllers=3,
-        brokers=3,
-        controller_config={"broker.session.timeout.ms": "2000"},
-        broker_config={"broker.heartbeat.interval.ms": "250"},
-    ) as c:
-        c.wait_until_healthy(timeout=60)
+    with running_cluster(controllers=3) as c:
         yield c
 
 

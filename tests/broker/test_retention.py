@@ -18,7 +18,6 @@ from replication.broker.retention import (
 )
 from replication.core import (
     BrokerStatus,
-    FollowerFetch,
     FollowerFetchRequest,
     FollowerFetchResponse,
     ReplicationConfig,
@@ -102,14 +101,7 @@ class Pair:
         await self.paused.wait()
         await asyncio.sleep(0.001)
         answer, records = self.replicas[request.leader_id].handle_follower_fetch(
-            FollowerFetch(
-                replica_id=request.replica_id,
-                broker_epoch=request.broker_epoch,
-                fetch_offset=request.fetch_offset,
-                last_fetched_epoch=request.last_fetched_epoch,
-                current_leader_epoch=request.current_leader_epoch,
-                log_start_offset=request.log_start_offset,
-            ),
+            request.as_follower_fetch(),
             1 << 20,
         )
         return follower_response(

@@ -17,6 +17,7 @@ from replication.clients import AdminClient, Consumer, ConsumerRecord, Producer
 from storage.checkpoint import read_offset
 from storage.errors import KraftError, OffsetOutOfRangeError
 from storage.log_loader import LOG_START_OFFSET_CHECKPOINT
+from tests.broker.clusters import running_cluster
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
@@ -31,16 +32,7 @@ start within a second of a few dozen KB being produced (producer ``batch_size`` 
 
 @pytest.fixture
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(
-        controllers=1,
-        brokers=3,
-        controller_config={"broker.session.timeout.ms": "2000"},
-        broker_config={
-            "log.retention.check.interval.ms": "200",
-            "broker.heartbeat.interval.ms": "250",
-        },
-    ) as c:
-        c.wait_until_healthy(timeout=60)
+    with running_cluster(broker_config={"log.retention.check.interval.ms": "200"}) as c:
         yield c
 
 

@@ -1,11 +1,12 @@
 """A tiny deterministic harness for the replication cores: in-memory logs, 2-3 replicas, a
 hand-driven controller, crashes that lose the unflushed suffix.
 
-`MemoryLog` is a `PartitionLogView` over a list of v2 batches and a path-less
-``LeaderEpochCache`` (storage's own epoch semantics). `Cluster` plays the broker shells (it
-applies every Ready the way ``replication.core``'s docstring says) and the controller (tests
-call `Cluster.elect`; AlterPartition requests are committed with `commit_alter_partitions`).
-Nothing is sent unless a test says so: `fetch` runs one follower fetch round trip.
+`MemoryLog` is the simulator's `SimPartitionLog` (a `PartitionLogView` over a list of v2
+batches and a path-less ``LeaderEpochCache``, storage's own epoch semantics). `Cluster` plays
+the broker shells (it applies every Ready the way ``replication.core``'s docstring says) and
+the controller (tests call `Cluster.elect`; AlterPartition requests are committed with
+`commit_alter_partitions`). Nothing is sent unless a test says so: `fetch` runs one follower
+fetch round trip.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import structlog
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
+from kraft.sim.cluster_log import SimPartitionLog
 from kraft.types import TopicPartition
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
-    FollowerFetch,
     FollowerFetchResponse,
     FollowerReady,
     LeaderReady,
@@ -33,16 +34,12 @@ from replication.core import (
     ReplicationConfig,
     TruncationStrategy,
 )
+from replication.sim.cluster import apply_follower_log_writes
 from storage.errors import ErrorCode
-from storage.leader_epoch import LeaderEpochCache
 from storage.records import (
-    BatchHeader,
     build_batch,
-    iter_batches,
     offset_values,
     read_header,
-    set_base_offset,
-    set_partition_leader_epoch,
 )
 
 TP = TopicPartition("t", 0)
@@ -70,93 +67,22 @@ def batch(
     )
 
 
-class MemoryLog:
-    """A partition log in memory: a `PartitionLogView` with the `SegmentedLog` writes the
-    cores' Readies ask for, and a flush point below which a crash loses nothing."""
+class MemoryLog(SimPartitionLog):
+    """The simulator's partition log (`SimPartitionLog`), read and crashed the way tests do."""
 
-    def __init__(self) -> None:
-        self._batches: list[bytes] = []
-        self._log_start = 0
-        self.flushed_end = 0
-        self._cache = LeaderEpochCache(None, lambda: self.log_end_offset)
-
-    # --- PartitionLogView ---
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start
-
-    @property
-    def log_end_offset(self) -> int:
-        if not self._batches:
-            return self._log_start
-        return read_header(self._batches[-1]).next_offset
-
-    @property
-    def leader_epoch_cache(self) -> LeaderEpochCache:
-        return self._cache
-
-    # --- writes (what SegmentedLog does) ---
-    def append(self, records: bytes, *, leader_epoch: int) -> int:
-        base = self.log_end_offset
-        buf = bytearray(records)
-        set_base_offset(buf, base)
-        set_partition_leader_epoch(buf, leader_epoch)
-        if self._cache.latest_epoch != leader_epoch:
-            self._cache.assign(leader_epoch, base)
-        self._batches.append(bytes(buf))
-        return base
-
-    def append_as_follower(self, data: bytes) -> int:
-        first = self.log_end_offset
-        for pos, header in iter_batches(data):
-            assert header.base_offset == self.log_end_offset, "follower append out of order"
-            epoch = header.partition_leader_epoch
-            if epoch >= 0 and epoch != self._cache.latest_epoch:
-                self._cache.assign(epoch, header.base_offset)
-            self._batches.append(bytes(data[pos : pos + header.size_bytes]))
-        return first
-
-    def truncate_to(self, offset: int) -> None:
-        while self._batches and read_header(self._batches[-1]).next_offset > offset:
-            self._batches.pop()  # the batch holding ``offset`` goes whole
-        self._cache.truncate_from_end(self.log_end_offset)
-        self.flushed_end = min(self.flushed_end, self.log_end_offset)
-
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        self._batches.clear()
-        self._log_start = offset
-        self._cache.clear()
-        self.flushed_end = offset
-
-    def flush(self) -> None:
-        self.flushed_end = self.log_end_offset
+    def read(self, offset: int, max_bytes: int = 1 << 20) -> bytes:
+        return super().read(offset, max_bytes)
 
     def crash(self) -> None:
         """Lose every batch above the flush point (the epoch cache is durable, but a log
         that opens trims entries past its end, as ``SegmentedLog.open`` does)."""
-        self.truncate_to(self.flushed_end)
-
-    # --- reads ---
-    def read(self, offset: int, max_bytes: int = 1 << 20) -> bytes:
-        out: list[bytes] = []
-        size = 0
-        for b in self._batches:
-            if read_header(b).next_offset <= offset:
-                continue
-            if out and size + len(b) > max_bytes:
-                break
-            out.append(b)
-            size += len(b)
-        return b"".join(out)
-
-    def headers(self) -> list[BatchHeader]:
-        return [read_header(b) for b in self._batches]
+        self.lose_unflushed()
 
     def entries(self) -> list[tuple[int, int, bytes | None]]:
         """``(offset, epoch, payload)`` of every record."""
         return [
             (offset, read_header(b).partition_leader_epoch, value)
-            for b in self._batches
+            for b in self.batches_between(self.log_start_offset, self.log_end_offset)
             for offset, value in offset_values(b)
         ]
 
@@ -323,16 +249,7 @@ class Cluster:
     def _apply_follower_ready(
         self, replica: Replica, core: PartitionFollower, rd: FollowerReady
     ) -> None:
-        log = replica.log
-        if rd.truncate_fully_and_start_at is not None:
-            log.truncate_fully_and_start_at(rd.truncate_fully_and_start_at)
-        if rd.truncate_to is not None:
-            log.truncate_to(rd.truncate_to)
-            log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
-        if rd.append:
-            log.append_as_follower(rd.append)
-        if rd.rebuild_producer_state:
-            replica.producer_state.reload(None, log.headers(), start_offset=log.log_start_offset)
+        apply_follower_log_writes(replica.log, replica.producer_state, rd)
         replica.high_watermark = rd.high_watermark
         core.advance(rd)
 
@@ -377,14 +294,7 @@ class Cluster:
             )
         else:
             answer = leader.handle_follower_fetch(
-                FollowerFetch(
-                    replica_id=request.replica_id,
-                    broker_epoch=request.broker_epoch,
-                    fetch_offset=request.fetch_offset,
-                    last_fetched_epoch=request.last_fetched_epoch,
-                    current_leader_epoch=request.current_leader_epoch,
-                    log_start_offset=request.log_start_offset,
-                ),
+                request.as_follower_fetch(),
                 self.now_ms,
             )
             self.drain(leader_replica)
