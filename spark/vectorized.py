@@ -6,17 +6,20 @@ The records of a batch are varint-framed one after the other, so finding where e
 starts is inherently sequential; everything else is not. `decode_columns` therefore does two
 passes:
 
-1. **walk** (Python, one varint per record): where each record begins, and per batch its
-   base offset, base timestamp, timestamp type and record count;
+1. **walk**: where each record begins (`_starts`: runs of same-sized records checked at
+   once with numpy, record by record in Python where sizes vary), and per batch its base
+   offset, base timestamp, timestamp type and record count;
 2. **columns** (numpy, over every record of the response at once): the fields are a chain of
    varints at computed positions, ``length, attributes, timestamp_delta, offset_delta,
    key_length, key, value_length, value, header_count``, decoded a byte column at a time
    (`_varints`); keys and values become Arrow ``binary`` arrays whose offsets are a cumulative
-   sum of lengths and whose data is gathered with one mask over the response bytes (a repeat
-   of ``[gap, value]`` runs).
+   sum of lengths and whose data is copied as 2-D strided blocks, one per run of equally
+   spaced same-sized values, or else gathered with one mask over the response bytes (a
+   repeat of ``[gap, value]`` runs).
 
-This is about three times the speed of the record-by-record decoder (2.5 M records/s against
-0.8 M for 100-byte values on this machine's cores).
+For 100-byte values this decodes ~4 M records/s on one of this machine's cores (a 4 MiB
+response of 37k records in ~7.7 ms; the Python walk and the byte mask took ~15 ms), against
+~0.8 M/s record by record.
 
 A response it does not cover returns None and the caller decodes it record by record
 (`spark.columns.ColumnBuilder`): compressed batches, records with headers when the headers
@@ -52,7 +55,8 @@ def decode_columns(
     """The records with offsets in ``[position, until)`` of ``data`` (whole v2 batches; a torn
     tail is ignored) as one RecordBatch in the source's schema, or None when the response
     needs the record-by-record decoder."""
-    begins = array("q")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts: list[Int64s] = []
     counts: list[int] = []
     bases: list[int] = []
     base_timestamps: list[int] = []
@@ -65,8 +69,10 @@ def decode_columns(
             if header.compression is not Compression.NONE:
                 return None
             records_end = pos + header.size_bytes
-            if _walk(data, pos + BATCH_HEADER_SIZE, header.record_count, begins) != records_end:
+            begins, after = _starts(buf, data, pos + BATCH_HEADER_SIZE, header.record_count)
+            if after != records_end:
                 return None
+            starts.append(begins)
             counts.append(header.record_count)
             bases.append(header.base_offset)
             base_timestamps.append(header.base_timestamp_ms)
@@ -75,10 +81,9 @@ def decode_columns(
             types.append(int(header.timestamp_type))
     except (IndexError, CorruptRecordError):
         return None
-    if not begins:
+    if not starts:
         return _build(topic, partition, include_headers, 0, [])
-    buf = np.frombuffer(data, dtype=np.uint8)
-    fields = _fields(buf, np.frombuffer(begins, dtype=np.int64), include_headers=include_headers)
+    fields = _fields(buf, np.concatenate(starts), include_headers=include_headers)
     if fields is None:
         return None
     timestamp_deltas, offset_deltas, key_starts, key_lengths, value_starts, value_lengths = fields
@@ -129,6 +134,55 @@ def _build(
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(include_headers))
 
 
+_RUN_WINDOW = 2048
+"""How many records `_starts` checks at a time for one record size."""
+_SHORT_RUN = 16
+"""A run of equal sizes shorter than this sends `_starts` to `_walk` for `_WALK_STEP` records."""
+_WALK_STEP = 256
+
+
+def _starts(buf: npt.NDArray[np.uint8], data: bytes, pos: int, count: int) -> tuple[Int64s, int]:
+    """Where each of the ``count`` records from ``pos`` begins, and the position after the
+    last: what `_walk` computes, in runs.
+
+    Records of one producer batch are mostly the same size (same-sized values; the offset
+    and timestamp deltas change width rarely). So from a record of size S, guess that the
+    next ones are S apart too, compare the bytes of the length varints at all those guesses
+    at once, and keep the guesses up to the first one whose record does not start with the
+    same length: each kept guess is exact (a record of size S at p means the next one is at
+    p + S). Where sizes vary, short runs hand over to the record-by-record `_walk` for a
+    while.
+    """
+    out = np.empty(count, dtype=np.int64)
+    last = len(buf) - 1
+    done = 0
+    while done < count:
+        length, after = decode_varint(data, pos)
+        size = after - pos + length
+        if length < 0 or size <= 0:  # malformed: `_walk` walks on, `_fields` then refuses
+            tail: array[int] = array("q")
+            pos = _walk(data, pos, count - done, tail)
+            out[done:] = np.frombuffer(tail, dtype=np.int64)
+            return out, pos
+        window = min(count - done, _RUN_WINDOW)
+        guesses = pos + size * np.arange(window, dtype=np.int64)
+        same = np.ones(window, dtype=np.bool_)
+        for i, byte in enumerate(data[pos:after]):  # the same length varint, byte for byte
+            same &= buf[np.minimum(guesses + i, last)] == byte
+        wrong = np.flatnonzero(~same)
+        run = int(wrong[0]) if len(wrong) else window
+        out[done : done + run] = guesses[:run]
+        done += run
+        pos += size * run
+        if run < _SHORT_RUN and done < count:
+            walked: array[int] = array("q")
+            step = min(count - done, _WALK_STEP)
+            pos = _walk(data, pos, step, walked)
+            out[done : done + step] = np.frombuffer(walked, dtype=np.int64)
+            done += step
+    return out, pos
+
+
 def _walk(data: bytes, pos: int, count: int, begins: array[int]) -> int:
     """Append where each of ``count`` records begins (its length varint) from ``pos``; the
     position after the last. Lengths are zigzag varints: a byte below 0x80 is a length of
@@ -177,6 +231,36 @@ def _fields(
     return timestamp_deltas, offset_deltas, key_starts, key_lengths, value_starts, value_lengths
 
 
+_MIN_RUN = 32
+"""`_binary` copies runs of equally spaced same-sized values as 2-D strided blocks when the
+runs are this long on average, else gathers the values with one byte mask."""
+
+
+def _equal_runs(starts: Int64s, sizes: Int64s) -> list[tuple[int, int]] | None:
+    """``[begin, end)`` index runs within which the values are all one size and equally spaced
+    (and do not overlap), or None when they are shorter than `_MIN_RUN` on average."""
+    n = len(starts)
+    if n < 2:
+        return [(0, n)]
+    gaps = np.diff(starts)
+    # i starts a new run when its size differs from i-1's, or its gap from i-1 differs from
+    # the gap before (the first two of a run set its spacing).
+    new = np.zeros(n, dtype=np.bool_)
+    new[0] = True
+    new[1:] |= sizes[1:] != sizes[:-1]
+    new[2:] |= gaps[1:] != gaps[:-1]
+    begins = np.flatnonzero(new)
+    if len(begins) * _MIN_RUN > n:
+        return None
+    runs = []
+    ends = [*begins[1:].tolist(), n]
+    for begin, end in zip(begins.tolist(), ends, strict=True):
+        if end - begin > 1 and starts[begin + 1] - starts[begin] < sizes[begin]:
+            return None  # overlapping: not records of a valid batch
+        runs.append((begin, end))
+    return runs
+
+
 def _varints(buf: npt.NDArray[np.uint8], pos: Int64s, last: int) -> tuple[Int64s, Int64s]:
     """The zigzag varints at ``pos`` and the positions after them, a byte column at a time."""
     b = buf[np.minimum(pos, last)]
@@ -184,6 +268,12 @@ def _varints(buf: npt.NDArray[np.uint8], pos: Int64s, last: int) -> tuple[Int64s
     if not more.any():
         small = b.astype(np.int64)
         return (small >> 1) ^ -(small & 1), pos + 1
+    b1 = buf[np.minimum(pos + 1, last)]
+    if not (b1[more] >= 0x80).any():  # one or two bytes each: the common case
+        z2 = (b & 0x7F).astype(np.int64)
+        z2 |= (b1 & 0x7F).astype(np.int64) << 7
+        z2 = np.where(more, z2, b)
+        return (z2 >> 1) ^ -(z2 & 1), pos + 1 + more
     z = (b & 0x7F).astype(np.uint64)
     length = np.ones(len(pos), dtype=np.int64)
     shift = 7
@@ -208,6 +298,19 @@ def _binary(buf: npt.NDArray[np.uint8], starts: Int64s, lengths: Int64s) -> pa.A
     np.cumsum(sizes, out=offsets[1:])
     if int(offsets[-1]) == 0:
         data = np.zeros(0, dtype=np.uint8)
+    elif (equal := _equal_runs(starts, sizes)) is not None:
+        data = np.empty(int(offsets[-1]), dtype=np.uint8)
+        for begin, end in equal:  # each run: `end - begin` values of one size, equally spaced
+            size = int(sizes[begin])
+            if size == 0:
+                continue
+            count = end - begin
+            stride = int(starts[begin + 1] - starts[begin]) if count > 1 else size
+            rows = np.lib.stride_tricks.as_strided(
+                buf[int(starts[begin]) :], shape=(count, size), strides=(stride, 1)
+            )
+            at = int(offsets[begin])
+            data[at : at + count * size].reshape(count, size)[:] = rows
     else:
         # The bytes from the first value on alternate: gap, value, gap, value, ...; one
         # repeat of [False, True] by those sizes is the mask of the value bytes.

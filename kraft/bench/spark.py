@@ -5,8 +5,9 @@ Setup (not timed): a `LocalCluster` (1 controller, 3 brokers), a topic of 6 part
 N records of ``--record-size`` bytes (printable, so JSON holds them as they are) produced with
 acks=all; the same records (key, value, topic, partition, offset, timestamp) written to a
 Parquet file and a JSON-lines file with pyarrow; one SparkSession (``--master``, local[2] by
-default) and a small warm-up query on each source (the first Python data source query pays
-for starting Python workers: BASELINES has 15-22 s).
+default) and an untimed warm-up on each source: ``limit(10)``, then one of each timed query
+(the first Python data source query pays for starting Python workers: BASELINES has 15-22 s;
+without the warm-up the first timed round ran 2-3x slower for every source).
 
 Timed, for each source: ``load().count()``, a scan of the values
 (``selectExpr("sum(length(value))")``) and ``load().write.parquet(tmp)``, in ``--rounds``
@@ -147,8 +148,15 @@ def run(
                     ).json(jsonl),
                 }
                 megabytes = records * record_size / 1e6
-                for load in sources.values():
-                    load().limit(10).collect()  # warm-up: workers, JIT, the file listing
+                for name, load in sources.items():
+                    # Warm-up, untimed, the same for every source: one of each timed query.
+                    # limit(10) alone started one Python worker, and the first timed round
+                    # then paid for the other, for the JIT of the write path and more: it
+                    # ran 2-3x slower than the next rounds, for every source.
+                    load().limit(10).collect()
+                    load().count()
+                    load().selectExpr("sum(length(value)) AS n").collect()
+                    load().write.mode("overwrite").parquet(str(directory / f"out-{name}"))
                 times: dict[str, dict[str, list[float]]] = {
                     name: {"count": [], "scan": [], "write": []} for name in sources
                 }

@@ -214,6 +214,43 @@ def test_vectorized_decoder_equals_the_record_by_record_one() -> None:
             assert fast is not None and fast.equals(slow.build())
 
 
+def _reference(data: bytes, low: int, high: int, include_headers: bool = False) -> Any:
+    slow = ColumnBuilder("t", 3, include_headers=include_headers)
+    slow.add(data, low, high)
+    return slow.build()
+
+
+@pytest.mark.parametrize("odd_every", [0, 1, 5, 40, 997])
+def test_vectorized_decoder_runs_of_equal_records_equal_the_record_by_record_one(
+    odd_every: int,
+) -> None:
+    """Mostly same-sized records (the speculative walk and the strided value copy), with an
+    odd-sized or null value every ``odd_every`` records (0: never), timestamps that cross the
+    one-byte varint range, batches longer than the run window, and a torn tail."""
+    rng = random.Random(odd_every)
+    batches, base = [], 0
+    for count in (1, 2, 63, 64, 65, 3000, 5000, 700):
+        records = []
+        for j in range(count):
+            value: bytes | None = b"v%07d" % (base + j) + b"x" * 92
+            if odd_every and j % odd_every == odd_every - 1:
+                value = None if j % 2 else rng.randbytes(rng.randrange(0, 400))
+            records.append(SimpleRecord(value=value, timestamp_ms=1_000 + j // 40))
+        batches.append(build_batch(records, timestamp_ms=1_000, base_offset=base))
+        base += count
+    data = b"".join(batches) + batches[-1][:100]
+    for low, high in [(0, base), (129, base - 1), (130, 131), (64, 3200)]:
+        fast = decode_columns(data, low, high, "t", 3, include_headers=False)
+        assert fast is not None and fast.equals(_reference(data, low, high))
+
+
+def test_vectorized_decoder_equal_values_with_zero_length() -> None:
+    records = [SimpleRecord(value=b"", key=b"k") for _ in range(200)]
+    data = build_batch(records, timestamp_ms=5, base_offset=0)
+    fast = decode_columns(data, 0, 200, "t", 3, include_headers=False)
+    assert fast is not None and fast.equals(_reference(data, 0, 200))
+
+
 def test_vectorized_decoder_leaves_headers_and_compression_to_the_slow_path() -> None:
     with_headers = build_batch([SimpleRecord(value=b"v", headers=(("h", b"1"),))], timestamp_ms=1)
     assert decode_columns(with_headers, 0, 1, "t", 0, include_headers=True) is None
@@ -246,10 +283,12 @@ class FakeNetwork:
             topics=(MetadataTopic(name="t", partitions=(partition,)),),
         )
 
-    def call_async(self, address: str, method: str, request: Any, cls: Any, on_done: Any, **_: Any):
+    def call_async(
+        self, address: str, method: str, request: Any, cls: Any, on_done: Any, **_: Any
+    ) -> None:
         offset = request.topics[0].partitions[0].fetch_offset
         self.fetched.append(offset)
-        common = {
+        common: dict[str, Any] = {
             "partition_index": 0,
             "high_watermark": self.high_watermark,
             "log_start_offset": self.log_start_offset,
