@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             got = {r["country"]: r["views"] for r in per_country.collect()}
             print(f"Spark job took {time.monotonic() - started:.1f} s (session start included)")
         finally:
-            session.stop()
+            kraft_spark.stop_session(session)
     if got != expected:
         print(f"MISMATCH: Spark counted {got}, produced {expected}")
         return 1

@@ -51,7 +51,7 @@ def aggregate_by_partition(
         from pyspark.sql import SparkSession
         from pyspark.sql import functions as F
 
-        from spark import register
+        from spark import register, stop_session
     except (ImportError, AttributeError) as e:
         raise SparkUnavailable(str(e)) from None
     # Python workers on this interpreter, so they find pyarrow and the project's packages.
@@ -88,7 +88,7 @@ def aggregate_by_partition(
             .collect()
         )
     finally:
-        session.stop()
+        stop_session(session)  # and its JVM: the demo leaves nothing running
     return [
         (int(r["partition"]), int(r["records"]), int(r["min_offset"]), int(r["max_offset"]))
         for r in rows

@@ -38,7 +38,7 @@ from spark.offsets import OffsetRange, rate_limit, split_ranges
 from spark.options import ReadOptions, WriteOptions
 from spark.planning import offset_ranges, plan_ranges
 from spark.rdd import topic_rdd
-from spark.session import local_session, register
+from spark.session import local_session, register, stop_session
 
 _LAZY = {
     "KraftDataSource": "spark.source",
@@ -76,5 +76,6 @@ __all__ = [
     "register",
     "schema_ddl",
     "split_ranges",
+    "stop_session",
     "topic_rdd",
 ]

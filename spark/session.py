@@ -54,4 +54,33 @@ def local_session(
     return session
 
 
-__all__ = ["FAST_LOCAL_CONFIG", "local_session", "register"]
+def stop_session(session: Any, timeout: float = 15.0) -> None:
+    """Stop ``session`` and the JVM this Python process launched for it, and wait for it.
+
+    ``SparkSession.stop`` leaves the driver JVM running until the Python process exits; a
+    program that promises to leave nothing running (the demo, the bench) stops it here.
+    """
+    import subprocess
+
+    from pyspark import SparkContext
+
+    session.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()  # the JVM's PythonGatewayServer exits when its stdin closes
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
+__all__ = ["FAST_LOCAL_CONFIG", "local_session", "register", "stop_session"]

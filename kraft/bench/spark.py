@@ -192,7 +192,7 @@ def run(
                         "write_parquet_s_all": [round(t, 3) for t in measured["write"]],
                     }
             finally:
-                session.stop()
+                _spark().stop_session(session)
     finally:
         if keep_dir is None:
             shutil.rmtree(directory, ignore_errors=True)
