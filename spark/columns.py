@@ -9,11 +9,11 @@ Spark does not cast what a Python data source yields, so the Arrow types must ma
 letter: ``partition`` is int32 and ``timestamp`` is ``timestamp[us, tz=UTC]``. ``headers`` is
 null for a record without headers, as in Spark's Kafka source.
 
-Cost model: the hot loop runs once per record and does only what Python must do per record:
-walk the varints (one- and two-byte ones inline, the rest through `decode_varint`) and slice
-out the key and the value. Offsets and timestamps go to ``array('q')`` buffers that Arrow wraps
-without a copy; topic, partition and timestamp type are built per batch, not per record.
-Compressed batches take the general path (`storage.records.iter_records`).
+This is the general path (compressed batches, records with headers): it decodes with
+storage's `record_tuples` (uncompressed batches in place, one tuple per record). Offsets and
+timestamps go to ``array('q')`` buffers that Arrow wraps without a copy; topic, partition and
+timestamp type are built per batch, not per record. The common case takes the numpy path in
+`spark.vectorized` instead.
 """
 
 from __future__ import annotations
@@ -23,15 +23,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from storage.errors import CorruptRecordError
-from storage.records import (
-    BATCH_HEADER_SIZE,
-    Compression,
-    TimestampType,
-    decode_varint,
-    iter_batches,
-    iter_records,
-)
+from storage.records import iter_batches, record_tuples
 
 HEADER_STRUCT: Final = pa.struct([("key", pa.string()), ("value", pa.binary())])
 HEADERS_TYPE: Final = pa.list_(HEADER_STRUCT)
@@ -109,145 +101,32 @@ class ColumnBuilder:
             if header.is_control or header.base_offset >= until:
                 continue
             before = len(self._offsets)
-            if header.compression is Compression.NONE:
-                log_append_ms = (
-                    header.max_timestamp_ms
-                    if header.timestamp_type is TimestampType.LOG_APPEND_TIME
-                    else None
-                )
-                self._add_plain(
-                    data,
-                    pos + BATCH_HEADER_SIZE,
-                    pos + header.size_bytes,
-                    header.record_count,
-                    header.base_offset,
-                    header.base_timestamp_ms,
-                    log_append_ms,
-                    position,
-                    until,
-                )
-            else:
-                self._add_general(data[pos : pos + header.size_bytes], position, until)
+            self._add_batch(data, pos, position, until)
             added = len(self._offsets) - before
             if added:
                 self._timestamp_types.extend(array("i", [int(header.timestamp_type)]) * added)
         return next_offset
 
-    def _add_general(self, batch: bytes, position: int, until: int) -> None:
-        for r in iter_records(batch):
-            if position <= r.offset < until:
-                self._offsets.append(r.offset)
-                self._timestamps_us.append(r.timestamp_ms * 1000)
-                self._keys.append(r.key)
-                self._any_key = self._any_key or r.key is not None
-                self._values.append(r.value)
-                if self.include_headers:
-                    self._headers.append(
-                        [{"key": k, "value": v} for k, v in r.headers] if r.headers else None
-                    )
-
-    def _add_plain(
-        self,
-        data: bytes,
-        pos: int,
-        records_end: int,
-        count: int,
-        base_offset: int,
-        base_timestamp_ms: int,
-        log_append_ms: int | None,
-        position: int,
-        until: int,
-    ) -> None:
-        """The hot loop: one uncompressed batch's records section ``data[pos:records_end]``.
-        Varints are zigzag: byte ``b < 0x80`` is ``(b >> 1) ^ -(b & 1)``."""
+    def _add_batch(self, data: bytes, pos: int, position: int, until: int) -> None:
+        """The records of the batch at ``pos`` with offsets in ``[position, until)``, decoded
+        by storage's `record_tuples` (uncompressed batches read in place)."""
         offsets = self._offsets.append
         timestamps = self._timestamps_us.append
         keys = self._keys.append
         values = self._values.append
         headers = self._headers.append if self.include_headers else None
         any_key = self._any_key
-        try:
-            for _ in range(count):
-                b = data[pos]  # record length (often two bytes)
-                if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                elif data[pos + 1] < 0x80:
-                    z = (b & 0x7F) | (data[pos + 1] << 7)
-                    length = (z >> 1) ^ -(z & 1)
-                    pos += 2
-                else:
-                    length, pos = decode_varint(data, pos)
-                end = pos + length
-                if length < 3 or end > records_end:
-                    raise CorruptRecordError("record extends past its batch")
-                p = pos + 1  # skip the attributes byte
-                b = data[p]  # timestamp delta
-                if b < 0x80:
-                    timestamp_delta = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    timestamp_delta, p = decode_varint(data, p)
-                b = data[p]  # offset delta (two bytes from 64 on)
-                if b < 0x80:
-                    offset = base_offset + ((b >> 1) ^ -(b & 1))
-                    p += 1
-                elif data[p + 1] < 0x80:
-                    z = (b & 0x7F) | (data[p + 1] << 7)
-                    offset = base_offset + ((z >> 1) ^ -(z & 1))
-                    p += 2
-                else:
-                    delta, p = decode_varint(data, p)
-                    offset = base_offset + delta
-                if offset < position or offset >= until:
-                    pos = end
-                    continue
-                b = data[p]  # key length: 1 is zigzag(-1), a null key
-                if b == 1:
-                    key = None
-                    p += 1
-                else:
-                    n, p = decode_varint(data, p)
-                    if n < 0:
-                        key = None
-                    else:
-                        key = data[p : p + n]
-                        p += n
-                        any_key = True
-                b = data[p]  # value length (often two bytes)
-                if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
-                    p += 1
-                elif data[p + 1] < 0x80:
-                    z = (b & 0x7F) | (data[p + 1] << 7)
-                    n = (z >> 1) ^ -(z & 1)
-                    p += 2
-                else:
-                    n, p = decode_varint(data, p)
-                if n < 0:
-                    value = None
-                else:
-                    value = data[p : p + n]
-                    p += n
-                if data[p] == 0:  # no headers: the common case
-                    p += 1
-                    record_headers = None
-                else:
-                    record_headers, p = _read_headers(data, p)
-                if p != end:
-                    raise CorruptRecordError("record length does not match its fields")
-                offsets(offset)
-                if log_append_ms is None:
-                    timestamps((base_timestamp_ms + timestamp_delta) * 1000)
-                else:
-                    timestamps(log_append_ms * 1000)
-                keys(key)
-                values(value)
-                if headers is not None:
-                    headers(record_headers)
-                pos = end
-        except IndexError:
-            raise CorruptRecordError("truncated record") from None
+        for offset, timestamp_ms, key, value, record_headers in record_tuples(data, pos):
+            if offset < position or offset >= until:
+                continue
+            offsets(offset)
+            timestamps(timestamp_ms * 1000)
+            if key is not None:
+                any_key = True
+            keys(key)
+            values(value)
+            if headers is not None:
+                headers([{"key": k, "value": v} for k, v in record_headers] or None)
         self._any_key = any_key
 
     def build(self) -> pa.RecordBatch:
@@ -267,20 +146,6 @@ class ColumnBuilder:
         batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(self.include_headers))
         self._reset()
         return batch
-
-
-def _read_headers(data: bytes, p: int) -> tuple[list[dict[str, Any]] | None, int]:
-    count, p = decode_varint(data, p)
-    out: list[dict[str, Any]] = []
-    for _ in range(count):
-        n, p = decode_varint(data, p)
-        hkey = b"" if n < 0 else data[p : p + n]
-        p += max(n, 0)
-        n, p = decode_varint(data, p)
-        hvalue = None if n < 0 else data[p : p + n]
-        p += max(n, 0)
-        out.append({"key": hkey.decode(), "value": hvalue})
-    return (out or None), p
 
 
 def empty_batch(include_headers: bool) -> pa.RecordBatch:
