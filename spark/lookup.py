@@ -25,10 +25,7 @@ from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
     ListOffsetsResponse,
-    ListOffsetsTopic,
 )
 from spark.options import (
     EARLIEST,
@@ -220,19 +217,7 @@ class OffsetLookup:
         tps: list[TopicPartition],
         queries: Mapping[TopicPartition, int],
     ) -> dict[TopicPartition, int]:
-        topics: dict[str, list[ListOffsetsPartition]] = {}
-        for tp in tps:
-            info = snapshot.partition(tp)
-            topics.setdefault(tp.topic, []).append(
-                ListOffsetsPartition(
-                    partition_index=tp.partition,
-                    current_leader_epoch=info.leader_epoch if info else -1,
-                    timestamp=queries[tp],
-                )
-            )
-        request = ListOffsetsRequest(
-            topics=tuple(ListOffsetsTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items())
-        )
+        request = snapshot.list_offsets_request({tp: queries[tp] for tp in tps})
         try:
             response = self._network.call(
                 snapshot.brokers[leader], "ListOffsets", request, ListOffsetsResponse

@@ -52,10 +52,7 @@ from replication.messages import (
     FetchPartition,
     FetchPartitionData,
     FetchTopic,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
     ListOffsetsResponse,
-    ListOffsetsTopic,
 )
 from storage.errors import ErrorCode, KraftError, OffsetOutOfRangeError, error_for
 from storage.records import Header, iter_batches, record_tuples
@@ -329,22 +326,8 @@ class Consumer:
     def _list_offsets(
         self, snapshot: ClusterSnapshot, leader: int, tps: list[TopicPartition]
     ) -> None:
-        topics: dict[str, list[ListOffsetsPartition]] = {}
-        for tp in tps:
-            info = snapshot.partition(tp)
-            topics.setdefault(tp.topic, []).append(
-                ListOffsetsPartition(
-                    partition_index=tp.partition,
-                    current_leader_epoch=info.leader_epoch if info else -1,
-                    timestamp=self._resets[tp],
-                )
-            )
-        request = ListOffsetsRequest(
-            isolation_level=self._isolation,
-            topics=tuple(
-                ListOffsetsTopic(name=name, partitions=tuple(parts))
-                for name, parts in topics.items()
-            ),
+        request = snapshot.list_offsets_request(
+            {tp: self._resets[tp] for tp in tps}, isolation_level=self._isolation
         )
         try:
             response = self._network.call(

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field, replace
 from typing import final
 
 from kraft.types import TopicPartition
-from replication.messages import MetadataResponse
+from replication.messages import (
+    READ_UNCOMMITTED,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+    MetadataResponse,
+)
 from storage.errors import ErrorCode
 
 
@@ -72,6 +78,28 @@ class ClusterSnapshot:
         if info is None or info.leader_id < 0 or info.leader_id not in self.brokers:
             return None
         return info.leader_id
+
+    def list_offsets_request(
+        self, queries: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED
+    ) -> ListOffsetsRequest:
+        """ListOffsets for ``{partition: timestamp}`` (-2 earliest, -1 latest, else a time),
+        each fenced with the leader epoch this snapshot knows (KIP-320)."""
+        topics: dict[str, list[ListOffsetsPartition]] = {}
+        for tp, timestamp in queries.items():
+            info = self.partition(tp)
+            topics.setdefault(tp.topic, []).append(
+                ListOffsetsPartition(
+                    partition_index=tp.partition,
+                    current_leader_epoch=info.leader_epoch if info else -1,
+                    timestamp=timestamp,
+                )
+            )
+        return ListOffsetsRequest(
+            isolation_level=isolation_level,
+            topics=tuple(
+                ListOffsetsTopic(name=t, partitions=tuple(ps)) for t, ps in topics.items()
+            ),
+        )
 
 
 def snapshot_from_response(response: MetadataResponse) -> ClusterSnapshot:
