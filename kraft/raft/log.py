@@ -155,10 +155,6 @@ class RaftLog:
     def has_pending_truncation(self) -> bool:
         return self._pending_truncate is not None
 
-    @property
-    def is_fully_durable(self) -> bool:
-        return self._durable_end == self._log_end
-
     def epoch_start_offsets(self) -> list[tuple[Epoch, Offset]]:
         return [(Epoch(e), Offset(o)) for e, o in self._epochs]
 

@@ -255,10 +255,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         Raises:
             NotLeaderError: this node is not the leader (carries the known leader and epoch).
         """
-        # The hot path of every proposal: plain attribute reads, no helper calls.
-        if now_ms < self._now_ms:
-            raise AssertionError(f"time went backwards: {now_ms} < {self._now_ms}")
-        self._now_ms = now_ms
+        self._observe_time(now_ms)
         role = self._quorum.role
         if type(role) is not Leader:
             raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)

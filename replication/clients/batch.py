@@ -128,9 +128,6 @@ class ProduceResult:
             except Exception:  # user code: log it, as Kafka's producer does, and go on
                 _log.exception("producer_callback_failed", tp=str(self.tp))
 
-    def is_done(self) -> bool:
-        return self.completed
-
     def wait(self, timeout: float | None) -> bool:
         return self.completed or self._event.wait(timeout)
 
