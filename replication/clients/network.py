@@ -27,6 +27,7 @@ import grpc
 
 from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import parse_bootstrap
+from kraft.transport.channels import client_channel_options
 from kraft.transport.retry import retry_retriable
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
@@ -48,13 +49,7 @@ _GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
     grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
 }
-_CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-    # Fail fast on a dead broker instead of waiting for the deadline.
-    ("grpc.initial_reconnect_backoff_ms", 50),
-    ("grpc.max_reconnect_backoff_ms", 500),
-]
+_CHANNEL_OPTIONS = client_channel_options()
 
 
 def translate_rpc_error(error: grpc.RpcError, address: str) -> KraftError:

@@ -334,14 +334,19 @@ class PartitionLeader:
         replica_id = fetch.replica_id
         if replica_id == self._local_id or replica_id not in self._followers:
             return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        # A follower fetch is bound to the replica's registration: it must carry the broker
+        # epoch the metadata has for that replica (KIP-903's replica epoch). Until TLS binds
+        # the sender, this is what stops a fetch that merely claims a replica id from moving
+        # the high watermark or the ISR: it must also name the live registration's epoch.
         status = self._brokers.get(replica_id)
-        if (
-            fetch.broker_epoch != -1
-            and status is not None
-            and status.broker_epoch > fetch.broker_epoch
-        ):
-            # Kafka's Replica.updateFetchStateOrThrow: a fetch from an older broker incarnation.
+        if status is None or fetch.broker_epoch < status.broker_epoch:
+            # Kafka's Replica.updateFetchStateOrThrow: an older broker incarnation (or none:
+            # -1 is not accepted from a follower, every kraft follower sends its epoch).
             return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if fetch.broker_epoch > status.broker_epoch:
+            # A registration our metadata has not caught up with (or a made-up epoch): not
+            # yet recognized, retriable, as Kafka answers a replica it does not know yet.
+            return LeaderFetchAnswer(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH)
         # NB: the answer carries the HW as of before this fetch (``initialHighWatermark``).
         answer = validate_fetch_position(
             self._log,

@@ -64,7 +64,8 @@ class FollowerFetch:
 
     replica_id: int
     broker_epoch: int = -1
-    """The follower's broker epoch (FetchRequest ``replica_epoch``); -1 skips the check."""
+    """The follower's broker epoch (FetchRequest ``replica_epoch``, KIP-903); the leader
+    answers a fetch only with the epoch the metadata has registered for the replica."""
     fetch_offset: int
     last_fetched_epoch: int = -1
     """The epoch of the follower's last batch; -1 skips the divergence check."""
