@@ -72,6 +72,8 @@ class Stats:
     init_producer_id_requests: int = 0
     held: dict[str, int] = field(default_factory=dict)
     """Calls a paused broker held, by method."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Calls a dead broker refused, by method."""
 
 
 class FakeCluster:
@@ -101,6 +103,8 @@ class FakeCluster:
         self.max_batch_bytes = 1 << 20
         self.paused: set[int] = set()
         """Brokers that answer nothing until `resume`."""
+        self.dead: set[int] = set()
+        """Brokers whose calls fail at once with NetworkError (a killed process)."""
         self._unpaused = threading.Condition(self.lock)
         for name, count in (topics or {"t": 3}).items():
             self.create_topic(name, count)
@@ -158,6 +162,9 @@ class FakeCluster:
         after ``timeout_s``, NetworkError once ``cancelled`` is set)."""
         node = self.by_address[address]
         with self.lock:
+            if node in self.dead:
+                self.stats.refused[method] = self.stats.refused.get(method, 0) + 1
+                raise NetworkError(f"fake: {address} refused the connection")
             deadline = None if timeout_s is None else time.monotonic() + timeout_s
             if node in self.paused:
                 self.stats.held[method] = self.stats.held.get(method, 0) + 1

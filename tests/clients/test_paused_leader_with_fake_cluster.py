@@ -103,3 +103,30 @@ def test_a_fetch_stalled_on_a_paused_leader_goes_to_the_new_leader_before_the_re
     finally:
         cluster.resume(1)
         consumer.close()
+
+
+def test_a_retry_backing_off_from_a_dead_leader_goes_to_its_successor_at_once() -> None:
+    """KIP-951: the backoff is for the broker that failed; a new leader gets the batch now."""
+    cluster = FakeCluster(brokers=3, topics={"t": 3})
+    tp = TopicPartition("t", 0)
+    producer = Producer(
+        cluster.bootstrap,
+        network=FakeNetwork(cluster),
+        linger_ms=5,
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=1000,
+    )
+    try:
+        producer.send("t", b"a", partition=0).result(timeout=10)
+        cluster.dead.add(1)
+        future = producer.send("t", b"b", partition=0)
+        # backoffs 100, 200, 400, 800 ms: the fifth refusal leaves a retry 1 s away
+        wait_for(lambda: cluster.stats.refused.get("Produce", 0) >= 5, 10, "five refusals")
+        moved_at = time.monotonic()
+        cluster.move_leader(tp, 2)
+        future.result(timeout=10)
+        waited = time.monotonic() - moved_at
+        assert waited < 0.6, f"the retry waited {waited:.2f}s after the new leader was known"
+    finally:
+        producer.close(timeout=5)
+    assert [value for _, _, value in cluster.records(tp)] == [b"a", b"b"]
