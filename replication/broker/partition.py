@@ -172,8 +172,14 @@ class PartitionReplica:
             self.drain()  # the resigned leader's failed produces
             self.core = None
         elif isinstance(core, PartitionFollower):
+            leader_epoch = core.leader_epoch
             if core.handle_partition_change(registration, now):
                 self.drain()
+                if core.leader_epoch != leader_epoch and self._fetcher is not None:
+                    # A new leader: stop waiting on the old one (paused, it never answers);
+                    # Kafka moves the partition to the new leader's fetcher at once.
+                    self._fetcher.cancel()
+                    self._fetcher = None
                 self._ensure_fetcher()
                 return
             self.drain()

@@ -40,7 +40,7 @@ from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
-from replication.clients.network import BrokerNetwork
+from replication.clients.network import BrokerNetwork, Cancellable
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -389,6 +389,7 @@ class Consumer:
 
             return done
 
+        calls: dict[int, Cancellable] = {}
         for leader, topics in by_leader.items():
             request = BrokerFetchRequest(
                 max_wait_ms=wait_ms,
@@ -398,7 +399,7 @@ class Consumer:
                 topics=tuple(FetchTopic(topic=t, partitions=tuple(p)) for t, p in topics.items()),
                 rack_id=self.config.client_rack,
             )
-            self._network.call_async(
+            calls[leader] = self._network.call_async(
                 snapshot.brokers[leader],
                 "Fetch",
                 request,
@@ -406,9 +407,19 @@ class Consumer:
                 collect(leader),
                 timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
             )
+        # A paused leader answers nothing: a Fetch that outlives its long poll by
+        # retry.backoff.max.ms is abandoned and metadata refreshed, not waited on for
+        # request.timeout.ms (a consumer fetch changes nothing on the broker: safe to drop).
+        limit_s = (wait_ms + self.config.retry_backoff_max_ms) / 1000
         with arrived:
-            arrived.wait_for(lambda: len(replies) == len(by_leader))
-        for leader, response, error in replies:
+            arrived.wait_for(lambda: len(replies) == len(by_leader), timeout=limit_s)
+            answered = list(replies)  # NB: a late reply appends to ``replies``, unread
+        for leader in by_leader.keys() - {leader for leader, _, _ in answered}:
+            log.warning("fetch_stalled", broker=leader, waited_ms=int(limit_s * 1000))
+            self._network.mark_suspect(snapshot.brokers[leader])
+            calls[leader].cancel()
+            self._metadata.request_update()
+        for leader, response, error in answered:
             if error is not None or response is None:
                 log.warning("fetch_failed", broker=leader, error=str(error))
                 self._metadata.request_update()
