@@ -13,8 +13,9 @@ it, for up to ``max.block.ms``, until the sender thread has fetched that topic's
 One sender thread (Kafka's ``Sender``) loops:
 
 1. refresh metadata when it is stale or a response said so (`MetadataCache.needs_update`);
-2. with idempotence, get a producer id (InitProducerId) once, and bump the epoch when a
-   failed batch left a sequence gap (KIP-360), waiting first for nothing to be in flight;
+2. with idempotence, get a producer id (InitProducerId) once, and a new one when a failed
+   batch left a sequence gap (the broker answers a fresh id to a producer without a
+   transactional id, as Kafka's does), waiting first for nothing to be in flight;
 3. expire queued batches past ``delivery.timeout.ms``;
 4. drain and send ONE Produce per broker that leads a ready partition, carrying the first
    batch of every partition it leads (Kafka's ``RecordAccumulator.drain``: lingering ones
@@ -38,12 +39,12 @@ idempotence the re-send may duplicate records, as a Kafka retry after a timeout 
 
 Responses arrive on gRPC threads: per batch, `replication.clients.sequencing.decide` says
 complete, retry (re-enqueue with backoff, refreshing metadata first on a stale-leader error),
-fail with the typed exception of the error code, or fail and bump the epoch. Futures complete
+fail with the typed exception of the error code, or fail and reset the producer id. Futures complete
 outside the lock, as their callbacks are user code.
 
 Guarantees (as Kafka's, with ``enable.idempotence=true``, the default): no duplicates from
-retries and per-partition order, for batches acknowledged under one producer epoch. After an
-epoch bump, a batch whose first attempt was written but whose response was lost may be written
+retries and per-partition order, for batches acknowledged under one producer id and epoch.
+After a reset, a batch whose first attempt was written but whose response was lost may be written
 again (Kafka has the same window).
 """
 
@@ -531,8 +532,8 @@ class Producer:
         return self._requests_in_flight.get(node, 0) < limit
 
     def _init_producer_id(self, state: IdempotenceState) -> bool:
-        """InitProducerId once, or with the current id and epoch to bump the epoch
-        (KIP-360); True when the producer may send."""
+        """InitProducerId once, or again after a failed batch left a sequence gap (the broker
+        answers a fresh producer id; KIP-360's role); True when the producer may send."""
 
         def check(response: InitProducerIdResponse) -> None:
             if response.error_code is not ErrorCode.NONE:
