@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from storage.errors import ErrorCode
+from storage.errors import ErrorCode, KraftError
 from tests.replication.builder import LAG_MS, LeaderContext
 from tests.replication.harness import batch
+from tests.storage.forged_batches import MALFORMED, good_batch
 
 
 @pytest.mark.parametrize("acks", [2, -2, 3, 100])
@@ -166,3 +167,20 @@ def test_accepted_batches_update_the_producer_state_with_their_offsets() -> None
     assert entry is not None
     assert (entry.batches[-1].first_offset, entry.batches[-1].last_offset) == (2, 4)
     assert entry.last_sequence == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "records", "error"), MALFORMED, ids=[kind for kind, _, _ in MALFORMED]
+)
+def test_malformed_batch_is_answered_with_its_error_and_nothing_is_appended(
+    kind: str, records: bytes, error: type[KraftError]
+) -> None:
+    """Issue 10, finding 3: CRC-valid but malformed batches were acknowledged with acks=all."""
+    ctx = LeaderContext(isr=(1,))
+    rid = ctx.produce(acks=-1, records=records)
+    assert ctx.completions[rid].error_code is error.code
+    assert ctx.log.log_end_offset == 0
+    assert not ctx.producer_state.entries
+    after = ctx.produce(acks=-1, records=good_batch())
+    assert ctx.completions[after].error_code is ErrorCode.NONE
+    assert ctx.completions[after].base_offset == 0
