@@ -25,9 +25,10 @@ compressed records decompress (one frame, bounded)    CORRUPT_MESSAGE / MESSAGE_
 each record parses exactly: length, varints, key,     INVALID_RECORD
 value, headers (UTF-8 keys), no byte left over;
 offset deltas 0..n-1; nothing after the last record
-CreateTime timestamps >= 0 (or -1, none); the header  INVALID_TIMESTAMP / INVALID_RECORD
-max timestamp is the records' maximum; a client may
-not set LogAppendTime
+CreateTime timestamps >= 0 (or -1, none) and within   INVALID_TIMESTAMP / INVALID_RECORD
+``message.timestamp.before/after.max.ms`` of now;
+the header max timestamp is the records' maximum; a
+client may not set LogAppendTime
 ====================================================  =====================================
 
 The records are walked once, without copying keys or values (one-byte varints inline, longer
@@ -37,12 +38,13 @@ batch is decompressed once, by `decompress_records`, the function every reader u
 NB (deviations from Kafka): Kafka rewrites a wrong header max timestamp instead of rejecting
 it, re-assigns offsets of non-contiguous inner records, and reports record-level errors per
 record (KIP-467); kraft has no client that writes such batches and keeps batches as sent, so it
-rejects them. ``message.timestamp.before.max.ms`` / ``after.max.ms`` and LogAppendTime topics
-are not implemented.
+rejects them. LogAppendTime topics are not implemented (``message.timestamp.type`` is
+accepted and ignored).
 """
 
 from __future__ import annotations
 
+from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -61,15 +63,18 @@ from storage.records import (
     compute_crc,
     decompress_records,
     read_header,
+    record_tuples,
 )
 
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
 
 
-def validate_produced_batch(records: bytes, *, max_message_bytes: int) -> BatchHeader:
+def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> BatchHeader:
     """Check that ``records`` (one partition's data of a Produce) is exactly one valid v2
-    batch a client may write; see the module docstring for the checks and their codes.
+    batch a client may write, under the topic's ``config`` (``max.message.bytes``,
+    ``message.timestamp.before/after.max.ms``) at the leader's clock ``now_ms``; see the
+    module docstring for the checks and their codes.
 
     Returns:
         The batch's header.
@@ -83,7 +88,8 @@ def validate_produced_batch(records: bytes, *, max_message_bytes: int) -> BatchH
         RecordTooLargeError: larger than ``max_message_bytes``, or inflating to more than
             `storage.records.MAX_DECOMPRESSED_BYTES`.
         UnsupportedCompressionTypeError: gzip, snappy or an unknown codec id.
-        InvalidTimestampError: a negative timestamp (other than -1) or a LogAppendTime batch.
+        InvalidTimestampError: a negative timestamp (other than -1), one out of the
+            before/after bounds, or a LogAppendTime batch.
     """
     size = len(records)
     if size < BATCH_HEADER_SIZE:
@@ -94,9 +100,9 @@ def validate_produced_batch(records: bytes, *, max_message_bytes: int) -> BatchH
             f"a produce must hold exactly one record batch (batch of {header.size_bytes} "
             f"bytes in {size})"
         )
-    if size > max_message_bytes:
+    if size > config.max_message_bytes:
         raise RecordTooLargeError(
-            f"batch of {size} bytes exceeds max.message.bytes={max_message_bytes}"
+            f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
         )
     if compute_crc(records, 0, size) != header.crc:
         raise CorruptRecordError("CRC mismatch in batch")
@@ -119,13 +125,33 @@ def validate_produced_batch(records: bytes, *, max_message_bytes: int) -> BatchH
         data = decompress_records(codec, memoryview(records)[BATCH_HEADER_SIZE:])
         low, high = _walk_records(data, 0, len(data), count)
     base = header.base_timestamp_ms
-    if base + low < NO_TIMESTAMP:  # every timestamp is >= 0, or -1 (none)
-        raise InvalidTimestampError(f"negative timestamp {base + low} in batch")
-    if base + high != header.max_timestamp_ms:
+    first, last = base + low, base + high
+    if first < NO_TIMESTAMP:  # every timestamp is >= 0, or -1 (none)
+        raise InvalidTimestampError(f"negative timestamp {first} in batch")
+    if last != header.max_timestamp_ms:
         raise InvalidRecordError(
-            f"max timestamp {header.max_timestamp_ms} is not the records' {base + high}"
+            f"max timestamp {header.max_timestamp_ms} is not the records' {last}"
         )
+    _check_timestamp_bounds(records, first, last, config, now_ms)
     return header
+
+
+def _check_timestamp_bounds(
+    records: bytes, first: int, last: int, config: LogConfig, now_ms: int
+) -> None:
+    """``message.timestamp.before.max.ms`` and ``after.max.ms`` (KIP-937), as Kafka's
+    ``LogValidator.validateTimestamp``: records without a timestamp (-1) are exempt."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    if last == NO_TIMESTAMP or (before == LONG_MAX and after == LONG_MAX):
+        return
+    if first == NO_TIMESTAMP:  # rare: -1 among real timestamps; find the smallest real one
+        first = min(t for _, t, _, _, _ in record_tuples(records) if t != NO_TIMESTAMP)
+    if now_ms - first > before or last - now_ms > after:
+        bad = first if now_ms - first > before else last
+        raise InvalidTimestampError(
+            f"timestamp {bad} is out of range: it must be within [{now_ms - before}, "
+            f"{now_ms + after}] (message.timestamp.before/after.max.ms)"
+        )
 
 
 def _check_producer_fields(header: BatchHeader) -> None:

@@ -138,7 +138,7 @@ class PartitionLeader:
         high_watermark: the HW this replica had (as follower or from its checkpoint).
         now_ms: the shell's clock now.
         log_config: the topic's log settings produces are validated against
-            (``max.message.bytes``); see `storage.batch_validation`.
+            (``max.message.bytes``, ``message.timestamp.*.max.ms``): `storage.batch_validation`.
     """
 
     def __init__(
@@ -273,9 +273,7 @@ class PartitionLeader:
         try:
             # Kafka's LogValidator: one valid batch a client may write (a pure function of
             # the bytes; ~0.5 us per record). A rejected batch is never appended.
-            header = validate_produced_batch(
-                produce.records, max_message_bytes=self._log_config.max_message_bytes
-            )
+            header = validate_produced_batch(produce.records, self._log_config, now_ms)
         except KraftError as e:
             self._logger.info("produced_batch_rejected", request_id=rid, error=e.message)
             self._answer(rid, e.code, e.message)
@@ -494,8 +492,8 @@ class PartitionLeader:
         self._try_complete_delayed()
 
     def update_log_config(self, config: LogConfig) -> None:
-        """The topic's log config changed (``max.message.bytes``): produces validate against
-        it from now on."""
+        """The topic's log config changed (``max.message.bytes``, ...): produces validate
+        against it from now on."""
         self._log_config = config
 
     def resign(self, now_ms: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.config import LogConfig
 from storage.errors import ErrorCode, KraftError
 from tests.replication.builder import LAG_MS, LeaderContext
 from tests.replication.harness import batch
@@ -184,3 +185,20 @@ def test_malformed_batch_is_answered_with_its_error_and_nothing_is_appended(
     after = ctx.produce(acks=-1, records=good_batch())
     assert ctx.completions[after].error_code is ErrorCode.NONE
     assert ctx.completions[after].base_offset == 0
+
+
+def test_the_leader_validates_against_the_topics_log_config_and_takes_changes_live() -> None:
+    ctx = LeaderContext(isr=(1,))
+    big = batch(b"x" * 500)
+    assert ctx.completions[ctx.produce(acks=1, records=big)].error_code is ErrorCode.NONE
+    ctx.leader.update_log_config(
+        LogConfig(max_message_bytes=len(big) - 1, message_timestamp_after_max_ms=1_000)
+    )
+    assert ctx.completions[ctx.produce(acks=1, records=big)].error_code is (
+        ErrorCode.MESSAGE_TOO_LARGE
+    )
+    future = batch(b"x", timestamp_ms=ctx.now_ms + 1_001)
+    assert ctx.completions[ctx.produce(acks=1, records=future)].error_code is (
+        ErrorCode.INVALID_TIMESTAMP
+    )
+    assert ctx.log.log_end_offset == 1
