@@ -275,7 +275,7 @@ class PartitionLeader:
             # the bytes; ~0.5 us per record). A rejected batch is never appended.
             header = validate_produced_batch(produce.records, self._log_config, now_ms)
         except KraftError as e:
-            self._logger.info("produced_batch_rejected", request_id=rid, error=e.message)
+            self._logger.debug("produced_batch_rejected", request_id=rid, error=e.message)
             self._answer(rid, e.code, e.message)
             return None
         check = self._producer_state.check(header)
