@@ -240,4 +240,5 @@ def valid_batches() -> list[tuple[str, bytes]]:
             ),
         ),
         ("300 records", good_batch(300)),
+        ("a 100 KB record", build_batch([b"k" * 100_000, b"v"], timestamp_ms=NOW_MS)),
     ]
