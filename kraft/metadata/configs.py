@@ -164,6 +164,20 @@ TOPIC_CONFIGS: Final[Mapping[str, ConfigDef]] = {
             broker_synonym="message.max.bytes",
         ),
         _topic(
+            "message.timestamp.after.max.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["message.timestamp.after.max.ms"],
+            min_value=0,
+            broker_synonym="log.message.timestamp.after.max.ms",
+        ),
+        _topic(
+            "message.timestamp.before.max.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["message.timestamp.before.max.ms"],
+            min_value=0,
+            broker_synonym="log.message.timestamp.before.max.ms",
+        ),
+        _topic(
             "message.timestamp.type",
             _T.STRING,
             "CreateTime",

@@ -196,6 +196,7 @@ class PartitionReplica:
                 config=config,
                 high_watermark=self.high_watermark,
                 now_ms=now,
+                log_config=self.log.config,
             )
         else:
             self.core = PartitionFollower(
@@ -219,6 +220,9 @@ class PartitionReplica:
         if self.log.closed or config == self.log.config:
             return
         self.log.update_config(config)  # logs log_config_updated with the new values
+        leader = self.leader
+        if leader is not None:
+            leader.update_log_config(config)
 
     def update_brokers(self, brokers: Mapping[int, BrokerStatus]) -> None:
         if isinstance(self.core, PartitionLeader):

@@ -134,6 +134,9 @@ class ConsumerConfig:
     """[client.rack] KIP-392."""
     client_id: str = ""
     """[client.id]"""
+    check_crcs: bool = True
+    """[check.crcs] check each fetched batch's CRC-32C (a corrupt batch is raised for its
+    partition, with its offset)."""
 
     @classmethod
     def create(cls, options: Mapping[str, Any]) -> Self:
