@@ -12,15 +12,14 @@ import logging
 import sys
 from typing import Any
 
-import structlog
-
-_LEVELS = {
+LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
     "warning": logging.WARNING,
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
 }
+"""The levels `configure_logging` takes (``--log-level``), by name."""
 
 
 def configure_logging(level: str = "info", *, json: bool | None = None, stream: Any = None) -> None:
@@ -30,7 +29,15 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
         level: minimum level: debug, info, warning, error or critical.
         json: force JSON (True) or key-value (False); by default JSON unless on a terminal.
         stream: where to write (default ``sys.stderr``).
+
+    Raises:
+        ValueError: ``level`` is none of those.
     """
+    import structlog  # here, not at the top: the CLI reads LEVELS before anything is slow
+
+    threshold = LEVELS.get(level.lower())
+    if threshold is None:
+        raise ValueError(f"unknown log level {level[:40]!r}: expected one of {', '.join(LEVELS)}")
     out = stream if stream is not None else sys.stderr
     as_json = (not out.isatty()) if json is None else json
     renderer: Any = (
@@ -47,7 +54,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level.lower()]),
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
@@ -62,5 +69,7 @@ def ensure_configured() -> None:
     """Configure warning-level logs to stderr unless the application configured structlog
     itself: structlog's own default prints everything to stdout, which an embedding program
     may be using."""
+    import structlog
+
     if not structlog.is_configured():
         configure_logging("warning")

@@ -55,6 +55,7 @@ from typing import Any
 import grpc
 
 from kraft._generated import controller_pb2_grpc
+from kraft.arguments import ArgumentParser, non_negative_int, positive_int
 from kraft.cluster import LocalCluster
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import (
@@ -481,13 +482,13 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="kraft bench failover",
         description="SIGKILL the active controller of a 3-controller cluster; time from the "
         "kill to the first committed write on the new active controller.",
         epilog="example: kraft bench failover --runs 10 --json",
     )
-    parser.add_argument("--runs", type=int, default=10, help="leader kills (default 10)")
+    parser.add_argument("--runs", type=positive_int, default=10, help="leader kills (default 10)")
     parser.add_argument(
         "--reuse",
         action="store_true",
@@ -502,7 +503,10 @@ def main(argv: list[str] | None = None) -> int:
         "call with its own retries",
     )
     parser.add_argument(
-        "--attempt-timeout-ms", type=int, default=100, help="direct probe: per-attempt deadline"
+        "--attempt-timeout-ms",
+        type=positive_int,
+        default=100,
+        help="direct probe: per-attempt deadline",
     )
     parser.add_argument(
         "--pause-ms", type=float, default=2.0, help="direct probe: pause between attempts"
@@ -519,11 +523,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dir", default=None, help="keep the cluster(s) and their logs here (default: temp)"
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the kill timing")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed of the kill timing")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

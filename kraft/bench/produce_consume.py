@@ -40,6 +40,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kraft.arguments import ArgumentParser, non_negative_int, positive_int
+
 PARTITIONS = 6
 _WINDOW_CHECK = 64
 CEILING_TRIALS = 3
@@ -627,7 +629,7 @@ def send_micro(
 
 
 def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="kraft bench produce" if bench is None else f"kraft bench {bench}",
         description="Producer or consumer throughput and latency (6 partitions, RF=3), "
         "beside the raw gRPC streaming ceiling measured in the same run.",
@@ -639,8 +641,10 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "--bootstrap", default=None, help="brokers host:port,... (default: start a local cluster)"
     )
     parser.add_argument("--topic", default=None, help="topic (default: a fresh bench-* topic)")
-    parser.add_argument("--records", type=int, default=200_000, help="records to move")
-    parser.add_argument("--record-size", type=int, default=100, help="value bytes per record")
+    parser.add_argument("--records", type=positive_int, default=200_000, help="records to move")
+    parser.add_argument(
+        "--record-size", type=positive_int, default=100, help="value bytes per record"
+    )
     parser.add_argument(
         "--acks",
         choices=["all", "1", "both"],
@@ -648,17 +652,23 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         help="produce: acks=all, acks=1, or both runs (default)",
     )
     parser.add_argument(
-        "--window", type=int, default=20_000, help="produce: records unacknowledged at most"
+        "--window",
+        type=positive_int,
+        default=20_000,
+        help="produce: records unacknowledged at most",
     )
-    parser.add_argument("--linger-ms", type=int, default=5, help="produce: linger.ms")
+    parser.add_argument("--linger-ms", type=non_negative_int, default=5, help="produce: linger.ms")
     parser.add_argument(
-        "--batch-size", type=int, default=16384, help="produce: batch.size (Kafka's default)"
+        "--batch-size",
+        type=positive_int,
+        default=16384,
+        help="produce: batch.size (Kafka's default)",
     )
     parser.add_argument(
-        "--max-poll-records", type=int, default=5000, help="consume: max.poll.records"
+        "--max-poll-records", type=positive_int, default=5000, help="consume: max.poll.records"
     )
     parser.add_argument(
-        "--ceiling-message-kib", type=int, default=16, help="gRPC ceiling message size"
+        "--ceiling-message-kib", type=positive_int, default=16, help="gRPC ceiling message size"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -669,9 +679,6 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
     args = build_parser(bench).parse_args(argv)
     if bench is not None:
         args.bench = bench
-    if args.records < 1 or args.record_size < 1:
-        print("kraft bench: --records and --record-size must be >= 1", file=sys.stderr)
-        return 2
     if args.bench == "consume" and args.bootstrap and not args.topic:
         print("kraft bench consume: --bootstrap needs --topic (with N records)", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kraft.arguments import ArgumentParser, non_negative_int, positive_int
 from kraft.process import free_ports
 
 _PR_SET_PDEATHSIG = 1
@@ -521,25 +522,34 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="kraft bench raft",
         description="3-process Raft log: throughput, one-at-a-time latency and failover, "
         "beside PySyncObj in the same run.",
     )
-    parser.add_argument("--entries", type=int, default=200_000, help="entries for throughput")
-    parser.add_argument("--latency-ops", type=int, default=500, help="one-at-a-time proposals")
-    parser.add_argument("--failover-runs", type=int, default=10, help="leader SIGKILLs (0: none)")
     parser.add_argument(
-        "--window", type=int, default=10_000, help="kraft: entries in flight (throughput)"
+        "--entries", type=positive_int, default=200_000, help="entries for throughput"
+    )
+    parser.add_argument(
+        "--latency-ops", type=positive_int, default=500, help="one-at-a-time proposals"
+    )
+    parser.add_argument(
+        "--failover-runs", type=non_negative_int, default=10, help="leader SIGKILLs (0: none)"
+    )
+    parser.add_argument(
+        "--window", type=positive_int, default=10_000, help="kraft: entries in flight (throughput)"
     )
     parser.add_argument(
         "--pysyncobj-window",
-        type=int,
+        type=positive_int,
         default=20_000,
         help="PySyncObj: calls in flight (its best on a 2-core VM; its queue holds 100,000)",
     )
     parser.add_argument(
-        "--group", type=int, default=1, help="also measure kraft with G entries per proposal"
+        "--group",
+        type=positive_int,
+        default=1,
+        help="also measure kraft with G entries per proposal",
     )
     parser.add_argument("--skip-pysyncobj", action="store_true", help="measure kraft only")
     parser.add_argument(
@@ -554,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         "the default is RaftConfig's loopback defaults",
     )
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the kill timing")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed of the kill timing")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:

@@ -24,7 +24,6 @@ fast as Spark reads JSON lines.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -38,6 +37,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from kraft.arguments import ArgumentParser, positive_int
 
 PARTITIONS = 6
 REPLICATION_FACTOR = 3
@@ -234,20 +235,22 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="kraft bench spark",
         description="Spark reading a topic (format kraft) vs the same records as Parquet and "
         "JSON lines, in the same run.",
     )
-    parser.add_argument("--records", type=int, default=1_000_000, help="records to read")
-    parser.add_argument("--record-size", type=int, default=100, help="bytes per record value")
+    parser.add_argument("--records", type=positive_int, default=1_000_000, help="records to read")
+    parser.add_argument(
+        "--record-size", type=positive_int, default=100, help="bytes per record value"
+    )
     parser.add_argument("--master", default="local[2]", help="Spark master (local[2])")
     parser.add_argument("--keep-dir", default=None, help="keep files here (default: temp)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds (median reported)")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="timed rounds (median reported)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.record_size < 1 or args.rounds < 1:
-        parser.error("--records, --record-size and --rounds must be >= 1")
     result = run(args.records, args.record_size, args.master, args.keep_dir, args.rounds)
     if args.json:
         print(json.dumps(result))

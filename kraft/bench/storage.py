@@ -17,7 +17,6 @@ Usage: ``kraft bench storage [--total-mb 256] [--synced-mb 32] [--json]``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kraft.arguments import ArgumentParser, positive_int
 from storage.config import LogConfig
 from storage.log import SegmentedLog
 from storage.records import build_batch
@@ -250,12 +250,16 @@ def _print_table(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--dir", default=None, help="directory to write in (default: temp dir)")
-    parser.add_argument("--total-mb", type=int, default=256, help="MB to append without fsync")
-    parser.add_argument("--synced-mb", type=int, default=32, help="MB to append with fsync each")
-    parser.add_argument("--batch-bytes", type=int, default=16384)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--total-mb", type=positive_int, default=256, help="MB to append without fsync"
+    )
+    parser.add_argument(
+        "--synced-mb", type=positive_int, default=32, help="MB to append with fsync each"
+    )
+    parser.add_argument("--batch-bytes", type=positive_int, default=16384)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     from kraft.logs import configure_logging

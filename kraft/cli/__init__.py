@@ -2,35 +2,49 @@
 
 Each subcommand lives in its own module with ``add_parser(subparsers)``; handlers import what
 they need when they run, so ``kraft --help`` stays fast. Errors end as one line on stderr and a
-non-zero exit code.
+non-zero exit code; Ctrl-C ends with exit code 130 and no traceback, from the first moment:
+this module imports only the standard library at the top, and `main` imports everything else
+inside its guard.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kraft.cli import (
-    bench,
-    broker,
-    cluster,
-    consume,
-    controller,
-    dump_log,
-    produce,
-    quorum,
-    sim,
-    topics,
-)
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from kraft.arguments import ArgumentParser
+    from kraft.cli import (
+        bench,
+        broker,
+        cluster,
+        consume,
+        controller,
+        dump_log,
+        produce,
+        quorum,
+        sim,
+        topics,
+    )
+    from kraft.logs import LEVELS
+
+    parser = ArgumentParser(
         prog="kraft",
         description="kraft: a Kafka-style replicated log (Raft controllers, ISR brokers).",
     )
-    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default)")
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        type=str.lower,
+        choices=list(LEVELS),
+        metavar="LEVEL",
+        help="debug, info, warning (default), error or critical",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (
         cluster,
@@ -49,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code.
+
+    Ctrl-C (KeyboardInterrupt) at any point, imports and argument parsing included, ends with
+    130, as a shell reports a process ended by SIGINT, and no traceback.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from kraft.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)
@@ -78,8 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"kraft: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
     return code
 
 

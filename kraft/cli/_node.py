@@ -4,9 +4,11 @@ a Kafka-style properties file."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
-from kraft.config import load_properties
+_DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
+"""The properties that name data directories (Kafka's; ``log.dirs`` is a comma list)."""
 
 
 def add_node_arguments(
@@ -45,8 +47,10 @@ def node_properties(
     ``--data-dir`` also drops the file's ``data_dir_replaces`` keys (before the overrides).
 
     Raises:
-        ValueError: an ``--override`` is not KEY=VALUE.
+        ValueError: an ``--override`` is not KEY=VALUE, or a data directory is a file.
     """
+    from kraft.config import load_properties
+
     props = load_properties(args.config) if args.config else {}
     flags: dict[str, str | None] = {
         "node.id": None if args.node_id is None else str(args.node_id),
@@ -64,4 +68,26 @@ def node_properties(
         if not sep or not key.strip():
             raise ValueError(f"--override expects KEY=VALUE, got {item!r}")
         props[key.strip()] = value.strip()
+    for key in _DATA_DIR_KEYS:
+        where = (
+            "--data-dir" if args.data_dir is not None and props.get(key) == args.data_dir else key
+        )
+        check_directories((d for d in props.get(key, "").split(",") if d.strip()), where)
     return props
+
+
+def check_directories(paths: Iterable[str | Path], what: str) -> None:
+    """Refuse, with one line naming ``what`` (``--data-dir``, ``log.dirs``), a data directory
+    that is a file or lies under one: otherwise creating it fails deep inside a server.
+
+    Raises:
+        ValueError: ``path`` or one of its parents exists and is not a directory.
+    """
+    for path in paths:
+        p = Path(str(path).strip()).expanduser()
+        for existing in (p, *p.parents):
+            if existing.exists():
+                if not existing.is_dir():
+                    where = f"{what} {p}" + ("" if existing == p else f": {existing}")
+                    raise ValueError(f"{where} is not a directory")
+                break

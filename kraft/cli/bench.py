@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kraft.arguments import positive_int
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -20,8 +22,10 @@ def add_parser(sub: Any) -> None:
         epilog="example: kraft bench storage --total-mb 512 --json",
     )
     s.add_argument("--dir", default=None, help="directory to write in (default: a temp dir)")
-    s.add_argument("--total-mb", type=int, default=256, help="MB to append without fsync")
-    s.add_argument("--synced-mb", type=int, default=32, help="MB to append with fsync each")
+    s.add_argument("--total-mb", type=positive_int, default=256, help="MB to append without fsync")
+    s.add_argument(
+        "--synced-mb", type=positive_int, default=32, help="MB to append with fsync each"
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(handler=_run_storage)
     r = bsub.add_parser(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kraft.cli._cluster_status import collect_status, pid_alive, render_status, stable_view
+from kraft.cli._node import check_directories
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
@@ -242,6 +243,7 @@ def up(args: argparse.Namespace) -> int:
         raise ValueError(f"--base-port must be a port number, not {args.base_port}")
     parse_key_values(args.broker_config, "--broker-config")  # fail early, in the parent
     parse_key_values(args.controller_config, "--controller-config")
+    check_directories([args.data_dir], "--data-dir")
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     if args.detach:

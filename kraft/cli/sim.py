@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kraft.arguments import non_negative_int, positive_int, seed_int
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,23 +20,23 @@ def add_parser(sub: Any) -> None:
         help="Raft quorum under faults",
         epilog="example: kraft sim raft --seeds 1000 --start 0 --voters 5",
     )
-    r.add_argument("--seeds", type=int, default=None, help="how many seeds to run")
-    r.add_argument("--start", type=lambda s: int(s, 0), default=None, help="first seed")
-    r.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="replay one seed")
-    r.add_argument("--voters", type=int, default=None, help="3 or 5 voters")
-    r.add_argument("--observers", type=int, default=None, help="observers (brokers)")
+    r.add_argument("--seeds", type=positive_int, default=None, help="how many seeds to run")
+    r.add_argument("--start", type=seed_int, default=None, help="first seed")
+    r.add_argument("--seed", type=seed_int, default=None, help="replay one seed")
+    r.add_argument("--voters", type=positive_int, default=None, help="3 or 5 voters")
+    r.add_argument("--observers", type=non_negative_int, default=None, help="observers (brokers)")
     r.set_defaults(handler=_run_raft)
     c = ssub.add_parser(
         "cluster",
         help="controller + ISR brokers + producers under faults",
         epilog="example: kraft sim cluster --seeds 1000 --start 0 --partitions 3",
     )
-    c.add_argument("--seeds", type=int, default=None, help="how many seeds to run")
-    c.add_argument("--start", type=lambda s: int(s, 0), default=None, help="first seed")
-    c.add_argument("--seed", type=lambda s: int(s, 0), default=None, help="replay one seed")
-    c.add_argument("--brokers", type=int, default=None, help="brokers (default 3)")
-    c.add_argument("--partitions", type=int, default=None, help="partitions (default 2)")
-    c.add_argument("--processes", type=int, default=None, help="worker processes")
+    c.add_argument("--seeds", type=positive_int, default=None, help="how many seeds to run")
+    c.add_argument("--start", type=seed_int, default=None, help="first seed")
+    c.add_argument("--seed", type=seed_int, default=None, help="replay one seed")
+    c.add_argument("--brokers", type=positive_int, default=None, help="brokers (default 3)")
+    c.add_argument("--partitions", type=positive_int, default=None, help="partitions (default 2)")
+    c.add_argument("--processes", type=positive_int, default=None, help="worker processes")
     c.add_argument(
         "--unsafe-hw-truncation",
         action="store_true",

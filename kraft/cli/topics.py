@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from kraft.arguments import positive_int
 from kraft.cli._connect import (
     AdminSession,
     add_bootstrap_arguments,
@@ -66,14 +67,19 @@ def add_parser(sub: Any) -> None:
         "--config min.insync.replicas=2",
     )
     c.add_argument("topic")
+    # NB: -1 ("the cluster's default", KIP-464) is what omitting the flag sends; typed, it is
+    # refused like 0, since it would quietly give a one-partition topic.
     c.add_argument(
-        "--partitions", type=int, default=-1, help="partition count (default: num.partitions)"
+        "--partitions",
+        type=positive_int,
+        default=None,
+        help="partition count, at least 1 (default: num.partitions)",
     )
     c.add_argument(
         "--replication-factor",
-        type=int,
-        default=-1,
-        help="replicas per partition (default: default.replication.factor)",
+        type=positive_int,
+        default=None,
+        help="replicas per partition, at least 1 (default: default.replication.factor)",
     )
     c.add_argument(
         "--config",
@@ -139,16 +145,12 @@ def create(args: argparse.Namespace) -> int:
     from storage.errors import TopicAlreadyExistsError
 
     configs = parse_key_values(args.config, "--config")
-    if args.partitions == 0 or args.partitions < -1:
-        raise ValueError(f"--partitions must be >= 1, not {args.partitions}")
-    if args.replication_factor == 0 or args.replication_factor < -1:
-        raise ValueError(f"--replication-factor must be >= 1, not {args.replication_factor}")
+    partitions = -1 if args.partitions is None else args.partitions
+    replication_factor = -1 if args.replication_factor is None else args.replication_factor
     with AdminSession(args) as session:
         try:
             with session.reachable():
-                session.admin.create_topic(
-                    args.topic, args.partitions, args.replication_factor, configs
-                )
+                session.admin.create_topic(args.topic, partitions, replication_factor, configs)
         except TopicAlreadyExistsError:
             if not args.if_not_exists:
                 raise

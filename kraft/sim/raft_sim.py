@@ -10,13 +10,13 @@ names the invariant and the one command that replays it.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kraft.arguments import ArgumentParser, non_negative_int, positive_int
 from kraft.raft import RaftConfig, UnsafeOptions
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.cluster import DiskProfile, SimCluster
@@ -230,10 +230,10 @@ def cli_raft(argv: Sequence[str] | None = None) -> int:
     Prints a one-line summary; on a violation prints it with the replay command and
     returns 1.
     """
-    p = argparse.ArgumentParser(prog="kraft sim raft")
+    p = ArgumentParser(prog="kraft sim raft")
     add_seed_arguments(p)
-    p.add_argument("--voters", type=int, default=None)
-    p.add_argument("--observers", type=int, default=1)
+    p.add_argument("--voters", type=positive_int, default=None)
+    p.add_argument("--observers", type=non_negative_int, default=1)
     p.add_argument("--verbose", action="store_true", help="print the nodes' log events")
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.seed is not None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Protocol, TypeVar
 
+from kraft.arguments import positive_int, seed_int
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.scheduler import SimClock
 
@@ -100,10 +101,10 @@ def run_seed_jobs(
 
 def add_seed_arguments(p: argparse.ArgumentParser) -> None:
     """``--seeds N``, ``--start S``, ``--seed X`` (both hex or decimal) and ``--processes P``."""
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--start", type=lambda s: int(s, 0), default=0)
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=None)
-    p.add_argument("--processes", type=int, default=1)
+    p.add_argument("--seeds", type=positive_int, default=None)
+    p.add_argument("--start", type=seed_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=None)
+    p.add_argument("--processes", type=positive_int, default=1)
 
 
 def report_seed(result: SeedOutcome) -> int:

@@ -16,12 +16,12 @@ command that replays it.
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kraft.arguments import ArgumentParser, positive_int
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.network import LinkProfile
 from kraft.sim.seeds import (
@@ -259,10 +259,10 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
-    p = argparse.ArgumentParser(prog="kraft sim cluster")
+    p = ArgumentParser(prog="kraft sim cluster")
     add_seed_arguments(p)
-    p.add_argument("--brokers", type=int, default=3)
-    p.add_argument("--partitions", type=int, default=2)
+    p.add_argument("--brokers", type=positive_int, default=3)
+    p.add_argument("--partitions", type=positive_int, default=2)
     p.add_argument(
         "--unsafe-hw-truncation",
         action="store_true",
