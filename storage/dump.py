@@ -6,6 +6,7 @@ valid batches, a corrupt batch (``crc_valid: False``), and a torn tail.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 from storage.errors import CorruptRecordError, KraftError
 from storage.records import (
     BATCH_HEADER_SIZE,
+    MAGIC,
     Compression,
     compute_crc,
     iter_records,
     read_header,
 )
+from storage.segment import LOG_SUFFIX
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,14 +33,40 @@ class TailProblem:
     reason: str
 
 
+_SEGMENT_NAME = re.compile(r"^\d{20}" + re.escape(LOG_SUFFIX) + "$")
+_MAGIC_POSITION = 16
+"""Where a v2 batch keeps its magic byte: after base offset (8), length (4) and epoch (4)."""
+
+
 def segment_files(path: str | Path) -> list[Path]:
-    """The ``.log`` segment files at ``path`` (a file, or a directory searched recursively)."""
+    """The segment files at ``path``: the file itself, or every file under the directory
+    named like a segment (``<20-digit base offset>.log``; other ``.log`` files, such as
+    process logs, are not segments)."""
     p = Path(path)
     if p.is_dir():
-        return sorted(p.rglob("*.log"))
+        return sorted(f for f in p.rglob("*" + LOG_SUFFIX) if _SEGMENT_NAME.match(f.name))
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
     return [p]
+
+
+def not_a_segment(path: Path) -> str | None:
+    """Why the file at ``path`` is not a kraft (Kafka) log segment, or None if it is one: a
+    segment is named ``<20-digit base offset>.log`` and is empty or starts with a v2 batch
+    header. A first header cut short, magic byte intact, is a torn tail, not a foreign file.
+    """
+    if not _SEGMENT_NAME.match(path.name):
+        return f"its name is not <20-digit base offset>{LOG_SUFFIX}"
+    with path.open("rb") as f:
+        head = f.read(BATCH_HEADER_SIZE)
+    if len(head) >= BATCH_HEADER_SIZE:
+        try:
+            read_header(head)
+        except CorruptRecordError as e:
+            return f"it does not start with a v2 record batch ({e})"
+    elif len(head) > _MAGIC_POSITION and head[_MAGIC_POSITION] != MAGIC:
+        return f"it does not start with a v2 record batch (magic {head[_MAGIC_POSITION]})"
+    return None
 
 
 def describe_segment(

@@ -36,9 +36,19 @@ def _line(b: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from storage.dump import TailProblem, describe_segment, segment_files
+    from storage.dump import TailProblem, describe_segment, not_a_segment, segment_files
 
     files = segment_files(args.path)
+    if not files:
+        print(
+            f"kraft: error: no segment files (<20-digit base offset>.log) under {args.path}",
+            file=sys.stderr,
+        )
+        return 1
+    for path in files:  # all checked before any is printed: one line, not a half dump
+        problem = not_a_segment(path)
+        if problem is not None:
+            raise ValueError(f"{path} is not a kraft/Kafka log segment: {problem}")
     invalid = 0
     out = sys.stdout
     for path in files:
@@ -78,7 +88,4 @@ def run(args: argparse.Namespace) -> int:
                     f"key: {r['key']} value: {r['value']} headers: {r['headers']}",
                     file=out,
                 )
-    if not files:
-        print(f"kraft: error: no .log files under {args.path}", file=sys.stderr)
-        return 1
     return 0

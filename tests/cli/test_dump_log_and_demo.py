@@ -62,6 +62,47 @@ def test_dump_log_of_a_missing_path_fails_with_one_line(tmp_path: Path) -> None:
     assert out.stderr.strip().count("\n") == 0 and "no such file" in out.stderr
 
 
+def test_dump_log_of_a_file_that_is_not_a_segment_fails_with_one_line(tmp_path: Path) -> None:
+    """Not "a torn tail, exit 0": a file with another name, or one named like a segment
+    that does not start with a v2 batch, is refused."""
+    text = tmp_path / "notes.log"
+    text.write_text("hello\n")
+    named_like_one = tmp_path / "00000000000000000000.log"
+    named_like_one.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n" * 4)
+    for path, why in ((text, "name"), (named_like_one, "v2 record batch")):
+        out = kraft("dump-log", str(path))
+        assert out.returncode == 1 and out.stdout == ""
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is not a kraft/Kafka log segment" in lines[0], out.stderr
+        assert str(path) in lines[0] and why in lines[0]
+    out = kraft("dump-log", str(tmp_path))  # the directory holds the bad segment too
+    assert out.returncode == 1 and str(named_like_one) in out.stderr
+
+
+def test_dump_log_of_a_segment_whose_first_batch_is_torn_reports_the_torn_tail(
+    tmp_path: Path,
+) -> None:
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(build_batch([b"torn"], timestamp_ms=9)[:40])  # magic byte intact
+    out = kraft("dump-log", str(segment))
+    assert out.returncode == 0, out.stderr
+    assert "40 bytes at position 0" in out.stdout and "torn" in out.stdout
+
+
+def test_dump_log_of_a_directory_skips_log_files_that_are_not_segments(tmp_path: Path) -> None:
+    segment = _log_with_torn_tail(tmp_path / "events-0")
+    (tmp_path / "broker-101.log").write_text('{"event": "broker_started"}\n')
+    out = kraft("dump-log", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert [line for line in out.stdout.splitlines() if line.startswith("Dumping")] == [
+        f"Dumping {segment}"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = kraft("dump-log", str(empty))
+    assert out.returncode == 1 and "no segment files" in out.stderr
+
+
 def test_storage_demo_loses_no_flushed_record(tmp_path: Path) -> None:
     out = subprocess.run(
         [
