@@ -48,17 +48,49 @@ def add_timeout_argument(p: argparse.ArgumentParser, what: str = "each request")
 
 
 def broker_bootstrap(args: argparse.Namespace) -> str:
-    """``--bootstrap``, else ``$KRAFT_BOOTSTRAP``.
+    """``--bootstrap``, else ``$KRAFT_BOOTSTRAP``, each address checked to be HOST:PORT.
 
     Raises:
-        ValueError: neither is set.
+        ValueError: neither is set, or an address is malformed (the message names it).
     """
-    bootstrap: str | None = getattr(args, "bootstrap", None) or os.environ.get(BOOTSTRAP_ENV)
-    if not bootstrap:
-        raise ValueError(
-            f"no brokers given: pass --bootstrap HOST:PORT[,...] or set {BOOTSTRAP_ENV}"
-        )
-    return bootstrap
+    flag: str | None = getattr(args, "bootstrap", None)
+    if flag:
+        return checked_addresses(flag, "--bootstrap")
+    env = os.environ.get(BOOTSTRAP_ENV)
+    if env:
+        return checked_addresses(env, f"${BOOTSTRAP_ENV}")
+    raise ValueError(f"no brokers given: pass --bootstrap HOST:PORT[,...] or set {BOOTSTRAP_ENV}")
+
+
+def controller_bootstrap(args: argparse.Namespace) -> str:
+    """``--bootstrap-controller``, else ``$KRAFT_BOOTSTRAP_CONTROLLER``, checked like
+    `broker_bootstrap`.
+
+    Raises:
+        ValueError: neither is set, or an address is malformed (the message names it).
+    """
+    flag: str | None = getattr(args, "bootstrap_controller", None)
+    if flag:
+        return checked_addresses(flag, "--bootstrap-controller")
+    env = os.environ.get(BOOTSTRAP_CONTROLLER_ENV)
+    if env:
+        return checked_addresses(env, f"${BOOTSTRAP_CONTROLLER_ENV}")
+    raise ValueError(
+        "no controllers given: pass --bootstrap-controller HOST:PORT[,...] "
+        f"or set {BOOTSTRAP_CONTROLLER_ENV}"
+    )
+
+
+def checked_addresses(value: str, source: str) -> str:
+    """``value`` with every address checked to be HOST:PORT, at once rather than after the
+    connect deadline (``source`` names the flag or variable in the error).
+
+    Raises:
+        ValueError: an address is malformed.
+    """
+    from replication.clients.config import parse_bootstrap_servers
+
+    return ",".join(parse_bootstrap_servers(value, source))
 
 
 def parse_key_values(items: Sequence[str], flag: str) -> dict[str, str]:
@@ -94,6 +126,70 @@ def reachable(where: str, timeout: float) -> Iterator[None]:
         ) from None
 
 
+_PROBE_TIMEOUT_S = 1.0
+"""How long `refuse_controllers` waits for the bootstrap addresses to answer its probe."""
+
+
+def refuse_controllers(bootstrap: str, advice: str = "use --bootstrap-controller") -> None:
+    """Fail at once, naming the address, when a ``--bootstrap`` address is a kraft controller
+    rather than a broker: a controller's port serves no ``Broker`` service, so the clients'
+    broker RPCs there answer gRPC UNIMPLEMENTED, which they would retry until their deadline
+    and then report as an unknown topic. Like Kafka since KIP-919, which points a client at
+    ``bootstrap.controllers`` instead.
+
+    One ListOffsets of nothing per address, all at once; an address that does not answer
+    within `_PROBE_TIMEOUT_S`, or answers anything else, is left to the command's own call.
+
+    Raises:
+        InvalidConfigError: an address is a controller (the message ends with ``advice``).
+    """
+    import grpc
+
+    from replication.clients.network import BrokerNetwork
+    from replication.codec import encode
+    from replication.messages import ListOffsetsRequest
+    from storage.errors import InvalidConfigError
+
+    network = BrokerNetwork(bootstrap, request_timeout_s=_PROBE_TIMEOUT_S)
+    try:
+        request = encode(ListOffsetsRequest())
+        probes = [
+            (address, network.stub(address).ListOffsets.future(request, timeout=_PROBE_TIMEOUT_S))
+            for address in network.bootstrap
+        ]
+        for address, probe in probes:
+            try:
+                probe.result()
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    raise InvalidConfigError(
+                        f"{address} is a kraft controller, not a broker; {advice}"
+                    ) from None
+    finally:
+        network.close()
+
+
+def describe_topic_on_brokers(
+    bootstrap: str, name: str, timeout: float, command: str
+) -> TopicMetadata:
+    """The topic a client command (``produce``, ``consume``) is about to use, after checking
+    that ``bootstrap`` names brokers; one clear line when it cannot.
+
+    Raises:
+        InvalidConfigError: a bootstrap address is a controller.
+        NetworkError: no broker answered within ``timeout``.
+        UnknownTopicOrPartitionError: no such topic.
+    """
+    from replication.clients import AdminClient
+
+    refuse_controllers(bootstrap, f"{command} needs broker addresses in --bootstrap")
+    with (
+        AdminClient(bootstrap, timeout=timeout, request_timeout=3.0) as admin,
+        reachable(bootstrap, timeout),
+    ):
+        return admin.describe_topic(name)
+
+
 class AdminSession:
     """An `AdminClient` on the brokers, or on the controllers with ``--bootstrap-controller``
     (whose reads then go to the active controller, so a write is visible to the next read).
@@ -110,17 +206,26 @@ class AdminSession:
         request_timeout = min(self.timeout, 3.0)
         bootstrap = getattr(args, "bootstrap", None)
         controllers = getattr(args, "bootstrap_controller", None)
-        if not bootstrap and not controllers:
-            bootstrap = os.environ.get(BOOTSTRAP_ENV)
-            controllers = None if bootstrap else os.environ.get(BOOTSTRAP_CONTROLLER_ENV)
         if bootstrap and controllers:
             raise ValueError("give --bootstrap or --bootstrap-controller, not both")
+        if bootstrap:
+            bootstrap = checked_addresses(bootstrap, "--bootstrap")
+        elif controllers:
+            controllers = checked_addresses(controllers, "--bootstrap-controller")
+        elif os.environ.get(BOOTSTRAP_ENV):
+            bootstrap = checked_addresses(os.environ[BOOTSTRAP_ENV], f"${BOOTSTRAP_ENV}")
+        elif os.environ.get(BOOTSTRAP_CONTROLLER_ENV):
+            controllers = checked_addresses(
+                os.environ[BOOTSTRAP_CONTROLLER_ENV], f"${BOOTSTRAP_CONTROLLER_ENV}"
+            )
         self.where: str = bootstrap or controllers or ""
         if not self.where:
             raise ValueError(
                 f"no cluster given: pass --bootstrap HOST:PORT[,...] (brokers) or "
                 f"--bootstrap-controller HOST:PORT[,...], or set {BOOTSTRAP_ENV}"
             )
+        if bootstrap:
+            refuse_controllers(bootstrap)
         self.admin: AdminClient = AdminClient(
             self.where, timeout=self.timeout, request_timeout=request_timeout
         )

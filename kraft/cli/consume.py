@@ -8,10 +8,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from kraft.arguments import non_negative_int
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
 
 if TYPE_CHECKING:
-    from replication.clients import ConsumerRecord
+    from kraft.types import TopicPartition
+    from replication.clients import Consumer, ConsumerRecord
 
 _EPILOG = """\
 examples:
@@ -46,13 +48,15 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="start at each partition's log start offset (default: its end)",
     )
-    p.add_argument("--partition", type=int, help="only this partition")
+    p.add_argument("--partition", type=non_negative_int, help="only this partition")
     p.add_argument(
         "--offset",
         metavar="OFFSET",
         help="start offset of --partition: a number, earliest or latest",
     )
-    p.add_argument("--max-messages", type=int, metavar="N", help="exit after N records")
+    p.add_argument(
+        "--max-messages", type=non_negative_int, metavar="N", help="exit after N records"
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -91,9 +95,9 @@ def _start_offset(text: str | None) -> int | str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._connect import reachable
+    from kraft.cli._connect import describe_topic_on_brokers
     from kraft.types import TopicPartition
-    from replication.clients import AdminClient, Consumer
+    from replication.clients import Consumer
 
     bootstrap = broker_bootstrap(args)
     start = _start_offset(args.offset)
@@ -101,16 +105,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--offset needs --partition")
     if start is not None and args.from_beginning:
         raise ValueError("give --offset or --from-beginning, not both")
-    if args.max_messages is not None and args.max_messages < 0:
-        raise ValueError("--max-messages must be >= 0")
     if args.timeout is not None and args.timeout < 0:
         raise ValueError("--timeout must be >= 0")
     options: dict[str, Any] = parse_key_values(args.consumer_property, "--consumer-property")
-    with (
-        AdminClient(bootstrap, timeout=_METADATA_TIMEOUT_S, request_timeout=3.0) as admin,
-        reachable(bootstrap, _METADATA_TIMEOUT_S),
-    ):
-        topic = admin.describe_topic(args.topic)
+    topic = describe_topic_on_brokers(bootstrap, args.topic, _METADATA_TIMEOUT_S, "consume")
     partitions = sorted(p.partition for p in topic.partitions)
     if args.partition is not None:
         if args.partition not in partitions:
@@ -128,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if args.from_beginning or start == "earliest":
             consumer.seek_to_beginning()
         elif isinstance(start, int):
+            _check_in_range(consumer, tps[0], start)
             consumer.seek(tps[0], start)
         else:
             consumer.seek_to_end()
@@ -156,6 +155,35 @@ def run(args: argparse.Namespace) -> int:
             pass
     print(f"kraft: consumed {consumed} records", file=sys.stderr)
     return 0
+
+
+def _check_in_range(consumer: Consumer, tp: TopicPartition, offset: int) -> None:
+    """Refuse an ``--offset`` outside the partition's log instead of quietly starting at its
+    end (or start): look both ends up with ListOffsets first.
+
+    Raises:
+        OffsetOutOfRangeError: ``offset`` is past the log end offset or before the log start
+            offset (Kafka error 1).
+    """
+    from storage.errors import OffsetOutOfRangeError
+
+    consumer.seek_to_beginning([tp])
+    start = consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+    consumer.seek_to_end([tp])
+    end = consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+    where = f"{tp.topic}-{tp.partition}"
+    if offset > end:
+        raise OffsetOutOfRangeError(
+            f"--offset {offset} is past the log end offset {end} of {where}",
+            log_start_offset=start,
+            log_end_offset=end,
+        )
+    if offset < start:
+        raise OffsetOutOfRangeError(
+            f"--offset {offset} is before the log start offset {start} of {where}",
+            log_start_offset=start,
+            log_end_offset=end,
+        )
 
 
 def _text(data: bytes | None) -> str:

@@ -8,6 +8,7 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from kraft.arguments import non_negative_int
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--acks", choices=("all", "-1", "1", "0"), default="all", help="acks (default all)"
     )
-    p.add_argument("--partition", type=int, help="send every record to this partition")
+    p.add_argument("--partition", type=non_negative_int, help="send every record to this partition")
     p.add_argument(
         "--idempotence",
         action=argparse.BooleanOptionalAction,
@@ -78,8 +79,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._connect import reachable
-    from replication.clients import AdminClient, Producer
+    from kraft.cli._connect import describe_topic_on_brokers
+    from replication.clients import Producer
 
     bootstrap = broker_bootstrap(args)
     if args.timeout <= 0:
@@ -100,11 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if separator == b"":
         raise ValueError("--key-separator must not be empty")
     metadata_timeout = min(args.timeout, _METADATA_TIMEOUT_S)
-    with (
-        AdminClient(bootstrap, timeout=metadata_timeout, request_timeout=3.0) as admin,
-        reachable(bootstrap, metadata_timeout),
-    ):
-        topic = admin.describe_topic(args.topic)
+    topic = describe_topic_on_brokers(bootstrap, args.topic, metadata_timeout, "produce")
     count = len(topic.partitions)
     if args.partition is not None and not 0 <= args.partition < count:
         raise ValueError(

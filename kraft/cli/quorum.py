@@ -47,17 +47,10 @@ def add_parser(sub: Any) -> None:
 
 
 def describe(args: argparse.Namespace) -> int:
-    import os
-
-    from kraft.cli._connect import BOOTSTRAP_CONTROLLER_ENV
+    from kraft.cli._connect import controller_bootstrap
     from kraft.controller.client import ControllerClient
 
-    bootstrap = args.bootstrap_controller or os.environ.get(BOOTSTRAP_CONTROLLER_ENV)
-    if not bootstrap:
-        raise ValueError(
-            "no controllers given: pass --bootstrap-controller HOST:PORT[,...] "
-            f"or set {BOOTSTRAP_CONTROLLER_ENV}"
-        )
+    bootstrap = controller_bootstrap(args)
     with ControllerClient(bootstrap, timeout=args.timeout) as client:
         quorum = client.describe_quorum()
     now_ms = time.time_ns() // 1_000_000

@@ -73,6 +73,8 @@ def test_a_sim_with_zero_partitions_is_refused_not_a_traceback() -> None:
         ["bench", "spark", "--rounds", "0"],
         ["topics", "create", "t", "--partitions", "-1"],
         ["topics", "create", "t", "--replication-factor", "0"],
+        ["consume", "t", "--partition", "-1"],
+        ["produce", "t", "--partition", "-2"],
     ],
     ids=lambda argv: " ".join(argv),
 )
@@ -163,3 +165,25 @@ def test_a_log_dirs_file_in_the_config_is_named_by_its_key(tmp_path: Path) -> No
     config = tmp_path / "controller.properties"
     config.write_text(f"node.id=1\ncontroller.quorum.voters=1@127.0.0.1:1\nlog.dirs={a_file}\n")
     one_line_error(kraft("controller", "--config", str(config)), "log.dirs", "not a directory")
+
+
+@pytest.mark.parametrize(
+    ("address", "problem"),
+    [
+        ("localhost", "no port"),
+        (":99999", "no host"),
+        ("localhost:0", "1 to 65535"),
+        ("http://127.0.0.1:9092", "scheme"),
+    ],
+)
+def test_a_malformed_bootstrap_address_fails_at_once(address: str, problem: str) -> None:
+    for argv in (
+        ["topics", "list", "--bootstrap", address],
+        ["topics", "list", "--bootstrap-controller", address],
+        ["consume", "t", "--bootstrap", address],
+        ["produce", "t", "--bootstrap", address],
+        ["quorum", "describe", "--bootstrap-controller", address],
+    ):
+        started = time.monotonic()
+        one_line_error(kraft(*argv), argv[-2], repr(address), problem)
+        assert time.monotonic() - started < 8, argv  # not the 10 s connect deadline

@@ -36,13 +36,14 @@ def kraft(
     )
 
 
-def one_line_error(out: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    """Exit code non-zero, and stderr is one line naming every fragment."""
+def one_line_error(out: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """Exit code non-zero, and stderr is one line naming every fragment (returned)."""
     assert out.returncode != 0, out.stdout
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kraft: error:"), out.stderr
     for fragment in fragments:
         assert fragment in lines[0], out.stderr
+    return lines[0]
 
 
 def all_pids(info: dict[str, Any]) -> list[int]:
@@ -171,6 +172,42 @@ def test_produce_from_stdin_then_consume(cluster: Cluster) -> None:
     started = time.monotonic()
     out = cluster.run("consume", "orders", "--timeout", "1")  # from the end: nothing new
     assert out.stdout == "" and time.monotonic() - started < 15
+
+
+def test_consume_from_an_offset_past_the_end_says_so(cluster: Cluster) -> None:
+    """Not a silent start at the end: the offset is checked with ListOffsets first."""
+    line = one_line_error(
+        kraft("consume", "orders", "--partition", "0", "--offset", "999999", env=cluster.env),
+        "--offset 999999",
+        "past the log end offset",
+        "orders-0",
+        "OFFSET_OUT_OF_RANGE",
+    )
+    end = int(line.split("past the log end offset ")[1].split()[0])
+    out = cluster.run(
+        "consume", "orders", "--partition", "0", "--offset", str(end), "--timeout", "1"
+    )
+    assert out.stdout == ""  # the end itself is a valid start: only new records
+    one_line_error(
+        kraft("consume", "orders", "--partition", "0", "--offset", str(end + 1), env=cluster.env),
+        f"past the log end offset {end} of orders-0",
+    )
+
+
+def test_a_bootstrap_at_the_controllers_says_it_is_a_controller(cluster: Cluster) -> None:
+    """Not 30 s of retries and then UNKNOWN_TOPIC_OR_PARTITION (KIP-919's advice instead)."""
+    env = {"KRAFT_BOOTSTRAP": cluster.info["controller_bootstrap"]}
+    first = cluster.info["controllers"][0]["address"]
+    for args, stdin, advice in (
+        (("produce", "orders"), "x\n", "--bootstrap"),
+        (("consume", "orders", "--timeout", "1"), None, "--bootstrap"),
+        (("topics", "list"), None, "--bootstrap-controller"),
+        (("topics", "describe", "orders", "--bootstrap", first), None, "--bootstrap-controller"),
+    ):
+        started = time.monotonic()
+        out = kraft(*args, stdin=stdin, env=env)
+        one_line_error(out, f"{first} is a kraft controller, not a broker", advice)
+        assert time.monotonic() - started < 8, args
 
 
 def test_consume_into_a_closed_pipe_stops_quietly(cluster: Cluster) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraft.types import TopicPartition
-from replication.clients.config import ConsumerConfig, ProducerConfig
+from replication.clients.config import ConsumerConfig, ProducerConfig, parse_bootstrap_servers
 from replication.clients.consumer import decode_partition_records
 from replication.clients.metadata import MetadataCache
 from replication.messages import (
@@ -38,6 +38,41 @@ def test_producer_options_take_kafka_keys_or_snake_case() -> None:
 def test_bad_producer_options_are_rejected(options: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         ProducerConfig.create(options)
+
+
+def test_bootstrap_servers_are_split_and_trimmed() -> None:
+    assert parse_bootstrap_servers(" h1:9092, 10.0.0.2:9093,,[::1]:9094 ") == [
+        "h1:9092",
+        "10.0.0.2:9093",
+        "[::1]:9094",
+    ]
+    assert parse_bootstrap_servers(["h1:1", "h2:65535"]) == ["h1:1", "h2:65535"]
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("localhost", "no port"),
+        (":99999", "no host"),
+        ("host:0", "1 to 65535"),
+        ("host:99999", "1 to 65535"),
+        ("host:port", "1 to 65535"),
+        ("http://127.0.0.1:9092", "without a scheme"),
+        ("::1:9092", "brackets"),
+        ("bad host:9092", "not a valid host"),
+        ("h1:9092,localhost", "no port"),
+        (" , ", "no address"),
+    ],
+)
+def test_malformed_bootstrap_servers_are_refused_naming_the_address(
+    value: str, problem: str
+) -> None:
+    """Kafka's ClientUtils.parseAndValidateAddresses: refuse before connecting."""
+    with pytest.raises(ValueError) as e:
+        parse_bootstrap_servers(value, "--bootstrap")
+    assert str(e.value).startswith("--bootstrap: ") and problem in str(e.value)
+    bad = value.split(",")[-1].strip()
+    assert not bad or repr(bad) in str(e.value)
 
 
 def test_consumer_options() -> None:
