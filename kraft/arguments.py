@@ -18,6 +18,7 @@ This module imports only the standard library: ``kraft --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -58,6 +59,30 @@ seed_int = int_at_least(0, base=0)
 """A simulator seed or first seed: decimal or ``0x`` hex, never negative."""
 
 
+def seconds_at_least(minimum: float, *, exclusive: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number of seconds >= ``minimum`` (> with ``exclusive``);
+    ``nan`` and ``inf`` are refused, since a deadline of either never comes."""
+    bound = f"> {minimum:g}" if exclusive else f">= {minimum:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected seconds, got {quote(text)}") from None
+        if not math.isfinite(value) or value < minimum or (exclusive and value == minimum):
+            raise argparse.ArgumentTypeError(f"expected seconds {bound}, got {quote(text)}")
+        return value
+
+    return parse
+
+
+positive_seconds = seconds_at_least(0, exclusive=True)
+"""A deadline: ``--timeout`` of the client commands."""
+
+non_negative_seconds = seconds_at_least(0)
+"""A wait where 0 means "do not wait": ``kraft consume --timeout``."""
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` whose errors are one line on stderr (exit code 2), in the
     form every other kraft error takes: ``kraft: error: MESSAGE (see: PROG --help)``.
@@ -74,7 +99,10 @@ __all__ = [
     "ArgumentParser",
     "int_at_least",
     "non_negative_int",
+    "non_negative_seconds",
     "positive_int",
+    "positive_seconds",
     "quote",
+    "seconds_at_least",
     "seed_int",
 ]

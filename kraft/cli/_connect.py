@@ -11,6 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Self
 
+from kraft.arguments import positive_seconds
+
 if TYPE_CHECKING:
     from kraft.controller.client import ControllerClient
     from kraft.transport.controller_codec import DescribeClusterResponse, TopicMetadata
@@ -40,7 +42,7 @@ def add_bootstrap_arguments(p: argparse.ArgumentParser, *, controller: bool = Tr
 def add_timeout_argument(p: argparse.ArgumentParser, what: str = "each request") -> None:
     p.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"how long {what} may take, retries included (default {DEFAULT_TIMEOUT_S:g})",

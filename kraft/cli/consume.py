@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from kraft.arguments import non_negative_int
+from kraft.arguments import non_negative_int, non_negative_seconds
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=non_negative_seconds,
         metavar="SECONDS",
         help="exit once no record arrived for this long (default: wait forever)",
     )
@@ -105,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--offset needs --partition")
     if start is not None and args.from_beginning:
         raise ValueError("give --offset or --from-beginning, not both")
-    if args.timeout is not None and args.timeout < 0:
-        raise ValueError("--timeout must be >= 0")
     options: dict[str, Any] = parse_key_values(args.consumer_property, "--consumer-property")
     topic = describe_topic_on_brokers(bootstrap, args.topic, _METADATA_TIMEOUT_S, "consume")
     partitions = sorted(p.partition for p in topic.partitions)

@@ -8,7 +8,7 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from kraft.arguments import non_negative_int
+from kraft.arguments import non_negative_int, positive_seconds
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="delivery.timeout.ms for each record, in seconds (default 30)",
@@ -83,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
     from replication.clients import Producer
 
     bootstrap = broker_bootstrap(args)
-    if args.timeout <= 0:
-        raise ValueError("--timeout must be > 0")
     options: dict[str, Any] = {
         "acks": args.acks,
         "enable_idempotence": (

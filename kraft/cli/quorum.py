@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any
 
+from kraft.arguments import positive_seconds
+
 _EPILOG = """\
 example:
   kraft quorum describe --bootstrap-controller 127.0.0.1:9091,127.0.0.1:9092
@@ -41,7 +43,10 @@ def add_parser(sub: Any) -> None:
     )
     d.add_argument("--json", action="store_true", help="print one JSON object")
     d.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds to find an answer (default 10)"
+        "--timeout",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds to find an answer (default 10)",
     )
     d.set_defaults(handler=describe)
 

@@ -89,6 +89,29 @@ def test_negative_and_zero_counts_are_refused_before_anything_runs(
     assert argv[-2] in err and repr(argv[-1]) in err and ">=" in err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["topics", "list", "--timeout", "nan"],
+        ["topics", "create", "t", "--timeout", "-1"],
+        ["quorum", "describe", "--timeout", "inf"],
+        ["produce", "t", "--timeout", "0"],
+        ["consume", "t", "--timeout", "-0.5"],
+    ],
+    ids=lambda argv: " ".join(argv),
+)
+def test_a_timeout_that_never_or_already_ended_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not a hang (``nan``, ``inf``) nor a deadline already past."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "argument --timeout: expected seconds" in err, err
+    assert repr(argv[-1]) in err
+
+
 def test_a_non_number_count_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["sim", "raft", "--seeds", "x" * 500])
