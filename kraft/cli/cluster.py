@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.cli._cluster_status import collect_status, pid_alive, render_status, stable_view
 from kraft.cli._node import check_directories
+from kraft.logs import LEVELS
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
@@ -119,7 +120,12 @@ def add_parser(sub: Any) -> None:
         help="how long the cluster may take to become healthy (default 60)",
     )
     up_p.add_argument(
-        "--node-log-level", default="info", help="the nodes' log level (their logs are files)"
+        "--node-log-level",
+        default="info",
+        type=str.lower,
+        choices=list(LEVELS),
+        metavar="LEVEL",
+        help="the nodes' log level: debug, info (default), warning, error or critical",
     )
     up_p.add_argument("--json", action="store_true", help="with --detach: print cluster.json")
     up_p.add_argument("--supervise", action="store_true", help=argparse.SUPPRESS)

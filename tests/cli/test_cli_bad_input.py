@@ -52,11 +52,15 @@ def one_line_error(out: subprocess.CompletedProcess[str], *fragments: str) -> st
     return lines[0]
 
 
-def test_an_unknown_log_level_is_one_line_not_a_traceback() -> None:
+def test_an_unknown_log_level_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     out = kraft("--log-level", "bogus", "sim", "raft", "--seeds", "1")
     assert out.returncode == 2
     one_line_error(out, "--log-level", "bogus", "debug")
     assert kraft("--log-level", "INFO", "sim", "raft", "--seeds", "1").returncode == 0
+    nodes = kraft("cluster", "up", "--node-log-level", "bogus", "--data-dir", str(tmp_path))
+    assert nodes.returncode == 2
+    one_line_error(nodes, "--node-log-level", "bogus")
+    assert list(tmp_path.iterdir()) == []  # refused before anything started
 
 
 def test_a_sim_with_zero_partitions_is_refused_not_a_traceback() -> None:
