@@ -61,7 +61,7 @@ from kraft.controller.messages import (
     UnregisterBrokerResponse,
 )
 from kraft.metadata.records import Endpoint
-from kraft.transport.channels import client_channel_options
+from kraft.transport.channels import client_channel_options, parse_bootstrap_servers
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -107,15 +107,6 @@ _GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
     grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
 }
-
-
-def parse_bootstrap(bootstrap: str | Sequence[str]) -> list[str]:
-    """``"h:p,h:p"`` (or a list of ``h:p``) -> the addresses, in order."""
-    items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
-    addresses = [a.strip() for a in items if a.strip()]
-    if not addresses:
-        raise ValueError("no controller address given (expected host:port[,host:port...])")
-    return addresses
 
 
 @contextmanager
@@ -171,7 +162,7 @@ class ControllerClient:
         request_timeout: float = 3.0,
         peer: str = "controller",
     ) -> None:
-        self.addresses = parse_bootstrap(bootstrap)
+        self.addresses = parse_bootstrap_servers(bootstrap, "bootstrap controllers")
         self.peer = peer
         self.timeout = timeout
         self.request_timeout = request_timeout
@@ -468,4 +459,4 @@ def _raise_for(code: ErrorCode, message: str) -> None:
         raise error_for(code, message)
 
 
-__all__ = ["ControllerClient", "map_grpc_errors", "parse_bootstrap"]
+__all__ = ["ControllerClient", "map_grpc_errors"]

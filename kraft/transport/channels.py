@@ -7,10 +7,15 @@ server carries on. The same bound applies to what channels send and receive, so 
 
 The controller reads the key from its config (`kraft.config.ControllerNodeConfig`); the other
 servers and the clients use the default.
+
+`parse_bootstrap_servers` checks every address list a client or the CLI is given (brokers or
+controllers) before any channel is built: a malformed address fails at once, named.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Final
 
 SOCKET_REQUEST_MAX_BYTES: Final = 100 * 1024 * 1024
@@ -59,9 +64,59 @@ def client_channel_options() -> Options:
     ]
 
 
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.%\w-]+\]|[\w.-]+)$")
+"""A host name, an IPv4 address, or an IPv6 address in brackets (``[::1]``)."""
+_QUOTE_MAX = 60
+
+
+def parse_bootstrap_servers(
+    value: str | Sequence[str], key: str = "bootstrap.servers"
+) -> list[str]:
+    """``"host:port,host:port"`` (or a list) -> the addresses, each checked to be HOST:PORT
+    with a port in 1..65535, as Kafka's ``ClientUtils.parseAndValidateAddresses`` checks
+    ``bootstrap.servers`` before connecting: a malformed address fails at once, not after
+    the connect deadline.
+
+    Args:
+        key: what to call the setting in the error (``--bootstrap`` on the command line).
+
+    Raises:
+        ValueError: no address, or one that is not HOST:PORT (the message names it).
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    addresses = [a.strip() for a in items if a.strip()]
+    if not addresses:
+        raise ValueError(f"{key}: no address given (expected HOST:PORT[,HOST:PORT...])")
+    for address in addresses:
+        problem = _address_problem(address)
+        if problem is not None:
+            shown = address if len(address) <= _QUOTE_MAX else address[:_QUOTE_MAX] + "..."
+            raise ValueError(f"{key}: bad address {shown!r}: {problem}")
+    return addresses
+
+
+def _address_problem(address: str) -> str | None:
+    """Why ``address`` is not HOST:PORT, or None."""
+    if "://" in address:
+        return "give HOST:PORT without a scheme (e.g. 127.0.0.1:9092)"
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        return "no port (expected HOST:PORT, e.g. 127.0.0.1:9092)"
+    if not host:
+        return "no host (expected HOST:PORT, e.g. 127.0.0.1:9092)"
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        return "the port must be a number from 1 to 65535"
+    if ":" in host and not host.startswith("["):
+        return "put an IPv6 address in brackets, e.g. [::1]:9092"
+    if not _HOST.match(host):
+        return "not a valid host name"
+    return None
+
+
 __all__ = [
     "SOCKET_REQUEST_MAX_BYTES",
     "client_channel_options",
+    "parse_bootstrap_servers",
     "peer_channel_options",
     "server_options",
     "size_options",

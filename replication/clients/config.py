@@ -6,8 +6,8 @@ that converts between them (STYLE §4)::
     Producer("h:9092", linger_ms=5, batch_size=32768)
     Producer("h:9092", **{"linger.ms": 5, "batch.size": 32768})
 
-`parse_bootstrap_servers` checks ``bootstrap.servers`` (every client's address list) the way
-Kafka's ``ClientUtils`` does, before any connection is tried.
+`parse_bootstrap_servers` (re-exported from `kraft.transport.channels`, its home) checks
+``bootstrap.servers`` the way Kafka's ``ClientUtils`` does, before any connection is tried.
 
 Defaults are Kafka's unless noted. Unknown keys raise `ValueError` (a typo must not pass
 silently), as do combinations Kafka rejects (``enable.idempotence`` with ``acks`` other than
@@ -17,11 +17,11 @@ silently), as do combinations Kafka rejects (``enable.idempotence`` with ``acks`
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
+from kraft.transport.channels import parse_bootstrap_servers
 from storage.records import Compression
 
 _COMPRESSION = {
@@ -155,55 +155,6 @@ class ConsumerConfig:
         if config.isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation.level must be read_uncommitted or read_committed")
         return config
-
-
-_HOST = re.compile(r"^(\[[0-9A-Fa-f:.%\w-]+\]|[\w.-]+)$")
-"""A host name, an IPv4 address, or an IPv6 address in brackets (``[::1]``)."""
-_QUOTE_MAX = 60
-
-
-def parse_bootstrap_servers(
-    value: str | Sequence[str], key: str = "bootstrap.servers"
-) -> list[str]:
-    """``"host:port,host:port"`` (or a list) -> the addresses, each checked to be HOST:PORT
-    with a port in 1..65535, as Kafka's ``ClientUtils.parseAndValidateAddresses`` checks
-    ``bootstrap.servers`` before connecting: a malformed address fails at once, not after
-    the connect deadline.
-
-    Args:
-        key: what to call the setting in the error (``--bootstrap`` on the command line).
-
-    Raises:
-        ValueError: no address, or one that is not HOST:PORT (the message names it).
-    """
-    items = value.split(",") if isinstance(value, str) else list(value)
-    addresses = [a.strip() for a in items if a.strip()]
-    if not addresses:
-        raise ValueError(f"{key}: no address given (expected HOST:PORT[,HOST:PORT...])")
-    for address in addresses:
-        problem = _address_problem(address)
-        if problem is not None:
-            shown = address if len(address) <= _QUOTE_MAX else address[:_QUOTE_MAX] + "..."
-            raise ValueError(f"{key}: bad address {shown!r}: {problem}")
-    return addresses
-
-
-def _address_problem(address: str) -> str | None:
-    """Why ``address`` is not HOST:PORT, or None."""
-    if "://" in address:
-        return "give HOST:PORT without a scheme (e.g. 127.0.0.1:9092)"
-    host, colon, port = address.rpartition(":")
-    if not colon:
-        return "no port (expected HOST:PORT, e.g. 127.0.0.1:9092)"
-    if not host:
-        return "no host (expected HOST:PORT, e.g. 127.0.0.1:9092)"
-    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-        return "the port must be a number from 1 to 65535"
-    if ":" in host and not host.startswith("["):
-        return "put an IPv6 address in brackets, e.g. [::1]:9092"
-    if not _HOST.match(host):
-        return "not a valid host name"
-    return None
 
 
 def _normalise(cls: type[Any], options: Mapping[str, Any]) -> dict[str, Any]:

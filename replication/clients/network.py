@@ -32,8 +32,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 
 from kraft._generated import broker_pb2_grpc
-from kraft.controller.client import parse_bootstrap
-from kraft.transport.channels import client_channel_options
+from kraft.transport.channels import client_channel_options, parse_bootstrap_servers
 from kraft.transport.retry import retry_retriable
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
@@ -100,7 +99,7 @@ class BrokerNetwork:
     """
 
     def __init__(self, bootstrap: str | Sequence[str], *, request_timeout_s: float = 30.0) -> None:
-        self.bootstrap = parse_bootstrap(bootstrap)
+        self.bootstrap = parse_bootstrap_servers(bootstrap, "bootstrap.servers")
         self.request_timeout_s = request_timeout_s
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}

@@ -75,6 +75,24 @@ def test_malformed_bootstrap_servers_are_refused_naming_the_address(
     assert not bad or repr(bad) in str(e.value)
 
 
+@pytest.mark.parametrize("address", ["localhost", "http://127.0.0.1:9092", "host:0"])
+def test_every_client_refuses_a_malformed_bootstrap_when_it_is_built(address: str) -> None:
+    """Not only the CLI: the library clients check their address list before connecting,
+    so a typo fails in the constructor instead of after the connect deadline."""
+    from kraft.controller.client import ControllerClient
+    from replication.clients import AdminClient, Consumer, Producer
+
+    builders = [
+        lambda: Producer(address),
+        lambda: Consumer(address),
+        lambda: AdminClient(address),
+        lambda: ControllerClient(address),
+    ]
+    for build in builders:
+        with pytest.raises(ValueError, match="bad address"):
+            build()
+
+
 def test_consumer_options() -> None:
     config = ConsumerConfig.create({"auto.offset.reset": "earliest", "fetch.max.wait.ms": 50})
     assert (config.auto_offset_reset, config.fetch_max_wait_ms) == ("earliest", 50)
