@@ -13,12 +13,14 @@ functions, nothing else. Tests inject faults two ways:
   It costs one ``stat`` of the fault directory per operation, so it is for tests only;
   without the variable nothing is checked.
 
-An ``OSError`` from here is turned into `storage.errors.KafkaStorageError` by the log (one
-mapping, in ``storage.log``), never by the callers.
+An ``OSError`` from here becomes `storage.errors.KafkaStorageError` through `storage_error`, the
+one mapping, which the log applies at its boundary (``storage.log``); callers never see one.
+`probe_log_directory` checks that a directory whose log failed takes writes again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_module
 import json
 import os
@@ -26,6 +28,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
+
+from storage.errors import KafkaStorageError
 
 TEST_FAULTS_ENV: Final = "KRAFT_TEST_FAULTS"
 """A directory of fault files (`arm_fault`); set only in tests."""
@@ -129,6 +133,40 @@ def _load_faults(faults_dir: Path, log_dir: str) -> dict[str, int]:
     return armed
 
 
+def storage_error(error: OSError, what: str, directory: Path) -> KafkaStorageError:
+    """The one mapping of an ``OSError`` of the log's I/O to its typed error (Kafka error 56)."""
+    reason = error.strerror or type(error).__name__
+    return KafkaStorageError(f"{what} failed in {directory}: {reason}")
+
+
+PROBE_FILE = ".kraft-probe"
+PROBE_BYTES = 64 * 1024
+
+
+def probe_log_directory(directory: Path) -> None:
+    """Check that ``directory`` takes writes again (after a disk error took its log offline):
+    create, write `PROBE_BYTES`, fsync and delete `PROBE_FILE`, through the same `FileIO` as
+    its log would.
+
+    Raises:
+        KafkaStorageError: it does not.
+    """
+    io = file_io_for(directory)
+    path = directory / PROBE_FILE
+    try:
+        fd = io.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            io.write(fd, bytes(PROBE_BYTES))
+            io.fsync(fd)
+        finally:
+            os.close(fd)
+        os.unlink(path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise storage_error(e, "probe", directory) from e
+
+
 _PLAIN = FileIO()
 
 
@@ -162,6 +200,7 @@ def clear_fault(fault_file: Path) -> None:
 
 __all__ = [
     "ENOSPC_OPS",
+    "PROBE_FILE",
     "READ_OPS",
     "TEST_FAULTS_ENV",
     "WRITE_OPS",
@@ -170,4 +209,6 @@ __all__ = [
     "arm_fault",
     "clear_fault",
     "file_io_for",
+    "probe_log_directory",
+    "storage_error",
 ]

@@ -74,7 +74,7 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from storage.file_io import FileIO, file_io_for
+from storage.file_io import FileIO, file_io_for, storage_error
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_loader import (
     CLEAN_SHUTDOWN_FILE,
@@ -105,12 +105,6 @@ _logger = structlog.get_logger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def storage_error(error: OSError, what: str, directory: Path) -> KafkaStorageError:
-    """The one mapping of an ``OSError`` of the log's I/O to its typed error (Kafka error 56)."""
-    reason = error.strerror or type(error).__name__
-    return KafkaStorageError(f"{what} failed in {directory}: {reason}")
 
 
 def _maps_storage_errors(
@@ -876,4 +870,10 @@ class SegmentedLog:
         )
 
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "SegmentInfo", "SegmentedLog", "wall_clock_ms"]
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "SegmentInfo",
+    "SegmentedLog",
+    "wall_clock_ms",
+]
