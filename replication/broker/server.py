@@ -37,16 +37,13 @@ the leader core.
 
 *Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
 corrupt batch found on read) goes offline (`PartitionReplica.go_offline`): it leaves
-``replicas`` for ``offline``, so requests for it get NOT_LEADER_OR_FOLLOWER, and every
-heartbeat from then on lists it in ``offline_replicas`` (the next one at once); the controller
-moves its leadership to another ISR member and drops it from the ISR
-(`kraft.controller.offline_replicas`). Kafka does this per log directory (KIP-858); with one
-data directory per broker, kraft does it per replica. A probe reopens it after
-`OFFLINE_PROBE_INITIAL_BACKOFF_MS`, doubling up to `OFFLINE_PROBE_MAX_BACKOFF_MS`: the
-directory must take a write (`probe_log_directory`), then the log is recovered from disk (a
-corrupt segment is cut at the bad batch) and the replica rejoins as a follower; once the
-heartbeat stops listing it, the leader adds it back to the ISR when it has caught up. A restart
-recovers every log too.
+``replicas`` for ``offline`` (`replication.broker.offline`), so requests for it get
+NOT_LEADER_OR_FOLLOWER, and every heartbeat lists it (the next one at once); the controller
+moves its leadership and drops it from the ISR (`kraft.controller.offline_replicas`). A probe
+task retries it with backoff: the directory must take a write (`probe_log_directory`), then
+the log is recovered from disk (a corrupt segment is cut at the bad batch) and the replica
+rejoins as a follower; once the heartbeat stops listing it, the leader adds it back to the
+ISR when it has caught up.
 """
 
 from __future__ import annotations
@@ -61,7 +58,6 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,7 +74,6 @@ from kraft.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionTopic,
-    TopicIdPartition,
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
@@ -87,6 +82,7 @@ from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
@@ -123,21 +119,7 @@ TICK_INTERVAL_S = 0.05
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 METADATA_DIR = "__cluster_metadata"
 TOPIC_ID_FILE = "topic_id"
-OFFLINE_PROBE_INITIAL_BACKOFF_MS = 500
-"""How long an offline replica waits before the first attempt to reopen its log."""
-OFFLINE_PROBE_MAX_BACKOFF_MS = 10_000
-"""The longest wait between two attempts (the wait doubles after each failed one)."""
 _OFFLINE_PROBE_TICK_S = 0.1
-
-
-@dataclass(slots=True, kw_only=True)
-class OfflineReplica:
-    """A replica taken offline by a disk error, and when to try to reopen it."""
-
-    topic_id: str
-    error: str
-    backoff_ms: int = OFFLINE_PROBE_INITIAL_BACKOFF_MS
-    next_probe_s: float = 0.0  # time.monotonic()
 
 
 class _MetadataObserver:
@@ -175,7 +157,7 @@ class BrokerServer:
         self.node_id = config.node_id
         self.image = MetadataImage.empty()
         self.replicas: dict[TopicPartition, PartitionReplica] = {}
-        self.offline: dict[TopicPartition, OfflineReplica] = {}
+        self.offline = OfflineReplicas()
         """Replicas a disk error took offline; reported in every heartbeat until reopened."""
         self.broker_epoch: int | None = None
         self.fenced = True
@@ -339,7 +321,7 @@ class BrokerServer:
                     epoch,
                     current_metadata_offset=self.image.last_offset,
                     want_shutdown=want_shutdown,
-                    offline_replicas=self._offline_replica_report(),
+                    offline_replicas=self.offline.report(),
                     timeout=max(2.0, 4 * interval_s),
                 )
             except (StaleBrokerEpochError, BrokerIdNotRegisteredError) as e:
@@ -362,12 +344,6 @@ class BrokerServer:
                 await asyncio.wait_for(
                     self._heartbeat_now.wait(), interval_s / 5 if want_shutdown else interval_s
                 )
-
-    def _offline_replica_report(self) -> tuple[TopicIdPartition, ...]:
-        return tuple(
-            TopicIdPartition(topic_id=entry.topic_id, partition=tp.partition)
-            for tp, entry in sorted(self.offline.items(), key=lambda item: str(item[0]))
-        )
 
     # --- replicas -----------------------------------------------------------------------------
 
@@ -407,7 +383,12 @@ class BrokerServer:
                 continue
             tp = TopicPartition(topic.name, index)
             wanted.add(tp)
-            if tp in self.offline:
+            entry = self.offline.get(tp)
+            if entry is not None and entry.topic_id != topic.topic_id:
+                self.offline.remove(tp)  # a deleted topic's replica: the new one starts afresh
+                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+                self._heartbeat_now.set()
+            elif entry is not None:
                 continue  # reopened by the probe (`_offline_probe_loop`), not here
             replica = self.replicas.get(tp)
             try:
@@ -433,9 +414,9 @@ class BrokerServer:
             if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
                 shutil.rmtree(replica.log.directory, ignore_errors=True)
             self._log.info("replica_removed", topic_partition=str(tp))
-        for tp in [tp for tp in self.offline if tp not in wanted]:
-            entry = self.offline.pop(tp)
-            if image.topic_ids_by_name.get(tp.topic) != entry.topic_id:
+        for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
+            gone = self.offline.remove(tp)
+            if gone is not None and image.topic_ids_by_name.get(tp.topic) != gone.topic_id:
                 shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp))
             self._heartbeat_now.set()
@@ -446,10 +427,7 @@ class BrokerServer:
         return self.config.data_dir / f"{tp.topic}-{tp.partition}"
 
     def _mark_offline(self, tp: TopicPartition, topic_id: str, error: str) -> None:
-        backoff_ms = OFFLINE_PROBE_INITIAL_BACKOFF_MS
-        self.offline[tp] = OfflineReplica(
-            topic_id=topic_id, error=error, next_probe_s=time.monotonic() + backoff_ms / 1000
-        )
+        self.offline.add(tp, topic_id, error, time.monotonic())
         self._log.error("replica_offline", topic_partition=str(tp), error=error)
         self._heartbeat_now.set()
 
@@ -464,12 +442,11 @@ class BrokerServer:
     async def _offline_probe_loop(self) -> None:
         while True:
             await asyncio.sleep(_OFFLINE_PROBE_TICK_S)
-            now = time.monotonic()
-            for tp, entry in list(self.offline.items()):
-                if entry.next_probe_s <= now and self.offline.get(tp) is entry:
-                    self._probe_offline_replica(tp, entry)
+            for tp, entry in self.offline.due(time.monotonic()):
+                if self.offline.get(tp) is entry:
+                    self._probe_offline_replica(tp, entry.topic_id)
 
-    def _probe_offline_replica(self, tp: TopicPartition, entry: OfflineReplica) -> None:
+    def _probe_offline_replica(self, tp: TopicPartition, topic_id: str) -> None:
         """Try to reopen an offline replica: the directory must take a write, then its log
         is recovered from disk. On failure, wait twice as long (up to the maximum)."""
         epoch, image = self.broker_epoch, self.image
@@ -478,19 +455,17 @@ class BrokerServer:
         try:
             probe_log_directory(self._replica_dir(tp))
             settings = resolve_topic_settings(image, tp.topic, self.config)
-            replica = self._open_replica(tp, entry.topic_id, epoch, settings.log)
+            replica = self._open_replica(tp, topic_id, epoch, settings.log)
         except (KraftError, OSError) as e:
-            entry.error = repr(e)
-            entry.backoff_ms = min(2 * entry.backoff_ms, OFFLINE_PROBE_MAX_BACKOFF_MS)
-            entry.next_probe_s = time.monotonic() + entry.backoff_ms / 1000
+            wait_ms = self.offline.probe_failed(tp, repr(e), time.monotonic())
             self._log.info(
                 "offline_replica_probe_failed",
                 topic_partition=str(tp),
-                error=entry.error,
-                next_probe_in_ms=entry.backoff_ms,
+                error=repr(e),
+                next_probe_in_ms=wait_ms,
             )
             return
-        del self.offline[tp]
+        self.offline.remove(tp)
         self.replicas[tp] = replica
         self._log.warning(
             "replica_back_online",

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from kraft.controller.messages import TopicIdPartition
 from kraft.metadata.image import PartitionRegistration
+from kraft.types import TopicPartition
+from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.core import BrokerStatus, FollowerFetchRequest, ReplicationConfig
 from storage.config import LogConfig
@@ -131,3 +134,17 @@ def test_an_append_whose_fsync_fails_is_not_acknowledged_and_takes_the_replica_o
         replica.stop()
 
     asyncio.run(run())
+
+
+def test_offline_replicas_are_reported_and_probed_with_a_doubling_backoff() -> None:
+    offline = OfflineReplicas()
+    tp = TopicPartition("t", 3)
+    offline.add(tp, "tid", "ENOSPC", now_s=100.0)
+    assert offline.report() == (TopicIdPartition(topic_id="tid", partition=3),)
+    assert offline.due(100.4) == []
+    assert [t for t, _ in offline.due(100.5)] == [tp]
+    waits = [offline.probe_failed(tp, "still full", now_s=101.0) for _ in range(8)]
+    assert waits == [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000, 10_000]
+    assert offline.due(110.9) == [] and offline.due(111.0) != []
+    offline.remove(tp)
+    assert offline.report() == () and tp not in offline

@@ -133,3 +133,19 @@ def test_a_log_in_an_unusable_directory_raises_a_storage_error(tmp_path: Path) -
     (tmp_path / "file").write_bytes(b"")
     with pytest.raises(KafkaStorageError, match="open failed"):
         SegmentedLog.open(tmp_path / "file" / "log")
+
+
+def test_a_corrupt_base_offset_which_the_crc_does_not_cover_is_never_served(
+    tmp_path: Path,
+) -> None:
+    log = SegmentedLog.open(tmp_path)
+    for _ in range(10):
+        log.append(make_batch(1, 40))
+    log.flush()
+    path = tmp_path / segment_file_name(0)
+    pos, _ = scan_segment_file(path)[4]
+    with open(path, "r+b") as f:
+        f.seek(pos + 7)  # the low byte of offset 4's base offset: now 5
+        f.write(b"\x05")
+    with pytest.raises(KafkaStorageError, match="does not continue"):
+        log.read(0, 1 << 20)
