@@ -9,7 +9,16 @@ The names below are imported on first use, so ``import kraft`` stays cheap::
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
+
+# NB: gRPC's fork handlers (grpcio >= 1.81, grpc/grpc#43055) restart their epoll poller in a
+# child forked by `subprocess.Popen(preexec_fn=...)`, which then dies with EBADF before it can
+# exec: pyspark starts its JVM exactly so, and about 1 start in 40 failed with
+# JAVA_GATEWAY_EXITED in a process holding live channels. kraft never forks without exec'ing,
+# so it needs no fork support. gRPC reads the variable once, when it is first imported: this
+# package is imported before any kraft module imports grpc.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 _EXPORTS = {
     "ReplicatedLog": "kraft.replicated_log",

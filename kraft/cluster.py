@@ -5,7 +5,7 @@
     from kraft import LocalCluster
 
     with LocalCluster(controllers=3, brokers=3) as cluster:
-        cluster.wait_until_healthy(timeout=30)     # a leader elected, every broker unfenced
+        cluster.wait_until_healthy(timeout=30)     # see `kraft.health`: all running and serving
         cluster.create_topic("orders", 6, 3, config={"min.insync.replicas": "2"})
         cluster.kill_broker(1)                     # SIGKILL; stop_broker is SIGTERM
         cluster.start_broker(1)
@@ -50,14 +50,21 @@ from typing import Self
 from kraft.config import ControllerNodeConfig, format_voters, write_properties
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult
+from kraft.health import (
+    EXITED,
+    RUNNING,
+    STOPPED,
+    ClusterHealth,
+    NodeExitedError,
+    NodeProcess,
+    check_cluster_health,
+)
 from kraft.process import ManagedProcess, free_ports, wait_for
 from kraft.transport.controller_codec import TopicMetadata
+from storage.errors import KraftError
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
-
-_RECENT_FETCH_MS = 2000
-"""A voter that fetched within this long counts as following the leader."""
 
 
 class LocalCluster:
@@ -110,6 +117,10 @@ class LocalCluster:
         }
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
+        self._broker_epochs: dict[int, int] = {}
+        """The epoch of each broker's registration last seen healthy."""
+        self._stale_broker_epochs: dict[int, int] = {}
+        """Per restarted broker, the epoch of its registration from before the restart."""
         self.log_level = log_level
         self._extra = dict(controller_config or {})
         self._controllers: dict[int, ManagedProcess] = {}
@@ -189,39 +200,73 @@ class LocalCluster:
             self._client = ControllerClient(self.controller_bootstrap)
         return self._client
 
+    def health(self, *, timeout: float = 2.0) -> ClusterHealth:
+        """The cluster's health by `kraft.health.check_cluster_health` (the check
+        ``kraft cluster status`` makes too): nodes stopped or killed through this object are
+        not expected to run; the others must run, answer SERVING, and (brokers) hold an
+        unfenced registration newer than the one they had before their last restart."""
+        nodes = [
+            *(self._node("controller", i, self._controllers[i]) for i in self.controller_ids),
+            *(self._node("broker", b, self._brokers[b]) for b in self.broker_ids),
+        ]
+        health = check_cluster_health(
+            nodes,
+            self.controller_client(),
+            stale_broker_epochs=self._stale_broker_epochs,
+            timeout=timeout,
+        )
+        for node in health.nodes:  # what a restart must supersede
+            if node.role == "broker" and node.state == "unfenced" and node.broker_epoch:
+                self._broker_epochs[node.node_id] = node.broker_epoch
+        return health
+
     def wait_until_healthy(self, timeout: float = 30) -> None:
-        """Wait until a controller is active (elected and caught up: it answers
-        DescribeQuorum), every running voter fetches from it, and every running broker is
-        registered and unfenced.
+        """Wait until `health` says healthy: every node expected to run runs and answers
+        SERVING, a controller is active and every running voter fetches from it, every
+        running broker is registered (again, after a restart) and unfenced, and every
+        partition has a leader.
 
         Raises:
-            TimeoutError: not healthy within ``timeout`` seconds (the message names the logs).
+            NodeExitedError: at once, when a node that should run has exited (named, with
+                the last line of its log).
+            TimeoutError: not healthy within ``timeout`` seconds (the message says why and
+                names the logs).
         """
-        running = {i for i, p in self._controllers.items() if p.is_running()}
+        deadline = time.monotonic() + timeout
+        logs = self.data_dir / "logs"
+        while True:
+            health = self.health()
+            if health.exited:
+                raise NodeExitedError(f"{'; '.join(health.exited)} (logs: {logs})")
+            if health.healthy:
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"the cluster was not healthy after {timeout:.1f}s: "
+                    f"{'; '.join(health.problems)} (logs: {logs})"
+                )
+            time.sleep(0.05)
 
-        def healthy() -> bool:
-            quorum = self.controller_client().describe_quorum(timeout=2)
-            recent_ms = time.time_ns() // 1_000_000 - _RECENT_FETCH_MS
-            fetching = {
-                v.replica_id for v in quorum.voters if v.last_fetch_timestamp_ms >= recent_ms
-            }
-            if not running <= fetching:
-                return False
-            brokers = {b for b, p in self._brokers.items() if p.is_running()}
-            if not brokers:
-                return True
-            registered = self.controller_client().describe_cluster(timeout=2).brokers
-            unfenced = {b.broker_id for b in registered if not b.fenced}
-            return brokers <= unfenced
-
-        try:
-            wait_for(
-                healthy,
-                timeout,
-                "an active controller followed by every running voter, brokers unfenced",
-            )
-        except TimeoutError as e:
-            raise TimeoutError(f"{e}; logs: {self.data_dir / 'logs'}") from None
+    def _node(self, role: str, node_id: int, process: ManagedProcess) -> NodeProcess:
+        address = (
+            self.controller_addresses[node_id]
+            if role == "controller"
+            else self.broker_addresses[node_id]
+        )
+        if process.is_running():
+            state = RUNNING
+        elif process.died():
+            state = EXITED
+        else:
+            state = STOPPED
+        return NodeProcess(
+            role=role,
+            node_id=node_id,
+            address=address,
+            pid=process.pid,
+            process=state,
+            exit_detail=process.exit_summary() if state == EXITED else "",
+        )
 
     def active_controller_id(self, timeout: float = 15) -> int:
         """The node id of the active controller (waits up to ``timeout`` for one)."""
@@ -309,7 +354,25 @@ class LocalCluster:
         return self._brokers[self.broker_id(broker)]
 
     def start_broker(self, broker: int) -> None:
-        self._launch(self.broker(broker).start)
+        """Start (or restart) ``broker``; `wait_until_healthy` then waits for its new
+        registration, not the old one that the controller keeps until the session expires."""
+        broker_id = self.broker_id(broker)
+        process = self.broker(broker_id)
+        if process.started and not process.is_running():
+            self._stale_broker_epochs[broker_id] = self._registered_epoch(broker_id)
+        self._launch(process.start)
+
+    def _registered_epoch(self, broker_id: int) -> int:
+        """The epoch of ``broker_id``'s current registration (best effort: the last one seen
+        healthy if the controllers do not answer quickly)."""
+        known = self._broker_epochs.get(broker_id, -1)
+        if not any(p.is_running() for p in self._controllers.values()):
+            return known
+        try:
+            brokers = self.controller_client().describe_cluster(timeout=2.0).brokers
+        except (KraftError, TimeoutError):
+            return known
+        return max([known, *(b.broker_epoch for b in brokers if b.broker_id == broker_id)])
 
     def stop_broker(self, broker: int, timeout: float = 40.0) -> int | None:
         """SIGTERM (a controlled shutdown: leadership moves first); returns the exit code."""

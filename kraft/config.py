@@ -34,6 +34,7 @@ from pathlib import Path
 
 from kraft.controller.core import ControllerConfig
 from kraft.raft import RaftConfig
+from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
 from storage.errors import InvalidConfigError
 
 DEFAULT_SNAPSHOT_INTERVAL_BYTES = 64 * 1024
@@ -144,6 +145,8 @@ class ControllerNodeConfig:
     """[broker.session.timeout.ms, num.partitions, default.replication.factor]"""
     snapshot_interval_bytes: int = DEFAULT_SNAPSHOT_INTERVAL_BYTES
     """[metadata.log.max.record.bytes.between.snapshots]"""
+    socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    """[socket.request.max.bytes] the largest request the gRPC server accepts."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
@@ -188,6 +191,9 @@ class ControllerNodeConfig:
         )
         if snapshot_interval < 0:
             raise InvalidConfigError("metadata.log.max.record.bytes.between.snapshots must be >= 0")
+        request_max = int_property(props, "socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES)
+        if not 1024 <= request_max <= 2**31 - 1:
+            raise InvalidConfigError("socket.request.max.bytes must be in [1024, 2147483647]")
         return cls(
             node_id=node_id,
             voters=voters,
@@ -196,6 +202,7 @@ class ControllerNodeConfig:
             raft=RaftConfig.from_properties(props),
             controller=controller,
             snapshot_interval_bytes=snapshot_interval,
+            socket_request_max_bytes=request_max,
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -210,6 +217,7 @@ class ControllerNodeConfig:
             "num.partitions": str(self.controller.default_num_partitions),
             "default.replication.factor": str(self.controller.default_replication_factor),
             "metadata.log.max.record.bytes.between.snapshots": str(self.snapshot_interval_bytes),
+            "socket.request.max.bytes": str(self.socket_request_max_bytes),
             **self.raft.to_properties(),
         }
 

@@ -87,6 +87,8 @@ class ManagedProcess:
     pipe_stdin: bool = False
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
+    _ended_on_purpose: bool = field(default=False, init=False, repr=False)
+    """Set by `kill` and `stop`, cleared by `start`: an exit without it is a death."""
 
     def __hash__(self) -> int:
         return id(self)
@@ -102,9 +104,26 @@ class ManagedProcess:
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def started(self) -> bool:
+        """Whether it was ever started (it may have ended since)."""
+        return self._proc is not None
+
+    def died(self) -> bool:
+        """Whether it was started and exited without being stopped or killed."""
+        return (
+            self._proc is not None and self._proc.poll() is not None and not self._ended_on_purpose
+        )
+
+    def exit_summary(self) -> str:
+        """``exited with code N: <the last line of its log>`` (for a node that died)."""
+        code = self._proc.returncode if self._proc is not None else None
+        return f"exited with code {code}: {last_log_line(self.log_path)}"
+
     def start(self) -> None:
         if self.is_running():
             return
+        self._ended_on_purpose = False
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         env = {
@@ -132,6 +151,7 @@ class ManagedProcess:
         """SIGKILL, and wait until it is gone."""
         if self._proc is None:
             return
+        self._ended_on_purpose = True
         self._signal(signal.SIGCONT)  # a stopped process is killed all the same; be explicit
         self._signal(signal.SIGKILL)
         self._proc.wait()
@@ -141,6 +161,7 @@ class ManagedProcess:
         """SIGTERM (a graceful shutdown), then SIGKILL after ``timeout`` seconds."""
         if self._proc is None:
             return None
+        self._ended_on_purpose = True
         self._signal(signal.SIGCONT)
         self._signal(signal.SIGTERM)
         try:
@@ -170,6 +191,20 @@ class ManagedProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def last_log_line(path: Path, limit: int = 300) -> str:
+    """The last non-empty line of the log at ``path`` (at most ``limit`` characters)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+            lines = [line for line in f.read().decode(errors="replace").splitlines() if line]
+    except OSError as e:
+        return f"(no log: {e.strerror})"
+    if not lines:
+        return "(empty log)"
+    line = lines[-1].strip()
+    return line if len(line) <= limit else line[:limit] + "..."
 
 
 def wait_for(predicate: object, timeout: float, what: str, interval: float = 0.05) -> None:

@@ -52,6 +52,7 @@ from kraft.raft.messages import (
 )
 from kraft.raft.roles import Leader
 from kraft.raft_store import DurableRaftStorage
+from kraft.transport.channels import peer_channel_options, server_options
 from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import NodeId
 from storage.errors import LogClosedError, NetworkError, NotControllerError
@@ -66,24 +67,8 @@ _REQUESTS: dict[type, str] = {
 }
 
 
-SERVER_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-    # NB: gRPC sets SO_REUSEPORT by default, so a second server can bind a port that is in
-    # use and the kernel splits connections between them: two local clusters that race for
-    # the same free port would then talk to each other. Fail the bind instead.
-    ("grpc.so_reuseport", 0),
-]
-
-
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-    # Reconnect to a restarted peer within ~0.1-1 s, not gRPC's default 1-120 s backoff.
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-]
+SERVER_OPTIONS = server_options()
+CHANNEL_OPTIONS = peer_channel_options()
 
 
 class _Wakeup:

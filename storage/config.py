@@ -61,6 +61,12 @@ class LogConfig:
     """``flush.ms``: fsync when the last flush is older than this (default never)."""
     max_message_bytes: int = 1_048_588
     """``max.message.bytes``: the largest batch a leader accepts (Kafka's 1 MiB + 12 bytes)."""
+    message_timestamp_before_max_ms: int = LONG_MAX
+    """``message.timestamp.before.max.ms`` (KIP-937): a leader refuses a record whose
+    CreateTime is more than this before its clock (INVALID_TIMESTAMP)."""
+    message_timestamp_after_max_ms: int = LONG_MAX
+    """``message.timestamp.after.max.ms`` (KIP-937): ... more than this after its clock. NB:
+    Kafka 3.6's default; Kafka 4.0 lowered it to one hour."""
     sync_every_append: bool = False
     """kraft's ``sync.every.append``: fdatasync after every append call (the Raft log)."""
 
@@ -74,6 +80,8 @@ class LogConfig:
         _check(self.flush_messages, "flush.messages", 1, LONG_MAX)
         _check(self.flush_ms, "flush.ms", 0, LONG_MAX)
         _check(self.max_message_bytes, "max.message.bytes", 0, INT_MAX)
+        _check(self.message_timestamp_before_max_ms, "message.timestamp.before.max.ms", 0, LONG_MAX)
+        _check(self.message_timestamp_after_max_ms, "message.timestamp.after.max.ms", 0, LONG_MAX)
         if not isinstance(self.sync_every_append, bool):
             raise InvalidConfigError(
                 f"sync.every.append must be a bool: {self.sync_every_append!r}"
@@ -129,6 +137,8 @@ PROPERTY_KEYS: dict[str, str] = {
     "flush.messages": "flush_messages",
     "flush.ms": "flush_ms",
     "max.message.bytes": "max_message_bytes",
+    "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
+    "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
     "sync.every.append": "sync_every_append",
 }
 """Kafka's dotted key -> `LogConfig` field; the only place the two spellings meet."""

@@ -11,8 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.errors import CorruptRecordError
-from storage.records import BATCH_HEADER_SIZE, compute_crc, iter_records, read_header
+from storage.errors import CorruptRecordError, KraftError
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    Compression,
+    compute_crc,
+    iter_records,
+    read_header,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,23 +78,37 @@ def describe_segment(
             "timestamp_type": h.timestamp_type.name,
             "size": h.size_bytes,
             "magic": h.magic,
-            "compression": h.compression.name.lower(),
+            "compression": _codec_name(h.attributes & 0x07),
             "crc": h.crc,
             "crc_valid": valid,
         }
         if records and valid:
-            entry["records"] = [
-                {
-                    "offset": r.offset,
-                    "timestamp_ms": r.timestamp_ms,
-                    "key": None if r.key is None else r.key.decode("utf-8", "replace"),
-                    "value": None if r.value is None else r.value.decode("utf-8", "replace"),
-                    "headers": [
-                        [k, None if v is None else v.decode("utf-8", "replace")]
-                        for k, v in r.headers
-                    ],
-                }
-                for r in iter_records(buf[pos : pos + h.size_bytes])
-            ]
+            try:
+                entry["records"] = _records_of(buf[pos : pos + h.size_bytes])
+            except KraftError as e:  # a CRC-valid batch whose records do not parse
+                entry["records_error"] = e.message
         yield entry
         pos += h.size_bytes
+
+
+def _records_of(batch: memoryview) -> list[dict[str, Any]]:
+    return [
+        {
+            "offset": r.offset,
+            "timestamp_ms": r.timestamp_ms,
+            "key": None if r.key is None else r.key.decode("utf-8", "replace"),
+            "value": None if r.value is None else r.value.decode("utf-8", "replace"),
+            "headers": [
+                [k, None if v is None else v.decode("utf-8", "replace")] for k, v in r.headers
+            ],
+        }
+        for r in iter_records(batch)
+    ]
+
+
+def _codec_name(code: int) -> str:
+    """The codec's name, or ``unknown(<id>)`` for an id no codec has (a corrupt batch)."""
+    try:
+        return Compression(code).name.lower()
+    except ValueError:
+        return f"unknown({code})"

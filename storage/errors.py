@@ -146,10 +146,44 @@ def _rebuild_offset_out_of_range(message: str, start: int, end: int) -> OffsetOu
 
 @final
 class CorruptRecordError(KraftError):
-    """A record batch failed its CRC or header checks (Kafka error 2, CORRUPT_MESSAGE)."""
+    """A record batch failed its CRC or header checks (Kafka error 2, CORRUPT_MESSAGE).
+
+    A consumer that meets one sets ``topic``, ``partition`` and ``offset`` (where consumption
+    of the partition stopped) and ``next_offset`` (the offset after the bad batch, or -1 when
+    its header is unreadable): ``seek(tp, next_offset)`` skips it.
+    """
 
     code = ErrorCode.CORRUPT_MESSAGE
     retriable = True
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        topic: str = "",
+        partition: int = -1,
+        offset: int = -1,
+        next_offset: int = -1,
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.next_offset = next_offset
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_corrupt_record,
+            (self.message, self.topic, self.partition, self.offset, self.next_offset),
+        )
+
+
+def _rebuild_corrupt_record(
+    message: str, topic: str, partition: int, offset: int, next_offset: int
+) -> CorruptRecordError:
+    return CorruptRecordError(
+        message, topic=topic, partition=partition, offset=offset, next_offset=next_offset
+    )
 
 
 @final

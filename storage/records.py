@@ -41,6 +41,8 @@ import google_crc32c
 
 from storage.errors import (
     CorruptRecordError,
+    KraftError,
+    RecordTooLargeError,
     UnsupportedCompressionTypeError,
 )
 
@@ -139,7 +141,11 @@ class BatchHeader:
 
     @property
     def compression(self) -> Compression:
-        return Compression(self.attributes & _COMPRESSION_MASK)
+        """The codec; raises `UnsupportedCompressionTypeError` for an unknown codec id (5-7)."""
+        code = self.attributes & _COMPRESSION_MASK
+        if code > Compression.ZSTD:
+            raise UnsupportedCompressionTypeError(f"unknown compression codec id {code}")
+        return Compression(code)
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -234,18 +240,55 @@ def compress(codec: Compression, data: bytes) -> bytes:
     raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
 
 
-def _decompress(codec: Compression, data: bytes | memoryview) -> bytes:
+MAX_DECOMPRESSED_BYTES = 64 << 20
+"""The most a compressed batch's records may inflate to (64 MiB, gRPC's message limit here): a
+small batch that decompresses to gigabytes (a "zip bomb") is refused, not buffered."""
+
+
+def decompress_records(
+    codec: Compression, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED_BYTES
+) -> bytes:
+    """The records section of a compressed batch: one whole frame of ``codec``, at most
+    ``limit`` bytes once inflated. The broker's validation and every reader use this one
+    function, so what a leader accepts is exactly what a consumer can decode.
+
+    Raises:
+        CorruptRecordError: the data is not one whole frame of ``codec`` (garbage, truncated).
+        RecordTooLargeError: the records inflate to more than ``limit`` bytes.
+        UnsupportedCompressionTypeError: ``codec`` is gzip or snappy.
+    """
     try:
         if codec is Compression.ZSTD:
             import zstandard
 
-            return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+            raw = bytes(data)
+            declared = zstandard.frame_content_size(raw)
+            if declared > limit:
+                raise RecordTooLargeError(f"zstd records declare {declared} bytes > {limit}")
+            decompressor = zstandard.ZstdDecompressor()
+            try:
+                # NB: without a declared size, max_output_size bounds the output buffer.
+                return decompressor.decompress(raw, max_output_size=limit)
+            except zstandard.ZstdError:
+                if len(decompressor.stream_reader(raw).read(limit + 1)) > limit:
+                    raise RecordTooLargeError(
+                        f"zstd records inflate to more than {limit} bytes"
+                    ) from None
+                raise
         if codec is Compression.LZ4:
             import lz4.frame
 
-            return bytes(lz4.frame.decompress(bytes(data)))
+            decompressor = lz4.frame.LZ4FrameDecompressor()
+            out = decompressor.decompress(bytes(data), max_length=limit + 1)
+            if len(out) > limit:
+                raise RecordTooLargeError(f"lz4 records inflate to more than {limit} bytes")
+            if not decompressor.eof:
+                raise CorruptRecordError("truncated lz4 frame")
+            return bytes(out)
+    except KraftError:
+        raise
     except Exception as e:  # the codecs raise their own error types on garbage
-        raise CorruptRecordError(f"cannot decompress {codec.name} records: {e}") from e
+        raise CorruptRecordError(f"cannot decompress {codec.name} records: {str(e)[:200]}") from e
     raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
 
 
@@ -434,7 +477,7 @@ def _records_section(batch: bytes | bytearray | memoryview, header: BatchHeader)
     body = memoryview(batch)[BATCH_HEADER_SIZE : header.size_bytes]
     if header.compression is Compression.NONE:
         return body
-    return memoryview(_decompress(header.compression, body))
+    return memoryview(decompress_records(header.compression, body))
 
 
 RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]
@@ -520,7 +563,10 @@ def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[R
                 for _h in range(count):
                     hkey, p = _read_bytes(data, p)
                     hvalue, p = _read_bytes(data, p)
-                    found.append(((hkey or b"").decode(), hvalue))
+                    try:
+                        found.append(((hkey or b"").decode(), hvalue))
+                    except UnicodeDecodeError:
+                        raise CorruptRecordError("header key is not UTF-8") from None
                 headers = tuple(found)
             if p != end:
                 raise CorruptRecordError("record length does not match its fields")
@@ -640,6 +686,7 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "decode_varint",
+    "decompress_records",
     "encode_varint",
     "iter_batches",
     "iter_records",

@@ -536,6 +536,10 @@ class LogSegment:
                     return b""
                 first = off
                 if off + size > len(buf):  # minOneMessage: the first batch goes whole
+                    if start + off + size > self.size:  # a corrupt length: never a huge read
+                        raise CorruptRecordError(
+                            f"batch length {size} past the end of {self.log_path} at {start + off}"
+                        )
                     return self.io.pread(self.fd, size, start + off)
                 off += size
                 continue

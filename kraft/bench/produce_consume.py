@@ -596,7 +596,7 @@ def send_micro(
 
         def call_async(
             self, address: str, method: str, request: Any, response_cls: Any, on_done: Any, *a: Any
-        ) -> None:
+        ) -> Any:
             assert isinstance(request, ProduceRequest)
             response = ProduceResponse(
                 responses=tuple(
@@ -610,7 +610,7 @@ def send_micro(
                     for t in request.topic_data
                 )
             )
-            self.pool.submit(on_done, response, None)
+            return self.pool.submit(on_done, response, None)
 
     network = StubNetwork()
     cpu0, thread0 = time.process_time(), time.thread_time()

@@ -12,7 +12,7 @@ The load is generated inside the leader process, as PySyncObj's in-process clien
 
 kraft runs with `RaftConfig`'s loopback defaults and fdatasyncs its log (group commit);
 PySyncObj keeps its log in memory (no journal file) with either its defaults or the "tuned"
-setup of BASELINES.md (5 ms tick, 10 ms append period, 0.2-0.4 s election timeouts).
+setup in docs/benchmarks.md (5 ms tick, 10 ms append period, 0.2-0.4 s election timeouts).
 
     python -m kraft.bench.raft --entries 200000 --latency-ops 500 --failover-runs 10 --json
 """

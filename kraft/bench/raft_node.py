@@ -321,8 +321,8 @@ def _consume(fut: asyncio.Future[int]) -> None:
 
 
 def pysyncobj_conf(name: str) -> Any:
-    """``default``: SyncObjConf's defaults. ``tuned``: BASELINES.md's tuned setup: 5 ms tick,
-    10 ms append period, 0.2-0.4 s election timeouts (the defaults are 0.4-1.4 s)."""
+    """``default``: SyncObjConf's defaults. ``tuned``: the tuned setup of docs/benchmarks.md:
+    5 ms tick, 10 ms append period, 0.2-0.4 s election timeouts (the defaults are 0.4-1.4 s)."""
     from pysyncobj import SyncObjConf
 
     if name == "default":

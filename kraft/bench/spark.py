@@ -6,8 +6,8 @@ N records of ``--record-size`` bytes (printable, so JSON holds them as they are)
 acks=all; the same records (key, value, topic, partition, offset, timestamp) written to a
 Parquet file and a JSON-lines file with pyarrow; one SparkSession (``--master``, local[2] by
 default) and an untimed warm-up on each source: ``limit(10)``, then one of each timed query
-(the first Python data source query pays for starting Python workers: BASELINES has 15-22 s;
-without the warm-up the first timed round ran 2-3x slower for every source).
+(the first Python data source query pays for starting Python workers: 15-22 s in
+docs/benchmarks.md; without the warm-up the first timed round ran 2-3x slower for every source).
 
 Timed, for each source: ``load().count()``, a scan of the values
 (``selectExpr("sum(length(value))")``) and ``load().write.parquet(tmp)``, in ``--rounds``

@@ -1,20 +1,17 @@
 """The status of a local cluster, for ``kraft cluster up`` (live view) and ``cluster status``:
-one JSON-able document built from cluster.json's pids and two controller RPCs (DescribeQuorum,
-DescribeCluster), and its text rendering."""
+one JSON-able document built from cluster.json's pids, each node's gRPC health and two
+controller RPCs (DescribeQuorum, DescribeCluster), judged by `kraft.health` (the check
+``LocalCluster.wait_until_healthy`` makes), and its text rendering."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kraft.controller.client import ControllerClient
-
-_RECENT_FETCH_MS = 2000
-"""A voter that fetched within this long follows the leader (as `LocalCluster` judges it)."""
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -37,99 +34,77 @@ def pid_alive(pid: int | None) -> bool:
 
 
 def collect_status(info: dict[str, Any], client: ControllerClient) -> dict[str, Any]:
-    """The status document: processes from ``info`` (a cluster.json), the rest from the
-    active controller; ``error`` says why the controllers did not answer (never raises for
-    that)."""
-    from storage.errors import KraftError
+    """The status document: processes from ``info`` (a cluster.json), their gRPC health, and
+    the controllers' view, judged by `kraft.health.check_cluster_health` (the check
+    `LocalCluster.wait_until_healthy` makes); ``problems`` says what is not healthy and
+    ``error`` why the controllers did not answer (never raises for that)."""
+    from kraft.health import EXITED, RUNNING, NodeProcess, check_cluster_health
+    from kraft.process import last_log_line
 
-    now_ms = time.time_ns() // 1_000_000
-    doc: dict[str, Any] = {
+    logs = Path(info.get("data_dir") or ".") / "logs"
+    nodes = []
+    for role, key in (("controller", "controllers"), ("broker", "brokers")):
+        for n in info.get(key, []):
+            alive = pid_alive(n.get("pid"))
+            log_path = logs / f"{role}-{n['id']}.log"
+            nodes.append(
+                NodeProcess(
+                    role=role,
+                    node_id=n["id"],
+                    address=n["address"],
+                    pid=n.get("pid"),
+                    process=RUNNING if alive else EXITED,
+                    exit_detail=""
+                    if alive
+                    else f"(pid {n.get('pid')}) is gone: {last_log_line(log_path)}",
+                )
+            )
+    health = check_cluster_health(nodes, client, require_full_isr=True)
+    by_id = {(n.role, n.node_id): n for n in health.nodes}
+
+    def node_doc(role: str, n: dict[str, Any]) -> dict[str, Any]:
+        seen = by_id[(role, n["id"])]
+        doc = {**n, "alive": seen.process == RUNNING, "serving": seen.serving}
+        if role == "controller":
+            return {**doc, "role": None if health.error else seen.state, "lag": seen.lag}
+        return {**doc, "state": "not registered" if health.error else seen.state}
+
+    partitions = health.partitions
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for p in partitions:
+        topics.setdefault(p.topic, []).append(
+            {
+                "partition": p.partition,
+                "leader": p.leader,
+                "leader_epoch": p.leader_epoch,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+                "under_replicated": p.under_replicated,
+                "offline": p.offline,
+            }
+        )
+    return {
         "data_dir": info.get("data_dir"),
         "bootstrap": info.get("bootstrap"),
         "controller_bootstrap": info.get("controller_bootstrap"),
         "supervisor_pid": info.get("supervisor_pid"),
-        "healthy": False,
-        "error": None,
-        "quorum": None,
-        "controllers": [
-            {**c, "alive": pid_alive(c.get("pid")), "role": None, "lag": None}
-            for c in info.get("controllers", [])
-        ],
-        "brokers": [
-            {**b, "alive": pid_alive(b.get("pid")), "state": "not registered"}
-            for b in info.get("brokers", [])
-        ],
-        "topics": [],
-        "partition_count": 0,
-        "under_replicated_partitions": 0,
-        "offline_partitions": 0,
+        "healthy": health.healthy,
+        "problems": list(health.problems),
+        "error": health.error,
+        "quorum": None
+        if health.error
+        else {
+            "leader_id": health.quorum_leader_id,
+            "leader_epoch": health.quorum_epoch,
+            "high_watermark": health.high_watermark,
+        },
+        "controllers": [node_doc("controller", c) for c in info.get("controllers", [])],
+        "brokers": [node_doc("broker", b) for b in info.get("brokers", [])],
+        "topics": [{"name": name, "partitions": ps} for name, ps in topics.items()],
+        "partition_count": len(partitions),
+        "under_replicated_partitions": sum(p.under_replicated for p in partitions),
+        "offline_partitions": sum(p.offline for p in partitions),
     }
-    try:
-        quorum = client.describe_quorum()
-        cluster = client.describe_cluster()
-    except KraftError as e:
-        doc["error"] = e.message
-        return doc
-    doc["quorum"] = {
-        "leader_id": quorum.leader_id,
-        "leader_epoch": quorum.leader_epoch,
-        "high_watermark": quorum.high_watermark,
-    }
-    voters = {v.replica_id: v for v in quorum.voters}
-    for c in doc["controllers"]:
-        voter = voters.get(c["id"])
-        if not c["alive"]:
-            c["role"] = "down"
-        elif c["id"] == quorum.leader_id:
-            c["role"] = "leader"
-        elif voter is not None and voter.last_fetch_timestamp_ms >= now_ms - _RECENT_FETCH_MS:
-            c["role"] = "follower"
-        else:
-            c["role"] = "not fetching"
-        c["lag"] = voter.lag if voter is not None else None
-    registered = {b.broker_id: b for b in cluster.brokers}
-    for b in doc["brokers"]:
-        registration = registered.get(b["id"])
-        if not b["alive"]:
-            b["state"] = (
-                "down" if registration is None or registration.fenced else "down (unfenced)"
-            )
-        elif registration is not None:
-            b["state"] = (
-                "fenced"
-                if registration.fenced
-                else "controlled shutdown"
-                if registration.in_controlled_shutdown
-                else "unfenced"
-            )
-    for topic in sorted(cluster.topics, key=lambda t: t.name):
-        partitions = []
-        for p in sorted(topic.partitions, key=lambda p: p.partition):
-            under = len(p.isr) < len(p.replicas)
-            offline = p.leader < 0
-            doc["partition_count"] += 1
-            doc["under_replicated_partitions"] += under
-            doc["offline_partitions"] += offline
-            partitions.append(
-                {
-                    "partition": p.partition,
-                    "leader": p.leader,
-                    "leader_epoch": p.leader_epoch,
-                    "replicas": list(p.replicas),
-                    "isr": list(p.isr),
-                    "under_replicated": under,
-                    "offline": offline,
-                }
-            )
-        doc["topics"].append({"name": topic.name, "partitions": partitions})
-    doc["healthy"] = (
-        quorum.leader_id >= 0
-        and all(c["role"] in ("leader", "follower") for c in doc["controllers"])
-        and all(b["state"] == "unfenced" for b in doc["brokers"])
-        and doc["under_replicated_partitions"] == 0
-        and doc["offline_partitions"] == 0
-    )
-    return doc
 
 
 def stable_view(doc: dict[str, Any]) -> str:
@@ -147,6 +122,12 @@ def stable_view(doc: dict[str, Any]) -> str:
 
 def _ids(ids: list[int]) -> str:
     return ",".join(str(i) for i in ids) or "-"
+
+
+def _health_mark(node: dict[str, Any]) -> str:
+    """`` [NOT_SERVING]`` or `` [no answer]`` for a running node whose health check failed."""
+    serving = node.get("serving")
+    return f" [{serving}]" if serving not in (None, "SERVING") else ""
 
 
 def render_status(doc: dict[str, Any], *, max_partitions: int | None = None) -> str:
@@ -169,12 +150,14 @@ def render_status(doc: dict[str, Any], *, max_partitions: int | None = None) -> 
     lines.append(f"  {'CONTROLLER':<11}{'ADDRESS':<22}{'PID':<9}{'ROLE':<14}LAG")
     for c in doc["controllers"]:
         role = c["role"] or ("running" if c["alive"] else "down")
+        role += _health_mark(c)
         lag = "-" if c["lag"] is None else str(c["lag"])
         lines.append(f"  {c['id']:<11}{c['address']:<22}{c['pid'] or '-'!s:<9}{role:<14}{lag}")
     lines.append("")
     lines.append(f"  {'BROKER':<11}{'ADDRESS':<22}{'PID':<9}STATE")
     for b in doc["brokers"]:
         state = b["state"] if doc["quorum"] is not None else ("running" if b["alive"] else "down")
+        state += _health_mark(b)
         lines.append(f"  {b['id']:<11}{b['address']:<22}{b['pid'] or '-'!s:<9}{state}")
     lines.append("")
     lines.append(
@@ -204,4 +187,9 @@ def render_status(doc: dict[str, Any], *, max_partitions: int | None = None) -> 
             )
         if len(shown) < len(rows):
             lines.append(f"  ... {len(rows) - len(shown)} more (kraft topics describe)")
+    problems = doc.get("problems") or []
+    if problems:
+        lines.append("")
+        lines.append("Not healthy because:")
+        lines.extend(f"  - {problem}" for problem in problems)
     return "\n".join(lines)

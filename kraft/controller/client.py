@@ -62,6 +62,7 @@ from kraft.controller.messages import (
     UnregisterBrokerResponse,
 )
 from kraft.metadata.records import Endpoint
+from kraft.transport.channels import client_channel_options
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -460,16 +461,7 @@ class ControllerClient:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(
-                    address,
-                    options=[
-                        ("grpc.max_receive_message_length", 64 << 20),
-                        ("grpc.max_send_message_length", 64 << 20),
-                        # Fail fast on a dead node instead of waiting for the deadline.
-                        ("grpc.initial_reconnect_backoff_ms", 50),
-                        ("grpc.max_reconnect_backoff_ms", 500),
-                    ],
-                )
+                channel = grpc.insecure_channel(address, options=client_channel_options())
                 self._channels[address] = channel
                 stub = self._stubs[address] = controller_pb2_grpc.ControllerStub(channel)
             return stub

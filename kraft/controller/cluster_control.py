@@ -8,12 +8,17 @@ A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``):
                   │                                                   v
                   └──(leads nothing: should_shut_down)──── CONTROLLED_SHUTDOWN
 
+- **Registration** is refused with INVALID_REQUEST when it cannot come from a broker: a
+  negative broker id, no incarnation id, or fields longer than any broker sends
+  (`registration_problem`). Kafka takes broker id 0 (so does kraft), and its brokers always
+  send a random incarnation UUID; an empty request is therefore INVALID_REQUEST here.
 - **Registration** writes a ``RegisterBrokerRecord`` (fenced) whose offset is the broker epoch, so
   every new incarnation has a larger epoch. A different incarnation of a broker whose session
   is still valid gets DUPLICATE_BROKER_REGISTRATION (after a crash, the new process retries
   until the old session expires; after a completed controlled shutdown the session is already
-  over). A re-registering broker loses its ISR memberships and leaderships in the same batch
-  (its old process is gone).
+  over). The same incarnation registering again is a retry (Kafka's "amending" a
+  registration): it gets a new broker epoch at once. A re-registering broker loses its ISR
+  memberships and leaderships in the same batch (its old process is gone).
 - **Unfencing**: once a heartbeat reports a metadata offset >= the broker epoch (the broker has
   replayed its own registration, so it is caught up to it); offline partitions that can now
   elect a leader do so in the same batch.
@@ -45,6 +50,7 @@ from kraft.controller.messages import (
 from kraft.controller.offline_replicas import offline_replica_changes
 from kraft.controller.partition_control import elect_offline_leaders, remove_broker_from_partitions
 from kraft.controller.result import ControllerResult
+from kraft.metadata.configs import quoted
 from kraft.metadata.image import BrokerState, MetadataImage
 from kraft.metadata.records import (
     BrokerRegistrationChangeRecord,
@@ -57,6 +63,37 @@ from storage.errors import ErrorCode
 
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 """Producer ids handed out per AllocateProducerIds request (KIP-730)."""
+
+INCARNATION_ID_MAX_CHARS: Final = 64
+"""A broker sends a UUID (36 characters, 32 in hex)."""
+MAX_LISTENERS: Final = 16
+HOST_MAX_CHARS: Final = 255
+"""A DNS name is at most 253 characters."""
+NAME_MAX_CHARS: Final = 249
+"""Listener names, security protocols and racks (Kafka's topic-name bound, for want of one)."""
+
+
+def registration_problem(request: RegisterBrokerRequest) -> str | None:
+    """Why ``request`` cannot be a broker's registration, or None. Bounds every field that
+    becomes part of the metadata image, which every controller and broker keeps."""
+    if request.broker_id < 0:
+        return f"broker id must be >= 0, got {request.broker_id}"
+    if not request.incarnation_id:
+        return "a registration needs an incarnation id (a random id per broker process)"
+    if len(request.incarnation_id) > INCARNATION_ID_MAX_CHARS:
+        return f"incarnation id {quoted(request.incarnation_id)} is too long"
+    if len(request.listeners) > MAX_LISTENERS:
+        return f"{len(request.listeners)} listeners, at most {MAX_LISTENERS}"
+    for listener in request.listeners:
+        if len(listener.host) > HOST_MAX_CHARS:
+            return f"listener host {quoted(listener.host)} is too long"
+        if len(listener.name) > NAME_MAX_CHARS or len(listener.security_protocol) > NAME_MAX_CHARS:
+            return f"listener {quoted(listener.name)} has a name or protocol that is too long"
+        if not 0 <= listener.port <= 65535:
+            return f"listener port {listener.port} is not in [0, 65535]"
+    if request.rack is not None and len(request.rack) > NAME_MAX_CHARS:
+        return f"rack {quoted(request.rack)} is too long"
+    return None
 
 
 @final
@@ -131,6 +168,14 @@ def handle_register_broker(
 ) -> ControllerResult[RegisterBrokerResponse]:
     """Register a broker; ``next_offset`` is the log offset the batch will start at, which
     becomes the broker epoch (the ``RegisterBrokerRecord`` is the batch's first record)."""
+    problem = registration_problem(request)
+    if problem is not None:
+        return ControllerResult(
+            records=(),
+            response=RegisterBrokerResponse(
+                error_code=ErrorCode.INVALID_REQUEST, error_message=problem
+            ),
+        )
     existing = image.broker(request.broker_id)
     if (
         existing is not None
@@ -141,10 +186,8 @@ def handle_register_broker(
             records=(),
             response=RegisterBrokerResponse(
                 error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION,
-                error_message=(
-                    f"broker {request.broker_id} is registered by live incarnation "
-                    f"{existing.incarnation_id}"
-                ),
+                # NB: never name the live incarnation id: it is what lets a broker register.
+                error_message=f"broker {request.broker_id} is registered by a live incarnation",
             ),
         )
     records: list[MetadataRecord] = [
@@ -314,4 +357,5 @@ __all__ = [
     "handle_broker_heartbeat",
     "handle_register_broker",
     "handle_unregister_broker",
+    "registration_problem",
 ]

@@ -11,6 +11,9 @@ none do, with one error per resource (as Kafka's ``ConfigurationControlManager``
 - an unknown key, a bad value, SET without a value, APPEND/SUBTRACT on a non-list key
   -> INVALID_CONFIG
 
+A request changing more than 10,000 keys is refused whole, POLICY_VIOLATION for every resource
+(`kraft.controller.limits`); a value longer than `CONFIG_VALUE_MAX_CHARS` is INVALID_CONFIG.
+
 APPEND and SUBTRACT work on the current value of a LIST key (its dynamic value or its default).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kraft.controller.limits import reject_incremental_alter_configs
 from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
@@ -27,7 +31,14 @@ from kraft.controller.messages import (
     IncrementalAlterConfigsResponse,
 )
 from kraft.controller.result import ControllerResult
-from kraft.metadata.configs import ConfigType, config_defs, split_list, validate_config
+from kraft.metadata.configs import (
+    CONFIG_VALUE_MAX_CHARS,
+    ConfigType,
+    config_defs,
+    quoted,
+    split_list,
+    validate_config,
+)
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import ConfigRecord, ConfigResourceType, MetadataRecord
 from storage.errors import ErrorCode
@@ -37,6 +48,9 @@ def handle_incremental_alter_configs(
     image: MetadataImage, request: IncrementalAlterConfigsRequest
 ) -> ControllerResult[IncrementalAlterConfigsResponse]:
     """Apply SET/DELETE/APPEND/SUBTRACT operations, one result per resource."""
+    rejection = reject_incremental_alter_configs(request)
+    if rejection is not None:
+        return ControllerResult(records=(), response=rejection)
     seen: dict[tuple[ConfigResourceType, str], int] = {}
     for resource in request.resources:
         key = (resource.resource_type, resource.resource_name)
@@ -80,11 +94,11 @@ def _alter_resource(
     rtype, name = resource.resource_type, resource.resource_name
     if rtype is ConfigResourceType.TOPIC:
         if image.topic(name) is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {quoted(name)}"
         current: Mapping[str, str] = image.topic_configs(name)
     else:
         if name != "" and not name.isdigit():
-            return ErrorCode.INVALID_REQUEST, f"broker resource {name!r} is not a broker id"
+            return ErrorCode.INVALID_REQUEST, f"broker resource {quoted(name)} is not a broker id"
         defaults = {key: d.default for key, d in config_defs(rtype).items()}
         current = {**defaults, **image.dynamic_configs(rtype, name)}
     dynamic = image.dynamic_configs(rtype, name)
@@ -110,7 +124,16 @@ def _new_value(
     """The new dynamic value (``None`` = delete), or an error."""
     definition = config_defs(rtype).get(change.name)
     if definition is None:
-        return ErrorCode.INVALID_CONFIG, f"unknown {rtype.name.lower()} config {change.name!r}"
+        return (
+            ErrorCode.INVALID_CONFIG,
+            f"unknown {rtype.name.lower()} config {quoted(change.name)}",
+        )
+    if change.value is not None and len(change.value) > CONFIG_VALUE_MAX_CHARS:
+        # Before APPEND/SUBTRACT split it: a long value is refused without any work.
+        return ErrorCode.INVALID_CONFIG, (
+            f"{change.name}: a value of {len(change.value)} characters is longer than "
+            f"{CONFIG_VALUE_MAX_CHARS}"
+        )
     match change.op:
         case AlterConfigOp.DELETE:
             return None

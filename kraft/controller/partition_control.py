@@ -14,8 +14,9 @@ when it comes back it can lead again without an unclean election.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
+from kraft.controller.limits import reject_elect_leaders
 from kraft.controller.messages import (
     AlterPartitionData,
     AlterPartitionPartitionResult,
@@ -30,7 +31,7 @@ from kraft.controller.messages import (
 )
 from kraft.controller.partition_change import Election, PartitionChangeBuilder
 from kraft.controller.result import ControllerResult
-from kraft.metadata.configs import parse_bool
+from kraft.metadata.configs import parse_bool, quoted
 from kraft.metadata.delta import merge_partition_change
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.metadata.records import (
@@ -162,7 +163,9 @@ def _alter_one(
 ) -> tuple[AlterPartitionPartitionResult, PartitionChangeRecord | None]:
     topic = image.topic_by_id(topic_id)
     if topic is None:
-        return _error(data, ErrorCode.UNKNOWN_TOPIC_ID, f"unknown topic id {topic_id}"), None
+        return _error(
+            data, ErrorCode.UNKNOWN_TOPIC_ID, f"unknown topic id {quoted(topic_id)}"
+        ), None
     partition = topic.partitions.get(data.partition)
     if partition is None:
         message = f"unknown partition {topic.name}-{data.partition}"
@@ -218,9 +221,9 @@ def _validate_alter_partition(
         )
     new_isr = data.new_isr
     if len(set(new_isr)) != len(new_isr) or not set(new_isr) <= set(partition.replicas):
-        return ErrorCode.INVALID_REQUEST, f"ISR {list(new_isr)} is not a subset of the replicas"
+        return ErrorCode.INVALID_REQUEST, f"ISR {_ids(new_isr)} is not a subset of the replicas"
     if partition.leader not in new_isr:
-        return ErrorCode.INVALID_REQUEST, f"ISR {list(new_isr)} does not contain the leader"
+        return ErrorCode.INVALID_REQUEST, f"ISR {_ids(new_isr)} does not contain the leader"
     # KIP-704: RECOVERED -> RECOVERING is not allowed, and a RECOVERING ISR is just the leader.
     if data.leader_recovery_state is LeaderRecoveryState.RECOVERING:
         if partition.leader_recovery_state is LeaderRecoveryState.RECOVERED:
@@ -253,6 +256,13 @@ def _reject_offline_replicas(
     return None
 
 
+def _ids(ids: Sequence[int], limit: int = 10) -> str:
+    """A list of broker ids for an error message, cut to ``limit`` of them."""
+    if len(ids) <= limit:
+        return str(list(ids))
+    return f"{list(ids[:limit])}... ({len(ids)} ids)"
+
+
 # -- ElectLeaders (KIP-460) --------------------------------------------------------------------
 
 
@@ -260,6 +270,9 @@ def handle_elect_leaders(
     image: MetadataImage, request: ElectLeadersRequest
 ) -> ControllerResult[ElectLeadersResponse]:
     """Preferred or unclean election for the named partitions (or all partitions)."""
+    rejection = reject_elect_leaders(request)
+    if rejection is not None:
+        return ControllerResult(records=(), response=rejection)
     report_all = request.partitions is not None
     targets: Iterable[TopicPartition]
     if request.partitions is None:
@@ -293,7 +306,11 @@ def _elect_one(
     topic = image.topic(tp.topic)
     partition = None if topic is None else topic.partitions.get(tp.partition)
     if topic is None or partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}", None
+        return (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"unknown partition {quoted(tp.topic)}-{tp.partition}",
+            None,
+        )
     builder = PartitionChangeBuilder(
         partition, topic.topic_id, tp.partition, is_acceptable_leader=image.is_active_broker
     )

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import signal
 import time
@@ -52,6 +53,13 @@ import structlog
 from kraft._generated import controller_pb2_grpc
 from kraft.config import ControllerNodeConfig
 from kraft.controller.core import ControllerCore
+from kraft.controller.limits import (
+    reject_create_partitions,
+    reject_create_topics,
+    reject_delete_topics,
+    reject_elect_leaders,
+    reject_incremental_alter_configs,
+)
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
@@ -68,6 +76,7 @@ from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord
 from kraft.raft_server import RaftServer, clock_ms
+from kraft.transport.channels import server_options
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -87,10 +96,9 @@ Resp = TypeVar("Resp")
 TICK_INTERVAL_MS = 50
 """How often the active controller runs ``core.tick`` (session expiry is checked then)."""
 
-_GRPC_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-]
+OFF_LOOP_DECODE_BYTES = 256 * 1024
+"""A request at least this large is decoded (and checked against `kraft.controller.limits`)
+in a worker thread: the event loop keeps answering Raft and heartbeats meanwhile."""
 
 
 class _MetadataStateMachine:
@@ -154,7 +162,7 @@ class ControllerServer:
         # NB: a core that never becomes active answers every request with NOT_CONTROLLER; it
         # builds the responses for requests whose records were lost (see `_submit`).
         self._standby = ControllerCore(rng=random.Random(0), config=config.controller)
-        self._grpc = grpc.aio.server(options=_GRPC_OPTIONS)
+        self._grpc = grpc.aio.server(options=server_options(config.socket_request_max_bytes))
         controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
         self.raft = RaftServer(
             config.node_id,
@@ -368,7 +376,12 @@ class ControllerServer:
             if self.core.is_active
             else (-1 if leader is None else leader),
             metadata_offset=image.last_offset,
-            brokers=tuple(image.brokers[b] for b in sorted(image.brokers)),
+            # NB: never the incarnation ids: knowing a live broker's lets anyone register in
+            # its place (Kafka's DescribeCluster does not publish them either).
+            brokers=tuple(
+                dataclasses.replace(image.brokers[b], incarnation_id="")
+                for b in sorted(image.brokers)
+            ),
             topics=tuple(topics),
         )
 
@@ -437,12 +450,25 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
         context: grpc.aio.ServicerContext,
         cls: type[Req],
         run: Callable[[Req], Awaitable[Any]],
+        reject: Callable[[Req], object | None] | None = None,
     ) -> Any:
+        """Decode, answer a request out of bounds at once (``reject``, a pure check from
+        `kraft.controller.limits`), else ``run`` it. A large request is decoded, checked and
+        its rejection encoded in a worker thread, never on the loop that runs Raft."""
+        off_loop = request.ByteSize() >= OFF_LOOP_DECODE_BYTES
         try:
-            decoded = decode(request, cls)
+            if off_loop:
+                decoded, early = await asyncio.to_thread(_decode_and_check, request, cls, reject)
+            else:
+                decoded, early = _decode_and_check(request, cls, reject)
         except KraftError as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
             raise  # pragma: no cover - abort raises
+        leader = self._server.current_leader()
+        if early is not None:
+            if off_loop:
+                return await asyncio.to_thread(encode_response, early, leader)
+            return encode_response(early, leader)
         response = await run(decoded)
         return encode_response(response, self._server.current_leader())
 
@@ -480,6 +506,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             context,
             CreateTopicsRequest,
             lambda r: s.submit(r, lambda c: c.handle_create_topics_request),
+            lambda r: reject_create_topics(r, s.core.config.default_num_partitions),
         )
 
     async def DeleteTopics(self, request: Any, context: Any) -> Any:
@@ -489,6 +516,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             context,
             DeleteTopicsRequest,
             lambda r: s.submit(r, lambda c: c.handle_delete_topics_request),
+            reject_delete_topics,
         )
 
     async def CreatePartitions(self, request: Any, context: Any) -> Any:
@@ -498,6 +526,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             context,
             CreatePartitionsRequest,
             lambda r: s.submit(r, lambda c: c.handle_create_partitions_request),
+            reject_create_partitions,
         )
 
     async def AlterPartition(self, request: Any, context: Any) -> Any:
@@ -516,6 +545,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             context,
             ElectLeadersRequest,
             lambda r: s.submit(r, lambda c: c.handle_elect_leaders_request),
+            reject_elect_leaders,
         )
 
     async def IncrementalAlterConfigs(self, request: Any, context: Any) -> Any:
@@ -525,6 +555,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             context,
             IncrementalAlterConfigsRequest,
             lambda r: s.submit(r, lambda c: c.handle_incremental_alter_configs_request),
+            reject_incremental_alter_configs,
         )
 
     async def AllocateProducerIds(self, request: Any, context: Any) -> Any:
@@ -543,6 +574,14 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
     async def DescribeQuorum(self, request: Any, context: Any) -> Any:
         s = self._server
         return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
+
+
+def _decode_and_check(
+    request: Any, cls: type[Req], reject: Callable[[Req], object | None] | None
+) -> tuple[Req, object | None]:
+    """Decode ``request`` and run the pure bounds check (either thread)."""
+    decoded = decode(request, cls)
+    return decoded, None if reject is None else reject(decoded)
 
 
 def _now(fn: Callable[[Req], Resp]) -> Callable[[Req], Awaitable[Resp]]:

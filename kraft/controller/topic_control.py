@@ -8,6 +8,11 @@ Validation order per topic (Kafka's): duplicate in the request (INVALID_REQUEST)
 (INVALID_TOPIC_EXCEPTION), existence (TOPIC_ALREADY_EXISTS), a ``.``/``_`` collision with an
 existing topic (INVALID_TOPIC_EXCEPTION), configs (INVALID_CONFIG), then the partition layout
 (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT).
+
+Before any of that, the request as a whole is bounded (`kraft.controller.limits`): at most
+10,000 partitions added and 10,000 records written per request (POLICY_VIOLATION), so no
+number inside a request can make placement run long. Error messages quote names with
+`quoted` (cut to 100 characters).
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kraft.controller.limits import (
+    MAX_PARTITIONS_PER_BATCH,
+    reject_create_partitions,
+    reject_create_topics,
+    reject_delete_topics,
+    too_many_partitions_message,
+)
 from kraft.controller.messages import (
     CreatableTopic,
     CreatableTopicResult,
@@ -35,7 +47,7 @@ from kraft.controller.messages import (
 )
 from kraft.controller.placement import UsableBroker, place_replicas
 from kraft.controller.result import ControllerResult
-from kraft.metadata.configs import validate_config
+from kraft.metadata.configs import quoted, validate_config
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import (
     ConfigRecord,
@@ -77,7 +89,7 @@ def validate_topic_name(name: str) -> str | None:
     if len(name) > TOPIC_NAME_MAX_LENGTH:
         return f"topic name is longer than {TOPIC_NAME_MAX_LENGTH} characters"
     if not _LEGAL_TOPIC_NAME.fullmatch(name):
-        return f"topic name {name!r} contains characters other than [a-zA-Z0-9._-]"
+        return f"topic name {quoted(name)} contains characters other than [a-zA-Z0-9._-]"
     return None
 
 
@@ -112,6 +124,13 @@ def _check_manual_assignment(
         index = first_partition + offset
         if not replicas:
             raise _Rejected(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"partition {index}: no replicas")
+        if len(replicas) > len(image.brokers):
+            # Checked first: the checks below are as long as the list.
+            raise _Rejected(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"partition {index}: {len(replicas)} replicas but only "
+                f"{len(image.brokers)} registered brokers",
+            )
         if len(set(replicas)) != len(replicas):
             raise _Rejected(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -216,6 +235,9 @@ def handle_create_topics(
     defaults: TopicDefaults = TopicDefaults(),
 ) -> ControllerResult[CreateTopicsResponse]:
     """Create topics; each topic succeeds or fails on its own, all records form one batch."""
+    rejection = reject_create_topics(request, defaults.num_partitions)
+    if rejection is not None:
+        return ControllerResult(records=(), response=rejection)
     counts = Counter(t.name for t in request.topics)
     working = image
     records: list[MetadataRecord] = []
@@ -224,7 +246,7 @@ def handle_create_topics(
         try:
             if counts[topic.name] > 1:
                 raise _Rejected(
-                    ErrorCode.INVALID_REQUEST, f"topic {topic.name!r} appears more than once"
+                    ErrorCode.INVALID_REQUEST, f"topic {quoted(topic.name)} appears more than once"
                 )
             topic_records, result = _create_one(working, topic, rng, defaults)
         except _Rejected as rejected:
@@ -254,6 +276,9 @@ def handle_delete_topics(
     image: MetadataImage, request: DeleteTopicsRequest
 ) -> ControllerResult[DeleteTopicsResponse]:
     """Delete topics by name (UNKNOWN_TOPIC_OR_PARTITION) and by id (UNKNOWN_TOPIC_ID)."""
+    rejection = reject_delete_topics(request)
+    if rejection is not None:
+        return ControllerResult(records=(), response=rejection)
     removed: set[str] = set()
     records: list[MetadataRecord] = []
     results: list[DeletableTopicResult] = []
@@ -271,7 +296,7 @@ def handle_delete_topics(
                     name=name,
                     topic_id="",
                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=f"unknown topic {name!r}",
+                    error_message=f"unknown topic {quoted(name)}",
                 )
             )
             continue
@@ -285,7 +310,7 @@ def handle_delete_topics(
                     name=None,
                     topic_id=topic_id,
                     error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                    error_message=f"unknown topic id {topic_id}",
+                    error_message=f"unknown topic id {quoted(topic_id)}",
                 )
             )
             continue
@@ -301,7 +326,9 @@ def _grow_one(
 ) -> list[MetadataRecord]:
     topic = image.topic(request.name)
     if topic is None:
-        raise _Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {request.name!r}")
+        raise _Rejected(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {quoted(request.name)}"
+        )
     current = len(topic.partitions)
     if request.count < current:
         raise _Rejected(
@@ -330,10 +357,38 @@ def _grow_one(
     return list(_partition_records(image, topic.topic_id, current, assignments))
 
 
+def _reject_too_many_new_partitions(
+    image: MetadataImage, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse | None:
+    """POLICY_VIOLATION for every topic when the counts add more than `MAX_PARTITIONS_PER_BATCH`
+    partitions to the topics that exist (checked before any placement)."""
+    added = 0
+    for t in request.topics:
+        topic = image.topic(t.name)
+        if topic is not None:
+            added += max(0, t.count - len(topic.partitions))
+    if added <= MAX_PARTITIONS_PER_BATCH:
+        return None
+    message = too_many_partitions_message(added)
+    return CreatePartitionsResponse(
+        results=tuple(
+            CreatePartitionsTopicResult(
+                name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
+            )
+            for t in request.topics
+        )
+    )
+
+
 def handle_create_partitions(
     image: MetadataImage, request: CreatePartitionsRequest, *, rng: random.Random
 ) -> ControllerResult[CreatePartitionsResponse]:
     """Add partitions to existing topics (never removes any)."""
+    rejection = reject_create_partitions(request)
+    if rejection is None:
+        rejection = _reject_too_many_new_partitions(image, request)
+    if rejection is not None:
+        return ControllerResult(records=(), response=rejection)
     counts = Counter(t.name for t in request.topics)
     records: list[MetadataRecord] = []
     results: list[CreatePartitionsTopicResult] = []
@@ -341,7 +396,7 @@ def handle_create_partitions(
         try:
             if counts[topic.name] > 1:
                 raise _Rejected(
-                    ErrorCode.INVALID_REQUEST, f"topic {topic.name!r} appears more than once"
+                    ErrorCode.INVALID_REQUEST, f"topic {quoted(topic.name)} appears more than once"
                 )
             topic_records = _grow_one(image, topic, rng)
         except _Rejected as rejected:

@@ -26,11 +26,29 @@ from typing import Final
 
 from kraft.metadata.records import ConfigResourceType
 from storage.config import PROPERTY_KEYS, SEGMENT_BYTES_MIN, LogConfig, validate_log_property
+from storage.records import BATCH_HEADER_SIZE
 
 _LONG_MAX: Final = 2**63 - 1
 _INT_MAX: Final = 2**31 - 1
 _LOG_DEFAULTS: Final = LogConfig().to_properties()
 """The log's own defaults, under the topic keys: the defaults of the log settings below."""
+
+CONFIG_VALUE_MAX_CHARS: Final = 4096
+"""The longest config value the controller stores (INVALID_CONFIG beyond). Kafka has no such
+bound of its own (only the request size), but every value becomes a metadata record that each
+controller and broker keeps forever; kraft's keys all take short values. With at most
+10,000 records per operation (`kraft.controller.limits`), one batch stays below ~40 MiB."""
+
+QUOTE_MAX_CHARS: Final = 100
+"""How much of a peer's input an error message quotes (`quoted`)."""
+
+
+def quoted(value: str, limit: int = QUOTE_MAX_CHARS) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: error messages never echo unbounded
+    input back to the sender (or into the logs)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
 
 
 class ConfigType(enum.Enum):
@@ -56,27 +74,34 @@ class ConfigDef:
 
     def validate(self, value: str) -> str | None:
         """Return why ``value`` is invalid for this key, or ``None`` when it is valid."""
+        if len(value) > CONFIG_VALUE_MAX_CHARS:
+            return (
+                f"{self.name}: a value of {len(value)} characters is longer than "
+                f"{CONFIG_VALUE_MAX_CHARS}"
+            )
         match self.type:
             case ConfigType.BOOLEAN:
                 if value.strip().lower() not in ("true", "false"):
-                    return f"{self.name} must be true or false, got {value!r}"
+                    return f"{self.name} must be true or false, got {quoted(value)}"
             case ConfigType.INT | ConfigType.LONG:
                 try:
                     number = int(value.strip())
                 except ValueError:
-                    return f"{self.name} must be an integer, got {value!r}"
+                    return f"{self.name} must be an integer, got {quoted(value)}"
                 top = _INT_MAX if self.type is ConfigType.INT else _LONG_MAX
                 if number > top or (self.min_value is not None and number < self.min_value):
                     return f"{self.name} must be in [{self.min_value}, {top}], got {number}"
             case ConfigType.STRING:
                 if self.choices is not None and value not in self.choices:
-                    return f"{self.name} must be one of {sorted(self.choices)}, got {value!r}"
+                    return f"{self.name} must be one of {sorted(self.choices)}, got {quoted(value)}"
             case ConfigType.LIST:
                 items = split_list(value)
                 if self.choices is not None:
                     bad = [item for item in items if item not in self.choices]
                     if bad or not items:
-                        return f"{self.name} items must be in {sorted(self.choices)}: {value!r}"
+                        return (
+                            f"{self.name} items must be in {sorted(self.choices)}: {quoted(value)}"
+                        )
         if self.log_key is not None:
             problem = validate_log_property(self.log_key, value)
             if problem is not None:
@@ -129,12 +154,28 @@ TOPIC_CONFIGS: Final[Mapping[str, ConfigDef]] = {
             min_value=0,
             broker_synonym="log.flush.interval.ms",
         ),
+        # NB: Kafka takes any value >= 0, but below one batch header (61 bytes) no batch fits:
+        # the topic would refuse every produce, so kraft refuses the config instead.
         _topic(
             "max.message.bytes",
             _T.INT,
             _LOG_DEFAULTS["max.message.bytes"],
-            min_value=0,
+            min_value=BATCH_HEADER_SIZE,
             broker_synonym="message.max.bytes",
+        ),
+        _topic(
+            "message.timestamp.after.max.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["message.timestamp.after.max.ms"],
+            min_value=0,
+            broker_synonym="log.message.timestamp.after.max.ms",
+        ),
+        _topic(
+            "message.timestamp.before.max.ms",
+            _T.LONG,
+            _LOG_DEFAULTS["message.timestamp.before.max.ms"],
+            min_value=0,
+            broker_synonym="log.message.timestamp.before.max.ms",
         ),
         _topic(
             "message.timestamp.type",
@@ -218,7 +259,7 @@ def validate_config(resource_type: ConfigResourceType, key: str, value: str) -> 
     """Return why ``key=value`` is invalid for ``resource_type``, or ``None`` when valid."""
     definition = config_defs(resource_type).get(key)
     if definition is None:
-        return f"unknown {resource_type.name.lower()} config {key!r}"
+        return f"unknown {resource_type.name.lower()} config {quoted(key)}"
     return definition.validate(value)
 
 
@@ -251,12 +292,14 @@ def parse_int(value: str) -> int:
 __all__ = [
     "BROKER_CONFIGS",
     "CLUSTER_DEFAULT_RESOURCE",
+    "CONFIG_VALUE_MAX_CHARS",
     "TOPIC_CONFIGS",
     "ConfigDef",
     "ConfigType",
     "config_defs",
     "parse_bool",
     "parse_int",
+    "quoted",
     "resolve_topic_configs",
     "split_list",
     "validate_config",

@@ -12,6 +12,7 @@ it is given. A shell (a gRPC server, the simulator in ``kraft.sim``) runs it in 
         node.tick(clock_ms())                     # due at node.next_deadline_ms()
         while node.has_ready():
             rd = node.ready()
+            transport.send_all(rd.early_messages) # 0. a leader's fetch responses go at once
             storage.save(rd.hard_state)           # 1. persist: election state,
             storage.truncate(rd.truncate_to)      #    truncation, then batches,
             storage.append(rd.entries)            #    snapshot chunks / install,

@@ -48,6 +48,8 @@ BROKER_LOG_KEYS: dict[str, str] = {
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
     "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
 }
 """Broker key (the default for every topic) -> topic key: Kafka's synonyms."""
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000

@@ -5,7 +5,7 @@ partition this broker follows there. Here each follower core still builds its ow
 in flight per partition), and `fetch` parks it; the fetcher sends whatever is parked as ONE
 ``Broker.Fetch`` long-poll and hands each partition its part of the answer. Partitions answered
 together re-fetch in the same event-loop turn, so they stay in one request: the RPC rate is
-per leader broker, not per partition (BASELINES: one RPC per partition never gets fast).
+per leader broker, not per partition (docs/benchmarks.md: one RPC per partition never gets fast).
 
 One request is in flight per leader; a fetch parked meanwhile waits for the next one (at most
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with

@@ -255,8 +255,14 @@ class PartitionReplica:
             self.drain()  # the resigned leader's failed produces
             self.core = None
         elif isinstance(core, PartitionFollower):
+            leader_epoch = core.leader_epoch
             if core.handle_partition_change(registration, now):
                 self.drain()
+                if core.leader_epoch != leader_epoch and self._fetcher is not None:
+                    # A new leader: stop waiting on the old one (paused, it never answers);
+                    # Kafka moves the partition to the new leader's fetcher at once.
+                    self._fetcher.cancel()
+                    self._fetcher = None
                 self._ensure_fetcher()
                 return
             self.drain()
@@ -273,6 +279,7 @@ class PartitionReplica:
                 config=config,
                 high_watermark=self.high_watermark,
                 now_ms=now,
+                log_config=self.log.config,
             )
         else:
             self.core = PartitionFollower(
@@ -296,6 +303,9 @@ class PartitionReplica:
         if self.log.closed or config == self.log.config:
             return
         self.log.update_config(config)  # logs log_config_updated with the new values
+        leader = self.leader
+        if leader is not None:
+            leader.update_log_config(config)
 
     def update_brokers(self, brokers: Mapping[int, BrokerStatus]) -> None:
         if isinstance(self.core, PartitionLeader):

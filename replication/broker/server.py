@@ -12,9 +12,10 @@ loop; the blocking `ControllerClient` runs in worker threads.
 controllers. `_MetadataObserver` folds each committed batch into a `MetadataImage`; after each
 change (coalesced into one callback per loop turn) the broker reconciles its replicas.
 
-*Lifecycle (KIP-631).* Register with the active controller (a fresh incarnation id, the
-advertised listener, the rack), then heartbeat every ``broker.heartbeat.interval.ms`` with the
-image's last offset; the controller unfences the broker once that offset reaches its registration.
+*Lifecycle (KIP-631).* Register with the active controller (an incarnation id drawn once per
+process, the advertised listener, the rack), then heartbeat every
+``broker.heartbeat.interval.ms`` with the image's last offset; the controller unfences the
+broker once that offset reaches its registration.
 A heartbeat answered STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED registers again and
 rebuilds every replica with the new broker epoch. SIGTERM is a controlled shutdown: heartbeat
 ``want_shutdown`` until the controller answers ``should_shut_down`` (it moved leadership away),
@@ -326,7 +327,8 @@ class BrokerServer:
                 )
             except (StaleBrokerEpochError, BrokerIdNotRegisteredError) as e:
                 self._log.warning("registration_lost", error=e.code.name)
-                self._incarnation_id = uuid.uuid4().hex
+                # NB: the same incarnation id (one per process, as Kafka's broker): the
+                # controller takes it as a retry and answers a new epoch at once.
                 await self._register()
                 continue
             except KraftError as e:

@@ -345,13 +345,15 @@ class BrokerService:
     # --- InitProducerId -----------------------------------------------------------------------
 
     async def init_producer_id(self, request: InitProducerIdRequest) -> InitProducerIdResponse:
-        if request.producer_id >= 0 and request.producer_epoch >= 0:
-            # KIP-360: bump the epoch of a known producer (fences its older incarnation).
-            if request.producer_epoch >= 32766:
-                return await self._new_producer_id()
-            return InitProducerIdResponse(
-                producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
-            )
+        """A fresh producer id, epoch 0, whatever id and epoch the request names.
+
+        This is Kafka's answer to an InitProducerId without a transactional id: only the
+        transaction coordinator knows a producer id's current epoch, so only a transactional
+        producer may bump one (KIP-360). kraft has no transactions, so a producer's KIP-360
+        "bump" gets a new id, which serves it just as well (its sequences start again at 0),
+        and nobody can bump, and so fence, another producer's id by naming it.
+        """
+        del request
         return await self._new_producer_id()
 
     async def _new_producer_id(self) -> InitProducerIdResponse:

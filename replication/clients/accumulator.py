@@ -17,6 +17,9 @@ lock guards it; it does no I/O):
   request per broker (gRPC unary calls are precious: batch everything). Drained batches
   are sealed, stamped with the producer id/epoch and marked in flight. It also reports
   partitions without a known leader and when to look again.
+- A retry waits out its backoff only while the partition's leader is the broker its last
+  attempt went to: when metadata names a new leader it goes at once (KIP-951; Kafka's
+  ``RecordAccumulator.shouldBackoff`` with ``hasLeaderChangedForTheOngoingRetry``).
 - Ordering: at most ``max_in_flight`` batches per partition are in flight (5 for an idempotent
   producer, KIP-98). A retried batch goes back to the head of its queue in creation order
   (`reenqueue`) and is sent only when no other batch of its partition is in flight, so
@@ -50,6 +53,9 @@ class Drained:
     next_ready_check_ms: int = 0
     """Milliseconds until some queued batch may become ready (linger or backoff)."""
     unknown_leader_topics: set[str] = field(default_factory=set)
+    retrying_leaders: set[int] = field(default_factory=set)
+    """Leaders of partitions whose first batch waits out a retry backoff: if one of them
+    is unreachable, the shell keeps refreshing metadata to learn its successor."""
 
 
 @final
@@ -201,7 +207,9 @@ class RecordAccumulator:
             if leader is None:
                 out.unknown_leader_topics.add(tp.topic)
                 continue
-            wait_ms = self._wait_ms(first, len(queue), now_ms)
+            wait_ms = self._wait_ms(first, len(queue), now_ms, leader)
+            if first.attempts > 0 and first.sent_to == leader:
+                out.retrying_leaders.add(leader)
             if wait_ms > 0:
                 out.next_ready_check_ms = min(out.next_ready_check_ms, wait_ms)
                 if first.attempts > 0:
@@ -234,14 +242,17 @@ class RecordAccumulator:
             self._stamp(first)
             first.in_flight = True
             first.attempts += 1
+            first.sent_to = leader
             self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
             sizes[leader] = size + first.size_bytes
             out.batches_by_node.setdefault(leader, []).append(first)
         return out
 
-    def _wait_ms(self, first: ProducerBatch, queued: int, now_ms: int) -> int:
+    def _wait_ms(self, first: ProducerBatch, queued: int, now_ms: int, leader: int) -> int:
         """Milliseconds until the first batch of a queue may be sent (<= 0: ready)."""
         if first.attempts > 0:
+            if first.sent_to != leader:
+                return 0  # a new leader: no backoff (KIP-951)
             return first.retry_at_ms - now_ms
         if first.sealed or queued > 1 or self._flushes > 0 or self.closing:
             return 0

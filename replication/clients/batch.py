@@ -257,6 +257,7 @@ class ProducerBatch:
         "result",
         "retry_at_ms",
         "sealed",
+        "sent_to",
         "size_bytes",
         "tp",
     )
@@ -289,6 +290,8 @@ class ProducerBatch:
         self.in_flight = False
         self.attempts = 0
         self.retry_at_ms = 0
+        self.sent_to = -1
+        """The broker the last attempt went to: a retry to a new leader skips the backoff."""
 
     def try_append(
         self,

@@ -43,11 +43,14 @@ class ProducerConfig:
     """[delivery.timeout.ms] the upper bound from send() to success or failure, retries
     included."""
     request_timeout_ms: int = 30_000
-    """[request.timeout.ms] how long one Produce may wait for its response."""
+    """[request.timeout.ms] how long one Produce may wait for its response (sooner, a stalled
+    one is abandoned when metadata names a new leader: see ``retry.backoff.max.ms``)."""
     retry_backoff_ms: int = 100
     """[retry.backoff.ms] the first backoff before a retry (doubling, KIP-580)."""
     retry_backoff_max_ms: int = 1000
-    """[retry.backoff.max.ms] the backoff's ceiling."""
+    """[retry.backoff.max.ms] the backoff's ceiling; also how long a Produce may go
+    unanswered before the producer treats its broker as stalled and refreshes metadata (a
+    new leader then gets its batches at once)."""
     max_in_flight_requests_per_connection: int = 5
     """[max.in.flight.requests.per.connection] Produce requests outstanding per broker; also
     the batches in flight per partition (<= 5 with idempotence, KIP-98)."""
@@ -120,6 +123,9 @@ class ConsumerConfig:
     """[request.timeout.ms]"""
     retry_backoff_ms: int = 100
     """[retry.backoff.ms]"""
+    retry_backoff_max_ms: int = 1000
+    """[retry.backoff.max.ms] also how long a Fetch may outlive its ``fetch.max.wait.ms``
+    before the consumer abandons it and looks for a new leader (a paused broker)."""
     metadata_max_age_ms: int = 300_000
     """[metadata.max.age.ms]"""
     default_api_timeout_ms: int = 60_000
@@ -128,6 +134,9 @@ class ConsumerConfig:
     """[client.rack] KIP-392."""
     client_id: str = ""
     """[client.id]"""
+    check_crcs: bool = True
+    """[check.crcs] check each fetched batch's CRC-32C (a corrupt batch is raised for its
+    partition, with its offset)."""
 
     @classmethod
     def create(cls, options: Mapping[str, Any]) -> Self:

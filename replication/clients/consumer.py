@@ -20,6 +20,9 @@ Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``n
 `OffsetOutOfRangeError` from poll); a stale-leader error (NOT_LEADER_OR_FOLLOWER,
 FENCED/UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes metadata, taking a
 KIP-951 ``current_leader`` hint at once; other errors are raised as their typed exception.
+A corrupt batch (its CRC, header, codec or records; or CORRUPT_MESSAGE from the broker) stops
+only its partition: the records before it are delivered, then `CorruptRecordError` is raised
+(with topic, partition and offset) until ``seek`` moves past it (see ``poll``).
 
 Thread-safe in the sense that calls are serialised by a lock (Kafka's consumer is not
 thread-safe at all); one thread polling is the intended use.
@@ -40,7 +43,7 @@ from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
-from replication.clients.network import BrokerNetwork
+from replication.clients.network import BrokerNetwork, Cancellable
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -54,8 +57,21 @@ from replication.messages import (
     FetchTopic,
     ListOffsetsResponse,
 )
-from storage.errors import ErrorCode, KraftError, OffsetOutOfRangeError, error_for
-from storage.records import Header, iter_batches, record_tuples
+from storage.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    KraftError,
+    OffsetOutOfRangeError,
+    error_for,
+)
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    Header,
+    compute_crc,
+    read_header,
+    record_tuples,
+)
 
 log = structlog.get_logger("kraft.consumer")
 
@@ -76,39 +92,74 @@ class ConsumerRecord:
 
 
 class _Fetched:
-    """Decoded records of one partition from one Fetch, handed out by poll."""
+    """Decoded records of one partition from one Fetch, handed out by poll; ``error`` is a
+    corrupt batch met after them (raised once the records are out, until a seek)."""
 
-    __slots__ = ("next_offset", "records")
+    __slots__ = ("error", "next_offset", "records")
 
-    def __init__(self, records: deque[ConsumerRecord], next_offset: int) -> None:
+    def __init__(
+        self,
+        records: deque[ConsumerRecord],
+        next_offset: int,
+        error: CorruptRecordError | None = None,
+    ) -> None:
         self.records = records
         self.next_offset = next_offset
+        self.error = error
 
 
 def decode_partition_records(
-    tp: TopicPartition, data: bytes, position: int
-) -> tuple[deque[ConsumerRecord], int]:
-    """The records at or after ``position`` in a Fetch's record bytes, and the offset to fetch
-    next (past control batches too). A torn last batch is ignored: the next fetch gets it.
+    tp: TopicPartition, data: bytes, position: int, *, check_crcs: bool = True
+) -> tuple[deque[ConsumerRecord], int, CorruptRecordError | None]:
+    """The records at or after ``position`` in a Fetch's record bytes, the offset to fetch
+    next (past control batches too), and the error of a corrupt batch if one stopped the
+    decoding. A torn last batch is ignored: the next fetch gets it.
 
-    Raises:
-        CorruptRecordError: a malformed batch.
+    As Kafka's ``CompletedFetch``: the records of the batches before a corrupt one are
+    returned, and the error names the offset where consumption stopped (the batch's CRC is
+    checked when ``check_crcs``, Kafka's ``check.crcs``).
     """
     records: deque[ConsumerRecord] = deque()
     append = records.append
     next_offset = position
     topic, partition = tp.topic, tp.partition
     record = ConsumerRecord
-    for pos, header in iter_batches(data):
-        if header.next_offset <= position:
-            continue
+    pos, end = 0, len(data)
+    while end - pos >= BATCH_HEADER_SIZE:
+        header: BatchHeader | None = None
+        try:
+            header = read_header(data, pos)
+            size = header.size_bytes
+            if end - pos < size:
+                break
+            if header.next_offset <= position:
+                pos += size
+                continue
+            if check_crcs and compute_crc(data, pos, size) != header.crc:
+                raise CorruptRecordError("CRC mismatch")
+            decoded = () if header.is_control else record_tuples(data, pos)
+        except KraftError as e:  # the header, CRC, codec or records of a batch
+            bad_end = header.next_offset if header is not None else -1
+            where = max(next_offset, header.base_offset) if header is not None else next_offset
+            return (
+                records,
+                next_offset,
+                CorruptRecordError(
+                    f"corrupt record batch in {tp} at offset {where}"
+                    + (f" (up to {bad_end})" if bad_end > where else "")
+                    + f": {e.message[:200]}; seek past it to continue",
+                    topic=topic,
+                    partition=partition,
+                    offset=where,
+                    next_offset=bad_end if bad_end > where else -1,
+                ),
+            )
         next_offset = max(next_offset, header.next_offset)
-        if header.is_control:
-            continue
-        for offset, timestamp_ms, key, value, headers in record_tuples(data, pos):
+        for offset, timestamp_ms, key, value, headers in decoded:
             if offset >= position:
                 append(record(topic, partition, offset, key, value, timestamp_ms, headers))
-    return records, next_offset
+        pos += size
+    return records, next_offset, None
 
 
 class Consumer:
@@ -150,6 +201,7 @@ class Consumer:
             READ_COMMITTED if config.isolation_level == "read_committed" else READ_UNCOMMITTED
         )
         self._closed = False
+        self._raised_last_poll = False  # a partition error: the next poll fetches others first
 
     def __enter__(self) -> Self:
         return self
@@ -242,7 +294,14 @@ class Consumer:
         """Records of the assigned partitions, in offset order per partition; an empty list
         when none arrived within ``timeout`` seconds.
 
+        A corrupt batch stops only its partition, as in Kafka's consumer: the records before
+        it are returned first, then a poll with nothing else to return raises its
+        `CorruptRecordError` (topic, partition, offset), and does so again until
+        ``seek`` moves the partition past it. Other partitions keep flowing meanwhile: after
+        raising, the next poll fetches them before it raises again.
+
         Raises:
+            CorruptRecordError: a partition's next batch is corrupt.
             OffsetOutOfRangeError: a position is out of range and ``auto.offset.reset=none``.
             KraftError: a partition error that no retry can fix (e.g. authorization).
         """
@@ -250,10 +309,15 @@ class Consumer:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the consumer is closed")
+            others_first = self._raised_last_poll
+            self._raised_last_poll = False
             while True:
                 records = self._take_buffered()
                 if records:
                     return records
+                if not others_first:
+                    self._raise_partition_error()
+                others_first = False
                 self._maybe_refresh_metadata()
                 self._reset_positions()
                 left_ms = int((deadline - time.monotonic()) * 1000)
@@ -277,10 +341,19 @@ class Consumer:
                 budget -= 1
             if not records:
                 self._positions[tp] = max(self._positions[tp] or 0, fetched.next_offset)
-                del self._buffer[tp]
+                if fetched.error is None:
+                    del self._buffer[tp]
+                # else: it stays (not fetched again) until a seek: see _raise_partition_error
             if budget == 0:
                 break
         return out
+
+    def _raise_partition_error(self) -> None:
+        """Raise the error of the first partition whose buffered records are all out."""
+        for fetched in self._buffer.values():
+            if fetched.error is not None and not fetched.records:
+                self._raised_last_poll = True
+                raise fetched.error
 
     # -- metadata and offset resets ------------------------------------------------------------
 
@@ -389,6 +462,7 @@ class Consumer:
 
             return done
 
+        calls: dict[int, Cancellable] = {}
         for leader, topics in by_leader.items():
             request = BrokerFetchRequest(
                 max_wait_ms=wait_ms,
@@ -398,7 +472,7 @@ class Consumer:
                 topics=tuple(FetchTopic(topic=t, partitions=tuple(p)) for t, p in topics.items()),
                 rack_id=self.config.client_rack,
             )
-            self._network.call_async(
+            calls[leader] = self._network.call_async(
                 snapshot.brokers[leader],
                 "Fetch",
                 request,
@@ -406,9 +480,19 @@ class Consumer:
                 collect(leader),
                 timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
             )
+        # A paused leader answers nothing: a Fetch that outlives its long poll by
+        # retry.backoff.max.ms is abandoned and metadata refreshed, not waited on for
+        # request.timeout.ms (a consumer fetch changes nothing on the broker: safe to drop).
+        limit_s = (wait_ms + self.config.retry_backoff_max_ms) / 1000
         with arrived:
-            arrived.wait_for(lambda: len(replies) == len(by_leader))
-        for leader, response, error in replies:
+            arrived.wait_for(lambda: len(replies) == len(by_leader), timeout=limit_s)
+            answered = list(replies)  # NB: a late reply appends to ``replies``, unread
+        for leader in by_leader.keys() - {leader for leader, _, _ in answered}:
+            log.warning("fetch_stalled", broker=leader, waited_ms=int(limit_s * 1000))
+            self._network.mark_suspect(snapshot.brokers[leader])
+            calls[leader].cancel()
+            self._metadata.request_update()
+        for leader, response, error in answered:
             if error is not None or response is None:
                 log.warning("fetch_failed", broker=leader, error=str(error))
                 self._metadata.request_update()
@@ -439,9 +523,29 @@ class Consumer:
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
-            records, next_offset = decode_partition_records(tp, part.records, position)
-            if records or next_offset > position:
-                self._buffer[tp] = _Fetched(records, next_offset)
+            records, next_offset, error = decode_partition_records(
+                tp, part.records, position, check_crcs=self.config.check_crcs
+            )
+            if records or next_offset > position or error is not None:
+                self._buffer[tp] = _Fetched(records, next_offset, error)
+            if error is not None:
+                log.warning("corrupt_batch_fetched", tp=str(tp), offset=error.offset)
+            return
+        if code is ErrorCode.CORRUPT_MESSAGE:  # the broker could not read its log there
+            # NB: Kafka's consumer raises this too ("Encountered corrupt message when
+            # fetching offset"), where other retriable errors are retried.
+            detail = (part.error_message or "corrupt batch")[:200]
+            self._buffer[tp] = _Fetched(
+                deque(),
+                position,
+                CorruptRecordError(
+                    f"the broker found a corrupt batch in {tp} at offset {position}: {detail}; "
+                    "seek past it to continue",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=position,
+                ),
+            )
             return
         if part.current_leader is not None:  # KIP-951: the new leader, right away
             hint = part.current_leader

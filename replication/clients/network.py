@@ -12,6 +12,12 @@ thread per request.
 turn) and retries retriable failures with tenacity's exponential backoff under one deadline,
 as `kraft.controller.client.ControllerClient` does for the controllers.
 
+A broker is *suspect* from a call to it that failed in transport (unreachable, timed out) or
+that a client found stalled (`mark_suspect`; a paused process keeps its socket and answers
+nothing) until a call to it succeeds. `call_any` (metadata, InitProducerId) tries suspects
+last, so a refresh meant to route around a stalled leader does not wait on that leader
+(Kafka's ``NetworkClient.leastLoadedNode`` skips nodes it cannot talk to).
+
 Thread-safe: gRPC channels are; the channel table is behind a lock.
 """
 
@@ -21,12 +27,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
 from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import parse_bootstrap
+from kraft.transport.channels import client_channel_options
 from kraft.transport.retry import retry_retriable
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
@@ -48,13 +55,23 @@ _GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
     grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
 }
-_CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 64 << 20),
-    # Fail fast on a dead broker instead of waiting for the deadline.
-    ("grpc.initial_reconnect_backoff_ms", 50),
-    ("grpc.max_reconnect_backoff_ms", 500),
-]
+_CHANNEL_OPTIONS = client_channel_options()
+
+
+class Cancellable(Protocol):
+    """What `BrokerNetwork.call_async` returns: the call, which may be abandoned."""
+
+    def cancel(self) -> bool: ...
+
+
+class _Done:
+    """The handle of a call that ended before it started."""
+
+    def cancel(self) -> bool:
+        return False
+
+
+_TRANSPORT_ERRORS = (NetworkError, RequestTimedOutError)
 
 
 def translate_rpc_error(error: grpc.RpcError, address: str) -> KraftError:
@@ -90,7 +107,28 @@ class BrokerNetwork:
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._next = 0
         self._last_good: str | None = None
+        self._suspects: set[str] = set()
         self._closed = False
+
+    # -- suspects ------------------------------------------------------------------------------
+
+    def mark_suspect(self, address: str) -> None:
+        """``address`` did not answer (see the module docstring): `call_any` tries it last."""
+        with self._lock:
+            self._suspects.add(address)
+            if self._last_good == address:
+                self._last_good = None
+
+    def is_suspect(self, address: str) -> bool:
+        return address in self._suspects
+
+    def _note_outcome(self, address: str, error: KraftError | None) -> None:
+        if error is None:
+            if address in self._suspects:
+                with self._lock:
+                    self._suspects.discard(address)
+        elif isinstance(error, _TRANSPORT_ERRORS):
+            self.mark_suspect(address)
 
     def close(self) -> None:
         with self._lock:
@@ -126,10 +164,15 @@ class BrokerNetwork:
             NetworkError, RequestTimedOutError: the broker is unreachable or too slow.
         """
         stub = self.stub(address)
-        with map_broker_errors(address):
-            reply = getattr(stub, method)(
-                encode(request), timeout=timeout_s or self.request_timeout_s
-            )
+        try:
+            with map_broker_errors(address):
+                reply = getattr(stub, method)(
+                    encode(request), timeout=timeout_s or self.request_timeout_s
+                )
+        except KraftError as e:
+            self._note_outcome(address, e)
+            raise
+        self._note_outcome(address, None)
         return decode(reply, response_cls)
 
     def call_async(
@@ -140,9 +183,10 @@ class BrokerNetwork:
         response_cls: type[R],
         on_done: Callable[[R | None, KraftError | None], None],
         timeout_s: float | None = None,
-    ) -> None:
+    ) -> Cancellable:
         """Start one RPC; ``on_done(response, None)`` or ``on_done(None, error)`` runs on a
-        gRPC thread when it ends (it must not block)."""
+        gRPC thread when it ends (it must not block). Returns the call: cancelling it ends
+        it with a `NetworkError` (the server may still have acted on it)."""
         try:
             stub = self.stub(address)
             future = getattr(stub, method).future(
@@ -150,20 +194,25 @@ class BrokerNetwork:
             )
         except KraftError as e:
             on_done(None, e)
-            return
+            return _Done()
 
         def done(f: Any) -> None:
             try:
                 reply = f.result()
             except grpc.RpcError as e:
-                on_done(None, translate_rpc_error(e, address))
+                error = translate_rpc_error(e, address)
+                self._note_outcome(address, error)
+                on_done(None, error)
                 return
             except Exception as e:  # a cancelled future raises grpc.FutureCancelledError
                 on_done(None, NetworkError(f"broker {address}: {e!r}"))
                 return
+            self._note_outcome(address, None)
             on_done(decode(reply, response_cls), None)
 
         future.add_done_callback(done)
+        cancellable: Cancellable = future
+        return cancellable
 
     def fetch_metadata(
         self,
@@ -225,13 +274,17 @@ class BrokerNetwork:
             if self._last_good is not None:
                 address, self._last_good = self._last_good, None  # a failure moves on
                 return address
-            address = candidates[self._next % len(candidates)]
-            self._next += 1
+            for _ in range(len(candidates)):  # suspects last
+                address = candidates[self._next % len(candidates)]
+                self._next += 1
+                if address not in self._suspects:
+                    return address
             return address
 
 
 __all__ = [
     "BrokerNetwork",
+    "Cancellable",
     "map_broker_errors",
     "translate_rpc_error",
 ]

@@ -13,8 +13,9 @@ it, for up to ``max.block.ms``, until the sender thread has fetched that topic's
 One sender thread (Kafka's ``Sender``) loops:
 
 1. refresh metadata when it is stale or a response said so (`MetadataCache.needs_update`);
-2. with idempotence, get a producer id (InitProducerId) once, and bump the epoch when a
-   failed batch left a sequence gap (KIP-360), waiting first for nothing to be in flight;
+2. with idempotence, get a producer id (InitProducerId) once, and a new one when a failed
+   batch left a sequence gap (the broker answers a fresh id to a producer without a
+   transactional id, as Kafka's does), waiting first for nothing to be in flight;
 3. expire queued batches past ``delivery.timeout.ms``;
 4. drain and send ONE Produce per broker that leads a ready partition, carrying the first
    batch of every partition it leads (Kafka's ``RecordAccumulator.drain``: lingering ones
@@ -23,14 +24,27 @@ One sender thread (Kafka's ``Sender``) loops:
 5. sleep until the next batch may be ready (``linger.ms``, a retry backoff) or a wake-up
    (a full batch, a response, flush, close).
 
+A Produce request that has waited ``retry.backoff.max.ms`` without an answer is *stalled*: the
+producer marks its broker suspect and refreshes metadata (once per ``retry.backoff.max.ms``
+while the stall lasts, asking other brokers first). When the metadata names another leader for
+a partition that a stalled request carries, every request to that broker carrying a moved
+partition is *abandoned*: cancelled, its batches put back in order with their sequences and
+sent to the new leader at once (KIP-951: no backoff after a leader change). A paused or
+partitioned leader thus costs about the cluster's failover time plus ``retry.backoff.max.ms``,
+not ``request.timeout.ms`` (Kafka waits for ``request.timeout.ms``, then disconnects and
+retries; the same re-send, earlier). With idempotence this is safe: a batch keeps its sequence,
+the new leader drops it as a duplicate if the old one had replicated it, and the old leader,
+fenced by the new leader epoch, truncates what only it had appended (KIP-101). Without
+idempotence the re-send may duplicate records, as a Kafka retry after a timeout may.
+
 Responses arrive on gRPC threads: per batch, `replication.clients.sequencing.decide` says
 complete, retry (re-enqueue with backoff, refreshing metadata first on a stale-leader error),
-fail with the typed exception of the error code, or fail and bump the epoch. Futures complete
+fail with the typed exception of the error code, or fail and reset the producer id. Futures complete
 outside the lock, as their callbacks are user code.
 
 Guarantees (as Kafka's, with ``enable.idempotence=true``, the default): no duplicates from
-retries and per-partition order, for batches acknowledged under one producer epoch. After an
-epoch bump, a batch whose first attempt was written but whose response was lost may be written
+retries and per-partition order, for batches acknowledged under one producer id and epoch.
+After a reset, a batch whose first attempt was written but whose response was lost may be written
 again (Kafka has the same window).
 """
 
@@ -53,7 +67,7 @@ from replication.clients.accumulator import Drained, RecordAccumulator
 from replication.clients.batch import ProducerBatch, ProduceResult, RecordFuture
 from replication.clients.config import ProducerConfig
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
-from replication.clients.network import BrokerNetwork
+from replication.clients.network import BrokerNetwork, Cancellable
 from replication.clients.partitioner import StickyPartitioner, partition_for_key
 from replication.clients.sequencing import IdempotenceState, ProduceAction, decide
 from replication.messages import (
@@ -84,6 +98,19 @@ _KEY_MEMO_SIZE = 1 << 16
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class _Request:
+    """One Produce in flight (acks 1 or all)."""
+
+    node: int
+    address: str
+    batches: list[ProducerBatch]
+    sent_ms: int
+    call: Cancellable | None = None
+    settled: bool = False
+    """Answered or abandoned: whatever arrives later for it is ignored."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -148,6 +175,9 @@ class Producer:
         self._metadata_changed = threading.Condition()
         self._wakeup = threading.Event()
         self._requests_in_flight: dict[int, int] = {}
+        self._requests: set[_Request] = set()
+        """Produce requests awaiting an answer (acks 1 or all), under the lock."""
+        self._last_stall_refresh_ms = 0
         self._topics: dict[str, _TopicState] = {}
         self._max_record_size = config.max_request_size
         self.produce_requests_sent = 0
@@ -383,8 +413,11 @@ class Producer:
     def _run_once(self) -> int:
         """One round of the sender loop; returns the milliseconds it may sleep."""
         metadata = self._metadata
+        stalled = self._stalled_nodes(self._clock())
         if metadata.topics and metadata.needs_update(self._clock()):
             self._refresh_metadata()
+        if stalled:
+            self._abandon_moved(stalled)
         state = self._idempotence
         if state is not None and (not state.has_producer_id or state.epoch_bump_requested):
             with self._lock:
@@ -413,6 +446,12 @@ class Producer:
         if drained.unknown_leader_topics:
             metadata.add_topics(drained.unknown_leader_topics)
             metadata.request_update()
+        if any(
+            self._network.is_suspect(snapshot.brokers[node])
+            for node in drained.retrying_leaders
+            if node in snapshot.brokers
+        ):
+            metadata.request_update()  # retrying against an unreachable leader: find the next
         for batch in expired:
             batch.result.complete(
                 -1,
@@ -426,15 +465,75 @@ class Producer:
             self.produce_requests_sent += 1
             self.produce_batches_sent += len(batches)
             self._send_produce(node, batches, snapshot)
-        return min(drained.next_ready_check_ms, metadata.time_to_next_update_ms(now) or 1_000)
+        wait = min(drained.next_ready_check_ms, metadata.time_to_next_update_ms(now) or 1_000)
+        if stalled or self._requests:
+            wait = min(wait, self._stall_ms)  # look again when a request may have stalled
+        return wait
+
+    @property
+    def _stall_ms(self) -> int:
+        return self.config.retry_backoff_max_ms
+
+    def _stalled_nodes(self, now: int) -> set[int]:
+        """Brokers with a Produce unanswered for ``retry.backoff.max.ms``: marked suspect, and
+        a metadata refresh requested (at most once per ``retry.backoff.max.ms``)."""
+        with self._lock:
+            stalled = {
+                r.node: r.address for r in self._requests if now - r.sent_ms >= self._stall_ms
+            }
+        if not stalled:
+            return set()
+        for address in stalled.values():
+            self._network.mark_suspect(address)
+        if now - self._last_stall_refresh_ms >= self._stall_ms:
+            self._last_stall_refresh_ms = now
+            self._metadata.request_update()
+            log.info("produce_request_stalled", brokers=sorted(stalled))
+        return set(stalled)
+
+    def _abandon_moved(self, stalled: set[int]) -> None:
+        """Abandon the requests to ``stalled`` brokers that carry a partition the metadata now
+        says another broker leads (see the module docstring); their batches go back in
+        creation order, with their sequences, to the new leader without a backoff."""
+        snapshot = self._metadata.snapshot
+        now = self._clock()
+        abandoned: list[_Request] = []
+        with self._lock:
+            for request in list(self._requests):
+                if request.node not in stalled:
+                    continue
+                moved = [
+                    b.tp
+                    for b in request.batches
+                    if (leader := snapshot.leader_for(b.tp)) is not None and leader != request.node
+                ]
+                if not moved:
+                    continue
+                request.settled = True
+                self._requests.discard(request)
+                self._requests_in_flight[request.node] -= 1
+                for batch in request.batches:
+                    self._accumulator.reenqueue(batch, now)
+                abandoned.append(request)
+        for request in abandoned:
+            if request.call is not None:
+                request.call.cancel()
+            log.warning(
+                "produce_request_abandoned",
+                broker=request.node,
+                batches=len(request.batches),
+                waited_ms=now - request.sent_ms,
+            )
+        if abandoned:
+            self._wakeup.set()
 
     def _node_ready(self, node: int) -> bool:
         limit = self.config.max_in_flight_requests_per_connection
         return self._requests_in_flight.get(node, 0) < limit
 
     def _init_producer_id(self, state: IdempotenceState) -> bool:
-        """InitProducerId once, or with the current id and epoch to bump the epoch
-        (KIP-360); True when the producer may send."""
+        """InitProducerId once, or again after a failed batch left a sequence gap (the broker
+        answers a fresh producer id; KIP-360's role); True when the producer may send."""
 
         def check(response: InitProducerIdResponse) -> None:
             if response.error_code is not ErrorCode.NONE:
@@ -504,18 +603,25 @@ class Producer:
             self._network.call_async(address, "Produce", request, ProduceResponse, sent)
             return
 
-        def on_done(response: ProduceResponse | None, error: KraftError | None) -> None:
-            self._handle_produce_response(node, batches, response, error)
+        pending = _Request(node=node, address=address, batches=batches, sent_ms=self._clock())
 
-        self._network.call_async(address, "Produce", request, ProduceResponse, on_done)
+        def on_done(response: ProduceResponse | None, error: KraftError | None) -> None:
+            self._handle_produce_response(pending, response, error)
+
+        with self._lock:
+            self._requests.add(pending)
+        call = self._network.call_async(address, "Produce", request, ProduceResponse, on_done)
+        with self._lock:
+            if not pending.settled:
+                pending.call = call
 
     def _handle_produce_response(
         self,
-        node: int,
-        batches: list[ProducerBatch],
+        request: _Request,
         response: ProduceResponse | None,
         error: KraftError | None,
     ) -> None:
+        node, batches = request.node, request.batches
         now = self._clock()
         results: dict[tuple[str, int], ProducePartitionResponse] = {}
         if response is not None:
@@ -524,9 +630,15 @@ class Producer:
                     results[(topic.name, answer.index)] = answer
         done: list[tuple[ProducerBatch, int, int, KraftError | None]] = []
         aborted: list[ProducerBatch] = []
-        refresh = False
+        # Kafka: a request that failed in transport (the broker unreachable or silent until
+        # request.timeout.ms) disconnects the node and refreshes metadata.
+        refresh = error is not None
         state = self._idempotence
         with self._lock:
+            if request.settled:
+                return  # abandoned: its batches were sent elsewhere
+            request.settled = True
+            self._requests.discard(request)
             self._requests_in_flight[node] -= 1
             for batch in batches:
                 tp = batch.tp

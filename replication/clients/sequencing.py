@@ -12,8 +12,9 @@ with up to 5 batches in flight per partition, cannot reorder.
 `IdempotenceState` is the producer's side: the next sequence of each partition (taken by a
 batch at creation, advanced when the batch is sealed) and the last acknowledged one. When a
 batch that holds sequences fails for good, the sequences after it would never be accepted: the
-producer then bumps its epoch (KIP-360: InitProducerId with its current id and epoch), after
-which every partition starts again at sequence 0 (`reset_sequences`).
+producer then asks InitProducerId again (KIP-360's purpose; the broker answers a fresh
+producer id, as Kafka's does without a transactional id), after which every partition starts
+again at sequence 0 (`reset_sequences`).
 
 `decide` is the retry decision table of Kafka's ``Sender.canRetry`` /
 ``TransactionManager.canRetry`` for one batch and one error code; the shell acts on its answer.

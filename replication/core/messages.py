@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 from kraft.controller.messages import AlterPartitionData
 from kraft.types import TopicPartition
-from storage.errors import CorruptRecordError, ErrorCode
-from storage.records import BatchHeader, iter_batches
+from storage.errors import ErrorCode
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
@@ -64,7 +63,8 @@ class FollowerFetch:
 
     replica_id: int
     broker_epoch: int = -1
-    """The follower's broker epoch (FetchRequest ``replica_epoch``); -1 skips the check."""
+    """The follower's broker epoch (FetchRequest ``replica_epoch``, KIP-903); the leader
+    answers a fetch only with the epoch the metadata has registered for the replica."""
     fetch_offset: int
     last_fetched_epoch: int = -1
     """The epoch of the follower's last batch; -1 skips the divergence check."""
@@ -179,17 +179,6 @@ class FollowerFetchResponse:
     records: bytes = b""
 
 
-def single_batch_header(records: bytes) -> BatchHeader | tuple[ErrorCode, str]:
-    """The header of the one v2 batch ``records`` must hold (Kafka's Produce v3+ rule)."""
-    try:
-        batches = list(iter_batches(records))
-    except CorruptRecordError as e:
-        return ErrorCode.CORRUPT_MESSAGE, e.message
-    if len(batches) != 1 or batches[0][1].size_bytes != len(records):
-        return ErrorCode.INVALID_RECORD, "a produce must hold exactly one record batch"
-    return batches[0][1]
-
-
 __all__ = [
     "ACKS_ALL",
     "ACKS_LEADER",
@@ -205,5 +194,4 @@ __all__ = [
     "LeaderFetchAnswer",
     "PartitionProduce",
     "ProduceCompletion",
-    "single_batch_header",
 ]

@@ -6,7 +6,9 @@ leader hints, KIP-98 duplicate and gap detection over the last 5 batches per pro
 partition, OFFSET_OUT_OF_RANGE), so the producer's and consumer's shells are tested before a
 real broker exists. Faults are injected by the test: lost responses (the broker applied the
 request, the client sees a network error), moved leaders, random delays that reorder
-in-flight requests, per-partition errors.
+in-flight requests, per-partition errors, paused brokers (a call to one waits, as a call to a
+SIGSTOPped process does, until the broker resumes, the call's deadline passes or the caller
+cancels it).
 
 It is a test double, not a broker: no replication, no disk, acks are not honoured.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kraft.types import TopicPartition
-from replication.clients.network import BrokerNetwork
+from replication.clients.network import BrokerNetwork, Cancellable
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
@@ -46,7 +48,7 @@ from replication.messages import (
     ProduceResponse,
     ProduceTopicResponse,
 )
-from storage.errors import ErrorCode, KraftError, NetworkError
+from storage.errors import ErrorCode, KraftError, NetworkError, RequestTimedOutError
 from storage.records import iter_batches, set_base_offset, validate_batch
 
 R = TypeVar("R")
@@ -68,6 +70,10 @@ class Stats:
     list_offsets_requests: int = 0
     metadata_requests: int = 0
     init_producer_id_requests: int = 0
+    held: dict[str, int] = field(default_factory=dict)
+    """Calls a paused broker held, by method."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Calls a dead broker refused, by method."""
 
 
 class FakeCluster:
@@ -95,6 +101,11 @@ class FakeCluster:
         self.partition_errors: dict[TopicPartition, ErrorCode] = {}
         """Produce to these partitions fails with the code (the request is not applied)."""
         self.max_batch_bytes = 1 << 20
+        self.paused: set[int] = set()
+        """Brokers that answer nothing until `resume`."""
+        self.dead: set[int] = set()
+        """Brokers whose calls fail at once with NetworkError (a killed process)."""
+        self._unpaused = threading.Condition(self.lock)
         for name, count in (topics or {"t": 3}).items():
             self.create_topic(name, count)
 
@@ -112,6 +123,19 @@ class FakeCluster:
                 self.log_end[tp] = 0
                 self.log_start[tp] = 0
 
+    def pause(self, node: int) -> None:
+        with self.lock:
+            self.paused.add(node)
+
+    def resume(self, node: int) -> None:
+        with self.lock:
+            self.paused.discard(node)
+            self._unpaused.notify_all()
+
+    def wake_waiters(self) -> None:
+        with self.lock:
+            self._unpaused.notify_all()
+
     def move_leader(self, tp: TopicPartition, leader: int) -> None:
         with self.lock:
             self.leaders[tp] = (leader, self.leaders[tp][1] + 1)
@@ -125,12 +149,36 @@ class FakeCluster:
 
     # -- dispatch ------------------------------------------------------------------------------
 
-    def handle(self, address: str, method: str, request: Any) -> Any:
+    def handle(
+        self,
+        address: str,
+        method: str,
+        request: Any,
+        *,
+        timeout_s: float | None = None,
+        cancelled: threading.Event | None = None,
+    ) -> Any:
+        """Answer one call; a paused broker holds it until it resumes (RequestTimedOutError
+        after ``timeout_s``, NetworkError once ``cancelled`` is set)."""
+        node = self.by_address[address]
+        with self.lock:
+            if node in self.dead:
+                self.stats.refused[method] = self.stats.refused.get(method, 0) + 1
+                raise NetworkError(f"fake: {address} refused the connection")
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            if node in self.paused:
+                self.stats.held[method] = self.stats.held.get(method, 0) + 1
+            while node in self.paused:
+                if cancelled is not None and cancelled.is_set():
+                    raise NetworkError(f"fake: the call to {address} was cancelled")
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise RequestTimedOutError(f"fake: {address} did not answer in time")
+                self._unpaused.wait(0.05 if left is None else min(left, 0.05))
         if self.max_delay_s:
             with self.lock:
                 delay = self.rng.uniform(0, self.max_delay_s)
             time.sleep(delay)
-        node = self.by_address[address]
         handler: Callable[[int, Any], Any] = getattr(self, f"_{method}")
         return handler(node, request)
 
@@ -312,7 +360,7 @@ class FakeNetwork(BrokerNetwork):
     def __init__(self, cluster: FakeCluster, *, request_timeout_s: float = 5.0) -> None:
         super().__init__(cluster.bootstrap, request_timeout_s=request_timeout_s)
         self.cluster = cluster
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fake-broker")
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="fake-broker")
 
     def close(self) -> None:
         super().close()
@@ -326,7 +374,14 @@ class FakeNetwork(BrokerNetwork):
         response_cls: type[R],
         timeout_s: float | None = None,
     ) -> R:
-        response: R = self.cluster.handle(address, method, request)
+        try:
+            response: R = self.cluster.handle(
+                address, method, request, timeout_s=timeout_s or self.request_timeout_s
+            )
+        except KraftError as e:
+            self._note_outcome(address, e)
+            raise
+        self._note_outcome(address, None)
         return response
 
     def call_async(
@@ -337,13 +392,35 @@ class FakeNetwork(BrokerNetwork):
         response_cls: type[R],
         on_done: Callable[[R | None, KraftError | None], None],
         timeout_s: float | None = None,
-    ) -> None:
+    ) -> Cancellable:
+        call = _FakeCall(self.cluster)
+
         def run() -> None:
             try:
-                response = self.cluster.handle(address, method, request)
+                response = self.cluster.handle(
+                    address,
+                    method,
+                    request,
+                    timeout_s=timeout_s or self.request_timeout_s,
+                    cancelled=call.cancelled,
+                )
             except KraftError as e:
+                self._note_outcome(address, e)
                 on_done(None, e)
                 return
+            self._note_outcome(address, None)
             on_done(response, None)
 
         self._pool.submit(run)
+        return call
+
+
+class _FakeCall:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> bool:
+        self.cancelled.set()
+        self.cluster.wake_waiters()
+        return True

@@ -1,23 +1,12 @@
-"""Producer, consumer and admin client against real broker processes (`LocalCluster`).
-
-Skipped only while the broker module (``replication.broker``) does not exist: the moment it
-lands, these run, and a broken broker import fails them instead of skipping them.
-
-Assumes the broker issue extends `kraft.cluster.LocalCluster` with ``brokers=N`` and makes
-``cluster.bootstrap`` the brokers' addresses (as its docstring announces).
-"""
+"""Producer, consumer and admin client against real broker processes (`LocalCluster`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-
-if importlib.util.find_spec("replication.broker") is None:
-    pytest.skip("the broker (replication.broker) does not exist yet", allow_module_level=True)
 
 from kraft.cluster import LocalCluster
 from kraft.types import TopicPartition

@@ -128,9 +128,10 @@ def test_fetched_records_below_the_position_and_control_batches_are_skipped() ->
     )
     data = bytes(first) + control + last + last[:20]  # a torn tail is ignored
     tp = TopicPartition("t", 0)
-    records, next_offset = decode_partition_records(tp, data, position=11)
+    records, next_offset, error = decode_partition_records(tp, data, position=11)
+    assert error is None
     assert [(r.offset, r.value) for r in records] == [(11, b"b"), (12, b"c"), (14, b"d")]
     assert records[-1].key == b"k" and records[-1].headers == (("h", b"1"),)
     assert next_offset == 15
-    only_control, after = decode_partition_records(tp, control, position=13)
+    only_control, after, _ = decode_partition_records(tp, control, position=13)
     assert not only_control and after == 14

@@ -4,16 +4,19 @@ the context manager on Ctrl-C or on an exception."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kraft import LocalCluster
+from kraft.health import NodeExitedError
 from kraft.process import wait_for
 from storage.errors import InvalidConfigError
 
@@ -112,9 +115,38 @@ def test_a_paused_broker_is_fenced_and_unfenced_when_resumed(cluster: LocalClust
     wait_for(lambda: _fenced(cluster).get(102) is False, 30, "broker 102 unfenced")
 
 
+def test_wait_until_healthy_waits_for_a_restarted_broker_to_register_again(
+    cluster: LocalCluster,
+) -> None:
+    cluster.wait_until_healthy(timeout=60)
+    epoch = _broker_epoch(cluster, 102)
+    cluster.kill_broker(2)
+    cluster.start_broker(2)  # the controller still has the old registration, unfenced
+    cluster.wait_until_healthy(timeout=60)
+    brokers = {b.broker_id: b for b in cluster.controller_client().describe_cluster().brokers}
+    assert brokers[102].broker_epoch > epoch, "returned on the old registration"
+    assert not brokers[102].fenced
+
+
+def test_wait_until_healthy_fails_fast_naming_a_broker_that_died(cluster: LocalCluster) -> None:
+    cluster.wait_until_healthy(timeout=60)
+    pid = cluster.broker(2).pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # a crash: not LocalCluster's kill_broker
+    wait_for(lambda: not cluster.broker(2).is_running(), 10, "broker 102 gone")
+    started = time.monotonic()
+    with pytest.raises(NodeExitedError, match=r"broker 102 exited with code -9: \S") as e:
+        cluster.wait_until_healthy(timeout=60)
+    assert time.monotonic() - started < 10, "it waited instead of failing fast"
+    assert str(cluster.data_dir / "logs") in str(e.value)
+    cluster.start_broker(2)
+    cluster.wait_until_healthy(timeout=60)
+
+
 SCRIPT = """
 import sys, threading
 from kraft import LocalCluster
+from kraft.health import NodeExitedError
 with LocalCluster(controllers=1, brokers=1, data_dir=sys.argv[1]) as cluster:
     cluster.wait_until_healthy(timeout=60)
     print(" ".join(str(p) for p in cluster.pids()), flush=True)

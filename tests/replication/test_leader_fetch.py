@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from replication.core import (
+    BrokerStatus,
     CommittedPartitionState,
     DivergingEpoch,
     PendingExpandIsr,
@@ -42,6 +45,36 @@ def test_fetch_from_an_older_broker_incarnation_is_rejected() -> None:
     ctx = LeaderContext()
     answer = ctx.fetch(2, 0, broker_epoch_=broker_epoch(2) - 1)
     assert answer.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+@pytest.mark.parametrize(
+    ("claimed_epoch", "expected"),
+    [
+        (-1, ErrorCode.NOT_LEADER_OR_FOLLOWER),  # no epoch at all: once skipped every check
+        (broker_epoch(2) - 1, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        (broker_epoch(2) + 1, ErrorCode.UNKNOWN_LEADER_EPOCH),
+        (10**12, ErrorCode.UNKNOWN_LEADER_EPOCH),
+    ],
+)
+def test_a_spoofed_follower_fetch_moves_neither_the_high_watermark_nor_the_isr(
+    claimed_epoch: int, expected: ErrorCode
+) -> None:
+    """Issue 10, finding 7: a Fetch that claims replica 2 without replica 2's registered
+    broker epoch (KIP-903) is refused: no records, no ISR expansion, no HW advance."""
+    ctx = LeaderContext(replicas=(1, 2), isr=(1,))
+    ctx.fill(4)
+    ctx.produce(acks=-1)  # waits for the ISR
+    hw = ctx.high_watermark
+    answer = ctx.fetch(2, ctx.log.log_end_offset, broker_epoch_=claimed_epoch)
+    assert answer.error_code is expected and answer.read_offset is None
+    assert ctx.alter_sends == [] and ctx.leader.isr == {1}
+    assert ctx.high_watermark == hw
+    assert ctx.leader.follower_state(2).log_end_offset == -1  # type: ignore[union-attr]
+
+
+def test_a_fetch_for_a_replica_the_metadata_has_no_registration_for_is_refused() -> None:
+    ctx = LeaderContext(replicas=(1, 2, 3), brokers={1: BrokerStatus(broker_epoch=101)})
+    assert ctx.fetch(2, 0).error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def _log_with_epochs(*runs: tuple[int, int]) -> MemoryLog:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from storage.errors import ErrorCode
+from storage.config import LogConfig
+from storage.errors import ErrorCode, KraftError
 from tests.replication.builder import LAG_MS, LeaderContext
 from tests.replication.harness import batch
+from tests.storage.forged_batches import MALFORMED, good_batch
 
 
 @pytest.mark.parametrize("acks", [2, -2, 3, 100])
@@ -166,3 +168,37 @@ def test_accepted_batches_update_the_producer_state_with_their_offsets() -> None
     assert entry is not None
     assert (entry.batches[-1].first_offset, entry.batches[-1].last_offset) == (2, 4)
     assert entry.last_sequence == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "records", "error"), MALFORMED, ids=[kind for kind, _, _ in MALFORMED]
+)
+def test_malformed_batch_is_answered_with_its_error_and_nothing_is_appended(
+    kind: str, records: bytes, error: type[KraftError]
+) -> None:
+    """Issue 10, finding 3: CRC-valid but malformed batches were acknowledged with acks=all."""
+    ctx = LeaderContext(isr=(1,))
+    rid = ctx.produce(acks=-1, records=records)
+    assert ctx.completions[rid].error_code is error.code
+    assert ctx.log.log_end_offset == 0
+    assert not ctx.producer_state.entries
+    after = ctx.produce(acks=-1, records=good_batch())
+    assert ctx.completions[after].error_code is ErrorCode.NONE
+    assert ctx.completions[after].base_offset == 0
+
+
+def test_the_leader_validates_against_the_topics_log_config_and_takes_changes_live() -> None:
+    ctx = LeaderContext(isr=(1,))
+    big = batch(b"x" * 500)
+    assert ctx.completions[ctx.produce(acks=1, records=big)].error_code is ErrorCode.NONE
+    ctx.leader.update_log_config(
+        LogConfig(max_message_bytes=len(big) - 1, message_timestamp_after_max_ms=1_000)
+    )
+    assert ctx.completions[ctx.produce(acks=1, records=big)].error_code is (
+        ErrorCode.MESSAGE_TOO_LARGE
+    )
+    future = batch(b"x", timestamp_ms=ctx.now_ms + 1_001)
+    assert ctx.completions[ctx.produce(acks=1, records=future)].error_code is (
+        ErrorCode.INVALID_TIMESTAMP
+    )
+    assert ctx.log.log_end_offset == 1

@@ -433,3 +433,24 @@ def test_clean_reopen_keeps_offsets_epochs_and_recovery_point(tmp_path: Path) ->
     assert again.end_offset_for_epoch(2) == (1, 4)
     assert again.end_offset_for_epoch(0) == (0, 0)  # below the earliest epoch (1): KIP-279
     assert not (tmp_path / ".kafka_cleanshutdown").exists()
+
+
+def test_read_of_a_batch_whose_length_was_corrupted_on_disk_is_an_error_not_a_huge_read(
+    tmp_path: Path,
+) -> None:
+    """Issue 10: the broker's fetch path serves bytes and must not crash (or allocate 2 GiB)
+    on a corrupt batch; the consumer gets CORRUPT_MESSAGE for that partition."""
+    log = SegmentedLog.open(tmp_path)
+    log.append(build_batch([b"a"], timestamp_ms=1))
+    second = log.append(build_batch([b"b"], timestamp_ms=1))
+    position = log.segments[-1].size_bytes - len(build_batch([b"b"], timestamp_ms=1))
+    # The disk corrupts the batch length while the log is open (recovery would cut it).
+    with (tmp_path / segment_file_name(0, ".log")).open("r+b") as f:
+        f.seek(position + 8)
+        f.write((2**31 - 1).to_bytes(4, "big"))
+    try:
+        assert log.read(0, 10)  # the good batch still reads
+        with pytest.raises(CorruptRecordError):
+            log.read(second, 1 << 20)
+    finally:
+        log.close()

@@ -1,0 +1,272 @@
+"""`validate_produced_batch`: what a partition leader checks of a client's batch before it
+appends it (Kafka's ``LogValidator`` for magic 2 and ``AppendOrigin.CLIENT``, plus the CRC and
+size checks of ``UnifiedLog.analyzeAndValidateRecords``).
+
+Theory of operation
+-------------------
+A batch is stored and served as the bytes the producer sent (the leader only rewrites the base
+offset and leader epoch, outside the CRC). So whatever a leader accepts, every replica keeps
+and every consumer must decode. A CRC proves only that the bytes were not damaged in transit:
+a buggy or hostile client computes a valid CRC over nonsense. The leader therefore checks, in
+Kafka's order, and rejects the whole batch (nothing is appended) with Kafka's error code:
+
+====================================================  =====================================
+check                                                 error
+====================================================  =====================================
+exactly one whole batch in the produce                INVALID_RECORD (torn or several)
+magic 2, sane header                                  CORRUPT_MESSAGE
+size within ``max.message.bytes``                     MESSAGE_TOO_LARGE
+CRC-32C                                               CORRUPT_MESSAGE
+record count > 0 and == last offset delta + 1         INVALID_RECORD
+no control or transactional bit (no transactions)     INVALID_RECORD
+idempotence fields all -1, or all set                 INVALID_RECORD
+codec none, lz4 or zstd (gzip, snappy, ids 5-7 not)   UNSUPPORTED_COMPRESSION_TYPE
+compressed records decompress (one frame, bounded)    CORRUPT_MESSAGE / MESSAGE_TOO_LARGE
+each record parses exactly: length, varints, key,     INVALID_RECORD
+value, headers (UTF-8 keys), no byte left over;
+offset deltas 0..n-1; nothing after the last record
+CreateTime timestamps >= 0 (or -1, none) and within   INVALID_TIMESTAMP / INVALID_RECORD
+``message.timestamp.before/after.max.ms`` of now;
+the header max timestamp is the records' maximum; a
+client may not set LogAppendTime
+====================================================  =====================================
+
+The records are walked once, without copying keys or values (one-byte varints inline, longer
+ones through ``storage.records._varint_at``, the decoder `record_tuples` uses), and a compressed
+batch is decompressed once, by `decompress_records`, the function every reader uses.
+
+NB (deviations from Kafka): Kafka rewrites a wrong header max timestamp instead of rejecting
+it, re-assigns offsets of non-contiguous inner records, and reports record-level errors per
+record (KIP-467); kraft has no client that writes such batches and keeps batches as sent, so it
+rejects them. LogAppendTime topics are not implemented (``message.timestamp.type`` is
+accepted and ignored).
+"""
+
+from __future__ import annotations
+
+from storage.config import LONG_MAX, LogConfig
+from storage.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+)
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    BatchHeader,
+    Compression,
+    TimestampType,
+    _varint_at,
+    compute_crc,
+    decompress_records,
+    read_header,
+    record_tuples,
+)
+
+NO_TIMESTAMP = -1
+"""Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
+
+
+def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> BatchHeader:
+    """Check that ``records`` (one partition's data of a Produce) is exactly one valid v2
+    batch a client may write, under the topic's ``config`` (``max.message.bytes``,
+    ``message.timestamp.before/after.max.ms``) at the leader's clock ``now_ms``; see the
+    module docstring for the checks and their codes.
+
+    Returns:
+        The batch's header.
+
+    Raises:
+        InvalidRecordError: not exactly one batch, or a batch a client must not write
+            (counts, offsets, control/transactional bits, idempotence fields, records that do
+            not parse).
+        CorruptRecordError: a bad header, CRC mismatch, or compressed data that does not
+            decompress.
+        RecordTooLargeError: larger than ``max_message_bytes``, or inflating to more than
+            `storage.records.MAX_DECOMPRESSED_BYTES`.
+        UnsupportedCompressionTypeError: gzip, snappy or an unknown codec id.
+        InvalidTimestampError: a negative timestamp (other than -1), one out of the
+            before/after bounds, or a LogAppendTime batch.
+    """
+    size = len(records)
+    if size < BATCH_HEADER_SIZE:
+        raise InvalidRecordError(f"a produce must hold exactly one record batch ({size} bytes)")
+    header = read_header(records)  # CorruptRecordError: magic, impossible length or delta
+    if header.size_bytes != size:
+        raise InvalidRecordError(
+            f"a produce must hold exactly one record batch (batch of {header.size_bytes} "
+            f"bytes in {size})"
+        )
+    if size > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
+        )
+    if compute_crc(records, 0, size) != header.crc:
+        raise CorruptRecordError("CRC mismatch in batch")
+    count = header.record_count
+    if count <= 0 or count != header.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"record count {count} does not match last offset delta {header.last_offset_delta}"
+        )
+    if header.is_control:
+        raise InvalidRecordError("clients are not allowed to write control records")
+    if header.is_transactional:
+        raise InvalidRecordError("transactional batches are not supported (no transactions)")
+    _check_producer_fields(header)
+    if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        raise InvalidTimestampError("a producer must not set the timestamp type LogAppendTime")
+    codec = header.compression  # UnsupportedCompressionTypeError for ids 5-7
+    if codec is Compression.NONE:
+        low, high = _walk_records(records, BATCH_HEADER_SIZE, size, count)
+    else:
+        data = decompress_records(codec, memoryview(records)[BATCH_HEADER_SIZE:])
+        low, high = _walk_records(data, 0, len(data), count)
+    base = header.base_timestamp_ms
+    first, last = base + low, base + high
+    if first < NO_TIMESTAMP:  # every timestamp is >= 0, or -1 (none)
+        raise InvalidTimestampError(f"negative timestamp {first} in batch")
+    if last != header.max_timestamp_ms:
+        raise InvalidRecordError(
+            f"max timestamp {header.max_timestamp_ms} is not the records' {last}"
+        )
+    _check_timestamp_bounds(records, first, last, config, now_ms)
+    return header
+
+
+def _check_timestamp_bounds(
+    records: bytes, first: int, last: int, config: LogConfig, now_ms: int
+) -> None:
+    """``message.timestamp.before.max.ms`` and ``after.max.ms`` (KIP-937), as Kafka's
+    ``LogValidator.validateTimestamp``: records without a timestamp (-1) are exempt."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    if last == NO_TIMESTAMP or (before == LONG_MAX and after == LONG_MAX):
+        return
+    if first == NO_TIMESTAMP:  # rare: -1 among real timestamps; find the smallest real one
+        first = min(t for _, t, _, _, _ in record_tuples(records) if t != NO_TIMESTAMP)
+    if now_ms - first > before or last - now_ms > after:
+        bad = first if now_ms - first > before else last
+        raise InvalidTimestampError(
+            f"timestamp {bad} is out of range: it must be within [{now_ms - before}, "
+            f"{now_ms + after}] (message.timestamp.before/after.max.ms)"
+        )
+
+
+def _check_producer_fields(header: BatchHeader) -> None:
+    """Kafka's "Invalid sequence number" check, and kraft's: the idempotence fields are all
+    unset (-1) or all set (KIP-98)."""
+    pid, epoch, sequence = header.producer_id, header.producer_epoch, header.base_sequence
+    if pid == NO_PRODUCER_ID:
+        if epoch != NO_PRODUCER_EPOCH or sequence != NO_SEQUENCE:
+            raise InvalidRecordError(
+                f"producer epoch {epoch} / sequence {sequence} without a producer id"
+            )
+    elif pid < 0 or epoch < 0 or sequence < 0:
+        raise InvalidRecordError(f"invalid producer id {pid}, epoch {epoch} or sequence {sequence}")
+
+
+def _walk_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
+    """Parse ``count`` records in ``data[p:stop]`` exactly (nothing left over), with offset
+    deltas 0..count-1, without copying keys or values.
+
+    Returns:
+        The smallest and largest timestamp delta.
+
+    Raises:
+        InvalidRecordError: a record does not parse.
+    """
+    varint = _varint_at
+    low = 1 << 63
+    high = -(1 << 63)
+    i = 0
+    try:
+        for i in range(count):
+            b = data[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            elif (b2 := data[p + 1]) < 0x80:  # two bytes: a 64..8191-byte record
+                z = (b & 0x7F) | (b2 << 7)
+                length, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                length, p = varint(data, p)
+            end = p + length
+            if length < 6 or end > stop:  # attributes + 5 one-byte fields at least
+                raise InvalidRecordError(f"record {i} has an invalid length {length}")
+            p += 1  # attributes: unused in v2
+            b = data[p]
+            if b < 0x80:
+                delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                delta, p = varint(data, p)
+            if delta < low:
+                low = delta
+            if delta > high:
+                high = delta
+            b = data[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif (b2 := data[p + 1]) < 0x80:  # records 64..8191 of a batch
+                z = (b & 0x7F) | (b2 << 7)
+                offset_delta, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                offset_delta, p = varint(data, p)
+            if offset_delta != i:
+                raise InvalidRecordError(f"record {i} has offset delta {offset_delta}")
+            b = data[p]  # key length
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                n, p = varint(data, p)
+            if n >= 0:
+                p += n
+            elif n != -1:
+                raise InvalidRecordError(f"record {i} has a key length of {n}")
+            b = data[p]  # value length
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            elif (b2 := data[p + 1]) < 0x80:  # a 64..8191-byte value
+                z = (b & 0x7F) | (b2 << 7)
+                n, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                n, p = varint(data, p)
+            if n >= 0:
+                p += n
+            elif n != -1:
+                raise InvalidRecordError(f"record {i} has a value length of {n}")
+            if data[p] == 0:  # no headers: the common case
+                p += 1
+            else:
+                p = _walk_headers(data, p, end, i)
+            if p != end:
+                raise InvalidRecordError(f"record {i}'s fields do not fill its length {length}")
+    except (IndexError, CorruptRecordError):  # ran off the data; a varint over 10 bytes
+        raise InvalidRecordError(f"record {i} is truncated or has a bad varint") from None
+    if p != stop:
+        raise InvalidRecordError(f"{stop - p} bytes after the last of {count} records")
+    return low, high
+
+
+def _walk_headers(data: bytes, p: int, end: int, i: int) -> int:
+    count, p = _varint_at(data, p)
+    if count < 0 or count > (end - p) // 2:  # a header takes 2 bytes at least
+        raise InvalidRecordError(f"record {i} has a header count of {count}")
+    for _ in range(count):
+        n, p = _varint_at(data, p)
+        if n < 0 or p + n > end:
+            raise InvalidRecordError(f"record {i} has a header key length of {n}")
+        try:
+            data[p : p + n].decode()
+        except UnicodeDecodeError:
+            raise InvalidRecordError(f"record {i} has a header key that is not UTF-8") from None
+        p += n
+        n, p = _varint_at(data, p)
+        if n >= 0:
+            p += n
+        elif n != -1:
+            raise InvalidRecordError(f"record {i} has a header value length of {n}")
+    return p
+
+
+__all__ = ["NO_TIMESTAMP", "validate_produced_batch"]

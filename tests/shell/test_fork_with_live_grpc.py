@@ -1,0 +1,49 @@
+"""A process holding live gRPC channels can still start children the way pyspark starts its
+JVM (``subprocess.Popen(preexec_fn=...)``), every time: kraft turns gRPC's fork handlers off,
+which otherwise make about one such start in 40 die before exec (grpc/grpc#43055)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+_CHILD = textwrap.dedent(
+    """
+    import subprocess, threading
+    import kraft  # noqa: F401  (what every kraft process imports first)
+    import grpc
+    from concurrent import futures
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(4))
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    done = threading.Event()
+
+    def load() -> None:
+        while not done.is_set():
+            stub.Check(health_pb2.HealthCheckRequest())
+
+    for _ in range(3):
+        threading.Thread(target=load, daemon=True).start()
+    failed = sum(
+        subprocess.Popen(["/bin/true"], preexec_fn=lambda: None).wait() != 0 for _ in range(300)
+    )
+    done.set()
+    print("failed", failed)
+    """
+)
+
+
+def test_children_started_with_preexec_fn_all_exec_while_grpc_is_busy() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=100, check=True
+    )
+    assert "failed 0" in out.stdout, out.stdout + out.stderr[-2000:]
