@@ -39,11 +39,12 @@ callers never see an ``OSError``. What the log looks like afterwards:
   leaves the log *failed*: every later call raises `KafkaStorageError` until it is abandoned
   and opened again, which recovers it from disk. Kafka takes the whole log directory offline
   at this point; the broker takes this replica offline (see ``replication.broker``).
-- A read that finds a batch failing its CRC or header checks in its own segment (data
-  corrupted on disk) also fails the log, and lowers the recovery point to that segment's base
-  offset (durably, if the disk lets it), so the next open re-validates that segment and cuts
-  it at the corrupt batch. Every read validates the CRC-32C of what it returns (about 0.35 µs
-  per batch plus 35 µs per MB here): a corrupt batch is never served.
+- Every read validates what it returns (header, CRC-32C, base offsets continuing; about
+  0.35 µs per batch plus 35 µs per MB here): a batch corrupted on disk is never served, the
+  read raises `CorruptRecordError` instead (the log stays usable: the caller decides). A
+  caller that has another copy calls `fail_corrupt`: the recovery point drops to that
+  segment's base offset, so the next open re-validates it and cuts it at the corrupt batch,
+  and the log fails.
 
 Not thread-safe: one owner calls it (the shell's event loop).
 """
@@ -578,8 +579,9 @@ class SegmentedLog:
         Raises:
             OffsetOutOfRangeError: ``from_offset`` is outside [log start offset, log end
                 offset]; the error carries both.
-            KafkaStorageError: a disk error, or a batch of the answer fails its CRC (the log
-                fails: see "Disk errors").
+            CorruptRecordError: a batch of the answer fails its header, CRC or offset checks
+                (data corrupted on disk; see "Disk errors" and `fail_corrupt`).
+            KafkaStorageError: a disk error (the log fails: see "Disk errors").
             LogClosedError: the log is closed.
         """
         self._check_open()
@@ -598,11 +600,35 @@ class SegmentedLog:
         try:
             data = seg.read(from_offset, max(max_bytes, 0), max_offset)
         except CorruptRecordError as e:
-            raise self._fail_corrupt(seg, e.message) from e
+            raise self._corrupt(seg, from_offset, e.message) from e
         corrupt = find_corrupt_batch(data)
         if corrupt is not None:
-            raise self._fail_corrupt(seg, corrupt)
+            raise self._corrupt(seg, from_offset, corrupt)
         return data
+
+    def _corrupt(self, segment: LogSegment, offset: int, reason: str) -> CorruptRecordError:
+        self._log.error("corrupt_batch_read", segment=segment.base_offset, reason=reason)
+        return CorruptRecordError(
+            f"corrupt batch in {segment.log_path.name} of {self._directory}: {reason}",
+            offset=offset,
+        )
+
+    def fail_corrupt(self, offset: int, reason: str) -> KafkaStorageError:
+        """Take the log out of service because a read from ``offset`` found corrupt data: lower
+        the recovery point to the base offset of the segment holding ``offset`` (durably, if
+        the disk lets it), so the next open re-validates that segment and cuts it at the
+        corrupt batch, and fail the log (see "Disk errors"). Returns the error to raise.
+
+        Only for a replica that another copy can rebuild: the cut drops every later batch.
+        """
+        if self._failed is not None:
+            return self._failed
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        self._recovery_point = min(self._recovery_point, self._bases[i])
+        with contextlib.suppress(OSError):
+            if (self._checkpointed_recovery_point or 0) > self._recovery_point:
+                self._write_recovery_point_checkpoint()
+        return self._fail(KafkaStorageError(reason))
 
     @_maps_storage_errors
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
@@ -854,20 +880,6 @@ class SegmentedLog:
             self._failed = error
             self._log.error("log_failed", error=error.message)
         return error
-
-    def _fail_corrupt(self, segment: LogSegment, reason: str) -> KafkaStorageError:
-        """A read found corrupt bytes in ``segment``: lower the recovery point to its base
-        offset (durably if possible), so the next open re-validates it and cuts it at the
-        corrupt batch, and fail the log."""
-        self._recovery_point = min(self._recovery_point, segment.base_offset)
-        with contextlib.suppress(OSError):
-            if (self._checkpointed_recovery_point or 0) > self._recovery_point:
-                self._write_recovery_point_checkpoint()
-        return self._fail(
-            KafkaStorageError(
-                f"corrupt batch in {segment.log_path.name} of {self._directory}: {reason}"
-            )
-        )
 
     def __enter__(self) -> SegmentedLog:
         return self

@@ -25,8 +25,9 @@ start offset from each fetch response (Kafka's ``maybeIncrementLogStartOffset``)
 own high watermark. Both delete the producer snapshots below the new log start offset.
 
 *Disk errors.* Every storage error of the replica's I/O (`KafkaStorageError` from the log, an
-``OSError`` of a checkpoint or snapshot file), and a corrupt batch its log finds on read, take
-the replica offline at once (`offline`, Kafka's offline log directory at replica granularity):
+``OSError`` of a checkpoint or snapshot file), and a corrupt batch its log finds on read while
+another ISR member has a good copy (`read`), take the replica offline at once (`offline`,
+Kafka's offline log directory at replica granularity):
 the core is dropped mid-whatever (it is never used again, so the "previous LeaderAppend was
 not acknowledged" state cannot outlive the failure), waiting produces are answered
 KAFKA_STORAGE_ERROR (retriable; nothing that failed was acknowledged), the log is abandoned
@@ -70,7 +71,7 @@ from replication.core import (
 )
 from storage.checkpoint import read_offset, write_offset
 from storage.config import LONG_MAX, LogConfig
-from storage.errors import ErrorCode, KafkaStorageError, KraftError
+from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
 from storage.log import SegmentedLog
 from storage.records import BatchHeader, read_header
@@ -504,15 +505,26 @@ class PartitionReplica:
         return answer, records
 
     def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
-        """`SegmentedLog.read` (it validates every batch's CRC); a disk error or a corrupt
-        batch takes the replica offline.
+        """`SegmentedLog.read`, which validates every batch it returns. A disk error takes the
+        replica offline. So does a batch corrupted on disk while another ISR member holds a
+        good copy (the controller fails over to it, and reopening cuts this log at the bad
+        batch so the replica refetches it); when this is the only in-sync copy, the reader gets
+        CORRUPT_MESSAGE with the offset and may seek past it, as in Kafka.
 
         Raises:
             KafkaStorageError: the replica went offline.
+            CorruptRecordError: a corrupt batch in the only in-sync copy.
             OffsetOutOfRangeError, LogClosedError: as `SegmentedLog.read`.
         """
-        with self.storage_guard():
-            return self.log.read(from_offset, max_bytes, max_offset=max_offset)
+        try:
+            with self.storage_guard():
+                return self.log.read(from_offset, max_bytes, max_offset=max_offset)
+        except CorruptRecordError as e:
+            leader = self.leader
+            if leader is None or leader.isr <= {self.local_id}:
+                self._logger.error("corrupt_batch_in_only_copy", offset=from_offset)
+                raise
+            raise self.go_offline(self.log.fail_corrupt(from_offset, e.message)) from e
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """`SegmentedLog.offset_for_timestamp`; a disk error takes the replica offline."""

@@ -16,14 +16,16 @@ from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.core import BrokerStatus, FollowerFetchRequest, ReplicationConfig
 from storage.config import LogConfig
-from storage.errors import ErrorCode, KafkaStorageError
+from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError
 from storage.file_io import TEST_FAULTS_ENV, arm_fault, clear_fault
 from storage.log import SegmentedLog
 from storage.segment import segment_file_name
 from tests.replication.harness import TP, batch
 
 
-def leader_replica(directory: Path, offline: list[KafkaStorageError]) -> PartitionReplica:
+def leader_replica(
+    directory: Path, offline: list[KafkaStorageError], isr: tuple[int, ...] = (1,)
+) -> PartitionReplica:
     async def no_fetch(request: FollowerFetchRequest) -> object:
         raise AssertionError("a leader does not fetch")
 
@@ -39,8 +41,8 @@ def leader_replica(directory: Path, offline: list[KafkaStorageError]) -> Partiti
         on_offline=lambda _replica, error: offline.append(error),
     )
     replica.apply_registration(
-        PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=1),
-        {1: BrokerStatus(broker_epoch=10)},
+        PartitionRegistration(replicas=isr, isr=isr, leader=1, leader_epoch=1),
+        {b: BrokerStatus(broker_epoch=10 * b) for b in isr},
         ReplicationConfig(min_insync_replicas=1),
     )
     return replica
@@ -86,29 +88,42 @@ def test_a_full_disk_takes_the_leader_replica_offline_instead_of_wedging_its_cor
     asyncio.run(run())
 
 
-def test_a_corrupt_batch_read_from_the_leaders_own_log_takes_the_replica_offline(
-    tmp_path: Path,
+def corrupt_last_batch(replica: PartitionReplica, directory: Path) -> None:
+    replica.log.flush()
+    path = directory / segment_file_name(0)
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF  # a bit rot in the last batch's records
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("isr", [(1, 2), (1,)], ids=["another_copy", "only_copy"])
+def test_a_corrupt_batch_in_the_leaders_own_log_fails_over_only_if_another_copy_exists(
+    tmp_path: Path, isr: tuple[int, ...]
 ) -> None:
     directory = tmp_path / "t-0"
 
     async def run() -> None:
         offline: list[KafkaStorageError] = []
-        replica = leader_replica(directory, offline)
+        replica = leader_replica(directory, offline, isr)
         for i in range(5):
             done = await replica.produce(1, 5_000, batch(b"v%d" % i))
             assert done.error_code is ErrorCode.NONE
-        replica.log.flush()
-        path = directory / segment_file_name(0)
-        data = bytearray(path.read_bytes())
-        data[-3] ^= 0xFF  # a bit rot in the last batch's records
-        path.write_bytes(bytes(data))
+        corrupt_last_batch(replica, directory)
 
+        if isr == (1,):  # nothing to fail over to: the reader gets CORRUPT_MESSAGE
+            with pytest.raises(CorruptRecordError, match="CRC mismatch"):
+                replica.read(0, 1 << 20)
+            assert replica.offline is None and not offline
+            assert replica.read(0, 1 << 20, max_offset=4)  # the batches before it still read
+            replica.stop()
+            assert SegmentedLog.open(directory).log_end_offset == 5  # nothing cut
+            return
         with pytest.raises(KafkaStorageError, match="CRC mismatch"):
-            replica.read(0, 1 << 20, max_offset=replica.high_watermark)
+            replica.read(0, 1 << 20)
         assert replica.offline is not None and len(offline) == 1
         replica.stop()
         reopened = SegmentedLog.open(directory)
-        assert reopened.log_end_offset == 4  # recovery cut the corrupt batch
+        assert reopened.log_end_offset == 4  # recovery cut the corrupt batch: refetched later
         reopened.close()
 
     asyncio.run(run())

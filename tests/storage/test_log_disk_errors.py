@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.errors import KafkaStorageError
+from storage.errors import CorruptRecordError, KafkaStorageError
 from storage.file_io import FailingFileIO
 from storage.log import SegmentedLog
 from storage.segment import segment_file_name
@@ -101,7 +101,7 @@ def test_a_failed_fsync_fails_the_log_until_it_is_reopened(tmp_path: Path) -> No
     assert not again.had_clean_shutdown
 
 
-def test_a_corrupt_batch_in_the_segment_is_never_served_and_reopening_cuts_the_log_there(
+def test_a_corrupt_batch_is_never_served_and_once_failed_the_next_open_cuts_the_log_there(
     tmp_path: Path,
 ) -> None:
     log = SegmentedLog.open(tmp_path)
@@ -117,9 +117,10 @@ def test_a_corrupt_batch_in_the_segment_is_never_served_and_reopening_cuts_the_l
         f.write(bytes([byte ^ 0x40]))
 
     assert log.read(0, 100)  # the first batches are fine
-    with pytest.raises(KafkaStorageError, match="CRC mismatch"):
+    with pytest.raises(CorruptRecordError, match="CRC mismatch"):
         log.read(0, 1 << 20)
-    assert log.failed is not None
+    assert log.failed is None and log.read(0, 100)  # the caller decides
+    log.fail_corrupt(0, "CRC mismatch")  # a replica with another copy gives it up
     with pytest.raises(KafkaStorageError):
         log.read(0, 100)
     log.close()
@@ -147,5 +148,5 @@ def test_a_corrupt_base_offset_which_the_crc_does_not_cover_is_never_served(
     with open(path, "r+b") as f:
         f.seek(pos + 7)  # the low byte of offset 4's base offset: now 5
         f.write(b"\x05")
-    with pytest.raises(KafkaStorageError, match="does not continue"):
+    with pytest.raises(CorruptRecordError, match="does not continue"):
         log.read(0, 1 << 20)
