@@ -26,17 +26,40 @@ Durability contract
 - After a crash, `SegmentedLog.open` keeps every flushed batch and never serves a corrupt one
   (see `storage.log_loader`).
 
+Disk errors
+-----------
+Every ``OSError`` of the log's I/O (ENOSPC, EIO, a vanished directory) becomes
+`KafkaStorageError` here, in one place (`_maps_storage_errors` on each public method); the
+callers never see an ``OSError``. What the log looks like afterwards:
+
+- An append whose write failed is undone (the file is cut back to where it was): the log is
+  as before the call, nothing of it is visible, and the next append may succeed once the
+  disk has room again.
+- Any other failure (a failed fsync, truncation, checkpoint or index write, a failed undo)
+  leaves the log *failed*: every later call raises `KafkaStorageError` until it is abandoned
+  and opened again, which recovers it from disk. Kafka takes the whole log directory offline
+  at this point; the broker takes this replica offline (see ``replication.broker``).
+- Every read validates what it returns (header, CRC-32C, base offsets continuing; about
+  0.35 µs per batch plus 35 µs per MB here): a batch corrupted on disk is never served, the
+  read raises `CorruptRecordError` instead (the log stays usable: the caller decides). A
+  caller that has another copy calls `fail_corrupt`: the recovery point drops to that
+  segment's base offset, so the next open re-validates it and cuts it at the corrupt batch,
+  and the log fails.
+
 Not thread-safe: one owner calls it (the shell's event loop).
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import functools
 import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 import google_crc32c
 import structlog
@@ -47,10 +70,12 @@ from storage.errors import (
     CorruptRecordError,
     InvalidOffsetError,
     InvalidRecordError,
+    KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from storage.file_io import FileIO, file_io_for, storage_error
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_loader import (
     CLEAN_SHUTDOWN_FILE,
@@ -65,7 +90,7 @@ from storage.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
-from storage.segment import BatchSpan, LogSegment, parse_header, scan_batches
+from storage.segment import BatchSpan, LogSegment, find_corrupt_batch, parse_header, scan_batches
 
 EARLIEST_TIMESTAMP = -2
 """`offset_for_timestamp` of this answers the log start offset (Kafka's ListOffsets -2)."""
@@ -78,6 +103,24 @@ _CRC_START = 21
 _crc32c = google_crc32c.value
 
 _logger = structlog.get_logger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _maps_storage_errors(
+    method: Callable[Concatenate[SegmentedLog, P], R],
+) -> Callable[Concatenate[SegmentedLog, P], R]:
+    """An ``OSError`` of ``method`` fails the log and raises `KafkaStorageError` instead."""
+
+    @functools.wraps(method)
+    def wrapper(self: SegmentedLog, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as e:
+            raise self._fail(storage_error(e, method.__name__, self._directory)) from e
+
+    return wrapper
 
 
 def wall_clock_ms() -> int:
@@ -97,12 +140,27 @@ class SegmentInfo:
 class SegmentedLog:
     """A segmented, recoverable log of v2 record batches in one directory. Use `open`."""
 
-    def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock_ms: Callable[[], int],
+        file_io: FileIO | None = None,
+    ) -> None:
         self._directory = directory
         self._config = config
         self._clock_ms = clock_ms
         self._log = _logger.bind(directory=str(directory))
-        loaded = load_log(directory, config)
+        self._io = file_io_for(directory) if file_io is None else file_io
+        self._failed: KafkaStorageError | None = None
+        try:
+            self._load()
+        except OSError as e:
+            raise storage_error(e, "open", directory) from e
+
+    def _load(self) -> None:
+        directory, config, clock_ms = self._directory, self._config, self._clock_ms
+        loaded = load_log(directory, config, self._io)
         self._segments: list[LogSegment] = loaded.segments
         self._bases: list[int] = [s.base_offset for s in self._segments]
         self._log_start_offset = loaded.log_start_offset
@@ -130,6 +188,8 @@ class SegmentedLog:
         directory: str | Path,
         config: LogConfig | None = None,
         clock_ms: Callable[[], int] | None = None,
+        *,
+        file_io: FileIO | None = None,
     ) -> SegmentedLog:
         """Open the log in ``directory``, creating it if needed and recovering it if it was not
         closed cleanly.
@@ -138,12 +198,14 @@ class SegmentedLog:
             config: the log's settings (default `LogConfig()`).
             clock_ms: the clock for ``segment.ms``, ``flush.ms`` and retention (wall clock by
                 default; tests and the simulator inject theirs).
+            file_io: the segments' system calls (default: `storage.file_io.file_io_for`; tests
+                inject faults here).
 
         Raises:
-            KafkaStorageError: on a malformed checkpoint file.
-            OSError: if the directory is not usable.
+            KafkaStorageError: on a malformed checkpoint file, or if the directory is not
+                usable (any ``OSError``).
         """
-        return cls(Path(directory), config or LogConfig(), clock_ms or wall_clock_ms)
+        return cls(Path(directory), config or LogConfig(), clock_ms or wall_clock_ms, file_io)
 
     # --- read-only state -------------------------------------------------------------------------
 
@@ -197,13 +259,26 @@ class SegmentedLog:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def failed(self) -> KafkaStorageError | None:
+        """The error that failed the log (see "Disk errors" above), or None if it works."""
+        return self._failed
+
+    @_maps_storage_errors
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: see `LeaderEpochCache.end_offset_for`."""
         self._check_open()
         return self._epoch_cache.end_offset_for(epoch)
 
+    @_maps_storage_errors
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> bool:
+        """`LeaderEpochCache.assign`, durably, with disk errors mapped (a new leader's epoch)."""
+        self._check_open()
+        return self._epoch_cache.assign(epoch, start_offset)
+
     # --- appends ---------------------------------------------------------------------------------
 
+    @_maps_storage_errors
     def append(
         self, batch: bytes | bytearray | memoryview, *, leader_epoch: int | None = None
     ) -> int:
@@ -254,9 +329,10 @@ class SegmentedLog:
         if leader_epoch is not None:
             if leader_epoch != self._epoch_cache.latest_epoch:
                 self._epoch_cache.assign(leader_epoch, first)
+            self._append(out, assigned)
         else:
-            self._assign_epochs(assigned)
-        self._append(out, assigned)
+            self._append(out, assigned)
+            self._assign_epochs(assigned)  # NB: after the write, so a failed one adds none
         return first
 
     def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
@@ -281,14 +357,19 @@ class SegmentedLog:
         if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
             self._epoch_cache.assign(epoch, offset)
         now_ms = self._clock_ms()
-        if seg.size and (
-            seg.size + size > config.segment_bytes
-            or now_ms > seg.roll_deadline_ms
-            or seg.indexes_full
-            or next_offset - seg.base_offset > INT_MAX
-        ):
-            seg = self._roll(now_ms)
-        seg.append_batch(_PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms)
+        try:
+            if seg.size and (
+                seg.size + size > config.segment_bytes
+                or now_ms > seg.roll_deadline_ms
+                or seg.indexes_full
+                or next_offset - seg.base_offset > INT_MAX
+            ):
+                seg = self._roll(now_ms)
+            seg.append_batch(
+                _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
+            )
+        except OSError as e:
+            raise self._undo_append(e) from e
         if config.sync_every_append:
             self._sync_data()
         else:
@@ -300,6 +381,7 @@ class SegmentedLog:
                 self._flush(now_ms, checkpoint=False)
         return offset
 
+    @_maps_storage_errors
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> int:
         """Append batches fetched from the leader, keeping their offsets and leader epochs.
 
@@ -326,8 +408,8 @@ class SegmentedLog:
                     f"batch base offset {span.base_offset} does not continue the log at {expected}"
                 )
             expected = span.next_offset
-        self._assign_epochs(spans)
         self._append(data, spans)
+        self._assign_epochs(spans)  # NB: after the write, so a failed one adds none
         return first
 
     def _assign_epochs(self, spans: list[BatchSpan]) -> None:
@@ -348,9 +430,25 @@ class SegmentedLog:
 
     def _append(self, data: bytes | bytearray, spans: list[BatchSpan]) -> None:
         now_ms = self._clock_ms()
-        seg = self._segment_for_append(len(data), spans[-1].next_offset, now_ms)
-        seg.append(data, spans, now_ms)
+        try:
+            seg = self._segment_for_append(len(data), spans[-1].next_offset, now_ms)
+            seg.append(data, spans, now_ms)
+        except OSError as e:
+            raise self._undo_append(e) from e
         self._after_append(sum(span.record_count for span in spans), now_ms)
+
+    def _undo_append(self, error: OSError) -> KafkaStorageError:
+        """An append's roll or write failed before the segment recorded it: cut the active
+        segment's file back to its recorded size (dropping a partial write) so the log is as
+        before the call. Returns the error to raise.
+
+        Raises:
+            OSError: the cut failed too (the log then fails; see "Disk errors").
+        """
+        seg = self._segments[-1]
+        seg.io.ftruncate(seg.fd, seg.size)
+        self._log.warning("append_undone", error=error.strerror, log_end_offset=seg.next_offset)
+        return storage_error(error, "append", self._directory)
 
     def _segment_for_append(self, size: int, next_offset: int, now_ms: int) -> LogSegment:
         """The active segment, rolled first if this append must not go into it."""
@@ -380,7 +478,7 @@ class SegmentedLog:
     def _roll(self, now_ms: int) -> LogSegment:
         old = self._segments[-1]
         old.on_roll()
-        seg = LogSegment.create(self._directory, old.next_offset, self._config)
+        seg = LogSegment.create(self._directory, old.next_offset, self._config, self._io)
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
         self._dir_dirty = True
@@ -392,6 +490,7 @@ class SegmentedLog:
         )
         return seg
 
+    @_maps_storage_errors
     def update_config(self, config: LogConfig) -> None:
         """Kafka's ``UnifiedLog.updateConfig``: apply a changed config to the open log at once.
         ``segment.bytes``, ``segment.ms``, ``max.message.bytes``, ``flush.*`` and
@@ -406,6 +505,7 @@ class SegmentedLog:
 
     # --- flushing --------------------------------------------------------------------------------
 
+    @_maps_storage_errors
     def flush(self) -> None:
         """fsync every unflushed segment (data and indexes) and the directory if segments were
         created, advance the recovery point to the log end offset and checkpoint it. Durable on
@@ -417,6 +517,7 @@ class SegmentedLog:
         self._check_open()
         self._flush(self._clock_ms(), checkpoint=True)
 
+    @_maps_storage_errors
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush if ``flush.ms`` has passed since the last flush (call it from a periodic tick);
         returns True if it flushed."""
@@ -466,6 +567,7 @@ class SegmentedLog:
 
     # --- reads -----------------------------------------------------------------------------------
 
+    @_maps_storage_errors
     def read(self, from_offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
         """Whole batches as raw bytes, starting with the batch that holds ``from_offset``.
 
@@ -477,6 +579,9 @@ class SegmentedLog:
         Raises:
             OffsetOutOfRangeError: ``from_offset`` is outside [log start offset, log end
                 offset]; the error carries both.
+            CorruptRecordError: a batch of the answer fails its header, CRC or offset checks
+                (data corrupted on disk; see "Disk errors" and `fail_corrupt`).
+            KafkaStorageError: a disk error (the log fails: see "Disk errors").
             LogClosedError: the log is closed.
         """
         self._check_open()
@@ -492,8 +597,40 @@ class SegmentedLog:
         while from_offset >= seg.next_offset:  # skip empty segments
             i += 1
             seg = self._segments[i]
-        return seg.read(from_offset, max(max_bytes, 0), max_offset)
+        try:
+            data = seg.read(from_offset, max(max_bytes, 0), max_offset)
+        except CorruptRecordError as e:
+            raise self._corrupt(seg, from_offset, e.message) from e
+        corrupt = find_corrupt_batch(data)
+        if corrupt is not None:
+            raise self._corrupt(seg, from_offset, corrupt)
+        return data
 
+    def _corrupt(self, segment: LogSegment, offset: int, reason: str) -> CorruptRecordError:
+        self._log.error("corrupt_batch_read", segment=segment.base_offset, reason=reason)
+        return CorruptRecordError(
+            f"corrupt batch in {segment.log_path.name} of {self._directory}: {reason}",
+            offset=offset,
+        )
+
+    def fail_corrupt(self, offset: int, reason: str) -> KafkaStorageError:
+        """Take the log out of service because a read from ``offset`` found corrupt data: lower
+        the recovery point to the base offset of the segment holding ``offset`` (durably, if
+        the disk lets it), so the next open re-validates that segment and cuts it at the
+        corrupt batch, and fail the log (see "Disk errors"). Returns the error to raise.
+
+        Only for a replica that another copy can rebuild: the cut drops every later batch.
+        """
+        if self._failed is not None:
+            return self._failed
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        self._recovery_point = min(self._recovery_point, self._bases[i])
+        with contextlib.suppress(OSError):
+            if (self._checkpointed_recovery_point or 0) > self._recovery_point:
+                self._write_recovery_point_checkpoint()
+        return self._fail(KafkaStorageError(reason))
+
+    @_maps_storage_errors
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset at or after the log start offset whose record timestamp is
         ``>= timestamp_ms`` (ListOffsets by timestamp), or None if every record is older.
@@ -518,6 +655,7 @@ class SegmentedLog:
 
     # --- truncation and retention ----------------------------------------------------------------
 
+    @_maps_storage_errors
     def truncate_to(self, offset: int) -> bool:
         """Remove every offset ``>= offset`` (no-op if ``offset >= LEO``). A batch holding
         ``offset`` is removed whole, so the new LEO may be below ``offset``. Below the log start
@@ -566,6 +704,7 @@ class SegmentedLog:
         )
         return True
 
+    @_maps_storage_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start empty at ``offset`` (log start = LEO = ``offset``);
         clears the leader-epoch cache. Durable on return.
@@ -579,7 +718,7 @@ class SegmentedLog:
             raise InvalidOffsetError(f"cannot start a log at negative offset {offset}")
         while self._segments:
             self._delete_last_segment()
-        seg = LogSegment.create(self._directory, offset, self._config)
+        seg = LogSegment.create(self._directory, offset, self._config, self._io)
         self._segments.append(seg)
         self._bases.append(offset)
         fsync_dir(self._directory)
@@ -595,6 +734,7 @@ class SegmentedLog:
         self._bases.pop()
         seg.delete()
 
+    @_maps_storage_errors
     def advance_log_start_offset(self, offset: int) -> bool:
         """Raise the log start offset to ``offset`` (after a Raft snapshot, or DeleteRecords),
         deleting the segments wholly below it (never the active one) and trimming the epoch
@@ -624,6 +764,7 @@ class SegmentedLog:
 
     delete_records_before = advance_log_start_offset
 
+    @_maps_storage_errors
     def apply_retention(
         self, now_ms: int | None = None, *, high_watermark: int | None = None
     ) -> int:
@@ -681,32 +822,64 @@ class SegmentedLog:
 
     def close(self) -> None:
         """Flush everything, checkpoint, write the clean-shutdown marker and close the files;
-        the next open skips recovery. Idempotent."""
+        the next open skips recovery. Idempotent. A failed log is abandoned instead.
+
+        Raises:
+            KafkaStorageError: a disk error; the files are closed anyway (no marker: the next
+                open recovers the log).
+        """
         if self._closed:
             return
-        self._flush(self._clock_ms(), checkpoint=True)
-        if self._checkpointed_log_start_offset != self._log_start_offset:
-            self._write_log_start_checkpoint()
-        for seg in self._segments:
-            seg.close()
-        marker = self._directory / CLEAN_SHUTDOWN_FILE
-        marker.touch()
-        fsync_dir(self._directory)
+        if self._failed is not None:
+            self.abandon()  # NB: nothing of a failed log is trusted: the next open recovers it
+            return
+        try:
+            self._flush(self._clock_ms(), checkpoint=True)
+            if self._checkpointed_log_start_offset != self._log_start_offset:
+                self._write_log_start_checkpoint()
+        except OSError as e:
+            self.abandon()
+            raise self._fail(storage_error(e, "close", self._directory)) from e
         self._closed = True
+        errors = []
+        for seg in self._segments:
+            try:
+                seg.close()  # closes its descriptor even if its index write fails
+            except OSError as e:
+                errors.append(e)
+        try:
+            if not errors:
+                (self._directory / CLEAN_SHUTDOWN_FILE).touch()
+                fsync_dir(self._directory)
+        except OSError as e:
+            errors.append(e)
+        if errors:
+            raise self._fail(storage_error(errors[0], "close", self._directory)) from errors[0]
         self._log.info("log_closed", log_end_offset=self.log_end_offset)
 
     def abandon(self) -> None:
         """Close the file descriptors as a crash would: nothing flushed, no clean-shutdown
-        marker, pending index entries lost. For tests and the simulator."""
+        marker, pending index entries lost. How a failed log is closed (the next open
+        recovers it), and a crash for tests and the simulator."""
         if self._closed:
             return
         for seg in self._segments:
-            seg.abandon()
+            with contextlib.suppress(OSError):
+                seg.abandon()
         self._closed = True
 
     def _check_open(self) -> None:
+        if self._failed is not None:
+            raise KafkaStorageError(self._failed.message)
         if self._closed:
             raise LogClosedError(f"log {self._directory} is closed")
+
+    def _fail(self, error: KafkaStorageError) -> KafkaStorageError:
+        """Fail the log (every later call raises ``error``'s message); returns ``error``."""
+        if self._failed is None:
+            self._failed = error
+            self._log.error("log_failed", error=error.message)
+        return error
 
     def __enter__(self) -> SegmentedLog:
         return self
@@ -721,4 +894,10 @@ class SegmentedLog:
         )
 
 
-__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "SegmentInfo", "SegmentedLog", "wall_clock_ms"]
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "SegmentInfo",
+    "SegmentedLog",
+    "wall_clock_ms",
+]

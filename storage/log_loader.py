@@ -31,6 +31,7 @@ import structlog
 
 from storage.checkpoint import fsync_dir, read_offset
 from storage.config import LogConfig
+from storage.file_io import FileIO
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchSpan, LogSegment
 
@@ -56,9 +57,10 @@ class LoadedLog:
     bytes_truncated: int
 
 
-def load_log(directory: Path, config: LogConfig) -> LoadedLog:
+def load_log(directory: Path, config: LogConfig, io: FileIO) -> LoadedLog:
     """Open (creating if needed) the log in ``directory``; recover it if it was not closed
-    cleanly. On return the clean-shutdown marker is gone (durably).
+    cleanly. On return the clean-shutdown marker is gone (durably). ``io`` does the segments'
+    data I/O (`storage.file_io`).
 
     Raises:
         KafkaStorageError: if a checkpoint file is malformed.
@@ -85,14 +87,14 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
 
     recovered = truncated = 0
     for i, base in enumerate(bases):
-        seg = LogSegment.open_existing(directory, base, config)
+        seg = LogSegment.open_existing(directory, base, config, io)
         if segments and base != segments[-1].next_offset:
             # Not contiguous with what precedes (that segment was cut or is damaged): drop it
             # and everything after, as a corrupt tail.
             log.warning("segment_discarded", base_offset=base, expected=segments[-1].next_offset)
             seg.delete()
             for later in bases[i + 1 :]:
-                LogSegment.open_existing(directory, later, config).delete()
+                LogSegment.open_existing(directory, later, config, io).delete()
             break
         below_recovery_point = i + 1 < len(bases) and bases[i + 1] <= recovery_point
         trusted = (clean or below_recovery_point) and seg.load()
@@ -115,13 +117,13 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
                 )
                 segments.append(seg)
                 for later in bases[i + 1 :]:
-                    LogSegment.open_existing(directory, later, config).delete()
+                    LogSegment.open_existing(directory, later, config, io).delete()
                 break
         segments.append(seg)
 
     if not segments:
         base = max(start_checkpoint or 0, 0)
-        segments.append(LogSegment.create(directory, base, config))
+        segments.append(LogSegment.create(directory, base, config, io))
     log_end_offset = segments[-1].next_offset
     leo_holder[0] = log_end_offset
     log_start_offset = max(start_checkpoint or 0, segments[0].base_offset)
@@ -130,7 +132,7 @@ def load_log(directory: Path, config: LogConfig) -> LoadedLog:
         # the log): start empty there.
         for seg in reversed(segments):
             seg.delete()
-        segments = [LogSegment.create(directory, log_start_offset, config)]
+        segments = [LogSegment.create(directory, log_start_offset, config, io)]
         log_end_offset = log_start_offset
         leo_holder[0] = log_end_offset
         cache.clear()

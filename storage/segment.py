@@ -27,6 +27,7 @@ import google_crc32c
 
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError
+from storage.file_io import FileIO
 from storage.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
 from storage.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC, iter_records
 
@@ -116,11 +117,44 @@ def scan_batches(
     return spans, pos, None
 
 
+_READ_CHECK = struct.Struct(">qiibIhi")  # base, length, epoch, magic, CRC, attributes, delta
+
+
+def find_corrupt_batch(buf: bytes) -> str | None:
+    """Why the first batch of ``buf`` (whole batches back to back, as `LogSegment.read`
+    returns them) is bad, or None if all pass: its header checks, its CRC-32C, and its base
+    offset continuing the previous batch (the CRC does not cover it). The read path's guard
+    against serving data corrupted on disk: about 0.35 µs per batch plus 35 µs per MB."""
+    pos, end = 0, len(buf)
+    crc32c = google_crc32c.value
+    unpack = _READ_CHECK.unpack_from
+    expected: int | None = None
+    while pos < end:
+        if end - pos < BATCH_HEADER_SIZE:
+            return f"truncated batch header at position {pos} of the read"
+        base, length, _epoch, magic, crc, _attributes, delta = unpack(buf, pos)
+        size = length + LOG_OVERHEAD
+        if magic != MAGIC or length < _MIN_BATCH_LENGTH or delta < 0:
+            return f"bad batch header at position {pos} of the read"
+        if pos + size > end:
+            return f"truncated batch at position {pos} of the read"
+        if expected is not None and base != expected:
+            return f"batch base offset {base} does not continue the log at {expected}"
+        if crc32c(buf[pos + _CRC_START : pos + size]) != crc:
+            return f"CRC mismatch in the batch at offset {base}"
+        expected = base + delta + 1
+        pos += size
+    return None
+
+
 class LogSegment:
     """A segment file with its indexes. ``next_offset`` is one past its last batch."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, config: LogConfig, fd: int, io: FileIO
+    ) -> None:
         self.directory = directory
+        self.io = io
         self.base_offset = base_offset
         self.config = config
         self.fd = fd
@@ -148,22 +182,24 @@ class LogSegment:
     # --- lifecycle -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, io: FileIO) -> LogSegment:
         """A new empty segment (a leftover file of that name is replaced)."""
         path = directory / segment_file_name(base_offset)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        seg = cls(directory, base_offset, config, fd)
+        fd = io.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        seg = cls(directory, base_offset, config, fd, io)
         seg.offset_index.delete()
         seg.time_index.delete()
         return seg
 
     @classmethod
-    def open_existing(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def open_existing(
+        cls, directory: Path, base_offset: int, config: LogConfig, io: FileIO
+    ) -> LogSegment:
         """Open a segment file and read its index files as they are. The caller then calls
         `load` (trusting the data) or `recover` (validating it)."""
         path = directory / segment_file_name(base_offset)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
-        seg = cls(directory, base_offset, config, fd)
+        fd = io.open(path, os.O_RDWR | os.O_APPEND)
+        seg = cls(directory, base_offset, config, fd, io)
         seg.size = os.fstat(fd).st_size
         seg.offset_index = OffsetIndex.load(
             seg.offset_index.path, base_offset, seg.offset_index.max_entries
@@ -185,7 +221,7 @@ class LogSegment:
         index = self.offset_index
         if len(index):  # the last entry must point at a batch with that base offset
             try:
-                h = parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, index.positions[-1]), 0)
+                h = parse_header(self.io.pread(self.fd, BATCH_HEADER_SIZE, index.positions[-1]), 0)
             except CorruptRecordError:
                 return False
             if h[_BASE] != self.base_offset + index.relative_offsets[-1]:
@@ -235,14 +271,14 @@ class LogSegment:
         self.size = 0
         while self.size < file_size:
             pos = self.size
-            chunk = os.pread(self.fd, min(_SCAN_CHUNK, file_size - pos), pos)
+            chunk = self.io.pread(self.fd, min(_SCAN_CHUNK, file_size - pos), pos)
             if len(chunk) >= BATCH_HEADER_SIZE:  # make the chunk hold its first batch whole
                 try:
                     need = parse_header(chunk, 0)[_LENGTH] + LOG_OVERHEAD
                 except CorruptRecordError:
                     need = 0
                 if need > len(chunk):
-                    chunk = os.pread(self.fd, min(need, file_size - pos), pos)
+                    chunk = self.io.pread(self.fd, min(need, file_size - pos), pos)
             spans, valid_end, error = scan_batches(
                 chunk, expected_offset=self.next_offset, stop_at_error=True
             )
@@ -259,8 +295,8 @@ class LogSegment:
                 break
         cut = file_size - self.size
         if cut:
-            os.ftruncate(self.fd, self.size)
-            os.fsync(self.fd)
+            self.io.ftruncate(self.fd, self.size)
+            self.io.fsync(self.fd)
         self.offset_index.rewrite()
         self.time_index.rewrite()
         self._load_rolling_base()
@@ -270,7 +306,7 @@ class LogSegment:
         # Kafka rolls by the first batch's timestamp when it has no append time of its own.
         if self.size >= BATCH_HEADER_SIZE:
             self._set_rolling_base(
-                parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, 0), 0)[_MAX_TS]
+                parse_header(self.io.pread(self.fd, BATCH_HEADER_SIZE, 0), 0)[_MAX_TS]
             )
         else:
             self._set_rolling_base(None)
@@ -297,7 +333,7 @@ class LogSegment:
         at the end of the segment in one write, then index it. In the page cache on return."""
         view = memoryview(data)
         while view:
-            view = view[os.write(self.fd, view) :]
+            view = view[self.io.write(self.fd, view) :]
         if self.rolling_base_ms is None:
             self._set_rolling_base(now_ms)
         self._index_spans(spans, self.size)
@@ -317,11 +353,11 @@ class LogSegment:
         """The one-batch fast path of `append`: write ``prefix`` (the rewritten first 16 bytes:
         base offset, length, leader epoch) and ``data[16:]`` with one ``writev``."""
         size = len(data)
-        written = os.writev(self.fd, [prefix, memoryview(data)[16:]])
+        written = self.io.writev(self.fd, [prefix, memoryview(data)[16:]])
         if written < size:  # pragma: no cover - a short write to a regular file (disk full)
             rest = memoryview(prefix + data[16:])[written:]
             while rest:
-                rest = rest[os.write(self.fd, rest) :]
+                rest = rest[self.io.write(self.fd, rest) :]
         if self.rolling_base_ms is None:
             self._set_rolling_base(now_ms)
         if max_timestamp_ms > self.max_timestamp_ms:
@@ -366,8 +402,8 @@ class LogSegment:
             return 0
         position, base = self._position_of(offset)
         removed = self.size - position
-        os.ftruncate(self.fd, position)
-        os.fsync(self.fd)
+        self.io.ftruncate(self.fd, position)
+        self.io.fsync(self.fd)
         self.size = position
         self.next_offset = base if position > 0 else self.base_offset
         self.offset_index.truncate_to_position(position)
@@ -395,7 +431,7 @@ class LogSegment:
     def sync(self) -> None:
         """fdatasync the data if dirty, then write and fsync the indexes: durable on return."""
         if self.dirty:
-            os.fdatasync(self.fd)
+            self.io.fdatasync(self.fd)
             self.dirty = False
         self.offset_index.flush(sync=True)
         self.time_index.flush(sync=True)
@@ -403,13 +439,17 @@ class LogSegment:
     def sync_data(self) -> None:
         """fdatasync only the data (the synced-append path; indexes are rebuildable)."""
         if self.dirty:
-            os.fdatasync(self.fd)
+            self.io.fdatasync(self.fd)
             self.dirty = False
 
     def close(self) -> None:
-        self.offset_index.flush(sync=False)
-        self.time_index.flush(sync=False)
-        os.close(self.fd)
+        """Write the pending index entries and close the descriptor (always, even if an index
+        write raises ``OSError``)."""
+        try:
+            self.offset_index.flush(sync=False)
+            self.time_index.flush(sync=False)
+        finally:
+            os.close(self.fd)
 
     def abandon(self) -> None:
         """Close the descriptor without writing pending index entries (a simulated crash)."""
@@ -431,7 +471,7 @@ class LogSegment:
         """
         size = self.size
         while size - position >= BATCH_HEADER_SIZE:
-            buf = os.pread(self.fd, min(_SCAN_CHUNK, size - position), position)
+            buf = self.io.pread(self.fd, min(_SCAN_CHUNK, size - position), position)
             off = 0
             while len(buf) - off >= BATCH_HEADER_SIZE:
                 h = parse_header(buf, off)
@@ -465,7 +505,7 @@ class LogSegment:
         else:
             end_offset, end = index.last_boundary_within(limit)
         if end > start:
-            buf = os.pread(self.fd, end - start, start)
+            buf = self.io.pread(self.fd, end - start, start)
             # Fast path: the buffer ends at a batch boundary below max_offset, so when its first
             # batch holds from_offset it is the answer as is: no walk, no copy.
             if len(buf) == end - start and (max_offset is None or end_offset <= max_offset):
@@ -474,14 +514,14 @@ class LogSegment:
                     return buf
         else:
             end = min(self.size, limit + self.config.index_interval_bytes + BATCH_HEADER_SIZE)
-            buf = os.pread(self.fd, end - start, start)
+            buf = self.io.pread(self.fd, end - start, start)
         first: int | None = None  # position in buf of the batch holding from_offset
         off = 0
         while True:
             if len(buf) - off < BATCH_HEADER_SIZE:
                 if first is None and start + off < self.size:  # the prefix was longer: refill
                     start += off
-                    buf, off = os.pread(self.fd, max_bytes + BATCH_HEADER_SIZE, start), 0
+                    buf, off = self.io.pread(self.fd, max_bytes + BATCH_HEADER_SIZE, start), 0
                     continue
                 break
             h = _HEADER.unpack_from(buf, off)
@@ -500,7 +540,7 @@ class LogSegment:
                         raise CorruptRecordError(
                             f"batch length {size} past the end of {self.log_path} at {start + off}"
                         )
-                    return os.pread(self.fd, size, start + off)
+                    return self.io.pread(self.fd, size, start + off)
                 off += size
                 continue
             if (max_offset is not None and h[_BASE] >= max_offset) or off + size > len(buf):
@@ -525,7 +565,7 @@ class LogSegment:
         for pos, h in self.iter_headers(start):
             if h[_MAX_TS] < timestamp_ms or h[_BASE] + h[_DELTA] < min_offset:
                 continue
-            batch = os.pread(self.fd, h[_LENGTH] + LOG_OVERHEAD, pos)
+            batch = self.io.pread(self.fd, h[_LENGTH] + LOG_OVERHEAD, pos)
             for record in iter_records(batch):
                 if record.offset >= min_offset and record.timestamp_ms >= timestamp_ms:
                     return record.offset
@@ -544,6 +584,7 @@ __all__ = [
     "TIME_INDEX_SUFFIX",
     "BatchSpan",
     "LogSegment",
+    "find_corrupt_batch",
     "parse_header",
     "scan_batches",
     "segment_file_name",

@@ -77,6 +77,7 @@ from kraft.controller.messages import (
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     ReplicaElectionResult,
+    TopicIdPartition,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
@@ -130,6 +131,7 @@ __all__ = [
     "RegisterBrokerRequest",
     "RegisterBrokerResponse",
     "ReplicaElectionResult",
+    "TopicIdPartition",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
     "UsableBroker",

@@ -57,6 +57,7 @@ from kraft.controller.messages import (
     IncrementalAlterConfigsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
+    TopicIdPartition,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
@@ -319,9 +320,11 @@ class ControllerClient:
         current_metadata_offset: int = -1,
         want_fence: bool = False,
         want_shutdown: bool = False,
+        offline_replicas: tuple[TopicIdPartition, ...] = (),
         timeout: float | None = None,
     ) -> BrokerHeartbeatResponse:
-        """One broker heartbeat (KIP-631); unfences a caught-up broker.
+        """One broker heartbeat (KIP-631); unfences a caught-up broker. ``offline_replicas``:
+        every replica whose log this broker took offline (`kraft.controller.offline_replicas`).
 
         Raises:
             StaleBrokerEpochError, BrokerIdNotRegisteredError: the registration is gone.
@@ -332,6 +335,7 @@ class ControllerClient:
             current_metadata_offset=current_metadata_offset,
             want_fence=want_fence,
             want_shutdown=want_shutdown,
+            offline_replicas=offline_replicas,
         )
         response: BrokerHeartbeatResponse = self.send(request, timeout=timeout)
         _raise_for(response.error_code, response.error_message)

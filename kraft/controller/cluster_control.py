@@ -47,6 +47,7 @@ from kraft.controller.messages import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
+from kraft.controller.offline_replicas import offline_replica_changes
 from kraft.controller.partition_control import elect_offline_leaders, remove_broker_from_partitions
 from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import quoted
@@ -225,6 +226,10 @@ def handle_broker_heartbeat(
             f"epoch {request.broker_epoch}, registered epoch is {registration.broker_epoch}",
         )
     heartbeats.touch(request.broker_id, now_ms, request.current_metadata_offset)
+    # Offline replicas first: the state changes below then see their leader moves.
+    offline_records = offline_replica_changes(image, request.broker_id, request.offline_replicas)
+    if offline_records:
+        image = image.apply_batch(offline_records, image.last_offset + 1)
     broker_id = request.broker_id
     caught_up = request.current_metadata_offset >= registration.broker_epoch
     records: list[MetadataRecord] = []
@@ -258,7 +263,7 @@ def handle_broker_heartbeat(
         # Its session ends here: a new incarnation may register without waiting for a timeout.
         heartbeats.remove(broker_id)
     return ControllerResult(
-        records=tuple(records),
+        records=(*offline_records, *records),
         response=BrokerHeartbeatResponse(
             is_caught_up=caught_up, is_fenced=fenced, should_shut_down=should_shut_down
         ),

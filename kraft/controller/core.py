@@ -281,6 +281,16 @@ class ControllerCore:
             self._pending, request, heartbeats=self._heartbeats, now_ms=now_ms
         )
         self._append(result)
+        for record in result.records:
+            if isinstance(record, PartitionChangeRecord) and record.offline_replicas is not None:
+                self._log.warning(
+                    "offline_replicas_changed",
+                    broker_id=request.broker_id,
+                    topic_id=record.topic_id,
+                    partition=record.partition,
+                    offline_replicas=list(record.offline_replicas),
+                    leader=record.leader,
+                )
         after = self._pending.broker(request.broker_id)
         if before is not None and after is not None and after.state is not before.state:
             self._log.info(

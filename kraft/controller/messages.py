@@ -39,12 +39,21 @@ class RegisterBrokerResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TopicIdPartition:
+    topic_id: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerHeartbeatRequest:
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
     want_fence: bool = False
     want_shutdown: bool = False
+    offline_replicas: tuple[TopicIdPartition, ...] = ()
+    """Every replica whose log this broker took offline after a disk error, each heartbeat
+    (`kraft.controller.offline_replicas`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -370,6 +379,7 @@ __all__ = [
     "IncrementalAlterConfigsResponse",
     "PartitionElectionResult",
     "ReplicaElectionResult",
+    "TopicIdPartition",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
 ]

@@ -15,7 +15,9 @@ Election rules, in order (Kafka's ``PartitionChangeBuilder.electLeader``):
 5. Otherwise no leader (`NO_LEADER`): the partition is offline.
 
 "Acceptable" means registered, unfenced and not in controlled shutdown (KIP-841); callers pass
-the predicate so a broker that is being fenced in the same batch is already excluded.
+the predicate so a broker that is being fenced in the same batch is already excluded. A replica
+in the target ``offline_replicas`` (its broker reports its log offline) is never acceptable,
+whatever the predicate says (KIP-858, per replica: see `kraft.controller.offline_replicas`).
 
 A leader change (including to `NO_LEADER`) bumps the leader epoch when the record is replayed;
 any record bumps the partition epoch (see `kraft.metadata.delta.merge_partition_change`).
@@ -70,6 +72,7 @@ class PartitionChangeBuilder:
         self._target_isr: tuple[int, ...] = current.isr
         self._election = Election.ONLINE
         self._target_recovery_state: LeaderRecoveryState | None = None
+        self._target_offline: tuple[int, ...] = current.offline_replicas
 
     def set_target_isr(self, isr: Sequence[int]) -> Self:
         self._target_isr = tuple(isr)
@@ -83,25 +86,32 @@ class PartitionChangeBuilder:
         self._target_recovery_state = state
         return self
 
+    def set_target_offline_replicas(self, offline: Sequence[int]) -> Self:
+        self._target_offline = tuple(offline)
+        return self
+
+    def _acceptable(self, replica: int) -> bool:
+        return replica not in self._target_offline and self._is_acceptable(replica)
+
     def elect_leader(self) -> tuple[int, bool]:
         """The leader the rules above choose, and whether the choice is unclean."""
         current, isr = self._current, self._target_isr
         if self._election is Election.PREFERRED:
             preferred = current.preferred_leader
-            if preferred in isr and self._is_acceptable(preferred):
+            if preferred in isr and self._acceptable(preferred):
                 return preferred, False
         if (
             current.leader != NO_LEADER
             and current.leader in isr
-            and self._is_acceptable(current.leader)
+            and self._acceptable(current.leader)
         ):
             return current.leader, False
         for replica in current.replicas:
-            if replica in isr and self._is_acceptable(replica):
+            if replica in isr and self._acceptable(replica):
                 return replica, False
         if self._unclean_allowed or self._election is Election.UNCLEAN:
             for replica in current.replicas:
-                if self._is_acceptable(replica):
+                if self._acceptable(replica):
                     return replica, True
         return NO_LEADER, False
 
@@ -119,6 +129,7 @@ class PartitionChangeBuilder:
             recovery_state = LeaderRecoveryState.RECOVERING
         assert set(isr) <= set(current.replicas), (isr, current.replicas)
         assert isr, "the ISR never becomes empty (KIP-841 keeps the last member)"
+        offline = self._target_offline
         record = PartitionChangeRecord(
             topic_id=self._topic_id,
             partition=self._partition,
@@ -127,8 +138,14 @@ class PartitionChangeBuilder:
             leader_recovery_state=(
                 None if recovery_state is current.leader_recovery_state else recovery_state
             ),
+            offline_replicas=None if offline == current.offline_replicas else offline,
         )
-        if record.isr is None and record.leader is None and record.leader_recovery_state is None:
+        if (
+            record.isr is None
+            and record.leader is None
+            and record.leader_recovery_state is None
+            and record.offline_replicas is None
+        ):
             return None
         # Fail here, at decision time, rather than on replay on every node.
         check_partition(

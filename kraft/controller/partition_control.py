@@ -171,6 +171,8 @@ def _alter_one(
         message = f"unknown partition {topic.name}-{data.partition}"
         return _error(data, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message), None
     rejection = _validate_alter_partition(image, sender_id, partition, data)
+    if rejection is None:
+        rejection = _reject_offline_replicas(partition, data)
     if rejection is not None:
         code, message = rejection
         return _error(data, code, f"{topic.name}-{data.partition}: {message}"), None
@@ -239,6 +241,18 @@ def _validate_alter_partition(
                 f"replica {member.broker_id} epoch {member.broker_epoch} is stale "
                 f"(registered epoch {registration.broker_epoch})"
             )
+    return None
+
+
+def _reject_offline_replicas(
+    partition: PartitionRegistration, data: AlterPartitionData
+) -> tuple[ErrorCode, str] | None:
+    """An ISR change may not add a replica whose broker reports its log offline
+    (`kraft.controller.offline_replicas`)."""
+    offline, isr = partition.offline_replicas, partition.isr
+    joining = [r for r in data.new_isr if r in offline and r not in isr]
+    if joining:
+        return ErrorCode.INELIGIBLE_REPLICA, f"the log of replica {joining[0]} is offline"
     return None
 
 

@@ -56,6 +56,10 @@ def check_partition(p: PartitionRegistration, where: str) -> None:
         p.leader == NO_LEADER or p.leader in p.isr,
         f"{where}: leader {p.leader} not in ISR {p.isr}",
     )
+    _check(
+        set(p.offline_replicas) <= set(p.replicas) and p.leader not in p.offline_replicas,
+        f"{where}: offline replicas {p.offline_replicas} not within {p.replicas} or leading",
+    )
     # KIP-704: a RECOVERING partition has exactly one ISR member, its (possibly offline) leader.
     _check(
         p.leader_recovery_state is LeaderRecoveryState.RECOVERED
@@ -74,8 +78,12 @@ def merge_partition_change(
     leader, leader_epoch = current.leader, current.leader_epoch
     if change.leader is not None:
         leader, leader_epoch = change.leader, current.leader_epoch + 1
+    replicas = current.replicas if change.replicas is None else change.replicas
+    offline = change.offline_replicas
+    if offline is None:
+        offline = current.offline_replicas
     return PartitionRegistration(
-        replicas=current.replicas if change.replicas is None else change.replicas,
+        replicas=replicas,
         isr=current.isr if change.isr is None else change.isr,
         leader=leader,
         leader_epoch=leader_epoch,
@@ -85,6 +93,8 @@ def merge_partition_change(
             if change.leader_recovery_state is None
             else change.leader_recovery_state
         ),
+        # NB: a replica moved off the partition (reassignment) takes its offline mark along.
+        offline_replicas=tuple(r for r in offline if r in replicas),
     )
 
 
@@ -199,6 +209,7 @@ class MetadataDelta:
                     leader_epoch=record.leader_epoch,
                     partition_epoch=record.partition_epoch,
                     leader_recovery_state=record.leader_recovery_state,
+                    offline_replicas=record.offline_replicas,
                 )
                 check_partition(registration, f"{record.topic_id}-{record.partition}")
                 self._w_partitions(record.topic_id)[record.partition] = registration

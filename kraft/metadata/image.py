@@ -104,7 +104,9 @@ class PartitionRegistration:
 
     Invariants: ``isr`` is a duplicate-free subset of ``replicas``; ``leader`` is `NO_LEADER`
     or a member of ``isr``; while RECOVERING (KIP-704) the ISR is one broker, the leader (which may
-    be offline).
+    be offline). ``offline_replicas`` (a subset of ``replicas``) holds the replicas whose broker
+    reports their log offline after a disk error; the leader is never one of them, and one is
+    in the ISR only as its last member (KIP-841's rule for fenced brokers).
     """
 
     replicas: tuple[int, ...]
@@ -113,6 +115,7 @@ class PartitionRegistration:
     leader_epoch: int = 0
     partition_epoch: int = 0
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    offline_replicas: tuple[int, ...] = ()
 
     @property
     def is_online(self) -> bool:
@@ -132,6 +135,7 @@ class PartitionRegistration:
             leader_epoch=self.leader_epoch,
             partition_epoch=self.partition_epoch,
             leader_recovery_state=self.leader_recovery_state,
+            offline_replicas=self.offline_replicas,
         )
 
 
@@ -269,7 +273,9 @@ class MetadataImage:
                 leader_epoch=p.leader_epoch,
                 replicas=p.replicas,
                 isr=p.isr,
-                offline_replicas=tuple(r for r in p.replicas if not self._is_unfenced(r)),
+                offline_replicas=tuple(
+                    r for r in p.replicas if not self._is_unfenced(r) or r in p.offline_replicas
+                ),
             )
             for index, p in sorted(topic.partitions.items())
         )

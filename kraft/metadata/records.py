@@ -128,6 +128,8 @@ class PartitionRecord:
     leader_epoch: int = 0
     partition_epoch: int = 0
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    offline_replicas: tuple[int, ...] = ()
+    """Replicas whose broker reported their log offline (see `PartitionChangeRecord`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +146,9 @@ class PartitionChangeRecord:
     leader: int | None = None
     replicas: tuple[int, ...] | None = None
     leader_recovery_state: LeaderRecoveryState | None = None
+    offline_replicas: tuple[int, ...] | None = None
+    """The replicas whose broker reports their log offline (a disk error): they may not lead
+    and leave the ISR (KIP-858's offline log directories, kept per replica here)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

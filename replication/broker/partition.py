@@ -23,13 +23,23 @@ Retention (`apply_retention`, called by the broker every ``log.retention.check.i
 deletes old segments below the high watermark only; a follower also adopts its leader's log
 start offset from each fetch response (Kafka's ``maybeIncrementLogStartOffset``), capped by its
 own high watermark. Both delete the producer snapshots below the new log start offset.
+
+*Disk errors.* Every storage error of the replica's I/O (`KafkaStorageError` from the log, an
+``OSError`` of a checkpoint or snapshot file), and a corrupt batch its log finds on read while
+another ISR member has a good copy (`read`), take the replica offline at once (`offline`,
+Kafka's offline log directory at replica granularity):
+the core is dropped mid-whatever (it is never used again, so the "previous LeaderAppend was
+not acknowledged" state cannot outlive the failure), waiting produces are answered
+KAFKA_STORAGE_ERROR (retriable; nothing that failed was acknowledged), the log is abandoned
+unflushed, and ``on_offline`` tells the broker, which reports the replica in its heartbeats
+until it reopens it (`replication.broker.server`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 
 import structlog
@@ -61,12 +71,14 @@ from replication.core import (
 )
 from storage.checkpoint import read_offset, write_offset
 from storage.config import LONG_MAX, LogConfig
-from storage.errors import ErrorCode, KraftError
+from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
+from storage.file_io import storage_error
 from storage.log import SegmentedLog
 from storage.records import BatchHeader, read_header
 
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
 SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
+OnOffline = Callable[["PartitionReplica", KafkaStorageError], None]
 
 HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
 SEQUENCE_REORDER_WAIT_MS = 500
@@ -85,6 +97,10 @@ class PartitionReplica:
             back as a response carrying the error code.
         send_alter_partition: hands an AlterPartition to the broker shell, which later calls
             `handle_alter_partition_result`.
+        on_offline: called once, synchronously, when a disk error took the replica offline.
+
+    Raises:
+        KafkaStorageError: the log, its checkpoints or its producer snapshots cannot be read.
     """
 
     def __init__(
@@ -98,16 +114,26 @@ class PartitionReplica:
         broker_epoch: int,
         fetch_from_leader: FetchFromLeader,
         send_alter_partition: SendAlterPartition,
+        on_offline: OnOffline | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         self.topic_id = topic_id
+        self.directory = directory
         self.log = SegmentedLog.open(directory, log_config)
-        self._snapshots = ProducerSnapshotStore(directory)
-        self.producer_state = ProducerStateManager(map_end_offset=self.log.log_start_offset)
-        self.producer_state_load: ProducerStateLoad = load_producer_state(
-            self.producer_state, self.log, self._snapshots
-        )
-        """How the producer state was loaded when the replica opened (for logs and tests)."""
+        try:
+            self._snapshots = ProducerSnapshotStore(directory)
+            self.producer_state = ProducerStateManager(map_end_offset=self.log.log_start_offset)
+            self.producer_state_load: ProducerStateLoad = load_producer_state(
+                self.producer_state, self.log, self._snapshots
+            )
+            """How the producer state was loaded when the replica opened (for logs and tests)."""
+            checkpointed = read_offset(directory / HIGH_WATERMARK_CHECKPOINT)
+        except OSError as e:
+            self.log.abandon()
+            raise storage_error(e, "opening the replica", directory) from e
+        except BaseException:
+            self.log.abandon()
+            raise
         self._snapshot_rolled_base = self.log.active_segment_base_offset
         self.local_id = local_id
         self.broker_epoch = broker_epoch
@@ -115,13 +141,15 @@ class PartitionReplica:
         # Kafka's replication-offset-checkpoint, one file per replica: a restarted replica
         # resumes from it, so a leader it becomes does not serve a lower high watermark.
         self._checkpoint_path = directory / HIGH_WATERMARK_CHECKPOINT
-        checkpointed = read_offset(self._checkpoint_path)
         self.high_watermark = min(
             max(checkpointed or 0, self.log.log_start_offset), self.log.log_end_offset
         )
         self._checkpointed_high_watermark = checkpointed
         self._fetch_from_leader = fetch_from_leader
         self._send_alter_partition = send_alter_partition
+        self._on_offline = on_offline
+        self.offline: KafkaStorageError | None = None
+        """The disk error that took the replica offline (see the module docstring), or None."""
         self._changed = asyncio.Event()
         self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
         self._next_request_id = 1
@@ -151,6 +179,47 @@ class PartitionReplica:
         self._changed.set()
         self._changed = asyncio.Event()
 
+    # --- disk errors --------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def storage_guard(self) -> Iterator[None]:
+        """Run the block; a disk error in it takes the replica offline (`go_offline`) and is
+        raised as `KafkaStorageError`."""
+        try:
+            yield
+        except (KafkaStorageError, OSError) as e:
+            raise self.go_offline(e) from e
+
+    def go_offline(self, error: KafkaStorageError | OSError) -> KafkaStorageError:
+        """Take the replica offline after a disk error (idempotent; see the module docstring).
+        Returns the typed error."""
+        if isinstance(error, OSError):
+            error = storage_error(error, "replica I/O", self.directory)
+        if self.offline is not None:
+            return error
+        self.offline = error
+        self._logger.error("replica_offline", error=error.message, role=type(self.core).__name__)
+        # NB: no resign/advance: the core may be mid-append or mid-Ready, and is dropped.
+        self.core = None
+        if self._fetcher is not None:
+            self._fetcher.cancel()
+            self._fetcher = None
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_result(
+                    ProduceCompletion(
+                        request_id=-1,
+                        error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                        error_message=error.message[:200],
+                    )
+                )
+        self._waiting.clear()
+        self.log.abandon()  # nothing flushed: the next open recovers what is on disk
+        self.notify()
+        if self._on_offline is not None:
+            self._on_offline(self, error)
+        return error
+
     # --- metadata -----------------------------------------------------------------------------
 
     def apply_registration(
@@ -160,7 +229,22 @@ class PartitionReplica:
         config: ReplicationConfig,
     ) -> None:
         """Become (or stay) leader or follower as ``registration`` says, under ``config``
-        (a leader that stays takes a changed ``min.insync.replicas`` at once)."""
+        (a leader that stays takes a changed ``min.insync.replicas`` at once).
+
+        Raises:
+            KafkaStorageError: a disk error took the replica offline.
+        """
+        if self.offline is not None:
+            raise KafkaStorageError(self.offline.message)
+        with self.storage_guard():
+            self._apply_registration(registration, brokers, config)
+
+    def _apply_registration(
+        self,
+        registration: PartitionRegistration,
+        brokers: Mapping[int, BrokerStatus],
+        config: ReplicationConfig,
+    ) -> None:
         now = clock_ms()
         core = self.core
         if isinstance(core, PartitionLeader):
@@ -231,9 +315,14 @@ class PartitionReplica:
 
     def checkpoint_high_watermark(self) -> None:
         """Persist the high watermark if it moved (``replica.high.watermark.checkpoint.
-        interval.ms``; durable on return)."""
+        interval.ms``; durable on return).
+
+        Raises:
+            KafkaStorageError: the write failed (the replica went offline).
+        """
         if self.high_watermark != self._checkpointed_high_watermark and not self.log.closed:
-            write_offset(self._checkpoint_path, self.high_watermark)
+            with self.storage_guard():
+                write_offset(self._checkpoint_path, self.high_watermark)
             self._checkpointed_high_watermark = self.high_watermark
 
     def stop(self) -> None:
@@ -253,23 +342,34 @@ class PartitionReplica:
                 )
         self._waiting.clear()
         self.notify()
-        with contextlib.suppress(OSError):
-            self.checkpoint_high_watermark()
-        if not self.log.closed:
+        if self.offline is not None:
+            return  # the log was abandoned when the replica went offline
+        if self.high_watermark != self._checkpointed_high_watermark and not self.log.closed:
             with contextlib.suppress(OSError):
+                write_offset(self._checkpoint_path, self.high_watermark)
+        if not self.log.closed:
+            with contextlib.suppress(OSError, KafkaStorageError):
                 self.take_producer_snapshot()  # a clean shutdown: the next open replays nothing
-        self.log.close()
+        with contextlib.suppress(KafkaStorageError):
+            self.log.close()  # NB: a failing close abandons the log: the next open recovers
 
     # --- the Ready loop -----------------------------------------------------------------------
 
     def drain(self) -> None:
-        """Apply every pending Ready of the current core (the order is the Ready contract)."""
+        """Apply every pending Ready of the current core (the order is the Ready contract).
+        A disk error takes the replica offline (the core is dropped with its Ready)."""
+        try:
+            self._drain()
+        except (KafkaStorageError, OSError) as e:
+            self.go_offline(e)
+
+    def _drain(self) -> None:
         core = self.core
         if isinstance(core, PartitionLeader):
             while core.has_ready():
                 rd = core.ready()
                 if rd.assign_epoch_start is not None:
-                    self.log.leader_epoch_cache.assign(*rd.assign_epoch_start)
+                    self.log.assign_leader_epoch(*rd.assign_epoch_start)
                 self._publish(rd.high_watermark)
                 for completion in rd.produce_completions:
                     future = self._waiting.pop(completion.request_id, None)
@@ -294,6 +394,8 @@ class PartitionReplica:
                 if frd.append:
                     try:
                         self.log.append_as_follower(frd.append)
+                    except KafkaStorageError:
+                        raise
                     except KraftError as e:
                         self._logger.warning("follower_append_failed", error=e.message)
                         core.on_append_failed(frd, clock_ms())
@@ -335,7 +437,10 @@ class PartitionReplica:
             try:
                 base = self.log.append(append.records, leader_epoch=append.leader_epoch)
             except KraftError as e:
+                # NB: the core is told first, so it is never left waiting for this append.
                 leader.on_append_failed(request_id, e.code, now)
+                if isinstance(e, KafkaStorageError):
+                    self.go_offline(e)  # answers every waiting produce, this one too
             else:
                 leader.on_appended(request_id, base, now)
                 self.notify()
@@ -394,10 +499,37 @@ class PartitionReplica:
         records = b""
         if answer.read_offset is not None:
             try:
-                records = self.log.read(answer.read_offset, max_bytes)
+                records = self.read(answer.read_offset, max_bytes)
             except KraftError as e:
                 return LeaderFetchAnswer(error_code=e.code), b""
         return answer, records
+
+    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        """`SegmentedLog.read`, which validates every batch it returns. A disk error takes the
+        replica offline. So does a batch corrupted on disk while another ISR member holds a
+        good copy (the controller fails over to it, and reopening cuts this log at the bad
+        batch so the replica refetches it); when this is the only in-sync copy, the reader gets
+        CORRUPT_MESSAGE with the offset and may seek past it, as in Kafka.
+
+        Raises:
+            KafkaStorageError: the replica went offline.
+            CorruptRecordError: a corrupt batch in the only in-sync copy.
+            OffsetOutOfRangeError, LogClosedError: as `SegmentedLog.read`.
+        """
+        try:
+            with self.storage_guard():
+                return self.log.read(from_offset, max_bytes, max_offset=max_offset)
+        except CorruptRecordError as e:
+            leader = self.leader
+            if leader is None or leader.isr <= {self.local_id}:
+                self._logger.error("corrupt_batch_in_only_copy", offset=from_offset)
+                raise
+            raise self.go_offline(self.log.fail_corrupt(from_offset, e.message)) from e
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """`SegmentedLog.offset_for_timestamp`; a disk error takes the replica offline."""
+        with self.storage_guard():
+            return self.log.offset_for_timestamp(timestamp_ms)
 
     def handle_alter_partition_result(
         self, leader: PartitionLeader, alter_id: int, result: AlterPartitionPartitionResult
@@ -411,7 +543,16 @@ class PartitionReplica:
 
     def tick(self) -> None:
         """Let time pass (the broker calls this every 50 ms): the leader core's deadlines, a
-        ``flush.ms`` flush of an idle log, and a producer snapshot after a roll."""
+        ``flush.ms`` flush of an idle log, and a producer snapshot after a roll. A disk error
+        takes the replica offline."""
+        if self.offline is not None:
+            return
+        try:
+            self._tick()
+        except (KafkaStorageError, OSError) as e:
+            self.go_offline(e)
+
+    def _tick(self) -> None:
         now = clock_ms()
         leader = self.leader
         if leader is not None:
@@ -428,7 +569,7 @@ class PartitionReplica:
         idle partition has none). Durable on return; True if it flushed.
 
         Raises:
-            OSError: on a disk error.
+            KafkaStorageError: on a disk error.
         """
         log = self.log
         if log.closed or log.config.flush_ms >= LONG_MAX:
@@ -471,13 +612,15 @@ class PartitionReplica:
         return; the number of segments deleted.
 
         Raises:
-            OSError: on a disk error.
+            KafkaStorageError: on a disk error (the replica went offline).
         """
         if self.log.closed:
             return 0
-        deleted = self.log.apply_retention(now_ms, high_watermark=self.high_watermark)
+        with self.storage_guard():
+            deleted = self.log.apply_retention(now_ms, high_watermark=self.high_watermark)
+            if deleted:
+                self._snapshots.delete_below(self.log.log_start_offset)
         if deleted:
-            self._snapshots.delete_below(self.log.log_start_offset)
             self._logger.info(
                 "retention_deleted_segments",
                 segments_deleted=deleted,
@@ -499,7 +642,10 @@ class PartitionReplica:
         try:
             log.advance_log_start_offset(target)
             self._snapshots.delete_below(log.log_start_offset)
-        except (KraftError, OSError) as e:
+        except (KafkaStorageError, OSError) as e:
+            self.go_offline(e)
+            return
+        except KraftError as e:
             self._logger.warning("log_start_offset_not_advanced", error=repr(e))
             return
         self._logger.info("log_start_offset_followed_leader", log_start_offset=target)

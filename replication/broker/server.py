@@ -35,6 +35,16 @@ leader or follower. Follower fetches go out batched per leader broker (`LeaderFe
 A partition this broker no longer replicates is stopped; a deleted topic's
 directory is removed. AlterPartition effects go to the controller and their results back to
 the leader core.
+
+*Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
+corrupt batch found on read) goes offline (`PartitionReplica.go_offline`): it leaves
+``replicas`` for ``offline`` (`replication.broker.offline`), so requests for it get
+NOT_LEADER_OR_FOLLOWER, and every heartbeat lists it (the next one at once); the controller
+moves its leadership and drops it from the ISR (`kraft.controller.offline_replicas`). A probe
+task retries it with backoff: the directory must take a write (`probe_log_directory`), then
+the log is recovered from disk (a corrupt segment is cut at the bad batch) and the replica
+rejoins as a follower; once the heartbeat stops listing it, the leader adds it back to the
+ISR when it has caught up.
 """
 
 from __future__ import annotations
@@ -73,6 +83,7 @@ from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
@@ -92,12 +103,14 @@ from storage.config import LogConfig
 from storage.errors import (
     BrokerIdNotRegisteredError,
     ErrorCode,
+    KafkaStorageError,
     KraftError,
     LeaderNotAvailableError,
     NetworkError,
     RequestTimedOutError,
     StaleBrokerEpochError,
 )
+from storage.file_io import probe_log_directory
 from storage.log import wall_clock_ms
 
 T = TypeVar("T")
@@ -107,6 +120,7 @@ TICK_INTERVAL_S = 0.05
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 METADATA_DIR = "__cluster_metadata"
 TOPIC_ID_FILE = "topic_id"
+_OFFLINE_PROBE_TICK_S = 0.1
 
 
 class _MetadataObserver:
@@ -144,6 +158,8 @@ class BrokerServer:
         self.node_id = config.node_id
         self.image = MetadataImage.empty()
         self.replicas: dict[TopicPartition, PartitionReplica] = {}
+        self.offline = OfflineReplicas()
+        """Replicas a disk error took offline; reported in every heartbeat until reopened."""
         self.broker_epoch: int | None = None
         self.fenced = True
         self.stopping = False
@@ -181,6 +197,7 @@ class BrokerServer:
         self._reconcile_scheduled = False
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
+        self._heartbeat_now = asyncio.Event()
         self.bound_port: int | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -196,6 +213,9 @@ class BrokerServer:
         await self.raft.start()
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle"))
         self._tasks.append(asyncio.create_task(self._tick_loop(), name="broker-tick"))
+        self._tasks.append(
+            asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe")
+        )
         self._tasks.append(
             asyncio.create_task(
                 run_retention(
@@ -293,6 +313,7 @@ class BrokerServer:
             epoch = self.broker_epoch
             assert epoch is not None
             want_shutdown = self.stopping
+            self._heartbeat_now.clear()
             try:
                 response = await self._blocking(
                     self._lifecycle_executor,
@@ -301,6 +322,7 @@ class BrokerServer:
                     epoch,
                     current_metadata_offset=self.image.last_offset,
                     want_shutdown=want_shutdown,
+                    offline_replicas=self.offline.report(),
                     timeout=max(2.0, 4 * interval_s),
                 )
             except (StaleBrokerEpochError, BrokerIdNotRegisteredError) as e:
@@ -319,7 +341,11 @@ class BrokerServer:
             if want_shutdown and response.should_shut_down:
                 self._shutdown_allowed.set()
                 return
-            await asyncio.sleep(interval_s / 5 if want_shutdown else interval_s)
+            # NB: a replica that went offline (or came back) is reported at once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._heartbeat_now.wait(), interval_s / 5 if want_shutdown else interval_s
+                )
 
     # --- replicas -----------------------------------------------------------------------------
 
@@ -359,6 +385,13 @@ class BrokerServer:
                 continue
             tp = TopicPartition(topic.name, index)
             wanted.add(tp)
+            entry = self.offline.get(tp)
+            if entry is not None and entry.topic_id != topic.topic_id:
+                self.offline.remove(tp)  # a deleted topic's replica: the new one starts afresh
+                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+                self._heartbeat_now.set()
+            elif entry is not None:
+                continue  # reopened by the probe (`_offline_probe_loop`), not here
             replica = self.replicas.get(tp)
             try:
                 settings = settings_by_topic.get(topic.name)
@@ -372,7 +405,10 @@ class BrokerServer:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)
                 replica.apply_registration(registration, brokers, settings.replication)
-            except (KraftError, OSError) as e:
+            except (KafkaStorageError, OSError) as e:
+                if tp not in self.offline:  # the log did not even open
+                    self._mark_offline(tp, topic.topic_id, repr(e))
+            except KraftError as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
         for tp in [tp for tp in self.replicas if tp not in wanted]:
             replica = self.replicas.pop(tp)
@@ -380,11 +416,71 @@ class BrokerServer:
             if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
                 shutil.rmtree(replica.log.directory, ignore_errors=True)
             self._log.info("replica_removed", topic_partition=str(tp))
+        for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
+            gone = self.offline.remove(tp)
+            if gone is not None and image.topic_ids_by_name.get(tp.topic) != gone.topic_id:
+                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+            self._log.info("offline_replica_removed", topic_partition=str(tp))
+            self._heartbeat_now.set()
+
+    # --- offline replicas ---------------------------------------------------------------------
+
+    def _replica_dir(self, tp: TopicPartition) -> Path:
+        return self.config.data_dir / f"{tp.topic}-{tp.partition}"
+
+    def _mark_offline(self, tp: TopicPartition, topic_id: str, error: str) -> None:
+        self.offline.add(tp, topic_id, error, time.monotonic())
+        self._log.error("replica_offline", topic_partition=str(tp), error=error)
+        self._heartbeat_now.set()
+
+    def _replica_went_offline(self, replica: PartitionReplica, error: KafkaStorageError) -> None:
+        """`PartitionReplica`'s ``on_offline``: a disk error took ``replica`` offline."""
+        tp = replica.topic_partition
+        if self.replicas.get(tp) is not replica:
+            return  # already stopped or replaced
+        del self.replicas[tp]
+        self._mark_offline(tp, replica.topic_id, error.message)
+
+    async def _offline_probe_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_OFFLINE_PROBE_TICK_S)
+            for tp, entry in self.offline.due(time.monotonic()):
+                if self.offline.get(tp) is entry:
+                    self._probe_offline_replica(tp, entry.topic_id)
+
+    def _probe_offline_replica(self, tp: TopicPartition, topic_id: str) -> None:
+        """Try to reopen an offline replica: the directory must take a write, then its log
+        is recovered from disk. On failure, wait twice as long (up to the maximum)."""
+        epoch, image = self.broker_epoch, self.image
+        if epoch is None or self._closed or image.topic_ids_by_name.get(tp.topic) is None:
+            return  # not registered yet, stopping, or the topic is going (reconcile drops it)
+        try:
+            probe_log_directory(self._replica_dir(tp))
+            settings = resolve_topic_settings(image, tp.topic, self.config)
+            replica = self._open_replica(tp, topic_id, epoch, settings.log)
+        except (KraftError, OSError) as e:
+            wait_ms = self.offline.probe_failed(tp, repr(e), time.monotonic())
+            self._log.info(
+                "offline_replica_probe_failed",
+                topic_partition=str(tp),
+                error=repr(e),
+                next_probe_in_ms=wait_ms,
+            )
+            return
+        self.offline.remove(tp)
+        self.replicas[tp] = replica
+        self._log.warning(
+            "replica_back_online",
+            topic_partition=str(tp),
+            log_end_offset=replica.log.log_end_offset,
+        )
+        self.metadata_changed()  # reconcile gives it its role
+        self._heartbeat_now.set()
 
     def _open_replica(
         self, tp: TopicPartition, topic_id: str, epoch: int, log_config: LogConfig
     ) -> PartitionReplica:
-        directory = self.config.data_dir / f"{tp.topic}-{tp.partition}"
+        directory = self._replica_dir(tp)
         id_file = directory / TOPIC_ID_FILE
         if directory.exists() and (not id_file.exists() or id_file.read_text() != topic_id):
             shutil.rmtree(directory)  # a deleted topic's leftovers under the same name
@@ -399,6 +495,7 @@ class BrokerServer:
             broker_epoch=epoch,
             fetch_from_leader=self._fetch_from_leader,
             send_alter_partition=self._send_alter_partition,
+            on_offline=self._replica_went_offline,
         )
 
     async def _tick_loop(self) -> None:

@@ -233,8 +233,8 @@ class BrokerService:
                 f"offset); consumers read below the high watermark {high_watermark}",
             )
         try:
-            records = log.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
-        except KraftError as e:
+            records = replica.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
+        except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
         return FetchPartitionData(**common, records=records)
 
@@ -271,7 +271,15 @@ class BrokerService:
                         replica.high_watermark if request.replica_id < 0 else log.log_end_offset
                     )
                 else:
-                    offset = log.offset_for_timestamp(p.timestamp)
+                    try:
+                        offset = replica.offset_for_timestamp(p.timestamp)
+                    except KraftError as e:
+                        parts.append(
+                            ListOffsetsPartitionResponse(
+                                partition_index=p.partition_index, error_code=e.code
+                            )
+                        )
+                        continue
                     if offset is not None and offset >= replica.high_watermark:
                         offset = None
                 parts.append(
