@@ -76,16 +76,17 @@ class ReplicationMixin(NodeCore):
 
     def _handle_fetch_request(self, req: FetchRequest, now_ms: int) -> None:
         error = self._leader_request_error(req.epoch)
-        if error is None and (
-            req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.source == self._id
-        ):
-            error = ErrorCode.INVALID_REQUEST
         if error is not None:
             self._fetch_error(req, error)
             return
         leader = self._quorum.leader_or_raise()
         replica = self._record_fetch(leader, req.source, now_ms)
-        leader.parked_fetches.pop(req.source, None)  # a newer fetch supersedes a parked one
+        superseded = leader.parked_fetches.pop(req.source, None)
+        if superseded is not None:
+            # A newer fetch supersedes a parked one; answer the old one now rather than drop
+            # it: a second sender claiming the same id (a forged stream, or a restarted peer)
+            # must not leave the first one waiting for an answer that never comes.
+            self._send(self._fetch_response(superseded[0], None))
         position = self._validate_fetch_position(req.fetch_offset, req.last_fetched_epoch)
         if position is not None:
             self._send(self._fetch_response(req, position))
@@ -94,7 +95,8 @@ class ReplicationMixin(NodeCore):
         if req.source in self._voters:
             self._maybe_advance_leader_high_watermark(leader)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
-            wait_ms = req.max_wait_ms
+            # Bounded by our request timeout: a peer cannot hold a fetch (or an RPC) open longer.
+            wait_ms = min(req.max_wait_ms, self._config.request_timeout_ms)
             if req.high_watermark < self._high_watermark:  # it only has the HW to learn
                 wait_ms = min(wait_ms, self._config.high_watermark_linger_ms)
             if wait_ms > 0:
