@@ -61,6 +61,7 @@ from kraft.raft.messages import (
 )
 from kraft.raft.roles import Leader
 from kraft.raft_store import DurableRaftStorage
+from kraft.supervision import LoopSupervisor
 from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import NodeId
 from storage.errors import LogClosedError, NetworkError, NotControllerError
@@ -232,6 +233,7 @@ class RaftServer:
         state_machine: receives committed records (`StateMachine`).
         snapshot_interval_bytes: take a snapshot after this many applied bytes (0: never).
         on_leader_change: called with (leader id or None, epoch) whenever either changes.
+        supervisor: the process's `LoopSupervisor` (one of its own by default).
     """
 
     def __init__(
@@ -247,6 +249,7 @@ class RaftServer:
         on_leader_change: Callable[[int | None, int], None] | None = None,
         server: grpc.aio.Server | None = None,
         seed: int | None = None,
+        supervisor: LoopSupervisor | None = None,
     ) -> None:
         self.node_id = NodeId(node_id)
         self.voters = {NodeId(k): v for k, v in voters.items()}
@@ -263,6 +266,10 @@ class RaftServer:
         self._rng = random.Random(seed if seed is not None else time.time_ns() ^ node_id)
         ensure_configured()
         self._log = structlog.get_logger("kraft.raft_server").bind(node_id=node_id)
+        self.supervisor = supervisor if supervisor is not None else LoopSupervisor(self._log)
+        """Watches the Raft loop: if it dies, health says NOT_SERVING and proposals fail;
+        a server process (the controller, the broker) then exits."""
+        self.supervisor.on_death(self._on_loop_death)
         self._storage: DurableRaftStorage | None = None
         self._node: RaftNode | None = None
         self._wake = _Wakeup()
@@ -311,6 +318,15 @@ class RaftServer:
             status = health_pb2.HealthCheckResponse
             self._health.set("", status.SERVING if serving else status.NOT_SERVING)
 
+    def _on_loop_death(self) -> None:
+        """A loop of this process died: say so to health checks, and fail what waits on us."""
+        self.set_serving(False)
+        dead = LogClosedError("the Raft loop died; see the background_task_died log event")
+        for p in self._proposals:
+            if not p.future.done():
+                p.future.set_exception(dead)
+        self._proposals.clear()
+
     def add_leader_listener(self, fn: Callable[[int | None, int], None]) -> None:
         self._leader_listeners.append(fn)
 
@@ -347,7 +363,8 @@ class RaftServer:
                 await self._server.start()
             self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._running = True
-        self._loop_task = asyncio.create_task(self._run(), name=f"raft-{self.node_id}")
+        self._loop_task = asyncio.create_task(self._run(), name=f"raft-loop-{self.node_id}")
+        self.supervisor.watch(self._loop_task)
 
     async def start_serving(self) -> None:
         """Start a shared gRPC server once every service was added (when one was passed in)."""
@@ -359,6 +376,7 @@ class RaftServer:
         EndQuorumEpoch) so a successor is elected at once rather than after a timeout."""
         if not self._running:
             return
+        self.supervisor.close()
         if graceful and self._node is not None and self._node.is_leader:
             try:
                 self._node.resign(clock_ms())
@@ -429,8 +447,11 @@ class RaftServer:
         Raises:
             NotControllerError: this node is not the leader (carries the leader's id and
                 address).
+            LogClosedError: the Raft loop died.
         """
         node = self.node
+        if self.supervisor.death is not None:
+            raise LogClosedError("the Raft loop died; see the background_task_died log event")
         try:
             first = node.propose(records, clock_ms())
         except NotLeaderError:
@@ -504,7 +525,7 @@ class RaftServer:
         self._wake.set()
 
     def step(self, msg: RaftMessage) -> None:
-        if self._running and self._node is not None:
+        if self._running and self._node is not None and self.supervisor.death is None:
             self._node.step(msg, clock_ms())
             self._wake.set()
 
@@ -530,8 +551,8 @@ class RaftServer:
                 else:
                     await asyncio.sleep(0)  # let RPC handlers and proposers run
                 self._wake.clear()
-        except Exception:
-            self._log.exception("raft_loop_crashed")
+        except Exception as exc:
+            self.supervisor.fail(f"raft-loop-{self.node_id}", exc)
             raise
 
     async def _handle_ready(self) -> None:
