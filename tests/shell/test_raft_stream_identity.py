@@ -1,5 +1,6 @@
-"""Raft streams on real gRPC (issue 10, finding 2): a forged stream claiming a voter's id
-cannot divert that voter's answers, and hanging it up leaves the voter replicating."""
+"""Hostile Raft input on real gRPC (issue 10): RPCs from a non-voter with huge epochs are
+refused (finding 1), and a forged stream claiming a voter's id cannot divert that voter's
+answers, and hanging it up leaves the voter replicating (finding 2)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ import pytest
 
 from kraft._generated import raft_pb2_grpc
 from kraft.process import free_ports
-from kraft.raft.messages import FetchRequest, RaftMessage
+from kraft.raft.admission import EPOCH_MAX
+from kraft.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    RaftMessage,
+    VoteRequest,
+)
 from kraft.raft_server import CHANNEL_OPTIONS, RaftServer
-from kraft.transport.codec import from_envelope, to_envelope
+from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import Epoch, NodeId, Offset
-from storage.errors import NotControllerError
+from storage.errors import ErrorCode, NotControllerError
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -115,6 +123,65 @@ def test_a_forged_stream_claiming_a_voter_does_not_cut_it_off(tmp_path: Path) ->
         finally:
             if channel is not None:
                 await channel.close()
+            for s in servers:
+                await s.stop(graceful=False)
+
+    asyncio.run(main())
+
+
+def test_raft_rpcs_from_a_non_voter_with_int32_max_epochs_leave_the_quorum_alive(
+    tmp_path: Path,
+) -> None:
+    """The finding on real gRPC: EndQuorumEpoch, BeginQuorumEpoch and Vote from id 999 with
+    epoch 2^31-1, sent to every voter, are refused with INCONSISTENT_VOTER_SET; no epoch
+    moves, no Raft loop dies, and the quorum keeps committing (the same core runs under
+    `ReplicatedLog`, whose shell this is)."""
+    voters = {i + 1: f"127.0.0.1:{p}" for i, p in enumerate(free_ports(3))}
+
+    async def main() -> None:
+        servers = [
+            RaftServer(i, voters, tmp_path / f"n{i}", listen=voters[i], seed=i) for i in voters
+        ]
+        for s in servers:
+            await s.start()
+        try:
+            await _until(lambda: any(s.is_leader for s in servers), "a leader")
+            await _replicates(servers, servers[0], b"before")
+            epochs = [s.epoch for s in servers]
+            for s in servers:
+                dest = NodeId(s.node_id)
+                head: dict[str, Any] = {
+                    "source": NodeId(999),
+                    "destination": dest,
+                    "epoch": EPOCH_MAX,
+                    "correlation_id": 1,
+                }
+                async with grpc.aio.insecure_channel(voters[dest]) as channel:
+                    stub = raft_pb2_grpc.RaftStub(channel)
+                    for call, req in (
+                        (
+                            stub.EndQuorumEpoch,
+                            EndQuorumEpochRequest(
+                                **head, leader_id=NodeId(999), preferred_successors=(dest,)
+                            ),
+                        ),
+                        (stub.BeginQuorumEpoch, BeginQuorumEpochRequest(**head, leader_id=dest)),
+                        (
+                            stub.Vote,
+                            VoteRequest(
+                                **head,
+                                last_epoch=Epoch(EPOCH_MAX - 1),
+                                last_epoch_end_offset=Offset(1 << 40),
+                            ),
+                        ),
+                    ):
+                        resp = from_proto(await call(to_proto(req), timeout=5))
+                        assert getattr(resp, "error", None) == ErrorCode.INCONSISTENT_VOTER_SET
+            assert [s.epoch for s in servers] == epochs
+            await _replicates(servers, servers[0], b"after")
+            assert [s.epoch for s in servers] == epochs
+            assert all(s.supervisor.death is None for s in servers)
+        finally:
             for s in servers:
                 await s.stop(graceful=False)
 
