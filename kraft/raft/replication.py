@@ -45,6 +45,11 @@ from kraft.types import Epoch, NodeId, Offset
 from storage.errors import CorruptRecordError, ErrorCode
 from storage.records import build_batch, read_header
 
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+"""Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS: an observer silent this long is forgotten."""
+OBSERVERS_MAX = 1024
+"""The most observers a leader tracks; the stalest one goes first."""
+
 
 class ReplicationMixin(NodeCore):
     """Fetch and FetchSnapshot on both sides, the high watermark and the accumulator."""
@@ -107,6 +112,7 @@ class ReplicationMixin(NodeCore):
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaState:
         replica = leader.replicas.get(replica_id)
         if replica is None:  # an observer's first fetch
+            self._make_room_for_an_observer(leader, now_ms)
             replica = leader.replicas[replica_id] = ReplicaState()
         replica.last_fetch_ms = now_ms
         if replica_id in self._voters:
@@ -117,6 +123,26 @@ class ReplicationMixin(NodeCore):
                 leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
                 leader.fetched_since_check.clear()
         return replica
+
+    def _make_room_for_an_observer(self, leader: Leader, now_ms: int) -> None:
+        """Forget observers silent for Kafka's observer session timeout, and the stalest one
+        past `OBSERVERS_MAX`: fetches from made-up ids must not grow the leader without bound.
+        (Observers count for nothing but DescribeQuorum.)"""
+        observers = [
+            (r.last_fetch_ms, v) for v, r in leader.replicas.items() if v not in self._voters
+        ]
+        if len(observers) < OBSERVERS_MAX and not any(
+            t < now_ms - OBSERVER_SESSION_TIMEOUT_MS for t, _ in observers
+        ):
+            return
+        observers.sort()
+        for i, (last_fetch_ms, v) in enumerate(observers):
+            if (
+                last_fetch_ms >= now_ms - OBSERVER_SESSION_TIMEOUT_MS
+                and len(observers) - i < OBSERVERS_MAX
+            ):
+                break
+            del leader.replicas[v]
 
     def _validate_fetch_position(
         self, fetch_offset: int, last_fetched_epoch: int

@@ -15,6 +15,7 @@ from kraft.raft import (
     FetchRequest,
     FetchResponse,
     HardState,
+    Leader,
     RaftMessage,
     VoteRequest,
     VoteResponse,
@@ -22,6 +23,7 @@ from kraft.raft import (
 from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.errors import InvalidTransitionError
 from kraft.raft.messages import FetchSnapshotRequest, SnapshotId
+from kraft.raft.replication import OBSERVER_SESSION_TIMEOUT_MS, OBSERVERS_MAX
 from kraft.transport.codec import to_proto
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode
@@ -264,3 +266,25 @@ def test_a_fetch_that_supersedes_a_parked_one_answers_the_parked_one() -> None:
     assert ctx.step(first) == []  # parked
     sent = only(ctx.step(second), FetchResponse)
     assert [r.correlation_id for r in sent] == [first.correlation_id]
+
+
+def test_fetches_from_made_up_ids_do_not_grow_the_leader_without_bound() -> None:
+    """Observers are tracked for DescribeQuorum only; Kafka forgets one after 5 minutes of
+    silence, and here at most OBSERVERS_MAX are kept (the stalest goes first)."""
+    ctx = RaftNodeBuilder(local_id=1).build()
+    ctx.become_leader()
+    epoch = ctx.node.epoch
+    end = ctx.node.log_end_offset
+    ctx.step(ctx.fetch_request(4, epoch=epoch, offset=end, last_epoch=epoch))
+    ctx.now_ms += OBSERVER_SESSION_TIMEOUT_MS + 1
+    ctx.step(ctx.fetch_request(2, epoch=epoch, offset=end, last_epoch=epoch))
+    ctx.step(ctx.fetch_request(3, epoch=epoch, offset=end, last_epoch=epoch))
+    for source in range(1000, 1000 + 2 * OBSERVERS_MAX):
+        ctx.step(ctx.fetch_request(source, epoch=epoch, offset=end, last_epoch=epoch))
+    role = ctx.node.role
+    assert isinstance(role, Leader)
+    replicas = role.replicas
+    observers = [r for r in replicas if r not in ctx.node.voters]
+    assert len(observers) == OBSERVERS_MAX and 4 not in observers
+    assert max(observers) == 1000 + 2 * OBSERVERS_MAX - 1
+    assert {2, 3} <= set(replicas) and ctx.node.is_leader
