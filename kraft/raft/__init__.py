@@ -35,6 +35,7 @@ and keeps the `HardState`; `kraft.sim.SimDisk` is an in-memory implementation.
 """
 
 from kraft.raft._core import UnsafeOptions
+from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.config import RaftConfig
 from kraft.raft.control import LeaderChange, build_leader_change_batch, parse_leader_change
 from kraft.raft.errors import InvalidTransitionError, NotLeaderError
@@ -70,6 +71,7 @@ from kraft.raft.roles import (
 )
 
 __all__ = [
+    "EPOCH_MAX",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
     "Candidate",
