@@ -20,6 +20,15 @@ it (`_Link`); a peer's requests arrive on its stream to us and are answered ther
 The unary RPCs of raft.proto are served too (for tools): an inbound request is stepped into
 the node and its handler waits for the node's response with the same (source, correlation
 id). A lost message is never retried here: the core's own timeouts do that.
+
+Stream identity (issue 10): the first message on an inbound stream binds it to the sender id
+it claims; later messages claiming another id are dropped, as are responses (an inbound
+stream carries requests only). A response goes back on the stream that carried its request,
+found by (requester, correlation id), never by the requester's id alone: a second stream
+claiming the same id gets the answers to its own requests and nothing else, and closing it
+touches no other stream. An outbound link carries only responses from its peer, and is
+replaced when it carried no reply for two request timeouts while requests were out. NB:
+until mutual TLS binds a stream to a certificate, the id a stream claims is not verified.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from kraft.raft.messages import (
 )
 from kraft.raft.roles import Leader
 from kraft.raft_store import DurableRaftStorage
+from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import peer_channel_options, server_options
 from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import NodeId
@@ -208,6 +218,7 @@ class RaftServer:
         state_machine: receives committed records (`StateMachine`).
         snapshot_interval_bytes: take a snapshot after this many applied bytes (0: never).
         on_leader_change: called with (leader id or None, epoch) whenever either changes.
+        supervisor: the process's `LoopSupervisor` (one of its own by default).
     """
 
     def __init__(
@@ -223,6 +234,7 @@ class RaftServer:
         on_leader_change: Callable[[int | None, int], None] | None = None,
         server: grpc.aio.Server | None = None,
         seed: int | None = None,
+        supervisor: LoopSupervisor | None = None,
     ) -> None:
         self.node_id = NodeId(node_id)
         self.voters = {NodeId(k): v for k, v in voters.items()}
@@ -239,6 +251,10 @@ class RaftServer:
         self._rng = random.Random(seed if seed is not None else time.time_ns() ^ node_id)
         ensure_configured()
         self._log = structlog.get_logger("kraft.raft_server").bind(node_id=node_id)
+        self.supervisor = supervisor if supervisor is not None else LoopSupervisor(self._log)
+        """Watches the Raft loop: if it dies, health says NOT_SERVING and proposals fail;
+        a server process (the controller, the broker) then exits."""
+        self.supervisor.on_death(self._on_loop_death)
         self._storage: DurableRaftStorage | None = None
         self._node: RaftNode | None = None
         self._wake = _Wakeup()
@@ -246,7 +262,9 @@ class RaftServer:
         self._proposals: deque[_Proposal] = deque()
         self._channels: dict[NodeId, grpc.aio.Channel] = {}
         self._links: dict[NodeId, _Link] = {}
-        self._routes: dict[int, _Route] = {}
+        self._streams: set[_Route] = set()
+        self._reply_routes: dict[tuple[int, int], _Route] = {}
+        """(requester, correlation id) -> the inbound stream its request came on."""
         self._stubs: dict[NodeId, raft_pb2_grpc.RaftStub] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
@@ -285,6 +303,15 @@ class RaftServer:
             status = health_pb2.HealthCheckResponse
             self._health.set("", status.SERVING if serving else status.NOT_SERVING)
 
+    def _on_loop_death(self) -> None:
+        """A loop of this process died: say so to health checks, and fail what waits on us."""
+        self.set_serving(False)
+        dead = LogClosedError("the Raft loop died; see the background_task_died log event")
+        for p in self._proposals:
+            if not p.future.done():
+                p.future.set_exception(dead)
+        self._proposals.clear()
+
     def add_leader_listener(self, fn: Callable[[int | None, int], None]) -> None:
         self._leader_listeners.append(fn)
 
@@ -321,7 +348,8 @@ class RaftServer:
                 await self._server.start()
             self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._running = True
-        self._loop_task = asyncio.create_task(self._run(), name=f"raft-{self.node_id}")
+        self._loop_task = asyncio.create_task(self._run(), name=f"raft-loop-{self.node_id}")
+        self.supervisor.watch(self._loop_task)
 
     async def start_serving(self) -> None:
         """Start a shared gRPC server once every service was added (when one was passed in)."""
@@ -333,6 +361,7 @@ class RaftServer:
         EndQuorumEpoch) so a successor is elected at once rather than after a timeout."""
         if not self._running:
             return
+        self.supervisor.close()
         if graceful and self._node is not None and self._node.is_leader:
             try:
                 self._node.resign(clock_ms())
@@ -346,7 +375,7 @@ class RaftServer:
             await asyncio.gather(self._loop_task, return_exceptions=True)
         for link in list(self._links.values()):
             link.close()
-        for route in list(self._routes.values()):
+        for route in list(self._streams):
             route.close()
         for task in list(self._tasks):
             task.cancel()
@@ -403,8 +432,11 @@ class RaftServer:
         Raises:
             NotControllerError: this node is not the leader (carries the leader's id and
                 address).
+            LogClosedError: the Raft loop died.
         """
         node = self.node
+        if self.supervisor.death is not None:
+            raise LogClosedError("the Raft loop died; see the background_task_died log event")
         try:
             first = node.propose(records, clock_ms())
         except NotLeaderError:
@@ -478,7 +510,7 @@ class RaftServer:
         self._wake.set()
 
     def step(self, msg: RaftMessage) -> None:
-        if self._running and self._node is not None:
+        if self._running and self._node is not None and self.supervisor.death is None:
             self._node.step(msg, clock_ms())
             self._wake.set()
 
@@ -504,8 +536,8 @@ class RaftServer:
                 else:
                     await asyncio.sleep(0)  # let RPC handlers and proposers run
                 self._wake.clear()
-        except Exception:
-            self._log.exception("raft_loop_crashed")
+        except Exception as exc:
+            self.supervisor.fail(f"raft-loop-{self.node_id}", exc)
             raise
 
     async def _handle_ready(self) -> None:
@@ -624,22 +656,33 @@ class RaftServer:
         if type(msg) not in _REQUESTS:
             # A response: to a unary call waiting for it, else back down the stream the
             # request came on.
-            fut = self._pending_rpcs.pop((msg.destination, msg.correlation_id), None)
+            key = (int(msg.destination), msg.correlation_id)
+            fut = self._pending_rpcs.pop(key, None)
             if fut is not None:
                 if not fut.done():
                     fut.set_result(msg)
                 return
-            route = self._routes.get(msg.destination)
+            route = self._reply_routes.pop(key, None)
             if route is not None:
+                route.pending.pop(key, None)
                 route.send(to_envelope(msg))
             return
         link = self._links.get(msg.destination)
+        now_s = time.monotonic()
+        if link is not None and not link.closed and link.is_silent(now_s):
+            self._log.warning("replaced_silent_link", peer=msg.destination)
+            link.close()
         if link is None or link.closed:
             stub = self._stub(msg.destination)
             if stub is None:
                 return
-            link = self._links[msg.destination] = _Link(self, msg.destination, stub)
-        link.send(to_envelope(msg))
+            link = self._links[msg.destination] = _Link(
+                self,
+                msg.destination,
+                stub,
+                silent_after_s=2 * self.config.request_timeout_ms / 1000,
+            )
+        link.send(to_envelope(msg), now_s)
 
     def _stub(self, peer: NodeId) -> raft_pb2_grpc.RaftStub | None:
         stub = self._stubs.get(peer)
@@ -660,20 +703,19 @@ class RaftServer:
         return task
 
     async def handle_stream(self, requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The server side of a peer's Stream: step what it sends, write back our answers."""
+        """The server side of a peer's Stream: step what it sends, write back our answers.
+
+        The first message binds the stream to the sender id it claims (see the module
+        docstring); each request's answer comes back on this stream and no other."""
         route = _Route()
-        sources: set[int] = set()
+        self._streams.add(route)
 
         async def pump() -> None:
             try:
                 async for envelope in requests:
                     msg = from_envelope(envelope)
-                    if msg is None:
-                        continue
-                    if msg.source not in sources:
-                        sources.add(msg.source)
-                        self._routes[msg.source] = route
-                    self.step(msg)
+                    if msg is not None and self._admit_on_stream(route, msg):
+                        self.step(msg)
             finally:
                 route.close()
 
@@ -683,9 +725,49 @@ class RaftServer:
                 yield envelope
         finally:
             task.cancel()
-            for source in sources:
-                if self._routes.get(source) is route:
-                    del self._routes[source]
+            route.close()
+            self._forget_route(route)
+
+    def _admit_on_stream(self, route: _Route, msg: RaftMessage) -> bool:
+        """Bind ``route`` to its first sender; remember where ``msg``'s answer goes."""
+        if route.peer is None:
+            route.peer = int(msg.source)
+        reason = None
+        key = (int(msg.source), msg.correlation_id)
+        if msg.source != route.peer:
+            reason = "sender_changed"
+        elif type(msg) not in _REQUESTS:
+            reason = "not_a_request"
+        elif key in self._pending_rpcs or self._reply_routes.get(key, route) is not route:
+            reason = "correlation_id_in_use"
+        if reason is not None:
+            route.dropped += 1
+            if route.dropped == 1 or route.dropped % 1000 == 0:
+                self._log.warning(
+                    "dropped_stream_message",
+                    reason=reason,
+                    stream_peer=route.peer,
+                    claimed_source=int(msg.source),
+                    kind=type(msg).__name__,
+                    dropped=route.dropped,
+                )
+            return False
+        self._reply_routes[key] = route
+        pending = route.pending
+        pending[key] = None
+        if len(pending) > _Route.MAX_PENDING:  # requests the node never answered
+            oldest = next(iter(pending))
+            del pending[oldest]
+            if self._reply_routes.get(oldest) is route:
+                del self._reply_routes[oldest]
+        return True
+
+    def _forget_route(self, route: _Route) -> None:
+        self._streams.discard(route)
+        for key in route.pending:
+            if self._reply_routes.get(key) is route:
+                del self._reply_routes[key]
+        route.pending.clear()
 
     async def handle_request(self, request: Any) -> Any:
         """Step an inbound request and wait for the node's answer to it."""
@@ -694,6 +776,8 @@ class RaftServer:
             raise _Unavailable()
         loop = asyncio.get_running_loop()
         key = (int(msg.source), msg.correlation_id)
+        if key in self._pending_rpcs or key in self._reply_routes:
+            raise _Unavailable()  # another caller's request with that id awaits its answer
         fut: asyncio.Future[Any] = loop.create_future()
         self._pending_rpcs[key] = fut
         self.step(msg)
@@ -711,13 +795,20 @@ class RaftServer:
 
 
 class _Route:
-    """Where our answers to one inbound stream go: a bounded queue its handler drains."""
+    """Where our answers to one inbound stream go: a bounded queue its handler drains.
+
+    ``peer`` is the sender id the stream's first message claimed; ``pending`` the
+    (requester, correlation id) of its requests not yet answered."""
 
     MAX_QUEUED = 4096
+    MAX_PENDING = 1024
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._closed = False
+        self.peer: int | None = None
+        self.pending: dict[tuple[int, int], None] = {}
+        self.dropped = 0
 
     def send(self, envelope: Any) -> None:
         if not self._closed and self._queue.qsize() < self.MAX_QUEUED:
@@ -735,21 +826,39 @@ class _Route:
 class _Link:
     """Our outbound stream to one peer: requests go out in order, its answers come back on
     the same stream and are stepped into the node. A broken stream is dropped (with what it
-    held: Raft retries by its own timeouts) and the next request opens a new one."""
+    held: Raft retries by its own timeouts) and the next request opens a new one; so is a
+    stream that brought no answer for ``silent_after_s`` while requests were out (a peer
+    that lost track of it must not cut us off for good)."""
 
     MAX_QUEUED = 4096
 
-    def __init__(self, server: RaftServer, peer: NodeId, stub: raft_pb2_grpc.RaftStub) -> None:
+    def __init__(
+        self,
+        server: RaftServer,
+        peer: NodeId,
+        stub: raft_pb2_grpc.RaftStub,
+        *,
+        silent_after_s: float,
+    ) -> None:
         self._server = server
         self.peer = peer
         self.closed = False
+        self._silent_after_s = silent_after_s
+        self._unanswered_since: float | None = None
+        self._dropped = 0
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._call = stub.Stream()
         self._writer = server._spawn(self._write())
         self._reader = server._spawn(self._read())
 
-    def send(self, envelope: Any) -> None:
+    def is_silent(self, now_s: float) -> bool:
+        since = self._unanswered_since
+        return since is not None and now_s - since > self._silent_after_s
+
+    def send(self, envelope: Any, now_s: float) -> None:
         if not self.closed and self._queue.qsize() < self.MAX_QUEUED:
+            if self._unanswered_since is None:
+                self._unanswered_since = now_s
             self._queue.put_nowait(envelope)
 
     async def _write(self) -> None:
@@ -764,8 +873,21 @@ class _Link:
         try:
             async for envelope in self._call:
                 msg = from_envelope(envelope)
-                if msg is not None:
-                    self._server.step(msg)
+                if msg is None:
+                    continue
+                if msg.source != self.peer or type(msg) in _REQUESTS:
+                    # Only our peer's answers travel back on our stream.
+                    self._dropped += 1
+                    if self._dropped == 1:
+                        self._server._log.warning(
+                            "dropped_link_message",
+                            peer=self.peer,
+                            claimed_source=int(msg.source),
+                            kind=type(msg).__name__,
+                        )
+                    continue
+                self._unanswered_since = None
+                self._server.step(msg)
         except grpc.aio.AioRpcError:
             pass
         finally:

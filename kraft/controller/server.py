@@ -32,8 +32,9 @@ NOT_CONTROLLER.
 ``broker.session.timeout.ms``) and proposes what it returns.
 
 *Shutdown.* SIGTERM -> `stop` (graceful: the leader resigns with EndQuorumEpoch so a successor
-is elected at once) -> exit 0. A replay that breaks an invariant is fatal: the process exits 1
-rather than serve a diverged image.
+is elected at once) -> exit 0. A replay that breaks an invariant, or a dead Raft or tick loop,
+is fatal (`kraft.supervision`): health says NOT_SERVING at once and the process exits 1 rather
+than serve a diverged image or linger as a zombie.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ import asyncio
 import contextlib
 import dataclasses
 import random
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -76,6 +76,7 @@ from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord
 from kraft.raft_server import RaftServer, clock_ms
+from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import server_options
 from kraft.transport.controller_codec import (
     CurrentLeader,
@@ -162,6 +163,7 @@ class ControllerServer:
         # NB: a core that never becomes active answers every request with NOT_CONTROLLER; it
         # builds the responses for requests whose records were lost (see `_submit`).
         self._standby = ControllerCore(rng=random.Random(0), config=config.controller)
+        self.supervisor = LoopSupervisor(self._log)
         self._grpc = grpc.aio.server(options=server_options(config.socket_request_max_bytes))
         controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
         self.raft = RaftServer(
@@ -175,11 +177,11 @@ class ControllerServer:
             on_leader_change=self._on_leader_change,
             server=self._grpc,
             seed=seed,
+            supervisor=self.supervisor,
         )
         self._tick_task: asyncio.Task[None] | None = None
         self._last_batch: tuple[int, asyncio.Future[int]] | None = None
         """The epoch and commit future of the newest batch this node proposed."""
-        self._fatal: asyncio.Future[BaseException] | None = None
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -195,11 +197,13 @@ class ControllerServer:
 
     async def start(self) -> None:
         """Restore the latest snapshot, replay the log as it commits, serve all services."""
-        self._fatal = asyncio.get_running_loop().create_future()
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         await self.raft.start()
         await self.raft.start_serving()
-        self._tick_task = asyncio.create_task(self._tick_loop(), name=f"tick-{self.node_id}")
+        self._tick_task = asyncio.create_task(
+            self._tick_loop(), name=f"controller-tick-{self.node_id}"
+        )
+        self.supervisor.watch(self._tick_task)
         self._log.info(
             "controller_started",
             listen=self.config.listen,
@@ -213,6 +217,7 @@ class ControllerServer:
         if self._stopped:
             return
         self._stopped = True
+        self.supervisor.close()
         self.raft.set_serving(False)
         if self._tick_task is not None:
             self._tick_task.cancel()
@@ -223,15 +228,9 @@ class ControllerServer:
         await self._grpc.stop(grace=0.2)
         self._log.info("controller_stopped")
 
-    async def wait_fatal(self) -> BaseException:
-        """Resolves with the error if replay failed (the node must then exit)."""
-        assert self._fatal is not None, "start() first"
-        return await asyncio.shield(self._fatal)
-
     def fail(self, exc: BaseException) -> None:
-        self._log.error("metadata_replay_failed", error=repr(exc))
-        if self._fatal is not None and not self._fatal.done():
-            self._fatal.set_result(exc)
+        """Replay failed: the node must exit rather than serve a diverged image."""
+        self.supervisor.fail("metadata-replay", exc)
 
     # -- the state machine side ----------------------------------------------------------------
 
@@ -597,21 +596,15 @@ def _now(fn: Callable[[Req], Resp]) -> Callable[[Req], Awaitable[Resp]]:
 
 
 async def serve(config: ControllerNodeConfig) -> int:
-    """Run a controller until SIGTERM/SIGINT (exit code 0) or a fatal replay error (1)."""
+    """Run a controller until SIGTERM/SIGINT (exit code 0), or until a loop dies or replay
+    fails (exit code 1, `kraft.supervision`)."""
     server = ControllerServer(config)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    stop_task = asyncio.create_task(stop.wait())
-    fatal_task = asyncio.create_task(server.wait_fatal())
-    done, _ = await asyncio.wait({stop_task, fatal_task}, return_when=asyncio.FIRST_COMPLETED)
-    failed = fatal_task in done
-    for task in (stop_task, fatal_task):
-        task.cancel()
-    await server.stop(graceful=not failed)
-    return 1 if failed else 0
+    return await serve_until_stopped(
+        server.supervisor,
+        start=server.start,
+        on_signal=lambda: server.stop(graceful=True),
+        on_death=lambda: server.stop(graceful=False),
+    )
 
 
 def run_controller(config: ControllerNodeConfig) -> int:

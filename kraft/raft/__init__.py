@@ -36,6 +36,7 @@ and keeps the `HardState`; `kraft.sim.SimDisk` is an in-memory implementation.
 """
 
 from kraft.raft._core import UnsafeOptions
+from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.config import RaftConfig
 from kraft.raft.control import LeaderChange, build_leader_change_batch, parse_leader_change
 from kraft.raft.errors import InvalidTransitionError, NotLeaderError
@@ -71,6 +72,7 @@ from kraft.raft.roles import (
 )
 
 __all__ = [
+    "EPOCH_MAX",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
     "Candidate",

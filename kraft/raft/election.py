@@ -60,7 +60,7 @@ class ElectionMixin(NodeCore):
 
     def _maybe_win_pre_vote(self, now_ms: int) -> bool:
         role = self._quorum.role
-        if not isinstance(role, Prospective):
+        if not isinstance(role, Prospective) or not self._quorum.can_campaign:
             return False
         if not has_majority(len(role.granted & self._voters), len(self._voters)):
             return False
@@ -98,6 +98,14 @@ class ElectionMixin(NodeCore):
     def _send_vote_requests(self, now_ms: int) -> None:
         role = self._quorum.role
         if isinstance(role, Prospective):
+            if not self._quorum.can_campaign:
+                # Only forged or absurd epochs get here (2^31 elections otherwise): refuse to
+                # put an epoch on the wire that it cannot carry; a leader of this epoch may
+                # still be followed.
+                self._logger.error("epoch_exhausted", epoch_max=role.epoch)
+                role.sent = True
+                role.retry_at_ms = now_ms + self._config.request_timeout_ms
+                return
             pre_vote = True
             epoch = Epoch(role.epoch + 1)  # KIP-996: the epoch it would campaign in
             role.sent = True

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import final
+from typing import Any, final
 
 import structlog
 from structlog.typing import FilteringBoundLogger
 
 from kraft.raft._core import UnsafeOptions
+from kraft.raft.admission import REQUEST_TYPES, request_error, response_admitted
 from kraft.raft.config import RaftConfig
 from kraft.raft.election import ElectionMixin
 from kraft.raft.errors import NotLeaderError
@@ -54,6 +55,7 @@ from kraft.raft.roles import (
     Unattached,
 )
 from kraft.types import Epoch, NodeId, Offset
+from storage.errors import ErrorCode
 from storage.records import read_header
 
 
@@ -202,6 +204,27 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         self._observe_time(now_ms)
         if msg.destination != self._id or msg.source == self._id:
             self._logger.warning("dropped_misaddressed", source=msg.source, dest=msg.destination)
+            return
+        if isinstance(msg, REQUEST_TYPES):
+            error = request_error(msg, voters=self._voters, local_is_voter=self._quorum.is_voter)
+            if error is not None:
+                # KIP-595: refused before any handler runs, so it changes no state.
+                self._logger.warning(
+                    "rejected_request",
+                    kind=type(msg).__name__,
+                    source=msg.source,
+                    request_epoch=msg.epoch,
+                    error=error.name,
+                )
+                self._send(self._error_response(msg, error))
+                return
+        elif not response_admitted(msg, voters=self._voters):
+            self._logger.warning(
+                "dropped_response",
+                kind=type(msg).__name__,
+                source=msg.source,
+                response_epoch=msg.epoch,
+            )
             return
         match msg:
             case FetchRequest():
@@ -419,6 +442,29 @@ class RaftNode(ElectionMixin, ReplicationMixin):
     def _observe_time(self, now_ms: int) -> None:
         assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"
         self._now_ms = now_ms
+
+    def _error_response(self, req: RaftMessage, error: ErrorCode) -> RaftMessage:
+        """The answer to a request refused with ``error``: our epoch and leader hint only."""
+        common: dict[str, Any] = {
+            "source": self._id,
+            "destination": req.source,
+            "epoch": self._epoch,
+            "correlation_id": req.correlation_id,
+            "error": error,
+            "leader_id": self._quorum.leader_id,
+        }
+        match req:
+            case VoteRequest():
+                return VoteResponse(**common, pre_vote=req.pre_vote)
+            case BeginQuorumEpochRequest():
+                return BeginQuorumEpochResponse(**common)
+            case EndQuorumEpochRequest():
+                return EndQuorumEpochResponse(**common)
+            case FetchRequest():
+                return FetchResponse(**common, high_watermark=self.high_watermark)
+            case FetchSnapshotRequest():
+                return FetchSnapshotResponse(**common, snapshot_id=req.snapshot_id)
+        raise AssertionError(f"not a request: {req!r}")  # pragma: no cover
 
     def _take_committed(self) -> tuple[bytes, ...]:
         if self._applied >= self._high_watermark:

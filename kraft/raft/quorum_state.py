@@ -16,7 +16,9 @@ Allowed transitions (after Kafka's ``QuorumState``, with KIP-996's Prospective s
 
 Observers (not in the voter set) are only ever Unattached or Follower. Every transition
 checks its preconditions and raises `InvalidTransitionError` when they fail; epochs never
-decrease. The election state to persist (`HardState`) follows from the role.
+decrease and never pass `EPOCH_MAX`, the largest the wire carries (so a node in that epoch
+can no longer become a candidate). The election state to persist (`HardState`) follows
+from the role.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import random
 from typing import NoReturn, final
 
+from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.config import RaftConfig
 from kraft.raft.errors import InvalidTransitionError
 from kraft.raft.ready import HardState
@@ -168,6 +171,7 @@ class QuorumState:
         )
         if epoch <= self.epoch and not same_epoch_observer:
             self._refuse(f"unattached in epoch {epoch}")
+        self._check_epoch(epoch)
         role = Unattached(
             epoch=epoch,
             voted_for=None,
@@ -183,6 +187,7 @@ class QuorumState:
         role = self.role
         if epoch < self.epoch:
             self._refuse(f"vote in past epoch {epoch}")
+        self._check_epoch(epoch)
         if epoch == self.epoch and not (
             isinstance(role, Unattached) and role.voted_for in (None, candidate)
         ):
@@ -226,6 +231,7 @@ class QuorumState:
         """Raft §5.2 after a KIP-996 pre-vote majority: bump the epoch and vote for ourselves."""
         if not isinstance(self.role, Prospective):
             self._refuse("candidacy without a pre-vote")
+        self._check_epoch(self.epoch + 1)
         role = Candidate(
             epoch=Epoch(self.epoch + 1),
             election_deadline_ms=now_ms + self.random_election_timeout_ms(),
@@ -258,6 +264,7 @@ class QuorumState:
             self._refuse(f"follow {leader_id}")
         if epoch < self.epoch:
             self._refuse(f"follow in past epoch {epoch}")
+        self._check_epoch(epoch)
         if epoch == self.epoch and not isinstance(role, Unattached | Prospective | Candidate):
             self._refuse(f"follow {leader_id} from {role.name} in the same epoch")
         voted_for: NodeId | None = None
@@ -286,6 +293,15 @@ class QuorumState:
             retry_at_ms=now_ms,
             election_deadline_ms=now_ms + self.random_election_timeout_ms(),
         )
+
+    @property
+    def can_campaign(self) -> bool:
+        """Whether the next epoch still fits the wire (a voter's only way up is +1)."""
+        return self.is_voter and self.epoch < EPOCH_MAX
+
+    def _check_epoch(self, epoch: int) -> None:
+        if epoch > EPOCH_MAX:
+            self._refuse(f"enter epoch {epoch} past the wire's int32")
 
     def _refuse(self, what: str) -> NoReturn:
         raise InvalidTransitionError(

@@ -45,6 +45,11 @@ from kraft.types import Epoch, NodeId, Offset
 from storage.errors import CorruptRecordError, ErrorCode
 from storage.records import build_batch, read_header
 
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+"""Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS: an observer silent this long is forgotten."""
+OBSERVERS_MAX = 1024
+"""The most observers a leader tracks; the stalest one goes first."""
+
 
 class ReplicationMixin(NodeCore):
     """Fetch and FetchSnapshot on both sides, the high watermark and the accumulator."""
@@ -76,16 +81,17 @@ class ReplicationMixin(NodeCore):
 
     def _handle_fetch_request(self, req: FetchRequest, now_ms: int) -> None:
         error = self._leader_request_error(req.epoch)
-        if error is None and (
-            req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.source == self._id
-        ):
-            error = ErrorCode.INVALID_REQUEST
         if error is not None:
             self._fetch_error(req, error)
             return
         leader = self._quorum.leader_or_raise()
         replica = self._record_fetch(leader, req.source, now_ms)
-        leader.parked_fetches.pop(req.source, None)  # a newer fetch supersedes a parked one
+        superseded = leader.parked_fetches.pop(req.source, None)
+        if superseded is not None:
+            # A newer fetch supersedes a parked one; answer the old one now rather than drop
+            # it: a second sender claiming the same id (a forged stream, or a restarted peer)
+            # must not leave the first one waiting for an answer that never comes.
+            self._send(self._fetch_response(superseded[0], None))
         position = self._validate_fetch_position(req.fetch_offset, req.last_fetched_epoch)
         if position is not None:
             self._send(self._fetch_response(req, position))
@@ -94,7 +100,8 @@ class ReplicationMixin(NodeCore):
         if req.source in self._voters:
             self._maybe_advance_leader_high_watermark(leader)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
-            wait_ms = req.max_wait_ms
+            # Bounded by our request timeout: a peer cannot hold a fetch (or an RPC) open longer.
+            wait_ms = min(req.max_wait_ms, self._config.request_timeout_ms)
             if req.high_watermark < self._high_watermark:  # it only has the HW to learn
                 wait_ms = min(wait_ms, self._config.high_watermark_linger_ms)
             if wait_ms > 0:
@@ -105,6 +112,7 @@ class ReplicationMixin(NodeCore):
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaState:
         replica = leader.replicas.get(replica_id)
         if replica is None:  # an observer's first fetch
+            self._make_room_for_an_observer(leader, now_ms)
             replica = leader.replicas[replica_id] = ReplicaState()
         replica.last_fetch_ms = now_ms
         if replica_id in self._voters:
@@ -115,6 +123,26 @@ class ReplicationMixin(NodeCore):
                 leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
                 leader.fetched_since_check.clear()
         return replica
+
+    def _make_room_for_an_observer(self, leader: Leader, now_ms: int) -> None:
+        """Forget observers silent for Kafka's observer session timeout, and the stalest one
+        past `OBSERVERS_MAX`: fetches from made-up ids must not grow the leader without bound.
+        (Observers count for nothing but DescribeQuorum.)"""
+        observers = [
+            (r.last_fetch_ms, v) for v, r in leader.replicas.items() if v not in self._voters
+        ]
+        if len(observers) < OBSERVERS_MAX and not any(
+            t < now_ms - OBSERVER_SESSION_TIMEOUT_MS for t, _ in observers
+        ):
+            return
+        observers.sort()
+        for i, (last_fetch_ms, v) in enumerate(observers):
+            if (
+                last_fetch_ms >= now_ms - OBSERVER_SESSION_TIMEOUT_MS
+                and len(observers) - i < OBSERVERS_MAX
+            ):
+                break
+            del leader.replicas[v]
 
     def _validate_fetch_position(
         self, fetch_offset: int, last_fetched_epoch: int

@@ -14,6 +14,9 @@
 - ``committed_never_lost``: a new leader of epoch E holds every batch that a leader of an
   epoch below E committed (Raft §5.4 Leader Completeness). NB: a stale leader of a lower
   epoch may legitimately lack batches committed in higher epochs.
+- ``epoch_fits_wire``: no node sends an epoch outside int32 (``0..EPOCH_MAX``).
+- ``outsider_ignored``: no node ever enters an epoch at or above `FORGED_EPOCH_MIN`, which
+  only the nemesis's outsider sends (forged messages from ids outside the voter set).
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, final
 
+from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.messages import RaftMessage, VoteRequest, VoteResponse
 from kraft.raft.quorum import majority_size
 from kraft.types import NodeId
 
 if TYPE_CHECKING:
     from kraft.sim.cluster import SimNode
+
+
+FORGED_EPOCH_MIN = 1 << 30
+"""Epochs from here to `EPOCH_MAX` are the outsider's: no run elects that often."""
 
 
 class InvariantViolated(AssertionError):
@@ -74,6 +82,8 @@ class RaftChecker:
     def on_send(self, msg: RaftMessage) -> None:
         """Called for each message as the shell sends it (after persisting its Ready)."""
         src = msg.source
+        if not 0 <= msg.epoch <= EPOCH_MAX:
+            self.fail("epoch_fits_wire", f"node {src} sent epoch {msg.epoch}: {msg!r}"[:300])
         if isinstance(msg, VoteRequest) and msg.pre_vote:
             return  # carries the epoch it would campaign in, not its own
         if msg.epoch > self._sent_epoch.get(src, -1):
@@ -105,6 +115,8 @@ class RaftChecker:
         epoch = node.epoch
         if epoch < self._epoch.get(nid, -1):
             self.fail("monotonic_epoch", f"node {nid} went from {self._epoch[nid]} to {epoch}")
+        if epoch >= FORGED_EPOCH_MIN:
+            self.fail("outsider_ignored", f"node {nid} took the forged epoch {epoch}")
         self._epoch[nid] = epoch
         durable_epoch = n.disk.hard_state.epoch
         if durable_epoch < self._durable_epoch.get(nid, -1):
@@ -179,4 +191,4 @@ class RaftChecker:
             self.fail("committed_identical", f"node {nid} state differs at offset {offset}")
 
 
-__all__ = ["InvariantViolated", "RaftChecker"]
+__all__ = ["FORGED_EPOCH_MIN", "InvariantViolated", "RaftChecker"]

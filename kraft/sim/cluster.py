@@ -247,9 +247,9 @@ class SimCluster:
     # --- the shell loop -----------------------------------------------------------------------
 
     def _deliver(self, msg: RaftMessage) -> None:
-        n = self.nodes[msg.destination]
-        if n.node is None:
-            return
+        n = self.nodes.get(msg.destination)
+        if n is None or n.node is None:
+            return  # to the nemesis's outsider, or a node that is down
         if n.paused:
             n.inbox.append(msg)
             return

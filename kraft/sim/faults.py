@@ -3,7 +3,8 @@
 The nemesis (after Jepsen's and TigerBeetle's VOPR) picks a random fault every few hundred
 simulated milliseconds during its window, each healing itself after a random time, and
 heals everything at the end of the window: crashed nodes restart, paused nodes resume,
-partitions and packet loss go away.
+partitions and packet loss go away. The ``outsider`` fault forges messages from ids outside
+the voter set with huge epochs (`kraft.sim.outsider`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import final
 
 from kraft.raft import NotLeaderError
 from kraft.sim.cluster import SimCluster, SimNode
+from kraft.sim.outsider import OUTSIDER_ID, forge_message
 from kraft.types import NodeId
 
 
@@ -94,6 +96,7 @@ class Nemesis:
             ("pause", self._pause),
             ("resign_leader", self._resign_leader),
             ("wipe_observer", self._wipe_observer),
+            ("outsider", self._outsider),
         ]
 
     def start(self) -> None:
@@ -176,6 +179,20 @@ class Nemesis:
         n = self.rng.choice(observers)
         self.cluster.wipe(n)
         self._later(20, 500, lambda: self._restart(n))
+
+    def _outsider(self) -> None:
+        """A burst of forged messages from the outsider or an observer's id."""
+        cluster = self.cluster
+        voters = sorted(cluster.voter_ids)
+        sources = [OUTSIDER_ID, *(i for i in cluster.nodes if i not in cluster.voter_ids)]
+        for _ in range(self.rng.randint(1, 5)):
+            msg = forge_message(
+                self.rng,
+                source=self.rng.choice(sources),
+                destination=self.rng.choice(list(cluster.nodes)),
+                voters=voters,
+            )
+            cluster.network.send(msg)
 
     def heal_all(self) -> None:
         cluster = self.cluster

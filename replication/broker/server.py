@@ -79,6 +79,7 @@ from kraft.controller.messages import (
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
 from kraft.raft_server import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
+from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
@@ -178,6 +179,11 @@ class BrokerServer:
         )
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
+        # A dead loop (metadata Raft, lifecycle, tick, retention) takes the process down.
+        self.supervisor = LoopSupervisor(self._log)
+        self.supervisor.on_death(
+            lambda: self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        )
         self.raft = RaftServer(
             config.node_id,
             config.voters,
@@ -185,6 +191,7 @@ class BrokerServer:
             listen=None,
             config=config.raft,
             state_machine=_MetadataObserver(self),
+            supervisor=self.supervisor,
         )
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
@@ -211,12 +218,12 @@ class BrokerServer:
         await self._grpc.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.raft.start()
-        self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle"))
-        self._tasks.append(asyncio.create_task(self._tick_loop(), name="broker-tick"))
-        self._tasks.append(
-            asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe")
-        )
-        self._tasks.append(
+        lifecycle = asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle")
+        self.supervisor.watch(lifecycle, may_finish=True)  # ends after a controlled shutdown
+        self._tasks.append(lifecycle)
+        for task in (
+            asyncio.create_task(self._tick_loop(), name="broker-tick"),
+            asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
             asyncio.create_task(
                 run_retention(
                     lambda: self.replicas.values(),
@@ -224,8 +231,10 @@ class BrokerServer:
                     wall_clock_ms,
                 ),
                 name="broker-retention",
-            )
-        )
+            ),
+        ):
+            self.supervisor.watch(task)
+            self._tasks.append(task)
         self._log.info(
             "broker_started",
             listen=self.config.listen,
@@ -246,6 +255,7 @@ class BrokerServer:
     async def stop(self) -> None:
         self.stopping = True
         self._closed = True
+        self.supervisor.close()
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         for task in self._tasks:
             task.cancel()
@@ -612,17 +622,17 @@ class BrokerServer:
 
 
 async def serve(config: BrokerNodeConfig) -> int:
-    """Run a broker until SIGTERM/SIGINT (controlled shutdown, exit code 0)."""
+    """Run a broker until SIGTERM/SIGINT (controlled shutdown, exit code 0), or until one of
+    its loops dies (exit code 1, `kraft.supervision`)."""
     server = BrokerServer(config)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    await stop.wait()
-    await server.controlled_shutdown()
-    await server.stop()
-    return 0
+
+    async def shut_down() -> None:
+        await server.controlled_shutdown()
+        await server.stop()
+
+    return await serve_until_stopped(
+        server.supervisor, start=server.start, on_signal=shut_down, on_death=server.stop
+    )
 
 
 PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"

@@ -95,7 +95,7 @@ def test_voter_rejects_a_candidate_whose_log_is_behind() -> None:
     older = ctx.step(ctx.vote_request(3, 3, last_epoch=1, end_offset=10))
     assert not only(shorter, VoteResponse)[0].vote_granted
     assert not only(older, VoteResponse)[0].vote_granted
-    newer = ctx.step(ctx.vote_request(3, 3, last_epoch=3, end_offset=1))
+    newer = ctx.step(ctx.vote_request(3, 4, last_epoch=3, end_offset=1))
     assert only(newer, VoteResponse)[0].vote_granted
 
 

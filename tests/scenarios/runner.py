@@ -13,7 +13,9 @@ the INFO events the nodes logged while it ran, then whatever the command prints.
 Commands: ``add-nodes N [observers=M]``, ``campaign ID``, ``tick MS``, ``tick-election ID``
 (to ID's next deadline), ``propose ID value...``, ``stabilize`` (deliver every message
 until quiet), ``partition 1|2,3``, ``heal``, ``crash ID``, ``restart ID``, ``resign ID``,
-``raft-state``, ``log ID``.
+``raft-state``, ``log ID``, ``forge KIND from=S to=D epoch=E [leader=L]`` (a message from
+anyone, stepped into D at once; D's answers to S are printed; KIND is ``vote``,
+``pre-vote``, ``vote-response``, ``begin-quorum-epoch`` or ``end-quorum-epoch``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,19 @@ from typing import Any
 
 import structlog
 
-from kraft.raft import NotLeaderError, RaftConfig, RaftMessage, RaftNode, parse_leader_change
+from kraft.raft import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    NotLeaderError,
+    RaftConfig,
+    RaftMessage,
+    RaftNode,
+    VoteRequest,
+    VoteResponse,
+    parse_leader_change,
+)
 from kraft.sim import SimDisk
-from kraft.types import NodeId
+from kraft.types import Epoch, NodeId, Offset
 from storage.records import iter_batches, record_values
 
 ROOT = Path(__file__).parent
@@ -190,10 +202,49 @@ class Env:
                     )
             if not out:
                 out.append("(empty)")
+        elif cmd == "forge":
+            msg = _forge(args[0], dict(a.split("=", 1) for a in args[1:]))
+            node = self.nodes[msg.destination]
+            before = len(self.inflight)
+            node.step(msg, self.now_ms)
+            self.drain(node.node_id)
+            for reply in [m for m in self.inflight[before:] if m.destination == msg.source]:
+                error = getattr(reply, "error", None)
+                out.append(
+                    f"reply {type(reply).__name__} epoch={reply.epoch} "
+                    f"error={error.name if error else None} "
+                    f"leader={getattr(reply, 'leader_id', None)}"
+                )
         else:
             raise ValueError(f"unknown command {cmd!r}")
         events, self.lines[:] = list(self.lines), []
         return events + out
+
+
+def _forge(kind: str, kv: dict[str, str]) -> RaftMessage:
+    source, dest = NodeId(int(kv["from"])), NodeId(int(kv["to"]))
+    epoch = Epoch(int(kv["epoch"]))
+    leader = NodeId(int(kv.get("leader", kv["from"])))
+    head: dict[str, Any] = {
+        "source": source,
+        "destination": dest,
+        "epoch": epoch,
+        "correlation_id": 1,
+    }
+    if kind in ("vote", "pre-vote"):
+        return VoteRequest(
+            **head,
+            last_epoch=Epoch(max(0, epoch - 1)),
+            last_epoch_end_offset=Offset(1 << 40),
+            pre_vote=kind == "pre-vote",
+        )
+    if kind == "vote-response":
+        return VoteResponse(**head, vote_granted=True, leader_id=leader)
+    if kind == "begin-quorum-epoch":
+        return BeginQuorumEpochRequest(**head, leader_id=leader)
+    if kind == "end-quorum-epoch":
+        return EndQuorumEpochRequest(**head, leader_id=leader, preferred_successors=(dest,))
+    raise ValueError(f"unknown message kind {kind!r}")
 
 
 def run_script(text: str) -> str:

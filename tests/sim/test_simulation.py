@@ -12,6 +12,7 @@ from kraft.raft import UnsafeOptions
 from kraft.sim import cli_raft, run_seed, run_seeds
 from kraft.sim.cluster import DiskProfile
 from kraft.sim.raft_sim import failover_ms
+from kraft.types import NodeId
 
 SEEDS = 500
 
@@ -78,3 +79,39 @@ def test_cli_prints_a_summary_and_the_replay_command_on_failure(
     assert cli_raft(["--seed", "0x2a", "--voters", "5"]) == 1
     err = capsys.readouterr().err
     assert "replay: kraft sim raft --seed 0x2a --voters 5 --observers 1" in err
+
+
+def test_forged_messages_from_outside_the_voter_set_move_no_epoch_and_force_no_failover() -> None:
+    """Issue 10: Vote, BeginQuorumEpoch and EndQuorumEpoch from non-voters forced failovers,
+    and one with epoch 2^31-1 killed the quorum. Here every kind of message, forged from the
+    outsider's id or the observer's with epochs up to 2^31-1, hits every node for two
+    seconds of a healthy run: the leader and its epoch stay, and commits go on."""
+    import random
+
+    from kraft.sim import SimCluster
+    from kraft.sim.outsider import OUTSIDER_ID, forge_message
+
+    cluster = SimCluster(seed=7, voters=3, observers=1)
+    cluster.scheduler.run_until(1000)
+    leader = cluster.leader()
+    assert leader is not None and leader.node is not None
+    epoch = leader.node.epoch
+    rng = random.Random(7)
+    voters = sorted(cluster.voter_ids)
+    for step in range(400):
+        for destination in cluster.nodes:
+            cluster.network.send(
+                forge_message(
+                    rng,
+                    source=rng.choice([OUTSIDER_ID, NodeId(4)]),
+                    destination=destination,
+                    voters=voters,
+                )
+            )
+        cluster.scheduler.run_until(1000 + 5 * (step + 1))
+    leader.node.propose([b"after"], cluster.clock.now_ms)
+    cluster._after_activity(leader)
+    cluster.scheduler.run_until(cluster.clock.now_ms + 500)
+    assert cluster.leader() is leader and leader.node.epoch == epoch
+    assert all(n.node is not None and n.node.epoch == epoch for n in cluster.nodes.values())
+    assert all(n.app.applied == leader.node.high_watermark for n in cluster.nodes.values())
