@@ -13,15 +13,11 @@ from dataclasses import dataclass
 from typing import final
 
 from storage.config import int_fields_from_properties
+from storage.config_registry import node_property_fields
 from storage.errors import InvalidConfigError
 
-_KEYS: dict[str, str] = {
-    "min.insync.replicas": "min_insync_replicas",
-    "replica.lag.time.max.ms": "replica_lag_time_ms_max",
-    "replica.fetch.backoff.ms": "replica_fetch_backoff_ms",
-    # kraft's own key: Kafka's AlterPartitionManager uses an exponential backoff from 50 ms.
-    "alter.partition.retry.backoff.ms": "alter_partition_retry_backoff_ms",
-}
+_KEYS = node_property_fields("ReplicationConfig")
+"""Key -> field, from the config registry (defaults and docs there)."""
 
 
 @final
