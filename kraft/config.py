@@ -182,12 +182,7 @@ class ControllerNodeConfig:
                 f"node {node_id} is not in controller.quorum.voters and has no listeners"
             )
         controller_fields = int_fields_from_properties(props, _CONTROLLER_FIELDS)
-        node_fields = int_fields_from_properties(props, _NODE_FIELDS)
-        for key, field_name in _NODE_FIELDS.items():
-            if field_name in node_fields:
-                problem = NODE_KEYS[key].check_int(node_fields[field_name])
-                if problem is not None:
-                    raise InvalidConfigError(problem)
+        node_fields = int_fields_from_properties(props, _NODE_FIELDS)  # ranges checked
         return cls(
             node_id=node_id,
             voters=voters,

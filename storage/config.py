@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage.config_registry import (
+    DYNAMIC_BROKER_KEYS,
     INT_MAX,
     LOG_PROPERTY_FIELDS,
     LONG_MAX,
+    NODE_KEYS,
     SEGMENT_BYTES_MIN,
     TOPIC_KEYS,
 )
@@ -139,9 +141,10 @@ def int_fields_from_properties(
 ) -> dict[str, int]:
     """The integer fields named by ``keys`` (Kafka key -> field name) found in ``properties``;
     other keys are ignored. Shared by the configs of every layer that read Kafka properties.
+    A node key of the registry (or a topic key's broker synonym) is held to its range there.
 
     Raises:
-        InvalidConfigError: a value is not an integer.
+        InvalidConfigError: a value is not an integer, or is outside its key's range.
     """
     out: dict[str, int] = {}
     for key, raw in properties.items():
@@ -149,9 +152,13 @@ def int_fields_from_properties(
         if name is None or str(raw).strip() == "":
             continue  # absent or empty: the field's default
         try:
-            out[name] = int(str(raw).strip())
+            value = int(str(raw).strip())
         except ValueError:
             raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
+        definition = NODE_KEYS.get(key.strip()) or DYNAMIC_BROKER_KEYS.get(key.strip())
+        if definition is not None and (problem := definition.check_int(value)) is not None:
+            raise InvalidConfigError(problem)
+        out[name] = value
     return out
 
 

@@ -29,6 +29,7 @@ from storage.config_registry import (
     ConfigKey,
     Reader,
 )
+from storage.errors import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATIONS = ROOT / "docs" / "operations.md"
@@ -186,3 +187,40 @@ def test_operations_md_tables_are_the_generated_ones() -> None:
     text = OPERATIONS.read_text()
     assert rewrite_doc(text) == text
     assert all(markdown_table(name) in text for name in TABLES)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("broker.heartbeat.interval.ms", "0"),
+        ("log.retention.check.interval.ms", "-5"),
+        ("replica.high.watermark.checkpoint.interval.ms", "0"),
+        ("min.insync.replicas", "0"),
+    ],
+)
+def test_a_broker_property_outside_its_registry_range_stops_the_broker(
+    key: str, value: str
+) -> None:
+    props = {**_VOTERS, "node.id": "101", "listeners": "PLAINTEXT://127.0.0.1:9092"}
+    with pytest.raises(InvalidConfigError) as caught:
+        BrokerNodeConfig.from_properties({**props, "log.dirs": "d", key: value})
+    assert key in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("broker.session.timeout.ms", "0"),
+        ("num.partitions", "0"),
+        ("metadata.log.max.record.bytes.between.snapshots", "-1"),
+        ("socket.request.max.bytes", "100"),
+    ],
+)
+def test_a_controller_property_outside_its_registry_range_stops_the_controller(
+    key: str, value: str
+) -> None:
+    with pytest.raises(InvalidConfigError) as caught:
+        ControllerNodeConfig.from_properties(
+            {**_VOTERS, "node.id": "1", "log.dirs": "d", key: value}
+        )
+    assert key in caught.value.message
