@@ -24,6 +24,8 @@ Keys read (unknown keys are ignored, as Kafka ignores keys meant for other compo
   (`ControllerConfig`);
 - ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
 - ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
+
+Every key, its default and its range are in the config registry (`storage.config_registry`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ default of topics that set none; the cluster-wide dynamic default and topic conf
 it), the ``controller.quorum.*`` Raft timeouts of the metadata observer,
 ``log.retention.check.interval.ms`` and the log defaults of `BROKER_LOG_KEYS`
 (``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``, ``log.roll.ms``, ...;
-validated as the log validates them; topic configs override them).
+validated as the log validates them; topic configs override them). Every key, its default and
+its range are in the config registry (`storage.config_registry`).
 """
 
 from __future__ import annotations

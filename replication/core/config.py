@@ -28,7 +28,9 @@ class ReplicationConfig:
     min_insync_replicas: int = 1
     """``min.insync.replicas``: acks=all produces need at least this many ISR members, and the
     high watermark does not advance below it (KIP-966). The effective value is capped at the
-    replication factor, as Kafka's ``Partition.effectiveMinIsr`` does."""
+    replication factor, as Kafka's ``Partition.effectiveMinIsr`` does; only a broker or
+    cluster-wide default can reach the cap, since the controller refuses a topic's own value
+    above its replication factor."""
     replica_lag_time_ms_max: int = 30_000
     """``replica.lag.time.max.ms``: an ISR follower not caught up for longer is shrunk out."""
     replica_fetch_backoff_ms: int = 1_000
