@@ -24,6 +24,8 @@ Keys read (unknown keys are ignored, as Kafka ignores keys meant for other compo
   (`ControllerConfig`);
 - ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
 - ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
+
+Every key, its default and its range are in the config registry (`storage.config_registry`).
 """
 
 from __future__ import annotations
@@ -35,9 +37,18 @@ from pathlib import Path
 from kraft.controller.core import ControllerConfig
 from kraft.raft import RaftConfig
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
+from storage.config import int_fields_from_properties
+from storage.config_registry import NODE_KEYS, node_property_fields
 from storage.errors import InvalidConfigError
 
-DEFAULT_SNAPSHOT_INTERVAL_BYTES = 64 * 1024
+_CONTROLLER_FIELDS = node_property_fields("ControllerConfig")
+_NODE_FIELDS = node_property_fields("ControllerNodeConfig")
+"""Key -> field of `ControllerConfig` and of `ControllerNodeConfig`'s integer settings, from
+the config registry (where their defaults and docs are)."""
+
+DEFAULT_SNAPSHOT_INTERVAL_BYTES = int(
+    NODE_KEYS["metadata.log.max.record.bytes.between.snapshots"].default or 0
+)
 """Kafka's default is 20 MiB; kraft's metadata logs are small, and a small interval keeps the
 snapshot path (KIP-630: take, trim, fetch, install) exercised in every local cluster."""
 
@@ -172,37 +183,16 @@ class ControllerNodeConfig:
             raise InvalidConfigError(
                 f"node {node_id} is not in controller.quorum.voters and has no listeners"
             )
-        defaults = ControllerConfig()
-        controller = ControllerConfig(
-            broker_session_timeout_ms=int_property(
-                props, "broker.session.timeout.ms", defaults.broker_session_timeout_ms
-            ),
-            default_num_partitions=int_property(
-                props, "num.partitions", defaults.default_num_partitions
-            ),
-            default_replication_factor=int_property(
-                props, "default.replication.factor", defaults.default_replication_factor
-            ),
-        )
-        snapshot_interval = int_property(
-            props,
-            "metadata.log.max.record.bytes.between.snapshots",
-            DEFAULT_SNAPSHOT_INTERVAL_BYTES,
-        )
-        if snapshot_interval < 0:
-            raise InvalidConfigError("metadata.log.max.record.bytes.between.snapshots must be >= 0")
-        request_max = int_property(props, "socket.request.max.bytes", SOCKET_REQUEST_MAX_BYTES)
-        if not 1024 <= request_max <= 2**31 - 1:
-            raise InvalidConfigError("socket.request.max.bytes must be in [1024, 2147483647]")
+        controller_fields = int_fields_from_properties(props, _CONTROLLER_FIELDS)
+        node_fields = int_fields_from_properties(props, _NODE_FIELDS)  # ranges checked
         return cls(
             node_id=node_id,
             voters=voters,
             listen=listen,
             data_dir=Path(data_dir),
             raft=RaftConfig.from_properties(props),
-            controller=controller,
-            snapshot_interval_bytes=snapshot_interval,
-            socket_request_max_bytes=request_max,
+            controller=ControllerConfig(**controller_fields),
+            **node_fields,
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -213,11 +203,8 @@ class ControllerNodeConfig:
             "controller.quorum.voters": format_voters(self.voters),
             "listeners": f"CONTROLLER://{self.listen}",
             "log.dirs": str(self.data_dir),
-            "broker.session.timeout.ms": str(self.controller.broker_session_timeout_ms),
-            "num.partitions": str(self.controller.default_num_partitions),
-            "default.replication.factor": str(self.controller.default_replication_factor),
-            "metadata.log.max.record.bytes.between.snapshots": str(self.snapshot_interval_bytes),
-            "socket.request.max.bytes": str(self.socket_request_max_bytes),
+            **{k: str(getattr(self.controller, f)) for k, f in _CONTROLLER_FIELDS.items()},
+            **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
             **self.raft.to_properties(),
         }
 
