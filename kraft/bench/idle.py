@@ -11,8 +11,9 @@ of ``--seconds`` of doing nothing, and prints CPU seconds per node and in total,
 of one core. The same figure before and after a change, on the same machine, is the
 comparison: nothing else runs in the window.
 
-The script uses only `LocalCluster`'s stable API, so it can also measure an older tree:
-``PYTHONPATH=/path/to/old/tree python kraft/bench/idle.py``.
+The script uses only `LocalCluster`'s stable API, so it can also measure an older tree: copy
+this file out of the tree (its folder holds a ``storage.py`` that would shadow the package) and
+run ``PYTHONPATH=/path/to/old/tree python /tmp/idle.py``.
 """
 
 from __future__ import annotations
