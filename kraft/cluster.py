@@ -47,9 +47,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self
 
-from kraft.config import ControllerNodeConfig, format_voters, write_properties
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.health import (
     EXITED,
     RUNNING,
@@ -60,6 +60,7 @@ from kraft.health import (
     check_cluster_health,
 )
 from kraft.process import ManagedProcess, free_ports, wait_for
+from kraft.properties import format_voters, write_properties
 from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kraft.config import ControllerNodeConfig
 from kraft.controller.core import ControllerConfig
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.metadata import BROKER_CONFIGS, TOPIC_CONFIGS
 from kraft.raft import RaftConfig
 from replication.broker.config import BrokerNodeConfig

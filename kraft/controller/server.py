@@ -51,7 +51,6 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
-from kraft.config import ControllerNodeConfig
 from kraft.controller.core import ControllerCore
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -72,6 +71,7 @@ from kraft.controller.messages import (
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
 )
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord

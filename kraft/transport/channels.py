@@ -5,8 +5,8 @@ accepts: gRPC refuses a larger message with RESOURCE_EXHAUSTED before it is deco
 server carries on. The same bound applies to what channels send and receive, so a response
 (a fetch carries at least one whole batch) fits the limit the peer applies.
 
-The controller reads the key from its config (`kraft.config.ControllerNodeConfig`); the other
-servers and the clients use the default.
+The controller reads the key from its config (`kraft.controller.node_config`); the other servers
+and the clients use the default.
 
 `parse_bootstrap_servers` checks every address list a client or the CLI is given (brokers or
 controllers) before any channel is built: a malformed address fails at once, named.

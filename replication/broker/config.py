@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraft.config import format_voters, int_property, listener_address, parse_voters
+from kraft.properties import format_voters, int_property, listener_address, parse_voters
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
 from storage.config import int_fields_from_properties

@@ -20,7 +20,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
-from kraft.config import ControllerNodeConfig
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer
 from kraft.process import free_ports
 from kraft.raft import RaftNode
