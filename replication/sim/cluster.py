@@ -56,13 +56,7 @@ from replication.core import (
     ProduceCompletion,
     ReplicationConfig,
 )
-from replication.driver import (
-    MemorySnapshotStore,
-    NoDriverEvents,
-    PartitionDriver,
-    ReplicationMode,
-    open_partition_driver,
-)
+from replication.driver import MemorySnapshotStore, ReplicationMode, open_partition_driver
 from replication.sim.controller import (
     QUIET,
     TOPIC,
@@ -84,6 +78,7 @@ from replication.sim.messages import (
     RegisterReq,
     RegisterResp,
 )
+from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode
 from storage.records import BatchHeader, iter_batches, offset_values
 
@@ -91,75 +86,6 @@ if TYPE_CHECKING:
     from replication.sim.checker import ClusterChecker
 
 # --- the brokers --------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ReplicaDisk:
-    """What survives a broker crash for one replica: its log (whose unflushed tail a power
-    loss cuts) and its producer snapshots (written atomically and durably)."""
-
-    log: SimPartitionLog
-    snapshots: MemorySnapshotStore
-
-
-class SimLogCheckpoint:
-    """The high-watermark checkpoint kept beside a `SimPartitionLog` (survives crashes)."""
-
-    def __init__(self, log: SimPartitionLog) -> None:
-        self._log = log
-
-    def read(self) -> int | None:
-        return self._log.checkpoint
-
-    def write(self, offset: int) -> None:
-        self._log.checkpoint_high_watermark(offset)
-
-
-class SimReplica(NoDriverEvents):
-    """One replica on a `SimBroker`: the partition driver the broker runs, with the
-    simulated broker shell's answers to its events (and the checker's hooks)."""
-
-    def __init__(
-        self, broker: SimBroker, tp: TopicPartition, topic_id: str, log: SimPartitionLog
-    ) -> None:
-        self.broker = broker
-        self.tp = tp
-        self.topic_id = topic_id
-        self.log = log
-        self.driver: PartitionDriver
-
-    @property
-    def high_watermark(self) -> int:
-        return self.driver.high_watermark
-
-    def produce_completed(self, completion: ProduceCompletion) -> None:
-        self.broker._answer_produce(completion)
-
-    def send_alter_partition(self, generation: int, send: AlterPartitionSend) -> None:
-        self.broker._send_alter(self, generation, send)
-
-    def high_watermark_published(
-        self, old: int, new: int, leader_epoch: int, *, is_leader: bool, from_leader: bool
-    ) -> None:
-        self.broker.cluster.checker.on_high_watermark(
-            self.broker.node_id,
-            self.tp,
-            self.log,
-            old,
-            new,
-            leader_epoch,
-            is_leader=is_leader,
-            from_leader=from_leader,
-        )
-
-    def log_appended(self, leader_epoch: int, base_offset: int, *, as_leader: bool) -> None:
-        if as_leader:
-            self.broker.cluster.checker.on_leader_append(
-                self.broker.node_id, self.tp, leader_epoch, base_offset
-            )
-
-    def ready_applied(self, leader_epoch: int) -> None:
-        self.broker.cluster.checker.on_core(self.broker.node_id, self.tp, leader_epoch)
 
 
 @dataclass(slots=True)
@@ -516,7 +442,7 @@ class SimBroker:
         replica.driver.apply_registration(registration, brokers, config, now)
         self._maybe_fetch(replica)
 
-    def _send_alter(self, replica: SimReplica, generation: int, send: AlterPartitionSend) -> None:
+    def send_alter(self, replica: SimReplica, generation: int, send: AlterPartitionSend) -> None:
         epoch = self.broker_epoch
         assert epoch is not None
         alter_id, data = send.alter_id, send.data
@@ -653,7 +579,7 @@ class SimBroker:
             ConsumeResp(ErrorCode.NONE, records, high_watermark, log.log_start_offset, msg.rpc),
         )
 
-    def _answer_produce(self, completion: ProduceCompletion) -> None:
+    def answer_produce(self, completion: ProduceCompletion) -> None:
         waiting = self.waiting_produces.pop(completion.request_id, None)
         if waiting is not None:
             client, rpc = waiting
@@ -750,4 +676,4 @@ class BrokerCluster:
         return self.image.partition_by_name(tp)
 
 
-__all__ = ["BrokerCluster", "SimBroker", "ReplicaDisk", "SimLogCheckpoint", "SimReplica"]
+__all__ = ["BrokerCluster", "SimBroker"]
