@@ -69,6 +69,7 @@ from replication.driver import (
 from storage.checkpoint import read_offset, write_offset
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
+from storage.file_io import storage_error
 from storage.log import SegmentedLog
 from storage.records import BatchHeader, read_header
 
@@ -157,6 +158,9 @@ class PartitionReplica(NoDriverEvents):
                 events=self,
                 log_config=log_config,
             )
+        except OSError as e:
+            self.log.abandon()
+            raise storage_error(e, "opening the replica", directory) from e
         except BaseException:
             self.log.abandon()
             raise
