@@ -51,13 +51,11 @@ Not thread-safe: one owner calls it (the shell's event loop).
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import functools
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -69,33 +67,36 @@ from storage.config import INT_MAX, LogConfig
 from storage.errors import (
     CorruptRecordError,
     InvalidOffsetError,
-    InvalidRecordError,
     KafkaStorageError,
     LogClosedError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
 from storage.file_io import FileIO, file_io_for, storage_error
+from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from storage.log_append import (
+    assign_epochs,
+    check_append_size,
+    check_follower_append,
+    prepare_leader_append,
+)
 from storage.log_loader import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     load_log,
 )
-from storage.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    set_base_offset,
-    set_partition_leader_epoch,
+from storage.log_read import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    offset_for_timestamp,
+    read_batches,
+    segment_index_for,
 )
-from storage.segment import BatchSpan, LogSegment, find_corrupt_batch, parse_header, scan_batches
-
-EARLIEST_TIMESTAMP = -2
-"""`offset_for_timestamp` of this answers the log start offset (Kafka's ListOffsets -2)."""
-LATEST_TIMESTAMP = -1
-"""`offset_for_timestamp` of this answers the log end offset (Kafka's ListOffsets -1)."""
+from storage.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from storage.retention import SegmentInfo, plan_retention
+from storage.segment import BatchSpan, LogSegment, parse_header
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
@@ -125,16 +126,6 @@ def _maps_storage_errors(
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SegmentInfo:
-    """A read-only description of one segment."""
-
-    base_offset: int
-    next_offset: int
-    size_bytes: int
-    max_timestamp_ms: int
 
 
 class SegmentedLog:
@@ -173,8 +164,7 @@ class SegmentedLog:
             loaded.epoch_cache.entries,
         )
         self._dir_dirty = False
-        self._unflushed_messages = 0
-        self._last_flush_ms = clock_ms()
+        self._flush_policy = FlushPolicy(config, clock_ms())
         self._closed = False
         self.had_clean_shutdown = loaded.had_clean_shutdown
         if self._checkpointed_log_start_offset != self._log_start_offset:
@@ -302,37 +292,19 @@ class SegmentedLog:
             h = _HEADER.unpack_from(data, 0)
             if h[1] + LOG_OVERHEAD == len(data):
                 return self._append_one(data, h, leader_epoch)
-        spans = scan_batches(data, expected_offset=None)[0]
-        if not spans:
-            raise InvalidRecordError("an append needs at least one batch")
-        self._check_append_size(len(data))
-        limit = self._config.max_message_bytes
-        for span in spans:
-            if span.size > limit:
-                raise RecordTooLargeError(
-                    f"batch of {span.size} bytes exceeds max.message.bytes={limit}"
-                )
-        out = bytearray(data)
-        first = offset = self.log_end_offset
-        assigned: list[BatchSpan] = []
-        for span in spans:
-            set_base_offset(out, offset, span.position)
-            epoch = span.partition_leader_epoch
-            if leader_epoch is not None:
-                set_partition_leader_epoch(out, leader_epoch, span.position)
-                epoch = leader_epoch
-            nxt = offset + span.next_offset - span.base_offset
-            assigned.append(
-                span._replace(base_offset=offset, next_offset=nxt, partition_leader_epoch=epoch)
-            )
-            offset = nxt
+        first = self.log_end_offset
+        out, assigned = prepare_leader_append(
+            data, log_end_offset=first, leader_epoch=leader_epoch, config=self._config
+        )
         if leader_epoch is not None:
             if leader_epoch != self._epoch_cache.latest_epoch:
                 self._epoch_cache.assign(leader_epoch, first)
             self._append(out, assigned)
         else:
             self._append(out, assigned)
-            self._assign_epochs(assigned)  # NB: after the write, so a failed one adds none
+            assign_epochs(
+                self._epoch_cache, assigned
+            )  # NB: after the write (a failed one adds none)
         return first
 
     def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
@@ -347,7 +319,7 @@ class SegmentedLog:
                 f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
             )
         if size > config.segment_bytes:
-            self._check_append_size(size)
+            check_append_size(size, config)
         if _crc32c(data[_CRC_START:]) != h[4]:
             raise CorruptRecordError("CRC mismatch in batch")
         seg = self._segments[-1]
@@ -372,13 +344,8 @@ class SegmentedLog:
             raise self._undo_append(e) from e
         if config.sync_every_append:
             self._sync_data()
-        else:
-            self._unflushed_messages += h[12]
-            if (
-                self._unflushed_messages >= config.flush_messages
-                or now_ms - self._last_flush_ms >= config.flush_ms
-            ):
-                self._flush(now_ms, checkpoint=False)
+        elif self._flush_policy.on_appended(h[12], now_ms):
+            self._flush(now_ms, checkpoint=False)
         return offset
 
     @_maps_storage_errors
@@ -397,36 +364,11 @@ class SegmentedLog:
         """
         self._check_open()
         data = batches if type(batches) is bytes else bytes(batches)
-        spans = scan_batches(data, expected_offset=None)[0]
-        if not spans:
-            raise InvalidRecordError("an append needs at least one batch")
-        self._check_append_size(len(data))
-        expected = first = self.log_end_offset
-        for span in spans:
-            if span.base_offset != expected:
-                raise InvalidOffsetError(
-                    f"batch base offset {span.base_offset} does not continue the log at {expected}"
-                )
-            expected = span.next_offset
+        first = self.log_end_offset
+        spans = check_follower_append(data, log_end_offset=first, config=self._config)
         self._append(data, spans)
-        self._assign_epochs(spans)  # NB: after the write, so a failed one adds none
+        assign_epochs(self._epoch_cache, spans)  # NB: after the write (a failed one adds none)
         return first
-
-    def _assign_epochs(self, spans: list[BatchSpan]) -> None:
-        cache = self._epoch_cache
-        latest = cache.latest_epoch
-        for span in spans:
-            epoch = span.partition_leader_epoch
-            if epoch >= 0 and epoch != latest:
-                cache.assign(epoch, span.base_offset)
-                latest = cache.latest_epoch
-
-    def _check_append_size(self, size: int) -> None:
-        # Kafka: a whole append must fit in one segment (RecordBatchTooLargeException).
-        if size > self._config.segment_bytes:
-            raise RecordTooLargeError(
-                f"append of {size} bytes exceeds segment.bytes={self._config.segment_bytes}"
-            )
 
     def _append(self, data: bytes | bytearray, spans: list[BatchSpan]) -> None:
         now_ms = self._clock_ms()
@@ -464,15 +406,9 @@ class SegmentedLog:
         return seg
 
     def _after_append(self, records: int, now_ms: int) -> None:
-        config = self._config
-        if config.sync_every_append:
+        if self._config.sync_every_append:
             self._sync_data()
-            return
-        self._unflushed_messages += records
-        if (
-            self._unflushed_messages >= config.flush_messages
-            or now_ms - self._last_flush_ms >= config.flush_ms
-        ):
+        elif self._flush_policy.on_appended(records, now_ms):
             self._flush(now_ms, checkpoint=False)
 
     def _roll(self, now_ms: int) -> LogSegment:
@@ -499,6 +435,7 @@ class SegmentedLog:
         if config == self._config:
             return
         self._config = config
+        self._flush_policy.update_config(config)
         for seg in self._segments:
             seg.update_config(config)
         self._log.info("log_config_updated", **config.to_properties())
@@ -523,7 +460,7 @@ class SegmentedLog:
         returns True if it flushed."""
         self._check_open()
         now_ms = self._clock_ms() if now_ms is None else now_ms
-        if now_ms - self._last_flush_ms >= self._config.flush_ms and self._has_unflushed():
+        if self._flush_policy.is_due(now_ms) and self._has_unflushed():
             self._flush(now_ms, checkpoint=True)
             return True
         return False
@@ -540,8 +477,7 @@ class SegmentedLog:
             fsync_dir(self._directory)
             self._dir_dirty = False
         self._recovery_point = self.log_end_offset
-        self._unflushed_messages = 0
-        self._last_flush_ms = now_ms
+        self._flush_policy.flushed(now_ms)
         if checkpoint and self._checkpointed_recovery_point != self._recovery_point:
             self._write_recovery_point_checkpoint()
 
@@ -585,32 +521,15 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._check_open()
-        leo = self._segments[-1].next_offset
-        if from_offset == leo:
-            return b""
-        if from_offset < self._log_start_offset or from_offset > leo:
-            raise OffsetOutOfRangeError(log_start_offset=self._log_start_offset, log_end_offset=leo)
-        if max_offset is not None and from_offset >= max_offset:
-            return b""
-        i = bisect.bisect_right(self._bases, from_offset) - 1
-        seg = self._segments[i]
-        while from_offset >= seg.next_offset:  # skip empty segments
-            i += 1
-            seg = self._segments[i]
-        try:
-            data = seg.read(from_offset, max(max_bytes, 0), max_offset)
-        except CorruptRecordError as e:
-            raise self._corrupt(seg, from_offset, e.message) from e
-        corrupt = find_corrupt_batch(data)
-        if corrupt is not None:
-            raise self._corrupt(seg, from_offset, corrupt)
-        return data
-
-    def _corrupt(self, segment: LogSegment, offset: int, reason: str) -> CorruptRecordError:
-        self._log.error("corrupt_batch_read", segment=segment.base_offset, reason=reason)
-        return CorruptRecordError(
-            f"corrupt batch in {segment.log_path.name} of {self._directory}: {reason}",
-            offset=offset,
+        return read_batches(
+            self._segments,
+            self._bases,
+            log_start_offset=self._log_start_offset,
+            from_offset=from_offset,
+            max_bytes=max_bytes,
+            max_offset=max_offset,
+            directory=self._directory,
+            logger=self._log,
         )
 
     def fail_corrupt(self, offset: int, reason: str) -> KafkaStorageError:
@@ -623,8 +542,8 @@ class SegmentedLog:
         """
         if self._failed is not None:
             return self._failed
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        self._recovery_point = min(self._recovery_point, self._bases[i])
+        base = self._bases[segment_index_for(self._bases, offset)]
+        self._recovery_point = min(self._recovery_point, base)
         with contextlib.suppress(OSError):
             if (self._checkpointed_recovery_point or 0) > self._recovery_point:
                 self._write_recovery_point_checkpoint()
@@ -641,17 +560,9 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._check_open()
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return self._log_start_offset
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return self.log_end_offset
-        for seg in self._segments:
-            if seg.next_offset <= self._log_start_offset or seg.max_timestamp_ms < timestamp_ms:
-                continue
-            found = seg.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
+        return offset_for_timestamp(
+            self._segments, log_start_offset=self._log_start_offset, timestamp_ms=timestamp_ms
+        )
 
     # --- truncation and retention ----------------------------------------------------------------
 
@@ -781,30 +692,19 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._check_open()
-        now_ms = self._clock_ms() if now_ms is None else now_ms
-        config = self._config
-
-        def deletable() -> bool:
-            first = self._segments[0]
-            return len(self._segments) > 1 and (
-                high_watermark is None or first.next_offset <= high_watermark
-            )
-
-        deleted = 0
-        if config.retention_ms >= 0:
-            while deletable() and now_ms - self._segments[0].max_timestamp_ms > config.retention_ms:
+        plan = plan_retention(
+            self.segments,
+            self._config,
+            log_start_offset=self._log_start_offset,
+            now_ms=self._clock_ms() if now_ms is None else now_ms,
+            high_watermark=high_watermark,
+        )
+        if plan.segments_to_delete:
+            for _ in range(plan.segments_to_delete):
                 self._delete_first_segment()
-                deleted += 1
-        if config.retention_bytes >= 0:
-            total = self.size_bytes
-            while deletable() and total - self._segments[0].size >= config.retention_bytes:
-                total -= self._segments[0].size
-                self._delete_first_segment()
-                deleted += 1
-        if deleted:
-            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
-            self._after_start_moved(deleted, reason="retention_applied")
-        return deleted
+            self._log_start_offset = plan.log_start_offset
+            self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
+        return plan.segments_to_delete
 
     def _delete_first_segment(self) -> None:
         seg = self._segments.pop(0)
