@@ -34,12 +34,6 @@ LATEST_TIMESTAMP = -1
 """`offset_for_timestamp` of this answers the log end offset (Kafka's ListOffsets -1)."""
 
 
-def segment_index_for(bases: Sequence[int], offset: int) -> int:
-    """The index of the segment whose base offset is the greatest at or below ``offset``
-    (0 if ``offset`` is below every base)."""
-    return max(bisect.bisect_right(bases, offset) - 1, 0)
-
-
 def read_batches(
     segments: Sequence[LogSegment],
     bases: Sequence[int],
@@ -116,5 +110,4 @@ __all__ = [
     "LATEST_TIMESTAMP",
     "offset_for_timestamp",
     "read_batches",
-    "segment_index_for",
 ]
