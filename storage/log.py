@@ -47,8 +47,8 @@ from pathlib import Path
 import google_crc32c
 import structlog
 
-from storage.checkpoint import fsync_dir, write_offset
-from storage.config import INT_MAX, LogConfig
+from storage.checkpoint import fsync_dir
+from storage.config import LogConfig
 from storage.errors import (
     CorruptRecordError,
     InvalidOffsetError,
@@ -66,12 +66,8 @@ from storage.log_append import (
     prepare_leader_append,
 )
 from storage.log_health import LogHealth, maps_storage_errors
-from storage.log_loader import (
-    CLEAN_SHUTDOWN_FILE,
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    load_log,
-)
+from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
+from storage.log_offsets import LogOffsets
 from storage.log_read import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -80,7 +76,7 @@ from storage.log_read import (
 )
 from storage.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC
 from storage.retention import SegmentInfo, plan_retention
-from storage.segment import BatchSpan, LogSegment, parse_header
+from storage.segment import BatchSpan, parse_header
 from storage.segment_list import SegmentList
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
@@ -120,10 +116,13 @@ class SegmentedLog:
         directory, config, clock_ms = self._directory, self._config, self._clock_ms
         loaded = load_log(directory, config, self._io)
         self._segments = SegmentList(directory, loaded.segments, self._io, self._log)
-        self._log_start_offset = loaded.log_start_offset
-        self._recovery_point = loaded.recovery_point
-        self._checkpointed_recovery_point = loaded.checkpointed_recovery_point
-        self._checkpointed_log_start_offset = loaded.checkpointed_log_start_offset
+        self._offsets = LogOffsets(
+            directory,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            checkpointed_log_start_offset=loaded.checkpointed_log_start_offset,
+            checkpointed_recovery_point=loaded.checkpointed_recovery_point,
+        )
         self._epoch_cache = LeaderEpochCache(
             directory / LEADER_EPOCH_CHECKPOINT,
             lambda: self._segments.log_end_offset,
@@ -131,10 +130,8 @@ class SegmentedLog:
         )
         self._flush_policy = FlushPolicy(config, clock_ms())
         self.had_clean_shutdown = loaded.had_clean_shutdown
-        if self._checkpointed_log_start_offset != self._log_start_offset:
-            self._write_log_start_checkpoint()
-        if (self._checkpointed_recovery_point or 0) > self._recovery_point:
-            self._write_recovery_point_checkpoint()
+        self._offsets.checkpoint_log_start(if_changed=True)
+        self._offsets.lower_recovery_point(self._offsets.recovery_point)  # a stale checkpoint
 
     @classmethod
     def open(
@@ -173,7 +170,7 @@ class SegmentedLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._log_start_offset
+        return self._offsets.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
@@ -187,7 +184,7 @@ class SegmentedLog:
     @property
     def recovery_point(self) -> int:
         """Every offset below this is durable on disk."""
-        return self._recovery_point
+        return self._offsets.recovery_point
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
@@ -258,14 +255,13 @@ class SegmentedLog:
             self._append(out, assigned)
         else:
             self._append(out, assigned)
-            assign_epochs(
-                self._epoch_cache, assigned
-            )  # NB: after the write (a failed one adds none)
+            # NB: after the write, so that a failed one adds no epoch
+            assign_epochs(self._epoch_cache, assigned)
         return first
 
     def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
-        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix),
-        # and the roll and flush checks inlined. Keep it in step with `_append`.
+        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix).
+        # Keep its checks in step with `storage.log_append.prepare_leader_append`.
         size = len(data)
         config = self._config
         if h[3] != MAGIC or h[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or h[6] < 0:
@@ -286,22 +282,13 @@ class SegmentedLog:
             self._epoch_cache.assign(epoch, offset)
         now_ms = self._clock_ms()
         try:
-            if seg.size and (
-                seg.size + size > config.segment_bytes
-                or now_ms > seg.roll_deadline_ms
-                or seg.indexes_full
-                or next_offset - seg.base_offset > INT_MAX
-            ):
-                seg = self._segments.roll(config)
+            seg = self._segments.for_append(size, next_offset, now_ms, config)
             seg.append_batch(
                 _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
             )
         except OSError as e:
             raise self._undo_append(e) from e
-        if config.sync_every_append:
-            self._sync_data()
-        elif self._flush_policy.on_appended(h[12], now_ms):
-            self._flush(now_ms, checkpoint=False)
+        self._after_append(h[12], now_ms)
         return offset
 
     @maps_storage_errors
@@ -323,13 +310,13 @@ class SegmentedLog:
         first = self.log_end_offset
         spans = check_follower_append(data, log_end_offset=first, config=self._config)
         self._append(data, spans)
-        assign_epochs(self._epoch_cache, spans)  # NB: after the write (a failed one adds none)
+        assign_epochs(self._epoch_cache, spans)  # NB: after the write, as in `append`
         return first
 
     def _append(self, data: bytes | bytearray, spans: list[BatchSpan]) -> None:
         now_ms = self._clock_ms()
         try:
-            seg = self._segment_for_append(len(data), spans[-1].next_offset, now_ms)
+            seg = self._segments.for_append(len(data), spans[-1].next_offset, now_ms, self._config)
             seg.append(data, spans, now_ms)
         except OSError as e:
             raise self._undo_append(e) from e
@@ -343,23 +330,9 @@ class SegmentedLog:
         Raises:
             OSError: the cut failed too (the log then fails; see "Disk errors").
         """
-        seg = self._segments.active
-        seg.io.ftruncate(seg.fd, seg.size)
-        self._log.warning("append_undone", error=error.strerror, log_end_offset=seg.next_offset)
+        self._segments.cut_active_to_recorded_size()
+        self._log.warning("append_undone", error=error.strerror, log_end_offset=self.log_end_offset)
         return storage_error(error, "append", self._directory)
-
-    def _segment_for_append(self, size: int, next_offset: int, now_ms: int) -> LogSegment:
-        """The active segment, rolled first if this append must not go into it."""
-        config = self._config
-        seg = self._segments.active
-        if seg.size and (
-            seg.size + size > config.segment_bytes
-            or now_ms > seg.roll_deadline_ms
-            or seg.indexes_full
-            or next_offset - seg.base_offset > INT_MAX
-        ):
-            seg = self._segments.roll(config)
-        return seg
 
     def _after_append(self, records: int, now_ms: int) -> None:
         if self._config.sync_every_append:
@@ -406,27 +379,17 @@ class SegmentedLog:
         return False
 
     def _has_unflushed(self) -> bool:
-        return self._recovery_point < self.log_end_offset or self._segments.active.dirty
+        return self._offsets.recovery_point < self.log_end_offset or self._segments.active.dirty
 
     def _flush(self, now_ms: int, *, checkpoint: bool) -> None:
-        self._segments.sync(self._checkpointed_recovery_point or 0)
-        self._recovery_point = self.log_end_offset
+        self._segments.sync(self._offsets.checkpointed_recovery_point)
+        self._offsets.flushed_to(self.log_end_offset, checkpoint=checkpoint)
         self._flush_policy.flushed(now_ms)
-        if checkpoint and self._checkpointed_recovery_point != self._recovery_point:
-            self._write_recovery_point_checkpoint()
 
     def _sync_data(self) -> None:
         # The synced-append path: indexes and the checkpoint wait for the next flush.
         self._segments.sync_data()
-        self._recovery_point = self.log_end_offset
-
-    def _write_recovery_point_checkpoint(self) -> None:
-        write_offset(self._directory / RECOVERY_POINT_CHECKPOINT, self._recovery_point)
-        self._checkpointed_recovery_point = self._recovery_point
-
-    def _write_log_start_checkpoint(self) -> None:
-        write_offset(self._directory / LOG_START_OFFSET_CHECKPOINT, self._log_start_offset)
-        self._checkpointed_log_start_offset = self._log_start_offset
+        self._offsets.flushed_to(self.log_end_offset, checkpoint=False)
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -451,7 +414,7 @@ class SegmentedLog:
         return read_batches(
             self._segments.files,
             self._segments.bases,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=self._offsets.log_start_offset,
             from_offset=from_offset,
             max_bytes=max_bytes,
             max_offset=max_offset,
@@ -469,10 +432,8 @@ class SegmentedLog:
         """
         if self._health.failed is not None:
             return self._health.failed
-        self._recovery_point = min(self._recovery_point, self._segments.base_offset_holding(offset))
-        with contextlib.suppress(OSError):
-            if (self._checkpointed_recovery_point or 0) > self._recovery_point:
-                self._write_recovery_point_checkpoint()
+        with contextlib.suppress(OSError):  # lowered even if the checkpoint fails
+            self._offsets.lower_recovery_point(self._segments.base_offset_holding(offset))
         return self._health.fail(KafkaStorageError(reason))
 
     @maps_storage_errors
@@ -488,7 +449,7 @@ class SegmentedLog:
         self._health.check_open()
         return offset_for_timestamp(
             self._segments.files,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=self._offsets.log_start_offset,
             timestamp_ms=timestamp_ms,
         )
 
@@ -512,23 +473,21 @@ class SegmentedLog:
         old_end = self.log_end_offset
         if offset >= old_end:
             return False
-        if offset < self._log_start_offset:
+        if offset < self._offsets.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
         deleted = self._segments.delete_back_above(offset)
         removed = self._segments.active.truncate_to(offset)
-        if self.log_end_offset < self._log_start_offset:
+        if self.log_end_offset < self._offsets.log_start_offset:
             # NB: the batch holding ``offset`` began below the log start offset: nothing at or
             # above the start is left, so the log restarts empty there (the start never moves
             # back).
-            self.truncate_fully_and_start_at(self._log_start_offset)
+            self.truncate_fully_and_start_at(self._offsets.log_start_offset)
             return True
         if deleted:
             self._segments.sync_dir()
         end = self.log_end_offset
-        self._recovery_point = min(self._recovery_point, end)
-        if (self._checkpointed_recovery_point or 0) > end:
-            self._write_recovery_point_checkpoint()
+        self._offsets.lower_recovery_point(end)
         self._epoch_cache.truncate_from_end(end)
         self._log.info(
             "log_truncated",
@@ -553,9 +512,7 @@ class SegmentedLog:
         if offset < 0:
             raise InvalidOffsetError(f"cannot start a log at negative offset {offset}")
         self._segments.reset_at(offset, self._config)
-        self._log_start_offset = self._recovery_point = offset
-        self._write_log_start_checkpoint()
-        self._write_recovery_point_checkpoint()
+        self._offsets.reset_at(offset)
         self._epoch_cache.clear()
         self._log.info("log_truncated_fully", log_start_offset=offset)
 
@@ -574,12 +531,12 @@ class SegmentedLog:
         if offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"cannot start the log at {offset}, past its end {self.log_end_offset}",
-                log_start_offset=self._log_start_offset,
+                log_start_offset=self._offsets.log_start_offset,
                 log_end_offset=self.log_end_offset,
             )
-        if offset <= self._log_start_offset:
+        if offset <= self._offsets.log_start_offset:
             return False
-        self._log_start_offset = offset
+        self._offsets.set_log_start_offset(offset)
         deleted = self._segments.delete_front_below(offset)
         self._after_start_moved(deleted, reason="log_start_offset_advanced")
         return True
@@ -606,22 +563,24 @@ class SegmentedLog:
         plan = plan_retention(
             self.segments,
             self._config,
-            log_start_offset=self._log_start_offset,
+            log_start_offset=self._offsets.log_start_offset,
             now_ms=self._clock_ms() if now_ms is None else now_ms,
             high_watermark=high_watermark,
         )
         if plan.segments_to_delete:
             self._segments.delete_first(plan.segments_to_delete)
-            self._log_start_offset = plan.log_start_offset
+            self._offsets.set_log_start_offset(plan.log_start_offset)
             self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
         return plan.segments_to_delete
 
     def _after_start_moved(self, deleted: int, *, reason: str) -> None:
         if deleted:
             self._segments.sync_dir()
-        self._epoch_cache.truncate_from_start(self._log_start_offset)
-        self._write_log_start_checkpoint()
-        self._log.info(reason, log_start_offset=self._log_start_offset, segments_deleted=deleted)
+        self._epoch_cache.truncate_from_start(self._offsets.log_start_offset)
+        self._offsets.checkpoint_log_start()
+        self._log.info(
+            reason, log_start_offset=self._offsets.log_start_offset, segments_deleted=deleted
+        )
 
     # --- closing ---------------------------------------------------------------------------------
 
@@ -640,8 +599,7 @@ class SegmentedLog:
             return
         try:
             self._flush(self._clock_ms(), checkpoint=True)
-            if self._checkpointed_log_start_offset != self._log_start_offset:
-                self._write_log_start_checkpoint()
+            self._offsets.checkpoint_log_start(if_changed=True)
         except OSError as e:
             self.abandon()
             raise self._health.fail(storage_error(e, "close", self._directory)) from e
@@ -676,7 +634,7 @@ class SegmentedLog:
 
     def __repr__(self) -> str:
         return (
-            f"SegmentedLog({str(self._directory)!r}, log_start_offset={self._log_start_offset}, "
+            f"SegmentedLog({str(self._directory)!r}, log_start_offset={self.log_start_offset}, "
             f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})"
         )
 

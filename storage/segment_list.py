@@ -33,7 +33,7 @@ from typing import final
 from structlog.typing import FilteringBoundLogger
 
 from storage.checkpoint import fsync_dir
-from storage.config import LogConfig
+from storage.config import INT_MAX, LogConfig
 from storage.file_io import FileIO
 from storage.retention import SegmentInfo
 from storage.segment import LogSegment
@@ -104,6 +104,27 @@ class SegmentList:
         return iter(self._segments)
 
     # --- changes ---------------------------------------------------------------------------------
+
+    def for_append(self, size: int, next_offset: int, now_ms: int, config: LogConfig) -> LogSegment:
+        """The segment an append of ``size`` bytes ending before ``next_offset`` goes to: the
+        active one, rolled first if the append would pass ``segment.bytes``, ``segment.ms``
+        has run out, an index is full, or an offset would not fit the index's 32-bit relative
+        offsets. An empty active segment always takes the append."""
+        seg = self._segments[-1]
+        if seg.size and (
+            seg.size + size > config.segment_bytes
+            or now_ms > seg.roll_deadline_ms
+            or seg.indexes_full
+            or next_offset - seg.base_offset > INT_MAX
+        ):
+            seg = self.roll(config)
+        return seg
+
+    def cut_active_to_recorded_size(self) -> None:
+        """Cut the active segment's file back to the size it recorded (dropping the bytes of
+        a partial write the segment never recorded)."""
+        seg = self._segments[-1]
+        seg.io.ftruncate(seg.fd, seg.size)
 
     def roll(self, config: LogConfig) -> LogSegment:
         """Start a new active segment at the log end offset; returns it."""
