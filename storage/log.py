@@ -44,26 +44,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import google_crc32c
 import structlog
 
 from storage.checkpoint import fsync_dir
 from storage.config import LogConfig
 from storage.errors import (
-    CorruptRecordError,
     InvalidOffsetError,
     KafkaStorageError,
     OffsetOutOfRangeError,
-    RecordTooLargeError,
 )
 from storage.file_io import FileIO, file_io_for, storage_error
 from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_append import (
     assign_epochs,
-    check_append_size,
     check_follower_append,
+    check_single_batch,
     prepare_leader_append,
+    single_batch_header,
 )
 from storage.log_health import LogHealth, maps_storage_errors
 from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
@@ -74,15 +72,11 @@ from storage.log_read import (
     offset_for_timestamp,
     read_batches,
 )
-from storage.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC
 from storage.retention import SegmentInfo, plan_retention
-from storage.segment import BatchSpan, parse_header
+from storage.segment import BatchSpan
 from storage.segment_list import SegmentList
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
-_CRC_START = 21
-_crc32c = google_crc32c.value
 
 _logger = structlog.get_logger(__name__)
 
@@ -241,10 +235,9 @@ class SegmentedLog:
         """
         self._health.check_open()
         data = batch if type(batch) is bytes else bytes(batch)
-        if len(data) >= BATCH_HEADER_SIZE:
-            h = _HEADER.unpack_from(data, 0)
-            if h[1] + LOG_OVERHEAD == len(data):
-                return self._append_one(data, h, leader_epoch)
+        h = single_batch_header(data)
+        if h is not None:
+            return self._append_one(data, h, leader_epoch)
         first = self.log_end_offset
         out, assigned = prepare_leader_append(
             data, log_end_offset=first, leader_epoch=leader_epoch, config=self._config
@@ -261,19 +254,9 @@ class SegmentedLog:
 
     def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
         # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix).
-        # Keep its checks in step with `storage.log_append.prepare_leader_append`.
         size = len(data)
         config = self._config
-        if h[3] != MAGIC or h[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or h[6] < 0:
-            parse_header(data, 0)  # raises CorruptRecordError with the reason
-        if size > config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
-            )
-        if size > config.segment_bytes:
-            check_append_size(size, config)
-        if _crc32c(data[_CRC_START:]) != h[4]:
-            raise CorruptRecordError("CRC mismatch in batch")
+        check_single_batch(data, h, config)
         seg = self._segments.active
         offset = seg.next_offset
         next_offset = offset + h[6] + 1

@@ -11,19 +11,41 @@ Before a multi-batch append touches a file, the log asks these functions what to
 - a *follower* append (`check_follower_append`) checks the same and that the fetched batches
   continue the log end offset exactly: they keep the leader's offsets and epochs.
 
-Both return the batches' `BatchSpan`s as written. After the write, `assign_epochs` records in
-the leader-epoch cache each epoch the batches start (KIP-101), after the write so that a failed
-one adds none. Nothing here does I/O or keeps state; the single-batch hot path of
-`SegmentedLog.append` inlines the same checks.
+The common case, one batch per call, takes a faster path: `single_batch_header` recognizes it
+from the header alone and `check_single_batch` makes the same checks on that header tuple
+without building spans or copying (keep the two paths in step).
+
+The multi-batch functions return the batches' `BatchSpan`s as written. After the write,
+`assign_epochs` records in the leader-epoch cache each epoch the batches start (KIP-101),
+after the write so that a failed one adds none. Nothing here does I/O or keeps state.
 """
 
 from __future__ import annotations
 
+import struct
+
+import google_crc32c
+
 from storage.config import LogConfig
-from storage.errors import InvalidOffsetError, InvalidRecordError, RecordTooLargeError
+from storage.errors import (
+    CorruptRecordError,
+    InvalidOffsetError,
+    InvalidRecordError,
+    RecordTooLargeError,
+)
 from storage.leader_epoch import LeaderEpochCache
-from storage.records import set_base_offset, set_partition_leader_epoch
-from storage.segment import BatchSpan, scan_batches
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from storage.segment import BatchSpan, parse_header, scan_batches
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
+_CRC_START = 21
+_crc32c = google_crc32c.value
 
 
 def check_append_size(size: int, config: LogConfig) -> None:
@@ -36,6 +58,38 @@ def check_append_size(size: int, config: LogConfig) -> None:
         raise RecordTooLargeError(
             f"append of {size} bytes exceeds segment.bytes={config.segment_bytes}"
         )
+
+
+def single_batch_header(data: bytes) -> tuple[int, ...] | None:
+    """The v2 header of ``data`` as a tuple if ``data`` is exactly one batch by its length
+    field (not yet validated: see `check_single_batch`), else None. Fields used: ``[1]``
+    batch length, ``[2]`` partition leader epoch, ``[3]`` magic, ``[4]`` CRC, ``[6]`` last
+    offset delta, ``[8]`` max timestamp, ``[12]`` record count."""
+    if len(data) >= BATCH_HEADER_SIZE:
+        h = _HEADER.unpack_from(data, 0)
+        if h[1] + LOG_OVERHEAD == len(data):
+            return h
+    return None
+
+
+def check_single_batch(data: bytes, h: tuple[int, ...], config: LogConfig) -> None:
+    """The checks of `prepare_leader_append` for one batch whose header tuple is ``h``.
+
+    Raises:
+        CorruptRecordError: a bad header (magic, length, offset delta) or CRC.
+        RecordTooLargeError: the batch exceeds ``max.message.bytes`` or ``segment.bytes``.
+    """
+    size = len(data)
+    if h[3] != MAGIC or h[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or h[6] < 0:
+        parse_header(data, 0)  # raises CorruptRecordError with the reason
+    if size > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
+        )
+    if size > config.segment_bytes:
+        check_append_size(size, config)
+    if _crc32c(data[_CRC_START:]) != h[4]:
+        raise CorruptRecordError("CRC mismatch in batch")
 
 
 def _scan(data: bytes, config: LogConfig) -> list[BatchSpan]:
@@ -114,4 +168,11 @@ def assign_epochs(cache: LeaderEpochCache, spans: list[BatchSpan]) -> None:
             latest = cache.latest_epoch
 
 
-__all__ = ["assign_epochs", "check_append_size", "check_follower_append", "prepare_leader_append"]
+__all__ = [
+    "assign_epochs",
+    "check_append_size",
+    "check_follower_append",
+    "check_single_batch",
+    "prepare_leader_append",
+    "single_batch_header",
+]
