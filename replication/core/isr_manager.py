@@ -8,7 +8,8 @@ leader logs what it decides). It holds:
 
 - the replica set and each follower's progress (`ReplicaState`, ``high_watermark.py``), reset
   when this broker becomes leader and updated by every valid follower fetch (`record_fetch`);
-- the broker registrations of the replicas (KIP-841 eligibility: `is_isr_eligible`);
+- the broker registrations of the replicas: KIP-841 eligibility (`is_isr_eligible`), and
+  whether a fetch is a follower's, at its live registration (`fence_fetch`, KIP-903);
 - the ISR state (``isr_state.py``): committed, or one AlterPartition in flight (KIP-497), with
   the partition epoch it is based on and the id of the next attempt.
 
@@ -37,6 +38,7 @@ from kraft.controller.messages import AlterPartitionData, AlterPartitionPartitio
 from kraft.metadata.image import PartitionRegistration
 from kraft.metadata.records import LeaderRecoveryState
 from kraft.types import TopicPartition
+from replication.core.fetch_validation import fence_follower_broker_epoch
 from replication.core.high_watermark import (
     NEVER_MS,
     ReplicaState,
@@ -54,6 +56,7 @@ from replication.core.isr_state import (
     with_new_attempt,
 )
 from replication.core.messages import AlterPartitionSend, BrokerStatus
+from storage.errors import ErrorCode
 
 
 @final
@@ -108,9 +111,6 @@ class IsrManager:
 
     def follower_state(self, replica_id: int) -> ReplicaState | None:
         return self._followers.get(replica_id)
-
-    def broker_status(self, replica_id: int) -> BrokerStatus | None:
-        return self._brokers.get(replica_id)
 
     @property
     def retry_at_ms(self) -> int | None:
@@ -190,9 +190,16 @@ class IsrManager:
 
     # --- follower progress --------------------------------------------------------------------
 
-    def is_follower(self, replica_id: int) -> bool:
-        """True if ``replica_id`` is a replica of the partition other than the leader."""
-        return replica_id in self._followers
+    def fence_fetch(self, replica_id: int, broker_epoch: int) -> ErrorCode | None:
+        """Whether a fetch claiming to come from ``replica_id`` at ``broker_epoch`` may count as
+        that follower's: NOT_LEADER_OR_FOLLOWER if it is no follower of this partition, else
+        `fence_follower_broker_epoch` against its registration (KIP-903); None if it may."""
+        if replica_id == self._local_id or replica_id not in self._followers:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        status = self._brokers.get(replica_id)
+        return fence_follower_broker_epoch(
+            broker_epoch, None if status is None else status.broker_epoch
+        )
 
     def record_fetch(
         self,

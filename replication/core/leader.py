@@ -48,11 +48,7 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.types import TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
-from replication.core.fetch_validation import (
-    fence_follower_broker_epoch,
-    fence_leader_epoch,
-    validate_fetch_position,
-)
+from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
 from replication.core.high_watermark import ReplicaState, effective_min_isr
 from replication.core.isr_manager import IsrManager
 from replication.core.isr_state import AlterPartitionVerdict, PartitionState
@@ -326,17 +322,11 @@ class PartitionLeader:
         if self._resigned:
             return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
         fenced = fence_leader_epoch(fetch.current_leader_epoch, self._leader_epoch)
+        if fenced is None:
+            fenced = self._isr.fence_fetch(fetch.replica_id, fetch.broker_epoch)
         if fenced is not None:
             return LeaderFetchAnswer(error_code=fenced)
         replica_id = fetch.replica_id
-        if replica_id == self._local_id or not self._isr.is_follower(replica_id):
-            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        status = self._isr.broker_status(replica_id)
-        stale = fence_follower_broker_epoch(
-            fetch.broker_epoch, None if status is None else status.broker_epoch
-        )
-        if stale is not None:
-            return LeaderFetchAnswer(error_code=stale)
         # NB: the answer carries the HW as of before this fetch (``initialHighWatermark``).
         answer = validate_fetch_position(
             self._log,
