@@ -29,7 +29,9 @@ Rules, with their sources:
   ISR expand (on its fetch): a follower whose LEO is at least the HW and the start
   offset of this leader epoch, and that KIP-841 allows (unfenced, not shutting down, fetching
   with its registered broker epoch). Both go through one AlterPartition at a time
-  (``isr_state.py``); the leader adopts an ISR only once the controller committed it.
+  (``isr_state.py``); the leader adopts an ISR only once the controller committed it. The
+  follower states, the ISR and these decisions live in the leader's `IsrManager`
+  (``isr_manager.py``); the leader feeds it fetches, metadata and time, and sends what it asks.
 - A new leader starts its epoch at its LEO (an epoch-cache entry, KIP-101) and keeps the high
   watermark it had as a follower: it never moves back.
 """
