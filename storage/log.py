@@ -48,11 +48,7 @@ import structlog
 
 from storage.checkpoint import fsync_dir
 from storage.config import LogConfig
-from storage.errors import (
-    InvalidOffsetError,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-)
+from storage.errors import InvalidOffsetError, KafkaStorageError, OffsetOutOfRangeError
 from storage.file_io import FileIO, file_io_for, storage_error
 from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
