@@ -11,6 +11,7 @@ prints the one line to replay a failing seed (`report_seed`, `report_summary`).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -93,7 +94,11 @@ def run_seed_jobs(
             if stop_after(run_one(job)):
                 break
     else:
-        with ProcessPoolExecutor(processes) as pool:
+        # NB: "spawn", not Linux's default fork: a caller that holds threads (gRPC's, a
+        # running cluster's) would hand its workers locks that no thread will ever release;
+        # forked workers of a process that had run gRPC servers span at 40% CPU for minutes.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(processes, mp_context=context) as pool:
             for r in pool.map(run_one, jobs, chunksize=chunksize):
                 if stop_after(r):
                     break

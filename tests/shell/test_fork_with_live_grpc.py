@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 _CHILD = textwrap.dedent(
     """
@@ -34,7 +34,7 @@ _CHILD = textwrap.dedent(
     for _ in range(3):
         threading.Thread(target=load, daemon=True).start()
     failed = sum(
-        subprocess.Popen(["/bin/true"], preexec_fn=lambda: None).wait() != 0 for _ in range(300)
+        subprocess.Popen(["/bin/true"], preexec_fn=lambda: None).wait() != 0 for _ in range(200)
     )
     done.set()
     print("failed", failed)
@@ -44,6 +44,6 @@ _CHILD = textwrap.dedent(
 
 def test_children_started_with_preexec_fn_all_exec_while_grpc_is_busy() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=100, check=True
+        [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=240, check=True
     )
     assert "failed 0" in out.stdout, out.stdout + out.stderr[-2000:]
