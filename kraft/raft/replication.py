@@ -236,7 +236,7 @@ class Replication:
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
             # Bounded by our request timeout: a peer cannot hold a fetch (or an RPC) open longer.
             wait_ms = min(req.max_wait_ms, self._config.request_timeout_ms)
-            if req.high_watermark < self._high_watermark:  # it only has the HW to learn
+            if req.high_watermark < self._high_watermark:  # it only has the high watermark to learn
                 wait_ms = min(wait_ms, self._config.high_watermark_linger_ms)
             if wait_ms > 0:
                 leader.parked_fetches[req.source] = (req, now_ms + wait_ms)
@@ -363,7 +363,7 @@ class Replication:
         return True
 
     def _tell_parked_fetches_the_high_watermark(self, leader: Leader, now_ms: int) -> None:
-        """Parked fetchers must learn the new HW: within the HW linger, or with the next
+        """Parked fetchers must learn the new high watermark: within its linger, or with the next
         entry if one comes sooner (it completes every parked fetch)."""
         linger = self._config.high_watermark_linger_ms
         if linger == 0:
@@ -430,8 +430,8 @@ class Replication:
             return False
         if self._fetch_blocked():
             return False
-        cid = self._outbox.correlation_id()
-        role.fetch_correlation_id = cid
+        correlation_id = self._outbox.correlation_id()
+        role.fetch_correlation_id = correlation_id
         role.fetch_sent_ms = now_ms
         log = self._raft_log
         if role.snapshot_fetch is not None:
@@ -440,7 +440,7 @@ class Replication:
                     source=self._id,
                     destination=role.leader_id,
                     epoch=role.epoch,
-                    correlation_id=cid,
+                    correlation_id=correlation_id,
                     snapshot_id=role.snapshot_fetch,
                     position=role.snapshot_position,
                     max_bytes=self._config.fetch_snapshot_max_bytes,
@@ -452,7 +452,7 @@ class Replication:
                     source=self._id,
                     destination=role.leader_id,
                     epoch=role.epoch,
-                    correlation_id=cid,
+                    correlation_id=correlation_id,
                     fetch_offset=log.log_end_offset,
                     last_fetched_epoch=log.last_epoch,
                     high_watermark=Offset(self._high_watermark),
@@ -465,8 +465,8 @@ class Replication:
     def _send_probe(self, now_ms: int) -> None:
         """An unattached observer asks a random voter who leads (it answers with a hint)."""
         voter = self._rng.choice(sorted(self._voters))
-        cid = self._outbox.correlation_id()
-        self._probe_correlation_id = cid
+        correlation_id = self._outbox.correlation_id()
+        self._probe_correlation_id = correlation_id
         self.probe_at_ms = now_ms + self._config.request_timeout_ms
         log = self._raft_log
         self._outbox.send(
@@ -474,7 +474,7 @@ class Replication:
                 source=self._id,
                 destination=voter,
                 epoch=self._quorum.epoch,
-                correlation_id=cid,
+                correlation_id=correlation_id,
                 fetch_offset=log.durable_end_offset,
                 last_fetched_epoch=log.last_epoch,
                 high_watermark=Offset(self._high_watermark),
