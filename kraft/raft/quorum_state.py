@@ -18,7 +18,8 @@ Observers (not in the voter set) are only ever Unattached or Follower. Every tra
 checks its preconditions and raises `InvalidTransitionError` when they fail; epochs never
 decrease and never pass `EPOCH_MAX`, the largest the wire carries (so a node in that epoch
 can no longer become a candidate). The election state to persist (`HardState`) follows
-from the role.
+from the role, and so does ``logger``: every assignment of ``role`` rebinds it with the new
+role's name and epoch, so whoever logs next names the role it is in.
 """
 
 from __future__ import annotations
@@ -78,8 +79,7 @@ class QuorumState:
             if logger is not None
             else structlog.get_logger("kraft.raft").bind(node_id=local_id)
         )
-        self.logger = self._base_logger
-        """Rebound with the role and epoch on every transition (see `role`)."""
+        self.logger = self._base_logger  # rebound with role and epoch by every transition
         self.local_id = local_id
         self.voters = voters
         self._config = config
