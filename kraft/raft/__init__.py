@@ -35,9 +35,8 @@ The shell implements `RaftStorage` (read-only: log batches, epoch start offsets,
 and keeps the `HardState`; `kraft.sim.SimDisk` is an in-memory implementation.
 """
 
-from kraft.raft._core import UnsafeOptions
 from kraft.raft.admission import EPOCH_MAX
-from kraft.raft.config import RaftConfig
+from kraft.raft.config import RaftConfig, UnsafeOptions
 from kraft.raft.control import LeaderChange, build_leader_change_batch, parse_leader_change
 from kraft.raft.errors import InvalidTransitionError, NotLeaderError
 from kraft.raft.log import LogStorage, RaftLog, RaftStorage, SnapshotStorage
@@ -65,7 +64,7 @@ from kraft.raft.roles import (
     Follower,
     Leader,
     Prospective,
-    ReplicaState,
+    ReplicaProgress,
     Resigned,
     Role,
     Unattached,
@@ -98,7 +97,7 @@ __all__ = [
     "RaftNode",
     "RaftStorage",
     "Ready",
-    "ReplicaState",
+    "ReplicaProgress",
     "Resigned",
     "Role",
     "SnapshotChunk",

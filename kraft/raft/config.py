@@ -96,4 +96,16 @@ class RaftConfig:
         return {key: str(getattr(self, name)) for key, name in _KEYS.items()}
 
 
-__all__ = ["RaftConfig"]
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnsafeOptions:
+    """Deliberate protocol bugs, for proving that the simulator's checkers can fail.
+
+    Never set these outside tests.
+    """
+
+    commit_without_majority: bool = False
+    """The leader advances its high watermark to its own log end, ignoring the voters."""
+
+
+__all__ = ["RaftConfig", "UnsafeOptions"]

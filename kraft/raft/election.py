@@ -20,8 +20,13 @@ after a back-off that grows with its position in that list.
 
 from __future__ import annotations
 
-from kraft.raft._core import NodeCore
+from typing import final
+
+from structlog.typing import FilteringBoundLogger
+
+from kraft.raft.config import RaftConfig
 from kraft.raft.control import build_leader_change_batch
+from kraft.raft.log import RaftLog
 from kraft.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -30,7 +35,10 @@ from kraft.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kraft.raft.outbox import Outbox
 from kraft.raft.quorum import has_majority
+from kraft.raft.quorum_state import QuorumState
+from kraft.raft.replication import Replication
 from kraft.raft.roles import (
     Candidate,
     Follower,
@@ -43,20 +51,98 @@ from kraft.types import Epoch, NodeId
 from storage.errors import ErrorCode
 
 
-class ElectionMixin(NodeCore):
-    """Vote, BeginQuorumEpoch and EndQuorumEpoch handling, and campaigning."""
+@final
+class Election:
+    """Vote, BeginQuorumEpoch and EndQuorumEpoch handling, campaigning, and every role change.
+
+    It keeps no state of its own: the vote tallies and election timers belong to the roles
+    (`Prospective`, `Candidate`, `Resigned`, ...), which `QuorumState` creates and checks. This
+    class decides *when* to move (timeouts, majorities, a higher epoch or a new leader heard
+    of) and does what goes with a move: drop a leader's pending work, send the requests of
+    the new role, start fetching from a new leader.
+    """
+
+    __slots__ = ("_config", "_id", "_outbox", "_quorum", "_raft_log", "_replication", "_voters")
+
+    def __init__(
+        self,
+        *,
+        quorum: QuorumState,
+        config: RaftConfig,
+        raft_log: RaftLog,
+        outbox: Outbox,
+        replication: Replication,
+    ) -> None:
+        self._quorum = quorum
+        self._id = quorum.local_id
+        self._voters = quorum.voters
+        self._config = config
+        self._raft_log = raft_log
+        self._outbox = outbox
+        self._replication = replication
+
+    @property
+    def _logger(self) -> FilteringBoundLogger:
+        return self._quorum.logger
+
+    # --- following ----------------------------------------------------------------------------
+
+    def become_follower(self, epoch: Epoch, leader_id: NodeId, now_ms: int) -> None:
+        role = self._quorum.role
+        if isinstance(role, Leader):
+            self._replication.drop_leader_state(role, "higher_epoch")
+        self._quorum.transition_to_follower(epoch, leader_id, now_ms)
+        self._logger.info("became_follower", leader_id=leader_id)
+        self._replication.maybe_send_fetch(now_ms)
+
+    def become_unattached(self, epoch: Epoch, now_ms: int) -> None:
+        role = self._quorum.role
+        if isinstance(role, Leader):
+            self._replication.drop_leader_state(role, "higher_epoch")
+        self._quorum.transition_to_unattached(epoch, now_ms)
+        self._logger.info("became_unattached")
+        if not self._quorum.is_voter:
+            self._replication.schedule_probe(now_ms)
+
+    def on_higher_epoch(self, epoch: Epoch, leader_id: NodeId | None, now_ms: int) -> None:
+        """Any message from a higher epoch moves us there (Raft §5.1)."""
+        assert epoch > self._quorum.epoch
+        if leader_id is not None and leader_id != self._id and leader_id in self._voters:
+            self.become_follower(epoch, leader_id, now_ms)
+        else:
+            self.become_unattached(epoch, now_ms)
+
+    def maybe_learn_leader(self, epoch: Epoch, leader_id: NodeId | None, now_ms: int) -> bool:
+        """A peer told us who leads ``epoch``: follow if that is news. Returns True if we moved."""
+        if epoch > self._quorum.epoch:
+            self.on_higher_epoch(epoch, leader_id, now_ms)
+            return True
+        role = self._quorum.role
+        if (
+            epoch == self._quorum.epoch
+            and leader_id is not None
+            and leader_id != self._id
+            and leader_id in self._voters
+            and isinstance(role, Unattached | Prospective | Candidate)
+            # NB: a prospective that gave up on its leader does not follow it again just
+            # because peers still name it (Kafka: only when no leader is known); it returns to
+            # it when its pre-vote round times out.
+            and not (isinstance(role, Prospective) and role.leader_id is not None)
+        ):
+            self.become_follower(epoch, leader_id, now_ms)
+            return True
+        return False
 
     # --- campaigning --------------------------------------------------------------------------
 
-    def _become_prospective(self, now_ms: int, *, backoff_ms: int = 0, reason: str) -> None:
+    def become_prospective(self, now_ms: int, *, backoff_ms: int = 0, reason: str) -> None:
         role = self._quorum.role
         if isinstance(role, Leader):  # pragma: no cover - QuorumState refuses it too
-            self._drop_leader_state(role, reason)
+            self._replication.drop_leader_state(role, reason)
         self._quorum.transition_to_prospective(now_ms, backoff_ms=backoff_ms)
-        self._rebind()
         self._logger.info("became_prospective", reason=reason, backoff_ms=backoff_ms)
         if not self._maybe_win_pre_vote(now_ms) and backoff_ms == 0:
-            self._send_vote_requests(now_ms)
+            self.send_vote_requests(now_ms)
 
     def _maybe_win_pre_vote(self, now_ms: int) -> bool:
         role = self._quorum.role
@@ -65,10 +151,9 @@ class ElectionMixin(NodeCore):
         if not has_majority(len(role.granted & self._voters), len(self._voters)):
             return False
         self._quorum.transition_to_candidate(now_ms)
-        self._rebind()
         self._logger.info("became_candidate", log_end_offset=self._raft_log.log_end_offset)
         if not self._maybe_win_election(now_ms):
-            self._send_vote_requests(now_ms)
+            self.send_vote_requests(now_ms)
         return True
 
     def _maybe_win_election(self, now_ms: int) -> bool:
@@ -80,7 +165,6 @@ class ElectionMixin(NodeCore):
         log = self._raft_log
         start = log.log_end_offset
         leader = self._quorum.transition_to_leader(start, now_ms)
-        self._rebind()
         # KIP-595 / Raft thesis §6.4: open the epoch with an entry of its own.
         log.append(
             build_leader_change_batch(
@@ -92,10 +176,10 @@ class ElectionMixin(NodeCore):
             )
         )
         self._logger.info("became_leader", epoch_start_offset=start)
-        self._send_begin_quorum_epoch(leader, now_ms)
+        self.send_begin_quorum_epoch(leader, now_ms)
         return True
 
-    def _send_vote_requests(self, now_ms: int) -> None:
+    def send_vote_requests(self, now_ms: int) -> None:
         role = self._quorum.role
         if isinstance(role, Prospective):
             if not self._quorum.can_campaign:
@@ -117,86 +201,84 @@ class ElectionMixin(NodeCore):
         role.retry_at_ms = now_ms + self._config.request_timeout_ms
         log = self._raft_log
         for voter in sorted(self._voters - role.granted - role.rejected - {self._id}):
-            self._send(
+            self._outbox.send(
                 VoteRequest(
                     source=self._id,
                     destination=voter,
                     epoch=epoch,
-                    correlation_id=self._correlation_id(),
+                    correlation_id=self._outbox.correlation_id(),
                     last_epoch=log.last_epoch,
                     last_epoch_end_offset=log.log_end_offset,
                     pre_vote=pre_vote,
                 )
             )
 
-    def _send_begin_quorum_epoch(self, leader: Leader, now_ms: int) -> None:
+    def send_begin_quorum_epoch(self, leader: Leader, now_ms: int) -> None:
         leader.begin_epoch_retry_at_ms = now_ms + self._config.request_timeout_ms
         for voter in sorted(leader.unacked_begin_epoch):
-            self._send(
+            self._outbox.send(
                 BeginQuorumEpochRequest(
                     source=self._id,
                     destination=voter,
                     epoch=leader.epoch,
-                    correlation_id=self._correlation_id(),
+                    correlation_id=self._outbox.correlation_id(),
                     leader_id=self._id,
                 )
             )
 
-    def _send_end_quorum_epoch(self, resigned: Resigned, now_ms: int) -> None:
+    def send_end_quorum_epoch(self, resigned: Resigned, now_ms: int) -> None:
         resigned.retry_at_ms = now_ms + self._config.request_timeout_ms
         for voter in sorted(resigned.unacked):
-            self._send(
+            self._outbox.send(
                 EndQuorumEpochRequest(
                     source=self._id,
                     destination=voter,
                     epoch=resigned.epoch,
-                    correlation_id=self._correlation_id(),
+                    correlation_id=self._outbox.correlation_id(),
                     leader_id=self._id,
                     preferred_successors=resigned.preferred_successors,
                 )
             )
 
-    def _resign(
+    def resign(
         self, leader: Leader, successors: tuple[NodeId, ...], now_ms: int, reason: str
     ) -> None:
-        self._drop_leader_state(leader, reason)
+        self._replication.drop_leader_state(leader, reason)
         self._quorum.transition_to_resigned(successors, now_ms)
-        self._rebind()
         self._logger.info("resigned", reason=reason, preferred_successors=list(successors))
         role = self._quorum.role
         assert isinstance(role, Resigned)
-        self._send_end_quorum_epoch(role, now_ms)
+        self.send_end_quorum_epoch(role, now_ms)
 
     # --- Vote ---------------------------------------------------------------------------------
 
-    def _handle_vote_request(self, req: VoteRequest, now_ms: int) -> None:
+    def handle_vote_request(self, req: VoteRequest, now_ms: int) -> None:
         granted = False
         error = ErrorCode.NONE
         if req.source not in self._voters or not self._quorum.is_voter:
             error = ErrorCode.INCONSISTENT_VOTER_SET
-        elif req.epoch < self._epoch:
+        elif req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
         else:
-            if not req.pre_vote and req.epoch > self._epoch:
-                self._on_higher_epoch(req.epoch, None, now_ms)
-            elif req.pre_vote and req.epoch - 1 > self._epoch:
+            if not req.pre_vote and req.epoch > self._quorum.epoch:
+                self.on_higher_epoch(req.epoch, None, now_ms)
+            elif req.pre_vote and req.epoch - 1 > self._quorum.epoch:
                 # NB: a pre-vote is sent for the prospective's epoch + 1, so its sender is
                 # already in an epoch above ours (it won a pre-vote once, then lost the vote).
                 # It can never fetch from a leader of a lower epoch nor win a pre-vote while
                 # we follow one, so move up to its epoch: the quorum re-elects above it (etcd
                 # does the same when a stale-term node answers a leader).
-                self._on_higher_epoch(Epoch(req.epoch - 1), None, now_ms)
+                self.on_higher_epoch(Epoch(req.epoch - 1), None, now_ms)
             granted = self._can_grant_vote(req, now_ms)
             if granted and not req.pre_vote:
                 # Raft §5.2: the vote is persisted (Ready.hard_state) before this response goes.
                 self._quorum.transition_to_unattached_voted(req.epoch, req.source, now_ms)
-                self._rebind()
                 self._logger.info("voted", candidate_id=req.source)
-        self._send(
+        self._outbox.send(
             VoteResponse(
                 source=self._id,
                 destination=req.source,
-                epoch=self._epoch,
+                epoch=self._quorum.epoch,
                 correlation_id=req.correlation_id,
                 error=error,
                 leader_id=self._quorum.leader_id,
@@ -216,7 +298,7 @@ class ElectionMixin(NodeCore):
             return False
         role = self._quorum.role
         if req.pre_vote:
-            if req.epoch <= self._epoch:
+            if req.epoch <= self._quorum.epoch:
                 return False
             match role:
                 case Leader() | Resigned():
@@ -228,16 +310,16 @@ class ElectionMixin(NodeCore):
                     return role.leader_resigned or not recently
                 case _:
                     return True
-        assert req.epoch == self._epoch
+        assert req.epoch == self._quorum.epoch
         return isinstance(role, Unattached) and role.voted_for in (None, req.source)
 
-    def _handle_vote_response(self, resp: VoteResponse, now_ms: int) -> None:
-        if resp.epoch > self._epoch:
-            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+    def handle_vote_response(self, resp: VoteResponse, now_ms: int) -> None:
+        if resp.epoch > self._quorum.epoch:
+            self.on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
             return
         if resp.source not in self._voters:
             return
-        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
+        if self.maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
             return
         role = self._quorum.role
         if isinstance(role, Prospective) and resp.pre_vote:
@@ -249,7 +331,7 @@ class ElectionMixin(NodeCore):
                 # Kafka's isVoteRejected: a majority can no longer be reached in this epoch
                 # (a split vote, typically), so back off now instead of waiting out the whole
                 # election timeout.
-                self._become_prospective(
+                self.become_prospective(
                     now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="vote_rejected"
                 )
 
@@ -267,34 +349,34 @@ class ElectionMixin(NodeCore):
 
     # --- BeginQuorumEpoch ---------------------------------------------------------------------
 
-    def _handle_begin_quorum_epoch_request(self, req: BeginQuorumEpochRequest, now_ms: int) -> None:
+    def handle_begin_quorum_epoch_request(self, req: BeginQuorumEpochRequest, now_ms: int) -> None:
         error = ErrorCode.NONE
         if req.leader_id not in self._voters or req.leader_id == self._id:
             error = ErrorCode.INCONSISTENT_VOTER_SET
-        elif req.epoch < self._epoch:
+        elif req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
-        elif not self._maybe_learn_leader(req.epoch, req.leader_id, now_ms):
+        elif not self.maybe_learn_leader(req.epoch, req.leader_id, now_ms):
             known = self._quorum.leader_id
             if known != req.leader_id:
                 # Two leaders in one epoch: a broken invariant somewhere; refuse, never raise.
                 self._logger.error("conflicting_leader", leader_id=known, claimed=req.leader_id)
                 error = ErrorCode.INVALID_REQUEST
-        self._send(
+        self._outbox.send(
             BeginQuorumEpochResponse(
                 source=self._id,
                 destination=req.source,
-                epoch=self._epoch,
+                epoch=self._quorum.epoch,
                 correlation_id=req.correlation_id,
                 error=error,
                 leader_id=self._quorum.leader_id,
             )
         )
 
-    def _handle_begin_quorum_epoch_response(
+    def handle_begin_quorum_epoch_response(
         self, resp: BeginQuorumEpochResponse, now_ms: int
     ) -> None:
-        if resp.epoch > self._epoch:
-            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+        if resp.epoch > self._quorum.epoch:
+            self.on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
             return
         role = self._quorum.role
         if isinstance(role, Leader) and resp.epoch == role.epoch and resp.error == ErrorCode.NONE:
@@ -302,13 +384,13 @@ class ElectionMixin(NodeCore):
 
     # --- EndQuorumEpoch -----------------------------------------------------------------------
 
-    def _handle_end_quorum_epoch_request(self, req: EndQuorumEpochRequest, now_ms: int) -> None:
+    def handle_end_quorum_epoch_request(self, req: EndQuorumEpochRequest, now_ms: int) -> None:
         error = ErrorCode.NONE
-        if req.epoch < self._epoch:
+        if req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
         elif self._quorum.is_voter:
-            if req.epoch > self._epoch:
-                self._on_higher_epoch(req.epoch, None, now_ms)
+            if req.epoch > self._quorum.epoch:
+                self.on_higher_epoch(req.epoch, None, now_ms)
             backoff = self._end_epoch_backoff_ms(req.preferred_successors)
             role = self._quorum.role
             if isinstance(role, Follower) and role.leader_id == req.leader_id:
@@ -317,11 +399,11 @@ class ElectionMixin(NodeCore):
             elif isinstance(role, Unattached):
                 role.election_deadline_ms = min(role.election_deadline_ms, now_ms + backoff)
             self._logger.info("leader_resigned", leader_id=req.leader_id, backoff_ms=backoff)
-        self._send(
+        self._outbox.send(
             EndQuorumEpochResponse(
                 source=self._id,
                 destination=req.source,
-                epoch=self._epoch,
+                epoch=self._quorum.epoch,
                 correlation_id=req.correlation_id,
                 error=error,
                 leader_id=self._quorum.leader_id,
@@ -339,13 +421,13 @@ class ElectionMixin(NodeCore):
         base = max(1, self._config.retry_backoff_ms)
         return min(self._config.election_backoff_max_ms, base << (position - 1))
 
-    def _handle_end_quorum_epoch_response(self, resp: EndQuorumEpochResponse, now_ms: int) -> None:
-        if resp.epoch > self._epoch:
-            self._on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
+    def handle_end_quorum_epoch_response(self, resp: EndQuorumEpochResponse, now_ms: int) -> None:
+        if resp.epoch > self._quorum.epoch:
+            self.on_higher_epoch(resp.epoch, resp.leader_id, now_ms)
             return
         role = self._quorum.role
         if isinstance(role, Resigned) and resp.epoch == role.epoch:
             role.unacked.discard(resp.source)
 
 
-__all__ = ["ElectionMixin"]
+__all__ = ["Election"]

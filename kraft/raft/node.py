@@ -8,9 +8,32 @@ The node does no I/O and reads no clock: the shell feeds it peer messages (`step
 send once that is synced, and which committed batches to apply; see `Ready` for the exact
 ordering. `next_deadline_ms` says when the node next needs a `tick`.
 
-Roles and transitions live in `QuorumState`; the message handlers in ``election.py`` and
-``replication.py``. Randomness (election jitter, probe targets) comes only from the injected
-``rng``, so a simulator replays a run exactly from one seed.
+Randomness (election jitter, probe targets) comes only from the injected ``rng``, so a
+simulator replays a run exactly from one seed.
+
+Structure
+---------
+`RaftNode` is the public API and the dispatcher. It owns four collaborators, each holding
+only its own state, and wires them together once, in ``__init__``:
+
+- `QuorumState` (``quorum_state.py``): the role object and every transition, checked against
+  its table; the logger, rebound with role and epoch on each one. The roles (``roles.py``)
+  hold the per-role state: vote tallies, election timers, the leader's per-replica
+  `ReplicaProgress`, parked fetches and pending proposals, a follower's fetch in flight.
+- `Outbox` (``outbox.py``): messages waiting for the next `Ready`, and correlation ids.
+- `Replication` (``replication.py``): Fetch and FetchSnapshot on both sides; owns the high
+  watermark, the applied offset, a follower's snapshot transfer and an observer's probe.
+- `Election` (``election.py``): Vote, BeginQuorumEpoch, EndQuorumEpoch and campaigning; it
+  decides every role change (through `QuorumState`) and does what goes with it, so it calls
+  `Replication` (start fetching, drop a leader's queue). `Replication` never calls back:
+  when a fetch response may name a newer leader, `step` asks `Election` in between.
+
+This node keeps the `Ready` bookkeeping (the one in flight, log deletion after a
+snapshot), the clock, admission (``admission.py``) and the per-role polls of `tick`, which
+read best next to `next_deadline_ms`. Why not one class: election and replication together
+are about a thousand lines, and they share no mutable state except through the role, so
+collaborators with narrow calls between them read better than one long class or mixins
+over a shared base (which this module was built from before).
 """
 
 from __future__ import annotations
@@ -22,10 +45,9 @@ from typing import Any, final
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from kraft.raft._core import UnsafeOptions
 from kraft.raft.admission import REQUEST_TYPES, request_error, response_admitted
-from kraft.raft.config import RaftConfig
-from kraft.raft.election import ElectionMixin
+from kraft.raft.config import RaftConfig, UnsafeOptions
+from kraft.raft.election import Election
 from kraft.raft.errors import NotLeaderError
 from kraft.raft.log import RaftLog, RaftStorage
 from kraft.raft.messages import (
@@ -42,9 +64,10 @@ from kraft.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from kraft.raft.outbox import Outbox
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.ready import HardState, Ready
-from kraft.raft.replication import ReplicationMixin
+from kraft.raft.replication import Replication
 from kraft.raft.roles import (
     Candidate,
     Follower,
@@ -56,11 +79,10 @@ from kraft.raft.roles import (
 )
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode
-from storage.records import read_header
 
 
 @final
-class RaftNode(ElectionMixin, ReplicationMixin):
+class RaftNode:
     """One Raft replica: a voter if its id is in ``voters``, else an observer.
 
     Args:
@@ -91,12 +113,8 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         self._id = node_id
         self._voters = frozenset(voters)
         self._config = config
-        self._rng = rng
-        self._storage = log
         self._raft_log = RaftLog(log, cache_bytes_max=config.log_cache_bytes_max)
-        self._unsafe = unsafe or UnsafeOptions()
         base = logger if logger is not None else structlog.get_logger("kraft.raft")
-        self._base_logger = base.bind(node_id=node_id)
         self._quorum = QuorumState(
             local_id=node_id,
             voters=self._voters,
@@ -104,28 +122,29 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             rng=rng,
             persisted=persisted_state,
             now_ms=now_ms,
+            logger=base.bind(node_id=node_id),
         )
-        self._rebind()
-        raft_log = self._raft_log
-        start = raft_log.log_start_offset
-        snapshot = raft_log.snapshot_id
-        if snapshot is not None and start < snapshot.end_offset <= raft_log.log_end_offset:
-            start = snapshot.end_offset  # the log before it was not deleted yet
-        # NB: the high watermark is not persisted (as in KRaft): after a restart the node
-        # knows only that its snapshot is committed and learns the rest from the leader.
-        # The application loads the latest snapshot and is given batches from its end on.
-        self._high_watermark = start
-        self._applied = start
-        self._outbox = []
-        self._early_outbox = []
-        self._snapshot_chunks = []
-        self._install_snapshot = None
-        self._install_in_flight = False
-        self._delete_log_before = None
-        self._in_flight = None
-        self._next_correlation_id = rng.getrandbits(48)
-        self._probe_correlation_id = None
-        self._probe_at_ms = now_ms
+        # NB: drawn after QuorumState's election jitter; the order of draws is the seed's replay.
+        self._outbox = Outbox(self._quorum, first_correlation_id=rng.getrandbits(48))
+        self._replication = Replication(
+            quorum=self._quorum,
+            config=config,
+            storage=log,
+            raft_log=self._raft_log,
+            outbox=self._outbox,
+            rng=rng,
+            unsafe=unsafe or UnsafeOptions(),
+            now_ms=now_ms,
+        )
+        self._election = Election(
+            quorum=self._quorum,
+            config=config,
+            raft_log=self._raft_log,
+            outbox=self._outbox,
+            replication=self._replication,
+        )
+        self._delete_log_before: Offset | None = None
+        self._in_flight: Ready | None = None
         self._now_ms = now_ms
         self._logger.info(
             "started",
@@ -170,7 +189,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
 
     @property
     def high_watermark(self) -> Offset:
-        return Offset(self._high_watermark)
+        return Offset(self._replication.high_watermark)
 
     @property
     def log_start_offset(self) -> Offset:
@@ -216,7 +235,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
                     request_epoch=msg.epoch,
                     error=error.name,
                 )
-                self._send(self._error_response(msg, error))
+                self._outbox.send(self._error_response(msg, error))
                 return
         elif not response_admitted(msg, voters=self._voters):
             self._logger.warning(
@@ -228,25 +247,34 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             return
         match msg:
             case FetchRequest():
-                self._handle_fetch_request(msg, now_ms)
-            case FetchResponse():
-                self._handle_fetch_response(msg, now_ms)
+                self._replication.handle_fetch_request(msg, now_ms)
+            case FetchResponse() | FetchSnapshotResponse():
+                # Match it to our one outstanding fetch first; if its epoch or leader hint is
+                # news, Election moves us and replication ignores the rest of it.
+                claimed = self._replication.claim_response(msg.correlation_id, msg.source)
+                if claimed is False:
+                    return
+                if self._election.maybe_learn_leader(msg.epoch, msg.leader_id, now_ms):
+                    return
+                follower = claimed if isinstance(claimed, Follower) else None
+                if isinstance(msg, FetchResponse):
+                    self._replication.handle_fetch_response(msg, follower, now_ms)
+                else:
+                    self._replication.handle_fetch_snapshot_response(msg, follower, now_ms)
             case VoteRequest():
-                self._handle_vote_request(msg, now_ms)
+                self._election.handle_vote_request(msg, now_ms)
             case VoteResponse():
-                self._handle_vote_response(msg, now_ms)
+                self._election.handle_vote_response(msg, now_ms)
             case BeginQuorumEpochRequest():
-                self._handle_begin_quorum_epoch_request(msg, now_ms)
+                self._election.handle_begin_quorum_epoch_request(msg, now_ms)
             case BeginQuorumEpochResponse():
-                self._handle_begin_quorum_epoch_response(msg, now_ms)
+                self._election.handle_begin_quorum_epoch_response(msg, now_ms)
             case EndQuorumEpochRequest():
-                self._handle_end_quorum_epoch_request(msg, now_ms)
+                self._election.handle_end_quorum_epoch_request(msg, now_ms)
             case EndQuorumEpochResponse():
-                self._handle_end_quorum_epoch_response(msg, now_ms)
+                self._election.handle_end_quorum_epoch_response(msg, now_ms)
             case FetchSnapshotRequest():
-                self._handle_fetch_snapshot_request(msg, now_ms)
-            case FetchSnapshotResponse():
-                self._handle_fetch_snapshot_response(msg, now_ms)
+                self._replication.handle_fetch_snapshot_request(msg, now_ms)
             case _:
                 self._logger.warning("dropped_unknown_message", kind=type(msg).__name__)
 
@@ -282,26 +310,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         role = self._quorum.role
         if type(role) is not Leader:
             raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
-        pending = role.pending_records
-        log_end = self._raft_log.log_end_offset
-        offset = log_end + len(pending)
-        if not records:
-            return Offset(offset)
-        pending.extend(records)
-        role.pending_bytes += len(records[0]) if len(records) == 1 else sum(map(len, records))
-        # Adaptive linger (Nagle's rule): with nothing awaiting replication there is nothing to
-        # batch behind, so append at once; otherwise linger, and the accumulator is drained
-        # when the in-flight entries commit or the linger expires, whichever comes first.
-        config = self._config
-        if (
-            role.pending_bytes >= config.append_batch_bytes_max
-            or self._high_watermark >= log_end
-            or config.append_linger_ms == 0
-        ):
-            self._drain_accumulator(role, now_ms)
-        elif role.linger_deadline_ms is None:
-            role.linger_deadline_ms = now_ms + config.append_linger_ms
-        return Offset(offset)
+        return self._replication.accumulate(role, records, now_ms)
 
     def resign(self, now_ms: int) -> None:
         """Step down gracefully (KIP-595 EndQuorumEpoch), naming the most caught-up voters
@@ -318,7 +327,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             (v for v in self._voters if v != self._id),
             key=lambda v: (-role.replicas[v].end_offset, v),
         )
-        self._resign(role, tuple(successors), now_ms, "graceful")
+        self._election.resign(role, tuple(successors), now_ms, "graceful")
 
     def snapshot_taken(self, snapshot_id: SnapshotId) -> None:
         """The application saved a snapshot of everything below ``snapshot_id.end_offset``.
@@ -328,7 +337,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         that delivered the last committed batch in the snapshot.
         """
         end = snapshot_id.end_offset
-        assert end <= self._applied, "snapshot of offsets not yet applied"
+        assert end <= self._replication.applied, "snapshot of offsets not yet applied"
         if end <= self._raft_log.log_start_offset:
             return
         assert snapshot_id == self.snapshot_id_at(end), f"wrong epoch in {snapshot_id}"
@@ -341,14 +350,13 @@ class RaftNode(ElectionMixin, ReplicationMixin):
     def has_ready(self) -> bool:
         if self._in_flight is not None:
             return False
+        replication = self._replication
         return bool(
             self._outbox
-            or self._early_outbox
             or self._raft_log.has_unpersisted
-            or self._applied < self._high_watermark
+            or replication.applied < replication.high_watermark
             or self._quorum.hard_state_changed
-            or self._snapshot_chunks
-            or self._install_snapshot is not None
+            or replication.has_snapshot_work
             or self._delete_log_before is not None
         )
 
@@ -357,9 +365,9 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         assert self._in_flight is None, "advance() the previous Ready first"
         hard_state = self._quorum.take_hard_state_update()
         truncate_to, entries, entries_end = self._raft_log.take_unpersisted()
-        committed = self._take_committed()
-        chunks = tuple(self._snapshot_chunks)
-        install = self._install_snapshot
+        committed = self._replication.take_committed()
+        chunks, install = self._replication.take_snapshot_work()
+        messages, early_messages = self._outbox.take()
         rd = Ready(
             hard_state=hard_state,
             truncate_to=truncate_to,
@@ -374,17 +382,12 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             ),
             snapshot_chunks=chunks,
             install_snapshot=install,
-            messages=tuple(self._outbox),
-            early_messages=tuple(self._early_outbox),
+            messages=messages,
+            early_messages=early_messages,
             committed=committed,
-            high_watermark=Offset(self._high_watermark),
+            high_watermark=self.high_watermark,
             delete_log_before=self._delete_log_before,
         )
-        self._outbox = []
-        self._early_outbox = []
-        self._snapshot_chunks = []
-        self._install_snapshot = None
-        self._install_in_flight = install is not None
         self._delete_log_before = None
         self._in_flight = rd
         return rd
@@ -393,14 +396,14 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         """The shell has done everything ``ready`` asked (persisted, sent, applied)."""
         assert ready is self._in_flight, "advance() takes the Ready last returned by ready()"
         self._in_flight = None
-        self._install_in_flight = False
+        self._replication.ready_done()
         if ready.entries or ready.truncate_to is not None:
             self._raft_log.mark_persisted(ready.entries_end_offset)
         role = self._quorum.role
         if isinstance(role, Leader):
-            self._maybe_advance_leader_high_watermark(role)
+            self._replication.maybe_advance_leader_high_watermark(role, self._now_ms)
         else:
-            self._maybe_send_fetch(self._now_ms)
+            self._replication.maybe_send_fetch(self._now_ms)
 
     def next_deadline_ms(self) -> int:
         """When the node next needs a `tick` (absolute, in the shell's milliseconds)."""
@@ -409,7 +412,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
             case Unattached():
                 if self._quorum.is_voter:
                     return role.election_deadline_ms
-                return self._probe_at_ms
+                return self._replication.probe_at_ms
             case Prospective():
                 nxt = role.send_at_ms if not role.sent else role.retry_at_ms
                 return min(role.election_deadline_ms, nxt)
@@ -439,6 +442,10 @@ class RaftNode(ElectionMixin, ReplicationMixin):
 
     # --- internals ----------------------------------------------------------------------------
 
+    @property
+    def _logger(self) -> FilteringBoundLogger:
+        return self._quorum.logger
+
     def _observe_time(self, now_ms: int) -> None:
         assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"
         self._now_ms = now_ms
@@ -448,7 +455,7 @@ class RaftNode(ElectionMixin, ReplicationMixin):
         common: dict[str, Any] = {
             "source": self._id,
             "destination": req.source,
-            "epoch": self._epoch,
+            "epoch": self._quorum.epoch,
             "correlation_id": req.correlation_id,
             "error": error,
             "leader_id": self._quorum.leader_id,
@@ -466,60 +473,43 @@ class RaftNode(ElectionMixin, ReplicationMixin):
                 return FetchSnapshotResponse(**common, snapshot_id=req.snapshot_id)
         raise AssertionError(f"not a request: {req!r}")  # pragma: no cover
 
-    def _take_committed(self) -> tuple[bytes, ...]:
-        if self._applied >= self._high_watermark:
-            return ()
-        batches = self._raft_log.read(
-            self._applied, self._config.apply_bytes_max, end_offset=self._high_watermark
-        )
-        out: list[bytes] = []
-        for batch in batches:
-            header = read_header(batch)
-            if header.next_offset <= self._applied:
-                continue
-            assert header.base_offset == self._applied, "committed batches are not contiguous"
-            assert header.next_offset <= self._high_watermark, "batch straddles the watermark"
-            out.append(batch)
-            self._applied = header.next_offset
-        return tuple(out)
-
     def _poll_unattached(self, role: Unattached, now_ms: int) -> None:
         if self._quorum.is_voter:
             if now_ms >= role.election_deadline_ms:
-                self._become_prospective(now_ms, reason="election_timeout")
+                self._election.become_prospective(now_ms, reason="election_timeout")
         else:
-            self._handle_probe_timer(role, now_ms)
+            self._replication.poll_probe(now_ms)
 
     def _poll_prospective(self, role: Prospective, now_ms: int) -> None:
         if now_ms >= role.election_deadline_ms:
             if role.leader_id is not None:
                 # KIP-996: the pre-vote failed while others still follow our old leader
                 # (say, a one-way partition): go back to fetching from it.
-                self._become_follower(role.epoch, role.leader_id, now_ms)
+                self._election.become_follower(role.epoch, role.leader_id, now_ms)
             else:
-                self._become_prospective(now_ms, reason="pre_vote_timeout")
+                self._election.become_prospective(now_ms, reason="pre_vote_timeout")
         elif now_ms >= role.send_at_ms and (not role.sent or now_ms >= role.retry_at_ms):
-            self._send_vote_requests(now_ms)
+            self._election.send_vote_requests(now_ms)
 
     def _poll_candidate(self, role: Candidate, now_ms: int) -> None:
         if now_ms >= role.election_deadline_ms:
             # Kafka 4 / KIP-996: a candidate that did not win backs off, then pre-votes again.
-            self._become_prospective(
+            self._election.become_prospective(
                 now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="election_lost"
             )
         elif now_ms >= role.retry_at_ms:
-            self._send_vote_requests(now_ms)
+            self._election.send_vote_requests(now_ms)
 
     def _poll_leader(self, role: Leader, now_ms: int) -> None:
         if role.linger_deadline_ms is not None and now_ms >= role.linger_deadline_ms:
-            self._drain_accumulator(role, now_ms)
+            self._replication.drain_accumulator(role, now_ms)
         if len(self._voters) > 1 and now_ms >= role.check_quorum_deadline_ms:
             # KIP-595 check-quorum: no majority has fetched from us recently; step down.
-            self._resign(role, (), now_ms, "check_quorum_expired")
+            self._election.resign(role, (), now_ms, "check_quorum_expired")
             return
         if role.unacked_begin_epoch and now_ms >= role.begin_epoch_retry_at_ms:
-            self._send_begin_quorum_epoch(role, now_ms)
-        self._complete_parked_fetches(role, now_ms, expired_only=True)
+            self._election.send_begin_quorum_epoch(role, now_ms)
+        self._replication.complete_parked_fetches(role, now_ms, expired_only=True)
 
     def _poll_follower(self, role: Follower, now_ms: int) -> None:
         if now_ms >= role.fetch_deadline_ms:
@@ -527,24 +517,24 @@ class RaftNode(ElectionMixin, ReplicationMixin):
                 # NB: every follower of a dead leader times out at about the same moment (the
                 # leader answered their parked fetches together); pre-voting at once, they
                 # grant each other and split the vote. A random backoff lets one go first.
-                self._become_prospective(
+                self._election.become_prospective(
                     now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="fetch_timeout"
                 )
             else:
-                self._become_unattached(role.epoch, now_ms)
+                self._election.become_unattached(role.epoch, now_ms)
             return
         if (
             role.fetch_correlation_id is not None
             and now_ms >= role.fetch_sent_ms + self._config.request_timeout_ms
         ):
             role.fetch_correlation_id = None  # lost: ask again
-        self._maybe_send_fetch(now_ms)
+        self._replication.maybe_send_fetch(now_ms)
 
     def _poll_resigned(self, role: Resigned, now_ms: int) -> None:
         if now_ms >= role.election_deadline_ms:
-            self._become_prospective(now_ms, reason="election_timeout")
+            self._election.become_prospective(now_ms, reason="election_timeout")
         elif role.unacked and now_ms >= role.retry_at_ms:
-            self._send_end_quorum_epoch(role, now_ms)
+            self._election.send_end_quorum_epoch(role, now_ms)
 
 
 __all__ = ["RaftNode"]

@@ -18,13 +18,17 @@ Observers (not in the voter set) are only ever Unattached or Follower. Every tra
 checks its preconditions and raises `InvalidTransitionError` when they fail; epochs never
 decrease and never pass `EPOCH_MAX`, the largest the wire carries (so a node in that epoch
 can no longer become a candidate). The election state to persist (`HardState`) follows
-from the role.
+from the role, and so does ``logger``: every assignment of ``role`` rebinds it with the new
+role's name and epoch, so whoever logs next names the role it is in.
 """
 
 from __future__ import annotations
 
 import random
 from typing import NoReturn, final
+
+import structlog
+from structlog.typing import FilteringBoundLogger
 
 from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.config import RaftConfig
@@ -35,7 +39,7 @@ from kraft.raft.roles import (
     Follower,
     Leader,
     Prospective,
-    ReplicaState,
+    ReplicaProgress,
     Resigned,
     Role,
     Unattached,
@@ -47,7 +51,16 @@ from kraft.types import Epoch, NodeId
 class QuorumState:
     """Owns the role; `RaftNode` asks it for every transition."""
 
-    __slots__ = ("_config", "_last_hard_state", "_rng", "local_id", "role", "voters")
+    __slots__ = (
+        "_base_logger",
+        "_config",
+        "_last_hard_state",
+        "_rng",
+        "_role",
+        "local_id",
+        "logger",
+        "voters",
+    )
 
     def __init__(
         self,
@@ -58,15 +71,21 @@ class QuorumState:
         rng: random.Random,
         persisted: HardState,
         now_ms: int,
+        logger: FilteringBoundLogger | None = None,
     ) -> None:
         assert voters, "a quorum needs voters"
+        self._base_logger: FilteringBoundLogger = (
+            logger
+            if logger is not None
+            else structlog.get_logger("kraft.raft").bind(node_id=local_id)
+        )
+        self.logger = self._base_logger  # rebound with role and epoch by every transition
         self.local_id = local_id
         self.voters = voters
         self._config = config
         self._rng = rng
         self._last_hard_state = persisted
         epoch = persisted.epoch
-        self.role: Role
         # On restart: a former leader resigns (it lost its leader state); a follower resumes
         # fetching; anyone else is unattached and keeps its vote (never votes twice, §5.2).
         if persisted.leader_id == local_id and self.is_voter:
@@ -92,6 +111,16 @@ class QuorumState:
             )
 
     # --- accessors ----------------------------------------------------------------------------
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    @role.setter
+    def role(self, role: Role) -> None:
+        # Every transition ends here: the logger names the role and epoch it is now in.
+        self._role = role
+        self.logger = self._base_logger.bind(role=role.name, epoch=role.epoch)
 
     @property
     def epoch(self) -> Epoch:
@@ -249,7 +278,7 @@ class QuorumState:
         leader = Leader(
             epoch=role.epoch,
             epoch_start_offset=epoch_start_offset,
-            replicas={v: ReplicaState() for v in others},
+            replicas={v: ReplicaProgress() for v in others},
             unacked_begin_epoch=set(others),
             begin_epoch_retry_at_ms=now_ms,
             check_quorum_deadline_ms=now_ms + self._config.check_quorum_timeout_ms,

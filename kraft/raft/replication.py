@@ -29,7 +29,14 @@ leader epoch: the batch, not the record, is the unit the core moves around.
 
 from __future__ import annotations
 
-from kraft.raft._core import NodeCore
+import random
+from collections.abc import Sequence
+from typing import final
+
+from structlog.typing import FilteringBoundLogger
+
+from kraft.raft.config import RaftConfig, UnsafeOptions
+from kraft.raft.log import RaftLog, RaftStorage
 from kraft.raft.messages import (
     DivergingEpoch,
     FetchRequest,
@@ -38,9 +45,11 @@ from kraft.raft.messages import (
     FetchSnapshotResponse,
     SnapshotId,
 )
+from kraft.raft.outbox import Outbox
 from kraft.raft.quorum import has_majority, next_high_watermark
+from kraft.raft.quorum_state import QuorumState
 from kraft.raft.ready import SnapshotChunk
-from kraft.raft.roles import Follower, Leader, ReplicaState, Unattached
+from kraft.raft.roles import Follower, Leader, ReplicaProgress
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import CorruptRecordError, ErrorCode
 from storage.records import build_batch, read_header
@@ -51,27 +60,152 @@ OBSERVERS_MAX = 1024
 """The most observers a leader tracks; the stalest one goes first."""
 
 
-class ReplicationMixin(NodeCore):
-    """Fetch and FetchSnapshot on both sides, the high watermark and the accumulator."""
+@final
+class Replication:
+    """Fetch and FetchSnapshot on both sides, the high watermark and the accumulator.
+
+    It owns what the log has agreed on and handed out: the high watermark, the offset up to
+    which committed batches went to the application, a follower's snapshot transfer and an
+    observer's leader probe. The leader's per-replica progress, parked fetches and pending
+    proposals live in the `Leader` role, a follower's fetch in the `Follower` role: they
+    end with the role. It never changes the role itself (that is `Election`'s job).
+    """
+
+    __slots__ = (
+        "_applied",
+        "_config",
+        "_high_watermark",
+        "_id",
+        "_install_in_flight",
+        "_install_snapshot",
+        "_outbox",
+        "_probe_correlation_id",
+        "_quorum",
+        "_raft_log",
+        "_rng",
+        "_snapshot_chunks",
+        "_storage",
+        "_unsafe",
+        "_voters",
+        "probe_at_ms",
+    )
+
+    def __init__(
+        self,
+        *,
+        quorum: QuorumState,
+        config: RaftConfig,
+        storage: RaftStorage,
+        raft_log: RaftLog,
+        outbox: Outbox,
+        rng: random.Random,
+        unsafe: UnsafeOptions,
+        now_ms: int,
+    ) -> None:
+        self._quorum = quorum
+        self._id = quorum.local_id
+        self._voters = quorum.voters
+        self._config = config
+        self._storage = storage
+        self._raft_log = raft_log
+        self._outbox = outbox
+        self._rng = rng
+        self._unsafe = unsafe
+        start = raft_log.log_start_offset
+        snapshot = raft_log.snapshot_id
+        if snapshot is not None and start < snapshot.end_offset <= raft_log.log_end_offset:
+            start = snapshot.end_offset  # the log before it was not deleted yet
+        # NB: the high watermark is not persisted (as in KRaft): after a restart the node
+        # knows only that its snapshot is committed and learns the rest from the leader.
+        # The application loads the latest snapshot and is given batches from its end on.
+        # Invariant: log_start_offset <= applied <= high_watermark <= log_end_offset
+        self._high_watermark: int = start
+        self._applied: int = start
+        # KIP-630, follower side: chunks to write and a fetched snapshot to install (for the
+        # next Ready), and whether the Ready in flight installs one.
+        self._snapshot_chunks: list[SnapshotChunk] = []
+        self._install_snapshot: SnapshotId | None = None
+        self._install_in_flight = False
+        # An unattached observer asks a random voter who leads, once per request timeout.
+        self._probe_correlation_id: int | None = None
+        self.probe_at_ms = now_ms
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def applied(self) -> int:
+        """Committed batches below this offset went to the application (or a snapshot)."""
+        return self._applied
+
+    @property
+    def has_snapshot_work(self) -> bool:
+        return bool(self._snapshot_chunks) or self._install_snapshot is not None
+
+    @property
+    def _logger(self) -> FilteringBoundLogger:
+        return self._quorum.logger
+
+    def take_snapshot_work(self) -> tuple[tuple[SnapshotChunk, ...], SnapshotId | None]:
+        """Chunks to write and the snapshot to install, for the next `Ready`."""
+        chunks = tuple(self._snapshot_chunks)
+        install = self._install_snapshot
+        self._snapshot_chunks = []
+        self._install_snapshot = None
+        self._install_in_flight = install is not None
+        return chunks, install
+
+    def ready_done(self) -> None:
+        """The shell finished the `Ready` in flight (any snapshot install in it is done)."""
+        self._install_in_flight = False
+
+    def take_committed(self) -> tuple[bytes, ...]:
+        """Committed batches not yet given to the application, up to ``apply_bytes_max``."""
+        if self._applied >= self._high_watermark:
+            return ()
+        batches = self._raft_log.read(
+            self._applied, self._config.apply_bytes_max, end_offset=self._high_watermark
+        )
+        out: list[bytes] = []
+        for batch in batches:
+            header = read_header(batch)
+            if header.next_offset <= self._applied:
+                continue
+            assert header.base_offset == self._applied, "committed batches are not contiguous"
+            assert header.next_offset <= self._high_watermark, "batch straddles the watermark"
+            out.append(batch)
+            self._applied = header.next_offset
+        return tuple(out)
+
+    def _set_high_watermark(self, offset: int) -> None:
+        # Invariant: the high watermark never goes backwards on a node (KIP-595).
+        assert offset >= self._high_watermark, (
+            f"high watermark would go back from {self._high_watermark} to {offset}"
+        )
+        assert offset <= self._raft_log.log_end_offset, "high watermark past the log end"
+        self._high_watermark = offset
 
     # --- leader: serving fetches --------------------------------------------------------------
 
     def _leader_request_error(self, epoch: Epoch) -> ErrorCode | None:
         """Kafka's validateLeaderOnlyRequest."""
-        if epoch < self._epoch:
+        if epoch < self._quorum.epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
-        if epoch > self._epoch:
+        if epoch > self._quorum.epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH
         if not isinstance(self._quorum.role, Leader):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return None
 
     def _fetch_error(self, req: FetchRequest, error: ErrorCode) -> None:
-        self._send(
+        self._outbox.send(
             FetchResponse(
                 source=self._id,
                 destination=req.source,
-                epoch=self._epoch,
+                epoch=self._quorum.epoch,
                 correlation_id=req.correlation_id,
                 error=error,
                 leader_id=self._quorum.leader_id,
@@ -79,7 +213,7 @@ class ReplicationMixin(NodeCore):
             )
         )
 
-    def _handle_fetch_request(self, req: FetchRequest, now_ms: int) -> None:
+    def handle_fetch_request(self, req: FetchRequest, now_ms: int) -> None:
         error = self._leader_request_error(req.epoch)
         if error is not None:
             self._fetch_error(req, error)
@@ -91,29 +225,29 @@ class ReplicationMixin(NodeCore):
             # A newer fetch supersedes a parked one; answer the old one now rather than drop
             # it: a second sender claiming the same id (a forged stream, or a restarted peer)
             # must not leave the first one waiting for an answer that never comes.
-            self._send(self._fetch_response(superseded[0], None))
+            self._outbox.send(self._fetch_response(superseded[0], None))
         position = self._validate_fetch_position(req.fetch_offset, req.last_fetched_epoch)
         if position is not None:
-            self._send(self._fetch_response(req, position))
+            self._outbox.send(self._fetch_response(req, position))
             return
         replica.end_offset = req.fetch_offset
         if req.source in self._voters:
-            self._maybe_advance_leader_high_watermark(leader)
+            self.maybe_advance_leader_high_watermark(leader, now_ms)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
             # Bounded by our request timeout: a peer cannot hold a fetch (or an RPC) open longer.
             wait_ms = min(req.max_wait_ms, self._config.request_timeout_ms)
-            if req.high_watermark < self._high_watermark:  # it only has the HW to learn
+            if req.high_watermark < self._high_watermark:  # it only has the high watermark to learn
                 wait_ms = min(wait_ms, self._config.high_watermark_linger_ms)
             if wait_ms > 0:
                 leader.parked_fetches[req.source] = (req, now_ms + wait_ms)
                 return
-        self._send(self._fetch_response(req, None))
+        self._outbox.send(self._fetch_response(req, None))
 
-    def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaState:
+    def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaProgress:
         replica = leader.replicas.get(replica_id)
         if replica is None:  # an observer's first fetch
             self._make_room_for_an_observer(leader, now_ms)
-            replica = leader.replicas[replica_id] = ReplicaState()
+            replica = leader.replicas[replica_id] = ReplicaProgress()
         replica.last_fetch_ms = now_ms
         if replica_id in self._voters:
             leader.unacked_begin_epoch.discard(replica_id)  # it knows who leads
@@ -182,7 +316,7 @@ class ReplicationMixin(NodeCore):
         return FetchResponse(
             source=self._id,
             destination=req.source,
-            epoch=self._epoch,
+            epoch=self._quorum.epoch,
             correlation_id=req.correlation_id,
             leader_id=self._id,
             high_watermark=Offset(self._high_watermark),
@@ -192,16 +326,16 @@ class ReplicationMixin(NodeCore):
             snapshot_id=position if isinstance(position, SnapshotId) else None,
         )
 
-    def _complete_parked_fetches(self, leader: Leader, now_ms: int, *, expired_only: bool) -> None:
+    def complete_parked_fetches(self, leader: Leader, now_ms: int, *, expired_only: bool) -> None:
         if not leader.parked_fetches:
             return
         for replica_id, (req, deadline) in list(leader.parked_fetches.items()):
             if expired_only and now_ms < deadline:
                 continue
             del leader.parked_fetches[replica_id]
-            self._send(self._fetch_response(req, None))
+            self._outbox.send(self._fetch_response(req, None))
 
-    def _maybe_advance_leader_high_watermark(self, leader: Leader) -> bool:
+    def maybe_advance_leader_high_watermark(self, leader: Leader, now_ms: int) -> bool:
         log = self._raft_log
         if self._unsafe.commit_without_majority:
             new: int | None = log.durable_end_offset
@@ -224,16 +358,16 @@ class ReplicationMixin(NodeCore):
         self._set_high_watermark(new)
         if leader.pending_records and new >= log.log_end_offset:
             # Adaptive linger: the in-flight entries committed; send what queued behind them.
-            self._drain_accumulator(leader, self._now_ms)
-        self._tell_parked_fetches_the_high_watermark(leader, self._now_ms)
+            self.drain_accumulator(leader, now_ms)
+        self._tell_parked_fetches_the_high_watermark(leader, now_ms)
         return True
 
     def _tell_parked_fetches_the_high_watermark(self, leader: Leader, now_ms: int) -> None:
-        """Parked fetchers must learn the new HW: within the HW linger, or with the next
+        """Parked fetchers must learn the new high watermark: within its linger, or with the next
         entry if one comes sooner (it completes every parked fetch)."""
         linger = self._config.high_watermark_linger_ms
         if linger == 0:
-            self._complete_parked_fetches(leader, now_ms, expired_only=False)
+            self.complete_parked_fetches(leader, now_ms, expired_only=False)
             return
         by = now_ms + linger
         for replica_id, (req, deadline) in leader.parked_fetches.items():
@@ -242,7 +376,7 @@ class ReplicationMixin(NodeCore):
 
     # --- leader: FetchSnapshot ----------------------------------------------------------------
 
-    def _handle_fetch_snapshot_request(self, req: FetchSnapshotRequest, now_ms: int) -> None:
+    def handle_fetch_snapshot_request(self, req: FetchSnapshotRequest, now_ms: int) -> None:
         error = self._leader_request_error(req.epoch)
         data = b""
         size = 0
@@ -257,11 +391,11 @@ class ReplicationMixin(NodeCore):
                 size = found
                 limit = max(1, min(req.max_bytes, self._config.fetch_snapshot_max_bytes))
                 data = self._storage.read_snapshot(req.snapshot_id, req.position, limit)
-        self._send(
+        self._outbox.send(
             FetchSnapshotResponse(
                 source=self._id,
                 destination=req.source,
-                epoch=self._epoch,
+                epoch=self._quorum.epoch,
                 correlation_id=req.correlation_id,
                 error=error or ErrorCode.NONE,
                 leader_id=self._quorum.leader_id,
@@ -288,7 +422,7 @@ class ReplicationMixin(NodeCore):
             or bool(self._snapshot_chunks)
         )
 
-    def _maybe_send_fetch(self, now_ms: int) -> bool:
+    def maybe_send_fetch(self, now_ms: int) -> bool:
         role = self._quorum.role
         if not isinstance(role, Follower):
             return False
@@ -296,29 +430,29 @@ class ReplicationMixin(NodeCore):
             return False
         if self._fetch_blocked():
             return False
-        cid = self._correlation_id()
-        role.fetch_correlation_id = cid
+        correlation_id = self._outbox.correlation_id()
+        role.fetch_correlation_id = correlation_id
         role.fetch_sent_ms = now_ms
         log = self._raft_log
         if role.snapshot_fetch is not None:
-            self._send(
+            self._outbox.send(
                 FetchSnapshotRequest(
                     source=self._id,
                     destination=role.leader_id,
                     epoch=role.epoch,
-                    correlation_id=cid,
+                    correlation_id=correlation_id,
                     snapshot_id=role.snapshot_fetch,
                     position=role.snapshot_position,
                     max_bytes=self._config.fetch_snapshot_max_bytes,
                 )
             )
         else:
-            self._send(
+            self._outbox.send(
                 FetchRequest(
                     source=self._id,
                     destination=role.leader_id,
                     epoch=role.epoch,
-                    correlation_id=cid,
+                    correlation_id=correlation_id,
                     fetch_offset=log.log_end_offset,
                     last_fetched_epoch=log.last_epoch,
                     high_watermark=Offset(self._high_watermark),
@@ -331,16 +465,16 @@ class ReplicationMixin(NodeCore):
     def _send_probe(self, now_ms: int) -> None:
         """An unattached observer asks a random voter who leads (it answers with a hint)."""
         voter = self._rng.choice(sorted(self._voters))
-        cid = self._correlation_id()
-        self._probe_correlation_id = cid
-        self._probe_at_ms = now_ms + self._config.request_timeout_ms
+        correlation_id = self._outbox.correlation_id()
+        self._probe_correlation_id = correlation_id
+        self.probe_at_ms = now_ms + self._config.request_timeout_ms
         log = self._raft_log
-        self._send(
+        self._outbox.send(
             FetchRequest(
                 source=self._id,
                 destination=voter,
-                epoch=self._epoch,
-                correlation_id=cid,
+                epoch=self._quorum.epoch,
+                correlation_id=correlation_id,
                 fetch_offset=log.durable_end_offset,
                 last_fetched_epoch=log.last_epoch,
                 high_watermark=Offset(self._high_watermark),
@@ -349,8 +483,9 @@ class ReplicationMixin(NodeCore):
             )
         )
 
-    def _claim_response(self, correlation_id: int, source: NodeId) -> Follower | bool | None:
-        """Match a response to our one outstanding fetch (or probe); False drops it."""
+    def claim_response(self, correlation_id: int, source: NodeId) -> Follower | bool | None:
+        """Match a response to our one outstanding fetch (the `Follower` that sent it) or
+        probe (None); False: it answers nothing we asked, drop it."""
         role = self._quorum.role
         if (
             isinstance(role, Follower)
@@ -364,14 +499,13 @@ class ReplicationMixin(NodeCore):
             return None
         return False
 
-    def _handle_fetch_response(self, resp: FetchResponse, now_ms: int) -> None:
-        follower = self._claim_response(resp.correlation_id, resp.source)
-        if follower is False:
-            return
-        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
-            return
-        if not isinstance(follower, Follower) or resp.epoch < follower.epoch:
-            self._maybe_send_fetch(now_ms)
+    def handle_fetch_response(
+        self, resp: FetchResponse, follower: Follower | None, now_ms: int
+    ) -> None:
+        """A response `claim_response` matched to ``follower``'s fetch (None: to a probe),
+        whose epoch and leader hint moved us nowhere."""
+        if follower is None or resp.epoch < follower.epoch:
+            self.maybe_send_fetch(now_ms)
             return
         if resp.error != ErrorCode.NONE:
             follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
@@ -386,7 +520,7 @@ class ReplicationMixin(NodeCore):
             self._logger.info("snapshot_fetch_started", snapshot_id=resp.snapshot_id)
         else:
             self._append_as_follower(resp)
-        self._maybe_send_fetch(now_ms)
+        self.maybe_send_fetch(now_ms)
 
     def _truncate_to_diverging_epoch(self, diverging: DivergingEpoch) -> None:
         log = self._raft_log
@@ -421,18 +555,16 @@ class ReplicationMixin(NodeCore):
                 self._logger.warning("dropped_batch_bad_epoch", batch_epoch=epoch)
                 return
             log.append(batch, header)
-        hw = min(resp.high_watermark, log.log_end_offset)
-        if hw > self._high_watermark:
-            self._set_high_watermark(hw)
+        high_watermark = min(resp.high_watermark, log.log_end_offset)
+        if high_watermark > self._high_watermark:
+            self._set_high_watermark(high_watermark)
 
-    def _handle_fetch_snapshot_response(self, resp: FetchSnapshotResponse, now_ms: int) -> None:
-        follower = self._claim_response(resp.correlation_id, resp.source)
-        if follower is False:
-            return
-        if self._maybe_learn_leader(resp.epoch, resp.leader_id, now_ms):
-            return
-        if not isinstance(follower, Follower) or resp.epoch < follower.epoch:
-            self._maybe_send_fetch(now_ms)
+    def handle_fetch_snapshot_response(
+        self, resp: FetchSnapshotResponse, follower: Follower | None, now_ms: int
+    ) -> None:
+        """As `handle_fetch_response`, for a snapshot chunk."""
+        if follower is None or resp.epoch < follower.epoch:
+            self.maybe_send_fetch(now_ms)
             return
         snapshot = follower.snapshot_fetch
         if resp.error != ErrorCode.NONE or snapshot is None:
@@ -441,7 +573,7 @@ class ReplicationMixin(NodeCore):
             follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
             return
         if resp.snapshot_id != snapshot or resp.position != follower.snapshot_position:
-            self._maybe_send_fetch(now_ms)
+            self.maybe_send_fetch(now_ms)
             return
         if not resp.data and resp.position < resp.size_bytes:
             follower.fetch_backoff_until_ms = now_ms + self._config.retry_backoff_ms
@@ -453,7 +585,7 @@ class ReplicationMixin(NodeCore):
         if follower.snapshot_position >= resp.size_bytes:
             follower.snapshot_fetch = None
             self._install_fetched_snapshot(snapshot)
-        self._maybe_send_fetch(now_ms)
+        self.maybe_send_fetch(now_ms)
 
     def _install_fetched_snapshot(self, snapshot: SnapshotId) -> None:
         """KIP-630: the snapshot replaces the whole log; everything in it is committed."""
@@ -463,13 +595,40 @@ class ReplicationMixin(NodeCore):
         self._applied = max(self._applied, snapshot.end_offset)
         self._logger.info("snapshot_installed", snapshot_id=snapshot)
 
-    def _handle_probe_timer(self, role: Unattached, now_ms: int) -> None:
-        if not self._quorum.is_voter and now_ms >= self._probe_at_ms:
+    def schedule_probe(self, now_ms: int) -> None:
+        """An observer that lost its leader asks a voter at once."""
+        self.probe_at_ms = now_ms
+
+    def poll_probe(self, now_ms: int) -> None:
+        if not self._quorum.is_voter and now_ms >= self.probe_at_ms:
             self._send_probe(now_ms)
 
     # --- leader: the accumulator --------------------------------------------------------------
 
-    def _drain_accumulator(self, leader: Leader, now_ms: int) -> None:
+    def accumulate(self, leader: Leader, records: Sequence[bytes], now_ms: int) -> Offset:
+        """Queue proposals behind the log end; returns the offset of the first record."""
+        pending = leader.pending_records
+        log_end = self._raft_log.log_end_offset
+        offset = log_end + len(pending)
+        if not records:
+            return Offset(offset)
+        pending.extend(records)
+        leader.pending_bytes += len(records[0]) if len(records) == 1 else sum(map(len, records))
+        # Adaptive linger (Nagle's rule): with nothing awaiting replication there is nothing to
+        # batch behind, so append at once; otherwise linger, and the accumulator is drained
+        # when the in-flight entries commit or the linger expires, whichever comes first.
+        config = self._config
+        if (
+            leader.pending_bytes >= config.append_batch_bytes_max
+            or self._high_watermark >= log_end
+            or config.append_linger_ms == 0
+        ):
+            self.drain_accumulator(leader, now_ms)
+        elif leader.linger_deadline_ms is None:
+            leader.linger_deadline_ms = now_ms + config.append_linger_ms
+        return Offset(offset)
+
+    def drain_accumulator(self, leader: Leader, now_ms: int) -> None:
         if not leader.pending_records:
             leader.linger_deadline_ms = None
             return
@@ -484,9 +643,9 @@ class ReplicationMixin(NodeCore):
         leader.pending_bytes = 0
         leader.linger_deadline_ms = None
         log.append(batch)
-        self._complete_parked_fetches(leader, now_ms, expired_only=False)
+        self.complete_parked_fetches(leader, now_ms, expired_only=False)
 
-    def _drop_leader_state(self, leader: Leader, reason: str) -> None:
+    def drop_leader_state(self, leader: Leader, reason: str) -> None:
         if leader.pending_records:
             self._logger.info("dropped_proposals", count=len(leader.pending_records), reason=reason)
         leader.pending_records = []
@@ -494,4 +653,4 @@ class ReplicationMixin(NodeCore):
         leader.parked_fetches.clear()
 
 
-__all__ = ["ReplicationMixin"]
+__all__ = ["OBSERVERS_MAX", "OBSERVER_SESSION_TIMEOUT_MS", "Replication"]

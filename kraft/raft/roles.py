@@ -59,8 +59,10 @@ class Candidate:
 
 
 @dataclass(slots=True)
-class ReplicaState:
-    """What a leader knows of one replica (voter or observer)."""
+class ReplicaProgress:
+    """How far one replica (voter or observer) has fetched from this leader (etcd's
+    ``Progress``; unrelated to the ISR
+    broker's ``replication.core.ReplicaState``)."""
 
     end_offset: int = -1
     """The replica's last valid fetch offset: everything below it is durable there."""
@@ -78,7 +80,7 @@ class Leader:
     name = "leader"
     epoch: Epoch
     epoch_start_offset: int
-    replicas: dict[NodeId, ReplicaState]
+    replicas: dict[NodeId, ReplicaProgress]
     """Every voter but this one, and each observer that has fetched."""
     unacked_begin_epoch: set[NodeId]
     begin_epoch_retry_at_ms: int
@@ -138,7 +140,7 @@ __all__ = [
     "Follower",
     "Leader",
     "Prospective",
-    "ReplicaState",
+    "ReplicaProgress",
     "Resigned",
     "Role",
     "Unattached",
