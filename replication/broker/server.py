@@ -78,7 +78,7 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.raft_server import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
+from kraft.raft.shell import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig

@@ -23,7 +23,7 @@ from kraft.raft.messages import (
     RaftMessage,
     VoteRequest,
 )
-from kraft.raft_server import CHANNEL_OPTIONS, RaftServer
+from kraft.raft.shell import CHANNEL_OPTIONS, RaftServer
 from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode, NotControllerError

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from kraft.raft import RaftConfig
-from kraft.raft_server import QuorumStatus, RaftServer, StateMachine
+from kraft.raft.shell.describe import QuorumStatus
+from kraft.raft.shell.server import RaftServer
+from kraft.raft.shell.state_machine import StateMachine
 from storage.errors import KraftError, RequestTimedOutError
 
 AsyncReplicatedLog = RaftServer
