@@ -187,9 +187,10 @@ class GrpcRaftTransport:
         for ch in self._channels.values():
             await ch.close()
 
-    def link_count(self) -> int:
-        """Open outbound streams (one per peer at most, whatever the number of groups)."""
-        return sum(1 for link in self._links.values() if not link.closed)
+    def stream_counts(self) -> tuple[int, int]:
+        """(open outbound streams, open inbound streams): one per peer each at most, whatever
+        the number of groups."""
+        return sum(1 for link in self._links.values() if not link.closed), len(self._streams)
 
     # --- inside -------------------------------------------------------------------------------
 
