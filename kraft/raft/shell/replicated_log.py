@@ -18,7 +18,7 @@ This is what PySyncObj users do, and what kraft's controller is built on::
 
 ``apply`` runs on the log's own thread, in offset order, once per committed entry; a restarted
 node first ``restore``s its latest snapshot and is then given the entries after it. Use
-`AsyncReplicatedLog` (the `RaftServer` itself) inside an asyncio program.
+`AsyncReplicatedLog` (`kraft.raft.shell.RaftServer` itself) inside an asyncio program.
 """
 
 from __future__ import annotations
