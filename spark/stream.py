@@ -31,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kraft.types import TopicPartition
+from spark.batch_reader import RangePartition, read_range
 from spark.lookup import OffsetLookup
 from spark.offsets import (
     offsets_from_json,
@@ -40,7 +41,6 @@ from spark.offsets import (
     split_ranges,
 )
 from spark.options import EARLIEST, LATEST, OffsetSpec, ReadOptions
-from spark.source import RangePartition, read_range
 
 
 class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

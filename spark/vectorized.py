@@ -37,10 +37,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from spark.columns import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema
+from storage.compression import Compression
 from storage.errors import CorruptRecordError
 from storage.records import (
     BATCH_HEADER_SIZE,
-    Compression,
     TimestampType,
     decode_varint,
     iter_batches,

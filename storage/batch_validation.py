@@ -44,6 +44,7 @@ accepted and ignored).
 
 from __future__ import annotations
 
+from storage.compression import Compression, decompress_records
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecordError,
@@ -57,11 +58,9 @@ from storage.records import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     BatchHeader,
-    Compression,
     TimestampType,
     _varint_at,
     compute_crc,
-    decompress_records,
     read_header,
     record_tuples,
 )
@@ -86,7 +85,7 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
         CorruptRecordError: a bad header, CRC mismatch, or compressed data that does not
             decompress.
         RecordTooLargeError: larger than ``max_message_bytes``, or inflating to more than
-            `storage.records.MAX_DECOMPRESSED_BYTES`.
+            `storage.compression.MAX_DECOMPRESSED_BYTES`.
         UnsupportedCompressionTypeError: gzip, snappy or an unknown codec id.
         InvalidTimestampError: a negative timestamp (other than -1), one out of the
             before/after bounds, or a LogAppendTime batch.

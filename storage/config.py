@@ -1,8 +1,9 @@
 """Per-log configuration: Kafka's topic-level log settings, converted from dotted keys in one place.
 
 `LogConfig` holds snake_case fields; `LogConfig.from_properties` accepts Kafka's own keys
-(``segment.bytes``, ``retention.ms``, ...) so a Kafka user's topic configs carry over. Every
-value is validated here: the log itself trusts its config.
+(``segment.bytes``, ``retention.ms``, ...) so a Kafka user's topic configs carry over. The keys,
+their defaults and their ranges come from the config registry (`storage.config_registry`);
+every value is validated here: the log itself trusts its config.
 
 Durability knobs, as in Kafka: by default nothing is fsynced by the log (``flush.messages`` and
 ``flush.ms`` are "never": replication, not fsync, protects data, and the OS writes back pages);
@@ -16,72 +17,70 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storage.config_registry import (
+    DYNAMIC_BROKER_KEYS,
+    INT_MAX,
+    LOG_PROPERTY_FIELDS,
+    LONG_MAX,
+    NODE_KEYS,
+    SEGMENT_BYTES_MIN,
+    TOPIC_KEYS,
+)
 from storage.errors import InvalidConfigError
 
-LONG_MAX = 2**63 - 1
-"""Java's ``Long.MAX_VALUE``: Kafka's "never" for ``flush.messages`` and ``flush.ms``."""
-INT_MAX = 2**31 - 1
+_KEY_OF_FIELD = {field: key for key, field in LOG_PROPERTY_FIELDS.items()}
 
-SEGMENT_BYTES_MIN = 61
-"""The smallest ``segment.bytes`` a log takes: a segment must hold one batch header (61 bytes)."""
 
-_MIB = 1024 * 1024
-_DAY_MS = 24 * 60 * 60 * 1000
+def _default(field: str) -> int:
+    """The registry's default of the `LogConfig` field ``field``."""
+    default = TOPIC_KEYS[_KEY_OF_FIELD[field]].default
+    assert default is not None, field
+    return int(default)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LogConfig:
     """The settings of one segmented log (a partition replica or the Raft metadata log).
 
-    Invariants (checked in ``__post_init__``, raising `InvalidConfigError`):
-    ``segment_bytes`` in [61, 2**31-1] (file positions are 4-byte index entries);
-    ``retention_ms`` and ``retention_bytes`` >= -1 (-1: unlimited);
-    ``flush_messages`` >= 1; ``segment_ms``, ``flush_ms`` >= 1 and 0; ...
+    Invariants (checked in ``__post_init__``, raising `InvalidConfigError`): every field is in
+    its key's range in `storage.config_registry` (``segment_bytes`` in [61, 2**31-1], file
+    positions being 4-byte index entries; ``retention_ms`` and ``retention_bytes`` >= -1, -1
+    meaning unlimited; ``flush_messages`` >= 1; ...).
     """
 
-    # NB: Kafka's default is 1 GiB. kraft defaults to 64 MiB because recovery after an unclean
-    # shutdown re-validates the unflushed segments in Python (CRC of every batch), and example
-    # clusters run many partitions on one small machine: a smaller segment bounds both the
-    # recovery scan and the disk held by an active segment that retention may not delete.
-    segment_bytes: int = 64 * _MIB
+    # NB: 64 MiB, not Kafka's 1 GiB: the registry (storage/config_registry.py) says why.
+    segment_bytes: int = _default("segment_bytes")
     """``segment.bytes``: roll when an append would make the active segment larger."""
-    segment_ms: int = 7 * _DAY_MS
+    segment_ms: int = _default("segment_ms")
     """``segment.ms``: roll when the active segment's first append is older than this."""
-    segment_index_bytes: int = 10 * _MIB
+    segment_index_bytes: int = _default("segment_index_bytes")
     """``segment.index.bytes``: roll when the offset or time index would exceed this."""
-    retention_ms: int = 7 * _DAY_MS
+    retention_ms: int = _default("retention_ms")
     """``retention.ms``: delete segments whose newest timestamp is older (-1: forever)."""
-    retention_bytes: int = -1
+    retention_bytes: int = _default("retention_bytes")
     """``retention.bytes``: delete the oldest segments while the log is larger (-1: no limit)."""
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = _default("index_interval_bytes")
     """``index.interval.bytes``: one offset (and time) index entry per this many bytes."""
-    flush_messages: int = LONG_MAX
+    flush_messages: int = _default("flush_messages")
     """``flush.messages``: fsync after this many records since the last flush (default never)."""
-    flush_ms: int = LONG_MAX
+    flush_ms: int = _default("flush_ms")
     """``flush.ms``: fsync when the last flush is older than this (default never)."""
-    max_message_bytes: int = 1_048_588
+    max_message_bytes: int = _default("max_message_bytes")
     """``max.message.bytes``: the largest batch a leader accepts (Kafka's 1 MiB + 12 bytes)."""
-    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = _default("message_timestamp_before_max_ms")
     """``message.timestamp.before.max.ms`` (KIP-937): a leader refuses a record whose
     CreateTime is more than this before its clock (INVALID_TIMESTAMP)."""
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = _default("message_timestamp_after_max_ms")
     """``message.timestamp.after.max.ms`` (KIP-937): ... more than this after its clock. NB:
     Kafka 3.6's default; Kafka 4.0 lowered it to one hour."""
     sync_every_append: bool = False
-    """kraft's ``sync.every.append``: fdatasync after every append call (the Raft log)."""
+    """fdatasync after every append call (the Raft log). Not a config key: set in code."""
 
     def __post_init__(self) -> None:
-        _check(self.segment_bytes, "segment.bytes", SEGMENT_BYTES_MIN, INT_MAX)
-        _check(self.segment_ms, "segment.ms", 1, LONG_MAX)
-        _check(self.segment_index_bytes, "segment.index.bytes", 12, INT_MAX)
-        _check(self.retention_ms, "retention.ms", -1, LONG_MAX)
-        _check(self.retention_bytes, "retention.bytes", -1, LONG_MAX)
-        _check(self.index_interval_bytes, "index.interval.bytes", 0, INT_MAX)
-        _check(self.flush_messages, "flush.messages", 1, LONG_MAX)
-        _check(self.flush_ms, "flush.ms", 0, LONG_MAX)
-        _check(self.max_message_bytes, "max.message.bytes", 0, INT_MAX)
-        _check(self.message_timestamp_before_max_ms, "message.timestamp.before.max.ms", 0, LONG_MAX)
-        _check(self.message_timestamp_after_max_ms, "message.timestamp.after.max.ms", 0, LONG_MAX)
+        # The ranges are the registry's: the controller validates topic configs with the same.
+        for key, field in PROPERTY_KEYS.items():
+            if (problem := TOPIC_KEYS[key].check_int(getattr(self, field))) is not None:
+                raise InvalidConfigError(problem)
         if not isinstance(self.sync_every_append, bool):
             raise InvalidConfigError(
                 f"sync.every.append must be a bool: {self.sync_every_append!r}"
@@ -107,11 +106,6 @@ class LogConfig:
             if field is None:
                 raise InvalidConfigError(f"unknown log config {key!r}")
             value = raw.strip()
-            if field == "sync_every_append":
-                if value.lower() not in ("true", "false"):
-                    raise InvalidConfigError(f"{key} must be true or false: {raw!r}")
-                changes[field] = value.lower() == "true"
-                continue
             try:
                 changes[field] = int(value)
             except ValueError:
@@ -122,32 +116,19 @@ class LogConfig:
         """The inverse of `from_properties` (every key, Kafka's spelling)."""
         out: dict[str, str] = {}
         for key, field in PROPERTY_KEYS.items():
-            value = getattr(self, field)
-            out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+            out[key] = str(getattr(self, field))
         return out
 
 
-PROPERTY_KEYS: dict[str, str] = {
-    "segment.bytes": "segment_bytes",
-    "segment.ms": "segment_ms",
-    "segment.index.bytes": "segment_index_bytes",
-    "retention.ms": "retention_ms",
-    "retention.bytes": "retention_bytes",
-    "index.interval.bytes": "index_interval_bytes",
-    "flush.messages": "flush_messages",
-    "flush.ms": "flush_ms",
-    "max.message.bytes": "max_message_bytes",
-    "message.timestamp.before.max.ms": "message_timestamp_before_max_ms",
-    "message.timestamp.after.max.ms": "message_timestamp_after_max_ms",
-    "sync.every.append": "sync_every_append",
-}
-"""Kafka's dotted key -> `LogConfig` field; the only place the two spellings meet."""
+PROPERTY_KEYS: Mapping[str, str] = LOG_PROPERTY_FIELDS
+"""Kafka's dotted key -> `LogConfig` field, derived from the registry (``owner="LogConfig"``).
+``sync_every_append`` is no key: only the Raft store sets it, in code."""
 
 
 def validate_log_property(key: str, value: str) -> str | None:
     """Why a log would reject ``key=value`` (the checks of `LogConfig.from_properties`), or
-    None when it takes it. The controller validates topic configs with this, so a value it
-    accepts is one every broker's log takes."""
+    None when it takes it. The ranges are the registry's, which the controller validates topic
+    configs with, so a value it accepts is one every broker's log takes."""
     try:
         LogConfig.from_properties({key: value})
     except InvalidConfigError as e:
@@ -160,27 +141,25 @@ def int_fields_from_properties(
 ) -> dict[str, int]:
     """The integer fields named by ``keys`` (Kafka key -> field name) found in ``properties``;
     other keys are ignored. Shared by the configs of every layer that read Kafka properties.
+    A node key of the registry (or a topic key's broker synonym) is held to its range there.
 
     Raises:
-        InvalidConfigError: a value is not an integer.
+        InvalidConfigError: a value is not an integer, or is outside its key's range.
     """
     out: dict[str, int] = {}
     for key, raw in properties.items():
         name = keys.get(key.strip())
-        if name is None:
-            continue
+        if name is None or str(raw).strip() == "":
+            continue  # absent or empty: the field's default
         try:
-            out[name] = int(str(raw).strip())
+            value = int(str(raw).strip())
         except ValueError:
             raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
+        definition = NODE_KEYS.get(key.strip()) or DYNAMIC_BROKER_KEYS.get(key.strip())
+        if definition is not None and (problem := definition.check_int(value)) is not None:
+            raise InvalidConfigError(problem)
+        out[name] = value
     return out
-
-
-def _check(value: object, key: str, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidConfigError(f"{key} must be an integer: {value!r}")
-    if not low <= value <= high:
-        raise InvalidConfigError(f"{key} must be in [{low}, {high}]: {value}")
 
 
 __all__ = [

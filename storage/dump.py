@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.compression import Compression
 from storage.errors import CorruptRecordError, KraftError
 from storage.records import (
     BATCH_HEADER_SIZE,
     MAGIC,
-    Compression,
     compute_crc,
     iter_records,
     read_header,

@@ -5,8 +5,8 @@ directions); numbers and names are Kafka's own (``org.apache.kafka.common.protoc
 so a Kafka user recognises them. Codes kraft adds are numbered from 1000.
 
 NB: this module lives in ``storage`` rather than ``kraft`` because ``storage`` is the root of the
-dependency graph (``storage <- kraft <- replication <- spark``) and raises these errors itself;
-``kraft.errors`` re-exports everything here.
+dependency graph (``storage <- kraft <- replication <- spark``) and raises these errors itself.
+The `kraft` package names the most used ones (``from kraft import KraftError, ErrorCode``).
 
 Operating errors carry a code; broken invariants are programmer errors and use ``assert`` or
 `InvariantViolation` (which has no code and must never cross the wire).

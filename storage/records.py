@@ -28,6 +28,9 @@ lengths of -1 mean null and every varint is zigzag-encoded, as in Kafka's ``Defa
 Because the CRC starts at ``attributes``, a leader can assign offsets and stamp its epoch by
 rewriting bytes 0..15 in place (`set_base_offset`, `set_partition_leader_epoch`) without
 touching or re-checksumming the records: the broker treats a batch as bytes on its hot path.
+
+The codecs (`Compression`, compressing a records section and its bounded inflation) live in
+`storage.compression`; this module holds the layout, building, reading and the record walk.
 """
 
 from __future__ import annotations
@@ -39,10 +42,9 @@ from dataclasses import dataclass
 
 import google_crc32c
 
+from storage.compression import Compression, compress, decompress_records
 from storage.errors import (
     CorruptRecordError,
-    KraftError,
-    RecordTooLargeError,
     UnsupportedCompressionTypeError,
 )
 
@@ -68,16 +70,6 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
-
-
-class Compression(enum.IntEnum):
-    """Per-batch compression codecs (Kafka's numbering; gzip and snappy are not supported)."""
-
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
 
 
 class TimestampType(enum.IntEnum):
@@ -221,75 +213,6 @@ def _bytes_field(value: bytes | None) -> bytes:
     if value is None:
         return _NULL
     return encode_varint(len(value)) + value
-
-
-# --- compression ---------------------------------------------------------------------------------
-
-
-def compress(codec: Compression, data: bytes) -> bytes:
-    if codec is Compression.NONE:
-        return data
-    if codec is Compression.ZSTD:
-        import zstandard
-
-        return zstandard.ZstdCompressor(level=3).compress(data)
-    if codec is Compression.LZ4:
-        import lz4.frame
-
-        return bytes(lz4.frame.compress(data))
-    raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
-
-
-MAX_DECOMPRESSED_BYTES = 64 << 20
-"""The most a compressed batch's records may inflate to (64 MiB, gRPC's message limit here): a
-small batch that decompresses to gigabytes (a "zip bomb") is refused, not buffered."""
-
-
-def decompress_records(
-    codec: Compression, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED_BYTES
-) -> bytes:
-    """The records section of a compressed batch: one whole frame of ``codec``, at most
-    ``limit`` bytes once inflated. The broker's validation and every reader use this one
-    function, so what a leader accepts is exactly what a consumer can decode.
-
-    Raises:
-        CorruptRecordError: the data is not one whole frame of ``codec`` (garbage, truncated).
-        RecordTooLargeError: the records inflate to more than ``limit`` bytes.
-        UnsupportedCompressionTypeError: ``codec`` is gzip or snappy.
-    """
-    try:
-        if codec is Compression.ZSTD:
-            import zstandard
-
-            raw = bytes(data)
-            declared = zstandard.frame_content_size(raw)
-            if declared > limit:
-                raise RecordTooLargeError(f"zstd records declare {declared} bytes > {limit}")
-            decompressor = zstandard.ZstdDecompressor()
-            try:
-                # NB: without a declared size, max_output_size bounds the output buffer.
-                return decompressor.decompress(raw, max_output_size=limit)
-            except zstandard.ZstdError:
-                if len(decompressor.stream_reader(raw).read(limit + 1)) > limit:
-                    raise RecordTooLargeError(
-                        f"zstd records inflate to more than {limit} bytes"
-                    ) from None
-                raise
-        if codec is Compression.LZ4:
-            import lz4.frame
-
-            decompressor = lz4.frame.LZ4FrameDecompressor()
-            out = decompressor.decompress(bytes(data), max_length=limit + 1)
-            if len(out) > limit:
-                raise RecordTooLargeError(f"lz4 records inflate to more than {limit} bytes")
-            if not decompressor.eof:
-                raise CorruptRecordError("truncated lz4 frame")
-            return bytes(out)
-    except KraftError:
-        raise
-    except Exception as e:  # the codecs raise their own error types on garbage
-        raise CorruptRecordError(f"cannot decompress {codec.name} records: {str(e)[:200]}") from e
-    raise UnsupportedCompressionTypeError(f"compression {codec.name} is not supported")
 
 
 # --- building ------------------------------------------------------------------------------------
@@ -678,7 +601,6 @@ __all__ = [
     "LOG_OVERHEAD",
     "MAGIC",
     "BatchHeader",
-    "Compression",
     "Header",
     "Record",
     "RecordTuple",
@@ -686,7 +608,6 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "decode_varint",
-    "decompress_records",
     "encode_varint",
     "iter_batches",
     "iter_records",

@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from kraft.process import die_with_parent
+    from kraft.cluster.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)
     parser = build_parser()

@@ -1,6 +1,6 @@
 """The status of a local cluster, for ``kraft cluster up`` (live view) and ``cluster status``:
 one JSON-able document built from cluster.json's pids, each node's gRPC health and two
-controller RPCs (DescribeQuorum, DescribeCluster), judged by `kraft.health` (the check
+controller RPCs (DescribeQuorum, DescribeCluster), judged by `kraft.cluster.health` (the check
 ``LocalCluster.wait_until_healthy`` makes), and its text rendering."""
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ def pid_alive(pid: int | None) -> bool:
 
 def collect_status(info: dict[str, Any], client: ControllerClient) -> dict[str, Any]:
     """The status document: processes from ``info`` (a cluster.json), their gRPC health, and
-    the controllers' view, judged by `kraft.health.check_cluster_health` (the check
+    the controllers' view, judged by `kraft.cluster.health.check_cluster_health` (the check
     `LocalCluster.wait_until_healthy` makes); ``problems`` says what is not healthy and
     ``error`` why the controllers did not answer (never raises for that)."""
-    from kraft.health import EXITED, RUNNING, NodeProcess, check_cluster_health
-    from kraft.process import last_log_line
+    from kraft.cluster.health import EXITED, RUNNING, NodeProcess, check_cluster_health
+    from kraft.cluster.process import last_log_line
 
     logs = Path(info.get("data_dir") or ".") / "logs"
     nodes = []

@@ -49,7 +49,7 @@ def node_properties(
     Raises:
         ValueError: an ``--override`` is not KEY=VALUE, or a data directory is a file.
     """
-    from kraft.config import load_properties
+    from kraft.properties import load_properties
 
     props = load_properties(args.config) if args.config else {}
     flags: dict[str, str | None] = {

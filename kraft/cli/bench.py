@@ -63,6 +63,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.spark) answers --help
     )
     sp.set_defaults(handler=_run_spark, passthrough=True)
+    idle = bsub.add_parser(
+        "idle",
+        help="CPU an idle LocalCluster uses (all nodes, /proc CPU time)",
+        epilog="example: kraft bench idle --seconds 60 --json",
+        add_help=False,  # its own parser (kraft.bench.idle) answers --help
+    )
+    idle.set_defaults(handler=_run_idle, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -107,6 +114,13 @@ def _run_consume(args: argparse.Namespace) -> int:
 
 def _run_spark(args: argparse.Namespace) -> int:
     from kraft.bench.spark import main
+
+    result: int = main(list(args.rest))
+    return result
+
+
+def _run_idle(args: argparse.Namespace) -> int:
+    from kraft.bench.idle import main
 
     result: int = main(list(args.rest))
     return result

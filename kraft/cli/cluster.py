@@ -6,7 +6,7 @@ kills whatever is left. ``up --detach`` starts the same supervisor as a detached
 own session, output in ``DIR/cluster.log``) and returns once the cluster is healthy. Either
 way the supervisor writes ``DIR/cluster.json`` when the cluster is healthy and removes it when
 it stops; ``down`` and ``status`` read it. Node processes die with the supervisor (they arm
-``PR_SET_PDEATHSIG``, see `kraft.process`), so killing it leaves nothing behind.
+``PR_SET_PDEATHSIG``, see `kraft.cluster.process`), so killing it leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -437,7 +437,7 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
 
 
 def _detach(args: argparse.Namespace, data_dir: Path) -> int:
-    from kraft.process import PARENT_PID_ENV
+    from kraft.cluster.process import PARENT_PID_ENV
 
     os.close(_lock_data_dir(data_dir))  # fail early; the supervisor takes the lock for good
     log_path = data_dir / LOG_FILE

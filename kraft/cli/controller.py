@@ -46,7 +46,7 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.config import ControllerNodeConfig
+    from kraft.controller.node_config import ControllerNodeConfig
     from kraft.controller.server import run_controller
 
     config = ControllerNodeConfig.from_properties(properties_from_args(args))

@@ -29,7 +29,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
 import grpc
@@ -62,7 +61,7 @@ from kraft.controller.messages import (
     UnregisterBrokerResponse,
 )
 from kraft.metadata.records import Endpoint
-from kraft.transport.channels import client_channel_options, parse_bootstrap_servers
+from kraft.transport.channels import client_channel, map_grpc_errors, parse_bootstrap_servers
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -76,12 +75,9 @@ from kraft.transport.controller_codec import (
 from kraft.transport.retry import retry_retriable
 from storage.errors import (
     ErrorCode,
-    InvalidRequestError,
-    KraftError,
     NetworkError,
     NotControllerError,
     RequestTimedOutError,
-    UnknownServerError,
     error_for,
 )
 
@@ -102,25 +98,6 @@ _RPCS: dict[type, tuple[str, type]] = {
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
     DescribeQuorumRequest: ("DescribeQuorum", DescribeQuorumResponse),
 }
-
-_GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
-    grpc.StatusCode.UNAVAILABLE: NetworkError,
-    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
-}
-
-
-@contextmanager
-def map_grpc_errors(address: str, peer: str = "controller") -> Iterator[None]:
-    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary); the
-    message names ``peer`` (what ``address`` is: a controller, or a forwarding broker)."""
-    try:
-        yield
-    except grpc.RpcError as e:
-        code = e.code() if hasattr(e, "code") else None
-        cls = _GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
-        detail = e.details() if hasattr(e, "details") else str(e)
-        raise cls(f"{peer} {address}: {detail or code}") from None
 
 
 def _response_errors(response: Any) -> Iterator[tuple[ErrorCode, str]]:
@@ -452,7 +429,7 @@ class ControllerClient:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(address, options=client_channel_options())
+                channel = client_channel(address)
                 self._channels[address] = channel
                 stub = self._stubs[address] = controller_pb2_grpc.ControllerStub(channel)
             return stub
@@ -463,4 +440,4 @@ def _raise_for(code: ErrorCode, message: str) -> None:
         raise error_for(code, message)
 
 
-__all__ = ["ControllerClient", "map_grpc_errors"]
+__all__ = ["ControllerClient"]

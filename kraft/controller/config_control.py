@@ -8,8 +8,9 @@ none do, with one error per resource (as Kafka's ``ConfigurationControlManager``
 - a broker resource name that is neither ``""`` (cluster default) nor a broker id
   -> INVALID_REQUEST
 - a key named twice for one resource -> INVALID_REQUEST
-- an unknown key, a bad value, SET without a value, APPEND/SUBTRACT on a non-list key
-  -> INVALID_CONFIG
+- an unknown key, a bad value, a value kraft does not support yet (``cleanup.policy=compact``,
+  ...: `storage.config_registry`), SET without a value, APPEND/SUBTRACT on a non-list key, a
+  topic's ``min.insync.replicas`` above its replication factor -> INVALID_CONFIG
 
 A request changing more than 10,000 keys is refused whole, POLICY_VIOLATION for every resource
 (`kraft.controller.limits`); a value longer than `CONFIG_VALUE_MAX_CHARS` is INVALID_CONFIG.
@@ -33,7 +34,9 @@ from kraft.controller.messages import (
 from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import (
     CONFIG_VALUE_MAX_CHARS,
+    MIN_INSYNC_REPLICAS,
     ConfigType,
+    check_min_insync_replicas,
     config_defs,
     quoted,
     split_list,
@@ -99,7 +102,7 @@ def _alter_resource(
     else:
         if name != "" and not name.isdigit():
             return ErrorCode.INVALID_REQUEST, f"broker resource {quoted(name)} is not a broker id"
-        defaults = {key: d.default for key, d in config_defs(rtype).items()}
+        defaults = {key: d.default or "" for key, d in config_defs(rtype).items()}
         current = {**defaults, **image.dynamic_configs(rtype, name)}
     dynamic = image.dynamic_configs(rtype, name)
     names = [c.name for c in resource.configs]
@@ -110,12 +113,30 @@ def _alter_resource(
         outcome = _new_value(rtype, change, current)
         if isinstance(outcome, tuple):
             return outcome
+        if rtype is ConfigResourceType.TOPIC and change.name == MIN_INSYNC_REPLICAS:
+            replication_factor = _replication_factor(image, name)
+            problem = (
+                check_min_insync_replicas(outcome, replication_factor)
+                if replication_factor is not None
+                else None
+            )
+            if problem is not None:
+                return ErrorCode.INVALID_CONFIG, problem
         if outcome is None and change.name not in dynamic:
             continue  # deleting a key that is not set changes nothing
         records.append(
             ConfigRecord(resource_type=rtype, resource_name=name, name=change.name, value=outcome)
         )
     return records
+
+
+def _replication_factor(image: MetadataImage, topic: str) -> int | None:
+    """The smallest replica count among ``topic``'s partitions (they agree unless a
+    reassignment is under way), None when it has none."""
+    topic_image = image.topic(topic)
+    if topic_image is None or not topic_image.partitions:
+        return None
+    return min(len(p.replicas) for p in topic_image.partitions.values())
 
 
 def _new_value(
@@ -144,7 +165,7 @@ def _new_value(
                 return ErrorCode.INVALID_CONFIG, f"{change.name} is not a list config"
             if change.value is None:
                 return ErrorCode.INVALID_CONFIG, f"{change.op.name} of {change.name} needs a value"
-            items = split_list(current.get(change.name, definition.default))
+            items = split_list(current.get(change.name, definition.default or ""))
             operand = split_list(change.value)
             if change.op is AlterConfigOp.APPEND:
                 items.extend(item for item in operand if item not in items)

@@ -51,7 +51,6 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
-from kraft.config import ControllerNodeConfig
 from kraft.controller.core import ControllerCore
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -72,12 +71,13 @@ from kraft.controller.messages import (
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
 )
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord
 from kraft.raft.shell import RaftServer, clock_ms
 from kraft.supervision import LoopSupervisor, serve_until_stopped
-from kraft.transport.channels import server_options
+from kraft.transport.channels import aio_server
 from kraft.transport.controller_codec import (
     CurrentLeader,
     DescribeClusterRequest,
@@ -164,7 +164,7 @@ class ControllerServer:
         # builds the responses for requests whose records were lost (see `_submit`).
         self._standby = ControllerCore(rng=random.Random(0), config=config.controller)
         self.supervisor = LoopSupervisor(self._log)
-        self._grpc = grpc.aio.server(options=server_options(config.socket_request_max_bytes))
+        self._grpc = aio_server(config.socket_request_max_bytes)
         controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
         self.raft = RaftServer(
             config.node_id,

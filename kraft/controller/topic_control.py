@@ -47,7 +47,12 @@ from kraft.controller.messages import (
 )
 from kraft.controller.placement import UsableBroker, place_replicas
 from kraft.controller.result import ControllerResult
-from kraft.metadata.configs import quoted, validate_config
+from kraft.metadata.configs import (
+    MIN_INSYNC_REPLICAS,
+    check_min_insync_replicas,
+    quoted,
+    validate_config,
+)
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import (
     ConfigRecord,
@@ -206,6 +211,9 @@ def _create_one(
             else topic.replication_factor
         )
         assignments = _place(image, count, rf, 0, rng)
+    problem = check_min_insync_replicas(topic.configs.get(MIN_INSYNC_REPLICAS), len(assignments[0]))
+    if problem is not None:
+        raise _Rejected(ErrorCode.INVALID_CONFIG, problem)
     topic_id = new_topic_id(image, rng)
     records: list[MetadataRecord] = [TopicRecord(name=topic.name, topic_id=topic_id)]
     records.extend(

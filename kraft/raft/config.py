@@ -16,24 +16,11 @@ from dataclasses import dataclass
 from typing import final
 
 from storage.config import int_fields_from_properties
+from storage.config_registry import node_property_fields
 from storage.errors import InvalidConfigError
 
-_KEYS: dict[str, str] = {
-    "controller.quorum.election.timeout.ms": "election_timeout_ms",
-    "controller.quorum.fetch.timeout.ms": "fetch_timeout_ms",
-    "controller.quorum.election.backoff.max.ms": "election_backoff_max_ms",
-    "controller.quorum.append.linger.ms": "append_linger_ms",
-    "controller.quorum.request.timeout.ms": "request_timeout_ms",
-    "controller.quorum.retry.backoff.ms": "retry_backoff_ms",
-    # kraft's own keys (Kafka hard-codes these in KafkaRaftClient).
-    "controller.quorum.fetch.max.wait.ms": "fetch_max_wait_ms",
-    "controller.quorum.high.watermark.linger.ms": "high_watermark_linger_ms",
-    "controller.quorum.fetch.max.bytes": "fetch_max_bytes",
-    "controller.quorum.fetch.snapshot.max.bytes": "fetch_snapshot_max_bytes",
-    "controller.quorum.append.max.batch.bytes": "append_batch_bytes_max",
-    "controller.quorum.apply.max.bytes": "apply_bytes_max",
-    "controller.quorum.log.cache.bytes": "log_cache_bytes_max",
-}
+_KEYS = node_property_fields("RaftConfig")
+"""``controller.quorum.*`` key -> field, from the config registry (defaults and docs there)."""
 
 
 @final

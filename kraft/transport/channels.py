@@ -5,18 +5,35 @@ accepts: gRPC refuses a larger message with RESOURCE_EXHAUSTED before it is deco
 server carries on. The same bound applies to what channels send and receive, so a response
 (a fetch carries at least one whole batch) fits the limit the peer applies.
 
-The controller reads the key from its config (`kraft.config.ControllerNodeConfig`); the other
-servers and the clients use the default.
+The controller reads the key from its config (`kraft.controller.node_config`); the other servers
+and the clients use the default.
 
 `parse_bootstrap_servers` checks every address list a client or the CLI is given (brokers or
 controllers) before any channel is built: a malformed address fails at once, named.
+
+Every channel and server is built here (`client_channel`, `peer_channel`, `aio_server`,
+`bind`), so transport security is one change: today every one is plaintext. And a failed call
+becomes kraft's typed error here (`map_grpc_errors`, `translate_rpc_error`; STYLE §5: one
+boundary), whoever made the call.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Final
+
+import grpc
+
+from storage.errors import (
+    InvalidRequestError,
+    KraftError,
+    NetworkError,
+    RequestTimedOutError,
+    UnknownServerError,
+    UnsupportedVersionError,
+)
 
 SOCKET_REQUEST_MAX_BYTES: Final = 100 * 1024 * 1024
 """Kafka's ``socket.request.max.bytes`` default: the largest request a server accepts."""
@@ -62,6 +79,54 @@ def client_channel_options() -> Options:
         ("grpc.initial_reconnect_backoff_ms", 50),
         ("grpc.max_reconnect_backoff_ms", 500),
     ]
+
+
+def client_channel(address: str) -> grpc.Channel:
+    """A blocking channel of a client (producer, consumer, admin, controller client, probes)."""
+    return grpc.insecure_channel(address, options=client_channel_options())
+
+
+def peer_channel(address: str) -> grpc.aio.Channel:
+    """An asyncio channel from one server to another (Raft peers, follower to leader)."""
+    return grpc.aio.insecure_channel(address, options=peer_channel_options())
+
+
+def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
+    """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port."""
+    return grpc.aio.server(options=server_options(max_request_bytes))
+
+
+def bind(server: grpc.aio.Server, listen: str) -> int:
+    """Listen on ``listen`` (HOST:PORT; port 0 picks one); returns the port bound."""
+    return int(server.add_insecure_port(listen))
+
+
+GRPC_ERRORS: Final[dict[grpc.StatusCode, type[KraftError]]] = {
+    grpc.StatusCode.UNAVAILABLE: NetworkError,
+    grpc.StatusCode.CANCELLED: NetworkError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
+    grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
+}
+"""The gRPC status of a failed call -> kraft's error; any other status is UNKNOWN_SERVER_ERROR."""
+
+
+def translate_rpc_error(error: grpc.RpcError, address: str, peer: str) -> KraftError:
+    """kraft's typed error for a failed gRPC call to ``peer`` (what ``address`` is: a broker,
+    a controller, a forwarding broker) at ``address``."""
+    code = error.code() if hasattr(error, "code") else None
+    cls = GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
+    detail = error.details() if hasattr(error, "details") else str(error)
+    return cls(f"{peer} {address}: {detail or code}")
+
+
+@contextmanager
+def map_grpc_errors(address: str, peer: str) -> Iterator[None]:
+    """Raise a failed gRPC call in the block as `translate_rpc_error` names it."""
+    try:
+        yield
+    except grpc.RpcError as e:
+        raise translate_rpc_error(e, address, peer) from None
 
 
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.%\w-]+\]|[\w.-]+)$")
@@ -114,10 +179,17 @@ def _address_problem(address: str) -> str | None:
 
 
 __all__ = [
+    "GRPC_ERRORS",
     "SOCKET_REQUEST_MAX_BYTES",
+    "aio_server",
+    "bind",
+    "client_channel",
     "client_channel_options",
+    "map_grpc_errors",
     "parse_bootstrap_servers",
+    "peer_channel",
     "peer_channel_options",
     "server_options",
     "size_options",
+    "translate_rpc_error",
 ]

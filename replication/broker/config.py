@@ -23,7 +23,8 @@ default of topics that set none; the cluster-wide dynamic default and topic conf
 it), the ``controller.quorum.*`` Raft timeouts of the metadata observer,
 ``log.retention.check.interval.ms`` and the log defaults of `BROKER_LOG_KEYS`
 (``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``, ``log.roll.ms``, ...;
-validated as the log validates them; topic configs override them).
+validated as the log validates them; topic configs override them). Every key, its default and
+its range are in the config registry (`storage.config_registry`).
 """
 
 from __future__ import annotations
@@ -32,27 +33,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraft.config import format_voters, int_property, listener_address, parse_voters
+from kraft.properties import format_voters, int_property, listener_address, parse_voters
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
-from storage.config import validate_log_property
+from storage.config import int_fields_from_properties
+from storage.config_registry import (
+    BROKER_LOG_KEYS,
+    DYNAMIC_BROKER_KEYS,
+    NODE_KEYS,
+    node_property_fields,
+)
 from storage.errors import InvalidConfigError
 
-BROKER_LOG_KEYS: dict[str, str] = {
-    "log.segment.bytes": "segment.bytes",
-    "log.roll.ms": "segment.ms",
-    "log.retention.ms": "retention.ms",
-    "log.retention.bytes": "retention.bytes",
-    "log.index.interval.bytes": "index.interval.bytes",
-    "log.index.size.max.bytes": "segment.index.bytes",
-    "log.flush.interval.messages": "flush.messages",
-    "log.flush.interval.ms": "flush.ms",
-    "message.max.bytes": "max.message.bytes",
-    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
-    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
-}
-"""Broker key (the default for every topic) -> topic key: Kafka's synonyms."""
-DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+_INT_FIELDS = node_property_fields("BrokerNodeConfig")
+"""Key -> field of this class's integer settings (from the registry)."""
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = int(NODE_KEYS["log.retention.check.interval.ms"].default or 0)
 """Kafka's ``log.retention.check.interval.ms`` default (5 minutes)."""
 NON_ROUTABLE_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 """Hosts a broker may listen on but not advertise (Kafka refuses the meta-address too)."""
@@ -145,10 +140,9 @@ class BrokerNodeConfig:
         log_defaults = {
             BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
         }
-        broker_keys = {topic_key: key for key, topic_key in BROKER_LOG_KEYS.items()}
-        for topic_key, value in sorted(log_defaults.items()):
-            if (problem := validate_log_property(topic_key, value)) is not None:
-                raise InvalidConfigError(f"{broker_keys[topic_key]}: {problem}")
+        for key in sorted(k for k in props if k in BROKER_LOG_KEYS):
+            if (problem := DYNAMIC_BROKER_KEYS[key].validate(props[key])) is not None:
+                raise InvalidConfigError(problem)
         return cls(
             node_id=node_id,
             voters=voters,
@@ -156,19 +150,7 @@ class BrokerNodeConfig:
             advertised_listener=listener_address(advertised) if advertised else None,
             data_dir=Path(data_dir),
             rack=rack,
-            heartbeat_interval_ms=int_property(props, "broker.heartbeat.interval.ms", 500),
-            replica_fetch_wait_max_ms=int_property(props, "replica.fetch.wait.max.ms", 500),
-            replica_fetch_max_bytes=int_property(props, "replica.fetch.max.bytes", 1 << 20),
-            replica_fetch_min_bytes=int_property(props, "replica.fetch.min.bytes", 1),
-            replica_fetch_response_max_bytes=int_property(
-                props, "replica.fetch.response.max.bytes", 10 << 20
-            ),
-            high_watermark_checkpoint_interval_ms=int_property(
-                props, "replica.high.watermark.checkpoint.interval.ms", 5_000
-            ),
-            log_retention_check_interval_ms=int_property(
-                props, "log.retention.check.interval.ms", DEFAULT_RETENTION_CHECK_INTERVAL_MS
-            ),
+            **int_fields_from_properties(props, _INT_FIELDS),
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
@@ -183,15 +165,7 @@ class BrokerNodeConfig:
             "controller.quorum.voters": format_voters(self.voters),
             "listeners": f"PLAINTEXT://{self.listen}",
             "log.dirs": str(self.data_dir),
-            "broker.heartbeat.interval.ms": str(self.heartbeat_interval_ms),
-            "replica.fetch.wait.max.ms": str(self.replica_fetch_wait_max_ms),
-            "replica.fetch.max.bytes": str(self.replica_fetch_max_bytes),
-            "replica.fetch.min.bytes": str(self.replica_fetch_min_bytes),
-            "replica.fetch.response.max.bytes": str(self.replica_fetch_response_max_bytes),
-            "replica.high.watermark.checkpoint.interval.ms": str(
-                self.high_watermark_checkpoint_interval_ms
-            ),
-            "log.retention.check.interval.ms": str(self.log_retention_check_interval_ms),
+            **{key: str(getattr(self, field)) for key, field in _INT_FIELDS.items()},
             **{broker_keys[k]: v for k, v in self.log_defaults.items() if k in broker_keys},
             **self.replication.to_properties(),
             **self.raft.to_properties(),

@@ -78,8 +78,9 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.raft.shell import CHANNEL_OPTIONS, SERVER_OPTIONS, RaftServer
+from kraft.raft.shell import RaftServer
 from kraft.supervision import LoopSupervisor, serve_until_stopped
+from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
@@ -171,7 +172,7 @@ class BrokerServer:
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0
         )
-        self._grpc = grpc.aio.server(options=SERVER_OPTIONS)
+        self._grpc = aio_server()
         self._service = BrokerService(self)
         broker_pb2_grpc.add_BrokerServicer_to_server(BrokerServicer(self._service), self._grpc)
         controller_pb2_grpc.add_ControllerServicer_to_server(
@@ -212,7 +213,7 @@ class BrokerServer:
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            self.bound_port = self._grpc.add_insecure_port(self.config.listen)
+            self.bound_port = bind(self._grpc, self.config.listen)
         except RuntimeError as e:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         await self._grpc.start()
@@ -531,7 +532,7 @@ class BrokerServer:
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         stub = self._stubs.get(address)
         if stub is None:
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = peer_channel(address)
             self._channels[address] = channel
             stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
         return stub

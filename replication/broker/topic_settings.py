@@ -29,14 +29,12 @@ from dataclasses import dataclass
 import structlog
 
 from kraft.metadata import CLUSTER_DEFAULT_RESOURCE, MetadataImage
+from kraft.metadata.configs import MIN_INSYNC_REPLICAS
 from kraft.metadata.records import ConfigResourceType
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.retention import resolve_log_config, topic_keys_of_dynamic_broker_defaults
 from replication.core import ReplicationConfig
 from storage.config import LogConfig
-
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
-"""The topic key, which is also its broker synonym."""
 
 _log = structlog.get_logger("replication.broker.topic_settings")
 

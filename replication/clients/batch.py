@@ -32,6 +32,10 @@ import google_crc32c
 import structlog
 
 from kraft.types import TopicPartition
+from storage.compression import (
+    Compression,
+    compress,  # storage's codec helper, so both sides compress identically
+)
 from storage.errors import KraftError
 from storage.records import (
     MAGIC,
@@ -39,9 +43,7 @@ from storage.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
-    Compression,
     Header,
-    compress,  # storage's codec helper, so both sides compress identically
     encode_varint,
 )
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from kraft.transport.channels import parse_bootstrap_servers
-from storage.records import Compression
+from storage.compression import Compression
 
 _COMPRESSION = {
     "none": Compression.NONE,

@@ -2,9 +2,9 @@
 
 Every call goes through `BrokerNetwork`: dataclass in, dataclass out (`replication.codec` is
 the only proto boundary), and a failed call becomes kraft's typed error at one place
-(`map_broker_errors`, STYLE §5): UNAVAILABLE -> `NetworkError`, DEADLINE_EXCEEDED ->
-`RequestTimedOutError`, both retriable. Calls are synchronous (`call`) or callback-driven
-(`call_async`, gRPC's ``.future()``), which is how the producer keeps up to
+(`kraft.transport.channels.map_grpc_errors`, STYLE §5): UNAVAILABLE -> `NetworkError`,
+DEADLINE_EXCEEDED -> `RequestTimedOutError`, both retriable. Calls are synchronous (`call`)
+or callback-driven (`call_async`, gRPC's ``.future()``), which is how the producer keeps up to
 ``max.in.flight.requests.per.connection`` Produce requests outstanding per broker without a
 thread per request.
 
@@ -25,36 +25,28 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import grpc
 
 from kraft._generated import broker_pb2_grpc
-from kraft.transport.channels import client_channel_options, parse_bootstrap_servers
+from kraft.transport.channels import (
+    client_channel,
+    map_grpc_errors,
+    parse_bootstrap_servers,
+    translate_rpc_error,
+)
 from kraft.transport.retry import retry_retriable
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
 from storage.errors import (
-    InvalidRequestError,
     KraftError,
     NetworkError,
     RequestTimedOutError,
-    UnknownServerError,
-    UnsupportedVersionError,
 )
 
 R = TypeVar("R")
-
-_GRPC_ERRORS: dict[grpc.StatusCode, type[KraftError]] = {
-    grpc.StatusCode.UNAVAILABLE: NetworkError,
-    grpc.StatusCode.CANCELLED: NetworkError,
-    grpc.StatusCode.DEADLINE_EXCEEDED: RequestTimedOutError,
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequestError,
-    grpc.StatusCode.UNIMPLEMENTED: UnsupportedVersionError,
-}
-_CHANNEL_OPTIONS = client_channel_options()
 
 
 class Cancellable(Protocol):
@@ -71,23 +63,6 @@ class _Done:
 
 
 _TRANSPORT_ERRORS = (NetworkError, RequestTimedOutError)
-
-
-def translate_rpc_error(error: grpc.RpcError, address: str) -> KraftError:
-    """kraft's typed error for a failed gRPC call to the broker at ``address``."""
-    code = error.code() if hasattr(error, "code") else None
-    cls = _GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
-    detail = error.details() if hasattr(error, "details") else str(error)
-    return cls(f"broker {address}: {detail or code}")
-
-
-@contextmanager
-def map_broker_errors(address: str) -> Iterator[None]:
-    """Translate a failed gRPC call into kraft's typed errors (STYLE §5: one boundary)."""
-    try:
-        yield
-    except grpc.RpcError as e:
-        raise translate_rpc_error(e, address) from None
 
 
 class BrokerNetwork:
@@ -144,7 +119,7 @@ class BrokerNetwork:
                 raise NetworkError("client closed")
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+                channel = client_channel(address)
                 self._channels[address] = channel
                 stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
             return stub
@@ -164,7 +139,7 @@ class BrokerNetwork:
         """
         stub = self.stub(address)
         try:
-            with map_broker_errors(address):
+            with map_grpc_errors(address, "broker"):
                 reply = getattr(stub, method)(
                     encode(request), timeout=timeout_s or self.request_timeout_s
                 )
@@ -199,7 +174,7 @@ class BrokerNetwork:
             try:
                 reply = f.result()
             except grpc.RpcError as e:
-                error = translate_rpc_error(e, address)
+                error = translate_rpc_error(e, address, "broker")
                 self._note_outcome(address, error)
                 on_done(None, error)
                 return
@@ -284,6 +259,4 @@ class BrokerNetwork:
 __all__ = [
     "BrokerNetwork",
     "Cancellable",
-    "map_broker_errors",
-    "translate_rpc_error",
 ]

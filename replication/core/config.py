@@ -13,15 +13,11 @@ from dataclasses import dataclass
 from typing import final
 
 from storage.config import int_fields_from_properties
+from storage.config_registry import node_property_fields
 from storage.errors import InvalidConfigError
 
-_KEYS: dict[str, str] = {
-    "min.insync.replicas": "min_insync_replicas",
-    "replica.lag.time.max.ms": "replica_lag_time_ms_max",
-    "replica.fetch.backoff.ms": "replica_fetch_backoff_ms",
-    # kraft's own key: Kafka's AlterPartitionManager uses an exponential backoff from 50 ms.
-    "alter.partition.retry.backoff.ms": "alter_partition_retry_backoff_ms",
-}
+_KEYS = node_property_fields("ReplicationConfig")
+"""Key -> field, from the config registry (defaults and docs there)."""
 
 
 @final
@@ -32,7 +28,9 @@ class ReplicationConfig:
     min_insync_replicas: int = 1
     """``min.insync.replicas``: acks=all produces need at least this many ISR members, and the
     high watermark does not advance below it (KIP-966). The effective value is capped at the
-    replication factor, as Kafka's ``Partition.effectiveMinIsr`` does."""
+    replication factor, as Kafka's ``Partition.effectiveMinIsr`` does; only a broker or
+    cluster-wide default can reach the cap, since the controller refuses a topic's own value
+    above its replication factor."""
     replica_lag_time_ms_max: int = 30_000
     """``replica.lag.time.max.ms``: an ISR follower not caught up for longer is shrunk out."""
     replica_fetch_backoff_ms: int = 1_000

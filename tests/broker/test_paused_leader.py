@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from kraft.cluster import LocalCluster
-from kraft.process import wait_for
+from kraft.cluster.process import wait_for
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
 from replication.clients.batch import RecordFuture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kraft.cluster import LocalCluster
-from kraft.process import wait_for
+from kraft.cluster.process import wait_for
 from kraft.types import TopicPartition
 from replication.clients import AdminClient, Consumer, ConsumerRecord, Producer
 from replication.clients.network import BrokerNetwork

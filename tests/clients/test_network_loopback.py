@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from kraft._generated import broker_pb2_grpc
-from kraft.process import free_ports
+from kraft.cluster.process import free_ports
 from kraft.types import TopicPartition
 from replication import messages
 from replication.clients import Consumer, Producer

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kraft.process import wait_for
+from kraft.cluster.process import wait_for
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
 from tests.clients.fake_cluster import FakeCluster, FakeNetwork

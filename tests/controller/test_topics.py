@@ -271,13 +271,14 @@ def test_incremental_alter_configs_set_delete_append_subtract() -> None:
         alter(
             topic_resource(
                 AlterableConfig(name="retention.ms", value="100"),
-                AlterableConfig(name="cleanup.policy", op=AlterConfigOp.APPEND, value="compact"),
+                AlterableConfig(name="cleanup.policy", op=AlterConfigOp.APPEND, value="delete"),
             )
         ),
     )
     assert response.responses[0].error_code is ErrorCode.NONE
-    assert h.image.topic_config("t", "cleanup.policy") == "delete,compact"
-    h.run(
+    assert h.image.topic_config("t", "retention.ms") == "100"
+    assert h.image.topic_config("t", "cleanup.policy") == "delete"  # APPEND adds no duplicate
+    response = h.run(
         h.core.handle_incremental_alter_configs_request,
         alter(
             topic_resource(
@@ -286,8 +287,32 @@ def test_incremental_alter_configs_set_delete_append_subtract() -> None:
             )
         ),
     )
+    # SUBTRACT of the only policy leaves an empty list, which no policy allows: the resource
+    # is refused whole (the DELETE beside it does not happen either).
+    assert response.responses[0].error_code is ErrorCode.INVALID_CONFIG
+    assert h.image.topic_config("t", "retention.ms") == "100"
+    h.run(
+        h.core.handle_incremental_alter_configs_request,
+        alter(topic_resource(AlterableConfig(name="retention.ms", op=AlterConfigOp.DELETE))),
+    )
     assert h.image.topic_config("t", "retention.ms") == "604800000"
-    assert h.image.topic_config("t", "cleanup.policy") == "compact"
+
+
+def test_appending_compact_to_cleanup_policy_is_refused_as_not_supported_yet() -> None:
+    h = harness(1)
+    create(h, CreatableTopic(name="t"))
+    response = h.run(
+        h.core.handle_incremental_alter_configs_request,
+        alter(
+            topic_resource(
+                AlterableConfig(name="cleanup.policy", op=AlterConfigOp.APPEND, value="compact")
+            )
+        ),
+    )
+    result = response.responses[0]
+    assert result.error_code is ErrorCode.INVALID_CONFIG
+    assert "cleanup.policy=compact is not supported yet" in result.error_message
+    assert h.image.topic_config("t", "cleanup.policy") == "delete"
 
 
 def test_cluster_default_broker_config_changes_topic_effective_value() -> None:

@@ -1,4 +1,4 @@
-"""`kraft.health.check_cluster_health` against a stub controller client: each condition of a
+"""`kraft.cluster.health.check_cluster_health` against a stub controller client: each condition of a
 healthy cluster fails with a sentence that names the node or partition."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.cli._cluster_status import collect_status, render_status
-from kraft.health import EXITED, STOPPED, NodeProcess, check_cluster_health
+from kraft.cluster.health import EXITED, STOPPED, NodeProcess, check_cluster_health
 from kraft.metadata.image import BrokerRegistration, PartitionDescription
 from kraft.transport.controller_codec import (
     DescribeClusterResponse,

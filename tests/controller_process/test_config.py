@@ -1,4 +1,5 @@
-"""`kraft.config`: Kafka-style properties and flags -> `ControllerNodeConfig`."""
+"""`kraft.controller.node_config` and `kraft.properties`: Kafka-style properties and flags ->
+`ControllerNodeConfig`."""
 
 from __future__ import annotations
 
@@ -8,13 +9,8 @@ import pytest
 
 from kraft.cli import build_parser
 from kraft.cli.controller import properties_from_args
-from kraft.config import (
-    DEFAULT_SNAPSHOT_INTERVAL_BYTES,
-    ControllerNodeConfig,
-    load_properties,
-    parse_voters,
-    write_properties,
-)
+from kraft.controller.node_config import DEFAULT_SNAPSHOT_INTERVAL_BYTES, ControllerNodeConfig
+from kraft.properties import load_properties, parse_voters, write_properties
 from storage.errors import InvalidConfigError
 
 VOTERS = "1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093"

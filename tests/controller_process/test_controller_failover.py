@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kraft import LocalCluster
+from kraft.cluster.process import wait_for
 from kraft.controller.client import ControllerClient
-from kraft.process import wait_for
 from storage.errors import KraftError, NotControllerError
 from tests.controller_process.helpers import FakeBrokers, TopicWriter
 

@@ -13,12 +13,12 @@ import grpc
 import pytest
 
 from kraft._generated import controller_pb2, controller_pb2_grpc
-from kraft.config import ControllerNodeConfig
+from kraft.cluster.process import free_ports
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatePartitionsRequest, CreatePartitionsTopic
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import OFF_LOOP_DECODE_BYTES, ControllerServer
 from kraft.metadata.records import Endpoint
-from kraft.process import free_ports
 from kraft.transport.channels import client_channel_options
 from storage.errors import ErrorCode
 

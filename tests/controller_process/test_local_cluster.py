@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kraft import LocalCluster
-from kraft.health import NodeExitedError
-from kraft.process import wait_for
+from kraft.cluster.health import NodeExitedError
+from kraft.cluster.process import wait_for
 from storage.errors import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_wait_until_healthy_fails_fast_naming_a_broker_that_died(cluster: LocalC
 SCRIPT = """
 import sys, threading
 from kraft import LocalCluster
-from kraft.health import NodeExitedError
+from kraft.cluster.health import NodeExitedError
 with LocalCluster(controllers=1, brokers=1, data_dir=sys.argv[1]) as cluster:
     cluster.wait_until_healthy(timeout=60)
     print(" ".join(str(p) for p in cluster.pids()), flush=True)

@@ -12,10 +12,10 @@ from typing import TypeVar
 
 import pytest
 
-from kraft.config import ControllerNodeConfig
+from kraft.cluster.process import free_ports
 from kraft.controller.client import ControllerClient
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer
-from kraft.process import free_ports
 from storage.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
 
 T = TypeVar("T")

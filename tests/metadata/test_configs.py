@@ -32,9 +32,12 @@ def test_log_setting_defaults_are_the_logs_own() -> None:
         ("min.insync.replicas", "2"),
         ("unclean.leader.election.enable", "TRUE"),
         ("retention.ms", "-1"),
-        ("cleanup.policy", "compact,delete"),
-        ("replication.mode", "quorum"),
-        ("compression.type", "zstd"),
+        ("cleanup.policy", "delete"),
+        ("replication.mode", "isr"),
+        ("compression.type", "producer"),
+        ("message.timestamp.type", "CreateTime"),
+        ("segment.index.bytes", "1048576"),
+        ("index.interval.bytes", "8192"),
     ],
 )
 def test_valid_topic_configs_pass(key: str, value: str) -> None:
@@ -61,3 +64,43 @@ def test_invalid_topic_configs_are_explained(key: str, value: str) -> None:
 def test_broker_configs_use_the_broker_synonyms() -> None:
     assert validate_config(ConfigResourceType.BROKER, "log.retention.ms", "1000") is None
     assert validate_config(ConfigResourceType.BROKER, "retention.ms", "1000") is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "accepted"),
+    [
+        ("cleanup.policy", "compact", "delete"),
+        ("cleanup.policy", "compact,delete", "delete"),
+        ("cleanup.policy", "delete,compact", "delete"),
+        ("message.timestamp.type", "LogAppendTime", "CreateTime"),
+        ("compression.type", "zstd", "producer"),
+        ("compression.type", "gzip", "producer"),
+        ("compression.type", "uncompressed", "producer"),
+        ("replication.mode", "quorum", "isr"),
+    ],
+)
+def test_a_value_kraft_does_not_implement_yet_is_refused_naming_the_key(
+    key: str, value: str, accepted: str
+) -> None:
+    """Accepted-and-ignored is worse than refused: the user would believe the topic compacts,
+    stamps append times, recompresses or replicates by quorum."""
+    problem = validate_config(ConfigResourceType.TOPIC, key, value)
+    assert problem is not None
+    assert key in problem and "not supported yet" in problem
+    assert f"accepted: {accepted}" in problem
+
+
+def test_replication_mode_quorum_is_refused_until_quorum_topics_exist() -> None:
+    problem = validate_config(ConfigResourceType.TOPIC, "replication.mode", "quorum")
+    assert problem is not None and "quorum-mode topics do not exist yet" in problem
+
+
+def test_the_broker_synonym_of_an_unsupported_value_is_refused_too() -> None:
+    problem = validate_config(
+        ConfigResourceType.BROKER, "log.message.timestamp.type", "LogAppendTime"
+    )
+    assert problem is not None and "not supported yet" in problem
+    assert (
+        validate_config(ConfigResourceType.BROKER, "log.message.timestamp.type", "CreateTime")
+        is None
+    )

@@ -20,9 +20,9 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
-from kraft.config import ControllerNodeConfig
+from kraft.cluster.process import free_ports
+from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer
-from kraft.process import free_ports
 from kraft.raft import RaftNode
 from kraft.supervision import EXIT_LOOP_DIED, LoopSupervisor
 from replication.broker.config import BrokerNodeConfig

@@ -33,8 +33,9 @@ from spark.options import (
     WriteOptions,
 )
 from spark.vectorized import decode_columns
+from storage.compression import Compression
 from storage.errors import ErrorCode, OffsetOutOfRangeError
-from storage.records import Compression, SimpleRecord, build_batch, iter_records
+from storage.records import SimpleRecord, build_batch, iter_records
 
 pytestmark = pytest.mark.spark
 

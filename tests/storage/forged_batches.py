@@ -13,6 +13,7 @@ import google_crc32c
 import lz4.frame
 import zstandard
 
+from storage.compression import Compression
 from storage.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -22,7 +23,6 @@ from storage.errors import (
     UnsupportedCompressionTypeError,
 )
 from storage.records import (
-    Compression,
     SimpleRecord,
     build_batch,
     encode_varint,
@@ -30,7 +30,7 @@ from storage.records import (
 
 NOW_MS = 1_700_000_000_000
 BOMB_BYTES = (64 << 20) + 1
-"""One byte more than `storage.records.MAX_DECOMPRESSED_BYTES`."""
+"""One byte more than `storage.compression.MAX_DECOMPRESSED_BYTES`."""
 _COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count
 
 

@@ -8,6 +8,7 @@ import pytest
 from kraft.types import TopicPartition
 from replication.clients.batch import ProducerBatch
 from storage.batch_validation import validate_produced_batch
+from storage.compression import Compression, decompress_records
 from storage.config import LogConfig
 from storage.errors import (
     InvalidRecordError,
@@ -16,10 +17,8 @@ from storage.errors import (
     RecordTooLargeError,
 )
 from storage.records import (
-    Compression,
     SimpleRecord,
     build_batch,
-    decompress_records,
     record_tuples,
 )
 from tests.storage.forged_batches import MALFORMED, NOW_MS, good_batch, valid_batches

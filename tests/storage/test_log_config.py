@@ -20,13 +20,17 @@ def test_defaults_follow_kafka_except_segment_bytes() -> None:
 
 
 def test_from_properties_reads_kafka_keys() -> None:
-    config = LogConfig.from_properties(
-        {"segment.bytes": "1048576", "retention.ms": "-1", "sync.every.append": "true"}
-    )
+    config = LogConfig.from_properties({"segment.bytes": "1048576", "retention.ms": "-1"})
     assert config.segment_bytes == 1048576
     assert config.retention_ms == -1
-    assert config.sync_every_append is True
     assert LogConfig.from_properties(config.to_properties()) == config
+
+
+def test_sync_every_append_is_set_in_code_not_by_a_config_key() -> None:
+    """Only the Raft store syncs every append; no topic or broker key may turn it on."""
+    assert LogConfig(sync_every_append=True).sync_every_append is True
+    with pytest.raises(InvalidConfigError):
+        LogConfig.from_properties({"sync.every.append": "true"})
 
 
 @pytest.mark.parametrize(
@@ -36,7 +40,6 @@ def test_from_properties_reads_kafka_keys() -> None:
         {"segment.bytes": "10"},
         {"retention.ms": "-2"},
         {"flush.messages": "0"},
-        {"sync.every.append": "yes"},
         {"no.such.key": "1"},
         {"segment.bytes": str(2**31)},
     ],

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from storage.compression import Compression
 from storage.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from storage.records import (
     BATCH_HEADER_SIZE,
-    Compression,
     SimpleRecord,
     TimestampType,
     build_batch,

@@ -76,7 +76,7 @@ def run(data_dir: Path, records: int) -> int:
         [
             sys.executable,
             "-m",
-            "kraft._demo_storage",
+            "kraft.demo.storage_crash",
             "--writer",
             str(log_dir),
             "--records",

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Final
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from kraft.transport.channels import client_channel
+
 if TYPE_CHECKING:
     from kraft.controller.client import ControllerClient
 
@@ -127,7 +129,7 @@ class ClusterHealth:
 def serving_status(address: str, timeout: float = 1.0) -> str:
     """What ``address``'s gRPC health service says for the whole server (``""``):
     SERVING, NOT_SERVING, ..., or ``no answer``."""
-    with grpc.insecure_channel(address) as channel:
+    with client_channel(address) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=timeout

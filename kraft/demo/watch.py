@@ -26,8 +26,8 @@ from typing import Any
 
 import structlog
 
-from kraft._demo_console import Console
 from kraft.controller.client import ControllerClient
+from kraft.demo.console import Console
 from storage.errors import KraftError
 
 

@@ -42,8 +42,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kraft._demo_console import Console, bar
-from kraft._demo_watch import ClientEvents, ClusterWatcher
+from kraft.demo.console import Console, bar
+from kraft.demo.watch import ClientEvents, ClusterWatcher
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
@@ -506,13 +506,13 @@ def consume_and_verify(
 
 def spark_aggregate(bootstrap: str, summary: Summary, console: Console, log_dir: Path) -> None:
     """Read the topic with the ``kraft`` Spark data source; records per partition, offsets."""
-    from kraft import _demo_spark
+    from kraft.demo import spark_step
 
     console.say("\n6. reading the topic with Spark (format 'kraft') into a DataFrame")
     started = time.monotonic()
     try:
-        rows = _demo_spark.aggregate_by_partition(bootstrap, TOPIC, log_dir / "spark.log")
-    except _demo_spark.SparkUnavailable as e:
+        rows = spark_step.aggregate_by_partition(bootstrap, TOPIC, log_dir / "spark.log")
+    except spark_step.SparkUnavailable as e:
         summary.spark = f"skipped: the kraft Spark data source is not importable ({e})"
         console.say(f"   {summary.spark}")
         return
@@ -664,10 +664,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     arguments = list(sys.argv[1:] if argv is None else argv)
     if "--storage" in arguments:
-        from kraft import _demo_storage
+        from kraft.demo import storage_crash
 
         arguments.remove("--storage")
-        return _demo_storage.main(arguments)
+        return storage_crash.main(arguments)
     args = parser.parse_args(arguments)
     if args.records < 2:
         parser.error("--records must be at least 2")

@@ -5,7 +5,7 @@
     from kraft import LocalCluster
 
     with LocalCluster(controllers=3, brokers=3) as cluster:
-        cluster.wait_until_healthy(timeout=30)     # see `kraft.health`: all running and serving
+        cluster.wait_until_healthy(timeout=30)     # kraft.cluster.health: running, serving
         cluster.create_topic("orders", 6, 3, config={"min.insync.replicas": "2"})
         cluster.kill_broker(1)                     # SIGKILL; stop_broker is SIGTERM
         cluster.start_broker(1)
@@ -33,8 +33,9 @@ Brokers are named by id (101, 102, ...) or by their 1-based index (1, 2, ...): t
 never overlap. Controllers are named by id (1, 2, ...).
 
 Processes are started from one long-lived launcher thread that the cluster owns: Linux's
-``PR_SET_PDEATHSIG`` fires when the *thread* that started a child exits (see `kraft.process`),
-so ``start_broker`` is safe to call from any thread, even a short-lived one.
+``PR_SET_PDEATHSIG`` fires when the *thread* that started a child exits (see
+`kraft.cluster.process`), so ``start_broker`` is safe to call from any thread, even a
+short-lived one.
 """
 
 from __future__ import annotations
@@ -47,10 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self
 
-from kraft.config import ControllerNodeConfig, format_voters, write_properties
-from kraft.controller.client import ControllerClient
-from kraft.controller.messages import CreatableTopicResult
-from kraft.health import (
+from kraft.cluster.health import (
     EXITED,
     RUNNING,
     STOPPED,
@@ -59,7 +57,11 @@ from kraft.health import (
     NodeProcess,
     check_cluster_health,
 )
-from kraft.process import ManagedProcess, free_ports, wait_for
+from kraft.cluster.process import ManagedProcess, free_ports, wait_for
+from kraft.controller.client import ControllerClient
+from kraft.controller.messages import CreatableTopicResult
+from kraft.controller.node_config import ControllerNodeConfig
+from kraft.properties import format_voters, write_properties
 from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
 
@@ -201,7 +203,7 @@ class LocalCluster:
         return self._client
 
     def health(self, *, timeout: float = 2.0) -> ClusterHealth:
-        """The cluster's health by `kraft.health.check_cluster_health` (the check
+        """The cluster's health by `kraft.cluster.health.check_cluster_health` (the check
         ``kraft cluster status`` makes too): nodes stopped or killed through this object are
         not expected to run; the others must run, answer SERVING, and (brokers) hold an
         unfenced registration newer than the one they had before their last restart."""

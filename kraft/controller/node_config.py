@@ -1,0 +1,131 @@
+"""A controller node's configuration: a Kafka-style properties file plus command-line flags.
+
+This is the one place that turns Kafka's dotted keys into snake_case fields (STYLE §4)::
+
+    # controller-1.properties
+    process.roles=controller
+    node.id=1
+    controller.quorum.voters=1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093
+    listeners=CONTROLLER://127.0.0.1:9091
+    log.dirs=/var/lib/kraft/controller-1
+    broker.session.timeout.ms=3000
+    metadata.log.max.record.bytes.between.snapshots=65536
+    controller.quorum.election.timeout.ms=150
+
+    config = ControllerNodeConfig.from_properties(load_properties("controller-1.properties"))
+
+(`load_properties` and the other helpers of properties files, which brokers share, are in
+`kraft.properties`.)
+
+Keys read (unknown keys are ignored, as Kafka ignores keys meant for other components):
+
+- ``node.id``; ``controller.quorum.voters`` (``id@host:port,...``, KIP-595);
+- ``listeners`` (``NAME://host:port,...``; the first one is served; default: this node's
+  address in the voters) ;
+- ``metadata.log.dir``, else the first of ``log.dirs`` (``log.dir``): the Raft data directory;
+- ``broker.session.timeout.ms``, ``num.partitions``, ``default.replication.factor``
+  (`ControllerConfig`);
+- ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
+- ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
+
+Every key, its default and its range are in the config registry (`storage.config_registry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraft.controller.core import ControllerConfig
+from kraft.properties import format_voters, int_property, listener_address, parse_voters
+from kraft.raft import RaftConfig
+from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
+from storage.config import int_fields_from_properties
+from storage.config_registry import NODE_KEYS, node_property_fields
+from storage.errors import InvalidConfigError
+
+_CONTROLLER_FIELDS = node_property_fields("ControllerConfig")
+_NODE_FIELDS = node_property_fields("ControllerNodeConfig")
+"""Key -> field of `ControllerConfig` and of `ControllerNodeConfig`'s integer settings, from
+the config registry (where their defaults and docs are)."""
+
+DEFAULT_SNAPSHOT_INTERVAL_BYTES = int(
+    NODE_KEYS["metadata.log.max.record.bytes.between.snapshots"].default or 0
+)
+"""Kafka's default is 20 MiB; kraft's metadata logs are small, and a small interval keeps the
+snapshot path (KIP-630: take, trim, fetch, install) exercised in every local cluster."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerNodeConfig:
+    """Everything one controller process needs (Kafka key in brackets)."""
+
+    node_id: int
+    """[node.id]"""
+    voters: Mapping[int, str]
+    """[controller.quorum.voters] id -> host:port of every voter."""
+    listen: str
+    """[listeners] the address this node serves Raft, Controller and health on."""
+    data_dir: Path
+    """[metadata.log.dir / log.dirs] the Raft log, election state and snapshots."""
+    raft: RaftConfig = field(default_factory=RaftConfig)
+    """[controller.quorum.*]"""
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    """[broker.session.timeout.ms, num.partitions, default.replication.factor]"""
+    snapshot_interval_bytes: int = DEFAULT_SNAPSHOT_INTERVAL_BYTES
+    """[metadata.log.max.record.bytes.between.snapshots]"""
+    socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
+    """[socket.request.max.bytes] the largest request the gRPC server accepts."""
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
+        """Build the config from properties (a file's, with flags already merged in).
+
+        Raises:
+            InvalidConfigError: a required key is missing or a value is malformed.
+        """
+        missing = [k for k in ("node.id", "controller.quorum.voters") if not props.get(k)]
+        data_dir = (
+            props.get("metadata.log.dir")
+            or (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
+        )
+        if not data_dir:
+            missing.append("log.dirs")
+        if missing:
+            raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
+        node_id = int_property(props, "node.id", -1)
+        voters = parse_voters(props["controller.quorum.voters"])
+        listeners = props.get("listeners", "").strip()
+        listen = listener_address(listeners) if listeners else voters.get(node_id, "")
+        if not listen:
+            raise InvalidConfigError(
+                f"node {node_id} is not in controller.quorum.voters and has no listeners"
+            )
+        controller_fields = int_fields_from_properties(props, _CONTROLLER_FIELDS)
+        node_fields = int_fields_from_properties(props, _NODE_FIELDS)  # ranges checked
+        return cls(
+            node_id=node_id,
+            voters=voters,
+            listen=listen,
+            data_dir=Path(data_dir),
+            raft=RaftConfig.from_properties(props),
+            controller=ControllerConfig(**controller_fields),
+            **node_fields,
+        )
+
+    def to_properties(self) -> dict[str, str]:
+        """The config as properties (`from_properties` inverts it)."""
+        return {
+            "process.roles": "controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": format_voters(self.voters),
+            "listeners": f"CONTROLLER://{self.listen}",
+            "log.dirs": str(self.data_dir),
+            **{k: str(getattr(self.controller, f)) for k, f in _CONTROLLER_FIELDS.items()},
+            **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
+            **self.raft.to_properties(),
+        }
+
+
+__all__ = ["DEFAULT_SNAPSHOT_INTERVAL_BYTES", "ControllerNodeConfig"]

@@ -1,0 +1,695 @@
+"""The config registry: every key kraft's topics, brokers and controllers read, each once.
+
+A key is a `ConfigKey`: Kafka's dotted name, its type, its default (a string, as Kafka stores
+configs), its validator (range, allowed values, values not supported yet), which layer reads
+it, its broker synonym when it is a topic key, the snake_case field it fills, and its doc line.
+Everything else is derived from `REGISTRY`:
+
+- ``storage.config.PROPERTY_KEYS`` (the log settings of `LogConfig`) and `LogConfig`'s ranges;
+- the broker's static log defaults (``log.retention.ms`` -> ``retention.ms``: `BROKER_LOG_KEYS`)
+  and the controller's dynamic broker keys (`DYNAMIC_BROKER_KEYS`, the synonyms);
+- the controller's topic-config validation (`validate`, via ``kraft.metadata.configs``);
+- the field tables of `RaftConfig`, `ReplicationConfig`, `ControllerConfig` and the node
+  configs (`node_property_fields`);
+- the configuration tables of ``docs/operations.md`` (`storage.config_docs`; a test holds them
+  equal).
+
+`LogConfig` takes its defaults from here too. `RaftConfig`, `ReplicationConfig`,
+`ControllerConfig` and the node configs keep a literal default on each field (a frozen
+dataclass reads best that way), and ``tests/test_config_registry.py`` holds every one equal to
+the registry's, and every field of theirs to a registry key. The `ConfigKey` class and its
+validator are in `storage.config_key`.
+
+Where it lives, and why here. Dependencies point ``storage <- kraft <- replication <- spark``
+(``tests/test_contract.py``), and the lowest reader is storage's `LogConfig`, so the one table
+sits at the bottom, as Kafka keeps ``TopicConfig`` and ``ConfigDef`` in its clients module, the
+bottom of its own graph. The registry is data plus pure validation: it imports nothing of the
+layers that read it, and names their config classes only as strings (``owner``).
+
+Two namespaces, as in Kafka: *topic* keys (set per topic, or by default through their broker
+synonym) and *node* keys (a broker's or a controller's properties file). A name is unique in its
+namespace; a topic key's synonym may share its name (``min.insync.replicas``). The producer and
+consumer settings keep their own dataclasses (``replication/clients/config.py``): they are a
+third namespace (``compression.type`` means another thing there) and already derive their keys
+from their fields.
+
+Values Kafka has that kraft does not implement yet are refused (INVALID_CONFIG, "not supported
+yet") rather than stored and ignored: ``cleanup.policy=compact``, ``message.timestamp.type=
+LogAppendTime``, a topic ``compression.type`` other than ``producer``, and
+``replication.mode=quorum``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from storage.config_key import (
+    CONFIG_VALUE_MAX_CHARS,
+    INT_MAX,
+    LONG_MAX,
+    SEGMENT_BYTES_MIN,
+    ConfigKey,
+    ConfigType,
+    Reader,
+    Scope,
+    quoted,
+    split_list,
+)
+
+_MIB = 1024 * 1024
+_DAY_MS = 24 * 60 * 60 * 1000
+_B = frozenset({Reader.BROKER})
+_C = frozenset({Reader.CONTROLLER})
+_BC = frozenset({Reader.BROKER, Reader.CONTROLLER})
+
+
+def _topic(
+    name: str,
+    type_: ConfigType,
+    default: str,
+    doc: str,
+    *,
+    readers: frozenset[Reader] = _B,
+    synonym: str | None = None,
+    owner: str | None = None,
+    min_value: int | None = None,
+    choices: Iterable[str] | None = None,
+    unsupported: Iterable[str] = (),
+    unsupported_reason: str = "",
+    shown_default: str | None = None,
+    kraft_only: bool = False,
+) -> ConfigKey:
+    return ConfigKey(
+        name=name,
+        scope=Scope.TOPIC,
+        type=type_,
+        default=default,
+        readers=readers,
+        doc=doc,
+        min_value=min_value,
+        choices=frozenset(choices) if choices is not None else None,
+        unsupported=frozenset(unsupported),
+        unsupported_reason=unsupported_reason,
+        synonym=synonym,
+        owner=owner,
+        field=name.replace(".", "_") if owner is not None else None,
+        shown_default=shown_default,
+        kraft_only=kraft_only,
+    )
+
+
+def _node(
+    name: str,
+    type_: ConfigType,
+    default: str | None,
+    doc: str,
+    *,
+    readers: frozenset[Reader],
+    owner: str | None = None,
+    field: str | None = None,
+    min_value: int | None = None,
+    max_value: int | None = None,
+    shown_default: str | None = None,
+    kraft_only: bool = False,
+) -> ConfigKey:
+    return ConfigKey(
+        name=name,
+        scope=Scope.NODE,
+        type=type_,
+        default=default,
+        readers=readers,
+        doc=doc,
+        min_value=min_value,
+        max_value=max_value,
+        owner=owner,
+        field=field,
+        shown_default=shown_default,
+        kraft_only=kraft_only,
+    )
+
+
+_T = ConfigType
+_LOG = "LogConfig"
+_RAFT = "RaftConfig"
+_BROKER = "BrokerNodeConfig"
+
+# NB: Kafka's default is 1 GiB. kraft defaults to 64 MiB because recovery after an unclean
+# shutdown re-validates the unflushed segments in Python (CRC of every batch), and example
+# clusters run many partitions on one small machine: a smaller segment bounds both the
+# recovery scan and the disk held by an active segment that retention may not delete.
+_SEGMENT_BYTES_DEFAULT = 64 * _MIB
+
+TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
+    _topic(
+        "min.insync.replicas",
+        _T.INT,
+        "1",
+        "acks=all produces need this many ISR members, and the high watermark does not advance "
+        "below it; a change reaches the running leader at once. At most the replication factor "
+        "(INVALID_CONFIG at create and alter)",
+        synonym="min.insync.replicas",
+        owner="ReplicationConfig",
+        min_value=1,
+    ),
+    _topic(
+        "unclean.leader.election.enable",
+        _T.BOOLEAN,
+        "false",
+        "read by the controller at each election: elect an out-of-sync replica rather than "
+        "leave a partition offline",
+        readers=_C,
+        synonym="unclean.leader.election.enable",
+    ),
+    _topic(
+        "retention.ms",
+        _T.LONG,
+        str(7 * _DAY_MS),
+        "segments whose newest record is older are deleted; -1: forever",
+        synonym="log.retention.ms",
+        owner=_LOG,
+        min_value=-1,
+        shown_default="604800000 (7 days)",
+    ),
+    _topic(
+        "retention.bytes",
+        _T.LONG,
+        "-1",
+        "the oldest segments are deleted while the log is larger; -1: no limit",
+        synonym="log.retention.bytes",
+        owner=_LOG,
+        min_value=-1,
+    ),
+    _topic(
+        "segment.bytes",
+        _T.INT,
+        str(_SEGMENT_BYTES_DEFAULT),
+        "roll the active segment before it grows past this; at least 61 (one batch header)",
+        synonym="log.segment.bytes",
+        owner=_LOG,
+        min_value=SEGMENT_BYTES_MIN,
+        shown_default="67108864 (64 MiB; Kafka: 1 GiB, see below)",
+    ),
+    _topic(
+        "segment.ms",
+        _T.LONG,
+        str(7 * _DAY_MS),
+        "roll a segment this old",
+        synonym="log.roll.ms",
+        owner=_LOG,
+        min_value=1,
+        shown_default="604800000 (7 days)",
+    ),
+    _topic(
+        "segment.index.bytes",
+        _T.INT,
+        str(10 * _MIB),
+        "roll when the offset or time index would exceed this; reaches only segments created "
+        "after a change",
+        synonym="log.index.size.max.bytes",
+        owner=_LOG,
+        min_value=12,
+        shown_default="10485760 (10 MiB)",
+    ),
+    _topic(
+        "index.interval.bytes",
+        _T.INT,
+        "4096",
+        "one offset (and time) index entry per this many bytes",
+        synonym="log.index.interval.bytes",
+        owner=_LOG,
+        min_value=0,
+    ),
+    # NB: Kafka takes any value >= 0, but below one batch header (61 bytes) no batch fits:
+    # the topic would refuse every produce, so kraft refuses the config instead.
+    _topic(
+        "max.message.bytes",
+        _T.INT,
+        "1048588",
+        "the largest batch a leader accepts (MESSAGE_TOO_LARGE); at least 61",
+        synonym="message.max.bytes",
+        owner=_LOG,
+        min_value=SEGMENT_BYTES_MIN,
+    ),
+    _topic(
+        "message.timestamp.before.max.ms",
+        _T.LONG,
+        str(LONG_MAX),
+        "a leader refuses a batch with a CreateTime more than this before its clock "
+        "(INVALID_TIMESTAMP; KIP-937)",
+        synonym="log.message.timestamp.before.max.ms",
+        owner=_LOG,
+        min_value=0,
+        shown_default="9223372036854775807 (never)",
+    ),
+    # NB: Kafka 3.6's default; Kafka 4.0 lowered it to one hour.
+    _topic(
+        "message.timestamp.after.max.ms",
+        _T.LONG,
+        str(LONG_MAX),
+        "... more than this after its clock",
+        synonym="log.message.timestamp.after.max.ms",
+        owner=_LOG,
+        min_value=0,
+        shown_default="9223372036854775807 (never; Kafka 4.0: one hour)",
+    ),
+    _topic(
+        "flush.messages",
+        _T.LONG,
+        str(LONG_MAX),
+        "fsync after this many records since the last flush",
+        synonym="log.flush.interval.messages",
+        owner=_LOG,
+        min_value=1,
+        shown_default="9223372036854775807 (never)",
+    ),
+    _topic(
+        "flush.ms",
+        _T.LONG,
+        str(LONG_MAX),
+        "fsync when the last flush is older than this, checked on append and every 50 ms for "
+        "idle logs",
+        synonym="log.flush.interval.ms",
+        owner=_LOG,
+        min_value=0,
+        shown_default="9223372036854775807 (never)",
+    ),
+    _topic(
+        "cleanup.policy",
+        _T.LIST,
+        "delete",
+        "`delete`: retention deletes old segments. `compact` is refused (INVALID_CONFIG): "
+        "there is no log cleaner yet",
+        synonym="log.cleanup.policy",
+        choices=("delete", "compact"),
+        unsupported=("compact",),
+        unsupported_reason="kraft has no log cleaner yet",
+    ),
+    _topic(
+        "compression.type",
+        _T.STRING,
+        "producer",
+        "`producer`: batches are stored as the producer compressed them. Recompression on the "
+        "leader (any other value) is refused (INVALID_CONFIG)",
+        synonym="compression.type",
+        choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        unsupported=("uncompressed", "gzip", "snappy", "lz4", "zstd"),
+        unsupported_reason="the broker does not recompress; it keeps the producer's codec",
+    ),
+    _topic(
+        "message.timestamp.type",
+        _T.STRING,
+        "CreateTime",
+        "`CreateTime`: timestamps are stored as the producer set them. `LogAppendTime` is "
+        "refused (INVALID_CONFIG)",
+        synonym="log.message.timestamp.type",
+        choices=("CreateTime", "LogAppendTime"),
+        unsupported=("LogAppendTime",),
+        unsupported_reason="the leader does not stamp its append time",
+    ),
+    # kraft's own: how a partition replicates (DESIGN.md "Quorum mode").
+    _topic(
+        "replication.mode",
+        _T.STRING,
+        "isr",
+        "`isr`: leader and followers with an ISR. `quorum` is refused (INVALID_CONFIG) until "
+        "quorum-mode topics exist",
+        choices=("isr", "quorum"),
+        unsupported=("quorum",),
+        unsupported_reason="quorum-mode topics do not exist yet; every partition uses the ISR",
+        kraft_only=True,
+    ),
+)
+"""Every topic key; any other is INVALID_CONFIG on a topic."""
+
+_RAFT_KEYS: Final = (
+    ("election.timeout.ms", "election_timeout_ms", "150", "candidates wait a random time in "
+     "[T, 2T) before campaigning", False),
+    ("fetch.timeout.ms", "fetch_timeout_ms", "250", "a follower that has not fetched from its "
+     "leader for this long campaigns; a leader not fetched from by a majority for 1.5x this "
+     "long resigns (check-quorum)", False),
+    ("election.backoff.max.ms", "election_backoff_max_ms", "100", "upper bound of the random "
+     "backoff after a lost election", False),
+    ("append.linger.ms", "append_linger_ms", "2", "the leader gathers proposals this long into "
+     "one batch (only behind entries still awaiting replication)", False),
+    ("request.timeout.ms", "request_timeout_ms", "200", "resend a request with no response "
+     "after this long", False),
+    ("retry.backoff.ms", "retry_backoff_ms", "20", "wait after an error response", False),
+    ("fetch.max.wait.ms", "fetch_max_wait_ms", "60", "long poll of a caught-up fetch; must be "
+     "below the request and fetch timeouts", True),
+    ("high.watermark.linger.ms", "high_watermark_linger_ms", "5", "a caught-up fetch that only "
+     "has a newer high watermark to learn stays parked this long, so the next entry rides it "
+     "(one round trip per commit); an idle follower learns the high watermark at most this "
+     "late; 0 answers at once, as Kafka does", True),
+    ("fetch.max.bytes", "fetch_max_bytes", "1048576", "bytes per fetch response", True),
+    ("fetch.snapshot.max.bytes", "fetch_snapshot_max_bytes", "1048576", "bytes per "
+     "FetchSnapshot chunk", True),
+    ("append.max.batch.bytes", "append_batch_bytes_max", "1048576", "close a lingering batch "
+     "early at this size", True),
+    ("apply.max.bytes", "apply_bytes_max", "1048576", "committed bytes applied per Ready (at "
+     "least one batch)", True),
+    ("log.cache.bytes", "log_cache_bytes_max", "33554432", "recent batches kept in memory to "
+     "serve fetches", True),
+)  # fmt: skip
+
+NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
+    _node(
+        "process.roles",
+        _T.STRING,
+        None,
+        "written by `LocalCluster`; ignored (each command knows its role)",
+        readers=_BC,
+        shown_default="(ignored)",
+    ),
+    _node(
+        "node.id",
+        _T.INT,
+        None,
+        "this node's id: a controller's is one of the voters, a broker's differs from every "
+        "controller id (one Raft id space)",
+        readers=_BC,
+        min_value=0,
+        shown_default="(required)",
+    ),
+    _node(
+        "controller.quorum.voters",
+        _T.LIST,
+        None,
+        "`id@host:port,...`, every voter (KIP-595)",
+        readers=_BC,
+        shown_default="(required)",
+    ),
+    _node(
+        "listeners",
+        _T.STRING,
+        None,
+        "`NAME://host:port`; the first one is served (a broker's is also advertised unless "
+        "`advertised.listeners` is set)",
+        readers=_BC,
+        shown_default="(required; a controller's: its voter address)",
+    ),
+    _node(
+        "advertised.listeners",
+        _T.STRING,
+        None,
+        "the address registered with the controller, which clients and other brokers connect "
+        "to; `0.0.0.0` and `::` are refused",
+        readers=_B,
+        shown_default="`listeners`",
+    ),
+    _node(
+        "log.dirs",
+        _T.STRING,
+        None,
+        "the data directory (first entry only): a broker's partition logs and metadata "
+        "observer log; a controller's Raft log unless `metadata.log.dir` is set",
+        readers=_BC,
+        shown_default="(required, or `log.dir`)",
+    ),
+    _node(
+        "log.dir",
+        _T.STRING,
+        None,
+        "read when `log.dirs` is not set",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "metadata.log.dir",
+        _T.STRING,
+        None,
+        "the Raft log, election state and snapshots",
+        readers=_C,
+        shown_default="the first of `log.dirs`",
+    ),
+    _node(
+        "broker.session.timeout.ms",
+        _T.INT,
+        "3000",
+        "fence a broker after this long without a heartbeat",
+        readers=_C,
+        owner="ControllerConfig",
+        field="broker_session_timeout_ms",
+        min_value=1,
+        shown_default="3000 (Kafka: 9000)",
+    ),
+    _node(
+        "num.partitions",
+        _T.INT,
+        "1",
+        "partitions of a topic created with `partitions=-1`",
+        readers=_C,
+        owner="ControllerConfig",
+        field="default_num_partitions",
+        min_value=1,
+    ),
+    _node(
+        "default.replication.factor",
+        _T.INT,
+        "1",
+        "replication factor when a request says -1",
+        readers=_C,
+        owner="ControllerConfig",
+        field="default_replication_factor",
+        min_value=1,
+    ),
+    _node(
+        "metadata.log.max.record.bytes.between.snapshots",
+        _T.LONG,
+        str(64 * 1024),
+        "take a metadata snapshot (KIP-630) after this many applied bytes; 0: never",
+        readers=_C,
+        owner="ControllerNodeConfig",
+        field="snapshot_interval_bytes",
+        min_value=0,
+        shown_default="65536 (Kafka: 20 MiB)",
+    ),
+    _node(
+        "socket.request.max.bytes",
+        _T.INT,
+        str(100 * _MIB),
+        "the largest request the controller's gRPC server accepts; a larger one is refused "
+        "with RESOURCE_EXHAUSTED before it is decoded. Brokers and clients use the same "
+        "default (`kraft/transport/channels.py`)",
+        readers=_C,
+        owner="ControllerNodeConfig",
+        field="socket_request_max_bytes",
+        min_value=1024,
+        shown_default="104857600 (100 MiB, as Kafka)",
+    ),
+    *(
+        _node(
+            f"controller.quorum.{suffix}",
+            _T.INT,
+            default,
+            doc,
+            readers=_BC,
+            owner=_RAFT,
+            field=field,
+            min_value=0,
+            kraft_only=own,
+        )
+        for suffix, field, default, doc, own in _RAFT_KEYS
+    ),
+    _node(
+        "broker.rack",
+        _T.STRING,
+        None,
+        "rack for rack-aware replica placement",
+        readers=_B,
+        shown_default="(none)",
+    ),
+    _node(
+        "broker.heartbeat.interval.ms",
+        _T.INT,
+        "500",
+        "heartbeat period to the active controller",
+        readers=_B,
+        owner=_BROKER,
+        field="heartbeat_interval_ms",
+        min_value=1,
+    ),
+    _node(
+        "replica.lag.time.max.ms",
+        _T.LONG,
+        "30000",
+        "an ISR follower not caught up for longer is shrunk out of the ISR",
+        readers=_B,
+        owner="ReplicationConfig",
+        field="replica_lag_time_ms_max",
+        min_value=1,
+    ),
+    _node(
+        "replica.fetch.wait.max.ms",
+        _T.INT,
+        "500",
+        "a follower's long poll to its leader",
+        readers=_B,
+        owner=_BROKER,
+        field="replica_fetch_wait_max_ms",
+        min_value=0,
+    ),
+    _node(
+        "replica.fetch.min.bytes",
+        _T.INT,
+        "1",
+        "a follower fetch is answered once this much is available (or after "
+        "`replica.fetch.wait.max.ms`)",
+        readers=_B,
+        owner=_BROKER,
+        field="replica_fetch_min_bytes",
+        min_value=1,
+    ),
+    _node(
+        "replica.fetch.max.bytes",
+        _T.INT,
+        "1048576",
+        "bytes per partition in one follower fetch (a larger first batch still comes whole)",
+        readers=_B,
+        owner=_BROKER,
+        field="replica_fetch_max_bytes",
+        min_value=0,
+    ),
+    _node(
+        "replica.fetch.response.max.bytes",
+        _T.INT,
+        "10485760",
+        "bytes of all partitions in one follower fetch response",
+        readers=_B,
+        owner=_BROKER,
+        field="replica_fetch_response_max_bytes",
+        min_value=0,
+    ),
+    _node(
+        "replica.fetch.backoff.ms",
+        _T.INT,
+        "1000",
+        "a follower's wait after a failed fetch",
+        readers=_B,
+        owner="ReplicationConfig",
+        field="replica_fetch_backoff_ms",
+        min_value=0,
+    ),
+    _node(
+        "replica.high.watermark.checkpoint.interval.ms",
+        _T.LONG,
+        "5000",
+        "how often each replica's high watermark is written (fsynced) to "
+        "`high-watermark-checkpoint`",
+        readers=_B,
+        owner=_BROKER,
+        field="high_watermark_checkpoint_interval_ms",
+        min_value=1,
+    ),
+    # kraft's own key: Kafka's AlterPartitionManager uses an exponential backoff from 50 ms.
+    _node(
+        "alter.partition.retry.backoff.ms",
+        _T.INT,
+        "100",
+        "wait before resending an AlterPartition that failed retriably",
+        readers=_B,
+        owner="ReplicationConfig",
+        field="alter_partition_retry_backoff_ms",
+        min_value=0,
+        kraft_only=True,
+    ),
+    _node(
+        "log.retention.check.interval.ms",
+        _T.LONG,
+        "300000",
+        "how often the broker applies retention to every replica",
+        readers=_B,
+        owner=_BROKER,
+        field="log_retention_check_interval_ms",
+        min_value=1,
+    ),
+)
+"""Every node key a broker or controller reads, except the topic keys' synonyms (derived)."""
+
+REGISTRY: Final[tuple[ConfigKey, ...]] = TOPIC_REGISTRY + NODE_REGISTRY
+"""The one table."""
+
+TOPIC_KEYS: Final[Mapping[str, ConfigKey]] = {k.name: k for k in TOPIC_REGISTRY}
+NODE_KEYS: Final[Mapping[str, ConfigKey]] = {k.name: k for k in NODE_REGISTRY}
+
+DYNAMIC_BROKER_KEYS: Final[Mapping[str, ConfigKey]] = {
+    k.synonym: ConfigKey(
+        name=k.synonym,
+        scope=Scope.NODE,
+        type=k.type,
+        default=k.default,
+        readers=k.readers,
+        doc=f"the default of the topic key `{k.name}`",
+        min_value=k.min_value,
+        max_value=k.max_value,
+        choices=k.choices,
+        unsupported=k.unsupported,
+        unsupported_reason=k.unsupported_reason,
+        shown_default=k.shown_default,
+    )
+    for k in TOPIC_REGISTRY
+    if k.synonym is not None
+}
+"""The broker keys IncrementalAlterConfigs takes (per broker or the cluster default ``""``):
+the topic keys' synonyms, validated as the topic key is."""
+
+TOPIC_KEY_OF_SYNONYM: Final[Mapping[str, str]] = {
+    k.synonym: k.name for k in TOPIC_REGISTRY if k.synonym is not None
+}
+
+BROKER_LOG_KEYS: Final[Mapping[str, str]] = {
+    k.synonym: k.name for k in TOPIC_REGISTRY if k.synonym is not None and k.owner == _LOG
+}
+"""Broker key -> topic key of the log settings: a broker's static properties
+(``log.retention.ms``, ...) are the default of every topic that sets none."""
+
+LOG_PROPERTY_FIELDS: Final[Mapping[str, str]] = {
+    k.name: k.field for k in TOPIC_REGISTRY if k.owner == _LOG and k.field is not None
+}
+"""Topic key -> `LogConfig` field (``storage.config.PROPERTY_KEYS``)."""
+
+
+def node_property_fields(owner: str) -> dict[str, str]:
+    """Node property -> field of the config class ``owner`` (a topic key held by a node's
+    config is read under its synonym: ``min.insync.replicas`` of `ReplicationConfig`)."""
+    out = {k.name: k.field for k in NODE_REGISTRY if k.owner == owner and k.field is not None}
+    for k in TOPIC_REGISTRY:
+        if k.owner == owner and k.owner != _LOG and k.field is not None and k.synonym:
+            out[k.synonym] = k.field
+    return out
+
+
+def validate(scope: Scope, key: str, value: str) -> str | None:
+    """Why ``key=value`` is invalid, or None: a topic key on a topic, or a dynamic broker key
+    (a topic key's synonym) on a broker resource."""
+    keys = TOPIC_KEYS if scope is Scope.TOPIC else DYNAMIC_BROKER_KEYS
+    definition = keys.get(key)
+    if definition is None:
+        kind = "topic" if scope is Scope.TOPIC else "broker"
+        return f"unknown {kind} config {quoted(key)}"
+    return definition.validate(value)
+
+
+__all__ = [
+    "BROKER_LOG_KEYS",
+    "CONFIG_VALUE_MAX_CHARS",
+    "DYNAMIC_BROKER_KEYS",
+    "INT_MAX",
+    "LOG_PROPERTY_FIELDS",
+    "LONG_MAX",
+    "NODE_KEYS",
+    "NODE_REGISTRY",
+    "REGISTRY",
+    "SEGMENT_BYTES_MIN",
+    "TOPIC_KEYS",
+    "TOPIC_KEY_OF_SYNONYM",
+    "TOPIC_REGISTRY",
+    "ConfigKey",
+    "ConfigType",
+    "Reader",
+    "Scope",
+    "node_property_fields",
+    "quoted",
+    "split_list",
+    "validate",
+]
