@@ -46,7 +46,7 @@ import structlog
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from kraft.raft.shell.clock import clock_ms
+from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import (
     ProducerSnapshotStore,

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from kraft.raft.shell import DurableRaftStorage, RaftDriver, Transport
+from kraft.raft_shell import DurableRaftStorage, RaftDriver, Transport
 from kraft.supervision import LoopSupervisor
 from storage.errors import NotControllerError
 

@@ -11,8 +11,8 @@ import pytest
 import structlog
 
 from kraft.raft.messages import RaftMessage
-from kraft.raft.shell import METADATA_GROUP, InMemoryNetwork, Proposals
-from kraft.raft.shell.state_machine import AppliedBatch
+from kraft.raft_shell import METADATA_GROUP, InMemoryNetwork, Proposals
+from kraft.raft_shell.state_machine import AppliedBatch
 from kraft.supervision import LoopSupervisor
 from storage.errors import LogClosedError, NotControllerError
 from tests.shell.raft_drivers import DriverGroup, until

@@ -8,19 +8,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import grpc
 import pytest
 
 from kraft._generated import raft_pb2_grpc
-from kraft.process import free_ports
+from kraft.cluster.process import free_ports
 from kraft.raft.messages import FetchRequest
-from kraft.raft.shell import (
-    CHANNEL_OPTIONS,
-    METADATA_GROUP,
-    SERVER_OPTIONS,
-    GrpcRaftTransport,
-    RaftServer,
-)
+from kraft.raft_shell import METADATA_GROUP, GrpcRaftTransport, RaftServer
+from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.transport.codec import envelope_group, from_envelope, to_envelope
 from kraft.types import Epoch, NodeId, Offset
 from tests.shell.raft_drivers import Recorder, until
@@ -51,9 +45,9 @@ class _Node:
         self.node_id = node_id
         self.address = addresses[node_id]
         self.transport = GrpcRaftTransport(node_id, addresses)
-        self.server = grpc.aio.server(options=SERVER_OPTIONS)
+        self.server = aio_server()
         self.transport.add_to_server(self.server)
-        self.server.add_insecure_port(self.address)
+        bind(self.server, self.address)
         self.recorders = {g: Recorder() for g in (METADATA_GROUP, DATA_GROUP)}
         self.replicas = {
             g: RaftServer(
@@ -146,7 +140,7 @@ def test_a_request_for_a_group_the_node_does_not_host_gets_no_answer(tmp_path: P
         (node,) = [_Node(i, addresses, tmp_path) for i in addresses]
         await node.start()
         try:
-            async with grpc.aio.insecure_channel(node.address, options=CHANNEL_OPTIONS) as ch:
+            async with peer_channel(node.address) as ch:
                 call = raft_pb2_grpc.RaftStub(ch).Stream()
                 answers: list[tuple[str, int]] = []
 

@@ -6,7 +6,7 @@ with the group's name; the transport routes every inbound message to the inbox r
 for its group and drops messages of groups nobody here hosts. The metadata quorum is the
 group `METADATA_GROUP`. A transport never retries a lost message: the core's timeouts do.
 
-`GrpcRaftTransport` (``kraft.raft.shell.grpc_transport``) is the real one: one gRPC stream
+`GrpcRaftTransport` (``kraft.raft_shell.grpc_transport``) is the real one: one gRPC stream
 per peer pair for all groups. `InMemoryNetwork` hands out transports for nodes in one event
 loop, for tests: delivery is asynchronous (``call_soon``), in order, and a node can be cut
 off from the others.

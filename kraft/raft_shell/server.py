@@ -19,19 +19,17 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from kraft.logs import ensure_configured
 from kraft.raft import RaftConfig, RaftNode
 from kraft.raft.messages import RaftMessage, SnapshotId
-from kraft.raft.shell.clock import clock_ms
-from kraft.raft.shell.describe import QuorumStatus
-from kraft.raft.shell.driver import RaftDriver
-from kraft.raft.shell.grpc_transport import GrpcRaftTransport
-from kraft.raft.shell.state_machine import NullStateMachine, StateMachine
-from kraft.raft.shell.store import DurableRaftStorage
+from kraft.raft_shell.clock import clock_ms
+from kraft.raft_shell.describe import QuorumStatus
+from kraft.raft_shell.driver import RaftDriver
+from kraft.raft_shell.grpc_transport import GrpcRaftTransport
+from kraft.raft_shell.state_machine import NullStateMachine, StateMachine
+from kraft.raft_shell.store import DurableRaftStorage
 from kraft.supervision import LoopSupervisor
-from kraft.transport.channels import server_options
+from kraft.transport.channels import aio_server, bind
 from kraft.transport.codec import METADATA_GROUP
 from kraft.types import NodeId
 from storage.errors import NetworkError, NotControllerError
-
-SERVER_OPTIONS = server_options()
 
 
 class RaftServer:
@@ -153,12 +151,12 @@ class RaftServer:
             driver.add_leader_listener(self._on_leader_change)
         if self.listen is not None and self._own_transport:
             if self._server is None:
-                self._server = grpc.aio.server(options=SERVER_OPTIONS)
+                self._server = aio_server()
             self.transport.add_to_server(self._server)
             self._health = health.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
             try:
-                self.bound_port = self._server.add_insecure_port(self.listen)
+                self.bound_port = bind(self._server, self.listen)
             except RuntimeError as e:  # grpc's way of saying the bind failed
                 raise NetworkError(f"cannot listen on {self.listen}: {e}") from e
             if self._own_server:
@@ -249,4 +247,4 @@ class RaftServer:
             self._driver.deliver(msg)
 
 
-__all__ = ["SERVER_OPTIONS", "RaftServer"]
+__all__ = ["RaftServer"]

@@ -17,24 +17,25 @@ Three seams, each its own module:
   transport and health into one replica, the asyncio API (`kraft.AsyncReplicatedLog`);
   `ReplicatedLog` runs one on a thread of its own.
 
-Nothing here is imported by the pure core (`tests/test_contract.py` holds it).
+It sits beside the core, not in it: `kraft.raft` never imports it (the contract test's
+no-cycle rule holds that, since this package imports `kraft.raft`).
 """
 
-from kraft.raft.shell.clock import clock_ms
-from kraft.raft.shell.describe import QuorumStatus, VoterStatus
-from kraft.raft.shell.driver import RaftDriver
-from kraft.raft.shell.grpc_transport import CHANNEL_OPTIONS, GrpcRaftTransport
-from kraft.raft.shell.proposals import Proposals
-from kraft.raft.shell.server import SERVER_OPTIONS, RaftServer
-from kraft.raft.shell.state_machine import (
+from kraft.raft_shell.clock import clock_ms
+from kraft.raft_shell.describe import QuorumStatus, VoterStatus
+from kraft.raft_shell.driver import RaftDriver
+from kraft.raft_shell.grpc_transport import GrpcRaftTransport
+from kraft.raft_shell.proposals import Proposals
+from kraft.raft_shell.server import RaftServer
+from kraft.raft_shell.state_machine import (
     Applier,
     BatchStateMachine,
     NullStateMachine,
     StateMachine,
 )
-from kraft.raft.shell.storage import DriverStorage
-from kraft.raft.shell.store import DurableRaftStorage
-from kraft.raft.shell.transport import (
+from kraft.raft_shell.storage import DriverStorage
+from kraft.raft_shell.store import DurableRaftStorage
+from kraft.raft_shell.transport import (
     METADATA_GROUP,
     Inbox,
     InMemoryNetwork,
@@ -43,9 +44,7 @@ from kraft.raft.shell.transport import (
 )
 
 __all__ = [
-    "CHANNEL_OPTIONS",
     "METADATA_GROUP",
-    "SERVER_OPTIONS",
     "Applier",
     "BatchStateMachine",
     "DriverStorage",

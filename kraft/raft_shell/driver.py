@@ -35,14 +35,14 @@ from structlog.typing import FilteringBoundLogger
 from kraft.raft import RaftConfig, RaftNode
 from kraft.raft.errors import NotLeaderError
 from kraft.raft.messages import RaftMessage, SnapshotId
-from kraft.raft.shell.clock import clock_ms
-from kraft.raft.shell.describe import QuorumStatus, describe_quorum
-from kraft.raft.shell.listeners import LeaderListener, LeaderListeners
-from kraft.raft.shell.proposals import Proposals
-from kraft.raft.shell.snapshots import Snapshots
-from kraft.raft.shell.state_machine import Applier, NullStateMachine, StateMachine
-from kraft.raft.shell.storage import DriverStorage
-from kraft.raft.shell.transport import Transport
+from kraft.raft_shell.clock import clock_ms
+from kraft.raft_shell.describe import QuorumStatus, describe_quorum
+from kraft.raft_shell.listeners import LeaderListener, LeaderListeners
+from kraft.raft_shell.proposals import Proposals
+from kraft.raft_shell.snapshots import Snapshots
+from kraft.raft_shell.state_machine import Applier, NullStateMachine, StateMachine
+from kraft.raft_shell.storage import DriverStorage
+from kraft.raft_shell.transport import Transport
 from kraft.supervision import LoopSupervisor
 from kraft.transport.codec import METADATA_GROUP
 from kraft.types import NodeId
@@ -198,7 +198,9 @@ class RaftDriver:
         if self.group != METADATA_GROUP:
             name += f"-{self.group}"
         self._loop_task = asyncio.create_task(self._run(), name=name)
-        self.supervisor.watch(self._loop_task)
+        # NB: the loop returns only once `stop` cleared ``_running`` (it finishes its Ready
+        # first); it reports its own death by an exception, below.
+        self.supervisor.watch(self._loop_task, may_finish=True)
 
     async def stop(self, *, graceful: bool = True) -> None:
         """Stop the loop, leave the transport and fail what is pending. ``graceful`` resigns
@@ -217,9 +219,6 @@ class RaftDriver:
         self._running = False
         self._wake.set()
         if self._loop_task is not None:
-            # NB: cancelled, not left to return: a watched loop that returns is a death, and
-            # the supervisor may be the process's, still watching other groups.
-            self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
         self._transport.unregister(self.group)
         self.proposals.fail_all(LogClosedError("the replicated log was stopped"))

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kraft.raft.shell.state_machine import AppliedBatch
+from kraft.raft_shell.state_machine import AppliedBatch
 
 
 @dataclass(slots=True)

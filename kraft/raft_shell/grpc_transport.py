@@ -41,8 +41,8 @@ from kraft.raft.messages import (
     RaftMessage,
     VoteRequest,
 )
-from kraft.raft.shell.transport import Inbox
-from kraft.transport.channels import peer_channel_options
+from kraft.raft_shell.transport import Inbox
+from kraft.transport.channels import peer_channel
 from kraft.transport.codec import (
     METADATA_GROUP,
     envelope_group,
@@ -62,8 +62,6 @@ _REQUESTS: frozenset[type] = frozenset(
         FetchSnapshotRequest,
     }
 )
-
-CHANNEL_OPTIONS = peer_channel_options()
 
 _QUOTE_MAX = 60
 """At most this much of a peer's group name is quoted in a log event."""
@@ -207,7 +205,7 @@ class GrpcRaftTransport:
             address = self._addresses.get(peer)
             if address is None:
                 return None
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = peer_channel(address)
             self._channels[peer] = channel
             stub = raft_pb2_grpc.RaftStub(channel)
             self._stubs[peer] = stub
@@ -463,4 +461,4 @@ class _RaftServicer(raft_pb2_grpc.RaftServicer):  # type: ignore[misc]
             yield envelope
 
 
-__all__ = ["CHANNEL_OPTIONS", "GrpcRaftTransport"]
+__all__ = ["GrpcRaftTransport"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kraft.raft import RaftNode
 from kraft.raft.messages import SnapshotId
-from kraft.raft.shell.state_machine import Applier
-from kraft.raft.shell.storage import DriverStorage
+from kraft.raft_shell.state_machine import Applier
+from kraft.raft_shell.storage import DriverStorage
 
 
 class Snapshots:
