@@ -75,7 +75,9 @@ class RaftServer:
         self.state_machine: StateMachine = state_machine or NullStateMachine()
         self.snapshot_interval_bytes = snapshot_interval_bytes
         self.group = group
-        self._on_leader_change = on_leader_change
+        self._leader_listeners: list[Callable[[int | None, int], None]] = []
+        if on_leader_change is not None:
+            self._leader_listeners.append(on_leader_change)
         self._server = server
         self._own_server = server is None
         self._seed = seed
@@ -128,7 +130,11 @@ class RaftServer:
             self._health.set("", status.SERVING if serving else status.NOT_SERVING)
 
     def add_leader_listener(self, fn: Callable[[int | None, int], None]) -> None:
-        self.driver.add_leader_listener(fn)
+        """Call ``fn(leader id or None, epoch)`` whenever either changes (before or after
+        `start`)."""
+        self._leader_listeners.append(fn)
+        if self._driver is not None:
+            self._driver.add_leader_listener(fn)
 
     async def start(self) -> None:
         """Open the files, restore the latest snapshot, start serving and the loop."""
@@ -147,8 +153,8 @@ class RaftServer:
             seed=self._seed,
             supervisor=self.supervisor,
         )
-        if self._on_leader_change is not None:
-            driver.add_leader_listener(self._on_leader_change)
+        for fn in self._leader_listeners:
+            driver.add_leader_listener(fn)
         if self.listen is not None and self._own_transport:
             if self._server is None:
                 self._server = aio_server()

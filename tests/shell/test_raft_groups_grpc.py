@@ -171,3 +171,20 @@ def test_a_request_for_a_group_the_node_does_not_host_gets_no_answer(tmp_path: P
             await node.stop()
 
     asyncio.run(main())
+
+
+def test_a_leader_listener_added_before_start_hears_the_election(tmp_path: Path) -> None:
+    """`RaftServer.add_leader_listener` works before `start`, as `kraft bench raft` uses it."""
+    addresses = {i + 1: f"127.0.0.1:{p}" for i, p in enumerate(free_ports(1))}
+
+    async def main() -> None:
+        server = RaftServer(1, addresses, tmp_path / "n1", listen=addresses[1], seed=1)
+        heard: list[tuple[int | None, int]] = []
+        server.add_leader_listener(lambda leader, epoch: heard.append((leader, epoch)))
+        await server.start()
+        try:
+            await until(lambda: (1, server.epoch) in heard, "the listener to hear node 1 lead")
+        finally:
+            await server.stop()
+
+    asyncio.run(main())
