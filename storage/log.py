@@ -28,113 +28,57 @@ Durability contract
 
 Disk errors
 -----------
-Every ``OSError`` of the log's I/O (ENOSPC, EIO, a vanished directory) becomes
-`KafkaStorageError` here, in one place (`_maps_storage_errors` on each public method); the
-callers never see an ``OSError``. What the log looks like afterwards:
-
-- An append whose write failed is undone (the file is cut back to where it was): the log is
-  as before the call, nothing of it is visible, and the next append may succeed once the
-  disk has room again.
-- Any other failure (a failed fsync, truncation, checkpoint or index write, a failed undo)
-  leaves the log *failed*: every later call raises `KafkaStorageError` until it is abandoned
-  and opened again, which recovers it from disk. Kafka takes the whole log directory offline
-  at this point; the broker takes this replica offline (see ``replication.broker``).
-- Every read validates what it returns (header, CRC-32C, base offsets continuing; about
-  0.35 µs per batch plus 35 µs per MB here): a batch corrupted on disk is never served, the
-  read raises `CorruptRecordError` instead (the log stays usable: the caller decides). A
-  caller that has another copy calls `fail_corrupt`: the recovery point drops to that
-  segment's base offset, so the next open re-validates it and cuts it at the corrupt batch,
-  and the log fails.
+Every ``OSError`` becomes `KafkaStorageError` at one boundary (`storage.log_health`): a failed
+append's write is undone, any other failure fails the log until it is reopened, and a read
+never serves a corrupt batch (`storage.log_read`; `fail_corrupt` for a replica with another
+copy).
 
 Not thread-safe: one owner calls it (the shell's event loop).
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import functools
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
 
-import google_crc32c
 import structlog
 
-from storage.checkpoint import fsync_dir, write_offset
-from storage.config import INT_MAX, LogConfig
-from storage.errors import (
-    CorruptRecordError,
-    InvalidOffsetError,
-    InvalidRecordError,
-    KafkaStorageError,
-    LogClosedError,
-    OffsetOutOfRangeError,
-    RecordTooLargeError,
-)
+from storage.checkpoint import fsync_dir
+from storage.config import LogConfig
+from storage.errors import InvalidOffsetError, KafkaStorageError, OffsetOutOfRangeError
 from storage.file_io import FileIO, file_io_for, storage_error
+from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
-from storage.log_loader import (
-    CLEAN_SHUTDOWN_FILE,
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    load_log,
+from storage.log_append import (
+    assign_epochs,
+    check_follower_append,
+    check_single_batch,
+    prepare_leader_append,
+    single_batch_header,
 )
-from storage.records import (
-    BATCH_HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    set_base_offset,
-    set_partition_leader_epoch,
+from storage.log_health import LogHealth, maps_storage_errors
+from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
+from storage.log_offsets import LogOffsets
+from storage.log_read import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    offset_for_timestamp,
+    read_batches,
 )
-from storage.segment import BatchSpan, LogSegment, find_corrupt_batch, parse_header, scan_batches
+from storage.retention import SegmentInfo, plan_retention
+from storage.segment import BatchSpan
+from storage.segment_list import SegmentList
 
-EARLIEST_TIMESTAMP = -2
-"""`offset_for_timestamp` of this answers the log start offset (Kafka's ListOffsets -2)."""
-LATEST_TIMESTAMP = -1
-"""`offset_for_timestamp` of this answers the log end offset (Kafka's ListOffsets -1)."""
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
-_CRC_START = 21
-_crc32c = google_crc32c.value
 
 _logger = structlog.get_logger(__name__)
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _maps_storage_errors(
-    method: Callable[Concatenate[SegmentedLog, P], R],
-) -> Callable[Concatenate[SegmentedLog, P], R]:
-    """An ``OSError`` of ``method`` fails the log and raises `KafkaStorageError` instead."""
-
-    @functools.wraps(method)
-    def wrapper(self: SegmentedLog, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(self, *args, **kwargs)
-        except OSError as e:
-            raise self._fail(storage_error(e, method.__name__, self._directory)) from e
-
-    return wrapper
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SegmentInfo:
-    """A read-only description of one segment."""
-
-    base_offset: int
-    next_offset: int
-    size_bytes: int
-    max_timestamp_ms: int
 
 
 class SegmentedLog:
@@ -152,7 +96,7 @@ class SegmentedLog:
         self._clock_ms = clock_ms
         self._log = _logger.bind(directory=str(directory))
         self._io = file_io_for(directory) if file_io is None else file_io
-        self._failed: KafkaStorageError | None = None
+        self._health = LogHealth(directory, self._log)
         try:
             self._load()
         except OSError as e:
@@ -161,26 +105,23 @@ class SegmentedLog:
     def _load(self) -> None:
         directory, config, clock_ms = self._directory, self._config, self._clock_ms
         loaded = load_log(directory, config, self._io)
-        self._segments: list[LogSegment] = loaded.segments
-        self._bases: list[int] = [s.base_offset for s in self._segments]
-        self._log_start_offset = loaded.log_start_offset
-        self._recovery_point = loaded.recovery_point
-        self._checkpointed_recovery_point = loaded.checkpointed_recovery_point
-        self._checkpointed_log_start_offset = loaded.checkpointed_log_start_offset
+        self._segments = SegmentList(directory, loaded.segments, self._io, self._log)
+        self._offsets = LogOffsets(
+            directory,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            checkpointed_log_start_offset=loaded.checkpointed_log_start_offset,
+            checkpointed_recovery_point=loaded.checkpointed_recovery_point,
+        )
         self._epoch_cache = LeaderEpochCache(
             directory / LEADER_EPOCH_CHECKPOINT,
-            lambda: self._segments[-1].next_offset,
+            lambda: self._segments.log_end_offset,
             loaded.epoch_cache.entries,
         )
-        self._dir_dirty = False
-        self._unflushed_messages = 0
-        self._last_flush_ms = clock_ms()
-        self._closed = False
+        self._flush_policy = FlushPolicy(config, clock_ms())
         self.had_clean_shutdown = loaded.had_clean_shutdown
-        if self._checkpointed_log_start_offset != self._log_start_offset:
-            self._write_log_start_checkpoint()
-        if (self._checkpointed_recovery_point or 0) > self._recovery_point:
-            self._write_recovery_point_checkpoint()
+        self._offsets.checkpoint_log_start(if_changed=True)
+        self._offsets.lower_recovery_point(self._offsets.recovery_point)  # a stale checkpoint
 
     @classmethod
     def open(
@@ -219,21 +160,21 @@ class SegmentedLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._log_start_offset
+        return self._offsets.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._segments.log_end_offset
 
     @property
     def active_segment_base_offset(self) -> int:
         """The base offset of the segment taking appends: it changes when the log rolls."""
-        return self._bases[-1]
+        return self._segments.active.base_offset
 
     @property
     def recovery_point(self) -> int:
         """Every offset below this is durable on disk."""
-        return self._recovery_point
+        return self._offsets.recovery_point
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
@@ -241,44 +182,36 @@ class SegmentedLog:
 
     @property
     def segments(self) -> list[SegmentInfo]:
-        return [
-            SegmentInfo(
-                base_offset=s.base_offset,
-                next_offset=s.next_offset,
-                size_bytes=s.size,
-                max_timestamp_ms=s.max_timestamp_ms,
-            )
-            for s in self._segments
-        ]
+        return self._segments.infos()
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._segments.size_bytes
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._health.closed
 
     @property
     def failed(self) -> KafkaStorageError | None:
         """The error that failed the log (see "Disk errors" above), or None if it works."""
-        return self._failed
+        return self._health.failed
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: see `LeaderEpochCache.end_offset_for`."""
-        self._check_open()
+        self._health.check_open()
         return self._epoch_cache.end_offset_for(epoch)
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def assign_leader_epoch(self, epoch: int, start_offset: int) -> bool:
         """`LeaderEpochCache.assign`, durably, with disk errors mapped (a new leader's epoch)."""
-        self._check_open()
+        self._health.check_open()
         return self._epoch_cache.assign(epoch, start_offset)
 
     # --- appends ---------------------------------------------------------------------------------
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def append(
         self, batch: bytes | bytearray | memoryview, *, leader_epoch: int | None = None
     ) -> int:
@@ -296,61 +229,31 @@ class SegmentedLog:
             InvalidRecordError: ``batch`` is empty.
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         data = batch if type(batch) is bytes else bytes(batch)
-        if len(data) >= BATCH_HEADER_SIZE:
-            h = _HEADER.unpack_from(data, 0)
-            if h[1] + LOG_OVERHEAD == len(data):
-                return self._append_one(data, h, leader_epoch)
-        spans = scan_batches(data, expected_offset=None)[0]
-        if not spans:
-            raise InvalidRecordError("an append needs at least one batch")
-        self._check_append_size(len(data))
-        limit = self._config.max_message_bytes
-        for span in spans:
-            if span.size > limit:
-                raise RecordTooLargeError(
-                    f"batch of {span.size} bytes exceeds max.message.bytes={limit}"
-                )
-        out = bytearray(data)
-        first = offset = self.log_end_offset
-        assigned: list[BatchSpan] = []
-        for span in spans:
-            set_base_offset(out, offset, span.position)
-            epoch = span.partition_leader_epoch
-            if leader_epoch is not None:
-                set_partition_leader_epoch(out, leader_epoch, span.position)
-                epoch = leader_epoch
-            nxt = offset + span.next_offset - span.base_offset
-            assigned.append(
-                span._replace(base_offset=offset, next_offset=nxt, partition_leader_epoch=epoch)
-            )
-            offset = nxt
+        h = single_batch_header(data)
+        if h is not None:
+            return self._append_one(data, h, leader_epoch)
+        first = self.log_end_offset
+        out, assigned = prepare_leader_append(
+            data, log_end_offset=first, leader_epoch=leader_epoch, config=self._config
+        )
         if leader_epoch is not None:
             if leader_epoch != self._epoch_cache.latest_epoch:
                 self._epoch_cache.assign(leader_epoch, first)
             self._append(out, assigned)
         else:
             self._append(out, assigned)
-            self._assign_epochs(assigned)  # NB: after the write, so a failed one adds none
+            # NB: after the write, so that a failed one adds no epoch
+            assign_epochs(self._epoch_cache, assigned)
         return first
 
     def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
-        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix),
-        # and the roll and flush checks inlined. Keep it in step with `_append`.
+        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix).
         size = len(data)
         config = self._config
-        if h[3] != MAGIC or h[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD or h[6] < 0:
-            parse_header(data, 0)  # raises CorruptRecordError with the reason
-        if size > config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {size} bytes exceeds max.message.bytes={config.max_message_bytes}"
-            )
-        if size > config.segment_bytes:
-            self._check_append_size(size)
-        if _crc32c(data[_CRC_START:]) != h[4]:
-            raise CorruptRecordError("CRC mismatch in batch")
-        seg = self._segments[-1]
+        check_single_batch(data, h, config)
+        seg = self._segments.active
         offset = seg.next_offset
         next_offset = offset + h[6] + 1
         epoch = h[2] if leader_epoch is None else leader_epoch
@@ -358,30 +261,16 @@ class SegmentedLog:
             self._epoch_cache.assign(epoch, offset)
         now_ms = self._clock_ms()
         try:
-            if seg.size and (
-                seg.size + size > config.segment_bytes
-                or now_ms > seg.roll_deadline_ms
-                or seg.indexes_full
-                or next_offset - seg.base_offset > INT_MAX
-            ):
-                seg = self._roll(now_ms)
+            seg = self._segments.for_append(size, next_offset, now_ms, config)
             seg.append_batch(
                 _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
             )
         except OSError as e:
             raise self._undo_append(e) from e
-        if config.sync_every_append:
-            self._sync_data()
-        else:
-            self._unflushed_messages += h[12]
-            if (
-                self._unflushed_messages >= config.flush_messages
-                or now_ms - self._last_flush_ms >= config.flush_ms
-            ):
-                self._flush(now_ms, checkpoint=False)
+        self._after_append(h[12], now_ms)
         return offset
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> int:
         """Append batches fetched from the leader, keeping their offsets and leader epochs.
 
@@ -395,43 +284,18 @@ class SegmentedLog:
             InvalidRecordError: ``batches`` is empty.
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         data = batches if type(batches) is bytes else bytes(batches)
-        spans = scan_batches(data, expected_offset=None)[0]
-        if not spans:
-            raise InvalidRecordError("an append needs at least one batch")
-        self._check_append_size(len(data))
-        expected = first = self.log_end_offset
-        for span in spans:
-            if span.base_offset != expected:
-                raise InvalidOffsetError(
-                    f"batch base offset {span.base_offset} does not continue the log at {expected}"
-                )
-            expected = span.next_offset
+        first = self.log_end_offset
+        spans = check_follower_append(data, log_end_offset=first, config=self._config)
         self._append(data, spans)
-        self._assign_epochs(spans)  # NB: after the write, so a failed one adds none
+        assign_epochs(self._epoch_cache, spans)  # NB: after the write, as in `append`
         return first
-
-    def _assign_epochs(self, spans: list[BatchSpan]) -> None:
-        cache = self._epoch_cache
-        latest = cache.latest_epoch
-        for span in spans:
-            epoch = span.partition_leader_epoch
-            if epoch >= 0 and epoch != latest:
-                cache.assign(epoch, span.base_offset)
-                latest = cache.latest_epoch
-
-    def _check_append_size(self, size: int) -> None:
-        # Kafka: a whole append must fit in one segment (RecordBatchTooLargeException).
-        if size > self._config.segment_bytes:
-            raise RecordTooLargeError(
-                f"append of {size} bytes exceeds segment.bytes={self._config.segment_bytes}"
-            )
 
     def _append(self, data: bytes | bytearray, spans: list[BatchSpan]) -> None:
         now_ms = self._clock_ms()
         try:
-            seg = self._segment_for_append(len(data), spans[-1].next_offset, now_ms)
+            seg = self._segments.for_append(len(data), spans[-1].next_offset, now_ms, self._config)
             seg.append(data, spans, now_ms)
         except OSError as e:
             raise self._undo_append(e) from e
@@ -445,52 +309,17 @@ class SegmentedLog:
         Raises:
             OSError: the cut failed too (the log then fails; see "Disk errors").
         """
-        seg = self._segments[-1]
-        seg.io.ftruncate(seg.fd, seg.size)
-        self._log.warning("append_undone", error=error.strerror, log_end_offset=seg.next_offset)
+        self._segments.cut_active_to_recorded_size()
+        self._log.warning("append_undone", error=error.strerror, log_end_offset=self.log_end_offset)
         return storage_error(error, "append", self._directory)
 
-    def _segment_for_append(self, size: int, next_offset: int, now_ms: int) -> LogSegment:
-        """The active segment, rolled first if this append must not go into it."""
-        config = self._config
-        seg = self._segments[-1]
-        if seg.size and (
-            seg.size + size > config.segment_bytes
-            or now_ms > seg.roll_deadline_ms
-            or seg.indexes_full
-            or next_offset - seg.base_offset > INT_MAX
-        ):
-            seg = self._roll(now_ms)
-        return seg
-
     def _after_append(self, records: int, now_ms: int) -> None:
-        config = self._config
-        if config.sync_every_append:
+        if self._config.sync_every_append:
             self._sync_data()
-            return
-        self._unflushed_messages += records
-        if (
-            self._unflushed_messages >= config.flush_messages
-            or now_ms - self._last_flush_ms >= config.flush_ms
-        ):
+        elif self._flush_policy.on_appended(records, now_ms):
             self._flush(now_ms, checkpoint=False)
 
-    def _roll(self, now_ms: int) -> LogSegment:
-        old = self._segments[-1]
-        old.on_roll()
-        seg = LogSegment.create(self._directory, old.next_offset, self._config, self._io)
-        self._segments.append(seg)
-        self._bases.append(seg.base_offset)
-        self._dir_dirty = True
-        self._log.info(
-            "segment_rolled",
-            base_offset=seg.base_offset,
-            previous_size=old.size,
-            previous_base_offset=old.base_offset,
-        )
-        return seg
-
-    @_maps_storage_errors
+    @maps_storage_errors
     def update_config(self, config: LogConfig) -> None:
         """Kafka's ``UnifiedLog.updateConfig``: apply a changed config to the open log at once.
         ``segment.bytes``, ``segment.ms``, ``max.message.bytes``, ``flush.*`` and
@@ -499,13 +328,13 @@ class SegmentedLog:
         if config == self._config:
             return
         self._config = config
-        for seg in self._segments:
-            seg.update_config(config)
+        self._flush_policy.update_config(config)
+        self._segments.update_config(config)
         self._log.info("log_config_updated", **config.to_properties())
 
     # --- flushing --------------------------------------------------------------------------------
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def flush(self) -> None:
         """fsync every unflushed segment (data and indexes) and the directory if segments were
         created, advance the recovery point to the log end offset and checkpoint it. Durable on
@@ -514,60 +343,36 @@ class SegmentedLog:
         Raises:
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         self._flush(self._clock_ms(), checkpoint=True)
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush if ``flush.ms`` has passed since the last flush (call it from a periodic tick);
         returns True if it flushed."""
-        self._check_open()
+        self._health.check_open()
         now_ms = self._clock_ms() if now_ms is None else now_ms
-        if now_ms - self._last_flush_ms >= self._config.flush_ms and self._has_unflushed():
+        if self._flush_policy.is_due(now_ms) and self._has_unflushed():
             self._flush(now_ms, checkpoint=True)
             return True
         return False
 
     def _has_unflushed(self) -> bool:
-        return self._recovery_point < self.log_end_offset or self._segments[-1].dirty
+        return self._offsets.recovery_point < self.log_end_offset or self._segments.active.dirty
 
     def _flush(self, now_ms: int, *, checkpoint: bool) -> None:
-        floor = self._checkpointed_recovery_point or 0
-        for seg in self._segments:
-            if seg.dirty or seg.next_offset > floor or seg is self._segments[-1]:
-                seg.sync()
-        if self._dir_dirty:
-            fsync_dir(self._directory)
-            self._dir_dirty = False
-        self._recovery_point = self.log_end_offset
-        self._unflushed_messages = 0
-        self._last_flush_ms = now_ms
-        if checkpoint and self._checkpointed_recovery_point != self._recovery_point:
-            self._write_recovery_point_checkpoint()
+        self._segments.sync(self._offsets.checkpointed_recovery_point)
+        self._offsets.flushed_to(self.log_end_offset, checkpoint=checkpoint)
+        self._flush_policy.flushed(now_ms)
 
     def _sync_data(self) -> None:
-        # The synced-append path: fdatasync only the data of the dirty segments (a suffix of
-        # the list) and the directory; indexes and the checkpoint wait for the next flush.
-        for seg in reversed(self._segments):
-            if not seg.dirty:
-                break
-            seg.sync_data()
-        if self._dir_dirty:
-            fsync_dir(self._directory)
-            self._dir_dirty = False
-        self._recovery_point = self.log_end_offset
-
-    def _write_recovery_point_checkpoint(self) -> None:
-        write_offset(self._directory / RECOVERY_POINT_CHECKPOINT, self._recovery_point)
-        self._checkpointed_recovery_point = self._recovery_point
-
-    def _write_log_start_checkpoint(self) -> None:
-        write_offset(self._directory / LOG_START_OFFSET_CHECKPOINT, self._log_start_offset)
-        self._checkpointed_log_start_offset = self._log_start_offset
+        # The synced-append path: indexes and the checkpoint wait for the next flush.
+        self._segments.sync_data()
+        self._offsets.flushed_to(self.log_end_offset, checkpoint=False)
 
     # --- reads -----------------------------------------------------------------------------------
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def read(self, from_offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
         """Whole batches as raw bytes, starting with the batch that holds ``from_offset``.
 
@@ -584,33 +389,16 @@ class SegmentedLog:
             KafkaStorageError: a disk error (the log fails: see "Disk errors").
             LogClosedError: the log is closed.
         """
-        self._check_open()
-        leo = self._segments[-1].next_offset
-        if from_offset == leo:
-            return b""
-        if from_offset < self._log_start_offset or from_offset > leo:
-            raise OffsetOutOfRangeError(log_start_offset=self._log_start_offset, log_end_offset=leo)
-        if max_offset is not None and from_offset >= max_offset:
-            return b""
-        i = bisect.bisect_right(self._bases, from_offset) - 1
-        seg = self._segments[i]
-        while from_offset >= seg.next_offset:  # skip empty segments
-            i += 1
-            seg = self._segments[i]
-        try:
-            data = seg.read(from_offset, max(max_bytes, 0), max_offset)
-        except CorruptRecordError as e:
-            raise self._corrupt(seg, from_offset, e.message) from e
-        corrupt = find_corrupt_batch(data)
-        if corrupt is not None:
-            raise self._corrupt(seg, from_offset, corrupt)
-        return data
-
-    def _corrupt(self, segment: LogSegment, offset: int, reason: str) -> CorruptRecordError:
-        self._log.error("corrupt_batch_read", segment=segment.base_offset, reason=reason)
-        return CorruptRecordError(
-            f"corrupt batch in {segment.log_path.name} of {self._directory}: {reason}",
-            offset=offset,
+        self._health.check_open()
+        return read_batches(
+            self._segments.files,
+            self._segments.bases,
+            log_start_offset=self._offsets.log_start_offset,
+            from_offset=from_offset,
+            max_bytes=max_bytes,
+            max_offset=max_offset,
+            directory=self._directory,
+            logger=self._log,
         )
 
     def fail_corrupt(self, offset: int, reason: str) -> KafkaStorageError:
@@ -621,16 +409,13 @@ class SegmentedLog:
 
         Only for a replica that another copy can rebuild: the cut drops every later batch.
         """
-        if self._failed is not None:
-            return self._failed
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        self._recovery_point = min(self._recovery_point, self._bases[i])
-        with contextlib.suppress(OSError):
-            if (self._checkpointed_recovery_point or 0) > self._recovery_point:
-                self._write_recovery_point_checkpoint()
-        return self._fail(KafkaStorageError(reason))
+        if self._health.failed is not None:
+            return self._health.failed
+        with contextlib.suppress(OSError):  # lowered even if the checkpoint fails
+            self._offsets.lower_recovery_point(self._segments.base_offset_holding(offset))
+        return self._health.fail(KafkaStorageError(reason))
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset at or after the log start offset whose record timestamp is
         ``>= timestamp_ms`` (ListOffsets by timestamp), or None if every record is older.
@@ -640,22 +425,16 @@ class SegmentedLog:
         Raises:
             LogClosedError: the log is closed.
         """
-        self._check_open()
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return self._log_start_offset
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return self.log_end_offset
-        for seg in self._segments:
-            if seg.next_offset <= self._log_start_offset or seg.max_timestamp_ms < timestamp_ms:
-                continue
-            found = seg.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
+        self._health.check_open()
+        return offset_for_timestamp(
+            self._segments.files,
+            log_start_offset=self._offsets.log_start_offset,
+            timestamp_ms=timestamp_ms,
+        )
 
     # --- truncation and retention ----------------------------------------------------------------
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def truncate_to(self, offset: int) -> bool:
         """Remove every offset ``>= offset`` (no-op if ``offset >= LEO``). A batch holding
         ``offset`` is removed whole, so the new LEO may be below ``offset``. Below the log start
@@ -667,32 +446,27 @@ class SegmentedLog:
             InvalidOffsetError: ``offset`` is negative.
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         if offset < 0:
             raise InvalidOffsetError(f"cannot truncate to negative offset {offset}")
         old_end = self.log_end_offset
         if offset >= old_end:
             return False
-        if offset < self._log_start_offset:
+        if offset < self._offsets.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return True
-        deleted = 0
-        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-            self._delete_last_segment()
-            deleted += 1
-        removed = self._segments[-1].truncate_to(offset)
-        if self.log_end_offset < self._log_start_offset:
+        deleted = self._segments.delete_back_above(offset)
+        removed = self._segments.active.truncate_to(offset)
+        if self.log_end_offset < self._offsets.log_start_offset:
             # NB: the batch holding ``offset`` began below the log start offset: nothing at or
             # above the start is left, so the log restarts empty there (the start never moves
             # back).
-            self.truncate_fully_and_start_at(self._log_start_offset)
+            self.truncate_fully_and_start_at(self._offsets.log_start_offset)
             return True
         if deleted:
-            fsync_dir(self._directory)
+            self._segments.sync_dir()
         end = self.log_end_offset
-        self._recovery_point = min(self._recovery_point, end)
-        if (self._checkpointed_recovery_point or 0) > end:
-            self._write_recovery_point_checkpoint()
+        self._offsets.lower_recovery_point(end)
         self._epoch_cache.truncate_from_end(end)
         self._log.info(
             "log_truncated",
@@ -704,7 +478,7 @@ class SegmentedLog:
         )
         return True
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start empty at ``offset`` (log start = LEO = ``offset``);
         clears the leader-epoch cache. Durable on return.
@@ -713,28 +487,15 @@ class SegmentedLog:
             InvalidOffsetError: ``offset`` is negative.
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         if offset < 0:
             raise InvalidOffsetError(f"cannot start a log at negative offset {offset}")
-        while self._segments:
-            self._delete_last_segment()
-        seg = LogSegment.create(self._directory, offset, self._config, self._io)
-        self._segments.append(seg)
-        self._bases.append(offset)
-        fsync_dir(self._directory)
-        self._dir_dirty = False
-        self._log_start_offset = self._recovery_point = offset
-        self._write_log_start_checkpoint()
-        self._write_recovery_point_checkpoint()
+        self._segments.reset_at(offset, self._config)
+        self._offsets.reset_at(offset)
         self._epoch_cache.clear()
         self._log.info("log_truncated_fully", log_start_offset=offset)
 
-    def _delete_last_segment(self) -> None:
-        seg = self._segments.pop()
-        self._bases.pop()
-        seg.delete()
-
-    @_maps_storage_errors
+    @maps_storage_errors
     def advance_log_start_offset(self, offset: int) -> bool:
         """Raise the log start offset to ``offset`` (after a Raft snapshot, or DeleteRecords),
         deleting the segments wholly below it (never the active one) and trimming the epoch
@@ -745,26 +506,23 @@ class SegmentedLog:
             OffsetOutOfRangeError: ``offset`` is above the log end offset.
             LogClosedError: the log is closed.
         """
-        self._check_open()
+        self._health.check_open()
         if offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"cannot start the log at {offset}, past its end {self.log_end_offset}",
-                log_start_offset=self._log_start_offset,
+                log_start_offset=self._offsets.log_start_offset,
                 log_end_offset=self.log_end_offset,
             )
-        if offset <= self._log_start_offset:
+        if offset <= self._offsets.log_start_offset:
             return False
-        self._log_start_offset = offset
-        deleted = 0
-        while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
-            self._delete_first_segment()
-            deleted += 1
+        self._offsets.set_log_start_offset(offset)
+        deleted = self._segments.delete_front_below(offset)
         self._after_start_moved(deleted, reason="log_start_offset_advanced")
         return True
 
     delete_records_before = advance_log_start_offset
 
-    @_maps_storage_errors
+    @maps_storage_errors
     def apply_retention(
         self, now_ms: int | None = None, *, high_watermark: int | None = None
     ) -> int:
@@ -780,43 +538,28 @@ class SegmentedLog:
         Raises:
             LogClosedError: the log is closed.
         """
-        self._check_open()
-        now_ms = self._clock_ms() if now_ms is None else now_ms
-        config = self._config
-
-        def deletable() -> bool:
-            first = self._segments[0]
-            return len(self._segments) > 1 and (
-                high_watermark is None or first.next_offset <= high_watermark
-            )
-
-        deleted = 0
-        if config.retention_ms >= 0:
-            while deletable() and now_ms - self._segments[0].max_timestamp_ms > config.retention_ms:
-                self._delete_first_segment()
-                deleted += 1
-        if config.retention_bytes >= 0:
-            total = self.size_bytes
-            while deletable() and total - self._segments[0].size >= config.retention_bytes:
-                total -= self._segments[0].size
-                self._delete_first_segment()
-                deleted += 1
-        if deleted:
-            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
-            self._after_start_moved(deleted, reason="retention_applied")
-        return deleted
-
-    def _delete_first_segment(self) -> None:
-        seg = self._segments.pop(0)
-        self._bases.pop(0)
-        seg.delete()
+        self._health.check_open()
+        plan = plan_retention(
+            self.segments,
+            self._config,
+            log_start_offset=self._offsets.log_start_offset,
+            now_ms=self._clock_ms() if now_ms is None else now_ms,
+            high_watermark=high_watermark,
+        )
+        if plan.segments_to_delete:
+            self._segments.delete_first(plan.segments_to_delete)
+            self._offsets.set_log_start_offset(plan.log_start_offset)
+            self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
+        return plan.segments_to_delete
 
     def _after_start_moved(self, deleted: int, *, reason: str) -> None:
         if deleted:
-            fsync_dir(self._directory)
-        self._epoch_cache.truncate_from_start(self._log_start_offset)
-        self._write_log_start_checkpoint()
-        self._log.info(reason, log_start_offset=self._log_start_offset, segments_deleted=deleted)
+            self._segments.sync_dir()
+        self._epoch_cache.truncate_from_start(self._offsets.log_start_offset)
+        self._offsets.checkpoint_log_start()
+        self._log.info(
+            reason, log_start_offset=self._offsets.log_start_offset, segments_deleted=deleted
+        )
 
     # --- closing ---------------------------------------------------------------------------------
 
@@ -828,25 +571,19 @@ class SegmentedLog:
             KafkaStorageError: a disk error; the files are closed anyway (no marker: the next
                 open recovers the log).
         """
-        if self._closed:
+        if self._health.closed:
             return
-        if self._failed is not None:
+        if self._health.failed is not None:
             self.abandon()  # NB: nothing of a failed log is trusted: the next open recovers it
             return
         try:
             self._flush(self._clock_ms(), checkpoint=True)
-            if self._checkpointed_log_start_offset != self._log_start_offset:
-                self._write_log_start_checkpoint()
+            self._offsets.checkpoint_log_start(if_changed=True)
         except OSError as e:
             self.abandon()
-            raise self._fail(storage_error(e, "close", self._directory)) from e
-        self._closed = True
-        errors = []
-        for seg in self._segments:
-            try:
-                seg.close()  # closes its descriptor even if its index write fails
-            except OSError as e:
-                errors.append(e)
+            raise self._health.fail(storage_error(e, "close", self._directory)) from e
+        self._health.mark_closed()
+        errors = self._segments.close()
         try:
             if not errors:
                 (self._directory / CLEAN_SHUTDOWN_FILE).touch()
@@ -854,32 +591,19 @@ class SegmentedLog:
         except OSError as e:
             errors.append(e)
         if errors:
-            raise self._fail(storage_error(errors[0], "close", self._directory)) from errors[0]
+            raise self._health.fail(storage_error(errors[0], "close", self._directory)) from errors[
+                0
+            ]
         self._log.info("log_closed", log_end_offset=self.log_end_offset)
 
     def abandon(self) -> None:
         """Close the file descriptors as a crash would: nothing flushed, no clean-shutdown
         marker, pending index entries lost. How a failed log is closed (the next open
         recovers it), and a crash for tests and the simulator."""
-        if self._closed:
+        if self._health.closed:
             return
-        for seg in self._segments:
-            with contextlib.suppress(OSError):
-                seg.abandon()
-        self._closed = True
-
-    def _check_open(self) -> None:
-        if self._failed is not None:
-            raise KafkaStorageError(self._failed.message)
-        if self._closed:
-            raise LogClosedError(f"log {self._directory} is closed")
-
-    def _fail(self, error: KafkaStorageError) -> KafkaStorageError:
-        """Fail the log (every later call raises ``error``'s message); returns ``error``."""
-        if self._failed is None:
-            self._failed = error
-            self._log.error("log_failed", error=error.message)
-        return error
+        self._segments.abandon()
+        self._health.mark_closed()
 
     def __enter__(self) -> SegmentedLog:
         return self
@@ -889,7 +613,7 @@ class SegmentedLog:
 
     def __repr__(self) -> str:
         return (
-            f"SegmentedLog({str(self._directory)!r}, log_start_offset={self._log_start_offset}, "
+            f"SegmentedLog({str(self._directory)!r}, log_start_offset={self.log_start_offset}, "
             f"log_end_offset={self.log_end_offset}, segments={len(self._segments)})"
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pickle
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,137 @@ def test_the_cycle_rule_sees_a_cycle() -> None:
     assert _unit("kraft.types") == "kraft.types"
     assert _unit("kraft._generated.raft_pb2") is None
     assert "kraft.controller" in _unit_imports()["kraft.cluster"]
+
+
+# --- one partition driver (issue 11) ---------------------------------------------------------
+
+DRIVER_SHELLS = [
+    "replication/broker/partition.py",
+    "replication/sim/cluster.py",
+    "tests/replication/harness.py",
+]
+"""The broker, ``kraft sim cluster`` and the replication test harness: each opens its
+replicas through the one driver selector, so the simulator runs the broker's wiring."""
+
+CORE_GLUE_CALLS = {
+    # feeding a partition core and applying its Ready
+    "ready",
+    "advance",
+    "has_ready",
+    "handle_partition_change",
+    "handle_produce_request",
+    "on_appended",
+    "on_append_failed",
+    "handle_alter_partition_response",
+    # the log writes a Ready asks for
+    "append_as_follower",
+    "truncate_to",
+    "truncate_fully_and_start_at",
+    "assign_leader_epoch",
+}
+CORE_CLASSES = {"PartitionLeader", "PartitionFollower", "IsrPartitionDriver"}
+
+
+def _glue_modules() -> list[Path]:
+    """Every module that may not hold partition glue: replication/ outside its core and its
+    driver, and the replication test harness."""
+    paths = [
+        path
+        for path in (ROOT / "replication").rglob("*.py")
+        if path.relative_to(ROOT).parts[:2]
+        not in {("replication", "core"), ("replication", "driver")}
+    ]
+    return [*paths, ROOT / "tests" / "replication" / "harness.py"]
+
+
+def _called_names(tree: ast.AST) -> list[tuple[int, str]]:
+    calls: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute):
+                calls.append((node.lineno, "." + func.attr))
+                if func.attr == "assign" and isinstance(func.value, ast.Attribute):
+                    calls.append((node.lineno, f".{func.value.attr}.assign"))
+            elif isinstance(func, ast.Name):
+                calls.append((node.lineno, func.id))
+    return calls
+
+
+@pytest.mark.parametrize("shell", DRIVER_SHELLS)
+def test_the_broker_the_simulator_and_the_harness_open_replicas_through_one_driver(
+    shell: str,
+) -> None:
+    tree = ast.parse((ROOT / shell).read_text())
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "replication.driver"
+        for alias in node.names
+    }
+    assert "open_partition_driver" in imported, f"{shell} does not use replication.driver"
+    assert "open_partition_driver" in {name for _, name in _called_names(tree)}
+
+
+def test_the_shells_get_the_same_driver_class() -> None:
+    """At run time too: the broker's replica, the simulator's and the harness's are one
+    class (the ISR driver today)."""
+    import tempfile
+
+    from replication.broker.partition import PartitionReplica
+    from replication.driver import IsrPartitionDriver
+    from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig
+    from replication.sim.workload import TopicCreator
+    from storage.config import LogConfig
+    from tests.replication.harness import TP, Cluster
+
+    async def never(_request: object) -> object:
+        raise AssertionError
+
+    with tempfile.TemporaryDirectory() as directory:
+        replica = PartitionReplica(
+            topic_partition=TP,
+            topic_id="tid",
+            directory=Path(directory),
+            log_config=LogConfig(),
+            local_id=1,
+            broker_epoch=1,
+            fetch_from_leader=never,  # type: ignore[arg-type]
+            send_alter_partition=lambda _replica, _send: None,
+        )
+        try:
+            assert type(replica.driver) is IsrPartitionDriver
+        finally:
+            replica.stop()
+    assert type(Cluster((1, 2)).replicas[1].driver) is IsrPartitionDriver
+    sim = BrokerCluster(seed=1, config=ClusterConfig(), checker=ClusterChecker())
+    TopicCreator(sim, random.Random(1), node_id=900).start(50)
+    sim.scheduler.run_until(1_000)
+    drivers = [r.driver for b in sim.brokers.values() for r in b.replicas.values()]
+    assert drivers and {type(d) for d in drivers} == {IsrPartitionDriver}
+
+
+def test_no_module_outside_the_driver_feeds_a_partition_core_or_writes_its_log() -> None:
+    """The glue between a partition core and its log has one home, ``replication/driver``:
+    nobody else builds a core or a driver, applies a Ready, or does the log writes a Ready
+    asks for (a second copy is a seam that was not drawn: STYLE.md)."""
+    bad: list[str] = []
+    for path in _glue_modules():
+        for line, name in _called_names(ast.parse(path.read_text())):
+            if (
+                name.lstrip(".") in CORE_GLUE_CALLS and name.startswith(".")
+            ) or name in CORE_CLASSES | {".leader_epoch_cache.assign"}:
+                bad.append(f"{path.relative_to(ROOT)}:{line} calls {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_selector_builds_a_partition_driver() -> None:
+    """`open_partition_driver` is the one place a topic's replication mode picks a driver."""
+    bad: list[str] = []
+    for path in (ROOT / "replication").rglob("*.py"):
+        if path.relative_to(ROOT).as_posix() == "replication/driver/select.py":
+            continue
+        for line, name in _called_names(ast.parse(path.read_text())):
+            if name == "IsrPartitionDriver":
+                bad.append(f"{path.relative_to(ROOT)}:{line}")
+    assert not bad, "\n".join(bad)

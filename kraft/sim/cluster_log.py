@@ -61,12 +61,21 @@ class SimPartitionLog:
     def leader_epoch_cache(self) -> LeaderEpochCache:
         return self._cache
 
+    @property
+    def active_segment_base_offset(self) -> int:
+        """One segment: it starts at the log start offset."""
+        return self._log_start
+
     # --- writes -------------------------------------------------------------------------------
 
     def _push(self, batch: bytes, header: BatchHeader) -> None:
         self._batches.append(batch)
         self._bases.append(header.base_offset)
         self._ends.append(header.next_offset)
+
+    def assign_leader_epoch(self, epoch: int, start_offset: int) -> bool:
+        """`LeaderEpochCache.assign` (a new leader's epoch), as ``SegmentedLog``'s."""
+        return self._cache.assign(epoch, start_offset)
 
     def append(self, records: bytes, *, leader_epoch: int) -> int:
         """Append one batch as leader; returns its base offset."""
@@ -106,6 +115,18 @@ class SimPartitionLog:
         self._cache.clear()
         self.flushed_end = offset
 
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset to ``offset`` (a follower following its leader's),
+        dropping the batches wholly below it; True if it moved."""
+        if offset <= self._log_start:
+            return False
+        assert offset <= self.log_end_offset, "log start past the log end"
+        i = bisect.bisect_right(self._ends, offset)
+        del self._batches[:i], self._bases[:i], self._ends[:i]
+        self._log_start = offset
+        self._cache.truncate_from_start(offset)
+        return True
+
     def flush(self) -> None:
         self.flushed_end = self.log_end_offset
 
@@ -118,12 +139,15 @@ class SimPartitionLog:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one holding ``offset``, at least one, up to ``max_bytes``."""
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
+        """Whole batches from the one holding ``offset``, at least one, up to ``max_bytes``,
+        none whose base offset is ``>= max_offset``."""
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         out: list[bytes] = []
         size = 0
         while i < len(self._batches):
+            if max_offset is not None and self._bases[i] >= max_offset:
+                break
             if self._ends[i] > offset:
                 b = self._batches[i]
                 if out and size + len(b) > max_bytes:

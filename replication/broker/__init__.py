@@ -6,10 +6,11 @@ A broker process (``kraft broker``) is a `BrokerServer`:
   committed metadata log from the controllers and folds it into a `MetadataImage`;
 - it registers with the active controller and heartbeats (KIP-631); SIGTERM is a controlled
   shutdown;
-- for every partition it replicates, a `PartitionReplica` owns the `SegmentedLog` and runs
-  the core loop of ``replication.core``'s docstring: a `PartitionLeader` answers produces
-  and follower fetches, a `PartitionFollower` long-polls the leader with ``Broker.Fetch``
-  (one request per leader broker for all its partitions, `LeaderFetcher`);
+- for every partition it replicates, a `PartitionReplica` opens the `SegmentedLog` and hands
+  it to the partition driver the topic's replication mode picks (`replication.driver`, which
+  runs the core loop of ``replication.core``'s docstring: a `PartitionLeader` answers
+  produces and follower fetches, a `PartitionFollower` long-polls the leader with
+  ``Broker.Fetch``, one request per leader broker for all its partitions, `LeaderFetcher`);
 - one gRPC port serves ``Broker`` (Produce, Fetch, ListOffsets, Metadata, InitProducerId),
   ``Controller`` (forwarded to the active controller) and health.
 

@@ -10,13 +10,14 @@ state's ``map_end_offset``), written atomically (temp file, fsync, rename, fsync
 directory), so a reader sees a whole snapshot or none. A leftover ``.snapshot.tmp`` is
 removed by the log loader with the other temp files.
 
-`PartitionReplica` (the owner) takes a snapshot when its log rolls a segment and on a clean
-shutdown; on open it calls `load_producer_state`, which starts from the latest snapshot that
-is valid and lies in [log start offset, log end offset] and replays only the batch headers
-after it (Kafka's ``UnifiedLog.rebuildProducerState`` / ``truncateAndReload``). A snapshot that
-fails its CRC or does not parse is deleted and the next older one is tried; with none left
-the state is rebuilt from the log start offset. So a corrupt file costs a longer replay,
-never a crash.
+The replica's partition driver (`replication.driver`) takes a snapshot when its log rolls a
+segment and on a clean shutdown; on open it calls `load_producer_state`
+(`replication.driver.producer_state_load`, re-exported here), which starts from the latest
+snapshot that is valid and lies in [log start offset, log end offset] and replays only the
+batch headers after it (Kafka's ``UnifiedLog.rebuildProducerState`` / ``truncateAndReload``). A
+snapshot that fails its CRC or does not parse is deleted and the next older one is tried; with
+none left the state is rebuilt from the log start offset. So a corrupt file costs a longer
+replay, never a crash.
 
 Why the recovered log end offset bounds the choice (Kafka does the same): `SegmentedLog.open`
 validates every batch above its recovery point (CRC and offset contiguity) and cuts the log
@@ -34,22 +35,18 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
-import structlog
-
-from replication.core import ProducerStateManager
+from replication.driver.producer_state_load import (
+    ProducerStateLoad,
+    load_producer_state,
+    scan_headers,
+)
 from storage.checkpoint import fsync_dir, write_atomically
-from storage.errors import KafkaStorageError
-from storage.log import SegmentedLog
-from storage.records import BatchHeader, iter_batches
 
 SNAPSHOT_SUFFIX = ".snapshot"
 _NAME = re.compile(r"^(\d{20})\.snapshot$")
-
-_log = structlog.get_logger("replication.broker.producer_snapshots")
 
 
 def snapshot_file_name(offset: int) -> str:
@@ -122,86 +119,6 @@ class ProducerSnapshotStore:
 
     def delete_all(self) -> int:
         return self.delete(list(self._offsets))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerStateLoad:
-    """How `load_producer_state` rebuilt the state."""
-
-    snapshot_offset: int | None
-    """The snapshot it started from; None: a replay from the log start offset."""
-    batches_replayed: int
-    """Batch headers read from the log after the snapshot."""
-    corrupt_snapshots: int
-    """Snapshots that failed to load (deleted)."""
-
-
-def scan_headers(log: SegmentedLog, from_offset: int) -> Iterator[BatchHeader]:
-    """Every batch header of ``log`` from ``from_offset`` to its end, in offset order."""
-    offset = max(from_offset, log.log_start_offset)
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        if not data:
-            return
-        last = offset
-        for _, header in iter_batches(data):
-            yield header
-            last = header.base_offset + header.last_offset_delta + 1
-        if last <= offset:
-            return
-        offset = last
-
-
-def load_producer_state(
-    state: ProducerStateManager, log: SegmentedLog, store: ProducerSnapshotStore
-) -> ProducerStateLoad:
-    """Replace ``state`` with the fold of ``log``: the latest usable snapshot in [log start
-    offset, log end offset] plus the batches after it (see the module docstring). Deletes
-    the snapshots outside that range and the corrupt ones.
-
-    Raises:
-        OSError: a snapshot file could not be read or deleted.
-    """
-    start, end = log.log_start_offset, log.log_end_offset
-    store.delete_above(end)
-    store.delete_below(start)
-    corrupt = 0
-    replayed = 0
-
-    def counted(headers: Iterator[BatchHeader]) -> Iterator[BatchHeader]:
-        nonlocal replayed
-        for header in headers:
-            replayed += 1
-            yield header
-
-    for offset in reversed(store.offsets):
-        data = store.read(offset)
-        try:
-            if data is None:
-                raise KafkaStorageError("snapshot file vanished")
-            loaded = ProducerStateManager.from_snapshot(data)
-            if loaded.map_end_offset != offset:
-                raise KafkaStorageError(
-                    f"snapshot covers offset {loaded.map_end_offset}, not its name's"
-                )
-        except KafkaStorageError as e:
-            _log.warning(
-                "producer_snapshot_corrupt",
-                directory=str(log.directory),
-                offset=offset,
-                error=e.message,
-            )
-            store.delete([offset])
-            corrupt += 1
-            continue
-        state.reload(data, counted(scan_headers(log, offset)))
-        return ProducerStateLoad(
-            snapshot_offset=offset, batches_replayed=replayed, corrupt_snapshots=corrupt
-        )
-    state.reload(None, counted(scan_headers(log, start)), start_offset=start)
-    return ProducerStateLoad(
-        snapshot_offset=None, batches_replayed=replayed, corrupt_snapshots=corrupt
-    )
 
 
 __all__ = [

@@ -97,6 +97,7 @@ from replication.core import (
     FollowerFetchRequest,
     FollowerFetchResponse,
 )
+from replication.driver import ReplicationMode
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
@@ -507,6 +508,9 @@ class BrokerServer:
             fetch_from_leader=self._fetch_from_leader,
             send_alter_partition=self._send_alter_partition,
             on_offline=self._replica_went_offline,
+            # The topic's replication mode picks the partition driver; every topic is ISR
+            # until `replication.mode=quorum` exists (TODO(#12): read it from the topic).
+            replication_mode=ReplicationMode.ISR,
         )
 
     async def _tick_loop(self) -> None:
@@ -568,8 +572,7 @@ class BrokerServer:
         return decode(reply, BrokerFetchResponse)
 
     def _send_alter_partition(self, replica: PartitionReplica, send: AlterPartitionSend) -> None:
-        leader = replica.leader
-        assert leader is not None
+        generation = replica.generation  # the leader role that sent it
         epoch = self.broker_epoch
         assert epoch is not None
         request = AlterPartitionRequest(
@@ -604,7 +607,7 @@ class BrokerServer:
                 isr=list(send.data.new_isr),
                 error=result.error_code.name,
             )
-            replica.handle_alter_partition_result(leader, send.alter_id, result)
+            replica.handle_alter_partition_result(generation, send.alter_id, result)
 
         task = asyncio.create_task(run(), name=f"alter-partition-{replica.topic_partition}")
         self._tasks.append(task)

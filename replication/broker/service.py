@@ -85,7 +85,7 @@ class BrokerService:
 
     def _leading(self, tp: TopicPartition) -> PartitionReplica | None:
         replica = self._server.replicas.get(tp)
-        return replica if replica is not None and replica.leader is not None else None
+        return replica if replica is not None and replica.driver.is_leader else None
 
     # --- Produce ------------------------------------------------------------------------------
 
@@ -199,14 +199,13 @@ class BrokerService:
         self, tp: TopicPartition, p: FetchPartition, max_bytes: int
     ) -> FetchPartitionData:
         replica = self._leading(tp)
-        leader = replica.leader if replica is not None else None
-        if replica is None or leader is None:
+        if replica is None:
             return FetchPartitionData(
                 partition_index=p.partition,
                 error_code=self._not_leader_code(tp),
                 current_leader=self._current_leader(tp),
             )
-        fenced = fence_leader_epoch(p.current_leader_epoch, leader.leader_epoch)
+        fenced = fence_leader_epoch(p.current_leader_epoch, replica.driver.leader_epoch)
         if fenced is not None:
             return FetchPartitionData(
                 partition_index=p.partition,
@@ -247,15 +246,15 @@ class BrokerService:
             for p in topic.partitions:
                 tp = TopicPartition(topic.name, p.partition_index)
                 replica = self._leading(tp)
-                leader = replica.leader if replica is not None else None
-                if replica is None or leader is None:
+                if replica is None:
                     parts.append(
                         ListOffsetsPartitionResponse(
                             partition_index=p.partition_index, error_code=self._not_leader_code(tp)
                         )
                     )
                     continue
-                fenced = fence_leader_epoch(p.current_leader_epoch, leader.leader_epoch)
+                leader_epoch = replica.driver.leader_epoch
+                fenced = fence_leader_epoch(p.current_leader_epoch, leader_epoch)
                 if fenced is not None:
                     parts.append(
                         ListOffsetsPartitionResponse(
@@ -287,7 +286,7 @@ class BrokerService:
                         partition_index=p.partition_index,
                         timestamp=-1 if offset is None or p.timestamp < 0 else p.timestamp,
                         offset=-1 if offset is None else offset,
-                        leader_epoch=leader.leader_epoch,
+                        leader_epoch=leader_epoch,
                     )
                 )
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))

@@ -67,6 +67,31 @@ class DelayedProducePurgatory:
         error = ErrorCode.NONE if enough_replicas else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return [self._complete(p, error, log_start_offset) for p in done]
 
+    def recheck(
+        self,
+        high_watermark: int,
+        *,
+        maximal_isr_size: int,
+        isr_size: int,
+        min_isr: int,
+        log_start_offset: int,
+    ) -> list[ProduceCompletion]:
+        """Complete what the high watermark reached (`complete_reached`); then, if the
+        committed ISR is below ``min_isr``, fail every produce still waiting with
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND (see the module docstring)."""
+        done = self.complete_reached(
+            high_watermark,
+            enough_replicas=maximal_isr_size >= min_isr,
+            log_start_offset=log_start_offset,
+        )
+        if isr_size < min_isr and self._waiting:
+            done += self.fail_all(
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                message=f"the ISR shrank below min.insync.replicas={min_isr}",
+                log_start_offset=log_start_offset,
+            )
+        return done
+
     def fail_all(
         self, error: ErrorCode, *, message: str, log_start_offset: int
     ) -> list[ProduceCompletion]:

@@ -9,7 +9,8 @@ fetch offset, the logs agree up to it; if the epoch ended earlier, or the leader
 ``diverging_epoch = (epoch, end offset)`` instead of records. The follower then truncates to
 ``min(end offset, its own end offset of that epoch)`` and fetches again.
 
-`fence_leader_epoch` is KIP-320's fencing of a fetch that names another leader epoch.
+`fence_leader_epoch` is KIP-320's fencing of a fetch that names another leader epoch, and
+`fence_follower_broker_epoch` binds a follower's fetch to its broker registration (KIP-903).
 """
 
 from __future__ import annotations
@@ -27,6 +28,29 @@ def fence_leader_epoch(current_leader_epoch: int, leader_epoch: int) -> ErrorCod
     if current_leader_epoch < leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
     return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def fence_follower_broker_epoch(
+    fetch_broker_epoch: int, registered_broker_epoch: int | None
+) -> ErrorCode | None:
+    """A follower fetch is bound to the replica's registration: it must carry the broker epoch
+    the metadata has for that replica (KIP-903's replica epoch). Until TLS binds the sender,
+    this is what stops a fetch that merely claims a replica id from moving the high watermark
+    or the ISR: it must also name the live registration's epoch.
+
+    Returns:
+        NOT_LEADER_OR_FOLLOWER for an older incarnation or an unregistered broker,
+        UNKNOWN_LEADER_EPOCH for a newer epoch than the metadata has, else None.
+    """
+    if registered_broker_epoch is None or fetch_broker_epoch < registered_broker_epoch:
+        # Kafka's Replica.updateFetchStateOrThrow: an older broker incarnation (or none:
+        # -1 is not accepted from a follower, every kraft follower sends its epoch).
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if fetch_broker_epoch > registered_broker_epoch:
+        # A registration our metadata has not caught up with (or a made-up epoch): not
+        # yet recognized, retriable, as Kafka answers a replica it does not know yet.
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return None
 
 
 def validate_fetch_position(
@@ -76,4 +100,4 @@ def validate_fetch_position(
     )
 
 
-__all__ = ["fence_leader_epoch", "validate_fetch_position"]
+__all__ = ["fence_follower_broker_epoch", "fence_leader_epoch", "validate_fetch_position"]

@@ -29,7 +29,9 @@ Rules, with their sources:
   ISR expand (on its fetch): a follower whose LEO is at least the HW and the start
   offset of this leader epoch, and that KIP-841 allows (unfenced, not shutting down, fetching
   with its registered broker epoch). Both go through one AlterPartition at a time
-  (``isr_state.py``); the leader adopts an ISR only once the controller committed it.
+  (``isr_state.py``); the leader adopts an ISR only once the controller committed it. The
+  follower states, the ISR and these decisions live in the leader's `IsrManager`
+  (``isr_manager.py``); the leader feeds it fetches, metadata and time, and sends what it asks.
 - A new leader starts its epoch at its LEO (an epoch-cache entry, KIP-101) and keeps the high
   watermark it had as a follower: it never moves back.
 """
@@ -43,33 +45,15 @@ from typing import assert_never, final
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from kraft.controller.messages import (
-    AlterPartitionData,
-    AlterPartitionPartitionResult,
-)
+from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from kraft.metadata.records import LeaderRecoveryState
 from kraft.types import TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
 from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
-from replication.core.high_watermark import (
-    NEVER_MS,
-    ReplicaState,
-    effective_min_isr,
-    high_watermark_candidate,
-    out_of_sync_replicas,
-)
-from replication.core.isr_state import (
-    AlterPartitionVerdict,
-    CommittedPartitionState,
-    PartitionState,
-    PendingExpandIsr,
-    PendingShrinkIsr,
-    build_alter_partition_data,
-    handle_alter_partition_result,
-    with_new_attempt,
-)
+from replication.core.high_watermark import ReplicaState, effective_min_isr
+from replication.core.isr_manager import IsrManager
+from replication.core.isr_state import AlterPartitionVerdict, PartitionState
 from replication.core.log_view import PartitionLogView
 from replication.core.messages import (
     ACKS_ALL,
@@ -160,8 +144,12 @@ class PartitionLeader:
         assert registration.leader == local_id, "PartitionLeader for a partition led elsewhere"
         self._tp = topic_partition
         self._local_id = local_id
-        self._local_broker_epoch = local_broker_epoch
-        self._brokers = dict(brokers)
+        self._isr = IsrManager(
+            topic_partition=topic_partition,
+            local_id=local_id,
+            local_broker_epoch=local_broker_epoch,
+            brokers=brokers,
+        )
         self._log = log
         self._producer_state = producer_state
         self._config = config
@@ -172,19 +160,14 @@ class PartitionLeader:
         # Invariant: log_start_offset <= high_watermark <= log_end_offset
         self._high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
         self._published_high_watermark = -1
-        self._followers: dict[int, ReplicaState] = {}
         self._purgatory = DelayedProducePurgatory()
         self._completions: list[ProduceCompletion] = []
         self._alter_send: AlterPartitionSend | None = None
         self._assign_epoch_start: tuple[int, int] | None = None
         self._appending: _Appending | None = None
-        self._next_alter_id = 1
         self._resigned = False
         # Set by _become_leader:
         self._leader_epoch = -1
-        self._partition_epoch = -1
-        self._replicas: tuple[int, ...] = ()
-        self._state: PartitionState = CommittedPartitionState(isr=frozenset())
         self._epoch_start_offset = 0
         self._become_leader(registration, now_ms, is_new_leader=True)
 
@@ -200,24 +183,24 @@ class PartitionLeader:
 
     @property
     def partition_epoch(self) -> int:
-        return self._partition_epoch
+        return self._isr.partition_epoch
 
     @property
     def replicas(self) -> tuple[int, ...]:
-        return self._replicas
+        return self._isr.replicas
 
     @property
     def partition_state(self) -> PartitionState:
-        return self._state
+        return self._isr.state
 
     @property
     def isr(self) -> frozenset[int]:
         """The committed ISR."""
-        return self._state.isr
+        return self._isr.isr
 
     @property
     def maximal_isr(self) -> frozenset[int]:
-        return self._state.maximal_isr
+        return self._isr.maximal_isr
 
     @property
     def high_watermark(self) -> int:
@@ -231,11 +214,11 @@ class PartitionLeader:
     @property
     def min_isr(self) -> int:
         """The effective min.insync.replicas (capped at the replication factor)."""
-        return effective_min_isr(self._config.min_insync_replicas, len(self._replicas))
+        return effective_min_isr(self._config.min_insync_replicas, len(self._isr.replicas))
 
     @property
     def is_under_min_isr(self) -> bool:
-        return len(self._state.isr) < self.min_isr
+        return len(self._isr.isr) < self.min_isr
 
     @property
     def is_resigned(self) -> bool:
@@ -246,7 +229,7 @@ class PartitionLeader:
         return len(self._purgatory)
 
     def follower_state(self, replica_id: int) -> ReplicaState | None:
-        return self._followers.get(replica_id)
+        return self._isr.follower_state(replica_id)
 
     # --- produce ------------------------------------------------------------------------------
 
@@ -267,7 +250,7 @@ class PartitionLeader:
             self._answer(rid, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
             return None
         if produce.acks == ACKS_ALL and self.is_under_min_isr:
-            message = f"ISR {sorted(self._state.isr)} is below min.insync.replicas={self.min_isr}"
+            message = f"ISR {sorted(self._isr.isr)} is below min.insync.replicas={self.min_isr}"
             self._answer(rid, ErrorCode.NOT_ENOUGH_REPLICAS, message)
             return None
         try:
@@ -341,24 +324,11 @@ class PartitionLeader:
         if self._resigned:
             return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
         fenced = fence_leader_epoch(fetch.current_leader_epoch, self._leader_epoch)
+        if fenced is None:
+            fenced = self._isr.fence_fetch(fetch.replica_id, fetch.broker_epoch)
         if fenced is not None:
             return LeaderFetchAnswer(error_code=fenced)
         replica_id = fetch.replica_id
-        if replica_id == self._local_id or replica_id not in self._followers:
-            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        # A follower fetch is bound to the replica's registration: it must carry the broker
-        # epoch the metadata has for that replica (KIP-903's replica epoch). Until TLS binds
-        # the sender, this is what stops a fetch that merely claims a replica id from moving
-        # the high watermark or the ISR: it must also name the live registration's epoch.
-        status = self._brokers.get(replica_id)
-        if status is None or fetch.broker_epoch < status.broker_epoch:
-            # Kafka's Replica.updateFetchStateOrThrow: an older broker incarnation (or none:
-            # -1 is not accepted from a follower, every kraft follower sends its epoch).
-            return LeaderFetchAnswer(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if fetch.broker_epoch > status.broker_epoch:
-            # A registration our metadata has not caught up with (or a made-up epoch): not
-            # yet recognized, retriable, as Kafka answers a replica it does not know yet.
-            return LeaderFetchAnswer(error_code=ErrorCode.UNKNOWN_LEADER_EPOCH)
         # NB: the answer carries the HW as of before this fetch (``initialHighWatermark``).
         answer = validate_fetch_position(
             self._log,
@@ -377,20 +347,17 @@ class PartitionLeader:
             )
         if answer.read_offset is None:
             return answer  # no progress to record: an error or a divergence
-        before = self._followers[replica_id]
-        after = before.update_fetch_state(
+        moved = self._isr.record_fetch(
+            replica_id,
             fetch_offset=fetch.fetch_offset,
             log_start_offset=fetch.log_start_offset,
-            fetch_time_ms=now_ms,
+            now_ms=now_ms,
             leader_log_end_offset=answer.log_end_offset,
             broker_epoch=fetch.broker_epoch,
         )
-        self._followers[replica_id] = after
-        if replica_id not in self._state.isr:
+        if replica_id not in self._isr.isr:
             self._maybe_expand_isr(replica_id)
-        if before.log_end_offset != after.log_end_offset and self._maybe_increment_high_watermark(
-            now_ms
-        ):
+        if moved and self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
         return answer
 
@@ -404,26 +371,21 @@ class PartitionLeader:
         a result carrying that code; such errors are retried after a backoff."""
         if self._resigned:
             return
-        outcome = handle_alter_partition_result(
-            self._state,
-            alter_id=alter_id,
-            result=result,
+        before = self._isr.state
+        verdict = self._isr.handle_alter_partition_result(
+            alter_id,
+            result,
             leader_epoch=self._leader_epoch,
-            partition_epoch=self._partition_epoch,
             now_ms=now_ms,
             retry_backoff_ms=self._config.alter_partition_retry_backoff_ms,
         )
-        before = self._state
-        self._state = outcome.state
-        self._partition_epoch = outcome.partition_epoch
-        verdict = outcome.verdict
         if verdict is not AlterPartitionVerdict.IGNORED:
             self._logger.info(
                 "alter_partition_answered",
                 verdict=verdict.value,
                 error=result.error_code.name,
-                isr=sorted(self._state.isr),
-                partition_epoch=self._partition_epoch,
+                isr=sorted(self._isr.isr),
+                partition_epoch=self._isr.partition_epoch,
             )
         if verdict is AlterPartitionVerdict.ADOPTED:
             self._on_isr_committed(before, now_ms)
@@ -442,34 +404,27 @@ class PartitionLeader:
             return False
         if registration.leader_epoch < self._leader_epoch:
             return True  # stale metadata
+        before = self._isr.state
         if registration.leader_epoch > self._leader_epoch:
-            before = self._state
             self._become_leader(registration, now_ms, is_new_leader=False)
             self._on_isr_committed(before, now_ms)
             return True
-        if registration.partition_epoch <= self._partition_epoch:
+        if not self._isr.adopt_metadata(
+            registration, leader_log_end_offset=self._log.log_end_offset, now_ms=now_ms
+        ):
             return True
-        # The controller committed a change for this epoch: adopt it, pending or not (KIP-497).
-        before = self._state
-        self._partition_epoch = registration.partition_epoch
-        self._state = CommittedPartitionState(
-            isr=frozenset(registration.isr),
-            leader_recovery_state=registration.leader_recovery_state,
-        )
-        self._set_replicas(registration.replicas, now_ms)
-        if self._alter_send is not None:
-            self._alter_send = None  # not sent yet, and moot now
+        self._alter_send = None  # if not sent yet: moot now
         self._logger.info(
             "isr_committed_by_metadata",
-            isr=sorted(self._state.isr),
-            partition_epoch=self._partition_epoch,
+            isr=sorted(self._isr.isr),
+            partition_epoch=self._isr.partition_epoch,
         )
         self._on_isr_committed(before, now_ms)
         return True
 
     def update_brokers(self, brokers: Mapping[int, BrokerStatus], now_ms: int) -> None:
         """Broker registrations changed (fencing, controlled shutdown, a new broker epoch)."""
-        self._brokers = dict(brokers)
+        self._isr.update_brokers(brokers)
         if self._resigned:
             return
         if self._maybe_increment_high_watermark(now_ms):
@@ -525,13 +480,9 @@ class PartitionLeader:
         if self._resigned:
             return
         self._expire_delayed(now_ms)
-        state = self._state
-        if (
-            not isinstance(state, CommittedPartitionState)
-            and state.retry_at_ms is not None
-            and state.retry_at_ms <= now_ms
-        ):
-            self._send_pending(state)
+        retry_at_ms = self._isr.retry_at_ms
+        if retry_at_ms is not None and retry_at_ms <= now_ms:
+            self._alter_send = self._isr.send_pending()
         self._maybe_shrink_isr(now_ms)
         # NB: expansion is decided on fetches only, as in Kafka (followers fetch continuously).
         if self._maybe_increment_high_watermark(now_ms):
@@ -546,15 +497,13 @@ class PartitionLeader:
         deadline = self._purgatory.next_deadline_ms()
         if deadline is not None:
             times.append(deadline)
-        state = self._state
-        if not isinstance(state, CommittedPartitionState) and state.retry_at_ms is not None:
-            times.append(state.retry_at_ms)
-        leo = self._log.log_end_offset
-        for follower in self._followers.values():
-            if follower.log_end_offset != leo and follower.last_caught_up_time_ms != NEVER_MS:
-                end = follower.last_caught_up_time_ms + self._config.replica_lag_time_ms_max + 1
-                if end > now_ms:
-                    times.append(end)
+        if self._isr.retry_at_ms is not None:
+            times.append(self._isr.retry_at_ms)
+        times += self._isr.caught_up_deadlines(
+            leader_log_end_offset=self._log.log_end_offset,
+            now_ms=now_ms,
+            replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
+        )
         return min(times, default=None)
 
     # --- ready / advance ----------------------------------------------------------------------
@@ -591,75 +540,31 @@ class PartitionLeader:
         self, registration: PartitionRegistration, now_ms: int, *, is_new_leader: bool
     ) -> None:
         self._leader_epoch = registration.leader_epoch
-        self._partition_epoch = registration.partition_epoch
-        self._state = CommittedPartitionState(
-            isr=frozenset(registration.isr),
-            leader_recovery_state=registration.leader_recovery_state,
-        )
         self._alter_send = None
         leo = self._log.log_end_offset
         # KIP-101: this epoch starts at our LEO; followers ask where it (and older ones) ended.
         self._epoch_start_offset = leo
         if self._log.leader_epoch_cache.latest_epoch != self._leader_epoch:
             self._assign_epoch_start = (self._leader_epoch, leo)
-        self._replicas = ()
-        self._set_replicas(registration.replicas, now_ms, reset=True, is_new_leader=is_new_leader)
+        self._isr.become_leader(
+            registration, leader_log_end_offset=leo, now_ms=now_ms, is_new_leader=is_new_leader
+        )
         self._logger = self._base_logger.bind(role="leader", leader_epoch=self._leader_epoch)
         self._logger.info(
             "became_leader",
             log_end_offset=leo,
             high_watermark=self._high_watermark,
-            isr=sorted(self._state.isr),
-            partition_epoch=self._partition_epoch,
+            isr=sorted(self._isr.isr),
+            partition_epoch=self._isr.partition_epoch,
         )
         self._maybe_increment_high_watermark(now_ms)
 
-    def _set_replicas(
-        self,
-        replicas: tuple[int, ...],
-        now_ms: int,
-        *,
-        reset: bool = False,
-        is_new_leader: bool = False,
-    ) -> None:
-        leo = self._log.log_end_offset
-        isr = self._state.isr
-        followers: dict[int, ReplicaState] = {}
-        for replica_id in replicas:
-            if replica_id == self._local_id:
-                continue
-            state = self._followers.get(replica_id)
-            if state is None or reset:
-                state = (state or ReplicaState()).reset(
-                    now_ms=now_ms,
-                    leader_log_end_offset=leo,
-                    is_new_leader=is_new_leader or state is None,
-                    in_sync=replica_id in isr,
-                )
-            followers[replica_id] = state
-        self._followers = followers
-        self._replicas = tuple(replicas)
-
-    def _is_isr_eligible(self, replica_id: int) -> bool:
-        """KIP-841 (Kafka's ``isReplicaIsrEligible``): unfenced, not in controlled shutdown,
-        and fetching with the broker epoch the metadata has."""
-        status = self._brokers.get(replica_id)
-        if status is None or status.fenced or status.in_controlled_shutdown:
-            return False
-        follower = self._followers.get(replica_id)
-        stored = None if follower is None else follower.broker_epoch
-        return stored is not None and (stored == -1 or stored == status.broker_epoch)
-
     def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
-        candidate = high_watermark_candidate(
+        candidate = self._isr.high_watermark_candidate(
             leader_log_end_offset=self._log.log_end_offset,
-            followers=self._followers,
-            maximal_isr=self._state.maximal_isr,
-            isr_size=len(self._state.isr),
             min_isr=self.min_isr,
             now_ms=now_ms,
             replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
-            is_isr_eligible=self._is_isr_eligible,
         )
         if candidate is None or candidate <= self._high_watermark:
             return False
@@ -669,22 +574,15 @@ class PartitionLeader:
         return True
 
     def _try_complete_delayed(self) -> None:
-        log_start = self._log.log_start_offset
         self._completions.extend(
-            self._purgatory.complete_reached(
+            self._purgatory.recheck(
                 self._high_watermark,
-                enough_replicas=len(self._state.maximal_isr) >= self.min_isr,
-                log_start_offset=log_start,
+                maximal_isr_size=len(self._isr.maximal_isr),
+                isr_size=len(self._isr.isr),
+                min_isr=self.min_isr,
+                log_start_offset=self._log.log_start_offset,
             )
         )
-        if self.is_under_min_isr and len(self._purgatory):
-            self._completions.extend(
-                self._purgatory.fail_all(
-                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                    message=f"the ISR shrank below min.insync.replicas={self.min_isr}",
-                    log_start_offset=log_start,
-                )
-            )
 
     def _expire_delayed(self, now_ms: int) -> None:
         self._completions.extend(
@@ -705,93 +603,40 @@ class PartitionLeader:
         )
 
     def _on_isr_committed(self, before: PartitionState, now_ms: int) -> None:
-        if before.isr != self._state.isr:
-            self._logger.info("isr_changed", old=sorted(before.isr), new=sorted(self._state.isr))
+        if before.isr != self._isr.isr:
+            self._logger.info("isr_changed", old=sorted(before.isr), new=sorted(self._isr.isr))
         self._maybe_increment_high_watermark(now_ms)
         self._try_complete_delayed()
 
     def _maybe_shrink_isr(self, now_ms: int) -> None:
-        state = self._state
-        if not isinstance(state, CommittedPartitionState):
-            return  # at most one AlterPartition in flight (KIP-497)
-        out_of_sync = out_of_sync_replicas(
-            isr=state.isr,
-            leader_id=self._local_id,
-            followers=self._followers,
+        pending = self._isr.maybe_shrink(
+            leader_epoch=self._leader_epoch,
             leader_log_end_offset=self._log.log_end_offset,
             now_ms=now_ms,
             replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
         )
-        if not out_of_sync:
+        if pending is None:
             return
-        new_isr = state.isr - out_of_sync
-        data = self._alter_partition_data(new_isr, state.leader_recovery_state)
-        self._state = PendingShrinkIsr(
-            out_of_sync_replica_ids=out_of_sync,
-            sent=data,
-            alter_id=self._take_alter_id(),
-            last_committed=state,
-        )
         self._logger.info(
-            "isr_shrink_requested", out_of_sync=sorted(out_of_sync), isr=sorted(new_isr)
+            "isr_shrink_requested",
+            out_of_sync=sorted(pending.out_of_sync_replica_ids),
+            isr=sorted(pending.isr - pending.out_of_sync_replica_ids),
         )
-        self._send_pending(self._state)
+        self._alter_send = self._isr.send_pending()
 
     def _maybe_expand_isr(self, replica_id: int) -> None:
-        state = self._state
-        if not isinstance(state, CommittedPartitionState) or replica_id in state.isr:
-            return
-        follower = self._followers[replica_id]
-        # Kafka's isFollowerInSync: at or past the HW and past this epoch's start.
-        if follower.log_end_offset < max(self._high_watermark, self._epoch_start_offset):
-            return
-        if not self._is_isr_eligible(replica_id):
-            return
-        new_isr = state.isr | {replica_id}
-        # Kafka's prepareIsrExpand always proposes RECOVERED (KIP-704).
-        data = self._alter_partition_data(new_isr, LeaderRecoveryState.RECOVERED)
-        self._state = PendingExpandIsr(
-            new_in_sync_replica_id=replica_id,
-            sent=data,
-            alter_id=self._take_alter_id(),
-            last_committed=state,
-        )
-        self._logger.info("isr_expand_requested", replica_id=replica_id, isr=sorted(new_isr))
-        self._send_pending(self._state)
-
-    def _send_pending(self, state: PartitionState) -> None:
-        match state:
-            case CommittedPartitionState():
-                return
-            case PendingExpandIsr() | PendingShrinkIsr():
-                if state.retry_at_ms is not None:
-                    state = with_new_attempt(state, self._take_alter_id())
-                    self._state = state
-                self._alter_send = AlterPartitionSend(
-                    alter_id=state.alter_id, topic_partition=self._tp, data=state.sent
-                )
-            case _:
-                assert_never(state)
-
-    def _take_alter_id(self) -> int:
-        alter_id = self._next_alter_id
-        self._next_alter_id += 1
-        return alter_id
-
-    def _alter_partition_data(
-        self, new_isr: frozenset[int], recovery: LeaderRecoveryState
-    ) -> AlterPartitionData:
-        followers = self._followers
-        return build_alter_partition_data(
-            partition=self._tp.partition,
-            leader_id=self._local_id,
-            leader_broker_epoch=self._local_broker_epoch,
+        pending = self._isr.maybe_expand(
+            replica_id,
             leader_epoch=self._leader_epoch,
-            partition_epoch=self._partition_epoch,
-            new_isr=new_isr,
-            follower_broker_epochs={r: f.broker_epoch for r, f in followers.items()},
-            leader_recovery_state=recovery,
+            high_watermark=self._high_watermark,
+            epoch_start_offset=self._epoch_start_offset,
         )
+        if pending is None:
+            return
+        self._logger.info(
+            "isr_expand_requested", replica_id=replica_id, isr=sorted(pending.maximal_isr)
+        )
+        self._alter_send = self._isr.send_pending()
 
 
 __all__ = ["LeaderReady", "PartitionLeader"]

@@ -5,19 +5,20 @@ controller's core.
 
 Each `SimBroker` is the simulator's version of the broker shell (``replication.broker``): it
 registers and heartbeats with the active controller (following NOT_CONTROLLER hints, moving on
-after a timeout), learns metadata the KRaft way, as a Raft *observer* (a non-voting
-`RaftNode` on its own `SimDisk`) that fetches the committed metadata log from the quorum's
-leader and replays it into its `MetadataImage`, reconciles its replicas with that image exactly
-as ``BrokerServer._reconcile`` and ``PartitionReplica.apply_registration`` do, and drives a
-`PartitionLeader` or `PartitionFollower` per replica with the Ready contract of
-``replication.core``. Followers pull with one fetch in flight; a leader parks a fetch that
-finds nothing new for up to ``fetch_max_wait_ms`` (Kafka's ``replica.fetch.wait.max.ms``) and
-answers it when a batch is appended. Every request has a timeout that comes back to the core
-as REQUEST_TIMED_OUT. Consumers' fetches are answered from the leader's log below its high
-watermark, as ``replication.broker.service`` does. Logs are `SimPartitionLog`s that a power
-loss cuts back to their last flush; a process crash loses only memory. A broker ticks every
-``tick_ms``; every periodic loop is driven by the scheduler, so each seed is a bounded, exact
-replay.
+after a timeout), learns metadata the KRaft way, as a Raft *observer* (a non-voting `RaftNode`
+on its own `SimDisk`) that fetches the committed metadata log from the quorum's leader and
+replays it into its `MetadataImage`, reconciles its replicas with that image as
+``BrokerServer._reconcile`` does, and runs each replica through the partition driver the broker
+runs (`replication.driver`, opened by `open_partition_driver`): becoming leader or follower,
+appends, truncation, the high watermark, producer state and snapshots and the high-watermark
+checkpoint are the broker's code, not a copy. Followers pull with one fetch in flight; a leader
+parks a fetch that finds nothing new for up to ``fetch_max_wait_ms`` (Kafka's
+``replica.fetch.wait.max.ms``) and answers it when a batch is appended. Every request has a
+timeout that comes back to the core as REQUEST_TIMED_OUT. Consumers' fetches are answered from
+the leader's log below its high watermark, as ``replication.broker.service`` does. Logs are
+`SimPartitionLog`s that a power loss cuts back to their last flush; a process crash loses only
+memory. A broker ticks every ``tick_ms``; every periodic loop is driven by the scheduler, so
+each seed is a bounded, exact replay.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, final
 
 from kraft.controller.messages import (
@@ -51,14 +53,10 @@ from replication.core import (
     BrokerStatus,
     FollowerFetchRequest,
     FollowerFetchResponse,
-    FollowerReady,
-    PartitionFollower,
-    PartitionLeader,
-    PartitionProduce,
     ProduceCompletion,
-    ProducerStateManager,
     ReplicationConfig,
 )
+from replication.driver import MemorySnapshotStore, ReplicationMode, open_partition_driver
 from replication.sim.controller import (
     QUIET,
     TOPIC,
@@ -80,6 +78,7 @@ from replication.sim.messages import (
     RegisterReq,
     RegisterResp,
 )
+from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode
 from storage.records import BatchHeader, iter_batches, offset_values
 
@@ -89,47 +88,18 @@ if TYPE_CHECKING:
 # --- the brokers --------------------------------------------------------------------------------
 
 
-def apply_follower_log_writes(
-    log: SimPartitionLog, producer_state: ProducerStateManager, rd: FollowerReady
-) -> None:
-    """A follower Ready's log writes on an in-memory log, in the Ready's order: truncate,
-    append, then rebuild the producer state (from the whole log: there are no snapshots)."""
-    if rd.truncate_fully_and_start_at is not None:
-        log.truncate_fully_and_start_at(rd.truncate_fully_and_start_at)
-    if rd.truncate_to is not None:
-        log.truncate_to(rd.truncate_to)
-        log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
-    if rd.append:
-        log.append_as_follower(rd.append)
-    if rd.rebuild_producer_state:
-        producer_state.reload(None, log.headers(), start_offset=log.log_start_offset)
-
-
-@dataclass(slots=True, kw_only=True)
-class SimReplica:
-    tp: TopicPartition
-    topic_id: str
-    log: SimPartitionLog
-    producer_state: ProducerStateManager
-    high_watermark: int
-    core: PartitionLeader | PartitionFollower | None = None
-    fetched_epoch: int = -1
-    """The leader epoch in which the follower core last took records and a HW from its
-    leader (from then on its HW is the leader's)."""
-
-
 @dataclass(slots=True)
 class _PendingFetch:
-    tp: TopicPartition
-    core: PartitionFollower
+    replica: SimReplica
+    generation: int
     request: FollowerFetchRequest
     deadline_ms: int
 
 
 @dataclass(slots=True)
 class _PendingAlter:
-    tp: TopicPartition
-    core: PartitionLeader
+    replica: SimReplica
+    generation: int
     alter_id: int
     partition: int
     deadline_ms: int
@@ -149,7 +119,7 @@ class SimBroker:
     def __init__(self, cluster: BrokerCluster, node_id: int) -> None:
         self.cluster = cluster
         self.node_id = node_id
-        self.disks: dict[TopicPartition, SimPartitionLog] = {}
+        self.disks: dict[TopicPartition, ReplicaDisk] = {}
         self.up = False
         self.paused = False
         self.incarnation = 0
@@ -207,8 +177,8 @@ class SimBroker:
         self.observer.crash()
         self._reset_memory()
         if power_loss:
-            for log in self.disks.values():
-                log.lose_unflushed()
+            for disk in self.disks.values():
+                disk.log.lose_unflushed()
         self.cluster.checker.on_crash(self.node_id)
 
     def pause(self) -> None:
@@ -264,12 +234,8 @@ class SimBroker:
             self._send(self.router.target(), HeartbeatReq(request_hb, self._controller_rpc(now)))
         self._expire_requests(now)
         for replica in list(self.replicas.values()):
-            core = replica.core
-            if isinstance(core, PartitionLeader):
-                core.tick(now)
-                self._drain(replica)
-            elif isinstance(core, PartitionFollower):
-                self._maybe_fetch(replica)
+            replica.driver.tick(now)
+            self._maybe_fetch(replica)
         for tp in list(self.parked):
             due = [p for p in self.parked[tp] if p.deadline_ms <= now]
             if due:
@@ -278,12 +244,12 @@ class SimBroker:
                     self._answer_fetch(p.source, p.msg, park=False)
         if now >= self.next_flush_ms:
             self.next_flush_ms = now + config.flush_interval_ms
-            for log in self.disks.values():
-                log.flush()
+            for disk in self.disks.values():
+                disk.log.flush()
         if now >= self.next_checkpoint_ms:
             self.next_checkpoint_ms = now + config.checkpoint_interval_ms
             for replica in self.replicas.values():
-                replica.log.checkpoint_high_watermark(replica.high_watermark)
+                replica.driver.checkpoint_high_watermark()
 
     def _controller_rpc(self, now: int) -> int:
         rpc = self.cluster.next_rpc()
@@ -369,11 +335,10 @@ class SimBroker:
 
     def _on_registered(self, broker_epoch: int) -> None:
         now = self.cluster.clock.now_ms
-        if self.replicas:  # a new registration: the old replicas' cores are void
+        if self.replicas:  # a new registration: the old replicas are void (as the broker's)
             for replica in self.replicas.values():
-                if isinstance(replica.core, PartitionLeader):
-                    replica.core.resign(now)
-                    self._drain(replica)
+                replica.driver.stop(now)
+                replica.driver.close()
             self.replicas.clear()
             self.cluster.checker.on_crash(self.node_id)
             self.pending_fetches.clear()
@@ -439,24 +404,31 @@ class SimBroker:
             replica = self.replicas.get(tp)
             if replica is None:
                 replica = self._open_replica(tp, topic.topic_id)
-            self._apply_registration(replica, registration, brokers, config, epoch)
+            self._apply_registration(replica, registration, brokers, config)
 
     def _open_replica(self, tp: TopicPartition, topic_id: str) -> SimReplica:
-        log = self.disks.get(tp)
-        if log is None:
-            log = self.disks[tp] = SimPartitionLog()
-        producer_state = ProducerStateManager(map_end_offset=log.log_start_offset)
-        producer_state.load_from_batches(log.headers())
-        high_watermark = min(max(log.checkpoint, log.log_start_offset), log.log_end_offset)
-        replica = SimReplica(
-            tp=tp,
+        disk = self.disks.get(tp)
+        if disk is None:
+            disk = self.disks[tp] = ReplicaDisk(SimPartitionLog(), MemorySnapshotStore())
+        replica = SimReplica(self, tp, topic_id, disk.log)
+        epoch = self.broker_epoch
+        assert epoch is not None
+        replica.driver = open_partition_driver(
+            ReplicationMode.ISR,
+            topic_partition=tp,
             topic_id=topic_id,
-            log=log,
-            producer_state=producer_state,
-            high_watermark=high_watermark,
+            directory=Path(f"broker-{self.node_id}/{tp}"),
+            log=disk.log,
+            snapshots=disk.snapshots,
+            checkpoint=SimLogCheckpoint(disk.log),
+            local_id=self.node_id,
+            broker_epoch=epoch,
+            events=replica,
+            truncation_strategy=self.cluster.config.truncation_strategy,
+            logger=QUIET,
         )
         self.replicas[tp] = replica
-        self.cluster.checker.on_open(self.node_id, tp, log, high_watermark)
+        self.cluster.checker.on_open(self.node_id, tp, disk.log, replica.high_watermark)
         return replica
 
     def _apply_registration(
@@ -465,110 +437,20 @@ class SimBroker:
         registration: PartitionRegistration,
         brokers: dict[int, BrokerStatus],
         config: ReplicationConfig,
-        broker_epoch: int,
     ) -> None:
         now = self.cluster.clock.now_ms
-        core = replica.core
-        if isinstance(core, PartitionLeader):
-            core.update_brokers(brokers, now)
-            if core.handle_partition_change(registration, now):
-                self._drain(replica)
-                return
-            self._drain(replica)
-            replica.core = None
-        elif isinstance(core, PartitionFollower):
-            if core.handle_partition_change(registration, now):
-                self._drain(replica)
-                self._maybe_fetch(replica)
-                return
-            self._drain(replica)
-            replica.core = None
-        replica.fetched_epoch = -1
-        if registration.leader == self.node_id:
-            replica.core = PartitionLeader(
-                topic_partition=replica.tp,
-                local_id=self.node_id,
-                local_broker_epoch=broker_epoch,
-                registration=registration,
-                brokers=brokers,
-                log=replica.log,
-                producer_state=replica.producer_state,
-                config=config,
-                high_watermark=replica.high_watermark,
-                now_ms=now,
-                logger=QUIET,
-            )
-        elif registration.leader >= 0:
-            replica.core = PartitionFollower(
-                topic_partition=replica.tp,
-                local_id=self.node_id,
-                local_broker_epoch=broker_epoch,
-                leader_id=registration.leader,
-                leader_epoch=registration.leader_epoch,
-                log=replica.log,
-                producer_state=replica.producer_state,
-                config=config,
-                high_watermark=replica.high_watermark,
-                now_ms=now,
-                truncation_strategy=self.cluster.config.truncation_strategy,
-                logger=QUIET,
-            )
-        self._drain(replica)
+        replica.driver.apply_registration(registration, brokers, config, now)
         self._maybe_fetch(replica)
 
-    # --- the Ready loop (PartitionReplica.drain) ----------------------------------------------
-
-    def _drain(self, replica: SimReplica) -> None:
-        core = replica.core
-        log = replica.log
-        checker = self.cluster.checker
-        if isinstance(core, PartitionLeader):
-            while core.has_ready():
-                rd = core.ready()
-                if rd.assign_epoch_start is not None:
-                    log.leader_epoch_cache.assign(*rd.assign_epoch_start)
-                self._publish(replica, rd.high_watermark, core.leader_epoch, is_leader=True)
-                for completion in rd.produce_completions:
-                    self._answer_produce(completion)
-                if rd.alter_partition is not None:
-                    self._send_alter(replica, core, rd.alter_partition)
-                core.advance(rd)
-            checker.on_core(self.node_id, replica.tp, core.leader_epoch)
-        elif isinstance(core, PartitionFollower):
-            while core.has_ready():
-                frd = core.ready()
-                apply_follower_log_writes(log, replica.producer_state, frd)
-                self._publish(replica, frd.high_watermark, core.leader_epoch, is_leader=False)
-                core.advance(frd)
-            checker.on_core(self.node_id, replica.tp, core.leader_epoch)
-
-    def _publish(
-        self, replica: SimReplica, high_watermark: int, leader_epoch: int, *, is_leader: bool
-    ) -> None:
-        old = replica.high_watermark
-        replica.high_watermark = high_watermark
-        self.cluster.checker.on_high_watermark(
-            self.node_id,
-            replica.tp,
-            replica.log,
-            old,
-            high_watermark,
-            leader_epoch,
-            is_leader=is_leader,
-            from_leader=is_leader or replica.fetched_epoch == leader_epoch,
-        )
-
-    def _send_alter(
-        self, replica: SimReplica, core: PartitionLeader, send: AlterPartitionSend
-    ) -> None:
+    def send_alter(self, replica: SimReplica, generation: int, send: AlterPartitionSend) -> None:
         epoch = self.broker_epoch
         assert epoch is not None
         alter_id, data = send.alter_id, send.data
         rpc = self.cluster.next_rpc()
         now = self.cluster.clock.now_ms
         self.pending_alters[rpc] = _PendingAlter(
-            tp=replica.tp,
-            core=core,
+            replica=replica,
+            generation=generation,
             alter_id=alter_id,
             partition=replica.tp.partition,
             deadline_ms=now + self.cluster.config.request_timeout_ms,
@@ -591,46 +473,39 @@ class SimBroker:
         self._on_alter_result(alter, result)
 
     def _on_alter_result(self, alter: _PendingAlter, result: AlterPartitionPartitionResult) -> None:
-        replica = self.replicas.get(alter.tp)
-        if replica is None or replica.core is not alter.core:
+        replica = alter.replica
+        if self.replicas.get(replica.tp) is not replica:
             return
-        alter.core.handle_alter_partition_response(
-            alter.alter_id, result, self.cluster.clock.now_ms
+        replica.driver.handle_alter_partition_result(
+            alter.generation, alter.alter_id, result, self.cluster.clock.now_ms
         )
-        self._drain(replica)
 
     # --- follower fetch -----------------------------------------------------------------------
 
     def _maybe_fetch(self, replica: SimReplica) -> None:
-        core = replica.core
-        if not isinstance(core, PartitionFollower):
-            return
+        driver = replica.driver
         now = self.cluster.clock.now_ms
-        request = core.build_fetch_request(now)
+        request = driver.build_fetch_request(now)
         if request is None:
             return
         rpc = self.cluster.next_rpc()
         self.pending_fetches[rpc] = _PendingFetch(
-            replica.tp, core, request, now + self.cluster.config.request_timeout_ms
+            replica, driver.generation, request, now + self.cluster.config.request_timeout_ms
         )
         self._send(request.leader_id, FetchReq(replica.tp, request, rpc))
 
     def _on_fetch_response(self, fetch: _PendingFetch, response: FollowerFetchResponse) -> None:
-        replica = self.replicas.get(fetch.tp)
-        if replica is None or replica.core is not fetch.core:
+        replica = fetch.replica
+        if self.replicas.get(replica.tp) is not replica:
             return
-        in_flight = fetch.core.fetch_in_flight
-        taken = in_flight is not None and in_flight.fetch_id == response.fetch_id
-        fetch.core.handle_fetch_response(response, self.cluster.clock.now_ms)
-        if taken and response.error_code is ErrorCode.NONE and response.diverging_epoch is None:
-            replica.fetched_epoch = fetch.request.current_leader_epoch
-        self._drain(replica)
+        if replica.driver.generation != fetch.generation:
+            return  # a newer role: it has no fetch in flight
+        replica.driver.handle_fetch_response(fetch.generation, response, self.cluster.clock.now_ms)
         self._maybe_fetch(replica)
 
     def _answer_fetch(self, source: int, msg: FetchReq, *, park: bool) -> None:
         replica = self.replicas.get(msg.tp)
-        core = None if replica is None else replica.core
-        if replica is None or not isinstance(core, PartitionLeader):
+        if replica is None or not replica.driver.is_leader:
             error = FollowerFetchResponse(
                 fetch_id=msg.request.fetch_id, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
@@ -638,18 +513,14 @@ class SimBroker:
             return
         request = msg.request
         now = self.cluster.clock.now_ms
-        answer = core.handle_follower_fetch(
-            request.as_follower_fetch(),
-            now,
-        )
-        self._drain(replica)
+        answer = replica.driver.handle_follower_fetch(request.as_follower_fetch(), now)
         records = b""
         if answer.read_offset is not None:
             if park and answer.read_offset >= replica.log.log_end_offset:
                 deadline = now + self.cluster.config.fetch_max_wait_ms
                 self.parked.setdefault(msg.tp, []).append(_Parked(source, msg, deadline))
                 return
-            records = replica.log.read(answer.read_offset, self.cluster.config.fetch_max_bytes)
+            records = replica.driver.read(answer.read_offset, self.cluster.config.fetch_max_bytes)
         response = FollowerFetchResponse(
             fetch_id=request.fetch_id,
             error_code=answer.error_code,
@@ -664,8 +535,7 @@ class SimBroker:
 
     def _on_produce(self, source: int, msg: ProduceReq) -> None:
         replica = self.replicas.get(msg.tp)
-        core = None if replica is None else replica.core
-        if replica is None or not isinstance(core, PartitionLeader):
+        if replica is None or not replica.driver.is_leader:
             completion = ProduceCompletion(
                 request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
@@ -675,15 +545,7 @@ class SimBroker:
         rid = self.next_request_id
         self.next_request_id += 1
         self.waiting_produces[rid] = (source, msg.rpc)
-        produce = PartitionProduce(
-            request_id=rid, acks=msg.acks, timeout_ms=msg.timeout_ms, records=msg.records
-        )
-        append = core.handle_produce_request(produce, now)
-        if append is not None:
-            base = replica.log.append(append.records, leader_epoch=append.leader_epoch)
-            self.cluster.checker.on_leader_append(self.node_id, msg.tp, append.leader_epoch, base)
-            core.on_appended(rid, base, now)
-        self._drain(replica)
+        replica.driver.produce(rid, msg.acks, msg.timeout_ms, msg.records, now)
         parked = self.parked.pop(msg.tp, [])
         for p in parked:
             self._answer_fetch(p.source, p.msg, park=False)
@@ -692,8 +554,7 @@ class SimBroker:
         """A consumer's fetch: whole batches from ``offset``, none reaching the HW (Kafka's
         ``maxOffset = highWatermark`` read for consumers)."""
         replica = self.replicas.get(msg.tp)
-        core = None if replica is None else replica.core
-        if replica is None or not isinstance(core, PartitionLeader):
+        if replica is None or not replica.driver.is_leader:
             self._send(source, ConsumeResp(ErrorCode.NOT_LEADER_OR_FOLLOWER, b"", -1, -1, msg.rpc))
             return
         log = replica.log
@@ -706,7 +567,7 @@ class SimBroker:
             return
         records = b""
         if msg.offset < high_watermark:
-            data = log.read(msg.offset, msg.max_bytes)
+            data = replica.driver.read(msg.offset, msg.max_bytes)
             end = 0
             for pos, header in iter_batches(data):
                 if header.next_offset > high_watermark:
@@ -718,7 +579,7 @@ class SimBroker:
             ConsumeResp(ErrorCode.NONE, records, high_watermark, log.log_start_offset, msg.rpc),
         )
 
-    def _answer_produce(self, completion: ProduceCompletion) -> None:
+    def answer_produce(self, completion: ProduceCompletion) -> None:
         waiting = self.waiting_produces.pop(completion.request_id, None)
         if waiting is not None:
             client, rpc = waiting
@@ -815,4 +676,4 @@ class BrokerCluster:
         return self.image.partition_by_name(tp)
 
 
-__all__ = ["BrokerCluster", "SimBroker", "SimReplica", "apply_follower_log_writes"]
+__all__ = ["BrokerCluster", "SimBroker"]

@@ -31,7 +31,7 @@ from kraft.sim.seeds import (
     run_guarded,
     run_seed_jobs,
 )
-from replication.core import ACKS_ALL, ACKS_LEADER, PartitionLeader, TruncationStrategy
+from replication.core import ACKS_ALL, ACKS_LEADER, TruncationStrategy
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
@@ -195,7 +195,7 @@ def run_seed(
             registration = cluster.registration(tp)
             assert registration is not None and registration.leader >= 0
             replica = cluster.brokers[registration.leader].replicas.get(tp)
-            assert replica is not None and isinstance(replica.core, PartitionLeader)
+            assert replica is not None and replica.driver.is_leader
             checker.check_acked_on_leader(tp, replica.log, replica.high_watermark)
 
     result.violation = run_guarded(run, cluster.clock)

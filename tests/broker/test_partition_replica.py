@@ -109,7 +109,7 @@ def test_a_leader_change_fails_waiting_produces_and_swaps_the_cores(tmp_path: Pa
             await _wait_for(lambda: bool(pair.alters))  # the follower caught up: expand
             assert pair.alters[0].data.new_isr == (1, 2)
             pair.leader.handle_alter_partition_result(
-                pair.leader.leader,  # type: ignore[arg-type]
+                pair.leader.generation,
                 pair.alters[0].alter_id,
                 AlterPartitionPartitionResult(
                     partition=0, leader_id=1, leader_epoch=1, isr=(1, 2), partition_epoch=1

@@ -2,9 +2,10 @@
 hand-driven controller, crashes that lose the unflushed suffix.
 
 `MemoryLog` is the simulator's `SimPartitionLog` (a `PartitionLogView` over a list of v2
-batches and a path-less ``LeaderEpochCache``, storage's own epoch semantics). `Cluster` plays
-the broker shells (it applies every Ready the way ``replication.core``'s docstring says) and
-the controller (tests call `Cluster.elect`; AlterPartition requests are committed with
+batches and a path-less ``LeaderEpochCache``, storage's own epoch semantics). Each `Replica`
+runs the partition driver the broker runs (`replication.driver`), which applies every Ready
+the way ``replication.core``'s docstring says; `Cluster` plays the broker shells' transport
+and the controller (tests call `Cluster.elect`; AlterPartition requests are committed with
 `commit_alter_partitions`). Nothing is sent unless a test says so: `fetch` runs one follower
 fetch round trip.
 """
@@ -12,7 +13,8 @@ fetch round trip.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from pathlib import Path
 
 import structlog
 
@@ -24,17 +26,21 @@ from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
     FollowerFetchResponse,
-    FollowerReady,
-    LeaderReady,
     PartitionFollower,
     PartitionLeader,
-    PartitionProduce,
     ProduceCompletion,
     ProducerStateManager,
     ReplicationConfig,
     TruncationStrategy,
 )
-from replication.sim.cluster import apply_follower_log_writes
+from replication.driver import (
+    IsrPartitionDriver,
+    MemoryCheckpoint,
+    MemorySnapshotStore,
+    NoDriverEvents,
+    ReplicationMode,
+    open_partition_driver,
+)
 from storage.errors import ErrorCode
 from storage.records import (
     build_batch,
@@ -70,8 +76,10 @@ def batch(
 class MemoryLog(SimPartitionLog):
     """The simulator's partition log (`SimPartitionLog`), read and crashed the way tests do."""
 
-    def read(self, offset: int, max_bytes: int = 1 << 20) -> bytes:
-        return super().read(offset, max_bytes)
+    def read(
+        self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None
+    ) -> bytes:
+        return super().read(offset, max_bytes, max_offset=max_offset)
 
     def crash(self) -> None:
         """Lose every batch above the flush point (the epoch cache is durable, but a log
@@ -90,16 +98,58 @@ class MemoryLog(SimPartitionLog):
         return [value for _, _, value in self.entries()]
 
 
-@dataclass
-class Replica:
-    node_id: int
-    broker_epoch: int
-    log: MemoryLog = field(default_factory=MemoryLog)
-    producer_state: ProducerStateManager = field(default_factory=ProducerStateManager)
-    high_watermark: int = 0
-    """The checkpointed high watermark (kept across crashes)."""
-    core: PartitionLeader | PartitionFollower | None = None
-    alive: bool = True
+class Replica(NoDriverEvents):
+    """One broker's replica: its durable state (log, producer snapshots, HW checkpoint) and,
+    while alive, the partition driver over it (the driver's events go to the `Cluster`)."""
+
+    def __init__(self, cluster: Cluster, node_id: int, broker_epoch: int) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.broker_epoch = broker_epoch
+        self.log = MemoryLog()
+        self.snapshots = MemorySnapshotStore()
+        self.checkpoint = MemoryCheckpoint()
+        self.alive = True
+        self.driver = self.open()
+
+    def open(self) -> IsrPartitionDriver:
+        driver = open_partition_driver(
+            ReplicationMode.ISR,
+            topic_partition=TP,
+            topic_id="tid",
+            directory=Path(f"broker-{self.node_id}"),
+            log=self.log,
+            snapshots=self.snapshots,
+            checkpoint=self.checkpoint,
+            local_id=self.node_id,
+            broker_epoch=self.broker_epoch,
+            events=self,
+            truncation_strategy=self.cluster.strategy,
+            logger=QUIET,
+        )
+        assert isinstance(driver, IsrPartitionDriver)
+        return driver
+
+    @property
+    def core(self) -> PartitionLeader | PartitionFollower | None:
+        return self.driver.core if self.alive else None
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self.driver.producer_state
+
+    @property
+    def high_watermark(self) -> int:
+        """The live high watermark; the checkpointed one while crashed."""
+        return self.driver.high_watermark if self.alive else self.checkpoint.offset or 0
+
+    # --- DriverEvents ---
+    def produce_completed(self, completion: ProduceCompletion) -> None:
+        self.cluster.completions[completion.request_id] = completion
+
+    def send_alter_partition(self, generation: int, send: AlterPartitionSend) -> None:
+        self.cluster.alter_requests.append(send)
+        self.cluster.alter_generations[send.alter_id] = generation
 
 
 class Cluster:
@@ -115,12 +165,13 @@ class Cluster:
         self.config = config or ReplicationConfig()
         self.strategy = strategy
         self.now_ms = 0
-        self.replicas = {r: Replica(node_id=r, broker_epoch=100 + r) for r in replica_ids}
+        self.completions: dict[int, ProduceCompletion] = {}
+        self.alter_requests: list[AlterPartitionSend] = []
+        self.alter_generations: dict[int, int] = {}
+        self.replicas = {r: Replica(self, r, broker_epoch=100 + r) for r in replica_ids}
         self.registration = PartitionRegistration(
             replicas=tuple(self.replicas), isr=tuple(self.replicas), leader=-1, leader_epoch=0
         )
-        self.completions: dict[int, ProduceCompletion] = {}
-        self.alter_requests: list[AlterPartitionSend] = []
         self._next_request_id = 1
 
     # --- accessors ---
@@ -184,74 +235,17 @@ class Cluster:
                     partition_epoch=reg.partition_epoch + 1,
                 )
             leader = self.replicas[reg.leader]
-            if leader.alive and isinstance(leader.core, PartitionLeader):
-                leader.core.handle_alter_partition_response(send.alter_id, result, self.now_ms)
-                self.drain(leader)
+            if leader.alive:
+                generation = self.alter_generations.pop(send.alter_id, -1)
+                leader.driver.handle_alter_partition_result(
+                    generation, send.alter_id, result, self.now_ms
+                )
 
     # --- the shells ---
     def _apply_metadata(self, replica: Replica) -> None:
-        reg = self.registration
-        core = replica.core
-        if core is not None and core.handle_partition_change(reg, self.now_ms):
-            self.drain(replica)
-            return
-        self.drain(replica)
-        if reg.leader == replica.node_id:
-            replica.core = PartitionLeader(
-                topic_partition=TP,
-                local_id=replica.node_id,
-                local_broker_epoch=replica.broker_epoch,
-                registration=reg,
-                brokers=self.brokers(),
-                log=replica.log,
-                producer_state=replica.producer_state,
-                config=self.config,
-                high_watermark=replica.high_watermark,
-                now_ms=self.now_ms,
-                logger=QUIET,
-            )
-        else:
-            replica.core = PartitionFollower(
-                topic_partition=TP,
-                local_id=replica.node_id,
-                local_broker_epoch=replica.broker_epoch,
-                leader_id=reg.leader,
-                leader_epoch=reg.leader_epoch,
-                log=replica.log,
-                producer_state=replica.producer_state,
-                config=self.config,
-                high_watermark=replica.high_watermark,
-                now_ms=self.now_ms,
-                truncation_strategy=self.strategy,
-                logger=QUIET,
-            )
-        self.drain(replica)
-
-    def drain(self, replica: Replica) -> None:
-        """Apply every Ready of ``replica``'s core, as the broker shell does."""
-        core = replica.core
-        while core is not None and core.has_ready():
-            if isinstance(core, PartitionLeader):
-                self._apply_leader_ready(replica, core, core.ready())
-            else:
-                self._apply_follower_ready(replica, core, core.ready())
-
-    def _apply_leader_ready(self, replica: Replica, core: PartitionLeader, rd: LeaderReady) -> None:
-        if rd.assign_epoch_start is not None:
-            replica.log.leader_epoch_cache.assign(*rd.assign_epoch_start)
-        replica.high_watermark = rd.high_watermark
-        for completion in rd.produce_completions:
-            self.completions[completion.request_id] = completion
-        if rd.alter_partition is not None:
-            self.alter_requests.append(rd.alter_partition)
-        core.advance(rd)
-
-    def _apply_follower_ready(
-        self, replica: Replica, core: PartitionFollower, rd: FollowerReady
-    ) -> None:
-        apply_follower_log_writes(replica.log, replica.producer_state, rd)
-        replica.high_watermark = rd.high_watermark
-        core.advance(rd)
+        replica.driver.apply_registration(
+            self.registration, self.brokers(), self.config, self.now_ms
+        )
 
     # --- traffic ---
     def produce(
@@ -263,44 +257,31 @@ class Cluster:
     ) -> int:
         """Send one produce to the leader; returns its request id (see `completions`)."""
         replica = self.replicas[self.registration.leader]
-        leader = replica.core
-        assert isinstance(leader, PartitionLeader)
+        assert replica.driver.is_leader
         rid = self._next_request_id
         self._next_request_id += 1
-        produce = PartitionProduce(
-            request_id=rid, acks=acks, timeout_ms=timeout_ms, records=records
-        )
-        append = leader.handle_produce_request(produce, self.now_ms)
-        if append is not None:
-            base = replica.log.append(append.records, leader_epoch=append.leader_epoch)
-            leader.on_appended(rid, base, self.now_ms)
-        self.drain(replica)
+        replica.driver.produce(rid, acks, timeout_ms, records, self.now_ms)
         return rid
 
     def fetch(self, node_id: int) -> FollowerFetchResponse | None:
         """One fetch round trip from follower ``node_id`` to its leader."""
         replica = self.replicas[node_id]
-        follower = replica.core
-        if not replica.alive or not isinstance(follower, PartitionFollower):
+        if not replica.alive:
             return None
-        request = follower.build_fetch_request(self.now_ms)
+        generation = replica.driver.generation
+        request = replica.driver.build_fetch_request(self.now_ms)
         if request is None:
             return None
-        leader_replica = self.replicas[request.leader_id]
-        leader = leader_replica.core
-        if not leader_replica.alive or not isinstance(leader, PartitionLeader):
+        leader = self.replicas[request.leader_id]
+        if not leader.alive or not leader.driver.is_leader:
             response = FollowerFetchResponse(
                 fetch_id=request.fetch_id, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
             )
         else:
-            answer = leader.handle_follower_fetch(
-                request.as_follower_fetch(),
-                self.now_ms,
-            )
-            self.drain(leader_replica)
+            answer = leader.driver.handle_follower_fetch(request.as_follower_fetch(), self.now_ms)
             records = b""
             if answer.read_offset is not None:
-                records = leader_replica.log.read(answer.read_offset)
+                records = leader.driver.read(answer.read_offset, 1 << 20)
             response = FollowerFetchResponse(
                 fetch_id=request.fetch_id,
                 error_code=answer.error_code,
@@ -309,8 +290,7 @@ class Cluster:
                 diverging_epoch=answer.diverging_epoch,
                 records=records,
             )
-        follower.handle_fetch_response(response, self.now_ms)
-        self.drain(replica)
+        replica.driver.handle_fetch_response(generation, response, self.now_ms)
         return response
 
     def replicate(self, rounds: int = 4, node_ids: Iterable[int] | None = None) -> None:
@@ -324,9 +304,8 @@ class Cluster:
     def tick(self, elapsed_ms: int) -> None:
         self.now_ms += elapsed_ms
         for replica in self.replicas.values():
-            if replica.alive and isinstance(replica.core, PartitionLeader):
-                replica.core.tick(self.now_ms)
-                self.drain(replica)
+            if replica.alive:
+                replica.driver.tick(self.now_ms)
 
     # --- faults ---
     def flush(self, *node_ids: int) -> None:
@@ -336,22 +315,21 @@ class Cluster:
     def crash(self, node_id: int) -> None:
         """Power off: unflushed batches are lost; the HW checkpoint survives."""
         replica = self.replicas[node_id]
+        high_watermark = replica.driver.high_watermark
         replica.alive = False
-        replica.core = None
         replica.log.crash()
-        replica.high_watermark = min(replica.high_watermark, replica.log.log_end_offset)
-        # Restart rebuilds the producer state from the log (no snapshot in this harness).
-        replica.producer_state.reload(None, replica.log.headers())
+        # NB: this harness checkpoints the high watermark continuously (within the log).
+        replica.checkpoint.write(min(high_watermark, replica.log.log_end_offset))
 
     def restart(self, node_id: int) -> None:
         """Power on and take the current metadata (as follower or leader)."""
         replica = self.replicas[node_id]
         replica.alive = True
         replica.broker_epoch += 1000  # a new broker incarnation (KIP-380)
+        replica.driver = replica.open()  # reloads the producer state from the log
         for other in self.replicas.values():
-            if other.alive and isinstance(other.core, PartitionLeader):
-                other.core.update_brokers(self.brokers(), self.now_ms)
-                self.drain(other)
+            if other.alive and other is not replica:
+                other.driver.update_brokers(self.brokers(), self.now_ms)
         self._apply_metadata(replica)
 
 

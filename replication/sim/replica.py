@@ -1,0 +1,92 @@
+"""One replica on a simulated broker: the partition driver the broker runs, and what survives
+a crash (`ReplicaDisk`).
+
+`SimReplica` is the simulated broker shell's side of `replication.driver.DriverEvents`: it
+answers produces and sends AlterPartitions through its `SimBroker`, and reports the driver's
+appends, high watermarks and applied Readies to the `ClusterChecker`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kraft.sim.cluster_log import SimPartitionLog
+from kraft.types import TopicPartition
+from replication.core import AlterPartitionSend, ProduceCompletion
+from replication.driver import MemorySnapshotStore, NoDriverEvents, PartitionDriver
+
+if TYPE_CHECKING:
+    from replication.sim.cluster import SimBroker
+
+
+@dataclass(slots=True)
+class ReplicaDisk:
+    """What survives a broker crash for one replica: its log (whose unflushed tail a power
+    loss cuts) and its producer snapshots (written atomically and durably)."""
+
+    log: SimPartitionLog
+    snapshots: MemorySnapshotStore
+
+
+class SimLogCheckpoint:
+    """The high-watermark checkpoint kept beside a `SimPartitionLog` (survives crashes)."""
+
+    def __init__(self, log: SimPartitionLog) -> None:
+        self._log = log
+
+    def read(self) -> int | None:
+        return self._log.checkpoint
+
+    def write(self, offset: int) -> None:
+        self._log.checkpoint_high_watermark(offset)
+
+
+class SimReplica(NoDriverEvents):
+    """One replica on a `SimBroker`: the partition driver the broker runs, with the
+    simulated broker shell's answers to its events (and the checker's hooks)."""
+
+    def __init__(
+        self, broker: SimBroker, tp: TopicPartition, topic_id: str, log: SimPartitionLog
+    ) -> None:
+        self.broker = broker
+        self.tp = tp
+        self.topic_id = topic_id
+        self.log = log
+        self.driver: PartitionDriver
+
+    @property
+    def high_watermark(self) -> int:
+        return self.driver.high_watermark
+
+    def produce_completed(self, completion: ProduceCompletion) -> None:
+        self.broker.answer_produce(completion)
+
+    def send_alter_partition(self, generation: int, send: AlterPartitionSend) -> None:
+        self.broker.send_alter(self, generation, send)
+
+    def high_watermark_published(
+        self, old: int, new: int, leader_epoch: int, *, is_leader: bool, from_leader: bool
+    ) -> None:
+        self.broker.cluster.checker.on_high_watermark(
+            self.broker.node_id,
+            self.tp,
+            self.log,
+            old,
+            new,
+            leader_epoch,
+            is_leader=is_leader,
+            from_leader=from_leader,
+        )
+
+    def log_appended(self, leader_epoch: int, base_offset: int, *, as_leader: bool) -> None:
+        if as_leader:
+            self.broker.cluster.checker.on_leader_append(
+                self.broker.node_id, self.tp, leader_epoch, base_offset
+            )
+
+    def ready_applied(self, leader_epoch: int) -> None:
+        self.broker.cluster.checker.on_core(self.broker.node_id, self.tp, leader_epoch)
+
+
+__all__ = ["ReplicaDisk", "SimLogCheckpoint", "SimReplica"]
