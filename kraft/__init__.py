@@ -21,9 +21,9 @@ from typing import Any
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 _EXPORTS = {
-    "ReplicatedLog": "kraft.replicated_log",
-    "AsyncReplicatedLog": "kraft.replicated_log",
-    "StateMachine": "kraft.raft_server",
+    "ReplicatedLog": "kraft.raft_shell.replicated_log",
+    "AsyncReplicatedLog": "kraft.raft_shell.replicated_log",
+    "StateMachine": "kraft.raft_shell.state_machine",
     "TopicPartition": "kraft.types",
     "KraftError": "storage.errors",
     "ErrorCode": "storage.errors",

@@ -161,7 +161,7 @@ class KraftNode:
     ) -> None:
         from kraft.logs import configure_logging
         from kraft.raft import RaftConfig
-        from kraft.raft_server import RaftServer
+        from kraft.raft_shell import RaftServer
 
         configure_logging("info", json=True)  # elections and leader changes, to the log file
 

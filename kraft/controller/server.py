@@ -75,7 +75,7 @@ from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.records import MetadataRecord
-from kraft.raft_server import RaftServer, clock_ms
+from kraft.raft_shell import RaftServer, clock_ms
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
 from kraft.transport.controller_codec import (

@@ -1,7 +1,8 @@
 """The Raft core of kraft: KIP-595 Raft (Kafka's KRaft) as a pure state machine.
 
 `RaftNode` does no I/O, reads no clock and draws randomness only from the ``random.Random``
-it is given. A shell (a gRPC server, the simulator in ``kraft.sim``) runs it in this loop::
+it is given. A shell (`kraft.raft_shell.RaftDriver` over a transport, the simulator in
+``kraft.sim``) runs it in this loop::
 
     node = RaftNode(node_id, voters=frozenset({1, 2, 3}), config=RaftConfig(),
                     log=storage, persisted_state=storage.hard_state(),

@@ -1,13 +1,15 @@
 """Proto <-> dataclass conversion for the Raft RPCs: the one place proto objects are touched.
 
 Optional node ids travel as -1; a Fetch response's batches travel concatenated in one
-``records`` field (as in Kafka) and are split back into whole batches on receipt.
+``records`` field (as in Kafka) and are split back into whole batches on receipt. An envelope
+names its Raft group; the metadata quorum's group (`METADATA_GROUP`) travels as the empty
+string, which is what nodes that predate groups send and expect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kraft._generated import raft_pb2 as pb
 from kraft.raft.messages import (
@@ -28,6 +30,9 @@ from kraft.raft.messages import (
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode
 from storage.records import split_batches
+
+METADATA_GROUP: Final = "__cluster_metadata"
+"""The Raft group of the metadata quorum (Kafka's ``__cluster_metadata`` topic)."""
 
 _NONE = -1
 
@@ -329,9 +334,17 @@ _ENVELOPE_FIELDS: dict[type, str] = {
 }
 
 
-def to_envelope(m: RaftMessage) -> pb.RaftEnvelope:
-    """Wrap any core message for the Stream RPC."""
-    return pb.RaftEnvelope(**{_ENVELOPE_FIELDS[type(m)]: to_proto(m)})
+def to_envelope(m: RaftMessage, group: str = METADATA_GROUP) -> pb.RaftEnvelope:
+    """Wrap any core message of Raft group ``group`` for the Stream RPC."""
+    envelope = pb.RaftEnvelope(**{_ENVELOPE_FIELDS[type(m)]: to_proto(m)})
+    if group != METADATA_GROUP:
+        envelope.group = group
+    return envelope
+
+
+def envelope_group(envelope: pb.RaftEnvelope) -> str:
+    """The Raft group an envelope belongs to (empty on the wire: the metadata group)."""
+    return envelope.group or METADATA_GROUP
 
 
 def from_envelope(envelope: pb.RaftEnvelope) -> RaftMessage | None:

@@ -2,7 +2,7 @@
 
 A broker process (``kraft broker``) is a `BrokerServer`:
 
-- a metadata *observer* (`kraft.raft_server.RaftServer` with a non-voter id) fetches the
+- a metadata *observer* (`kraft.raft_shell.RaftServer` with a non-voter id) fetches the
   committed metadata log from the controllers and folds it into a `MetadataImage`;
 - it registers with the active controller and heartbeats (KIP-631); SIGTERM is a controlled
   shutdown;

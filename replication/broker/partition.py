@@ -41,7 +41,7 @@ import structlog
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from kraft.raft_server import clock_ms
+from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.core import (

@@ -78,7 +78,7 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.raft_server import RaftServer
+from kraft.raft_shell import RaftServer
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kraft.raft.ready import HardState, Ready
-from kraft.raft_store import DurableRaftStorage
+from kraft.raft_shell.store import DurableRaftStorage
 from kraft.types import Epoch, NodeId, Offset
 from storage.records import build_batch, read_header
 

@@ -23,7 +23,8 @@ from kraft.raft.messages import (
     RaftMessage,
     VoteRequest,
 )
-from kraft.raft_server import CHANNEL_OPTIONS, RaftServer
+from kraft.raft_shell import RaftServer
+from kraft.transport.channels import peer_channel
 from kraft.transport.codec import from_envelope, from_proto, to_envelope, to_proto
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode, NotControllerError
@@ -78,7 +79,7 @@ def test_a_forged_stream_claiming_a_voter_does_not_cut_it_off(tmp_path: Path) ->
 
             # An outsider opens a stream to the leader claiming to be the victim, and keeps
             # fetching as it; then it claims a second id on the same stream.
-            channel = grpc.aio.insecure_channel(voters[leader.node_id], options=CHANNEL_OPTIONS)
+            channel = peer_channel(voters[leader.node_id])
             call = raft_pb2_grpc.RaftStub(channel).Stream()
             received: list[RaftMessage] = []
 

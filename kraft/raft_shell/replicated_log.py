@@ -18,7 +18,7 @@ This is what PySyncObj users do, and what kraft's controller is built on::
 
 ``apply`` runs on the log's own thread, in offset order, once per committed entry; a restarted
 node first ``restore``s its latest snapshot and is then given the entries after it. Use
-`AsyncReplicatedLog` (the `RaftServer` itself) inside an asyncio program.
+`AsyncReplicatedLog` (`kraft.raft_shell.RaftServer` itself) inside an asyncio program.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from kraft.raft import RaftConfig
-from kraft.raft_server import QuorumStatus, RaftServer, StateMachine
+from kraft.raft_shell.describe import QuorumStatus
+from kraft.raft_shell.server import RaftServer
+from kraft.raft_shell.state_machine import StateMachine
 from storage.errors import KraftError, RequestTimedOutError
 
 AsyncReplicatedLog = RaftServer
