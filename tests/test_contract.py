@@ -314,3 +314,26 @@ def test_only_the_selector_builds_a_partition_driver() -> None:
             if name == "IsrPartitionDriver":
                 bad.append(f"{path.relative_to(ROOT)}:{line}")
     assert not bad, "\n".join(bad)
+
+
+# --- one home for channels and servers (issue 11) ----------------------------------------------
+
+_CHANNEL_BUILDERS = {"insecure_channel", "secure_channel", "server", "add_insecure_port"}
+
+
+def test_only_the_channels_module_builds_grpc_channels_and_servers() -> None:
+    """Every channel and server comes from `kraft.transport.channels`, so TLS is one change.
+    The benches' raw-gRPC baselines are exempt: they measure gRPC itself."""
+    home = ROOT / "kraft" / "transport" / "channels.py"
+    bad: list[str] = []
+    for package in LAYERS:
+        for path in (ROOT / package).rglob("*.py"):
+            rel = path.relative_to(ROOT)
+            if path == home or rel.parts[:2] in {("kraft", "_generated"), ("kraft", "bench")}:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Attribute) and node.attr in _CHANNEL_BUILDERS:
+                    base = ast.unparse(node.value)
+                    if base in {"grpc", "grpc.aio"} or node.attr == "add_insecure_port":
+                        bad.append(f"{rel}:{node.lineno} {base}.{node.attr}")
+    assert not bad, "\n".join(bad)

@@ -235,7 +235,8 @@ class SimController:
         self.cluster.on_committed_image(self.core.committed_image)
 
     def apply_batch(self, batch: bytes, header: BatchHeader) -> None:
-        """``ControllerServer.on_committed_batch`` + ``RaftServer._resolve_committed``."""
+        """``ControllerServer.on_committed_batch`` + ``kraft.raft_shell.proposals.Proposals``'s
+        ``committed``."""
         node = self.host.node
         assert node is not None
         core = self.core
