@@ -11,6 +11,10 @@ leader, a `PartitionFollower` otherwise. Both share the partition's `ProducerSta
 When ``handle_partition_change`` returns False, the shell builds the other core, passing the
 current high watermark on.
 
+NB: this loop is written once, in `replication.driver.IsrPartitionDriver`, which the broker,
+``kraft sim cluster`` and the tests' harness all use; a contract test forbids a second copy.
+What follows is what that driver does.
+
 The leader's loop (all on the shell's one event loop, per partition)::
 
     leader = PartitionLeader(..., log=segmented_log, producer_state=state, now_ms=now)
