@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from storage.errors import ErrorCode
 
-# ListOffsets sentinel timestamps (Kafka's ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_...).
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
+# ListOffsets sentinel timestamps (Kafka's ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_...):
+# their one home is the log that answers them.
+from storage.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+
 # Fetch isolation levels (Kafka's IsolationLevel).
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1

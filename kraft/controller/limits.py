@@ -41,6 +41,7 @@ from kraft.controller.messages import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kraft.metadata.image import MetadataImage
 from storage.errors import ErrorCode
 
 MAX_RECORDS_PER_USER_OP: Final = 10_000
@@ -106,11 +107,31 @@ def reject_create_partitions(request: CreatePartitionsRequest) -> CreatePartitio
     adds depends on the image: `topic_control` checks that before placing anything.)"""
     assigned = sum(_len(t.assignments) for t in request.topics)
     if len(request.topics) > MAX_RECORDS_PER_USER_OP:
-        message = _too_many_records(len(request.topics))
-    elif assigned > MAX_PARTITIONS_PER_BATCH:
-        message = too_many_partitions_message(assigned)
-    else:
+        return _create_partitions_violation(request, _too_many_records(len(request.topics)))
+    if assigned > MAX_PARTITIONS_PER_BATCH:
+        return _create_partitions_violation(request, too_many_partitions_message(assigned))
+    return None
+
+
+def reject_new_partitions_beyond_batch(
+    image: MetadataImage, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse | None:
+    """POLICY_VIOLATION for every topic when the counts add more than `MAX_PARTITIONS_PER_BATCH`
+    partitions to the topics that exist (the image's half of the check, made before any
+    placement)."""
+    added = 0
+    for t in request.topics:
+        topic = image.topic(t.name)
+        if topic is not None:
+            added += max(0, t.count - len(topic.partitions))
+    if added <= MAX_PARTITIONS_PER_BATCH:
         return None
+    return _create_partitions_violation(request, too_many_partitions_message(added))
+
+
+def _create_partitions_violation(
+    request: CreatePartitionsRequest, message: str
+) -> CreatePartitionsResponse:
     return CreatePartitionsResponse(
         results=tuple(
             CreatePartitionsTopicResult(
@@ -182,5 +203,6 @@ __all__ = [
     "reject_delete_topics",
     "reject_elect_leaders",
     "reject_incremental_alter_configs",
+    "reject_new_partitions_beyond_batch",
     "too_many_partitions_message",
 ]

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from kraft.controller.limits import (
-    MAX_PARTITIONS_PER_BATCH,
     reject_create_partitions,
     reject_create_topics,
     reject_delete_topics,
-    too_many_partitions_message,
+    reject_new_partitions_beyond_batch,
 )
 from kraft.controller.messages import (
     CreatableTopic,
@@ -365,36 +364,13 @@ def _grow_one(
     return list(_partition_records(image, topic.topic_id, current, assignments))
 
 
-def _reject_too_many_new_partitions(
-    image: MetadataImage, request: CreatePartitionsRequest
-) -> CreatePartitionsResponse | None:
-    """POLICY_VIOLATION for every topic when the counts add more than `MAX_PARTITIONS_PER_BATCH`
-    partitions to the topics that exist (checked before any placement)."""
-    added = 0
-    for t in request.topics:
-        topic = image.topic(t.name)
-        if topic is not None:
-            added += max(0, t.count - len(topic.partitions))
-    if added <= MAX_PARTITIONS_PER_BATCH:
-        return None
-    message = too_many_partitions_message(added)
-    return CreatePartitionsResponse(
-        results=tuple(
-            CreatePartitionsTopicResult(
-                name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
-            )
-            for t in request.topics
-        )
-    )
-
-
 def handle_create_partitions(
     image: MetadataImage, request: CreatePartitionsRequest, *, rng: random.Random
 ) -> ControllerResult[CreatePartitionsResponse]:
     """Add partitions to existing topics (never removes any)."""
     rejection = reject_create_partitions(request)
     if rejection is None:
-        rejection = _reject_too_many_new_partitions(image, request)
+        rejection = reject_new_partitions_beyond_batch(image, request)
     if rejection is not None:
         return ControllerResult(records=(), response=rejection)
     counts = Counter(t.name for t in request.topics)
