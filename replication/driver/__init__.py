@@ -24,7 +24,9 @@ from replication.driver.interface import (
     NoDriverEvents,
     PartitionDriver,
     ProducerSnapshots,
+    QuorumStateStore,
     ReplicaLog,
+    quorum_group,
 )
 from replication.driver.isr import IsrPartitionDriver
 from replication.driver.producer_state_load import (
@@ -46,9 +48,11 @@ __all__ = [
     "PartitionDriver",
     "ProducerSnapshots",
     "ProducerStateLoad",
+    "QuorumStateStore",
     "ReplicaLog",
     "ReplicationMode",
     "load_producer_state",
     "open_partition_driver",
+    "quorum_group",
     "scan_headers",
 ]

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
+from kraft.raft.messages import RaftMessage
 from kraft.types import TopicPartition
 from replication.core import (
     AlterPartitionSend,
@@ -131,6 +132,34 @@ class HighWatermarkCheckpoint(Protocol):
         ...
 
 
+class QuorumStateStore(Protocol):
+    """The Raft election state of one quorum-mode replica (KIP-595's ``quorum-state`` file):
+    the epoch it is in and whom it voted for in it. `write` is durable on return, because a
+    vote must never be given twice in one epoch across a crash."""
+
+    def read(self) -> tuple[int, int | None] | None:
+        """``(epoch, voted_for)`` as last written, or None if never written.
+
+        Raises:
+            OSError: the state could not be read.
+        """
+        ...
+
+    def write(self, epoch: int, voted_for: int | None) -> None:
+        """Durable on return.
+
+        Raises:
+            OSError: the state could not be written.
+        """
+        ...
+
+
+def quorum_group(topic_id: str, partition: int) -> str:
+    """The Raft group name of a quorum-mode partition on the multi-group transport (the
+    metadata quorum is `kraft.transport.codec.METADATA_GROUP`)."""
+    return f"{topic_id}:{partition}"
+
+
 class DriverEvents(Protocol):
     """What a driver tells its shell, synchronously, while it handles an input. A shell
     that has no use for an event implements it as a no-op (see `NoDriverEvents`)."""
@@ -167,6 +196,17 @@ class DriverEvents(Protocol):
         shell answers what waits on it, abandons the log and reports the replica."""
         ...
 
+    def send_raft_message(self, message: RaftMessage) -> None:
+        """Quorum mode: send ``message`` to its destination on the replica's Raft group
+        (`quorum_group`); best effort, never blocks (Raft's timeouts retry)."""
+        ...
+
+    def quorum_leader_elected(self, leader_epoch: int) -> None:
+        """Quorum mode: this replica won the Raft election for ``leader_epoch``; the shell
+        reports it to the controller, which records the leader and epoch in the metadata log
+        (so Metadata and ``kraft topics describe`` show it)."""
+        ...
+
 
 class NoDriverEvents:
     """`DriverEvents` that ignore everything (subclass and override what you need)."""
@@ -189,6 +229,12 @@ class NoDriverEvents:
         pass
 
     def went_offline(self, error: KafkaStorageError) -> None:
+        pass
+
+    def send_raft_message(self, message: RaftMessage) -> None:
+        pass
+
+    def quorum_leader_elected(self, leader_epoch: int) -> None:
         pass
 
 
@@ -289,6 +335,10 @@ class PartitionDriver(Protocol):
         """When `tick` or `build_fetch_request` has something to do next (None: no timer)."""
         ...
 
+    def handle_raft_message(self, message: RaftMessage, now_ms: int) -> None:
+        """Quorum mode: a Raft message of this replica's group (ISR replicas drop it)."""
+        ...
+
     # --- follower --------------------------------------------------------------------------
 
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:
@@ -356,5 +406,7 @@ __all__ = [
     "NoDriverEvents",
     "PartitionDriver",
     "ProducerSnapshots",
+    "QuorumStateStore",
     "ReplicaLog",
+    "quorum_group",
 ]

@@ -45,6 +45,7 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
+from kraft.raft.messages import RaftMessage
 from kraft.types import TopicPartition
 from replication.core import (
     BrokerStatus,
@@ -475,6 +476,10 @@ class IsrPartitionDriver:
         return None if core is None else core.next_deadline_ms(now_ms)
 
     # --- follower -----------------------------------------------------------------------------
+
+    def handle_raft_message(self, message: RaftMessage, now_ms: int) -> None:
+        """ISR replicas take part in no Raft group: a stray message is dropped."""
+        self._logger.debug("raft_message_dropped", kind=type(message).__name__)
 
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:
         core = self._core

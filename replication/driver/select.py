@@ -1,9 +1,8 @@
 """The one place that picks a partition driver for a topic.
 
-Today every topic is ISR-replicated (`IsrPartitionDriver`). A topic created with
-``replication.mode=quorum`` will get a Raft-replicated driver here (TODO(#12)); the broker,
-the simulator and the tests open every replica through `open_partition_driver`, so that is
-the only line to add.
+An ISR topic gets `IsrPartitionDriver`; a topic created with ``replication.mode=quorum`` gets
+a Raft-replicated driver (TODO(#12): until it lands, opening one raises NotImplementedError).
+The broker, the simulator and the tests open every replica through `open_partition_driver`.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from replication.driver.interface import (
     HighWatermarkCheckpoint,
     PartitionDriver,
     ProducerSnapshots,
+    QuorumStateStore,
     ReplicaLog,
 )
 from replication.driver.isr import IsrPartitionDriver
@@ -32,6 +32,9 @@ class ReplicationMode(enum.Enum):
     ISR = "isr"
     """Kafka's primary-backup replication with an in-sync replica set."""
 
+    QUORUM = "quorum"
+    """Each partition is a Raft group of its replicas: commit on a majority, leader by vote."""
+
 
 def open_partition_driver(
     mode: ReplicationMode,
@@ -42,6 +45,7 @@ def open_partition_driver(
     log: ReplicaLog,
     snapshots: ProducerSnapshots,
     checkpoint: HighWatermarkCheckpoint,
+    quorum_state: QuorumStateStore | None = None,
     local_id: int,
     broker_epoch: int,
     events: DriverEvents,
@@ -49,7 +53,8 @@ def open_partition_driver(
     truncation_strategy: TruncationStrategy = TruncationStrategy.LEADER_EPOCH,
     logger: FilteringBoundLogger | None = None,
 ) -> PartitionDriver:
-    """Open the driver of one replica, by the topic's replication mode.
+    """Open the driver of one replica, by the topic's replication mode (``quorum_state``:
+    where a quorum-mode replica keeps its Raft epoch and vote; unused by ISR replicas).
 
     Raises:
         KafkaStorageError: the replica's state cannot be read.
@@ -70,6 +75,8 @@ def open_partition_driver(
                 truncation_strategy=truncation_strategy,
                 logger=logger,
             )
+        case ReplicationMode.QUORUM:
+            raise NotImplementedError("quorum-mode partitions: TODO(#12)")
 
 
 __all__ = ["ReplicationMode", "open_partition_driver"]
