@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         consume,
         controller,
         dump_log,
+        nemesis,
         produce,
         quorum,
         sim,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         dump_log,
         bench,
         sim,
+        nemesis,
     ):
         module.add_parser(sub)
     return parser

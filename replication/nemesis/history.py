@@ -16,7 +16,8 @@ start to its high watermark, is the cluster's own account. Values are unique per
 - **inconsistent offsets**: one offset of a partition seen with two values (two polls, or a
   poll and the final read): a consumer read a history the cluster later rewrote;
 - **non-monotonic sends**: a producer's acknowledged offsets in one partition going back in
-  the order it sent them (an idempotent producer's writes land in order);
+  the order it *sent* them (an idempotent producer's writes land in order; acknowledgements
+  may be recorded out of order, as callbacks run on several threads);
 - **non-monotonic polls**: a consumer's polls of one partition going back without a `Seek`;
 - **vanished**: read by a poll, never acknowledged, and absent from the final read: a
   consumer saw a write the cluster then lost (a dirty read);
@@ -29,7 +30,9 @@ it must (tests feed it histories with each anomaly).
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -153,17 +156,19 @@ def from_json(line: str) -> Operation:
 
 class History:
     """Operations in the order they happened, appended to a JSON-lines file if given.
-    Thread-safe enough for one `record` per operation from several threads (list.append and
-    one ``write`` of a whole line are atomic under the GIL)."""
+    `record` may be called from any thread (producer callbacks run on I/O threads)."""
 
     def __init__(self, out: IO[str] | None = None) -> None:
         self.operations: list[Operation] = []
         self._out = out
+        self._lock = threading.Lock()
 
     def record(self, op: Operation) -> None:
-        self.operations.append(op)
-        if self._out is not None:
-            self._out.write(to_json(op) + "\n")
+        line = to_json(op) + "\n" if self._out is not None else ""
+        with self._lock:
+            self.operations.append(op)
+            if self._out is not None:
+                self._out.write(line)
 
     @staticmethod
     def load(path: Path) -> list[Operation]:
@@ -230,7 +235,8 @@ def check_history(operations: Iterable[Operation]) -> HistoryReport:
     acked: dict[str, tuple[str, int, int]] = {}  # value -> (topic, partition, offset)
     polled_values: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
     seen_at: dict[tuple[str, int, int], str] = {}  # (topic, partition, offset) -> value
-    last_ack: dict[tuple[str, str, int], tuple[int, str]] = {}
+    send_order: dict[str, int] = {}  # value -> position among its producer's sends
+    acks_by_stream: dict[tuple[str, str, int], list[tuple[int, int, str]]] = defaultdict(list)
     last_poll: dict[tuple[str, str, int], int] = {}
     finals: list[FinalRead] = []
 
@@ -245,18 +251,14 @@ def check_history(operations: Iterable[Operation]) -> HistoryReport:
     for op in operations:
         match op:
             case Send():
+                send_order[op.value] = report.sends
                 report.sends += 1
             case Ack():
                 report.acknowledged += 1
                 acked[op.value] = (op.topic, op.partition, op.offset)
-                stream = (op.process, op.topic, op.partition)
-                previous = last_ack.get(stream)
-                if previous is not None and op.offset <= previous[0]:
-                    report.non_monotonic_sends.add(
-                        f"{op.process} {op.topic}-{op.partition}: {op.value!r} at {op.offset}"
-                        f" after {previous[1]!r} at {previous[0]}"
-                    )
-                last_ack[stream] = (op.offset, op.value)
+                acks_by_stream[(op.process, op.topic, op.partition)].append(
+                    (send_order.get(op.value, -1), op.offset, op.value)
+                )
             case SendFailed():
                 if op.definite:
                     report.failed_definite += 1
@@ -278,6 +280,15 @@ def check_history(operations: Iterable[Operation]) -> HistoryReport:
                 last_poll.pop((op.process, op.topic, op.partition), None)
             case FinalRead():
                 finals.append(op)
+
+    for (process, topic, partition), stream_acks in acks_by_stream.items():
+        stream_acks.sort()
+        for (_, previous_offset, previous), (_, offset, value) in itertools.pairwise(stream_acks):
+            if offset <= previous_offset:
+                report.non_monotonic_sends.add(
+                    f"{process} {topic}-{partition}: {value!r} at {offset}, sent after"
+                    f" {previous!r} at {previous_offset}"
+                )
 
     final_values: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     read_partitions: dict[tuple[str, int], FinalRead] = {}

@@ -89,6 +89,15 @@ def test_a_producers_offsets_going_back_are_non_monotonic() -> None:
     assert report.non_monotonic_sends.count == 1
 
 
+def test_acknowledgements_recorded_out_of_order_are_judged_in_send_order() -> None:
+    sends = [Send(time_ms=0, process="p", topic=T, partition=0, value=f"p-{i}") for i in (0, 1)]
+    acks = [
+        Ack(time_ms=1, process="p", topic=T, partition=0, value="p-1", offset=1),
+        Ack(time_ms=1, process="p", topic=T, partition=0, value="p-0", offset=0),
+    ]
+    assert check_history([*sends, *acks, _final("p-0", "p-1")]).valid
+
+
 def test_a_consumer_going_back_needs_a_seek() -> None:
     polls = [_poll("c", 0, "p-0"), _poll("c", 1, "p-1"), _poll("c", 0, "p-0")]
     base = [*_write("p", "p-0", 0), *_write("p", "p-1", 1)]
