@@ -19,7 +19,12 @@ Kinds (``--faults``):
   from the controllers but not from clients or brokers), ``majority`` (a minority of the
   controllers and of the brokers cut from the rest), ``bridge`` (two sides that only one
   node still joins), ``one-way`` (a broker's links to the others drop what it sends);
-- ``roll``: a rolling restart: every broker in turn, controlled shutdown then start.
+- ``roll``: a rolling restart: every broker in turn, controlled shutdown then start;
+- ``stale-leader``: the setup for an unclean election (targeted, not random): a follower of
+  partition 0 is isolated until it leaves the ISR, the writes go on without it, then every
+  other replica is killed and the stale follower reconnects. With
+  ``unclean.leader.election.enable`` it becomes the leader and the writes it missed are lost
+  when the others return and truncate to it; without, the partition waits for its ISR.
 """
 
 from __future__ import annotations
@@ -29,10 +34,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-FAULT_KINDS: Final = ("kill", "kill-controller", "pause", "stop", "partition", "roll")
+FAULT_KINDS: Final = (
+    "kill",
+    "kill-controller",
+    "pause",
+    "stop",
+    "partition",
+    "roll",
+    "stale-leader",
+)
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
 
-FAULT_SECONDS: Final = (3.0, 10.0)
+FAULT_SECONDS: Final = (4.0, 10.0)
 """The shortest and longest fault."""
 
 QUIET_SECONDS: Final = (3.0, 6.0)
@@ -114,6 +127,8 @@ def _fault(
     match kind:
         case "kill" | "pause" | "stop":
             return Fault(start_s=start, end_s=end, kind=kind, targets=(broker,))
+        case "stale-leader":
+            return Fault(start_s=start, end_s=end, kind=kind, targets=("partition-0",))
         case "kill-controller":
             return Fault(start_s=start, end_s=end, kind=kind, targets=("active-controller",))
         case "roll":

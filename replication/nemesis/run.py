@@ -92,8 +92,7 @@ class NemesisResult:
         return {
             "valid": self.valid,
             "seed": self.config["seed"],
-            "replay": f"kraft nemesis --seed {self.config['seed']} "
-            f"--duration {self.config['duration_s']:g} --faults {','.join(self.config['faults'])}",
+            "replay": replay_command(self.config),
             "seconds": round(self.seconds, 1),
             "faults_by_kind": by_kind,
             "faults": [asdict(f) for f in self.faults],
@@ -102,6 +101,30 @@ class NemesisResult:
             "replica_problems": self.replica_problems[:20],
             "config": self.config,
         }
+
+
+def replay_command(config: dict[str, Any]) -> str:
+    """The ``kraft nemesis`` command line that replays the schedule of ``config``."""
+    defaults = asdict(NemesisConfig())
+    flags = {
+        "duration_s": "--duration",
+        "brokers": "--brokers",
+        "partitions": "--partitions",
+        "producers": "--producers",
+        "readers": "--readers",
+        "rate_per_producer": "--rate",
+        "acks": "--acks",
+        "min_insync_replicas": "--min-insync-replicas",
+    }
+    parts = [f"kraft nemesis --seed {config['seed']}", f"--faults {','.join(config['faults'])}"]
+    parts += [
+        f"{flag} {config[name]:g}" if isinstance(config[name], float) else f"{flag} {config[name]}"
+        for name, flag in flags.items()
+        if config[name] != defaults[name] or name == "duration_s"
+    ]
+    if config["unclean"]:
+        parts.append("--unclean")
+    return " ".join(parts)
 
 
 class _FaultPlayer:
@@ -140,6 +163,8 @@ class _FaultPlayer:
                     c.start_broker(int(broker))
                     c.wait_until_healthy(timeout=60)
                 return [str(b) for b in fault.targets]
+            case "stale-leader", _:
+                return self._stale_leader()
             case "partition", "isolate":
                 net.isolate(fault.targets[0])
                 return [str(fault.targets[0])]
@@ -160,9 +185,32 @@ class _FaultPlayer:
                 return [*map(str, fault.side_a), "|", *map(str, fault.side_b)]
         raise ValueError(f"unknown fault {fault.label}")
 
+    def _stale_leader(self) -> list[str]:
+        """Isolate a follower of partition 0 until it leaves the ISR, let writes go on
+        without it, kill every other replica, then reconnect it (see ``faults.py``)."""
+        c, net = self.cluster, self.network
+        partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
+        stale = next(r for r in partition.replicas if r != partition.leader)
+        net.isolate(stale)
+        deadline = time.monotonic() + 20
+        while stale in c.describe_topic(TOPIC, timeout=5).partitions[0].isr:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {stale} never left the ISR of {TOPIC}-0")
+            threading.Event().wait(0.2)
+        threading.Event().wait(2.0)  # acknowledged writes the stale replica never gets
+        others = [r for r in partition.replicas if r != stale]
+        for broker in others:
+            c.kill_broker(broker)
+        net.heal()
+        net.reset()
+        return [str(stale), "killed:", *map(str, others)]
+
     def undo(self, fault: Fault, nodes: list[str]) -> None:
         c, net = self.cluster, self.network
         match fault.kind:
+            case "stale-leader":
+                for broker in nodes[nodes.index("killed:") + 1 :]:
+                    c.start_broker(int(broker))
             case "kill" | "stop":
                 c.start_broker(int(fault.targets[0]))
             case "pause":

@@ -116,9 +116,8 @@ class ProducerWorker(threading.Thread):
             self._failed(value, partition, error)
             return
         metadata = future.result()
-        with self._lock:
-            self._pending.discard(value)
-        self._outstanding.release()
+        if not self._resolve(value):
+            return
         self._history.record(
             Ack(
                 time_ms=self._clock_ms(),
@@ -130,10 +129,18 @@ class ProducerWorker(threading.Thread):
             )
         )
 
-    def _failed(self, value: str, partition: int, error: BaseException) -> None:
+    def _resolve(self, value: str) -> bool:
+        """Settle ``value`` once: False if it was settled already (then record nothing)."""
         with self._lock:
+            if value not in self._pending:
+                return False
             self._pending.discard(value)
         self._outstanding.release()
+        return True
+
+    def _failed(self, value: str, partition: int, error: BaseException) -> None:
+        if not self._resolve(value):
+            return
         code = getattr(error, "code", None)
         self._history.record(
             SendFailed(
@@ -156,6 +163,9 @@ class ProducerWorker(threading.Thread):
             self.producer.flush(timeout=flush_timeout_s)
         except Exception as e:
             _logger.warning("nemesis_flush_failed", producer=self.process, error=str(e))
+        deadline = time.monotonic() + 10  # callbacks run just after the futures complete
+        while self._pending and time.monotonic() < deadline:
+            time.sleep(0.05)
         with self._lock:
             unresolved = sorted(self._pending)
         for value in unresolved:
