@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         consume,
         controller,
         dump_log,
+        fuzz,
         nemesis,
         produce,
         quorum,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         bench,
         sim,
         nemesis,
+        fuzz,
     ):
         module.add_parser(sub)
     return parser

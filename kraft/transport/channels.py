@@ -33,6 +33,7 @@ from typing import Final
 
 import grpc
 
+from kraft.transport.request_guard import RejectUnparseable
 from storage.errors import (
     InvalidRequestError,
     KraftError,
@@ -137,8 +138,11 @@ def peer_channel(address: str) -> grpc.aio.Channel:
 
 
 def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
-    """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port."""
-    return grpc.aio.server(options=server_options(max_request_bytes))
+    """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port.
+    A request that does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`)."""
+    return grpc.aio.server(
+        options=server_options(max_request_bytes), interceptors=[RejectUnparseable()]
+    )
 
 
 def bind(server: grpc.aio.Server, listen: str) -> int:
