@@ -14,8 +14,11 @@ made to drop:
   sends and what it gets back), or only ``upstream``: a one-way partition;
 - `heal()`: every link healthy again.
 
-The proxies run on an event loop in a thread the network owns, so the sync methods may be
-called from any thread (a test, the nemesis scheduler)::
+The proxies run in a child process of their own (`FaultNetwork`), on an event loop there
+(`LocalFaultNetwork`, which tests may also use in-process): the proxies then never wait for
+this process's GIL, which the clients of a fault run keep busy, and a link's latency is the
+network's, not the harness's. The sync methods may be called from any thread (a test, the
+nemesis scheduler)::
 
     with FaultNetwork() as network:
         address = network.add_link("client", 101, target=("127.0.0.1", 9092))
@@ -26,14 +29,19 @@ called from any thread (a test, the nemesis scheduler)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import multiprocessing
+import os
 import threading
 from collections.abc import Callable, Collection, Coroutine, Hashable
 from concurrent.futures import Future
-from typing import Any, Self, TypeVar, final
+from multiprocessing.connection import Connection
+from typing import Any, Final, Self, TypeVar, cast, final
 
 import structlog
 
 from kraft.cluster.fault_proxy import HEALTHY, FaultProxy, LinkCounters, LinkFaults
+from kraft.cluster.process import PARENT_PID_ENV, die_with_parent
 
 Endpoint = Hashable
 """A node id, or a name such as ``"client"``."""
@@ -47,8 +55,8 @@ DROP: LinkFaults = LinkFaults(drop=True)
 
 
 @final
-class FaultNetwork:
-    """The fault proxies of a cluster's links (see the module docstring)."""
+class LocalFaultNetwork:
+    """The fault proxies of a cluster's links, in this process (see the module docstring)."""
 
     def __init__(self, listen_host: str = "127.0.0.1") -> None:
         self._listen_host = listen_host
@@ -194,4 +202,142 @@ class FaultNetwork:
             self._loop.close()
 
 
-__all__ = ["DROP", "Endpoint", "FaultNetwork", "Link"]
+_REMOTE_METHODS: Final = frozenset(
+    {
+        "add_link",
+        "address",
+        "counters",
+        "faults",
+        "set_faults",
+        "cut",
+        "isolate",
+        "partition",
+        "slow",
+        "reset",
+        "heal",
+    }
+)
+
+
+def _serve(connection: Connection, listen_host: str, parent_pid: int) -> None:
+    """The child process: a `LocalFaultNetwork` driven by calls over ``connection``."""
+    os.environ[PARENT_PID_ENV] = str(parent_pid)
+    die_with_parent()
+    network = LocalFaultNetwork(listen_host)
+    try:
+        while True:
+            try:
+                request = connection.recv()
+            except EOFError:
+                return
+            if request is None:
+                return
+            name, args, kwargs = request
+            try:
+                if name == "links":
+                    connection.send((True, network.links))
+                elif name in _REMOTE_METHODS:
+                    connection.send((True, getattr(network, name)(*args, **kwargs)))
+                else:
+                    connection.send((False, AttributeError(name)))
+            except Exception as e:
+                connection.send((False, e))
+    finally:
+        network.close()
+
+
+@final
+class FaultNetwork:
+    """`LocalFaultNetwork`'s methods, run by a child process (see the module docstring)."""
+
+    def __init__(self, listen_host: str = "127.0.0.1") -> None:
+        context = multiprocessing.get_context("spawn")  # never fork a process with gRPC in it
+        self._connection, child = context.Pipe()
+        self._process = context.Process(
+            target=_serve,
+            args=(child, listen_host, os.getpid()),
+            name="kraft-fault-network",
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if not self._process.is_alive():
+                raise RuntimeError("the fault network's process is gone")
+            self._connection.send((name, args, kwargs))
+            if not self._connection.poll(30):
+                raise TimeoutError(f"the fault network did not answer {name} within 30s")
+            ok, value = self._connection.recv()
+        if not ok:
+            raise value
+        return value
+
+    def add_link(self, source: Endpoint, destination: Endpoint, target: tuple[str, int]) -> str:
+        return cast(str, self._call("add_link", source, destination, target))
+
+    def address(self, source: Endpoint, destination: Endpoint) -> str:
+        return cast(str, self._call("address", source, destination))
+
+    @property
+    def links(self) -> list[Link]:
+        return cast(list[Link], self._call("links"))
+
+    def counters(self, source: Endpoint, destination: Endpoint) -> LinkCounters:
+        return cast(LinkCounters, self._call("counters", source, destination))
+
+    def faults(self, source: Endpoint, destination: Endpoint) -> tuple[LinkFaults, LinkFaults]:
+        return cast(tuple[LinkFaults, LinkFaults], self._call("faults", source, destination))
+
+    def set_faults(
+        self,
+        source: Endpoint,
+        destination: Endpoint,
+        *,
+        upstream: LinkFaults | None = None,
+        downstream: LinkFaults | None = None,
+    ) -> None:
+        self._call("set_faults", source, destination, upstream=upstream, downstream=downstream)
+
+    def cut(self, source: Endpoint, destination: Endpoint, *, one_way: bool = False) -> None:
+        self._call("cut", source, destination, one_way=one_way)
+
+    def isolate(self, node: Endpoint) -> list[Link]:
+        return cast(list[Link], self._call("isolate", node))
+
+    def partition(self, side_a: Collection[Endpoint], side_b: Collection[Endpoint]) -> list[Link]:
+        return cast(list[Link], self._call("partition", set(side_a), set(side_b)))
+
+    def slow(
+        self, node: Endpoint, *, delay_ms: int = 0, rate_bytes_per_s: int | None = None
+    ) -> None:
+        self._call("slow", node, delay_ms=delay_ms, rate_bytes_per_s=rate_bytes_per_s)
+
+    def reset(self, node: Endpoint | None = None) -> int:
+        return cast(int, self._call("reset", node))
+
+    def heal(self) -> None:
+        self._call("heal")
+
+    def close(self) -> None:
+        """Stop the proxies and the child process (idempotent)."""
+        with self._lock:
+            if self._process.is_alive():
+                with contextlib.suppress(OSError, BrokenPipeError):
+                    self._connection.send(None)
+                self._process.join(timeout=10)
+                if self._process.is_alive():
+                    self._process.kill()
+                    self._process.join(timeout=5)
+            self._connection.close()
+
+
+__all__ = ["DROP", "Endpoint", "FaultNetwork", "Link", "LocalFaultNetwork"]
