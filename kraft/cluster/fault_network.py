@@ -42,6 +42,7 @@ import structlog
 
 from kraft.cluster.fault_proxy import HEALTHY, FaultProxy, LinkCounters, LinkFaults
 from kraft.cluster.process import PARENT_PID_ENV, die_with_parent
+from kraft.logs import ensure_configured
 
 Endpoint = Hashable
 """A node id, or a name such as ``"client"``."""
@@ -223,6 +224,7 @@ def _serve(connection: Connection, listen_host: str, parent_pid: int) -> None:
     """The child process: a `LocalFaultNetwork` driven by calls over ``connection``."""
     os.environ[PARENT_PID_ENV] = str(parent_pid)
     die_with_parent()
+    ensure_configured()  # warnings to stderr; the faults set are the caller's to log
     network = LocalFaultNetwork(listen_host)
     try:
         while True:
