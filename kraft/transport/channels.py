@@ -33,6 +33,7 @@ from typing import Final
 
 import grpc
 
+from kraft.metrics.registry import RequestMetrics
 from kraft.transport.request_guard import RejectUnparseable
 from storage.errors import (
     InvalidRequestError,
@@ -139,9 +140,11 @@ def peer_channel(address: str) -> grpc.aio.Channel:
 
 def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
     """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port.
-    A request that does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`)."""
+    Its requests are counted and timed per RPC (`kraft.metrics.RequestMetrics`), and one that
+    does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`)."""
     return grpc.aio.server(
-        options=server_options(max_request_bytes), interceptors=[RejectUnparseable()]
+        options=server_options(max_request_bytes),
+        interceptors=[RequestMetrics(), RejectUnparseable()],
     )
 
 
