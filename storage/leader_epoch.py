@@ -147,12 +147,23 @@ class LeaderEpochCache:
             self._persist()
         return changed
 
+    def _agrees(self, epoch: int, offset: int) -> bool:
+        """Whether a batch of ``epoch`` at ``offset`` lies where the cache puts that epoch:
+        at or after its start, before the next epoch's."""
+        index = bisect.bisect_left(self._epochs, epoch)
+        if index == len(self._epochs) or self._epochs[index] != epoch:
+            return False
+        next_start = self._offsets[index + 1] if index + 1 < len(self._offsets) else None
+        return self._offsets[index] <= offset and (next_start is None or offset < next_start)
+
     def _assign(self, epoch: int, start_offset: int) -> bool:
         if self._epochs:
             latest, latest_start = self._epochs[-1], self._offsets[-1]
             if epoch == latest and start_offset >= latest_start:
                 return False
             if epoch < latest:
+                if self._agrees(epoch, start_offset):
+                    return False  # a replay of what the cache records (a log reopened)
                 _log.warning(
                     "epoch_assignment_ignored",
                     epoch=epoch,

@@ -26,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         consume,
         controller,
         dump_log,
+        fuzz,
+        nemesis,
         produce,
         quorum,
         sim,
@@ -57,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         dump_log,
         bench,
         sim,
+        nemesis,
+        fuzz,
     ):
         module.add_parser(sub)
     return parser

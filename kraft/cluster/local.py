@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Self
 
+from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
     EXITED,
     RUNNING,
@@ -62,11 +63,15 @@ from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.properties import format_voters, write_properties
+from kraft.transport.channels import DIAL_MAP_ENV, format_dial_map, set_dial_map
 from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
+
+CLIENT = "client"
+"""The fault network's name for this process's clients (the source of client links)."""
 
 
 class LocalCluster:
@@ -83,6 +88,10 @@ class LocalCluster:
         broker_config: extra properties for every broker, Kafka keys, e.g.
             ``{"replica.lag.time.max.ms": "5000"}``.
         log_level: the nodes' log level (their logs are files; info by default).
+        fault_network: route every node-to-node and client-to-node connection through a
+            fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
+            and ``"client"`` for this process's clients, which dial through it once
+            `use_fault_network` is called). For fault runs: partitions without root.
     """
 
     def __init__(
@@ -95,6 +104,7 @@ class LocalCluster:
         *,
         broker_config: Mapping[str, str] | None = None,
         log_level: str = "info",
+        fault_network: bool = False,
     ) -> None:
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
@@ -127,12 +137,45 @@ class LocalCluster:
         self._extra = dict(controller_config or {})
         self._controllers: dict[int, ManagedProcess] = {}
         self._client: ControllerClient | None = None
+        self.network: FaultNetwork | None = None
+        self._dial_maps: dict[int | str, dict[str, str]] = {}
+        if fault_network:
+            self._start_fault_network()
         # NB: one thread starts every child, and lives as long as the cluster (PDEATHSIG).
         self._launcher = _launcher()
         for node_id in self.controller_ids:
             self._controllers[node_id] = self._controller_process(node_id)
         for broker_id in self.broker_ids:
             self._brokers[broker_id] = self._broker_process(broker_id)
+
+    # -- fault network -------------------------------------------------------------------------
+
+    def _start_fault_network(self) -> None:
+        network = self.network = FaultNetwork()
+        addresses: dict[int, str] = {**self.controller_addresses, **self.broker_addresses}
+        sources: list[int | str] = [*addresses, CLIENT]
+        for source in sources:
+            dial_map = self._dial_maps[source] = {}
+            for destination, address in addresses.items():
+                if destination != source:
+                    host, _, port = address.rpartition(":")
+                    proxy = network.add_link(source, destination, target=(host, int(port)))
+                    dial_map[address] = proxy
+
+    def _node_env(self, node_id: int) -> dict[str, str]:
+        dial_map = self._dial_maps.get(node_id)
+        return {DIAL_MAP_ENV: format_dial_map(dial_map)} if dial_map else {}
+
+    def use_fault_network(self) -> None:
+        """Make this process's clients dial the nodes through the ``"client"`` links of
+        `network` (channels built before keep their route). Undone by `close`.
+
+        Raises:
+            RuntimeError: the cluster was not started with ``fault_network=True``.
+        """
+        if self.network is None:
+            raise RuntimeError("LocalCluster(fault_network=True) is needed")
+        set_dial_map(self._dial_maps[CLIENT])
 
     # -- addresses -----------------------------------------------------------------------------
 
@@ -190,6 +233,9 @@ class LocalCluster:
         for process in [*self._brokers.values(), *self._controllers.values()]:
             process.kill()
         self._launcher = _launcher()  # its thread starts only if the cluster is started again
+        if self.network is not None:
+            self.network.close()
+            set_dial_map({})
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -421,6 +467,7 @@ class LocalCluster:
                 str(path),
             ],
             log_path=self.controller_log(node_id),
+            env=self._node_env(node_id),
         )
 
     def _broker_process(self, broker_id: int) -> ManagedProcess:
@@ -448,6 +495,7 @@ class LocalCluster:
                 str(path),
             ],
             log_path=self.broker_log(broker_id),
+            env=self._node_env(broker_id),
         )
 
 
@@ -455,4 +503,4 @@ def _launcher() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-launcher")
 
 
-__all__ = ["BROKER_ID_BASE", "LocalCluster"]
+__all__ = ["BROKER_ID_BASE", "CLIENT", "LocalCluster"]

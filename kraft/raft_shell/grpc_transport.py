@@ -304,7 +304,9 @@ class GrpcRaftTransport:
         self._deliver(METADATA_GROUP, msg)
         timeout = self._request_timeout_ms / 1000
         if isinstance(msg, FetchRequest):
-            timeout += msg.max_wait_ms / 1000
+            # The core parks a fetch for at most the request timeout, whatever it asks for
+            # (`kraft.raft.replication`): wait no longer than that for its answer either.
+            timeout += min(max(msg.max_wait_ms, 0), self._request_timeout_ms) / 1000
         try:
             response = await asyncio.wait_for(fut, timeout)
         except (TimeoutError, asyncio.CancelledError):

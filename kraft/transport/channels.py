@@ -15,17 +15,26 @@ Every channel and server is built here (`client_channel`, `peer_channel`, `aio_s
 `bind`), so transport security is one change: today every one is plaintext. And a failed call
 becomes kraft's typed error here (`map_grpc_errors`, `translate_rpc_error`; STYLE §5: one
 boundary), whoever made the call.
+
+**Dial map** (a test seam for fault injection, issue 16): a process whose environment has
+``KRAFT_DIAL_MAP=host:port=proxy:port,...`` (or that calls `set_dial_map`) dials the proxy
+wherever it would dial the address: the nodes of a `LocalCluster(fault_network=True)` reach
+each other only through per-link fault proxies (`kraft.cluster.fault_network`), while every
+address they advertise and log stays the real one.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Final
 
 import grpc
 
+from kraft.metrics.registry import RequestMetrics
+from kraft.transport.request_guard import RejectUnparseable
 from storage.errors import (
     InvalidRequestError,
     KraftError,
@@ -39,6 +48,44 @@ SOCKET_REQUEST_MAX_BYTES: Final = 100 * 1024 * 1024
 """Kafka's ``socket.request.max.bytes`` default: the largest request a server accepts."""
 
 Options = list[tuple[str, int]]
+
+DIAL_MAP_ENV: Final = "KRAFT_DIAL_MAP"
+"""The environment variable of the dial map (see the module docstring)."""
+
+
+def format_dial_map(mapping: Mapping[str, str]) -> str:
+    """``a=b,c=d``: the value of `DIAL_MAP_ENV` for ``mapping``."""
+    return ",".join(f"{address}={dial}" for address, dial in sorted(mapping.items()))
+
+
+def parse_dial_map(text: str) -> dict[str, str]:
+    """The mapping of a `DIAL_MAP_ENV` value.
+
+    Raises:
+        ValueError: an entry is not ``address=address``.
+    """
+    mapping: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in text.split(","))):
+        address, sep, dial = entry.partition("=")
+        if not sep or not address or not dial:
+            raise ValueError(f"{DIAL_MAP_ENV}: expected address=address, got {entry[:80]!r}")
+        mapping[address] = dial
+    return mapping
+
+
+_dial_map: dict[str, str] = parse_dial_map(os.environ.get(DIAL_MAP_ENV, ""))
+
+
+def set_dial_map(mapping: Mapping[str, str]) -> None:
+    """Dial ``mapping[address]`` instead of ``address`` from now on, in this process (an
+    empty mapping: dial addresses as they are). Channels built before keep their target."""
+    global _dial_map
+    _dial_map = dict(mapping)
+
+
+def dial_target(address: str) -> str:
+    """Where a channel to ``address`` connects (the dial map's entry, or the address)."""
+    return _dial_map.get(address, address)
 
 
 def size_options(max_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> Options:
@@ -83,17 +130,22 @@ def client_channel_options() -> Options:
 
 def client_channel(address: str) -> grpc.Channel:
     """A blocking channel of a client (producer, consumer, admin, controller client, probes)."""
-    return grpc.insecure_channel(address, options=client_channel_options())
+    return grpc.insecure_channel(dial_target(address), options=client_channel_options())
 
 
 def peer_channel(address: str) -> grpc.aio.Channel:
     """An asyncio channel from one server to another (Raft peers, follower to leader)."""
-    return grpc.aio.insecure_channel(address, options=peer_channel_options())
+    return grpc.aio.insecure_channel(dial_target(address), options=peer_channel_options())
 
 
 def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
-    """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port."""
-    return grpc.aio.server(options=server_options(max_request_bytes))
+    """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port.
+    Its requests are counted and timed per RPC (`kraft.metrics.RequestMetrics`), and one that
+    does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`)."""
+    return grpc.aio.server(
+        options=server_options(max_request_bytes),
+        interceptors=[RequestMetrics(), RejectUnparseable()],
+    )
 
 
 def bind(server: grpc.aio.Server, listen: str) -> int:
@@ -179,17 +231,22 @@ def _address_problem(address: str) -> str | None:
 
 
 __all__ = [
+    "DIAL_MAP_ENV",
     "GRPC_ERRORS",
     "SOCKET_REQUEST_MAX_BYTES",
     "aio_server",
     "bind",
     "client_channel",
     "client_channel_options",
+    "dial_target",
+    "format_dial_map",
     "map_grpc_errors",
     "parse_bootstrap_servers",
+    "parse_dial_map",
     "peer_channel",
     "peer_channel_options",
     "server_options",
+    "set_dial_map",
     "size_options",
     "translate_rpc_error",
 ]

@@ -359,20 +359,29 @@ class BrokerService:
         async with self._producer_id_lock:
             start, end = self._producer_ids
             if start >= end:
+                # No block yet, and none to be had: whatever the controller said (this broker
+                # not registered yet, a stale broker epoch, no active controller, a network
+                # error) concerns the broker, not the producer, which retries: Kafka answers
+                # COORDINATOR_LOAD_IN_PROGRESS until its block arrives (KIP-730).
                 try:
                     block = await self._server.allocate_producer_ids()
                 except KraftError as e:
-                    return InitProducerIdResponse(error_code=e.code, error_message=e.message)
+                    return _no_producer_id_block(e.code, e.message)
                 if block.error_code is not ErrorCode.NONE:
-                    return InitProducerIdResponse(
-                        error_code=block.error_code, error_message=block.error_message
-                    )
+                    return _no_producer_id_block(block.error_code, block.error_message)
                 start, end = (
                     block.producer_id_start,
                     block.producer_id_start + block.producer_id_len,
                 )
             self._producer_ids = (start + 1, end)
             return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+
+
+def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        error_message=f"no producer id block yet ({code.name}: {message[:200]})",
+    )
 
 
 def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+import pytest
+
 from kraft.controller.messages import AllocateProducerIdsResponse
 from replication.broker.service import BrokerService
 from replication.messages import InitProducerIdRequest
-from storage.errors import ErrorCode
+from storage.errors import ErrorCode, error_for
 
 
 class _Server:
@@ -47,3 +49,31 @@ def test_every_init_producer_id_gets_a_new_id_from_the_block() -> None:
     service = BrokerService(cast(Any, _Server()))
     ids = [_init(service)[0] for _ in range(3)]
     assert ids == [0, 1, 2]
+
+
+class _UnregisteredServer:
+    """A broker the controller does not know (yet): every block request is refused."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        self.code = code
+
+    async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
+        return AllocateProducerIdsResponse(
+            error_code=self.code, error_message="broker 103 epoch -1"
+        )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED, ErrorCode.NOT_CONTROLLER],
+)
+def test_a_broker_without_a_producer_id_block_answers_a_retriable_error(code: ErrorCode) -> None:
+    """Found by ``kraft nemesis``: a restarted broker not yet registered passed the
+    controller's STALE_BROKER_EPOCH on to producers, a fatal error for them (31,077 records
+    failed in a 600 s run). Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its block
+    arrives (KIP-730), and the producer retries."""
+    service = BrokerService(cast(Any, _UnregisteredServer(code)))
+    response = asyncio.run(service.init_producer_id(InitProducerIdRequest()))
+    assert response.error_code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert error_for(response.error_code, "").retriable
+    assert "broker 103 epoch -1" in response.error_message

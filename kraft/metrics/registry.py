@@ -1,0 +1,196 @@
+"""The process's metrics registry, its endpoint, and the three kinds of metric (see the
+package docstring)."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, final
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+_lock = threading.Lock()
+_registry: CollectorRegistry | None = None
+_counters: dict[str, Counter] = {}
+_histograms: dict[str, Histogram] = {}
+
+LATENCY_BUCKETS_S: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+
+
+def registry() -> CollectorRegistry:
+    """This process's one registry (made on first use)."""
+    global _registry
+    with _lock:
+        if _registry is None:
+            _registry = CollectorRegistry(auto_describe=True)
+        return _registry
+
+
+def counter(name: str, documentation: str, labels: Iterable[str] = ()) -> Counter:
+    """The counter ``name`` of this process (one instance per name)."""
+    with _lock:
+        metric = _counters.get(name)
+    if metric is None:
+        made = Counter(name, documentation, tuple(labels), registry=registry())
+        with _lock:
+            metric = _counters.setdefault(name, made)
+    return metric
+
+
+def histogram(
+    name: str,
+    documentation: str,
+    labels: Iterable[str] = (),
+    buckets: Iterable[float] = LATENCY_BUCKETS_S,
+) -> Histogram:
+    """The histogram ``name`` of this process (one instance per name)."""
+    with _lock:
+        metric = _histograms.get(name)
+    if metric is None:
+        made = Histogram(
+            name, documentation, tuple(labels), registry=registry(), buckets=tuple(buckets)
+        )
+        with _lock:
+            metric = _histograms.setdefault(name, made)
+    return metric
+
+
+def start_endpoint(port: int, host: str = "127.0.0.1") -> int:
+    """Serve ``/metrics`` on ``host``:``port`` (0: a free port) from a daemon thread; the port.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    server, _thread = start_http_server(port, addr=host, registry=registry())
+    bound: int = server.server_port
+    return bound
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeSpec:
+    """One state gauge: its name, help line and label names."""
+
+    name: str
+    documentation: str
+    labels: tuple[str, ...] = ()
+
+
+GaugeValue = float | Mapping[tuple[str, ...], float]
+"""A gauge's value: one number, or one per label-value tuple."""
+
+
+@final
+class StateGauges(Collector):
+    """Gauges read from the node's state at scrape time (see the package docstring).
+
+    ``snapshot`` returns ``{gauge name: value}``; a gauge it leaves out is not exported in
+    that scrape (e.g. the controller metrics of a node that is not active). A snapshot that
+    raises exports nothing: a scrape never breaks the node."""
+
+    def __init__(
+        self, specs: Iterable[GaugeSpec], snapshot: Callable[[], Mapping[str, GaugeValue]]
+    ):
+        self._specs = tuple(specs)
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            values = self._snapshot()
+        except Exception:  # the node's state moved under us: skip this scrape's gauges
+            return
+        for spec in self._specs:
+            value = values.get(spec.name)
+            if value is None:
+                continue
+            family = GaugeMetricFamily(spec.name, spec.documentation, labels=spec.labels)
+            if isinstance(value, Mapping):
+                for label_values, sample in value.items():
+                    family.add_metric(list(label_values), sample)
+            else:
+                family.add_metric([], value)
+            yield family
+
+    def register(self) -> StateGauges:
+        registry().register(self)
+        return self
+
+
+@final
+class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Per RPC: ``kafka_network_requestmetrics_requests_total{request, status}`` and the
+    latency histogram ``kafka_network_requestmetrics_totaltime_seconds{request}`` (Kafka's
+    ``RequestMetrics`` Requests and TotalTimeMs MBeans, per request type)."""
+
+    def __init__(self) -> None:
+        self._requests = counter(
+            "kafka_network_requestmetrics_requests_total",
+            "requests answered, per RPC and gRPC status",
+            ("request", "status"),
+        )
+        self._latency = histogram(
+            "kafka_network_requestmetrics_totaltime_seconds",
+            "time from a request's arrival to its answer, per RPC",
+            ("request",),
+        )
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler  # streams (the Raft stream, health watch) are not requests
+        behaviour = handler.unary_unary
+        if not inspect.iscoroutinefunction(behaviour):
+            return handler
+        request = str(handler_call_details.method).rsplit("/", 1)[-1]
+        requests, observe = self._requests, self._latency.labels(request).observe
+
+        async def measured(message: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            started = time.perf_counter()
+            status = "OK"
+            try:
+                return await behaviour(message, context)
+            except BaseException:
+                status = "ERROR"
+                raise
+            finally:
+                observe(time.perf_counter() - started)
+                requests.labels(request, status).inc()
+
+        return grpc.unary_unary_rpc_method_handler(
+            measured, handler.request_deserializer, handler.response_serializer
+        )
+
+
+__all__ = [
+    "GaugeSpec",
+    "RequestMetrics",
+    "StateGauges",
+    "counter",
+    "histogram",
+    "registry",
+    "start_endpoint",
+]

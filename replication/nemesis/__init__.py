@@ -1,0 +1,41 @@
+"""Fault runs on real processes (issue 16): the history of what clients saw, and its checker.
+
+`History` records every send, acknowledgement, failure and poll of a run as JSON lines;
+`check_history` judges them the way Jepsen's Kafka checker does (lost, duplicated,
+inconsistent offsets, non-monotonic sends and polls, vanished and unseen writes). The fault
+proxies that partition the network are `kraft.cluster.fault_network.FaultNetwork`.
+"""
+
+from replication.nemesis.history import (
+    Ack,
+    Anomalies,
+    FinalRead,
+    History,
+    HistoryReport,
+    Operation,
+    Poll,
+    Seek,
+    Send,
+    SendFailed,
+    check_history,
+    from_json,
+    iter_jsonl,
+    to_json,
+)
+
+__all__ = [
+    "Ack",
+    "Anomalies",
+    "FinalRead",
+    "History",
+    "HistoryReport",
+    "Operation",
+    "Poll",
+    "Seek",
+    "Send",
+    "SendFailed",
+    "check_history",
+    "from_json",
+    "iter_jsonl",
+    "to_json",
+]

@@ -1,0 +1,188 @@
+"""The fault schedule of a nemesis run: what happens when, drawn from one seed.
+
+`plan_faults` is pure: a seed, a duration, the fault kinds allowed and the cluster's node ids
+in; a list of `Fault` out, in time order, one at a time, each followed by a quiet gap so the
+cluster can recover before the next. The same arguments give the same schedule, so a run can
+be replayed with ``--seed``. Which node a fault hits is drawn here too, except where it can
+only be known at run time (the active controller, a partition's leader): the fault then
+names a role (``"active-controller"``, ``"leader"``) and the runner resolves it when the
+fault starts.
+
+Kinds (``--faults``):
+
+- ``kill``: SIGKILL a broker, restart it when the fault ends;
+- ``kill-controller``: SIGKILL the active controller, restart it;
+- ``pause``: SIGSTOP a broker (a long GC pause, a stalled VM), SIGCONT when it ends;
+- ``stop``: a controlled shutdown (SIGTERM) of a broker, restart it;
+- ``partition``: one of these network partitions, healed when it ends:
+  ``isolate`` (one node from everyone), ``leader-from-controllers`` (a partition leader cut
+  from the controllers but not from clients or brokers), ``majority`` (a minority of the
+  controllers and of the brokers cut from the rest), ``bridge`` (two sides that only one
+  node still joins), ``one-way`` (a broker's links to the others drop what it sends);
+- ``roll``: a rolling restart: every broker in turn, controlled shutdown then start;
+- ``stale-leader``: the setup for an unclean election (targeted, not random): a follower of
+  partition 0 is isolated until it leaves the ISR, the writes go on without it, then every
+  other replica is killed and the stale follower reconnects. With
+  ``unclean.leader.election.enable`` it becomes the leader and the writes it missed are lost
+  when the others return and truncate to it; without, the partition waits for its ISR.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+FAULT_KINDS: Final = (
+    "kill",
+    "kill-controller",
+    "pause",
+    "stop",
+    "partition",
+    "roll",
+    "stale-leader",
+)
+PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
+
+FAULT_SECONDS: Final = (4.0, 10.0)
+"""The shortest and longest fault."""
+
+QUIET_SECONDS: Final = (3.0, 6.0)
+"""The shortest and longest healthy gap after a fault."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fault:
+    """One fault: ``kind`` (see the module docstring) from ``start_s`` to ``end_s`` after
+    the run's start, on ``targets`` (node ids, or a role the runner resolves)."""
+
+    start_s: float
+    end_s: float
+    kind: str
+    shape: str = ""
+    """For ``partition``: which one (`PARTITION_SHAPES`)."""
+    targets: tuple[int | str, ...] = ()
+    side_a: tuple[int, ...] = ()
+    side_b: tuple[int, ...] = ()
+    """For ``majority`` and ``bridge``: the two sides (a bridge node is on neither)."""
+
+    @property
+    def label(self) -> str:
+        what = f"{self.kind}:{self.shape}" if self.shape else self.kind
+        targets = ",".join(map(str, self.targets))
+        return f"{what}({targets})" if targets else what
+
+
+def parse_fault_kinds(text: str) -> tuple[str, ...]:
+    """``kill,pause,...`` (or ``all``) as a tuple of kinds.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    if kinds == ("all",):
+        return FAULT_KINDS
+    unknown = [k for k in kinds if k not in FAULT_KINDS]
+    if unknown or not kinds:
+        raise ValueError(
+            f"unknown fault kind {unknown[0]!r}" if unknown else "no fault kind given"
+        ) from None
+    return kinds
+
+
+def plan_faults(
+    seed: int,
+    duration_s: float,
+    kinds: Sequence[str],
+    *,
+    controllers: Sequence[int],
+    brokers: Sequence[int],
+    warmup_s: float = 3.0,
+) -> list[Fault]:
+    """The faults of a run of ``duration_s`` seconds (see the module docstring). Faults end
+    by ``duration_s``; the first starts after ``warmup_s``."""
+    rng = random.Random(seed)
+    faults: list[Fault] = []
+    t = warmup_s
+    while True:
+        length = rng.uniform(*FAULT_SECONDS)
+        if t + length > duration_s:
+            break
+        kind = rng.choice(list(kinds))
+        faults.append(_fault(rng, kind, t, t + length, controllers, brokers))
+        t += length + rng.uniform(*QUIET_SECONDS)
+    return faults
+
+
+def _fault(
+    rng: random.Random,
+    kind: str,
+    start: float,
+    end: float,
+    controllers: Sequence[int],
+    brokers: Sequence[int],
+) -> Fault:
+    broker = rng.choice(list(brokers))
+    match kind:
+        case "kill" | "pause" | "stop":
+            return Fault(start_s=start, end_s=end, kind=kind, targets=(broker,))
+        case "stale-leader":
+            return Fault(start_s=start, end_s=end, kind=kind, targets=("partition-0",))
+        case "kill-controller":
+            return Fault(start_s=start, end_s=end, kind=kind, targets=("active-controller",))
+        case "roll":
+            return Fault(start_s=start, end_s=end, kind=kind, targets=tuple(brokers))
+        case "partition":
+            shape = rng.choice(PARTITION_SHAPES)
+            nodes = [*controllers, *brokers]
+            match shape:
+                case "isolate":
+                    targets: tuple[int | str, ...] = (rng.choice(nodes),)
+                    return Fault(start_s=start, end_s=end, kind=kind, shape=shape, targets=targets)
+                case "leader-from-controllers":
+                    return Fault(
+                        start_s=start, end_s=end, kind=kind, shape=shape, targets=("leader",)
+                    )
+                case "one-way":
+                    return Fault(
+                        start_s=start, end_s=end, kind=kind, shape=shape, targets=(broker,)
+                    )
+                case "majority":
+                    minority = (
+                        *rng.sample(list(controllers), (len(controllers) - 1) // 2),
+                        *rng.sample(list(brokers), max(1, (len(brokers) - 1) // 2)),
+                    )
+                    majority = tuple(n for n in nodes if n not in minority)
+                    return Fault(
+                        start_s=start,
+                        end_s=end,
+                        kind=kind,
+                        shape=shape,
+                        side_a=tuple(sorted(minority)),
+                        side_b=majority,
+                    )
+                case _:  # bridge
+                    shuffled = rng.sample(nodes, len(nodes))
+                    bridge, rest = shuffled[0], shuffled[1:]
+                    half = len(rest) // 2
+                    return Fault(
+                        start_s=start,
+                        end_s=end,
+                        kind=kind,
+                        shape="bridge",
+                        targets=(bridge,),
+                        side_a=tuple(sorted(rest[:half])),
+                        side_b=tuple(sorted(rest[half:])),
+                    )
+        case _:
+            raise ValueError(f"unknown fault kind {kind!r}")
+
+
+__all__ = [
+    "FAULT_KINDS",
+    "PARTITION_SHAPES",
+    "Fault",
+    "parse_fault_kinds",
+    "plan_faults",
+]

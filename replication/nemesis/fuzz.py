@@ -1,0 +1,305 @@
+"""`fuzz_cluster`: hostile requests to every RPC of running processes, and what they did.
+
+Every method of the Broker, Controller and Raft services (read from the generated
+descriptors, so a new RPC is fuzzed without a change here) gets ``calls_per_rpc`` payloads
+from `PayloadFuzzer`, sent as raw bytes to one of the nodes that serve it; the Raft stream
+is opened, fed envelopes, and abandoned. Each call must end within ``timeout_s`` with an
+answer or a gRPC status. Counted as violations:
+
+- **handler errors**: status UNKNOWN, which is what grpc answers when a servicer raised (bad
+  input must get a typed error code, never an exception);
+- **hangs**: no answer within the timeout (DEADLINE_EXCEEDED);
+- **crashes**: a node process that died during the run;
+- **unhealthy**: a node not SERVING afterwards (`kraft.cluster.health`);
+- **data changed**: records acknowledged before the fuzzing (``acks=all``) that do not read
+  back unchanged afterwards.
+
+Every payload is drawn from ``random.Random(f"{seed}:{method}:{call}")``, so one call
+replays alone (`replay_payload`).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import grpc
+from google.protobuf.descriptor import MethodDescriptor
+
+from kraft._generated import broker_pb2, controller_pb2, raft_pb2
+from kraft.cluster.local import LocalCluster
+from kraft.transport.channels import client_channel
+from kraft.types import TopicPartition
+from replication.clients.consumer import Consumer
+from replication.clients.producer import Producer
+from replication.nemesis.fuzz_messages import PayloadFuzzer
+
+DATA_TOPIC: Final = "fuzz-data"
+DATA_RECORDS: Final = 1_000
+VIOLATION_CODES: Final = {
+    grpc.StatusCode.UNKNOWN: "handler_error",
+    grpc.StatusCode.DEADLINE_EXCEEDED: "hang",
+}
+EXAMPLES: Final = 5
+
+
+@dataclass(slots=True)
+class RpcOutcome:
+    """What the calls of one method got back, by gRPC status (``OK``: an answer)."""
+
+    calls: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> int:
+        return sum(self.statuses[code.name] for code in VIOLATION_CODES)
+
+
+@dataclass(slots=True, kw_only=True)
+class FuzzReport:
+    seed: int
+    per_rpc: dict[str, RpcOutcome]
+    crashed: list[str]
+    unhealthy: list[str]
+    data_intact: bool
+    data_problem: str
+    seconds: float
+
+    @property
+    def calls(self) -> int:
+        return sum(o.calls for o in self.per_rpc.values())
+
+    @property
+    def valid(self) -> bool:
+        return (
+            not any(o.violations for o in self.per_rpc.values())
+            and not self.crashed
+            and not self.unhealthy
+            and self.data_intact
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "seed": self.seed,
+            "calls": self.calls,
+            "seconds": round(self.seconds, 1),
+            "crashed": self.crashed,
+            "unhealthy": self.unhealthy,
+            "data_intact": self.data_intact,
+            "data_problem": self.data_problem,
+            "per_rpc": {
+                name: {
+                    "calls": o.calls,
+                    "statuses": dict(o.statuses),
+                    "violations": o.violations,
+                    "examples": o.examples,
+                }
+                for name, o in sorted(self.per_rpc.items())
+            },
+        }
+
+
+def rpc_methods() -> Iterator[MethodDescriptor]:
+    """Every method of every kraft service."""
+    for module in (broker_pb2, controller_pb2, raft_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            yield from service.methods
+
+
+def replay_payload(seed: int, method: MethodDescriptor, call: int) -> tuple[str, bytes]:
+    """The payload of call number ``call`` to ``method`` in the run of ``seed``."""
+    rng = random.Random(f"{seed}:{method.full_name}:{call}")
+    return PayloadFuzzer(rng).payload(method.input_type)
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+class _Caller:
+    """Raw-bytes calls to any method of any node, one channel per node."""
+
+    def __init__(self) -> None:
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+
+    def channel(self, address: str) -> grpc.Channel:
+        with self._lock:
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = self._channels[address] = client_channel(address)
+            return channel
+
+    def unary(self, address: str, path: str, payload: bytes, timeout_s: float) -> str:
+        call = self.channel(address).unary_unary(
+            path, request_serializer=_identity, response_deserializer=_identity
+        )
+        try:
+            call(payload, timeout=timeout_s)
+            return "OK"
+        except grpc.RpcError as e:
+            return str(e.code().name)
+
+    def stream(self, address: str, path: str, payloads: Sequence[bytes], timeout_s: float) -> str:
+        """Open the stream, send ``payloads``, read for a moment, abandon it."""
+        call = self.channel(address).stream_stream(
+            path, request_serializer=_identity, response_deserializer=_identity
+        )
+        responses = call(iter(payloads), timeout=timeout_s)
+        try:
+            deadline = time.monotonic() + 0.5
+            for _ in responses:
+                if time.monotonic() > deadline:
+                    break
+            return "OK"
+        except grpc.RpcError as e:
+            code = str(e.code().name)
+            return "OK" if code == "DEADLINE_EXCEEDED" else code  # an open stream is fine
+        finally:
+            responses.cancel()
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+
+
+def _targets(cluster: LocalCluster, method: MethodDescriptor) -> list[str]:
+    service = method.containing_service.name
+    if service == "Broker":
+        return list(cluster.broker_addresses.values())
+    if service == "Controller":
+        return list(cluster.controller_addresses.values())
+    return [*cluster.controller_addresses.values(), *cluster.broker_addresses.values()]
+
+
+def _seed_data(cluster: LocalCluster) -> dict[tuple[int, int], bytes]:
+    """Acknowledged records written before the fuzzing: (partition, offset) -> value."""
+    cluster.create_topic(DATA_TOPIC, 3, 3, config={"min.insync.replicas": "2"})
+    with Producer(cluster.bootstrap, acks="all") as producer:
+        futures = [
+            (value, producer.send(DATA_TOPIC, value, partition=i % 3))
+            for i in range(DATA_RECORDS)
+            for value in [f"fuzz-{i}".encode()]
+        ]
+        producer.flush(timeout=60)
+        acked: dict[tuple[int, int], bytes] = {}
+        for value, future in futures:
+            metadata = future.result(timeout=60)
+            acked[(metadata.partition, metadata.offset)] = value
+    return acked
+
+
+def _check_data(cluster: LocalCluster, acked: dict[tuple[int, int], bytes]) -> str:
+    """'' if every acknowledged record reads back unchanged, else the first difference."""
+    tps = [TopicPartition(DATA_TOPIC, p) for p in range(3)]
+    found: dict[tuple[int, int], bytes | None] = {}
+    with Consumer(cluster.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning(tps)
+        deadline = time.monotonic() + 60
+        while len(found) < len(acked) and time.monotonic() < deadline:
+            for r in consumer.poll(timeout=1.0):
+                found[(r.partition, r.offset)] = r.value
+    for key, value in sorted(acked.items()):
+        if found.get(key) != value:
+            return f"{DATA_TOPIC}-{key[0]}@{key[1]}: expected {value!r}, read {found.get(key)!r}"
+    return ""
+
+
+def fuzz_cluster(
+    cluster: LocalCluster,
+    *,
+    calls_per_rpc: int,
+    seed: int = 0,
+    timeout_s: float = 10.0,
+    workers: int = 8,
+    oversized: bool = False,
+    methods: Sequence[str] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> FuzzReport:
+    """Fuzz every RPC of a healthy ``cluster`` (see the module docstring)."""
+    started = time.monotonic()
+    acked = _seed_data(cluster)
+    caller = _Caller()
+    per_rpc: dict[str, RpcOutcome] = {}
+    try:
+        for method in rpc_methods():
+            name = f"{method.containing_service.name}.{method.name}"
+            if methods and name not in methods and method.name not in methods:
+                continue
+            outcome = per_rpc[name] = RpcOutcome()
+            path = f"/{method.containing_service.full_name}/{method.name}"
+            targets = _targets(cluster, method)
+            streaming = method.client_streaming or method.server_streaming
+
+            def one(
+                call: int,
+                method: MethodDescriptor = method,
+                targets: list[str] = targets,
+                path: str = path,
+                streaming: bool = streaming,
+            ) -> tuple[str, str]:
+                rng = random.Random(f"{seed}:{method.full_name}:{call}")
+                fuzzer = PayloadFuzzer(rng)
+                target = rng.choice(targets)
+                if streaming:
+                    payloads = [fuzzer.payload(method.input_type)[1] for _ in range(3)]
+                    return caller.stream(target, path, payloads, timeout_s), "stream"
+                kind, payload = fuzzer.payload(method.input_type)
+                return caller.unary(target, path, payload, timeout_s), kind
+
+            violation_names = {code.name for code in VIOLATION_CODES}
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for call, (status, kind) in enumerate(pool.map(one, range(calls_per_rpc))):
+                    outcome.calls += 1
+                    outcome.statuses[status] += 1
+                    if status in violation_names and len(outcome.examples) < EXAMPLES:
+                        outcome.examples.append(f"call {call} ({kind}): {status}")
+            if oversized and not streaming:
+                kind, payload = PayloadFuzzer(random.Random(seed)).payload(
+                    method.input_type, "oversized"
+                )
+                status = caller.unary(targets[0], path, payload, timeout_s * 3)
+                outcome.calls += 1
+                outcome.statuses[status] += 1
+            progress(f"{name:<36} {outcome.calls:>7,} calls  {dict(outcome.statuses)}")
+    finally:
+        caller.close()
+    crashed = [
+        name
+        for name, process in [
+            *((f"controller-{i}", cluster.controller(i)) for i in cluster.controller_ids),
+            *((f"broker-{b}", cluster.broker(b)) for b in cluster.broker_ids),
+        ]
+        if not process.is_running()
+    ]
+    health = cluster.health(timeout=5)
+    unhealthy = [str(node) for node in health.problems] if not health.healthy else []
+    problem = _check_data(cluster, acked)
+    return FuzzReport(
+        seed=seed,
+        per_rpc=per_rpc,
+        crashed=crashed,
+        unhealthy=unhealthy,
+        data_intact=not problem,
+        data_problem=problem,
+        seconds=time.monotonic() - started,
+    )
+
+
+__all__ = [
+    "DATA_TOPIC",
+    "FuzzReport",
+    "RpcOutcome",
+    "fuzz_cluster",
+    "replay_payload",
+    "rpc_methods",
+]

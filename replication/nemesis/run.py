@@ -1,0 +1,412 @@
+"""`run_nemesis`: a fault run on a `LocalCluster` of real processes, checked end to end.
+
+1. Start the cluster with a fault proxy on every link (`LocalCluster(fault_network=True)`),
+   create the topic (RF 3, ``min.insync.replicas=2`` unless told otherwise), and start the
+   workloads (`replication.nemesis.workload`), which record every operation into the
+   `History` (``history.jsonl``).
+2. Play the schedule `plan_faults` drew from the seed: kills, pauses, controlled shutdowns,
+   rolling restarts and network partitions, one at a time, each healed before the next.
+3. Heal everything, wait until the cluster is healthy, stop the producers (what stays
+   unacknowledged is indeterminate) and the readers, then read every partition back from its
+   log start to its high watermark (`FinalRead`).
+4. Check the history (`check_history`), then stop the brokers and compare every replica's
+   log below the high watermark, batch for batch (``replicas_identical``).
+
+The result goes to ``summary.json`` and a timeline (``timeline.png``); the exit code of
+``kraft nemesis`` is non-zero on any violation, and the summary names the seed to replay.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from kraft.cluster.fault_network import DROP
+from kraft.cluster.local import LocalCluster
+from kraft.types import TopicPartition
+from replication.clients.consumer import Consumer
+from replication.nemesis.faults import Fault, plan_faults
+from replication.nemesis.history import FinalRead, History, HistoryReport, check_history
+from replication.nemesis.replicas import compare_replica_logs
+from replication.nemesis.workload import ProducerWorker, ReaderWorker
+
+TOPIC = "nemesis"
+
+_logger = structlog.get_logger("replication.nemesis")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NemesisConfig:
+    seed: int = 0
+    duration_s: float = 60.0
+    faults: tuple[str, ...] = ("kill", "pause", "partition")
+    controllers: int = 3
+    brokers: int = 3
+    partitions: int = 6
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    producers: int = 3
+    readers: int = 2
+    rate_per_producer: float = 200.0
+    acks: str = "all"
+    unclean: bool = False
+    out: Path = Path("nemesis-out")
+
+
+@dataclass(slots=True, kw_only=True)
+class AppliedFault:
+    """A fault as it happened: when (seconds after the start) and on which nodes."""
+
+    label: str
+    kind: str
+    start_s: float
+    end_s: float = 0.0
+    nodes: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class NemesisResult:
+    config: dict[str, Any]
+    faults: list[AppliedFault]
+    report: HistoryReport
+    replicas_identical: bool
+    replica_problems: list[str]
+    seconds: float
+
+    @property
+    def valid(self) -> bool:
+        return self.report.valid and self.replicas_identical
+
+    def summary(self) -> dict[str, Any]:
+        by_kind: dict[str, int] = {}
+        for fault in self.faults:
+            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
+        return {
+            "valid": self.valid,
+            "seed": self.config["seed"],
+            "replay": replay_command(self.config),
+            "seconds": round(self.seconds, 1),
+            "faults_by_kind": by_kind,
+            "faults": [asdict(f) for f in self.faults],
+            "history": self.report.as_dict(),
+            "replicas_identical": self.replicas_identical,
+            "replica_problems": self.replica_problems[:20],
+            "config": self.config,
+        }
+
+
+def replay_command(config: dict[str, Any]) -> str:
+    """The ``kraft nemesis`` command line that replays the schedule of ``config``."""
+    defaults = asdict(NemesisConfig())
+    flags = {
+        "duration_s": "--duration",
+        "brokers": "--brokers",
+        "partitions": "--partitions",
+        "producers": "--producers",
+        "readers": "--readers",
+        "rate_per_producer": "--rate",
+        "acks": "--acks",
+        "min_insync_replicas": "--min-insync-replicas",
+    }
+    parts = [f"kraft nemesis --seed {config['seed']}", f"--faults {','.join(config['faults'])}"]
+    parts += [
+        f"{flag} {config[name]:g}" if isinstance(config[name], float) else f"{flag} {config[name]}"
+        for name, flag in flags.items()
+        if config[name] != defaults[name] or name == "duration_s"
+    ]
+    if config["unclean"]:
+        parts.append("--unclean")
+    return " ".join(parts)
+
+
+class _FaultPlayer:
+    """Applies one `Fault` to the cluster and undoes it."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        network = cluster.network
+        assert network is not None
+        self.network = network
+
+    def _leader_of_partition_zero(self) -> int:
+        description = self.cluster.describe_topic(TOPIC, timeout=5)
+        return description.partitions[0].leader
+
+    def apply(self, fault: Fault) -> list[str]:
+        """Start ``fault``; the nodes it hit."""
+        c, net = self.cluster, self.network
+        match fault.kind, fault.shape:
+            case "kill", _:
+                c.kill_broker(int(fault.targets[0]))
+                return [str(fault.targets[0])]
+            case "pause", _:
+                c.pause_broker(int(fault.targets[0]))
+                return [str(fault.targets[0])]
+            case "stop", _:
+                c.stop_broker(int(fault.targets[0]))
+                return [str(fault.targets[0])]
+            case "kill-controller", _:
+                active = c.active_controller_id(timeout=5)
+                c.kill_controller(active)
+                return [f"controller-{active}"]
+            case "roll", _:
+                for broker in fault.targets:
+                    c.stop_broker(int(broker))
+                    c.start_broker(int(broker))
+                    c.wait_until_healthy(timeout=60)
+                return [str(b) for b in fault.targets]
+            case "stale-leader", _:
+                return self._stale_leader()
+            case "partition", "isolate":
+                net.isolate(fault.targets[0])
+                return [str(fault.targets[0])]
+            case "partition", "leader-from-controllers":
+                leader = self._leader_of_partition_zero()
+                net.partition({leader}, set(c.controller_ids))
+                return [str(leader)]
+            case "partition", "one-way":
+                broker = int(fault.targets[0])
+                for source, destination in net.links:
+                    if source == broker:
+                        net.cut(source, destination, one_way=True)
+                    elif destination == broker:
+                        net.set_faults(source, destination, downstream=DROP)
+                return [str(broker)]
+            case "partition", _:  # majority, bridge
+                net.partition(set(fault.side_a), set(fault.side_b))
+                return [*map(str, fault.side_a), "|", *map(str, fault.side_b)]
+        raise ValueError(f"unknown fault {fault.label}")
+
+    def _stale_leader(self) -> list[str]:
+        """Isolate a follower of partition 0 until it leaves the ISR, let writes go on
+        without it, kill every other replica, then reconnect it (see ``faults.py``)."""
+        c, net = self.cluster, self.network
+        partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
+        stale = next(r for r in partition.replicas if r != partition.leader)
+        net.isolate(stale)
+        deadline = time.monotonic() + 20
+        while stale in c.describe_topic(TOPIC, timeout=5).partitions[0].isr:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"broker {stale} never left the ISR of {TOPIC}-0")
+            threading.Event().wait(0.2)
+        threading.Event().wait(2.0)  # acknowledged writes the stale replica never gets
+        others = [r for r in partition.replicas if r != stale]
+        for broker in others:
+            c.kill_broker(broker)
+        net.heal()
+        net.reset()
+        return [str(stale), "killed:", *map(str, others)]
+
+    def undo(self, fault: Fault, nodes: list[str]) -> None:
+        c, net = self.cluster, self.network
+        match fault.kind:
+            case "stale-leader":
+                for broker in nodes[nodes.index("killed:") + 1 :]:
+                    c.start_broker(int(broker))
+            case "kill" | "stop":
+                c.start_broker(int(fault.targets[0]))
+            case "pause":
+                c.resume_broker(int(fault.targets[0]))
+            case "kill-controller":
+                c.start_controller(int(nodes[0].removeprefix("controller-")))
+            case "partition":
+                net.heal()
+                net.reset()  # a connection that lived through a blackhole starts afresh
+            case _:
+                pass
+
+    def heal_all(self) -> None:
+        """Everything back: links healed, paused nodes resumed, dead nodes started."""
+        self.network.heal()
+        self.network.reset()
+        c = self.cluster
+        for broker in c.broker_ids:
+            process = c.broker(broker)
+            if process.is_running():
+                c.resume_broker(broker)
+            else:
+                c.start_broker(broker)
+        for controller in c.controller_ids:
+            process = c.controller(controller)
+            if process.is_running():
+                c.resume_controller(controller)
+            else:
+                c.start_controller(controller)
+
+
+def run_nemesis(
+    config: NemesisConfig, progress: Callable[[str], None] = lambda _: None
+) -> NemesisResult:
+    """Run the faults on a fresh cluster and check the history (see the module docstring)."""
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+
+    def clock_ms() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    broker_config = {
+        "replica.lag.time.max.ms": "3000",
+        "unclean.leader.election.enable": "true" if config.unclean else "false",
+    }
+    applied: list[AppliedFault] = []
+    with (
+        (out / "history.jsonl").open("w") as history_file,
+        LocalCluster(
+            config.controllers,
+            config.brokers,
+            data_dir=out / "cluster",
+            fault_network=True,
+            broker_config=broker_config,
+        ) as cluster,
+    ):
+        history = History(history_file)
+        cluster.wait_until_healthy(timeout=60)
+        cluster.use_fault_network()
+        cluster.create_topic(
+            TOPIC,
+            config.partitions,
+            config.replication_factor,
+            config={
+                "min.insync.replicas": str(config.min_insync_replicas),
+                "unclean.leader.election.enable": "true" if config.unclean else "false",
+            },
+        )
+        producers = [
+            ProducerWorker(
+                f"p{i}",
+                cluster.bootstrap,
+                TOPIC,
+                config.partitions,
+                history,
+                clock_ms,
+                rate_per_s=config.rate_per_producer,
+                acks=config.acks,
+            )
+            for i in range(config.producers)
+        ]
+        readers = [
+            ReaderWorker(f"r{i}", cluster.bootstrap, TOPIC, config.partitions, history, clock_ms)
+            for i in range(config.readers)
+        ]
+        for worker in (*producers, *readers):
+            worker.start()
+        player = _FaultPlayer(cluster)
+        schedule = plan_faults(
+            config.seed,
+            config.duration_s,
+            config.faults,
+            controllers=cluster.controller_ids,
+            brokers=cluster.broker_ids,
+        )
+        for fault in schedule:
+            _sleep_until(started, fault.start_s)
+            record = AppliedFault(label=fault.label, kind=fault.kind, start_s=_since(started))
+            progress(f"{record.start_s:6.1f}s  {fault.label}")
+            try:
+                record.nodes = player.apply(fault)
+                _sleep_until(started, fault.end_s)
+                player.undo(fault, record.nodes)
+            except Exception as e:
+                record.error = f"{type(e).__name__}: {str(e)[:200]}"
+                _logger.warning("nemesis_fault_failed", fault=fault.label, error=record.error)
+            record.end_s = _since(started)
+            applied.append(record)
+        _sleep_until(started, config.duration_s)
+        progress(f"{_since(started):6.1f}s  healing everything")
+        player.heal_all()
+        cluster.wait_until_healthy(timeout=90)
+        for producer in producers:
+            producer.stop(flush_timeout_s=60)
+        for reader in readers:
+            reader.stop()
+        progress(f"{_since(started):6.1f}s  reading every partition back")
+        for final in _final_reads(cluster.bootstrap, config.partitions, clock_ms):
+            history.record(final)
+        history_file.flush()
+        report = check_history(history.operations)
+        high_watermarks = {
+            op.partition: op.high_watermark
+            for op in history.operations
+            if isinstance(op, FinalRead)
+        }
+        for broker in cluster.broker_ids:
+            cluster.stop_broker(broker)
+        problems = compare_replica_logs(
+            {b: cluster.broker_data_dir(b) for b in cluster.broker_ids}, TOPIC, high_watermarks
+        )
+    result = NemesisResult(
+        config={**asdict(config), "out": str(config.out)},
+        faults=applied,
+        report=report,
+        replicas_identical=not problems,
+        replica_problems=problems,
+        seconds=time.monotonic() - started,
+    )
+    (out / "summary.json").write_text(json.dumps(result.summary(), indent=2, default=str))
+    try:
+        from replication.nemesis.timeline import plot_timeline
+
+        plot_timeline(history.operations, applied, out / "timeline.png")
+    except ImportError:  # matplotlib is an optional extra
+        _logger.warning("nemesis_timeline_skipped", reason="matplotlib not installed")
+    return result
+
+
+def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -> list[FinalRead]:
+    """Every partition from its log start to its high watermark."""
+    tps = [TopicPartition(TOPIC, p) for p in range(partitions)]
+    finals: list[FinalRead] = []
+    with Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=20_000) as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_end(tps)
+        ends = {tp: consumer.position(tp, timeout=60) for tp in tps}
+        consumer.seek_to_beginning(tps)
+        starts = {tp: consumer.position(tp, timeout=60) for tp in tps}
+        records: dict[TopicPartition, list[tuple[int, str]]] = {tp: [] for tp in tps}
+        deadline = time.monotonic() + 120
+        remaining = {tp for tp in tps if starts[tp] < ends[tp]}
+        while remaining:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"final read incomplete: {sorted(map(str, remaining))}")
+            for r in consumer.poll(timeout=1.0):
+                tp = TopicPartition(r.topic, r.partition)
+                if r.offset < ends[tp]:
+                    records[tp].append((r.offset, (r.value or b"").decode(errors="replace")))
+            for tp in list(remaining):
+                if consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+        now = clock_ms()
+        for tp in tps:
+            finals.append(
+                FinalRead(
+                    time_ms=now,
+                    topic=TOPIC,
+                    partition=tp.partition,
+                    log_start_offset=starts[tp],
+                    high_watermark=ends[tp],
+                    records=tuple(records[tp]),
+                )
+            )
+    return finals
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+def _sleep_until(started: float, at_s: float) -> None:
+    delay = started + at_s - time.monotonic()
+    if delay > 0:
+        threading.Event().wait(delay)
+
+
+__all__ = ["TOPIC", "AppliedFault", "NemesisConfig", "NemesisResult", "run_nemesis"]

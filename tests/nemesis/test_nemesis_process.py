@@ -1,0 +1,71 @@
+"""`kraft nemesis` on real processes: a clean run is valid, and the checker reports the losses
+the documentation predicts for acks=1 with leader kills and for an unclean election."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replication.nemesis.run import NemesisConfig, run_nemesis
+
+pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
+
+
+def test_a_fixed_seed_run_with_kills_pauses_and_partitions_is_valid(tmp_path: Path) -> None:
+    result = run_nemesis(
+        NemesisConfig(
+            seed=11,
+            duration_s=45,
+            faults=("kill", "pause", "partition", "kill-controller"),
+            rate_per_producer=150,
+            out=tmp_path,
+        )
+    )
+    assert result.faults, "the schedule injected no fault"
+    assert not [f for f in result.faults if f.error], result.faults
+    assert result.report.acknowledged > 1000
+    assert result.valid, (result.report.violations(), result.replica_problems)
+    assert (tmp_path / "history.jsonl").stat().st_size > 0
+    assert (tmp_path / "timeline.png").stat().st_size > 0
+
+
+def test_acks_1_with_leader_kills_loses_acknowledged_writes_and_the_checker_says_so(
+    tmp_path: Path,
+) -> None:
+    result = run_nemesis(
+        NemesisConfig(
+            seed=3,
+            duration_s=20,
+            faults=("kill",),
+            acks="1",
+            min_insync_replicas=1,
+            rate_per_producer=500,
+            out=tmp_path,
+        )
+    )
+    assert result.report.lost.count > 0, result.report.violations()
+    assert not result.valid
+
+
+def test_an_unclean_election_of_a_stale_replica_loses_writes_and_a_clean_one_does_not(
+    tmp_path: Path,
+) -> None:
+    def run(unclean: bool) -> int:
+        result = run_nemesis(
+            NemesisConfig(
+                seed=4,
+                duration_s=12,
+                faults=("stale-leader",),
+                unclean=unclean,
+                out=tmp_path / ("unclean" if unclean else "clean"),
+            )
+        )
+        assert [f.kind for f in result.faults] == ["stale-leader"]
+        assert not result.faults[0].error, result.faults[0].error
+        if not unclean:
+            assert result.valid, result.report.violations()
+        return result.report.lost.count
+
+    assert run(unclean=True) > 0
+    assert run(unclean=False) == 0
