@@ -368,6 +368,42 @@ def _process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu_s() -> dict[int, tuple[str, float]]:
+    """tid -> (name, user + system CPU seconds) of every thread of this process (Linux
+    /proc/self/task; empty elsewhere). Python threads are named by their ``threading`` name,
+    native ones (gRPC's C core) by their kernel name."""
+    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    main = threading.main_thread().native_id
+    out: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid_text in tids:
+        try:
+            stat = Path(f"/proc/self/task/{tid_text}/stat").read_text()
+        except OSError:
+            continue
+        tid = int(tid_text)
+        comm, _, rest = stat.partition("(")[2].rpartition(")")
+        fields = rest.split()
+        name = "main (send + harness)" if tid == main else names.get(tid, f"native: {comm}")
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def _thread_figures(before: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per thread name (threads of one name summed) since ``before``."""
+    spent: dict[str, float] = {}
+    for tid, (name, cpu) in _thread_cpu_s().items():
+        base = before.get(tid, (name, 0.0))[1]
+        if name.startswith("Thread-") or name.startswith("ThreadPoolExecutor"):
+            name = "python threads (gRPC callbacks)"
+        spent[name] = round(spent.get(name, 0.0) + cpu - base, 3)
+    return {k: v for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
 @contextlib.contextmanager
 def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
     """CPU seconds spent during the block by this process (the client, all its threads) and
@@ -381,9 +417,11 @@ def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
             if pid is not None:
                 pids[f"broker-{broker_id}"] = pid
     before_client = os.times()
+    before_threads = _thread_cpu_s()
     before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
     yield
     after_client = os.times()
+    out["client_threads_cpu_s"] = _thread_figures(before_threads)
     cpu: dict[str, float] = {
         "client": round(
             after_client.user + after_client.system - before_client.user - before_client.system, 3
@@ -415,8 +453,12 @@ def _cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
     """CPU µs per record: the client's, and the brokers' summed (all three replicas)."""
     spent = cpu.get("cpu_s", {})
     brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
+    threads = cpu.get("client_threads_cpu_s", {})
     return {
         "cpu_s": spent,
+        "client_threads_cpu_us_per_record": {
+            k: round(v / records * 1e6, 2) for k, v in threads.items()
+        },
         "client_cpu_us_per_record": round(spent.get("client", 0.0) / records * 1e6, 2),
         "brokers_cpu_us_per_record": round(brokers / records * 1e6, 2) if brokers else None,
     }
@@ -468,6 +510,11 @@ def render(result: dict[str, Any]) -> str:
         "  (µs/rec: CPU time per record during the run, of the client process (all threads) and"
         " of the three brokers together; steadier than records/s on a shared machine)"
     )
+    for name, run in result["runs"].items():
+        threads = run.get("client_threads_cpu_us_per_record")
+        if threads:
+            split = ", ".join(f"{k} {v}" for k, v in threads.items())
+            lines.append(f"  ({name}: client µs/rec by thread: {split})")
     for name, run in result["runs"].items():
         if run.get("produce_requests"):
             lines.append(
