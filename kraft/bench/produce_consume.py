@@ -204,7 +204,10 @@ def produce(
     linger_ms: int,
     batch_size: int = 16384,
     network: Any = None,
+    chunk: int = 0,
 ) -> dict[str, Any]:
+    """``chunk`` > 0: `Producer.send_batch` of ``chunk`` records at a time (one future and
+    callback per call; each record's latency is its call's), else ``send`` per record."""
     from kraft import Producer
 
     options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms, "batch_size": batch_size}
@@ -242,15 +245,38 @@ def produce(
             if n == records:
                 done.set()
 
+        def on_chunk_done(i: int, n: int, future: Any) -> None:
+            now = clock()
+            for j in range(i, i + n):
+                latency_ms[j] = (now - sent_at[j]) * 1000.0
+            error = future.exception(0)
+            if error is not None:
+                errors.append(error)
+            for _ in range(n):
+                last = next(acked)
+            progress[0] = last
+            if last == records:
+                done.set()
+
         send = producer.send
         sleep = time.sleep
         start = clock()
-        for i in range(records):
-            if not i % _WINDOW_CHECK:
+        if chunk:
+            values = [value] * chunk
+            for i in range(0, records, chunk):
                 while i - progress[0] >= window:
                     sleep(0.0002)
-            sent_at[i] = clock()
-            send(topic, value).add_done_callback(partial(on_done, i))
+                n = min(chunk, records - i)
+                sent_at[i : i + n] = [clock()] * n
+                future = producer.send_batch(topic, values if n == chunk else values[:n])
+                future.add_done_callback(partial(on_chunk_done, i, n))
+        else:
+            for i in range(records):
+                if not i % _WINDOW_CHECK:
+                    while i - progress[0] >= window:
+                        sleep(0.0002)
+                sent_at[i] = clock()
+                send(topic, value).add_done_callback(partial(on_done, i))
         producer.flush()
         if not done.wait(60):
             raise BenchError(f"only {progress[0]} of {records} records acknowledged")
@@ -264,6 +290,7 @@ def produce(
         raise BenchError(f"{state['errors']} records failed, first: {state['first_error']}")
     return {
         "acks": acks,
+        "api": f"send_batch({chunk})" if chunk else "send",
         "window": window,
         "linger_ms": linger_ms,
         "batch_size": batch_size,
@@ -567,6 +594,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         args.window,
                         args.linger_ms,
                         args.batch_size,
+                        chunk=args.send_batch,
                     )
                 runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
         else:
@@ -595,7 +623,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def send_micro(
-    records: int, size: int, acks: str, window: int, linger_ms: int, batch_size: int
+    records: int,
+    size: int,
+    acks: str,
+    window: int,
+    linger_ms: int,
+    batch_size: int,
+    chunk: int = 0,
 ) -> dict[str, Any]:
     """The producer client alone: `produce`'s harness against a stub network that answers
     every Produce at once from one callback thread (as gRPC's), with no cluster and no gRPC.
@@ -665,7 +699,7 @@ def send_micro(
     cpu0, thread0 = time.process_time(), time.thread_time()
     try:
         out = produce(
-            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network
+            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network, chunk
         )
     finally:
         network.pool.shutdown()
@@ -712,6 +746,13 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         help="produce: batch.size (Kafka's default)",
     )
     parser.add_argument(
+        "--send-batch",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="produce: Producer.send_batch of N records per call instead of send() per record",
+    )
+    parser.add_argument(
         "--max-poll-records", type=positive_int, default=5000, help="consume: max.poll.records"
     )
     parser.add_argument(
@@ -735,7 +776,13 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
         modes = ["all", "1"] if args.acks == "both" else [args.acks]
         runs = {
             f"send acks={acks}": send_micro(
-                args.records, args.record_size, acks, args.window, args.linger_ms, args.batch_size
+                args.records,
+                args.record_size,
+                acks,
+                args.window,
+                args.linger_ms,
+                args.batch_size,
+                args.send_batch,
             )
             for acks in modes
         }
