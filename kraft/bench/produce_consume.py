@@ -194,6 +194,10 @@ def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
 # -- produce / consume ---------------------------------------------------------------------------
 
 
+def _below(progress: list[int], floor: int) -> bool:
+    return progress[0] > floor
+
+
 def produce(
     bootstrap: str,
     topic: str,
@@ -245,6 +249,8 @@ def produce(
             if n == records:
                 done.set()
 
+        window_open = threading.Condition()  # send_batch mode: an acknowledgement came
+
         def on_chunk_done(i: int, n: int, future: Any) -> None:
             now = clock()
             for j in range(i, i + n):
@@ -255,6 +261,8 @@ def produce(
             for _ in range(n):
                 last = next(acked)
             progress[0] = last
+            with window_open:  # per call, not per record: a condition costs nothing here
+                window_open.notify()
             if last == records:
                 done.set()
 
@@ -264,8 +272,9 @@ def produce(
         if chunk:
             values = [value] * chunk
             for i in range(0, records, chunk):
-                while i - progress[0] >= window:
-                    sleep(0.0002)
+                if i - progress[0] >= window:  # NB: waits without polling (its CPU counted)
+                    with window_open:
+                        window_open.wait_for(partial(_below, progress, i - window), timeout=60)
                 n = min(chunk, records - i)
                 sent_at[i : i + n] = [clock()] * n
                 future = producer.send_batch(topic, values if n == chunk else values[:n])
@@ -283,6 +292,7 @@ def produce(
         seconds = clock() - start
         requests = getattr(producer, "produce_requests_sent", 0) - requests_before
         batches = getattr(producer, "produce_batches_sent", 0) - batches_before
+        threads = _thread_cpu_s()  # before close: the sender and gRPC threads end with it
     finally:
         producer.close(timeout=10)
     state = {"errors": len(errors), "first_error": repr(errors[0]) if errors else ""}
@@ -295,6 +305,7 @@ def produce(
         "linger_ms": linger_ms,
         "batch_size": batch_size,
         "produce_requests": requests,
+        "_threads_at_end": threads,
         "batches_per_request": round(batches / requests, 2) if requests else None,
     } | _figures(records, size, seconds, latency_ms)
 
@@ -323,12 +334,14 @@ def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> 
             elif time.monotonic() > deadline:
                 raise BenchError(f"consumed {got} of {records} records within 120 s")
         seconds = clock() - start
+        threads = _thread_cpu_s()  # before close: its threads end with it
     finally:
         consumer.close()
     size = payload / got if got else 0.0
     out = _figures(got, 1, seconds, polls_ms)
     out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
+    out["_threads_at_end"] = threads
     return out
 
 
@@ -420,10 +433,13 @@ def _thread_cpu_s() -> dict[int, tuple[str, float]]:
     return out
 
 
-def _thread_figures(before: dict[int, tuple[str, float]]) -> dict[str, float]:
-    """CPU seconds per thread name (threads of one name summed) since ``before``."""
+def _thread_figures(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds per thread name (threads of one name summed) from ``before`` to ``after``
+    (`_thread_cpu_s` snapshots; a thread that ended in between is not counted)."""
     spent: dict[str, float] = {}
-    for tid, (name, cpu) in _thread_cpu_s().items():
+    for tid, (name, cpu) in after.items():
         base = before.get(tid, (name, 0.0))[1]
         if name.startswith("Thread-") or name.startswith("ThreadPoolExecutor"):
             name = "python threads (gRPC callbacks)"
@@ -448,7 +464,7 @@ def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
     before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
     yield
     after_client = os.times()
-    out["client_threads_cpu_s"] = _thread_figures(before_threads)
+    out["client_threads_before"] = before_threads
     cpu: dict[str, float] = {
         "client": round(
             after_client.user + after_client.system - before_client.user - before_client.system, 3
@@ -476,11 +492,13 @@ def profiled(name: str, cluster: Any) -> Iterator[None]:
         signal_brokers(cluster)
 
 
-def _cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
-    """CPU µs per record: the client's, and the brokers' summed (all three replicas)."""
+def _cpu_figures(cpu: dict[str, Any], records: int, run: dict[str, Any]) -> dict[str, Any]:
+    """CPU µs per record: the client's (also per thread), and the brokers' summed (all three
+    replicas)."""
     spent = cpu.get("cpu_s", {})
     brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
-    threads = cpu.get("client_threads_cpu_s", {})
+    end = run.pop("_threads_at_end", None)
+    threads = _thread_figures(cpu["client_threads_before"], end) if end else {}
     return {
         "cpu_s": spent,
         "client_threads_cpu_us_per_record": {
@@ -596,7 +614,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         args.batch_size,
                         chunk=args.send_batch,
                     )
-                runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
+                run_figures = runs[f"produce acks={acks}"]
+                run_figures |= _cpu_figures(cpu, args.records, run_figures)
         else:
             if args.bootstrap is None:
                 say(f"filling {topic} with {args.records} records (acks=all, not timed)")
@@ -605,7 +624,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cpu = {}
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
-            runs["consume"] |= _cpu_figures(cpu, args.records)
+            runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
@@ -704,6 +723,7 @@ def send_micro(
     finally:
         network.pool.shutdown()
     thread_s, process_s = time.thread_time() - thread0, time.process_time() - cpu0
+    out.pop("_threads_at_end", None)
     out["calling_thread_cpu_us_per_record"] = round(thread_s / records * 1e6, 2)
     out["client_cpu_us_per_record"] = round(process_s / records * 1e6, 2)
     return out
