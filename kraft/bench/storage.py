@@ -14,10 +14,11 @@ median of the per-block ratios raw/log (with their quartiles): load that changes
 hits both sides of a pair alike. ``ratio_fastest_blocks`` is the fastest raw block over the
 fastest log block (``timeit``'s minimum), the median over rounds. On a machine shared with
 other work, whole-run medians swung 0.55-0.86 between runs; at load 10 the paired median
-stayed within 0.69-0.73, while at load 25 nothing here is steady (read the quartiles). The other figures are the median of ``rounds`` interleaved runs. Reads are
-measured warm (both files read once first); if ``/proc/sys/vm/drop_caches`` is writable,
-"cold" reads are measured too, dropping the page cache before each pass (NB: on a VM the host
-may still cache the disk).
+stayed within 0.69-0.73, while at load 25 nothing here is steady (read the quartiles).
+The other figures are the median of ``rounds`` interleaved runs. Reads are measured warm
+(both files read once first); if ``/proc/sys/vm/drop_caches`` is writable, "cold" reads are
+measured too, dropping the page cache before each pass (NB: on a VM the host may still cache
+the disk).
 
 Usage: ``kraft bench storage [--total-mb 256] [--synced-mb 32] [--block-batches 256] [--json]``.
 """
