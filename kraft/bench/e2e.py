@@ -122,12 +122,15 @@ def measure(
         interval_ns = 1_000_000_000 // rate
         start = clock()
         send = producer.send
-        for i in range(total):
-            due = start + i * interval_ns
-            while (wait := due - clock()) > 0:
-                if wait > 1_000_000:
-                    time.sleep((wait - 500_000) / 1e9)
-            send(topic, _STAMP.pack(clock()) + padding).add_done_callback(on_done)
+        i = 0
+        while i < total:
+            # NB: send what is due, then sleep (which releases the GIL); spinning until the
+            # next send time would starve the consumer and gRPC threads of the GIL
+            due = min(total, (clock() - start) // interval_ns + 1)
+            while i < due:
+                send(topic, _STAMP.pack(clock()) + padding).add_done_callback(on_done)
+                i += 1
+            time.sleep(0.0005)
         sent_seconds = (clock() - start) / 1e9
         producer.flush(timeout=60)
         deadline = time.monotonic() + 60
