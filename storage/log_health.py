@@ -4,9 +4,10 @@ becomes `KafkaStorageError`.
 Theory of operation
 -------------------
 Every ``OSError`` of a log's I/O (ENOSPC, EIO, a vanished directory) becomes
-`KafkaStorageError` in one place: `maps_storage_errors`, which wraps each public method of
-`storage.log.SegmentedLog`; the callers never see an ``OSError``. What the log looks like
-afterwards:
+`KafkaStorageError` in one place: `LogHealth.failed_by`, which `maps_storage_errors` calls for
+each public method of `storage.log.SegmentedLog` (`SegmentedLog.append`, the hot path, calls it
+itself, without the decorator's frame); the callers never see an ``OSError``. What the log
+looks like afterwards:
 
 - An append whose write failed is undone (the file is cut back to where it was): the log is
   as before the call, nothing of it is visible, and the next append may succeed once the
