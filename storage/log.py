@@ -55,9 +55,8 @@ from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_append import (
     assign_epochs,
     check_follower_append,
-    check_single_batch,
+    checked_single_batch,
     prepare_leader_append,
-    single_batch_header,
 )
 from storage.log_health import LogHealth, maps_storage_errors
 from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
@@ -211,7 +210,6 @@ class SegmentedLog:
 
     # --- appends ---------------------------------------------------------------------------------
 
-    @maps_storage_errors
     def append(
         self, batch: bytes | bytearray | memoryview, *, leader_epoch: int | None = None
     ) -> int:
@@ -227,13 +225,42 @@ class SegmentedLog:
             RecordTooLargeError: a batch exceeds ``max.message.bytes``, or the whole append
                 exceeds ``segment.bytes``.
             InvalidRecordError: ``batch`` is empty.
+            KafkaStorageError: a disk error (see "Disk errors").
             LogClosedError: the log is closed.
         """
-        self._health.check_open()
-        data = batch if type(batch) is bytes else bytes(batch)
-        h = single_batch_header(data)
-        if h is not None:
-            return self._append_one(data, h, leader_epoch)
+        # The hottest call of a broker: `maps_storage_errors` inlined (one frame less), the
+        # open check reduced to one attribute, one batch checked in one call and written
+        # without a copy (writev of a new 16-byte prefix and the rest of the caller's bytes).
+        health = self._health
+        try:
+            if not health.serving:
+                health.check_open()
+            data = batch if type(batch) is bytes else bytes(batch)
+            h = checked_single_batch(data, self._config)
+            if h is None:
+                return self._append_many(data, leader_epoch)
+            offset = self._segments.log_end_offset
+            next_offset = offset + h[6] + 1
+            epoch = h[2] if leader_epoch is None else leader_epoch
+            if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
+                self._epoch_cache.assign(epoch, offset)
+            now_ms = self._clock_ms()
+            try:
+                seg = self._segments.for_append(len(data), next_offset, now_ms, self._config)
+                seg.append_batch(
+                    _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
+                )
+            except OSError as e:
+                raise self._undo_append(e) from e
+            if self._config.sync_every_append:  # `_after_append`, inlined
+                self._sync_data()
+            elif self._flush_policy.on_appended(h[12], now_ms):
+                self._flush(now_ms, checkpoint=False)
+            return offset
+        except OSError as e:
+            raise health.failed_by(e, "append") from e
+
+    def _append_many(self, data: bytes, leader_epoch: int | None) -> int:
         first = self.log_end_offset
         out, assigned = prepare_leader_append(
             data, log_end_offset=first, leader_epoch=leader_epoch, config=self._config
@@ -247,28 +274,6 @@ class SegmentedLog:
             # NB: after the write, so that a failed one adds no epoch
             assign_epochs(self._epoch_cache, assigned)
         return first
-
-    def _append_one(self, data: bytes, h: tuple[int, ...], leader_epoch: int | None) -> int:
-        # The hot path: one batch, no span objects, no copy (writev of a new 16-byte prefix).
-        size = len(data)
-        config = self._config
-        check_single_batch(data, h, config)
-        seg = self._segments.active
-        offset = seg.next_offset
-        next_offset = offset + h[6] + 1
-        epoch = h[2] if leader_epoch is None else leader_epoch
-        if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
-            self._epoch_cache.assign(epoch, offset)
-        now_ms = self._clock_ms()
-        try:
-            seg = self._segments.for_append(size, next_offset, now_ms, config)
-            seg.append_batch(
-                _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
-            )
-        except OSError as e:
-            raise self._undo_append(e) from e
-        self._after_append(h[12], now_ms)
-        return offset
 
     @maps_storage_errors
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> int:

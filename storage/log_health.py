@@ -4,9 +4,10 @@ becomes `KafkaStorageError`.
 Theory of operation
 -------------------
 Every ``OSError`` of a log's I/O (ENOSPC, EIO, a vanished directory) becomes
-`KafkaStorageError` in one place: `maps_storage_errors`, which wraps each public method of
-`storage.log.SegmentedLog`; the callers never see an ``OSError``. What the log looks like
-afterwards:
+`KafkaStorageError` in one place: `LogHealth.failed_by`, which `maps_storage_errors` calls for
+each public method of `storage.log.SegmentedLog` (`SegmentedLog.append`, the hot path, calls it
+itself, without the decorator's frame); the callers never see an ``OSError``. What the log
+looks like afterwards:
 
 - An append whose write failed is undone (the file is cut back to where it was): the log is
   as before the call, nothing of it is visible, and the next append may succeed once the
@@ -43,13 +44,16 @@ from storage.file_io import storage_error
 class LogHealth:
     """Whether the log in ``directory`` still serves calls."""
 
-    __slots__ = ("_closed", "_directory", "_failed", "_log")
+    __slots__ = ("_closed", "_directory", "_failed", "_log", "serving")
 
     def __init__(self, directory: Path, logger: FilteringBoundLogger) -> None:
         self._directory = directory
         self._log = logger
         self._closed = False
         self._failed: KafkaStorageError | None = None
+        self.serving = True
+        """Neither closed nor failed: hot paths test this one attribute and call
+        `check_open` (which raises) only when it is False."""
 
     @property
     def directory(self) -> Path:
@@ -66,6 +70,7 @@ class LogHealth:
 
     def mark_closed(self) -> None:
         self._closed = True
+        self.serving = False
 
     def check_open(self) -> None:
         """Raises:
@@ -82,8 +87,13 @@ class LogHealth:
         ``error`` for the caller to raise."""
         if self._failed is None:
             self._failed = error
+            self.serving = False
             self._log.error("log_failed", error=error.message)
         return error
+
+    def failed_by(self, error: OSError, op: str) -> KafkaStorageError:
+        """Fail the log with ``error`` of ``op`` as `KafkaStorageError`; returns it to raise."""
+        return self.fail(storage_error(error, op, self._directory))
 
 
 class HasLogHealth(Protocol):
@@ -105,8 +115,7 @@ def maps_storage_errors(method: Callable[Concatenate[S, P], R]) -> Callable[Conc
         try:
             return method(self, *args, **kwargs)
         except OSError as e:
-            health = self._health
-            raise health.fail(storage_error(e, method.__name__, health.directory)) from e
+            raise self._health.failed_by(e, method.__name__) from e
 
     return wrapper
 

@@ -155,6 +155,8 @@ class LogSegment:
     ) -> None:
         self.directory = directory
         self.io = io
+        # the fast path of `append_batch`: ``os.writev`` itself unless ``io`` injects faults
+        self._writev = os.writev if type(io) is FileIO else io.writev
         self.base_offset = base_offset
         self.config = config
         self.fd = fd
@@ -353,7 +355,7 @@ class LogSegment:
         """The one-batch fast path of `append`: write ``prefix`` (the rewritten first 16 bytes:
         base offset, length, leader epoch) and ``data[16:]`` with one ``writev``."""
         size = len(data)
-        written = self.io.writev(self.fd, [prefix, memoryview(data)[16:]])
+        written = self._writev(self.fd, [prefix, memoryview(data)[16:]])
         if written < size:  # pragma: no cover - a short write to a regular file (disk full)
             rest = memoryview(prefix + data[16:])[written:]
             while rest:

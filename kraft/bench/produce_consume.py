@@ -194,6 +194,10 @@ def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
 # -- produce / consume ---------------------------------------------------------------------------
 
 
+def _below(progress: list[int], floor: int) -> bool:
+    return progress[0] > floor
+
+
 def produce(
     bootstrap: str,
     topic: str,
@@ -204,7 +208,10 @@ def produce(
     linger_ms: int,
     batch_size: int = 16384,
     network: Any = None,
+    chunk: int = 0,
 ) -> dict[str, Any]:
+    """``chunk`` > 0: `Producer.send_batch` of ``chunk`` records at a time (one future and
+    callback per call; each record's latency is its call's), else ``send`` per record."""
     from kraft import Producer
 
     options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms, "batch_size": batch_size}
@@ -242,21 +249,50 @@ def produce(
             if n == records:
                 done.set()
 
+        window_open = threading.Condition()  # send_batch mode: an acknowledgement came
+
+        def on_chunk_done(i: int, n: int, future: Any) -> None:
+            now = clock()
+            for j in range(i, i + n):
+                latency_ms[j] = (now - sent_at[j]) * 1000.0
+            error = future.exception(0)
+            if error is not None:
+                errors.append(error)
+            for _ in range(n):
+                last = next(acked)
+            progress[0] = last
+            with window_open:  # per call, not per record: a condition costs nothing here
+                window_open.notify()
+            if last == records:
+                done.set()
+
         send = producer.send
         sleep = time.sleep
         start = clock()
-        for i in range(records):
-            if not i % _WINDOW_CHECK:
-                while i - progress[0] >= window:
-                    sleep(0.0002)
-            sent_at[i] = clock()
-            send(topic, value).add_done_callback(partial(on_done, i))
+        if chunk:
+            values = [value] * chunk
+            for i in range(0, records, chunk):
+                if i - progress[0] >= window:  # NB: waits without polling (its CPU counted)
+                    with window_open:
+                        window_open.wait_for(partial(_below, progress, i - window), timeout=60)
+                n = min(chunk, records - i)
+                sent_at[i : i + n] = [clock()] * n
+                future = producer.send_batch(topic, values if n == chunk else values[:n])
+                future.add_done_callback(partial(on_chunk_done, i, n))
+        else:
+            for i in range(records):
+                if not i % _WINDOW_CHECK:
+                    while i - progress[0] >= window:
+                        sleep(0.0002)
+                sent_at[i] = clock()
+                send(topic, value).add_done_callback(partial(on_done, i))
         producer.flush()
         if not done.wait(60):
             raise BenchError(f"only {progress[0]} of {records} records acknowledged")
         seconds = clock() - start
         requests = getattr(producer, "produce_requests_sent", 0) - requests_before
         batches = getattr(producer, "produce_batches_sent", 0) - batches_before
+        threads = _thread_cpu_s()  # before close: the sender and gRPC threads end with it
     finally:
         producer.close(timeout=10)
     state = {"errors": len(errors), "first_error": repr(errors[0]) if errors else ""}
@@ -264,10 +300,12 @@ def produce(
         raise BenchError(f"{state['errors']} records failed, first: {state['first_error']}")
     return {
         "acks": acks,
+        "api": f"send_batch({chunk})" if chunk else "send",
         "window": window,
         "linger_ms": linger_ms,
         "batch_size": batch_size,
         "produce_requests": requests,
+        "_threads_at_end": threads,
         "batches_per_request": round(batches / requests, 2) if requests else None,
     } | _figures(records, size, seconds, latency_ms)
 
@@ -296,12 +334,14 @@ def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> 
             elif time.monotonic() > deadline:
                 raise BenchError(f"consumed {got} of {records} records within 120 s")
         seconds = clock() - start
+        threads = _thread_cpu_s()  # before close: its threads end with it
     finally:
         consumer.close()
     size = payload / got if got else 0.0
     out = _figures(got, 1, seconds, polls_ms)
     out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
+    out["_threads_at_end"] = threads
     return out
 
 
@@ -368,6 +408,45 @@ def _process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu_s() -> dict[int, tuple[str, float]]:
+    """tid -> (name, user + system CPU seconds) of every thread of this process (Linux
+    /proc/self/task; empty elsewhere). Python threads are named by their ``threading`` name,
+    native ones (gRPC's C core) by their kernel name."""
+    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    main = threading.main_thread().native_id
+    out: dict[int, tuple[str, float]] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid_text in tids:
+        try:
+            stat = Path(f"/proc/self/task/{tid_text}/stat").read_text()
+        except OSError:
+            continue
+        tid = int(tid_text)
+        comm, _, rest = stat.partition("(")[2].rpartition(")")
+        fields = rest.split()
+        name = "main (send + harness)" if tid == main else names.get(tid, f"native: {comm}")
+        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def _thread_figures(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds per thread name (threads of one name summed) from ``before`` to ``after``
+    (`_thread_cpu_s` snapshots; a thread that ended in between is not counted)."""
+    spent: dict[str, float] = {}
+    for tid, (name, cpu) in after.items():
+        base = before.get(tid, (name, 0.0))[1]
+        if name.startswith("Thread-") or name.startswith("ThreadPoolExecutor"):
+            name = "python threads (gRPC callbacks)"
+        spent[name] = round(spent.get(name, 0.0) + cpu - base, 3)
+    return {k: v for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
 @contextlib.contextmanager
 def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
     """CPU seconds spent during the block by this process (the client, all its threads) and
@@ -381,9 +460,11 @@ def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
             if pid is not None:
                 pids[f"broker-{broker_id}"] = pid
     before_client = os.times()
+    before_threads = _thread_cpu_s()
     before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
     yield
     after_client = os.times()
+    out["client_threads_before"] = before_threads
     cpu: dict[str, float] = {
         "client": round(
             after_client.user + after_client.system - before_client.user - before_client.system, 3
@@ -411,12 +492,18 @@ def profiled(name: str, cluster: Any) -> Iterator[None]:
         signal_brokers(cluster)
 
 
-def _cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
-    """CPU µs per record: the client's, and the brokers' summed (all three replicas)."""
+def _cpu_figures(cpu: dict[str, Any], records: int, run: dict[str, Any]) -> dict[str, Any]:
+    """CPU µs per record: the client's (also per thread), and the brokers' summed (all three
+    replicas)."""
     spent = cpu.get("cpu_s", {})
     brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
+    end = run.pop("_threads_at_end", None)
+    threads = _thread_figures(cpu["client_threads_before"], end) if end else {}
     return {
         "cpu_s": spent,
+        "client_threads_cpu_us_per_record": {
+            k: round(v / records * 1e6, 2) for k, v in threads.items()
+        },
         "client_cpu_us_per_record": round(spent.get("client", 0.0) / records * 1e6, 2),
         "brokers_cpu_us_per_record": round(brokers / records * 1e6, 2) if brokers else None,
     }
@@ -469,6 +556,11 @@ def render(result: dict[str, Any]) -> str:
         " of the three brokers together; steadier than records/s on a shared machine)"
     )
     for name, run in result["runs"].items():
+        threads = run.get("client_threads_cpu_us_per_record")
+        if threads:
+            split = ", ".join(f"{k} {v}" for k, v in threads.items())
+            lines.append(f"  ({name}: client µs/rec by thread: {split})")
+    for name, run in result["runs"].items():
         if run.get("produce_requests"):
             lines.append(
                 f"  ({name}: {run['produce_requests']:,} Produce requests,"
@@ -520,8 +612,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         args.window,
                         args.linger_ms,
                         args.batch_size,
+                        chunk=args.send_batch,
                     )
-                runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
+                run_figures = runs[f"produce acks={acks}"]
+                run_figures |= _cpu_figures(cpu, args.records, run_figures)
         else:
             if args.bootstrap is None:
                 say(f"filling {topic} with {args.records} records (acks=all, not timed)")
@@ -530,7 +624,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cpu = {}
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
-            runs["consume"] |= _cpu_figures(cpu, args.records)
+            runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
@@ -548,7 +642,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def send_micro(
-    records: int, size: int, acks: str, window: int, linger_ms: int, batch_size: int
+    records: int,
+    size: int,
+    acks: str,
+    window: int,
+    linger_ms: int,
+    batch_size: int,
+    chunk: int = 0,
 ) -> dict[str, Any]:
     """The producer client alone: `produce`'s harness against a stub network that answers
     every Produce at once from one callback thread (as gRPC's), with no cluster and no gRPC.
@@ -618,11 +718,12 @@ def send_micro(
     cpu0, thread0 = time.process_time(), time.thread_time()
     try:
         out = produce(
-            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network
+            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network, chunk
         )
     finally:
         network.pool.shutdown()
     thread_s, process_s = time.thread_time() - thread0, time.process_time() - cpu0
+    out.pop("_threads_at_end", None)
     out["calling_thread_cpu_us_per_record"] = round(thread_s / records * 1e6, 2)
     out["client_cpu_us_per_record"] = round(process_s / records * 1e6, 2)
     return out
@@ -665,6 +766,13 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         help="produce: batch.size (Kafka's default)",
     )
     parser.add_argument(
+        "--send-batch",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="produce: Producer.send_batch of N records per call instead of send() per record",
+    )
+    parser.add_argument(
         "--max-poll-records", type=positive_int, default=5000, help="consume: max.poll.records"
     )
     parser.add_argument(
@@ -688,7 +796,13 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
         modes = ["all", "1"] if args.acks == "both" else [args.acks]
         runs = {
             f"send acks={acks}": send_micro(
-                args.records, args.record_size, acks, args.window, args.linger_ms, args.batch_size
+                args.records,
+                args.record_size,
+                acks,
+                args.window,
+                args.linger_ms,
+                args.batch_size,
+                args.send_batch,
             )
             for acks in modes
         }

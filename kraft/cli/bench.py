@@ -56,6 +56,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.produce_consume) answers --help
     )
     co.set_defaults(handler=_run_consume, passthrough=True)
+    e2e = bsub.add_parser(
+        "e2e",
+        help="produce-to-consume latency p50/p99/p99.9 at a fixed rate vs a raw gRPC round trip",
+        epilog="example: kraft bench e2e --rate 10000 --seconds 10 --json",
+        add_help=False,  # its own parser (kraft.bench.e2e) answers --help
+    )
+    e2e.set_defaults(handler=_run_e2e, passthrough=True)
     sp = bsub.add_parser(
         "spark",
         help="Spark reading a topic (format kraft) vs the same records as Parquet and JSON lines",
@@ -109,6 +116,13 @@ def _run_consume(args: argparse.Namespace) -> int:
     from kraft.bench.produce_consume import main_consume
 
     result: int = main_consume(list(args.rest))
+    return result
+
+
+def _run_e2e(args: argparse.Namespace) -> int:
+    from kraft.bench.e2e import main
+
+    result: int = main(list(args.rest))
     return result
 
 

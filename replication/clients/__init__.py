@@ -11,6 +11,7 @@ Usage::
     producer = Producer("127.0.0.1:9092", acks="all", enable_idempotence=True, linger_ms=5)
     future = producer.send("events", value=b"v", key=b"k")
     metadata = future.result(timeout=10)        # RecordMetadata(topic, partition, offset, ...)
+    parts = producer.send_batch("events", [b"a", b"b"]).result(timeout=10)  # [SentPart, ...]
     producer.flush()
     producer.close()
 
@@ -23,7 +24,8 @@ Usage::
     consumer.close()
 
 Layout: pure cores without I/O or clock (`partitioner`, `batch`, `accumulator`, `sequencing`,
-`metadata`, `config`) and thin shells (`network`, `producer`, `consumer`, `admin`). Config keys
+`metadata`, `config`, `routing`, `in_flight`) and thin shells (`network`, `producer` with
+`bulk` for `send_batch`, `consumer`, `admin`). Config keys
 keep Kafka's names (``linger.ms``, ``batch.size``, ``delivery.timeout.ms``, ...) and may be
 given that way or snake_case (`ProducerConfig`, `ConsumerConfig`).
 
@@ -36,6 +38,7 @@ consumer ONE Fetch per leader broker carrying every assigned partition it leads.
 from kraft.types import TopicPartition
 from replication.clients.admin import AdminClient
 from replication.clients.batch import RecordFuture, RecordMetadata
+from replication.clients.bulk import BatchFuture, SentPart
 from replication.clients.config import ConsumerConfig, ProducerConfig
 from replication.clients.consumer import Consumer, ConsumerRecord
 from replication.clients.partitioner import murmur2, partition_for_key
@@ -43,6 +46,7 @@ from replication.clients.producer import Producer
 
 __all__ = [
     "AdminClient",
+    "BatchFuture",
     "Consumer",
     "ConsumerConfig",
     "ConsumerRecord",
@@ -50,6 +54,7 @@ __all__ = [
     "ProducerConfig",
     "RecordFuture",
     "RecordMetadata",
+    "SentPart",
     "TopicPartition",
     "murmur2",
     "partition_for_key",

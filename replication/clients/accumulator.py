@@ -35,7 +35,7 @@ epoch bump.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import final
 
@@ -154,6 +154,48 @@ class RecordAccumulator:
         future = batch.try_append(timestamp_ms, key, value, headers)
         assert future is not None, "an empty batch takes any record"
         return future
+
+    def append_many_to(
+        self,
+        queue: deque[ProducerBatch],
+        tp: TopicPartition,
+        timestamp_ms: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        indexes: Sequence[int],
+        start: int,
+        now_ms: int,
+        abort_on_new_batch: bool = False,
+    ) -> tuple[int, ProducerBatch | None, int]:
+        """`Producer.send_batch`'s append: the records ``indexes[start:]`` into the open batch
+        of ``tp``'s queue, else into ONE new batch, while they fit (`append_to` for many).
+
+        Returns:
+            The position in ``indexes`` after the last record appended, the batch they went
+            to (None if none went: ``abort_on_new_batch`` and no open batch took any), and the
+            index in that batch of the first of them.
+        """
+        end = len(indexes)
+        if queue:
+            last = queue[-1]
+            if not last.sealed:
+                first = last.record_count
+                nxt = last.try_append_many(timestamp_ms, keys, values, indexes, start)
+                if nxt < end:  # it filled
+                    self._seal(last)
+                    self.wakeup_needed = True
+                if nxt > start:
+                    return nxt, last, first
+        if abort_on_new_batch:
+            return start, None, 0
+        batch = self._new_batch(tp, now_ms)
+        self.wakeup_needed = True
+        queue.append(batch)
+        nxt = batch.try_append_many(timestamp_ms, keys, values, indexes, start)
+        assert nxt > start, "an empty batch takes any record"
+        if nxt < end:
+            self._seal(batch)
+        return nxt, batch, 0
 
     def _new_batch(self, tp: TopicPartition, now_ms: int) -> ProducerBatch:
         self._ordinal += 1

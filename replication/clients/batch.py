@@ -24,9 +24,9 @@ from __future__ import annotations
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import Any, TypeVar, final
 
 import google_crc32c
 import structlog
@@ -58,6 +58,7 @@ _COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count: what the CR
 RECORD_BATCH_OVERHEAD = 61
 _COMPLETE_LOCK = threading.Lock()
 _log = structlog.get_logger("kraft.producer")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,8 @@ class ProduceResult:
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.error: KraftError | None = None
-        self._callbacks: deque[tuple[Callable[[RecordFuture], object], RecordFuture]] = deque()
+        # (fn, argument): a record's callback and its future, or a `BatchFuture`'s countdown
+        self._callbacks: deque[tuple[Callable[[Any], object], Any]] = deque()
 
     def complete(
         self, base_offset: int, log_append_time_ms: int = -1, error: KraftError | None = None
@@ -133,7 +135,7 @@ class ProduceResult:
     def wait(self, timeout: float | None) -> bool:
         return self.completed or self._event.wait(timeout)
 
-    def add_callback(self, fn: Callable[[RecordFuture], object], future: RecordFuture) -> None:
+    def add_callback(self, fn: Callable[[_T], object], future: _T) -> None:
         """Run ``fn(future)`` once the batch completes (now, if it has)."""
         self._callbacks.append((fn, future))
         if self.completed:  # completed before or while we appended: run what is queued
@@ -350,6 +352,78 @@ class ProducerBatch:
         if timestamp_ms > self.max_timestamp_ms:
             self.max_timestamp_ms = timestamp_ms
         return RecordFuture(self.result, count, timestamp_ms)
+
+    def try_append_many(
+        self,
+        timestamp_ms: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        indexes: Sequence[int],
+        start: int,
+    ) -> int:
+        """Append the records ``indexes[start:]`` (of ``values``, and ``keys`` if given) while
+        they fit; returns the position in ``indexes`` after the last appended (``start`` if
+        none fit). The bulk form of `try_append` (`Producer.send_batch`): same bytes, no
+        future per record. The caller makes the future of the batch's new records."""
+        count = self.record_count
+        if count == 0:
+            self.base_timestamp_ms = timestamp_ms
+        delta = timestamp_ms - self.base_timestamp_ms
+        ts = _VARINTS[delta] if 0 <= delta < _LIMIT else encode_varint(delta)
+        size = self.size_bytes
+        limit = self.batch_size
+        chunks = self._chunks
+        append = chunks.append
+        varints = _VARINTS
+        join = b"".join
+        i, stop = start, len(indexes)
+        while i < stop:
+            index = indexes[i]
+            value = values[index]
+            key = keys[index] if keys is not None else None
+            if (
+                count < _LIMIT
+                and value is not None
+                and (n := len(value)) < _SMALL
+                and (key is None or len(key) < _SMALL)
+            ):
+                od = varints[count]
+                value_len = varints[n]
+                if key is None:
+                    body_len = 3 + len(ts) + len(od) + len(value_len) + n
+                    head = varints[body_len]
+                    new_size = size + len(head) + body_len
+                    if new_size > limit and count > 0:
+                        break
+                    append(join((head, _ATTRIBUTES, ts, od, _NULL, value_len, value, _NO_HEADERS)))
+                else:
+                    k = len(key)
+                    key_len = varints[k]
+                    body_len = 2 + len(ts) + len(od) + len(key_len) + k + len(value_len) + n
+                    head = varints[body_len]
+                    new_size = size + len(head) + body_len
+                    if new_size > limit and count > 0:
+                        break
+                    append(
+                        join(
+                            (head, _ATTRIBUTES, ts, od, key_len, key, value_len, value, _NO_HEADERS)
+                        )
+                    )
+            else:
+                record = encode_record(count, delta, key, value, None)
+                new_size = size + len(record)
+                if new_size > limit and count > 0:
+                    break
+                append(record)
+            size = new_size
+            count += 1
+            i += 1
+        if i > start:
+            self.size_bytes = size
+            self.record_count = count
+            if timestamp_ms > self.max_timestamp_ms:
+                self.max_timestamp_ms = timestamp_ms
+        return i
 
     @property
     def last_sequence(self) -> int:

@@ -54,9 +54,7 @@ import contextlib
 import random
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Self
 
 import structlog
@@ -65,10 +63,20 @@ from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.accumulator import Drained, RecordAccumulator
 from replication.clients.batch import ProducerBatch, ProduceResult, RecordFuture
+from replication.clients.bulk import (
+    BatchFuture,
+    Values,
+    as_value_list,
+    failed_batch_future,
+    fill_routed,
+    first_oversized,
+)
 from replication.clients.config import ProducerConfig
+from replication.clients.in_flight import InFlightRequest, InFlightRequests
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
-from replication.clients.network import BrokerNetwork, Cancellable
-from replication.clients.partitioner import StickyPartitioner, partition_for_key
+from replication.clients.network import BrokerNetwork
+from replication.clients.partitioner import StickyPartitioner
+from replication.clients.routing import KeyPartitions, TopicState
 from replication.clients.sequencing import IdempotenceState, ProduceAction, decide
 from replication.messages import (
     InitProducerIdRequest,
@@ -93,37 +101,10 @@ from storage.records import Header
 log = structlog.get_logger("kraft.producer")
 
 Headers = Sequence[Header] | None
-_KEY_MEMO_SIZE = 1 << 16
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(slots=True, kw_only=True, eq=False)
-class _Request:
-    """One Produce in flight (acks 1 or all)."""
-
-    node: int
-    address: str
-    batches: list[ProducerBatch]
-    sent_ms: int
-    call: Cancellable | None = None
-    settled: bool = False
-    """Answered or abandoned: whatever arrives later for it is ignored."""
-
-
-@dataclass(slots=True, kw_only=True)
-class _TopicState:
-    """Per topic, what `Producer.send` needs, valid while ``snapshot`` is current."""
-
-    snapshot: ClusterSnapshot
-    count: int
-    tps: list[TopicPartition]
-    queues: list[deque[ProducerBatch]]
-    """The accumulator's queues of ``tps`` (`RecordAccumulator.topic_queues`)."""
-    sticky: int = -1
-    """The sticky partition for keyless records (KIP-480), -1 until chosen."""
 
 
 class Producer:
@@ -174,16 +155,14 @@ class Producer:
         self._lock = threading.Lock()
         self._metadata_changed = threading.Condition()
         self._wakeup = threading.Event()
-        self._requests_in_flight: dict[int, int] = {}
-        self._requests: set[_Request] = set()
-        """Produce requests awaiting an answer (acks 1 or all), under the lock."""
+        self._in_flight = InFlightRequests()  # under the lock
         self._last_stall_refresh_ms = 0
-        self._topics: dict[str, _TopicState] = {}
+        self._topics: dict[str, TopicState] = {}
         self._max_record_size = config.max_request_size
         self.produce_requests_sent = 0
         """Produce requests sent (with `produce_batches_sent`: batches per request)."""
         self.produce_batches_sent = 0
-        self._key_partitions: dict[str, tuple[int, dict[bytes, int]]] = {}
+        self._key_partitions = KeyPartitions()
         self._fatal: KraftError | None = None
         self._closing = False
         self._stopped = False
@@ -262,7 +241,7 @@ class Producer:
                     )
             else:
                 if partition is None:
-                    partition = self._partition_for_key(topic, key, state.count)  # type: ignore[arg-type]
+                    partition = self._key_partitions.partition(topic, key, state.count)  # type: ignore[arg-type]
                 elif not 0 <= partition < state.count:
                     raise ValueError(
                         f"{topic} has partitions 0..{state.count - 1}, not {partition}"
@@ -277,7 +256,57 @@ class Producer:
             self._wakeup.set()
         return future
 
-    def _topic_state(self, topic: str) -> _TopicState | KraftError:
+    def send_batch(
+        self, topic: str, values: Values, keys: Values | None = None, partition: int | None = None
+    ) -> BatchFuture:
+        """Queue many records (``bytes`` or None, or a pyarrow binary/string array) with one
+        future for all: `replication.clients.bulk` (guarantees as ``send``'s, per record).
+
+        Raises:
+            RuntimeError, KraftError: as ``send``.
+            ValueError: ``partition`` is not the topic's, or ``keys`` and ``values`` differ
+                in length.
+            TypeError: an element is neither ``bytes`` nor None.
+        """
+        if self._closing:
+            raise RuntimeError("cannot send after the producer is closed")
+        if self._fatal is not None:
+            raise self._fatal
+        vals = as_value_list(values, "values")
+        ks = None if keys is None else as_value_list(keys, "keys")
+        if ks is not None and len(ks) != len(vals):
+            raise ValueError(f"send_batch: {len(ks)} keys for {len(vals)} values")
+        state = self._topics.get(topic)
+        if state is None or state.snapshot is not self._metadata.snapshot:
+            found = self._topic_state(topic)
+            if isinstance(found, KraftError):
+                return failed_batch_future(topic, partition or 0, found)
+            state = found
+        if partition is not None and not 0 <= partition < state.count:
+            raise ValueError(f"{topic} has partitions 0..{state.count - 1}, not {partition}")
+        too_large = first_oversized(vals, ks, self._max_record_size)
+        if too_large is not None:
+            return failed_batch_future(topic, partition or 0, too_large)
+        future = fill_routed(
+            self._lock,
+            self._accumulator,
+            self._partitioner,
+            self._key_partitions,
+            state,
+            topic,
+            self._clock(),
+            ks,
+            vals,
+            partition,
+        )
+        with self._lock:
+            wake = self._accumulator.wakeup_needed
+            self._accumulator.wakeup_needed = False
+        if wake:
+            self._wakeup.set()
+        return future
+
+    def _topic_state(self, topic: str) -> TopicState | KraftError:
         """What `send` needs of ``topic`` under the current metadata snapshot (waiting for
         the topic's metadata the first time), or the error that prevented learning it."""
         count = self._metadata.snapshot.partition_count(topic)
@@ -293,24 +322,10 @@ class Producer:
             tps = [TopicPartition(topic, p) for p in range(count)]
             with self._lock:
                 queues = self._accumulator.topic_queues(tps)
-        state = self._topics[topic] = _TopicState(
+        state = self._topics[topic] = TopicState(
             snapshot=snapshot, count=count, tps=tps, queues=queues
         )
         return state
-
-    def _partition_for_key(self, topic: str, key: bytes, count: int) -> int:
-        """murmur2 partitioning, memoised per topic for hot keys (murmur2 in pure Python is
-        ~1 µs, a quarter of the per-record budget); reset when the partition count changes."""
-        cached = self._key_partitions.get(topic)
-        if cached is None or cached[0] != count:
-            cached = self._key_partitions[topic] = (count, {})
-        memo = cached[1]
-        partition = memo.get(key)
-        if partition is None:
-            partition = partition_for_key(key, count)
-            if len(memo) < _KEY_MEMO_SIZE:
-                memo[key] = partition
-        return partition
 
     def flush(self, timeout: float | None = None) -> None:
         """Send every queued record now and wait until each has succeeded or failed.
@@ -442,7 +457,7 @@ class Producer:
                     now, snapshot.leader_for, self._node_ready, self.config.max_request_size
                 )
             for node in drained.batches_by_node:
-                self._requests_in_flight[node] = self._requests_in_flight.get(node, 0) + 1
+                self._in_flight.drained(node)
         if drained.unknown_leader_topics:
             metadata.add_topics(drained.unknown_leader_topics)
             metadata.request_update()
@@ -466,7 +481,7 @@ class Producer:
             self.produce_batches_sent += len(batches)
             self._send_produce(node, batches, snapshot)
         wait = min(drained.next_ready_check_ms, metadata.time_to_next_update_ms(now) or 1_000)
-        if stalled or self._requests:
+        if stalled or self._in_flight:
             wait = min(wait, self._stall_ms)  # look again when a request may have stalled
         return wait
 
@@ -478,9 +493,7 @@ class Producer:
         """Brokers with a Produce unanswered for ``retry.backoff.max.ms``: marked suspect, and
         a metadata refresh requested (at most once per ``retry.backoff.max.ms``)."""
         with self._lock:
-            stalled = {
-                r.node: r.address for r in self._requests if now - r.sent_ms >= self._stall_ms
-            }
+            stalled = self._in_flight.stalled(now, self._stall_ms)
         if not stalled:
             return set()
         for address in stalled.values():
@@ -497,24 +510,11 @@ class Producer:
         creation order, with their sequences, to the new leader without a backoff."""
         snapshot = self._metadata.snapshot
         now = self._clock()
-        abandoned: list[_Request] = []
         with self._lock:
-            for request in list(self._requests):
-                if request.node not in stalled:
-                    continue
-                moved = [
-                    b.tp
-                    for b in request.batches
-                    if (leader := snapshot.leader_for(b.tp)) is not None and leader != request.node
-                ]
-                if not moved:
-                    continue
-                request.settled = True
-                self._requests.discard(request)
-                self._requests_in_flight[request.node] -= 1
+            abandoned = self._in_flight.abandon_moved(stalled, snapshot)
+            for request in abandoned:
                 for batch in request.batches:
                     self._accumulator.reenqueue(batch, now)
-                abandoned.append(request)
         for request in abandoned:
             if request.call is not None:
                 request.call.cancel()
@@ -529,7 +529,7 @@ class Producer:
 
     def _node_ready(self, node: int) -> bool:
         limit = self.config.max_in_flight_requests_per_connection
-        return self._requests_in_flight.get(node, 0) < limit
+        return self._in_flight.count(node) < limit
 
     def _init_producer_id(self, state: IdempotenceState) -> bool:
         """InitProducerId once, or again after a failed batch left a sequence gap (the broker
@@ -597,19 +597,21 @@ class Producer:
 
             def sent(response: ProduceResponse | None, error: KraftError | None) -> None:
                 with self._lock:
-                    self._requests_in_flight[node] -= 1
+                    self._in_flight.done_untracked(node)
                 self._wakeup.set()
 
             self._network.call_async(address, "Produce", request, ProduceResponse, sent)
             return
 
-        pending = _Request(node=node, address=address, batches=batches, sent_ms=self._clock())
+        pending = InFlightRequest(
+            node=node, address=address, batches=batches, sent_ms=self._clock()
+        )
 
         def on_done(response: ProduceResponse | None, error: KraftError | None) -> None:
             self._handle_produce_response(pending, response, error)
 
         with self._lock:
-            self._requests.add(pending)
+            self._in_flight.track(pending)
         call = self._network.call_async(address, "Produce", request, ProduceResponse, on_done)
         with self._lock:
             if not pending.settled:
@@ -617,11 +619,11 @@ class Producer:
 
     def _handle_produce_response(
         self,
-        request: _Request,
+        request: InFlightRequest,
         response: ProduceResponse | None,
         error: KraftError | None,
     ) -> None:
-        node, batches = request.node, request.batches
+        batches = request.batches
         now = self._clock()
         results: dict[tuple[str, int], ProducePartitionResponse] = {}
         if response is not None:
@@ -635,11 +637,8 @@ class Producer:
         refresh = error is not None
         state = self._idempotence
         with self._lock:
-            if request.settled:
+            if not self._in_flight.settle(request):
                 return  # abandoned: its batches were sent elsewhere
-            request.settled = True
-            self._requests.discard(request)
-            self._requests_in_flight[node] -= 1
             for batch in batches:
                 tp = batch.tp
                 part = results.get((tp.topic, tp.partition))

@@ -81,3 +81,30 @@ def test_bench_produce_consume_help_names_the_options(
     out = capsys.readouterr().out
     for option in ("--bootstrap", "--topic", "--records", "--record-size", "--acks", "--json"):
         assert option in out
+
+
+@pytest.mark.process
+@pytest.mark.timeout(40)
+def test_bench_produce_with_send_batch_acknowledges_every_record() -> None:
+    report = _bench("produce", "--records", str(RECORDS), "--acks", "all", "--send-batch", "500")
+    run = report["runs"]["produce acks=all"]
+    assert run["api"] == "send_batch(500)" and run["records"] == RECORDS
+    assert run["p50_ms"] <= run["p99_ms"]
+
+
+@pytest.mark.process
+@pytest.mark.timeout(40)
+def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc() -> None:
+    argv = ["e2e", "--rate", "500", "--seconds", "1", "--json", "--quiet"]
+    result = subprocess.run(
+        [sys.executable, "-m", "kraft.cli", "bench", *argv],
+        capture_output=True,
+        text=True,
+        timeout=35,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    e2e, rt = report["e2e"], report["grpc_round_trip"]
+    assert e2e["records"] == 500 and e2e["rate_target"] == 500
+    assert 0 < e2e["p50_ms"] <= e2e["p99_ms"] <= e2e["p999_ms"]
+    assert 0 < rt["p50_ms"] <= rt["p99_ms"]

@@ -150,3 +150,35 @@ def test_a_corrupt_base_offset_which_the_crc_does_not_cover_is_never_served(
         f.write(b"\x05")
     with pytest.raises(CorruptRecordError, match="does not continue"):
         log.read(0, 1 << 20)
+
+
+@pytest.mark.parametrize("sync_every_append", [False, True], ids=["page-cache", "synced"])
+def test_an_append_whose_undo_fails_too_fails_the_log_with_a_storage_error(
+    tmp_path: Path, sync_every_append: bool
+) -> None:
+    # the one-batch append path maps OSError itself (not through `maps_storage_errors`)
+    from storage.config import LogConfig
+
+    io = FailingFileIO()
+    log = SegmentedLog.open(
+        tmp_path, LogConfig(sync_every_append=sync_every_append), FakeClock(), file_io=io
+    )
+    log.append(make_batch(2))
+    io.fail, io.ops = errno.EIO, frozenset({"writev", "ftruncate"})
+    with pytest.raises(KafkaStorageError, match="Input/output error"):
+        log.append(make_batch(2))
+    assert log.failed is not None
+    io.fail = None
+    with pytest.raises(KafkaStorageError):
+        log.append(make_batch(2))
+
+
+def test_a_failed_fdatasync_after_a_synced_append_fails_the_log(tmp_path: Path) -> None:
+    from storage.config import LogConfig
+
+    io = FailingFileIO()
+    log = SegmentedLog.open(tmp_path, LogConfig(sync_every_append=True), FakeClock(), file_io=io)
+    io.fail, io.ops = errno.EIO, frozenset({"fdatasync", "fsync"})
+    with pytest.raises(KafkaStorageError, match="Input/output error"):
+        log.append(make_batch(2))
+    assert log.failed is not None

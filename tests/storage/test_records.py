@@ -243,3 +243,28 @@ def test_offset_values_rejects_a_record_longer_than_its_batch() -> None:
     batch[BATCH_HEADER_SIZE] = 0x7E  # length 63, past the end
     with pytest.raises(CorruptRecordError):
         offset_values(batch)
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 100, 8191, 8192, 20_000])
+def test_record_tuples_decodes_every_varint_width_of_lengths_and_deltas(size: int) -> None:
+    # one- and two-byte varints are decoded inline, longer ones by decode_varint: each width
+    # of record length, key and value length, offset delta (> 64 records) and a negative
+    # timestamp delta must decode the same
+    from storage.records import record_tuples
+
+    records = [
+        SimpleRecord(
+            key=None if i % 3 == 0 else b"k" * (size if i % 3 == 1 else 1),
+            value=None if i % 5 == 0 else b"v" * size,
+            headers=(("h", b"x"),) if i % 7 == 0 else (),
+            timestamp_ms=TS - 100 * (i % 4) + (1 << 20) * (i % 2),
+        )
+        for i in range(70 if size < 8192 else 3)
+    ]
+    batch = build_batch(records, timestamp_ms=TS, base_offset=7)
+    expected = [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in iter_records(batch)]
+    assert record_tuples(batch) == expected
+    assert [(t[2], t[3], t[4]) for t in expected] == [(r.key, r.value, r.headers) for r in records]
+    assert [t[1] for t in expected] == [r.timestamp_ms for r in records]
+    assert [t[0] for t in expected] == list(range(7, 7 + len(records)))
+    assert record_tuples(b"\x00" * 3 + batch, 3) == expected  # at an offset into a buffer
