@@ -1,0 +1,124 @@
+"""The metrics of a broker, a controller and a Raft node, named after Kafka's MBeans, and
+their values computed from what the node knows (its metadata image, its Raft state).
+
+The state gauges are pure functions of the image: a broker reports the partitions it leads
+(``LeaderCount``), those of them whose ISR is short of the replicas
+(``UnderReplicatedPartitions``) or of ``min.insync.replicas`` (``UnderMinIsrPartitionCount``);
+the active controller reports ``ActiveControllerCount`` 1 (the others 0), the partitions with
+no leader (``OfflinePartitionsCount``) and its fenced and active brokers. Every name, with its
+meaning and a sample alert, is in ``docs/operations.md`` ("Metrics").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from kraft.metadata.image import MetadataImage
+from kraft.metadata.records import NO_LEADER
+from kraft.metrics.registry import GaugeSpec, GaugeValue
+
+UNDER_REPLICATED: Final = "kafka_server_replicamanager_underreplicatedpartitions"
+UNDER_MIN_ISR: Final = "kafka_server_replicamanager_underminisrpartitioncount"
+LEADER_COUNT: Final = "kafka_server_replicamanager_leadercount"
+PARTITION_COUNT: Final = "kafka_server_replicamanager_partitioncount"
+ISR_SHRINKS: Final = "kafka_server_replicamanager_isrshrinks_total"
+ISR_EXPANDS: Final = "kafka_server_replicamanager_isrexpands_total"
+MESSAGES_IN: Final = "kafka_server_brokertopicmetrics_messagesin_total"
+BYTES_IN: Final = "kafka_server_brokertopicmetrics_bytesin_total"
+
+ACTIVE_CONTROLLER: Final = "kafka_controller_kafkacontroller_activecontrollercount"
+OFFLINE_PARTITIONS: Final = "kafka_controller_kafkacontroller_offlinepartitionscount"
+FENCED_BROKERS: Final = "kafka_controller_kafkacontroller_fencedbrokercount"
+ACTIVE_BROKERS: Final = "kafka_controller_kafkacontroller_activebrokercount"
+TOPIC_COUNT: Final = "kafka_controller_kafkacontroller_globaltopiccount"
+GLOBAL_PARTITIONS: Final = "kafka_controller_kafkacontroller_globalpartitioncount"
+
+RAFT_LEADER: Final = "kafka_server_raftmetrics_current_leader"
+RAFT_EPOCH: Final = "kafka_server_raftmetrics_current_epoch"
+RAFT_HIGH_WATERMARK: Final = "kafka_server_raftmetrics_high_watermark"
+RAFT_LOG_END: Final = "kafka_server_raftmetrics_log_end_offset"
+
+BROKER_GAUGES: Final = (
+    GaugeSpec(UNDER_REPLICATED, "partitions this broker leads whose ISR is short of replicas"),
+    GaugeSpec(UNDER_MIN_ISR, "partitions this broker leads whose ISR is below min.insync"),
+    GaugeSpec(LEADER_COUNT, "partitions this broker leads"),
+    GaugeSpec(PARTITION_COUNT, "partitions this broker holds a replica of"),
+)
+CONTROLLER_GAUGES: Final = (
+    GaugeSpec(ACTIVE_CONTROLLER, "1 on the active controller, 0 on the others"),
+    GaugeSpec(OFFLINE_PARTITIONS, "partitions without a leader (active controller only)"),
+    GaugeSpec(FENCED_BROKERS, "registered brokers that are fenced (active controller only)"),
+    GaugeSpec(ACTIVE_BROKERS, "registered brokers that are unfenced (active controller only)"),
+    GaugeSpec(TOPIC_COUNT, "topics (active controller only)"),
+    GaugeSpec(GLOBAL_PARTITIONS, "partitions (active controller only)"),
+)
+RAFT_GAUGES: Final = (
+    GaugeSpec(RAFT_LEADER, "the metadata quorum's leader as this node knows it (-1: none)"),
+    GaugeSpec(RAFT_EPOCH, "the metadata quorum's epoch on this node"),
+    GaugeSpec(RAFT_HIGH_WATERMARK, "the metadata log's high watermark on this node"),
+    GaugeSpec(RAFT_LOG_END, "the metadata log's end offset on this node"),
+)
+
+
+def broker_values(
+    image: MetadataImage, node_id: int, min_insync_replicas: Callable[[str], int]
+) -> dict[str, GaugeValue]:
+    """The broker gauges of ``node_id`` (``min_insync_replicas(topic)``: the topic's
+    effective value)."""
+    leading = under = under_min = held = 0
+    for topic in image.topics_by_id.values():
+        for registration in topic.partitions.values():
+            if node_id in registration.replicas:
+                held += 1
+            if registration.leader != node_id:
+                continue
+            leading += 1
+            if len(registration.isr) < len(registration.replicas):
+                under += 1
+            if len(registration.isr) < min_insync_replicas(topic.name):
+                under_min += 1
+    return {
+        UNDER_REPLICATED: under,
+        UNDER_MIN_ISR: under_min,
+        LEADER_COUNT: leading,
+        PARTITION_COUNT: held,
+    }
+
+
+def controller_values(image: MetadataImage, *, active: bool) -> dict[str, GaugeValue]:
+    """The controller gauges: only ``ActiveControllerCount`` unless ``active`` (as in Kafka,
+    only the active controller reports the cluster-wide counts)."""
+    if not active:
+        return {ACTIVE_CONTROLLER: 0}
+    partitions = [p for t in image.topics_by_id.values() for p in t.partitions.values()]
+    fenced = sum(1 for b in image.brokers.values() if b.fenced)
+    return {
+        ACTIVE_CONTROLLER: 1,
+        OFFLINE_PARTITIONS: sum(1 for p in partitions if p.leader == NO_LEADER),
+        FENCED_BROKERS: fenced,
+        ACTIVE_BROKERS: len(image.brokers) - fenced,
+        TOPIC_COUNT: len(image.topics_by_id),
+        GLOBAL_PARTITIONS: len(partitions),
+    }
+
+
+def raft_values(
+    leader_id: int | None, epoch: int, high_watermark: int, log_end_offset: int
+) -> dict[str, GaugeValue]:
+    return {
+        RAFT_LEADER: -1 if leader_id is None else leader_id,
+        RAFT_EPOCH: epoch,
+        RAFT_HIGH_WATERMARK: high_watermark,
+        RAFT_LOG_END: log_end_offset,
+    }
+
+
+__all__ = [
+    "BROKER_GAUGES",
+    "CONTROLLER_GAUGES",
+    "RAFT_GAUGES",
+    "broker_values",
+    "controller_values",
+    "raft_values",
+]

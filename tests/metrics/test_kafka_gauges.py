@@ -1,0 +1,54 @@
+"""The broker and controller gauges, computed from a metadata image."""
+
+from __future__ import annotations
+
+from kraft.metadata.image import (
+    BrokerRegistration,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
+from kraft.metrics.kafka import (
+    ACTIVE_BROKERS,
+    ACTIVE_CONTROLLER,
+    FENCED_BROKERS,
+    LEADER_COUNT,
+    OFFLINE_PARTITIONS,
+    PARTITION_COUNT,
+    UNDER_MIN_ISR,
+    UNDER_REPLICATED,
+    broker_values,
+    controller_values,
+)
+
+
+def _image() -> MetadataImage:
+    partitions = {
+        0: PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1),
+        1: PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2), leader=1),  # under-replicated
+        2: PartitionRegistration(replicas=(2, 1, 3), isr=(1,), leader=1),  # under min ISR too
+        3: PartitionRegistration(replicas=(2, 3, 4), isr=(2,), leader=2),
+        4: PartitionRegistration(replicas=(3, 4, 2), isr=(3,), leader=-1),  # offline
+    }
+    return MetadataImage(
+        brokers={
+            b: BrokerRegistration(broker_id=b, incarnation_id=str(b), broker_epoch=b, fenced=b == 4)
+            for b in (1, 2, 3, 4)
+        },
+        topics_by_id={"id": TopicImage(name="t", topic_id="id", partitions=partitions)},
+        topic_ids_by_name={"t": "id"},
+    )
+
+
+def test_a_broker_reports_what_it_leads_and_what_of_it_is_short() -> None:
+    values = broker_values(_image(), 1, lambda topic: 2)
+    assert values == {LEADER_COUNT: 3, UNDER_REPLICATED: 2, UNDER_MIN_ISR: 1, PARTITION_COUNT: 3}
+    assert broker_values(_image(), 4, lambda topic: 2)[LEADER_COUNT] == 0
+
+
+def test_only_the_active_controller_reports_the_cluster_counts() -> None:
+    assert controller_values(_image(), active=False) == {ACTIVE_CONTROLLER: 0}
+    values = controller_values(_image(), active=True)
+    assert values[ACTIVE_CONTROLLER] == 1
+    assert values[OFFLINE_PARTITIONS] == 1
+    assert (values[FENCED_BROKERS], values[ACTIVE_BROKERS]) == (1, 3)
