@@ -316,18 +316,20 @@ class BrokerEpochState(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class AlterPartitionData(_message.Message):
-    __slots__ = ("partition", "leader_epoch", "new_isr_with_epochs", "partition_epoch", "leader_recovery_state")
+    __slots__ = ("partition", "leader_epoch", "new_isr_with_epochs", "partition_epoch", "leader_recovery_state", "elected_by_vote")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     NEW_ISR_WITH_EPOCHS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+    ELECTED_BY_VOTE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     leader_epoch: int
     new_isr_with_epochs: _containers.RepeatedCompositeFieldContainer[BrokerEpochState]
     partition_epoch: int
     leader_recovery_state: int
-    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[BrokerEpochState, _Mapping]]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ...) -> None: ...
+    elected_by_vote: bool
+    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[BrokerEpochState, _Mapping]]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ..., elected_by_vote: _Optional[bool] = ...) -> None: ...
 
 class AlterPartitionTopic(_message.Message):
     __slots__ = ("topic_id", "partitions")
