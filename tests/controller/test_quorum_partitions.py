@@ -37,7 +37,10 @@ def _cluster(*, configs: dict[str, str] | None = None) -> ControllerHarness:
     h = ControllerHarness()
     h.start_brokers(1, 2, 3)
     topic = CreatableTopic(
-        name="q", num_partitions=1, replication_factor=3, configs=QUORUM if configs is None else configs
+        name="q",
+        num_partitions=1,
+        replication_factor=3,
+        configs=QUORUM if configs is None else configs,
     )
     result = h.run(h.core.handle_create_topics_request, CreateTopicsRequest(topics=(topic,)))
     assert result.topics[0].error_code is ErrorCode.NONE, result.topics[0].error_message
