@@ -490,18 +490,20 @@ class PartitionDescription(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TopicMetadata(_message.Message):
-    __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions")
+    __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions", "replication_mode")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_MODE_FIELD_NUMBER: _ClassVar[int]
     name: str
     error_code: _errors_pb2.ErrorCode
     error_message: str
     topic_id: str
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionDescription]
-    def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ...) -> None: ...
+    replication_mode: str
+    def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., replication_mode: _Optional[str] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "current_leader")
