@@ -318,6 +318,15 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         choices=("isr", "quorum"),
         kraft_only=True,
     ),
+    _topic(
+        "quorum.write.caching",
+        _T.BOOLEAN,
+        "false",
+        "quorum-mode topics only: acknowledge acks=all once a majority has *received* a batch, "
+        "before it is fsynced (Redpanda's write caching); a correlated power loss of a majority "
+        "can then lose acknowledged writes",
+        kraft_only=True,
+    ),
 )
 """Every topic key; any other is INVALID_CONFIG on a topic."""
 
