@@ -238,3 +238,13 @@ def test_unused_isr_fields_are_ignored_in_a_report() -> None:
     )
     assert _code(h.run(h.core.handle_alter_partition_request, request)) is ErrorCode.NONE
     assert h.partition("q").isr == h.partition("q").replicas
+
+
+def test_leading_a_quorum_partition_does_not_hold_a_controlled_shutdown_back() -> None:
+    """The controller cannot move a quorum leadership; the broker's replica resigns to its
+    Raft group as it stops, so the controller lets it go at once."""
+    h = _cluster()
+    _report(h, 1, epoch=1)
+    response = h.heartbeat(1, want_shutdown=True)
+    assert response.should_shut_down
+    assert h.partition("q").leader == 1  # the group, not the controller, moves it
