@@ -227,11 +227,9 @@ def _create_one(
         )
         assignments = _place(image, count, rf, 0, rng)
     problem = check_min_insync_replicas(topic.configs.get(MIN_INSYNC_REPLICAS), len(assignments[0]))
-    if problem is None:
-        mode = topic.configs.get(REPLICATION_MODE, "")
-        problem = check_quorum_topic_config(
-            MIN_INSYNC_REPLICAS, topic.configs.get(MIN_INSYNC_REPLICAS), mode
-        )
+    mode = topic.configs.get(REPLICATION_MODE, "")
+    for key, value in sorted(topic.configs.items()):
+        problem = problem or check_quorum_topic_config(key, value, mode)
     if problem is not None:
         raise _Rejected(ErrorCode.INVALID_CONFIG, problem)
     topic_id = new_topic_id(image, rng)

@@ -44,6 +44,7 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = DYNAMIC_BROKER_KEYS
 """Dynamic broker keys (per broker or cluster default): the synonyms of the topic keys."""
 
 MIN_INSYNC_REPLICAS: Final = "min.insync.replicas"
+UNCLEAN_LEADER_ELECTION_ENABLE: Final = "unclean.leader.election.enable"
 REPLICATION_MODE: Final = "replication.mode"
 QUORUM_MODE: Final = "quorum"
 """``replication.mode=quorum``: each partition is a Raft group of its replicas (issue #12)."""
@@ -87,14 +88,25 @@ def check_quorum_topic_config(key: str, value: str | None, mode: str) -> str | N
     """Why ``key=value`` cannot be set on a topic whose ``replication.mode`` is ``mode``, or None.
 
     ``min.insync.replicas`` counts in-sync replicas, which a quorum topic does not have: its
-    acks=all commits on a majority of the replicas, always. Kafka refuses a config it cannot
-    honour (INVALID_CONFIG) rather than storing it; so does kraft, rather than letting a user
-    believe it changes durability. Deleting it (``value`` None) is allowed.
+    acks=all commits on a majority of the replicas, always. ``unclean.leader.election.enable``
+    lets the controller elect a replica outside the ISR, and the controller elects no quorum
+    leader: the Raft vote elects only a replica holding every committed record. Kafka refuses a
+    config it cannot honour (INVALID_CONFIG) rather than storing it; so does kraft, rather than
+    letting a user believe it changes durability or availability. Deleting one (``value``
+    None) is allowed.
     """
-    if mode == QUORUM_MODE and key == MIN_INSYNC_REPLICAS and value is not None:
+    if mode != QUORUM_MODE or value is None:
+        return None
+    if key == MIN_INSYNC_REPLICAS:
         return (
             f"{MIN_INSYNC_REPLICAS} does not apply to a {REPLICATION_MODE}={QUORUM_MODE} topic: "
             "acks=all commits on a majority of its replicas (Raft)"
+        )
+    if key == UNCLEAN_LEADER_ELECTION_ENABLE:
+        return (
+            f"{UNCLEAN_LEADER_ELECTION_ENABLE} does not apply to a {REPLICATION_MODE}="
+            f"{QUORUM_MODE} topic: its Raft group elects only a replica with every committed "
+            "record"
         )
     return None
 

@@ -248,3 +248,11 @@ def test_leading_a_quorum_partition_does_not_hold_a_controlled_shutdown_back() -
     response = h.heartbeat(1, want_shutdown=True)
     assert response.should_shut_down
     assert h.partition("q").leader == 1  # the group, not the controller, moves it
+
+
+def test_unclean_leader_election_on_a_quorum_topic_is_refused_as_not_applying() -> None:
+    code, message = _alter(_cluster(), "unclean.leader.election.enable", "true")
+    assert code is ErrorCode.INVALID_CONFIG and "does not apply" in message
+    assert _alter(_cluster(configs={}), "unclean.leader.election.enable", "true")[0] is (
+        ErrorCode.NONE
+    )
