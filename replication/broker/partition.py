@@ -55,7 +55,7 @@ from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
-from replication.broker.quorum_host import QuorumHost
+from replication.broker.quorum_host import PARTITION_RAFT_CONFIG, QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.core import (
     AlterPartitionSend,
@@ -187,6 +187,7 @@ class PartitionReplica(NoDriverEvents):
                 events=self,
                 log_config=log_config,
                 write_caching=write_caching,
+                raft_config=PARTITION_RAFT_CONFIG,
             )
         except OSError as e:
             self.log.abandon()
