@@ -27,7 +27,7 @@ from replication.driver import (
     ReplicationMode,
     open_partition_driver,
 )
-from storage.errors import ErrorCode
+from storage.errors import ErrorCode, KafkaStorageError
 from storage.records import build_batch, split_batches
 
 TP = TopicPartition("q", 0)
@@ -62,6 +62,7 @@ class QReplica(NoDriverEvents):
         self.quorum_state = MemoryQuorumStateStore()
         self.completions: dict[int, ProduceCompletion] = {}
         self.elected: list[int] = []
+        self.offline_errors: list[KafkaStorageError] = []
         self.alive = True
         self.incarnation = 0
         self.driver = self._open()
@@ -108,6 +109,9 @@ class QReplica(NoDriverEvents):
 
     def send_raft_message(self, message: RaftMessage) -> None:
         self.group.in_flight.append(message)
+
+    def went_offline(self, error: KafkaStorageError) -> None:
+        self.offline_errors.append(error)
 
     def quorum_leader_elected(self, leader_epoch: int) -> None:
         self.elected.append(leader_epoch)
