@@ -437,6 +437,7 @@ class SimBroker:
             # NB: drawn only for quorum replicas, so ISR seeds replay as before.
             rng=random.Random(self.cluster.rng.getrandbits(64)) if quorum else None,
             raft_config=self.cluster.partition_raft_config if quorum else None,
+            write_caching=self.cluster.config.quorum_write_caching,
         )
         self.replicas[tp] = replica
         self.cluster.checker.on_open(self.node_id, tp, disk.log, replica.high_watermark)

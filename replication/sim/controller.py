@@ -104,6 +104,10 @@ class ClusterConfig:
     """``isr``, ``quorum`` (every partition a Raft group of its replicas), or ``mixed``: even
     partitions quorum, odd ones ISR, side by side on the same brokers."""
 
+    quorum_write_caching: bool = False
+    """``quorum.write.caching=true`` on the quorum partitions: acknowledge before the fsync
+    (a correlated power loss may then lose acknowledged writes: checker tests)."""
+
     def replication_mode(self, partition: int) -> ReplicationMode:
         """The mode of partition ``partition`` of the topic (see ``mode``)."""
         if self.mode == "quorum" or (self.mode == "mixed" and partition % 2 == 0):

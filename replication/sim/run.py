@@ -133,6 +133,7 @@ def run_seed(
     faults_end_ms: int = FAULTS_END_MS,
     unsafe_answer_uncommitted_reads: bool = False,
     mode: str = "isr",
+    quorum_write_caching: bool = False,
 ) -> ClusterSeedResult:
     """Run one seed; never raises for a violation (it is in ``violation``)."""
     rng = random.Random(seed ^ 0xC1D5)
@@ -147,6 +148,7 @@ def run_seed(
         unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
         truncation_strategy=strategy,
         mode=mode,
+        quorum_write_caching=quorum_write_caching,
     )
     link = LinkProfile(
         delay_min_ms=1,
