@@ -195,9 +195,11 @@ class PartitionReplica(NoDriverEvents):
         except BaseException:
             self.log.abandon()
             raise
+        self._raft_registered = False
         if self._quorum is not None:
             # Members come with the registration (`apply_registration`); until then, none.
             self._quorum.register(self._raft_group, self, frozenset())
+            self._raft_registered = True
 
     # --- state --------------------------------------------------------------------------------
 
@@ -296,7 +298,9 @@ class PartitionReplica(NoDriverEvents):
             driver.tick(clock_ms())
 
     def _leave_raft_group(self) -> None:
-        if self._quorum is not None:
+        if self._quorum is not None and self._raft_registered:
+            # NB: once: a replica reopened after a disk error holds the group by then.
+            self._raft_registered = False
             self._quorum.unregister(self._raft_group)
         if self._raft_timer is not None:
             self._raft_timer.cancel()
