@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kraft.metadata.image import PartitionRegistration
 from replication.broker.quorum_state import FileQuorumStateStore
+from replication.core import ReplicationConfig
 from replication.driver import ReplicationMode, open_partition_driver
 from storage.errors import ErrorCode, KafkaStorageError
 from storage.records import read_header, record_values
@@ -314,3 +316,17 @@ def test_the_file_quorum_state_store_round_trips_and_refuses_a_corrupt_file(
     (tmp_path / "quorum-state").write_text("{not json")
     with pytest.raises(KafkaStorageError, match="corrupt quorum state"):
         store.read()
+
+
+def test_the_registrations_leader_is_not_obeyed_the_group_elects_its_own() -> None:
+    """The controller elects no quorum leaders: a registration naming broker 1 the leader
+    makes nobody lead; with 1 cut off, 2 or 3 wins the Raft election and reports it."""
+    group = QuorumGroup()
+    group.isolate(1)
+    named = PartitionRegistration(replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=9)
+    for r in group.replicas.values():
+        r.driver.apply_registration(named, {}, ReplicationConfig(), group.now_ms)
+    assert not group.replicas[1].driver.is_leader
+    leader = group.elect()
+    assert leader.node_id in {2, 3} and leader.elected == [leader.driver.leader_epoch]
+    assert leader.driver.high_watermark == leader.driver.node.high_watermark  # type: ignore[union-attr]
