@@ -31,7 +31,7 @@ from kraft.bench.produce_consume import (
 
 ISR_CONFIG = {"min.insync.replicas": "2"}
 QUORUM_CONFIG = {"replication.mode": "quorum"}
-WRITE_CACHING_CONFIG = {"replication.mode": "quorum", "quorum.write.caching": "true"}
+WRITE_CACHING_CONFIG = {**QUORUM_CONFIG, "quorum.write.caching": "true"}
 MODES = ("isr", "quorum")
 
 
