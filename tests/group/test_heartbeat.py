@@ -7,6 +7,10 @@ from storage.errors import ErrorCode
 from tests.group.helpers import Member, Shell
 
 
+def state_of(shell: Shell, member_id: str) -> MemberState:
+    return shell.coord.groups()["g"].members[member_id].state
+
+
 def settle(*members: Member, rounds: int = 10) -> None:
     for _ in range(rounds):
         for m in members:
@@ -38,19 +42,18 @@ def test_second_member_gets_partitions_only_after_the_first_revoked_them() -> No
     r2 = m2.heartbeat()
     # m2 is in epoch 2 but its target partitions are still held by m1: unreleased.
     assert r2.member_epoch == 2 and m2.owned == set()
-    members = shell.coord.groups()["g"].members
-    assert members["m2"].state is MemberState.UNRELEASED_PARTITIONS
+    assert state_of(shell, "m2") is MemberState.UNRELEASED_PARTITIONS
     # m1 learns what to revoke, keeps its epoch until it has revoked.
     r1 = m1.heartbeat()
     assert r1.member_epoch == 1 and len(m1.owned) == 2
-    assert members["m1"].state is MemberState.UNREVOKED_PARTITIONS
+    assert state_of(shell, "m1") is MemberState.UNREVOKED_PARTITIONS
     # m1 reports it revoked: it moves to epoch 2; m2 then gets the released partitions.
     r1 = m1.heartbeat()
     assert r1.member_epoch == 2
-    assert shell.coord.groups()["g"].members["m1"].state is MemberState.STABLE
+    assert state_of(shell, "m1") is MemberState.STABLE
     m2.heartbeat()
     assert len(m2.owned) == 2 and not (m1.owned & m2.owned)
-    assert members["m2"].state is MemberState.STABLE
+    assert state_of(shell, "m2") is MemberState.STABLE
     (desc,) = shell.coord.describe_groups(["g"])
     assert desc.state is GroupState.STABLE
 
