@@ -107,7 +107,10 @@ class Member:
     """A well-behaved KIP-848 member: it owns exactly what its last response assigned, and
     reports it on every heartbeat."""
 
-    def __init__(self, shell: Shell, member_id: str, subscribe: Sequence[str], **kw: object):
+    def __init__(
+        self, shell: Shell, member_id: str, subscribe: Sequence[str], group: str = "g", **kw: object
+    ) -> None:
+        self.group = group
         self.shell = shell
         self.member_id = member_id
         self.subscribe = list(subscribe)
@@ -120,6 +123,7 @@ class Member:
         r = self.shell.hb(
             self.member_id,
             self.epoch,
+            group=self.group,
             subscribe=self.subscribe,
             owned_parts=self.owned,
             **self.kw,  # type: ignore[arg-type]
@@ -132,6 +136,6 @@ class Member:
         return r
 
     def leave(self) -> HeartbeatResponse:
-        r = self.shell.hb(self.member_id, -1)
+        r = self.shell.hb(self.member_id, -1, group=self.group)
         self.owned = set()
         return r
