@@ -95,6 +95,7 @@ class SimMember:
         self._revoke_deadline_ms: int | None = None
         self._queue: deque[tuple[str, Callable[[], Request | None]]] = deque()
         self._inflight = 0  # request serial in flight, 0 = none
+        self._inflight_kind = ""
         self._serial = 0
         self._hb_queued = False
         self.processed = 0
@@ -183,6 +184,7 @@ class SimMember:
             return
         self._serial += 1
         serial = self._inflight = self._serial
+        self._inflight_kind = kind
         sent_ms = self._now()
 
         def on_reply(response: object) -> None:
@@ -313,12 +315,18 @@ class SimMember:
             member_epoch=self.epoch,
         )
 
+    def _maybe_fetch_positions(self) -> None:
+        """Owned partitions without a start position get one (again, if a fetch was lost)."""
+        missing = self.owned - self.revoking - set(self.positions)
+        fetching = (self._inflight and self._inflight_kind == "fetch") or any(
+            k == "fetch" for k, _ in self._queue
+        )
+        if missing and not fetching:
+            self._queue.append(("fetch", lambda: self._fetch_request(missing)))
+
     def _on_fetch(self, r: OffsetFetchResponse) -> None:
         if r.error_code != ErrorCode.NONE:
-            missing = self.owned - set(self.positions)
-            if missing:
-                self._queue.append(("fetch", lambda: self._fetch_request(missing)))
-            return
+            return  # the next poll asks again
         for o in r.offsets:
             tp = (self._data.id_of(o.topic), o.partition)
             if tp in self.owned and tp not in self.positions:
@@ -385,6 +393,7 @@ class SimMember:
         if not self._active():
             return
         self._enforce_lease()
+        self._maybe_fetch_positions()
         self._send_next()
         for tp in sorted(self.owned - self.revoking):
             pos = self.positions.get(tp)
