@@ -12,7 +12,8 @@
   records, independently of the coordinator's own check.
 - ``at_least_once``: a committed offset ``c`` means every record below ``c`` was processed by
   some member (commit after processing); at the end, with the group drained, every produced
-  record was processed at least once.
+  record was processed at least once. Records an admin reset skipped forward count as
+  delivered (the operator asked for it).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class GroupChecker(HostObserver):
                 "processed_while_owned", f"{member.member_id} processed {tp} without owning it"
             )
         self._check_exclusive(member, [tp])
+        self._mark(tp, start, end)
+
+    def _mark(self, tp: TP, start: int, end: int) -> None:
         seen = self._processed.setdefault(tp, set())
         seen.update(range(start, end))
         prefix = self._processed_prefix.get(tp, 0)
@@ -144,6 +148,8 @@ class GroupChecker(HostObserver):
                 )
             self.committed[key] = offset
             tp = (self._data.id_of(part.topic), part.partition)
+            if admin:  # a reset forward skips records on purpose: they count as delivered
+                self._mark(tp, 0, offset)
             if not admin and offset > self.processed_prefix(tp):
                 raise InvariantViolated(
                     "at_least_once",

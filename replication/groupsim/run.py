@@ -193,7 +193,7 @@ class _Run:
         slot = rng.randrange(len(self.slots))
         member = self.slots[slot]
         kind = rng.choice(
-            ("crash", "pause", "isolate", "leave", "coordinator", "coordinator", "compact", "reset")
+            ("crash", "pause", "isolate", "leave", "coordinator", "coordinator", "compact", "drain")
         )
         if kind == "crash" and member is not None and member.alive:
             member.crash()
@@ -211,22 +211,30 @@ class _Run:
             self.host.crash(rng.randint(20, 400))
         elif kind == "compact":
             self.host.compact()
-        elif kind == "reset":
-            self._admin_reset()
+        elif kind == "drain":  # every member leaves; an admin resets; they come back
+            for i, m in enumerate(self.slots):
+                if m is not None and m.alive:
+                    m.leave()
+                    self.slots[i] = None
+            self.scheduler.after(rng.randint(100, 400), self._admin_reset)
+            for i in range(len(self.slots)):
+                self.scheduler.after(rng.randint(500, 1_500), functools.partial(self._restart, i))
 
     def _restart(self, slot: int) -> None:
         if self.slots[slot] is None:
             self.start_member(slot)
 
     def _admin_reset(self) -> None:
-        """``kraft groups reset-offsets --to-earliest --execute`` on one partition: the
-        coordinator accepts it only while the group has no members."""
+        """``kraft groups reset-offsets --to-offset N --execute`` on one partition (back or
+        forward): the coordinator accepts it only while the group has no members."""
         coord = self.host.coord
         if coord is None or self.host.loading:
             return
-        name, p = "orders", 0
+        p = self.rng.randrange(self.data.topics["orders"].partitions)
+        offset = self.rng.randint(0, self.data.end((self.data.id_of("orders"), p)))
         req = OffsetCommitRequest(
-            group_id=GROUP, partitions=(OffsetCommitPartition(topic=name, partition=p, offset=0),)
+            group_id=GROUP,
+            partitions=(OffsetCommitPartition(topic="orders", partition=p, offset=offset),),
         )
         self.host.receive(req, lambda _: None)
 
