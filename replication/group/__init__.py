@@ -19,6 +19,15 @@ coordinator: each write's records are appended and replayed before the next writ
 (Kafka's runtime pipelines writes over uncommitted state kept in a timeline; kraft serializes.)
 Reads (fetch_offsets, list_groups, describe_groups) see committed state and need no append.
 
+``topics`` is the whole metadata image's topics by name (internal ones may be left out): a
+subscribed topic missing from it counts as deleted, and its partitions are revoked.
+
+A heartbeat's response always carries the member's full assignment (Kafka may omit it when
+unchanged). A member must treat its partitions as lost once ``session_timeout_ms`` has passed
+since it sent its last heartbeat that succeeded, and once ``rebalance_timeout_ms`` has passed
+since a revocation began without finishing it; the coordinator cannot have expired it before
+then, so two members never own a partition at once (``kraft sim group`` checks this).
+
 Timers (session and rebalance timeouts) are volatile, as in Kafka: after a load, every member
 gets a fresh session timeout at the first tick. ``next_deadline_ms`` tells the shell when to
 call ``tick``; a deadline at or before now means "tick now". The shell also calls ``tick`` when
