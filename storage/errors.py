@@ -64,6 +64,7 @@ class ErrorCode(enum.IntEnum):
     KAFKA_STORAGE_ERROR = 56
     UNKNOWN_PRODUCER_ID = 59
     REASSIGNMENT_IN_PROGRESS = 60
+    NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
@@ -71,6 +72,7 @@ class ErrorCode(enum.IntEnum):
     STALE_BROKER_EPOCH = 77
     OFFSET_NOT_AVAILABLE = 78
     PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
     INVALID_RECORD = 87
@@ -85,6 +87,9 @@ class ErrorCode(enum.IntEnum):
     BROKER_ID_NOT_REGISTERED = 102
     INELIGIBLE_REPLICA = 107
     NEW_LEADER_ELECTED = 108
+    FENCED_MEMBER_EPOCH = 110
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
     # kraft's own codes (no Kafka equivalent).
     LOG_CLOSED = 1000
     INVALID_OFFSET = 1001
@@ -505,6 +510,13 @@ class ReassignmentInProgressError(KraftError):
 
 
 @final
+class NonEmptyGroupError(KraftError):
+    """The group still has members, so it cannot be deleted or reset (Kafka error 68)."""
+
+    code = ErrorCode.NON_EMPTY_GROUP
+
+
+@final
 class GroupIdNotFoundError(KraftError):
     """The group does not exist (Kafka error 69)."""
 
@@ -555,6 +567,13 @@ class PreferredLeaderNotAvailableError(KraftError):
 
     code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
     retriable = True
+
+
+@final
+class GroupMaxSizeReachedError(KraftError):
+    """The group already has `group.consumer.max.size` members (Kafka error 81)."""
+
+    code = ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 @final
@@ -655,6 +674,27 @@ class NewLeaderElectedError(KraftError):
     """A new leader was elected while the request was pending (Kafka error 108)."""
 
     code = ErrorCode.NEW_LEADER_ELECTED
+
+
+@final
+class FencedMemberEpochError(KraftError):
+    """The member epoch is not the coordinator's; rejoin with epoch 0 (Kafka error 110, KIP-848)."""
+
+    code = ErrorCode.FENCED_MEMBER_EPOCH
+
+
+@final
+class UnsupportedAssignorError(KraftError):
+    """The group does not know the requested server-side assignor (Kafka error 112, KIP-848)."""
+
+    code = ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+@final
+class StaleMemberEpochError(KraftError):
+    """The commit carries an older member epoch than the member's (Kafka error 113, KIP-848)."""
+
+    code = ErrorCode.STALE_MEMBER_EPOCH
 
 
 @final

@@ -53,6 +53,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KAFKA_STORAGE_ERROR: _ClassVar[ErrorCode]
     UNKNOWN_PRODUCER_ID: _ClassVar[ErrorCode]
     REASSIGNMENT_IN_PROGRESS: _ClassVar[ErrorCode]
+    NON_EMPTY_GROUP: _ClassVar[ErrorCode]
     GROUP_ID_NOT_FOUND: _ClassVar[ErrorCode]
     FENCED_LEADER_EPOCH: _ClassVar[ErrorCode]
     UNKNOWN_LEADER_EPOCH: _ClassVar[ErrorCode]
@@ -60,6 +61,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STALE_BROKER_EPOCH: _ClassVar[ErrorCode]
     OFFSET_NOT_AVAILABLE: _ClassVar[ErrorCode]
     PREFERRED_LEADER_NOT_AVAILABLE: _ClassVar[ErrorCode]
+    GROUP_MAX_SIZE_REACHED: _ClassVar[ErrorCode]
     ELIGIBLE_LEADERS_NOT_AVAILABLE: _ClassVar[ErrorCode]
     ELECTION_NOT_NEEDED: _ClassVar[ErrorCode]
     INVALID_RECORD: _ClassVar[ErrorCode]
@@ -74,6 +76,9 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BROKER_ID_NOT_REGISTERED: _ClassVar[ErrorCode]
     INELIGIBLE_REPLICA: _ClassVar[ErrorCode]
     NEW_LEADER_ELECTED: _ClassVar[ErrorCode]
+    FENCED_MEMBER_EPOCH: _ClassVar[ErrorCode]
+    UNSUPPORTED_ASSIGNOR: _ClassVar[ErrorCode]
+    STALE_MEMBER_EPOCH: _ClassVar[ErrorCode]
     LOG_CLOSED: _ClassVar[ErrorCode]
     INVALID_OFFSET: _ClassVar[ErrorCode]
 NONE: ErrorCode
@@ -121,6 +126,7 @@ INVALID_PRODUCER_EPOCH: ErrorCode
 KAFKA_STORAGE_ERROR: ErrorCode
 UNKNOWN_PRODUCER_ID: ErrorCode
 REASSIGNMENT_IN_PROGRESS: ErrorCode
+NON_EMPTY_GROUP: ErrorCode
 GROUP_ID_NOT_FOUND: ErrorCode
 FENCED_LEADER_EPOCH: ErrorCode
 UNKNOWN_LEADER_EPOCH: ErrorCode
@@ -128,6 +134,7 @@ UNSUPPORTED_COMPRESSION_TYPE: ErrorCode
 STALE_BROKER_EPOCH: ErrorCode
 OFFSET_NOT_AVAILABLE: ErrorCode
 PREFERRED_LEADER_NOT_AVAILABLE: ErrorCode
+GROUP_MAX_SIZE_REACHED: ErrorCode
 ELIGIBLE_LEADERS_NOT_AVAILABLE: ErrorCode
 ELECTION_NOT_NEEDED: ErrorCode
 INVALID_RECORD: ErrorCode
@@ -142,6 +149,9 @@ DUPLICATE_BROKER_REGISTRATION: ErrorCode
 BROKER_ID_NOT_REGISTERED: ErrorCode
 INELIGIBLE_REPLICA: ErrorCode
 NEW_LEADER_ELECTED: ErrorCode
+FENCED_MEMBER_EPOCH: ErrorCode
+UNSUPPORTED_ASSIGNOR: ErrorCode
+STALE_MEMBER_EPOCH: ErrorCode
 LOG_CLOSED: ErrorCode
 INVALID_OFFSET: ErrorCode
 
