@@ -88,7 +88,13 @@ def test_dependencies_point_one_way(package: str) -> None:
     assert not bad, "\n".join(bad)
 
 
-CORE_DIRS = ["kraft/raft", "kraft/metadata", "kraft/controller", "replication/core"]
+CORE_DIRS = [
+    "kraft/raft",
+    "kraft/metadata",
+    "kraft/controller",
+    "replication/core",
+    "replication/group",
+]
 SHELL_NAMES = {"server.py", "service.py", "shell.py", "process.py", "transport.py", "client.py"}
 FORBIDDEN = {"grpc", "asyncio", "time", "os", "rocksdict", "socket", "threading", "random"}
 
