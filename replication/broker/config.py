@@ -173,7 +173,7 @@ class BrokerNodeConfig:
             data_dir=Path(data_dir),
             rack=rack,
             **int_fields_from_properties(props, _INT_FIELDS),
-            **_assignors(props),
+            group_consumer_assignors=_assignors(props),
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
@@ -201,10 +201,10 @@ class BrokerNodeConfig:
         return props
 
 
-def _assignors(props: Mapping[str, str]) -> dict[str, str]:
+def _assignors(props: Mapping[str, str]) -> str:
     raw = props.get(_ASSIGNORS_KEY, "").strip()
     if not raw:
-        return {}
+        return str(NODE_KEYS[_ASSIGNORS_KEY].default)
     names = [n.strip() for n in raw.split(",") if n.strip()]
     unknown = [n for n in names if n not in GROUP_ASSIGNORS]
     if unknown or not names:
@@ -214,7 +214,7 @@ def _assignors(props: Mapping[str, str]) -> dict[str, str]:
             if unknown
             else "group.consumer.assignors: empty"
         )
-    return {"group_consumer_assignors": ",".join(names)}
+    return ",".join(names)
 
 
 __all__ = [
