@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from storage.errors import CorruptRecordError
 
-from .types import Record
+from .types import MemberState, Record
 
 OFFSET_COMMIT: Final = 1
 GROUP_METADATA: Final = 3
@@ -253,7 +253,7 @@ def decode_value(kind: int, data: bytes) -> RecordValue:
             value = CurrentMemberAssignmentValue(
                 member_epoch=int(b["member_epoch"]),
                 previous_member_epoch=int(b["previous_member_epoch"]),
-                state=str(b["state"]),
+                state=MemberState(str(b["state"])).value,
                 assigned_partitions=_assignment_from_json(b["assigned_partitions"]),
                 partitions_pending_revocation=_assignment_from_json(
                     b["partitions_pending_revocation"]
