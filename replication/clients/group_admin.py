@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
-from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient, find_coordinator
+from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient
 from replication.clients.metadata import snapshot_from_response
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,
@@ -29,7 +29,6 @@ from storage.errors import (
     ErrorCode,
     KraftError,
     LeaderNotAvailableError,
-    RequestTimedOutError,
     error_for,
 )
 
@@ -160,10 +159,9 @@ class GroupAdmin:
             GroupIdNotFoundError: no such group.
         """
         client = self._group_client(group_id)
-        for _ in range(20):
-            node_id, address = find_coordinator(
-                self._broker_network, group_id, timeout_s=self._timeout
-            )
+        found: list[GroupDescription] = []
+
+        def attempt(address: str) -> ErrorCode | None:
             response = self._broker_network.call(
                 address,
                 "ConsumerGroupDescribe",
@@ -172,21 +170,25 @@ class GroupAdmin:
             )
             (group,) = response.groups
             if group.error_code in COORDINATOR_ERRORS:
-                client.forget_coordinator()
-                continue
+                return group.error_code
             if group.error_code is not ErrorCode.NONE:
                 raise error_for(group.error_code, group.error_message or f"group {group_id!r}")
-            return GroupDescription(
-                group_id=group.group_id,
-                state=group.group_state,
-                coordinator=node_id,
-                coordinator_address=address,
-                group_epoch=group.group_epoch,
-                assignment_epoch=group.assignment_epoch,
-                assignor=group.assignor_name,
-                members=group.members,
+            found.append(
+                GroupDescription(
+                    group_id=group.group_id,
+                    state=group.group_state,
+                    coordinator=client.coordinator_id,
+                    coordinator_address=address,
+                    group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    assignor=group.assignor_name,
+                    members=group.members,
+                )
             )
-        raise RequestTimedOutError(f"no coordinator answered for group {group_id!r}")
+            return None
+
+        client.retrying(self._timeout, attempt)
+        return found[-1]
 
     def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (the next offset to read)."""

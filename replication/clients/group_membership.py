@@ -133,14 +133,16 @@ class GroupClient:
         self._config = config
         self._lock = threading.Lock()
         self._coordinator: str | None = None
+        self.coordinator_id = -1
+        """The node id of the coordinator last found."""
 
     def coordinator(self, timeout_s: float) -> str:
         with self._lock:
             if self._coordinator is not None:
                 return self._coordinator
-        _, address = find_coordinator(self.network, self.group_id, timeout_s=timeout_s)
+        node_id, address = find_coordinator(self.network, self.group_id, timeout_s=timeout_s)
         with self._lock:
-            self._coordinator = address
+            self._coordinator, self.coordinator_id = address, node_id
         return address
 
     def forget_coordinator(self) -> None:
