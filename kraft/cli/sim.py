@@ -1,4 +1,4 @@
-"""``kraft sim raft|cluster ...``: run the deterministic simulator over a range of seeds."""
+"""``kraft sim raft|cluster|group ...``: run the deterministic simulator over a range of seeds."""
 
 from __future__ import annotations
 
@@ -43,6 +43,16 @@ def add_parser(sub: Any) -> None:
         help="followers truncate to their HW (Kafka before KIP-101), to see the checker fail",
     )
     c.set_defaults(handler=_run_cluster)
+    g = ssub.add_parser(
+        "group",
+        help="consumer-group members against the group coordinator under faults",
+        epilog="example: kraft sim group --seeds 300 --start 0",
+    )
+    g.add_argument("--seeds", type=positive_int, default=None, help="how many seeds to run")
+    g.add_argument("--start", type=seed_int, default=None, help="first seed")
+    g.add_argument("--seed", type=seed_int, default=None, help="replay one seed")
+    g.add_argument("--processes", type=positive_int, default=None, help="worker processes")
+    g.set_defaults(handler=_run_group)
 
 
 def _run_raft(args: argparse.Namespace) -> int:
@@ -68,4 +78,16 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if args.unsafe_hw_truncation:
         argv.append("--unsafe-hw-truncation")
     result: int = cli_cluster(argv)
+    return result
+
+
+def _run_group(args: argparse.Namespace) -> int:
+    from replication.groupsim import cli_group
+
+    argv: list[str] = []
+    for name in ("seeds", "start", "seed", "processes"):
+        value = getattr(args, name)
+        if value is not None:
+            argv += [f"--{name}", str(value)]
+    result: int = cli_group(argv)
     return result

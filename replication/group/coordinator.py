@@ -83,7 +83,7 @@ class _Write:
     """Records of one write against a scratch copy of one group."""
 
     def __init__(self, group_id: str, group: Group | None) -> None:
-        self.group = copy.deepcopy(group) if group is not None else Group(group_id)
+        self.group = group.clone() if group is not None else Group(group_id)
         self.records: list[Record] = []
 
     def emit(self, key: RecordKey, value: RecordValue | None) -> None:

@@ -8,6 +8,7 @@ state as replaying the whole history.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -93,6 +94,20 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
+
+    def clone(self) -> Group:
+        """A copy a write may change (members' fields are immutable values: a shallow copy of
+        each member is a deep one)."""
+        return Group(
+            group_id=self.group_id,
+            has_metadata=self.has_metadata,
+            group_epoch=self.group_epoch,
+            subscription_metadata=self.subscription_metadata,
+            assignment_epoch=self.assignment_epoch,
+            members={k: copy.copy(m) for k, m in self.members.items()},
+            target=dict(self.target),
+            offsets=dict(self.offsets),
+        )
 
     def is_vacant(self) -> bool:
         return not (

@@ -78,7 +78,7 @@ def check_invariants(coord: GroupCoordinator) -> None:
         assert set(g.target) <= set(g.members)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(op, min_size=1, max_size=60))
 def test_replaying_the_records_rebuilds_exactly_the_state(ops: list[tuple[str, int, str]]) -> None:
     config = GroupConfig(
