@@ -108,13 +108,18 @@ class GroupService:
             node_id=server.node_id,
         )
         self._creating: asyncio.Task[None] | None = None
+        self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
         self._logger = _log.bind(node_id=server.node_id)
 
     # --- the image, by name and by id ---------------------------------------------------------
 
     def _topics(self) -> dict[str, TopicInfo]:
-        """Every topic as the coordinator's assignors see it, keyed by name."""
+        """Every topic as the coordinator's assignors see it, keyed by name (cached per
+        metadata image: the runtime asks on every poll)."""
         image = self._server.image
+        cached = self._topics_cache
+        if cached is not None and cached[0] is image:
+            return cached[1]
         out = {}
         for name, topic_id in image.topic_ids_by_name.items():
             description = image.describe_topic(name)
@@ -123,6 +128,7 @@ class GroupService:
             out[name] = TopicInfo(
                 topic_id=topic_id, name=name, partitions=len(description.partitions)
             )
+        self._topics_cache = (image, out)
         return out
 
     def _to_ids(

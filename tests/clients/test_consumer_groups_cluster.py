@@ -5,6 +5,9 @@ replays it, from a coordinator snapshot)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -166,3 +169,78 @@ def test_committed_offsets_survive_the_coordinator_broker_and_snapshots_bound_th
         finally:
             cluster.start_broker(coordinator)
             cluster.wait_until_healthy(timeout=60)
+
+
+def _kraft(cluster: LocalCluster, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *argv, "--bootstrap", cluster.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_kraft_groups_describes_resets_only_an_empty_group_and_deletes_it(
+    cluster: LocalCluster,
+) -> None:
+    _topic(cluster, "cli", 40)
+    consumed = _kraft(
+        cluster, "consume", "cli", "--group", "g-cli", "--from-beginning", "--max-messages", "40"
+    )
+    assert consumed.returncode == 0, consumed.stderr
+    assert "g-cli" in _kraft(cluster, "groups", "list").stdout.split()
+    assert OFFSETS_TOPIC not in _kraft(cluster, "topics", "list").stdout.split()
+    assert OFFSETS_TOPIC in _kraft(cluster, "topics", "list", "--internal").stdout.split()
+
+    described = _kraft(cluster, "groups", "describe", "g-cli")
+    header, *rows = [line.split() for line in described.stdout.splitlines() if line.strip()][1:]
+    assert header == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
+    assert len(rows) == PARTITIONS and all(r[5] == "0" for r in rows), described.stdout
+
+    with _consumer(cluster, "g-cli", "live") as live:
+        live.subscribe(["cli"])
+        _poll_until([live], lambda: len(live.assignment()) == PARTITIONS, "live owns all")
+        state = json.loads(
+            _kraft(cluster, "groups", "describe", "g-cli", "--state", "--json").stdout
+        )
+        assert state["state"] == "Stable" and state["members"] == 1
+        refused = _kraft(
+            cluster,
+            "groups",
+            "reset-offsets",
+            "g-cli",
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+        )
+        assert refused.returncode == 1 and "NON_EMPTY_GROUP" in refused.stderr
+    dry = _kraft(
+        cluster, "groups", "reset-offsets", "g-cli", "--topic", "cli:0", "--to-earliest", "--json"
+    )
+    assert json.loads(dry.stdout)["executed"] is False
+    with AdminClient(cluster.bootstrap) as admin:
+        before = admin.list_group_offsets("g-cli")
+        done = _kraft(
+            cluster,
+            "groups",
+            "reset-offsets",
+            "g-cli",
+            "--all-topics",
+            "--to-earliest",
+            "--execute",
+        )
+        assert done.returncode == 0, done.stderr
+        assert admin.list_group_offsets("g-cli") == dict.fromkeys(before, 0)
+    assert _kraft(cluster, "groups", "delete", "g-cli").returncode == 0
+    gone = _kraft(cluster, "groups", "describe", "g-cli")
+    assert gone.returncode == 1 and "GROUP_ID_NOT_FOUND" in gone.stderr
