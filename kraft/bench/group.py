@@ -89,8 +89,8 @@ def _spawn(bootstrap: str, group: str, go: Path | None = None) -> subprocess.Pop
 
 
 def _throughput(cluster: LocalCluster, group: str, members: int, work: Path) -> float:
-    """Records/s of ``members`` worker processes draining the topic together, from the moment
-    every one of them owns its share."""
+    """Records/s of ``members`` worker processes draining the topic together: from the moment
+    every one of them owns its share (the go file) to the last record any of them polled."""
     go = work / f"go-{group}"
     procs = [_spawn(cluster.bootstrap, group, go) for _ in range(members)]
     with AdminClient(cluster.bootstrap) as admin:
@@ -99,13 +99,13 @@ def _throughput(cluster: LocalCluster, group: str, members: int, work: Path) -> 
             if time.monotonic() > deadline:
                 raise TimeoutError(f"group {group} never settled with {members} members")
             time.sleep(0.2)
+    started = time.monotonic()  # NB: CLOCK_MONOTONIC is one clock for every process here
     go.touch()
     reports = []
     for p in procs:
         out, _ = p.communicate(timeout=600)
         reports.append(json.loads(out.strip().splitlines()[-1]))
     total = sum(int(r["count"]) for r in reports)
-    started = min(float(r["first"]) for r in reports if r["count"])
     ended = max(float(r["last"]) for r in reports)
     return total / max(ended - started, 1e-6)
 
