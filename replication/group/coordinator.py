@@ -26,7 +26,7 @@ from typing import final
 
 from storage.errors import ErrorCode
 
-from . import assignors
+from . import assignors, offsets
 from .reconciliation import MemberAssignment, reconcile
 from .records import (
     CURRENT_MEMBER_ASSIGNMENT,
@@ -37,7 +37,6 @@ from .records import (
     TARGET_ASSIGNMENT_METADATA,
     Assignment,
     GroupMetadataValue,
-    OffsetCommitValue,
     RecordKey,
     RecordValue,
     TargetAssignmentMemberValue,
@@ -49,8 +48,8 @@ from .state import Group, Member, apply, apply_to_group, canonical, partitions_o
 from .types import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
+    MAX_GROUP_ID_CHARS,
     DeleteGroupsResponse,
-    FetchedOffset,
     GroupConfig,
     GroupDescription,
     GroupListing,
@@ -63,15 +62,12 @@ from .types import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    PartitionResult,
     Record,
     Result,
     TopicInfo,
     TopicPartitions,
 )
 
-MAX_GROUP_ID_CHARS = 255  # errors quote at most this much of an id
-OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # max.poll.interval.ms
 
 
@@ -391,99 +387,13 @@ class GroupCoordinator:
         if bump:
             self._maybe_bump_group_epoch(w, topics, force=True)
 
-    # --- OffsetCommit / OffsetFetch --------------------------------------------------------
+    # --- OffsetCommit / OffsetFetch (offsets.py) ------------------------------------------
 
     def commit_offsets(self, req: OffsetCommitRequest, now_ms: int) -> Result[OffsetCommitResponse]:
-        def fail(code: ErrorCode, message: str) -> Result[OffsetCommitResponse]:
-            return Result(
-                records=[],
-                response=OffsetCommitResponse(
-                    error_code=code,
-                    error_message=message,
-                    partitions=tuple(
-                        PartitionResult(topic=p.topic, partition=p.partition, error_code=code)
-                        for p in req.partitions
-                    ),
-                ),
-            )
-
-        if not req.group_id or len(req.group_id) > MAX_GROUP_ID_CHARS:
-            return fail(ErrorCode.INVALID_GROUP_ID, "the group id must be 1 to 255 characters")
-        group = self._groups.get(req.group_id)
-        members = group.members if group is not None else {}
-        if req.member_epoch < 0 and not members:
-            pass  # an admin or manual-assign commit to an empty group (Kafka's rule)
-        elif req.member_epoch < 0 and not req.member_id:
-            return fail(
-                ErrorCode.NON_EMPTY_GROUP,
-                "an admin commit needs an empty group: the group has members",
-            )
-        else:
-            member = members.get(req.member_id)
-            if member is None:
-                return fail(ErrorCode.UNKNOWN_MEMBER_ID, "the member is not in the group")
-            if req.member_epoch != member.member_epoch:
-                return fail(
-                    ErrorCode.STALE_MEMBER_EPOCH,
-                    f"member epoch {req.member_epoch} is not the member's {member.member_epoch}",
-                )
-        records: list[Record] = []
-        results: list[PartitionResult] = []
-        for p in req.partitions:
-            code = ErrorCode.NONE
-            if p.offset < 0 or p.partition < 0 or not p.topic:
-                code = ErrorCode.INVALID_OFFSET
-            elif len(p.metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
-                code = ErrorCode.INVALID_REQUEST
-            else:
-                key = RecordKey(OFFSET_COMMIT, req.group_id, topic=p.topic, partition=p.partition)
-                records.append(
-                    record(
-                        key,
-                        OffsetCommitValue(
-                            offset=p.offset,
-                            leader_epoch=p.leader_epoch,
-                            metadata=p.metadata,
-                            commit_timestamp_ms=now_ms,
-                        ),
-                    )
-                )
-            results.append(PartitionResult(topic=p.topic, partition=p.partition, error_code=code))
-        return Result(records=records, response=OffsetCommitResponse(partitions=tuple(results)))
+        return offsets.commit_offsets(self._groups, req, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
-        group = self._groups.get(req.group_id)
-        if req.member_epoch >= 0:
-            member = None if group is None else group.members.get(req.member_id)
-            if member is None:
-                return OffsetFetchResponse(
-                    error_code=ErrorCode.UNKNOWN_MEMBER_ID,
-                    error_message="the member is not in the group",
-                )
-            if member.member_epoch != req.member_epoch:
-                return OffsetFetchResponse(
-                    error_code=ErrorCode.STALE_MEMBER_EPOCH,
-                    error_message=f"member epoch {req.member_epoch} is not the member's "
-                    f"{member.member_epoch}",
-                )
-        offsets = {} if group is None else group.offsets
-        wanted = sorted(offsets) if req.partitions is None else list(req.partitions)
-        out: list[FetchedOffset] = []
-        for topic, partition in wanted:
-            v = offsets.get((topic, partition))
-            if v is None:
-                out.append(FetchedOffset(topic=topic, partition=partition, offset=-1))
-            else:
-                out.append(
-                    FetchedOffset(
-                        topic=topic,
-                        partition=partition,
-                        offset=v.offset,
-                        leader_epoch=v.leader_epoch,
-                        metadata=v.metadata,
-                    )
-                )
-        return OffsetFetchResponse(offsets=tuple(out))
+        return offsets.fetch_offsets(self._groups, req)
 
     # --- DeleteGroups, ListGroups, DescribeGroups -----------------------------------------
 
@@ -572,6 +482,8 @@ class GroupCoordinator:
             self._next_retention_check_ms = now_ms + interval
         for gid in sorted(self._groups):
             group = self._groups[gid]
+            if not retention_check and not self._has_due_work(group, now_ms, topics):
+                continue  # nothing to write: skip the copy
             w = _Write(gid, group)
             self._expire_members(w, now_ms, topics)
             if w.group.members:
@@ -580,6 +492,19 @@ class GroupCoordinator:
                 self._expire_offsets(w, now_ms)
             records.extend(w.records)
         return records
+
+    def _has_due_work(self, group: Group, now_ms: int, topics: Mapping[str, TopicInfo]) -> bool:
+        for mid, m in group.members.items():
+            session = self._session_deadline.get((group.group_id, mid))
+            if session is None or session <= now_ms:
+                return True
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                rebalance = self._rebalance_deadline.get((group.group_id, mid))
+                if rebalance is None or rebalance[0] <= now_ms:
+                    return True
+        return bool(group.members) and (
+            self._subscription_metadata(group, topics) != group.subscription_metadata
+        )
 
     def _expire_members(self, w: _Write, now_ms: int, topics: Mapping[str, TopicInfo]) -> None:
         gid = w.group.group_id

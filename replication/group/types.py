@@ -30,6 +30,9 @@ ADMIN_MEMBER_EPOCH = -1
 """An OffsetCommit with this epoch and no member id is an admin (or manual-assign) commit."""
 
 ASSIGNOR_NAMES = ("uniform", "range")
+MAX_GROUP_ID_CHARS = 255
+"""kraft's bound on a group id (Kafka only has the protocol's string limit): ids stay
+readable in records, errors and the CLI."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -111,8 +111,8 @@ class SimMember:
 
     def crash(self) -> None:
         self.alive = False
-        self.owned.clear()
-        self.revoking.clear()
+        self.owned = set()
+        self.revoking = set()
 
     def pause(self, ms: int) -> None:
         self.paused_until = max(self.paused_until, self._now() + ms)
@@ -165,9 +165,9 @@ class SimMember:
         self.epoch = 0
 
     def _drop_all(self) -> None:
-        self.owned.clear()
-        self.revoking.clear()
-        self.positions.clear()
+        self.owned = set()
+        self.revoking = set()
+        self.positions = {}
         self._revoke_deadline_ms = None
 
     # --- requests --------------------------------------------------------------------------------
@@ -263,8 +263,8 @@ class SimMember:
         )
 
     def _on_heartbeat(self, kind: str, r: HeartbeatResponse, sent_ms: int) -> None:
-        if kind == "leave":
-            return
+        if kind == "leave" or self.left:
+            return  # leaving: an assignment that arrives now is moot
         if r.error_code in FENCED:
             self.fenced += 1
             self._lose_all()
@@ -282,8 +282,8 @@ class SimMember:
                 first = self._first_send_after_clean or sent_ms
                 self._revoke_deadline_ms = first + REBALANCE_TIMEOUT_MS
             if not self.revoking:
-                self.revoking = revoke
-                self._queue_commit(revoke, kind="revoke_commit")
+                self.revoking = set(revoke)
+                self._queue_commit(set(revoke), kind="revoke_commit")
         else:
             self._first_send_after_clean = None
             self._revoke_deadline_ms = None

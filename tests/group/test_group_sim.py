@@ -135,3 +135,11 @@ def test_the_offset_checkers_catch_a_commit_going_back_or_past_unprocessed_recor
         _commit(checker, "m", 1, 4)
     _commit(checker, "", -1, 0)  # an admin reset may go back
     assert checker.committed[("t", 0)] == 0
+
+
+def test_a_member_that_leaves_with_a_heartbeat_in_flight_does_not_retake_partitions() -> None:
+    """Seed 0x73: the member began leaving while a heartbeat that revoked some partitions was
+    in flight; the late response made it take back its kept partitions after it had dropped
+    them, and it owned them together with their next owner."""
+    r = run_seed(0x73)
+    assert r.violation is None, r.line()
