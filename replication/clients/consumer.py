@@ -315,6 +315,7 @@ class Consumer(GroupConsumer):
                 elif self._group is not None and self.config.enable_auto_commit:
                     self._commit_quietly(self._positions_to_commit(None))
             finally:
+                self._close_commits()
                 self._closed = True
                 self._network.close()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import structlog
@@ -36,6 +37,7 @@ class GroupConsumer:
     _membership: GroupMembership | None
     _callbacks: dict[str, Rebalance | None]
     _next_auto_commit: float
+    _commits: ThreadPoolExecutor | None = None
 
     def _assign(self, partitions: Iterable[TopicPartition]) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -102,8 +104,12 @@ class GroupConsumer:
         def run() -> None:
             group.commit(to_commit, member_id=member_id, member_epoch=epoch, timeout_s=timeout_s)
 
+        # One thread runs every commit in the order asked, so an asynchronous commit never
+        # lands after a later one (committed offsets never go back), as Kafka orders them.
+        if self._commits is None:
+            self._commits = ThreadPoolExecutor(1, thread_name_prefix="kraft-commit")
         if not asynchronous:
-            run()
+            self._commits.submit(run).result()
             return
 
         def background() -> None:
@@ -112,7 +118,13 @@ class GroupConsumer:
             except KraftError as e:
                 log.warning("async_commit_failed", group=group.group_id, error=str(e)[:200])
 
-        threading.Thread(target=background, name="kraft-commit", daemon=True).start()
+        self._commits.submit(background)
+
+    def _close_commits(self) -> None:
+        """Wait for the asynchronous commits still running (each bounded by its timeout)."""
+        commits, self._commits = self._commits, None
+        if commits is not None:
+            commits.shutdown(wait=True)
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets of ``partitions`` (None: nothing committed)."""
