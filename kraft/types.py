@@ -22,4 +22,19 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
-__all__ = ["Epoch", "NodeId", "Offset", "PartitionId", "TopicPartition"]
+OFFSETS_TOPIC = "__consumer_offsets"
+"""The internal topic of consumer groups' state and committed offsets (Kafka's name)."""
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+"""Kafka's ``Topic.isInternal``: hidden from ``kraft topics list`` unless ``--internal``, and
+refused to clients' Produce."""
+
+
+__all__ = [
+    "INTERNAL_TOPICS",
+    "OFFSETS_TOPIC",
+    "Epoch",
+    "NodeId",
+    "Offset",
+    "PartitionId",
+    "TopicPartition",
+]

@@ -305,3 +305,309 @@ class InitProducerIdResponse(_message.Message):
     producer_id: int
     producer_epoch: int
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+
+class FindCoordinatorRequest(_message.Message):
+    __slots__ = ("key_type", "coordinator_keys")
+    KEY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_KEYS_FIELD_NUMBER: _ClassVar[int]
+    key_type: int
+    coordinator_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key_type: _Optional[int] = ..., coordinator_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Coordinator(_message.Message):
+    __slots__ = ("key", "node_id", "host", "port", "error_code", "error_message")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    def __init__(self, key: _Optional[str] = ..., node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class FindCoordinatorResponse(_message.Message):
+    __slots__ = ("coordinators",)
+    COORDINATORS_FIELD_NUMBER: _ClassVar[int]
+    coordinators: _containers.RepeatedCompositeFieldContainer[Coordinator]
+    def __init__(self, coordinators: _Optional[_Iterable[_Union[Coordinator, _Mapping]]] = ...) -> None: ...
+
+class GroupTopicPartitions(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class TopicNameList(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, items: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GroupTopicPartitionsList(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[GroupTopicPartitions]
+    def __init__(self, items: _Optional[_Iterable[_Union[GroupTopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class ConsumerGroupHeartbeatRequest(_message.Message):
+    __slots__ = ("group_id", "member_id", "member_epoch", "instance_id", "rack_id", "rebalance_timeout_ms", "subscribed_topic_names", "server_assignor", "owned_partitions", "client_id", "client_host")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RACK_ID_FIELD_NUMBER: _ClassVar[int]
+    REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
+    OWNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str
+    rack_id: str
+    rebalance_timeout_ms: int
+    subscribed_topic_names: TopicNameList
+    server_assignor: str
+    owned_partitions: GroupTopicPartitionsList
+    client_id: str
+    client_host: str
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., subscribed_topic_names: _Optional[_Union[TopicNameList, _Mapping]] = ..., server_assignor: _Optional[str] = ..., owned_partitions: _Optional[_Union[GroupTopicPartitionsList, _Mapping]] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ...) -> None: ...
+
+class ConsumerGroupHeartbeatResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: GroupTopicPartitionsList
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[GroupTopicPartitionsList, _Mapping]] = ...) -> None: ...
+
+class OffsetCommitRequestPartition(_message.Message):
+    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "committed_metadata")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_METADATA_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str
+    def __init__(self, partition_index: _Optional[int] = ..., committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., committed_metadata: _Optional[str] = ...) -> None: ...
+
+class OffsetCommitRequestTopic(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[OffsetCommitRequestPartition]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OffsetCommitRequestPartition, _Mapping]]] = ...) -> None: ...
+
+class OffsetCommitRequest(_message.Message):
+    __slots__ = ("group_id", "generation_id_or_member_epoch", "member_id", "topics")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_ID_OR_MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    topics: _containers.RepeatedCompositeFieldContainer[OffsetCommitRequestTopic]
+    def __init__(self, group_id: _Optional[str] = ..., generation_id_or_member_epoch: _Optional[int] = ..., member_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitRequestTopic, _Mapping]]] = ...) -> None: ...
+
+class OffsetCommitResponsePartition(_message.Message):
+    __slots__ = ("partition_index", "error_code")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    error_code: _errors_pb2.ErrorCode
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ...) -> None: ...
+
+class OffsetCommitResponseTopic(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[OffsetCommitResponsePartition]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OffsetCommitResponsePartition, _Mapping]]] = ...) -> None: ...
+
+class OffsetCommitResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "topics")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    topics: _containers.RepeatedCompositeFieldContainer[OffsetCommitResponseTopic]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitResponseTopic, _Mapping]]] = ...) -> None: ...
+
+class OffsetFetchRequestTopic(_message.Message):
+    __slots__ = ("name", "partition_indexes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partition_indexes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., partition_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class OffsetFetchRequest(_message.Message):
+    __slots__ = ("group_id", "member_id", "member_epoch", "topics")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    member_id: str
+    member_epoch: int
+    topics: _containers.RepeatedCompositeFieldContainer[OffsetFetchRequestTopic]
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[OffsetFetchRequestTopic, _Mapping]]] = ...) -> None: ...
+
+class OffsetFetchResponsePartition(_message.Message):
+    __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "metadata", "error_code")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str
+    error_code: _errors_pb2.ErrorCode
+    def __init__(self, partition_index: _Optional[int] = ..., committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., metadata: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ...) -> None: ...
+
+class OffsetFetchResponseTopic(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[OffsetFetchResponsePartition]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OffsetFetchResponsePartition, _Mapping]]] = ...) -> None: ...
+
+class OffsetFetchResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "topics")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    topics: _containers.RepeatedCompositeFieldContainer[OffsetFetchResponseTopic]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetFetchResponseTopic, _Mapping]]] = ...) -> None: ...
+
+class ListGroupsRequest(_message.Message):
+    __slots__ = ("states_filter",)
+    STATES_FILTER_FIELD_NUMBER: _ClassVar[int]
+    states_filter: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, states_filter: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListedGroup(_message.Message):
+    __slots__ = ("group_id", "protocol_type", "group_state", "group_type")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+    def __init__(self, group_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., group_state: _Optional[str] = ..., group_type: _Optional[str] = ...) -> None: ...
+
+class ListGroupsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "groups")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    groups: _containers.RepeatedCompositeFieldContainer[ListedGroup]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[ListedGroup, _Mapping]]] = ...) -> None: ...
+
+class ConsumerGroupDescribeRequest(_message.Message):
+    __slots__ = ("group_ids",)
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DescribedGroupMember(_message.Message):
+    __slots__ = ("member_id", "instance_id", "rack_id", "member_epoch", "client_id", "client_host", "subscribed_topic_names", "assignment", "target_assignment")
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RACK_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    member_id: str
+    instance_id: str
+    rack_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: _containers.RepeatedScalarFieldContainer[str]
+    assignment: _containers.RepeatedCompositeFieldContainer[GroupTopicPartitions]
+    target_assignment: _containers.RepeatedCompositeFieldContainer[GroupTopicPartitions]
+    def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., assignment: _Optional[_Iterable[_Union[GroupTopicPartitions, _Mapping]]] = ..., target_assignment: _Optional[_Iterable[_Union[GroupTopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class DescribedGroup(_message.Message):
+    __slots__ = ("error_code", "error_message", "group_id", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: _containers.RepeatedCompositeFieldContainer[DescribedGroupMember]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[DescribedGroupMember, _Mapping]]] = ...) -> None: ...
+
+class ConsumerGroupDescribeResponse(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[DescribedGroup]
+    def __init__(self, groups: _Optional[_Iterable[_Union[DescribedGroup, _Mapping]]] = ...) -> None: ...
+
+class DeleteGroupsRequest(_message.Message):
+    __slots__ = ("groups_names",)
+    GROUPS_NAMES_FIELD_NUMBER: _ClassVar[int]
+    groups_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, groups_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeletableGroupResult(_message.Message):
+    __slots__ = ("group_id", "error_code", "error_message")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class DeleteGroupsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeletableGroupResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeletableGroupResult, _Mapping]]] = ...) -> None: ...

@@ -77,6 +77,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.idle) answers --help
     )
     idle.set_defaults(handler=_run_idle, passthrough=True)
+    grp = bsub.add_parser(
+        "group",
+        help="consumer groups: rebalance time (graceful leave, kill -9), 3 members vs 1",
+        epilog="example: kraft bench group --runs 10 --json",
+        add_help=False,  # its own parser (kraft.bench.group) answers --help
+    )
+    grp.set_defaults(handler=_run_group, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -135,6 +142,13 @@ def _run_spark(args: argparse.Namespace) -> int:
 
 def _run_idle(args: argparse.Namespace) -> int:
     from kraft.bench.idle import main
+
+    result: int = main(list(args.rest))
+    return result
+
+
+def _run_group(args: argparse.Namespace) -> int:
+    from kraft.bench.group import main
 
     result: int = main(list(args.rest))
     return result

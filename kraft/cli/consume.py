@@ -20,6 +20,12 @@ examples:
   kraft consume events --from-beginning --max-messages 10 --bootstrap 127.0.0.1:9192
   kraft consume events --partition 2 --offset 100 --print-key --print-offset
   kraft consume events --from-beginning --timeout 5 --json > events.jsonl
+  kraft consume events --group billing --from-beginning
+
+With --group G the consumer joins consumer group G (KIP-848): the group's coordinator
+assigns it a share of the partitions, each starting at the group's committed offset (else
+at the end, or the beginning with --from-beginning), and it commits what it printed
+(enable.auto.commit) every 5 s and on exit.
 
 Reads every partition of the topic (or only --partition) and prints one line per record:
 its value, preceded by "Partition:P<TAB>Offset:O<TAB>" with --print-offset and by the key
@@ -47,6 +53,9 @@ def add_parser(sub: Any) -> None:
         "--from-beginning",
         action="store_true",
         help="start at each partition's log start offset (default: its end)",
+    )
+    p.add_argument(
+        "--group", metavar="GROUP", help="join this consumer group (kafka-console-consumer)"
     )
     p.add_argument("--partition", type=non_negative_int, help="only this partition")
     p.add_argument(
@@ -117,20 +126,18 @@ def run(args: argparse.Namespace) -> int:
         partitions = [args.partition]
     tps = [TopicPartition(args.topic, p) for p in partitions]
 
+    if args.group is not None:
+        if args.partition is not None or start is not None:
+            raise ValueError("--group takes neither --partition nor --offset")
+        options.setdefault("group_id", args.group)
+        options.setdefault("auto_offset_reset", "earliest" if args.from_beginning else "latest")
     consumed = 0
     out = sys.stdout
     with Consumer(bootstrap, **options) as consumer:
-        consumer.assign(tps)
-        if args.from_beginning or start == "earliest":
-            consumer.seek_to_beginning()
-        elif isinstance(start, int):
-            _check_in_range(consumer, tps[0], start)
-            consumer.seek(tps[0], start)
+        if args.group is not None:
+            consumer.subscribe([args.topic])  # positions: the group's committed offsets
         else:
-            consumer.seek_to_end()
-        # Resolve "the end" now, so records produced after this point are all printed.
-        for tp in tps:
-            consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+            _assign(consumer, tps, start, from_beginning=args.from_beginning)
         last_record = time.monotonic()
         try:
             while args.max_messages is None or consumed < args.max_messages:
@@ -153,6 +160,22 @@ def run(args: argparse.Namespace) -> int:
             pass
     print(f"kraft: consumed {consumed} records", file=sys.stderr)
     return 0
+
+
+def _assign(
+    consumer: Consumer, tps: list[TopicPartition], start: int | str | None, *, from_beginning: bool
+) -> None:
+    consumer.assign(tps)
+    if from_beginning or start == "earliest":
+        consumer.seek_to_beginning()
+    elif isinstance(start, int):
+        _check_in_range(consumer, tps[0], start)
+        consumer.seek(tps[0], start)
+    else:
+        consumer.seek_to_end()
+    # Resolve "the end" now, so records produced after this point are all printed.
+    for tp in tps:
+        consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
 
 
 def _check_in_range(consumer: Consumer, tp: TopicPartition, offset: int) -> None:

@@ -95,6 +95,11 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(handler=create)
 
     ls = action("list", "list the topics' names", "kraft topics list --bootstrap 127.0.0.1:9192")
+    ls.add_argument(
+        "--internal",
+        action="store_true",
+        help="include internal topics (__consumer_offsets)",
+    )
     _common(ls, json_output=True)
     ls.set_defaults(handler=list_topics)
 
@@ -169,8 +174,14 @@ def create(args: argparse.Namespace) -> int:
 
 
 def list_topics(args: argparse.Namespace) -> int:
+    from kraft.types import INTERNAL_TOPICS
+
     with AdminSession(args) as session:
-        names = sorted(t.name for t in session.describe_cluster().topics)
+        names = sorted(
+            t.name
+            for t in session.describe_cluster().topics
+            if args.internal or t.name not in INTERNAL_TOPICS
+        )
     if args.json:
         print(json.dumps(names))
     else:

@@ -74,6 +74,13 @@ CLIENT = "client"
 """The fault network's name for this process's clients (the source of client links)."""
 
 
+LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
+"""``offsets.topic.num.partitions`` of a local cluster (Kafka's 50 is a lot for a laptop)."""
+LOCAL_GROUP_HEARTBEAT_INTERVAL_MS = 500
+"""``group.consumer.heartbeat.interval.ms`` of a local cluster: a rebalance (which members
+learn of by heartbeat) takes well under a second."""
+
+
 class LocalCluster:
     """Controller and broker processes on loopback.
 
@@ -477,6 +484,8 @@ class LocalCluster:
             "controller.quorum.voters": format_voters(self.controller_addresses),
             "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}",
             "log.dirs": str(self.broker_data_dir(broker_id)),
+            "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
+            "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
             **self._broker_extra,
         }
         config_dir = self.data_dir / "config"

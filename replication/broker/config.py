@@ -40,13 +40,19 @@ from storage.config import int_fields_from_properties
 from storage.config_registry import (
     BROKER_LOG_KEYS,
     DYNAMIC_BROKER_KEYS,
+    INT_MAX,
     NODE_KEYS,
     node_property_fields,
 )
 from storage.errors import InvalidConfigError
 
-_INT_FIELDS = node_property_fields("BrokerNodeConfig")
+_ASSIGNORS_KEY = "group.consumer.assignors"
+_INT_FIELDS = {
+    k: f for k, f in node_property_fields("BrokerNodeConfig").items() if k != _ASSIGNORS_KEY
+}
 """Key -> field of this class's integer settings (from the registry)."""
+GROUP_ASSIGNORS = ("uniform", "range")
+"""The server-side assignors kraft has (KIP-848's ``uniform`` and ``range``)."""
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = int(NODE_KEYS["log.retention.check.interval.ms"].default or 0)
 """Kafka's ``log.retention.check.interval.ms`` default (5 minutes)."""
 NON_ROUTABLE_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
@@ -86,6 +92,22 @@ class BrokerNodeConfig:
     """[replica.high.watermark.checkpoint.interval.ms]"""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     """[log.retention.check.interval.ms] how often retention runs over every replica."""
+    offsets_topic_num_partitions: int = 50
+    """[offsets.topic.num.partitions]"""
+    offsets_topic_replication_factor: int = 3
+    """[offsets.topic.replication.factor] capped at the number of live brokers."""
+    offsets_retention_minutes: int = 10080
+    """[offsets.retention.minutes]"""
+    group_consumer_session_timeout_ms: int = 45_000
+    """[group.consumer.session.timeout.ms]"""
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    """[group.consumer.heartbeat.interval.ms]"""
+    group_consumer_max_size: int = INT_MAX
+    """[group.consumer.max.size]"""
+    group_consumer_assignors: str = "uniform,range"
+    """[group.consumer.assignors] comma-separated; the first is the default."""
+    group_coordinator_snapshot_interval_records: int = 1000
+    """[group.coordinator.snapshot.interval.records] (kraft's own key)"""
     log_defaults: Mapping[str, str] = field(default_factory=dict)
     """[log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms, ...] under
     their topic keys (``retention.ms``...): every topic's log config unless it sets its own."""
@@ -151,6 +173,7 @@ class BrokerNodeConfig:
             data_dir=Path(data_dir),
             rack=rack,
             **int_fields_from_properties(props, _INT_FIELDS),
+            group_consumer_assignors=_assignors(props),
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
@@ -166,6 +189,7 @@ class BrokerNodeConfig:
             "listeners": f"PLAINTEXT://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{key: str(getattr(self, field)) for key, field in _INT_FIELDS.items()},
+            _ASSIGNORS_KEY: self.group_consumer_assignors,
             **{broker_keys[k]: v for k, v in self.log_defaults.items() if k in broker_keys},
             **self.replication.to_properties(),
             **self.raft.to_properties(),
@@ -177,9 +201,26 @@ class BrokerNodeConfig:
         return props
 
 
+def _assignors(props: Mapping[str, str]) -> str:
+    raw = props.get(_ASSIGNORS_KEY, "").strip()
+    if not raw:
+        return str(NODE_KEYS[_ASSIGNORS_KEY].default)
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in GROUP_ASSIGNORS]
+    if unknown or not names:
+        raise InvalidConfigError(
+            f"group.consumer.assignors: unknown assignor {unknown[0][:40]!r} (kraft has "
+            f"{', '.join(GROUP_ASSIGNORS)})"
+            if unknown
+            else "group.consumer.assignors: empty"
+        )
+    return ",".join(names)
+
+
 __all__ = [
     "BROKER_LOG_KEYS",
     "DEFAULT_RETENTION_CHECK_INTERVAL_MS",
+    "GROUP_ASSIGNORS",
     "NON_ROUTABLE_HOSTS",
     "BrokerNodeConfig",
 ]

@@ -57,7 +57,7 @@ import shutil
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -85,6 +85,7 @@ from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.group_service import GroupService
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
@@ -174,7 +175,10 @@ class BrokerServer:
         )
         self._grpc = aio_server()
         self._service = BrokerService(self)
-        broker_pb2_grpc.add_BrokerServicer_to_server(BrokerServicer(self._service), self._grpc)
+        self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
+        broker_pb2_grpc.add_BrokerServicer_to_server(
+            BrokerServicer(self._service, self.groups), self._grpc
+        )
         controller_pb2_grpc.add_ControllerServicer_to_server(
             ForwardingControllerServicer(self._controllers), self._grpc
         )
@@ -234,6 +238,7 @@ class BrokerServer:
         for task in (
             asyncio.create_task(self._tick_loop(), name="broker-tick"),
             asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
+            asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
             asyncio.create_task(
                 run_retention(
                     lambda: self.replicas.values(),
@@ -267,6 +272,7 @@ class BrokerServer:
         self._closed = True
         self.supervisor.close()
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.groups.runtime.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -622,6 +628,24 @@ class BrokerServer:
         task = asyncio.create_task(run(), name=f"alter-partition-{replica.topic_partition}")
         self._tasks.append(task)
         task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
+    async def create_internal_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> None:
+        """Create an internal topic (``__consumer_offsets``) through the active controller.
+
+        Raises:
+            TopicAlreadyExistsError, KraftError: as `ControllerClient.create_topic`.
+        """
+        await self._blocking(
+            self._control_executor,
+            self._controllers.create_topic,
+            name,
+            partitions,
+            replication_factor,
+            configs=configs,
+            timeout=10.0,
+        )
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
         epoch = self.broker_epoch if self.broker_epoch is not None else -1

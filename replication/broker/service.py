@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from kraft._generated import broker_pb2_grpc
-from kraft.types import TopicPartition
+from kraft.types import INTERNAL_TOPICS, TopicPartition
+from replication.broker.group_servicer import GroupServicer
 from replication.codec import decode, encode
 from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
 from replication.messages import (
@@ -56,6 +57,7 @@ from replication.messages import (
 from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
+    from replication.broker.group_service import GroupService
     from replication.broker.partition import PartitionReplica
     from replication.broker.server import BrokerServer
 
@@ -98,6 +100,12 @@ class BrokerService:
 
     async def produce(self, request: ProduceRequest) -> ProduceResponse:
         async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
+            if tp.topic in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
+                return ProducePartitionResponse(
+                    index=tp.partition,
+                    error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    error_message=f"cannot produce to the internal topic {tp.topic}",
+                )
             replica = self._leading(tp)
             if replica is None:
                 code = self._not_leader_code(tp)
@@ -396,11 +404,12 @@ def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
     return None if d is None else DivergingEpoch(epoch=d.epoch, end_offset=d.end_offset)
 
 
-class BrokerServicer(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
-    """Proto in, dataclass to `BrokerService`, proto out."""
+class BrokerServicer(GroupServicer, broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
+    """Proto in, dataclass to `BrokerService` (and `GroupService`), proto out."""
 
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService, groups: GroupService | None = None) -> None:
         self._service = service
+        self._groups = groups
 
     async def _call(self, request: Any, context: Any, cls: type[Any], run: Any) -> Any:
         try:

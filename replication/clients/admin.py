@@ -46,11 +46,14 @@ from kraft.transport.controller_codec import (
     DescribeQuorumResponse,
     TopicMetadata,
 )
+from replication.clients.group_admin import GroupAdmin
+from replication.clients.network import BrokerNetwork
 from storage.errors import ErrorCode, LeaderNotAvailableError, error_for
 
 
-class AdminClient:
-    """Create, delete and describe topics; describe the cluster and the controller quorum.
+class AdminClient(GroupAdmin):
+    """Create, delete and describe topics; describe the cluster and the controller quorum;
+    list, describe, reset and delete consumer groups (`replication.clients.group_admin`).
 
     Args:
         bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
@@ -69,6 +72,8 @@ class AdminClient:
         self._client = ControllerClient(
             bootstrap, timeout=timeout, request_timeout=request_timeout, peer="broker"
         )
+        self._timeout = timeout
+        self._broker_network = BrokerNetwork(bootstrap, request_timeout_s=request_timeout)
 
     def __enter__(self) -> Self:
         return self
@@ -78,6 +83,7 @@ class AdminClient:
 
     def close(self) -> None:
         self._client.close()
+        self._broker_network.close()
 
     # -- topics --------------------------------------------------------------------------------
 

@@ -141,6 +141,24 @@ class ConsumerConfig:
     check_crcs: bool = True
     """[check.crcs] check each fetched batch's CRC-32C (a corrupt batch is raised for its
     partition, with its offset)."""
+    group_id: str = ""
+    """[group.id] the consumer group of ``subscribe`` and of committed offsets ("": none)."""
+    enable_auto_commit: bool = True
+    """[enable.auto.commit] commit the positions every ``auto.commit.interval.ms`` from
+    ``poll``, before a revocation and on ``close``."""
+    auto_commit_interval_ms: int = 5_000
+    """[auto.commit.interval.ms]"""
+    session_timeout_ms: int = 45_000
+    """[session.timeout.ms] accepted for compatibility: with the consumer protocol (KIP-848)
+    the broker's ``group.consumer.session.timeout.ms`` decides."""
+    heartbeat_interval_ms: int = 5_000
+    """[heartbeat.interval.ms] used until the coordinator gives its own
+    (``group.consumer.heartbeat.interval.ms``)."""
+    max_poll_interval_ms: int = 300_000
+    """[max.poll.interval.ms] a member that does not poll for this long leaves the group (its
+    partitions go to others); it is also the member's rebalance timeout."""
+    group_remote_assignor: str = ""
+    """[group.remote.assignor] ``uniform`` or ``range``; "": the group's default."""
 
     @classmethod
     def create(cls, options: Mapping[str, Any]) -> Self:
@@ -154,6 +172,8 @@ class ConsumerConfig:
             raise ValueError("auto.offset.reset must be earliest, latest or none")
         if config.isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation.level must be read_uncommitted or read_committed")
+        if config.group_remote_assignor not in ("", "uniform", "range"):
+            raise ValueError("group.remote.assignor must be uniform or range")
         return config
 
 
@@ -162,6 +182,8 @@ def _normalise(cls: type[Any], options: Mapping[str, Any]) -> dict[str, Any]:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     out: dict[str, Any] = {}
     for key, value in options.items():
+        if value is None:
+            continue  # None: the default (group_id=None, group_remote_assignor=None)
         name = key.replace(".", "_").replace("-", "_")
         field = fields.get(name)
         if field is None:

@@ -24,6 +24,14 @@ A corrupt batch (its CRC, header, codec or records; or CORRUPT_MESSAGE from the 
 only its partition: the records before it are delivered, then `CorruptRecordError` is raised
 (with topic, partition and offset) until ``seek`` moves past it (see ``poll``).
 
+*Groups.* With ``group_id``, ``subscribe`` joins the group (KIP-848) and the coordinator
+assigns the partitions (`replication.clients.group_membership`: a heartbeat thread keeps the
+member alive; ``poll`` applies assignment changes and calls ``on_revoke`` / ``on_assign`` /
+``on_lost``); a newly assigned partition starts at its committed offset, else by
+``auto.offset.reset``. ``commit`` writes positions (the next offset to read) to the group,
+``poll`` does so every ``auto.commit.interval.ms`` with ``enable.auto.commit``, and before a
+revocation and on ``close``: commits after processing make delivery at-least-once.
+
 Thread-safe in the sense that calls are serialised by a lock (Kafka's consumer is not
 thread-safe at all); one thread polling is the intended use.
 """
@@ -42,6 +50,8 @@ import structlog
 from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
+from replication.clients.consumer_groups import GroupConsumer, Rebalance
+from replication.clients.group_membership import GroupClient, GroupMembership
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork, Cancellable
 from replication.clients.sequencing import METADATA_ERRORS
@@ -74,6 +84,7 @@ from storage.records import (
 )
 
 log = structlog.get_logger("kraft.consumer")
+
 
 _STALE_METADATA = METADATA_ERRORS | {ErrorCode.OFFSET_NOT_AVAILABLE}
 
@@ -162,9 +173,9 @@ def decode_partition_records(
     return records, next_offset, None
 
 
-class Consumer:
-    """A consumer of manually assigned partitions. Options are Kafka's consumer configs (see
-    `ConsumerConfig`), by snake_case name or Kafka key.
+class Consumer(GroupConsumer):
+    """A consumer of manually assigned partitions, or of a group's (``subscribe``). Options
+    are Kafka's consumer configs (see `ConsumerConfig`), by snake_case name or Kafka key.
 
     Args:
         bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
@@ -202,6 +213,12 @@ class Consumer:
         )
         self._closed = False
         self._raised_last_poll = False  # a partition error: the next poll fetches others first
+        self._group = (
+            GroupClient(self._network, config.group_id, config) if config.group_id else None
+        )
+        self._membership: GroupMembership | None = None
+        self._callbacks: dict[str, Rebalance | None] = {}
+        self._next_auto_commit = time.monotonic() + config.auto_commit_interval_ms / 1000
 
     def __enter__(self) -> Self:
         return self
@@ -213,7 +230,13 @@ class Consumer:
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly these partitions (replacing the previous assignment); positions of
-        partitions that stay assigned are kept."""
+        partitions that stay assigned are kept. Not while subscribed to a group."""
+        with self._lock:
+            if self._membership is not None:
+                raise ValueError("assign() while subscribed: unsubscribe() first")
+            self._assign(partitions)
+
+    def _assign(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
             wanted = list(dict.fromkeys(partitions))
             self._positions = {tp: self._positions.get(tp) for tp in wanted}
@@ -282,11 +305,19 @@ class Consumer:
             return self._high_watermarks.get(tp)
 
     def close(self) -> None:
+        """Commit (with ``enable.auto.commit``), leave the group, close the connections."""
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            self._network.close()
+            try:
+                if self._membership is not None:
+                    self._stop_membership(revoke=True)
+                elif self._group is not None and self.config.enable_auto_commit:
+                    self._commit_quietly(self._positions_to_commit(None))
+            finally:
+                self._close_commits()
+                self._closed = True
+                self._network.close()
 
     # -- poll ----------------------------------------------------------------------------------
 
@@ -311,6 +342,7 @@ class Consumer:
                 raise RuntimeError("the consumer is closed")
             others_first = self._raised_last_poll
             self._raised_last_poll = False
+            self._group_poll()
             while True:
                 records = self._take_buffered()
                 if records:

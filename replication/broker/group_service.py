@@ -1,0 +1,455 @@
+"""The consumer-group handlers of the Broker service (KIP-848): FindCoordinator,
+ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, ListGroups, ConsumerGroupDescribe and
+DeleteGroups.
+
+The wire dataclasses (`replication.group_messages`, topics by name) are converted here to and
+from the coordinator's (`replication.group`, assignments by topic id), and every request goes to
+the `GroupRuntime` shard of its group's ``__consumer_offsets`` partition.
+
+*The offsets topic.* The first FindCoordinator that finds no ``__consumer_offsets`` asks the
+controller to create it (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor``
+capped at the live brokers, ``retention.ms=-1`` and ``retention.bytes=-1``: only the
+coordinators' snapshots move its start, see `replication.broker.group_runtime`) and answers
+COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+import structlog
+
+from kraft.types import OFFSETS_TOPIC
+from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
+from replication.group import (
+    GroupConfig,
+    GroupCoordinator,
+    TopicInfo,
+    TopicPartitions,
+    partition_for_group,
+)
+from replication.group import types as g
+from replication.group_messages import (
+    COORDINATOR_KEY_TYPE_GROUP,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedGroupMember,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    GroupTopicPartitions,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+from replication.group_messages import (
+    Coordinator as WireCoordinator,
+)
+from storage.errors import (
+    CoordinatorNotAvailableError,
+    ErrorCode,
+    KraftError,
+    TopicAlreadyExistsError,
+)
+
+if TYPE_CHECKING:
+    from replication.broker.server import BrokerServer
+
+R = TypeVar("R")
+
+GROUP_ID_MAX_CHARS = 255
+"""Longer group ids are refused (INVALID_GROUP_ID); Kafka has no limit but a request size."""
+_FOREVER = str(-1)
+OFFSETS_TOPIC_SEGMENT_BYTES = 8 * 1024 * 1024
+OFFSETS_TOPIC_CONFIGS: Mapping[str, str] = {
+    "retention.ms": _FOREVER,
+    "retention.bytes": _FOREVER,
+    "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
+}
+"""The offsets topic keeps everything until a coordinator snapshot moves its start (kraft has
+no compaction); segments of 8 MiB let the snapshots delete the old ones soon."""
+
+_log = structlog.get_logger("replication.broker.group_service")
+
+
+class GroupService:
+    """The group APIs of one `BrokerServer`."""
+
+    def __init__(self, server: BrokerServer) -> None:
+        self._server = server
+        config = server.config
+        self._group_config = GroupConfig(
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            max_size=config.group_consumer_max_size,
+            assignors=tuple(config.group_consumer_assignors.split(",")),
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        )
+        self.runtime = GroupRuntime(
+            replicas=lambda: server.replicas,
+            new_coordinator=lambda: GroupCoordinator(self._group_config),
+            topics=self._topics,
+            snapshot_interval_records=config.group_coordinator_snapshot_interval_records,
+            node_id=server.node_id,
+        )
+        self._creating: asyncio.Task[None] | None = None
+        self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
+        self._logger = _log.bind(node_id=server.node_id)
+
+    # --- the image, by name and by id ---------------------------------------------------------
+
+    def _topics(self) -> dict[str, TopicInfo]:
+        """Every topic as the coordinator's assignors see it, keyed by name (cached per
+        metadata image: the runtime asks on every poll)."""
+        image = self._server.image
+        cached = self._topics_cache
+        if cached is not None and cached[0] is image:
+            return cached[1]
+        out = {}
+        for name, topic_id in image.topic_ids_by_name.items():
+            description = image.describe_topic(name)
+            if description is None:
+                continue
+            out[name] = TopicInfo(
+                topic_id=topic_id, name=name, partitions=len(description.partitions)
+            )
+        self._topics_cache = (image, out)
+        return out
+
+    def _to_ids(
+        self, parts: tuple[GroupTopicPartitions, ...] | None
+    ) -> tuple[TopicPartitions, ...] | None:
+        if parts is None:
+            return None
+        ids = self._server.image.topic_ids_by_name
+        return tuple(
+            TopicPartitions(topic_id=ids[p.topic], partitions=tuple(p.partitions))
+            for p in parts
+            if p.topic in ids
+        )
+
+    def _to_names(self, parts: tuple[TopicPartitions, ...]) -> tuple[GroupTopicPartitions, ...]:
+        names = {v: k for k, v in self._server.image.topic_ids_by_name.items()}
+        return tuple(
+            GroupTopicPartitions(topic=names[p.topic_id], partitions=tuple(sorted(p.partitions)))
+            for p in parts
+            if p.topic_id in names
+        )
+
+    def _partition_of(self, group_id: str) -> int:
+        """The offsets partition of ``group_id``.
+
+        Raises:
+            NotCoordinatorError-like KraftError: no offsets topic yet (COORDINATOR_NOT_AVAILABLE).
+        """
+        description = self._server.image.describe_topic(OFFSETS_TOPIC)
+        if description is None or not description.partitions:
+            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC} does not exist yet")
+        return partition_for_group(group_id, len(description.partitions))
+
+    # --- FindCoordinator ----------------------------------------------------------------------
+
+    async def find_coordinator(self, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        out = []
+        for key in request.coordinator_keys:
+            out.append(self._find_one(request.key_type, key))
+        return FindCoordinatorResponse(coordinators=tuple(out))
+
+    def _find_one(self, key_type: int, key: str) -> WireCoordinator:
+        if key_type != COORDINATOR_KEY_TYPE_GROUP:
+            return WireCoordinator(
+                key=key[:GROUP_ID_MAX_CHARS],
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message=f"unknown coordinator key type {key_type} (0 is group)",
+            )
+        if not key or len(key) > GROUP_ID_MAX_CHARS:
+            return WireCoordinator(
+                key=key[:GROUP_ID_MAX_CHARS],
+                error_code=ErrorCode.INVALID_GROUP_ID,
+                error_message="a group id is 1 to 255 characters",
+            )
+        image = self._server.image
+        description = image.describe_topic(OFFSETS_TOPIC)
+        if description is None or not description.partitions:
+            self._create_offsets_topic()
+            return WireCoordinator(
+                key=key,
+                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                error_message=f"creating {OFFSETS_TOPIC}",
+            )
+        partition = description.partitions[partition_for_group(key, len(description.partitions))]
+        broker = image.broker(partition.leader) if partition.leader >= 0 else None
+        if broker is None or broker.fenced or not broker.listeners:
+            return WireCoordinator(
+                key=key,
+                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                error_message=f"{OFFSETS_TOPIC}-{partition.partition} has no leader",
+            )
+        endpoint = broker.listeners[0]
+        return WireCoordinator(
+            key=key, node_id=partition.leader, host=endpoint.host, port=endpoint.port
+        )
+
+    def _create_offsets_topic(self) -> None:
+        if self._creating is not None and not self._creating.done():
+            return
+        self._creating = asyncio.create_task(self._create(), name="create-offsets-topic")
+
+    async def _create(self) -> None:
+        config = self._server.config
+        live = sum(1 for b in self._server.image.brokers.values() if not b.fenced)
+        replication_factor = max(1, min(config.offsets_topic_replication_factor, live))
+        try:
+            await self._server.create_internal_topic(
+                OFFSETS_TOPIC,
+                config.offsets_topic_num_partitions,
+                replication_factor,
+                OFFSETS_TOPIC_CONFIGS,
+            )
+        except TopicAlreadyExistsError:
+            return
+        except KraftError as e:
+            self._logger.warning("offsets_topic_creation_failed", error=repr(e))
+            return
+        self._logger.info(
+            "offsets_topic_created",
+            partitions=config.offsets_topic_num_partitions,
+            replication_factor=replication_factor,
+        )
+
+    # --- requests to the coordinator ----------------------------------------------------------
+
+    async def _write(
+        self, group_id: str, run: Callable[[GroupCoordinator, int], ResultLike[R]]
+    ) -> R:
+        partition = self._partition_of(group_id)
+        return await self.runtime.write(partition, _typed(run))
+
+    async def consumer_group_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        if not request.group_id or len(request.group_id) > GROUP_ID_MAX_CHARS:
+            return ConsumerGroupHeartbeatResponse(
+                error_code=ErrorCode.INVALID_GROUP_ID,
+                error_message="a group id is 1 to 255 characters",
+            )
+        inner = g.HeartbeatRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=request.subscribed_topic_names,
+            server_assignor=request.server_assignor or None,
+            topic_partitions=self._to_ids(request.owned_partitions),
+            client_id=request.client_id[:255],
+            client_host=request.client_host[:255],
+        )
+        topics = self._topics()
+        try:
+            response = await self._write(
+                request.group_id, lambda c, now: c.heartbeat(inner, topics, now)
+            )
+        except KraftError as e:
+            return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message)
+        return ConsumerGroupHeartbeatResponse(
+            error_code=response.error_code,
+            error_message=response.error_message,
+            member_id=response.member_id,
+            member_epoch=response.member_epoch,
+            heartbeat_interval_ms=response.heartbeat_interval_ms,
+            assignment=None if response.assignment is None else self._to_names(response.assignment),
+        )
+
+    async def offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        inner = g.OffsetCommitRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.generation_id_or_member_epoch,
+            partitions=tuple(
+                g.OffsetCommitPartition(
+                    topic=t.name,
+                    partition=p.partition_index,
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch,
+                    metadata=p.committed_metadata,
+                )
+                for t in request.topics
+                for p in t.partitions
+            ),
+        )
+        try:
+            response = await self._write(
+                request.group_id, lambda c, now: c.commit_offsets(inner, now)
+            )
+        except KraftError as e:
+            return OffsetCommitResponse(error_code=e.code, error_message=e.message)
+        by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
+        for p in response.partitions:
+            by_topic.setdefault(p.topic, []).append(
+                OffsetCommitResponsePartition(partition_index=p.partition, error_code=p.error_code)
+            )
+        return OffsetCommitResponse(
+            error_code=response.error_code,
+            error_message=response.error_message,
+            topics=tuple(
+                OffsetCommitResponseTopic(name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+
+    async def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        inner = g.OffsetFetchRequest(
+            group_id=request.group_id,
+            partitions=tuple((t.name, p) for t in request.topics for p in t.partition_indexes)
+            if request.topics
+            else None,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+        )
+        try:
+            partition = self._partition_of(request.group_id)
+            response = await self.runtime.read(
+                partition, lambda c: _coordinator(c).fetch_offsets(inner)
+            )
+        except KraftError as e:
+            return OffsetFetchResponse(error_code=e.code, error_message=e.message)
+        by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
+        for o in response.offsets:
+            by_topic.setdefault(o.topic, []).append(
+                OffsetFetchResponsePartition(
+                    partition_index=o.partition,
+                    committed_offset=o.offset,
+                    committed_leader_epoch=o.leader_epoch,
+                    metadata=o.metadata,
+                    error_code=o.error_code,
+                )
+            )
+        return OffsetFetchResponse(
+            error_code=response.error_code,
+            error_message=response.error_message,
+            topics=tuple(
+                OffsetFetchResponseTopic(name=name, partitions=tuple(parts))
+                for name, parts in sorted(by_topic.items())
+            ),
+        )
+
+    async def list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
+        """The groups of the coordinators loaded on this broker (Kafka's ListGroups goes to
+        every broker; the admin client merges)."""
+        wanted = {s.lower() for s in request.states_filter}
+        groups = []
+        for coordinator in self.runtime.loaded_coordinators():
+            for listing in _coordinator(coordinator).list_groups():
+                state = listing.state.value
+                if wanted and state.lower() not in wanted:
+                    continue
+                groups.append(
+                    ListedGroup(
+                        group_id=listing.group_id,
+                        protocol_type=listing.protocol_type,
+                        group_state=state,
+                        group_type=listing.group_type,
+                    )
+                )
+        return ListGroupsResponse(groups=tuple(sorted(groups, key=lambda x: x.group_id)))
+
+    async def consumer_group_describe(
+        self, request: ConsumerGroupDescribeRequest
+    ) -> ConsumerGroupDescribeResponse:
+        out = []
+        for group_id in request.group_ids:
+            try:
+                description = await self._describe_one(group_id)
+            except KraftError as e:
+                out.append(
+                    DescribedGroup(
+                        group_id=group_id[:GROUP_ID_MAX_CHARS],
+                        error_code=e.code,
+                        error_message=e.message,
+                    )
+                )
+                continue
+            out.append(
+                DescribedGroup(
+                    group_id=description.group_id,
+                    error_code=description.error_code,
+                    group_state=description.state.value,
+                    group_epoch=description.group_epoch,
+                    assignment_epoch=description.assignment_epoch,
+                    assignor_name=description.assignor_name,
+                    members=tuple(
+                        DescribedGroupMember(
+                            member_id=m.member_id,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=m.subscribed_topic_names,
+                            assignment=self._to_names(m.assignment),
+                            target_assignment=self._to_names(m.target_assignment),
+                        )
+                        for m in description.members
+                    ),
+                )
+            )
+        return ConsumerGroupDescribeResponse(groups=tuple(out))
+
+    async def _describe_one(self, group_id: str) -> g.GroupDescription:
+        partition = self._partition_of(group_id)
+        (description,) = await self.runtime.read(
+            partition, lambda c: _coordinator(c).describe_groups([group_id])
+        )
+        return description
+
+    async def _delete_one(self, group_id: str) -> g.DeleteGroupsResponse:
+        return await self._write(group_id, lambda c, now: c.delete_groups([group_id], now))
+
+    async def delete_groups(self, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        out = []
+        for group_id in request.groups_names:
+            try:
+                response = await self._delete_one(group_id)
+            except KraftError as e:
+                out.append(
+                    DeletableGroupResult(
+                        group_id=group_id[:GROUP_ID_MAX_CHARS],
+                        error_code=e.code,
+                        error_message=e.message,
+                    )
+                )
+                continue
+            out.append(
+                DeletableGroupResult(
+                    group_id=group_id,
+                    error_code=response.results.get(group_id, ErrorCode.NONE),
+                )
+            )
+        return DeleteGroupsResponse(results=tuple(out))
+
+
+def _coordinator(c: Coordinator) -> GroupCoordinator:
+    assert isinstance(c, GroupCoordinator)
+    return c
+
+
+def _typed(
+    run: Callable[[GroupCoordinator, int], ResultLike[R]],
+) -> Callable[[Coordinator, int], ResultLike[R]]:
+    return lambda c, now: run(_coordinator(c), now)
+
+
+__all__ = ["OFFSETS_TOPIC_CONFIGS", "GroupService"]

@@ -1,0 +1,248 @@
+"""The consumer-group half of `replication.clients.admin.AdminClient` (Kafka's
+``Admin.listConsumerGroups``, ``describeConsumerGroups``, ``listConsumerGroupOffsets``,
+``alterConsumerGroupOffsets``, ``deleteConsumerGroups``): a mixin over a `BrokerNetwork`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kraft.types import TopicPartition
+from replication.clients.config import ConsumerConfig
+from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient
+from replication.clients.metadata import snapshot_from_response
+from replication.group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroupMember,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from replication.messages import ListOffsetsResponse
+from storage.errors import (
+    ErrorCode,
+    KraftError,
+    LeaderNotAvailableError,
+    error_for,
+)
+
+if TYPE_CHECKING:
+    from kraft.transport.controller_codec import DescribeClusterResponse
+    from replication.clients.network import BrokerNetwork
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupListing:
+    group_id: str
+    state: str
+    coordinator: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupDescription:
+    """A consumer group as its coordinator describes it (KIP-848's ConsumerGroupDescribe)."""
+
+    group_id: str
+    state: str
+    coordinator: int
+    coordinator_address: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[DescribedGroupMember, ...]
+
+    def assignment(self) -> dict[TopicPartition, str]:
+        """Partition -> the member id that owns it now."""
+        return {
+            TopicPartition(t.topic, p): m.member_id
+            for m in self.members
+            for t in m.assignment
+            for p in t.partitions
+        }
+
+
+class GroupAdmin:
+    """Group admin calls; the class using it provides ``_broker_network`` and
+    ``describe_cluster``."""
+
+    _broker_network: BrokerNetwork
+    _timeout: float
+
+    def describe_cluster(self, *, timeout: float | None = None) -> DescribeClusterResponse:
+        raise NotImplementedError  # pragma: no cover
+
+    def _group_client(self, group_id: str) -> GroupClient:
+        return GroupClient(self._broker_network, group_id, ConsumerConfig())
+
+    def list_offsets(
+        self, queries: Mapping[TopicPartition, int], *, attempts: int = 10
+    ) -> dict[TopicPartition, int]:
+        """Kafka's ``Admin.listOffsets``: per partition, -2 the log start offset, -1 the end a
+        consumer sees (the high watermark), else the first offset at or after that time (-1
+        if none). Retried on stale metadata.
+
+        Raises:
+            KraftError: a partition error no retry fixes, or stale metadata ``attempts`` times.
+        """
+        out: dict[TopicPartition, int] = {}
+        pending = dict(queries)
+        last: KraftError | None = None
+        for attempt in range(attempts):
+            if not pending:
+                break
+            if attempt:
+                time.sleep(0.2)
+            metadata = self._broker_network.fetch_metadata(
+                {tp.topic for tp in pending}, timeout_s=self._timeout
+            )
+            snapshot = snapshot_from_response(metadata)
+            by_leader: dict[int, dict[TopicPartition, int]] = {}
+            for tp, timestamp in pending.items():
+                leader = snapshot.leader_for(tp)
+                if leader is None:
+                    last = LeaderNotAvailableError(f"{tp} has no leader")
+                    continue
+                by_leader.setdefault(leader, {})[tp] = timestamp
+            for leader, batch in by_leader.items():
+                try:
+                    response = self._broker_network.call(
+                        snapshot.brokers[leader],
+                        "ListOffsets",
+                        snapshot.list_offsets_request(batch),
+                        ListOffsetsResponse,
+                    )
+                except KraftError as e:
+                    last = e
+                    continue
+                for topic in response.topics:
+                    for p in topic.partitions:
+                        tp = TopicPartition(topic.name, p.partition_index)
+                        if p.error_code is ErrorCode.NONE:
+                            out[tp] = p.offset
+                            pending.pop(tp, None)
+                        elif error_for(p.error_code).retriable:
+                            last = error_for(p.error_code, p.error_message)
+                        else:
+                            raise error_for(p.error_code, p.error_message or f"ListOffsets {tp}")
+        if pending:
+            raise last or LeaderNotAvailableError("ListOffsets found no leaders")
+        return out
+
+    def list_groups(self) -> list[GroupListing]:
+        """Every consumer group, from every broker's loaded coordinators (Kafka's admin asks
+        every broker too)."""
+        out: dict[str, GroupListing] = {}
+        for broker in self.describe_cluster().brokers:
+            if broker.fenced or not broker.listeners:
+                continue
+            response = self._broker_network.call(
+                broker.listeners[0].address, "ListGroups", ListGroupsRequest(), ListGroupsResponse
+            )
+            if response.error_code is not ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            for group in response.groups:
+                out[group.group_id] = GroupListing(
+                    group_id=group.group_id, state=group.group_state, coordinator=broker.broker_id
+                )
+        return [out[k] for k in sorted(out)]
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """State, members and their assignments, and the coordinator.
+
+        Raises:
+            GroupIdNotFoundError: no such group.
+        """
+        client = self._group_client(group_id)
+        found: list[GroupDescription] = []
+
+        def attempt(address: str) -> ErrorCode | None:
+            response = self._broker_network.call(
+                address,
+                "ConsumerGroupDescribe",
+                ConsumerGroupDescribeRequest(group_ids=(group_id,)),
+                ConsumerGroupDescribeResponse,
+            )
+            (group,) = response.groups
+            if group.error_code in COORDINATOR_ERRORS:
+                return group.error_code
+            if group.error_code is not ErrorCode.NONE:
+                raise error_for(group.error_code, group.error_message or f"group {group_id!r}")
+            found.append(
+                GroupDescription(
+                    group_id=group.group_id,
+                    state=group.group_state,
+                    coordinator=client.coordinator_id,
+                    coordinator_address=address,
+                    group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    assignor=group.assignor_name,
+                    members=group.members,
+                )
+            )
+            return None
+
+        client.retrying(self._timeout, attempt)
+        return found[-1]
+
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """Every committed offset of the group (the next offset to read)."""
+        client = self._group_client(group_id)
+        out: dict[TopicPartition, int] = {}
+
+        def attempt(address: str) -> ErrorCode | None:
+            response = self._broker_network.call(
+                address, "OffsetFetch", OffsetFetchRequest(group_id=group_id), OffsetFetchResponse
+            )
+            if response.error_code in COORDINATOR_ERRORS:
+                return response.error_code
+            if response.error_code is not ErrorCode.NONE:
+                raise error_for(response.error_code, response.error_message)
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code is ErrorCode.NONE and p.committed_offset >= 0:
+                        out[TopicPartition(t.name, p.partition_index)] = p.committed_offset
+            return None
+
+        client.retrying(self._timeout, attempt)
+        return out
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for an empty group (an admin commit, as ``reset-offsets``).
+
+        Raises:
+            UnknownMemberIdError / NonEmptyGroupError: the group has members.
+        """
+        self._group_client(group_id).commit(offsets, timeout_s=self._timeout)
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete an empty group and its committed offsets.
+
+        Raises:
+            GroupIdNotFoundError: no such group. NonEmptyGroupError: it has members.
+        """
+        client = self._group_client(group_id)
+
+        def attempt(address: str) -> ErrorCode | None:
+            response = self._broker_network.call(
+                address,
+                "DeleteGroups",
+                DeleteGroupsRequest(groups_names=(group_id,)),
+                DeleteGroupsResponse,
+            )
+            (result,) = response.results
+            if result.error_code in COORDINATOR_ERRORS:
+                return result.error_code
+            if result.error_code is not ErrorCode.NONE:
+                raise error_for(result.error_code, result.error_message or f"group {group_id!r}")
+            return None
+
+        client.retrying(self._timeout, attempt)
+
+
+__all__ = ["GroupAdmin", "GroupDescription", "GroupListing"]
