@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         bench,
         broker,
         cluster,
+        compare,
         consume,
         controller,
         dump_log,
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         quorum,
         dump_log,
         bench,
+        compare,
         sim,
     ):
         module.add_parser(sub)
