@@ -122,7 +122,8 @@ def unclean_election(
         step(f"SIGKILL followers {stale}: the leader {a} stands alone")
         for b in stale:
             arena.cluster.kill_broker(b)
-        time.sleep(timing.phase_s + 3)  # past broker.session.timeout.ms: the ISR shrinks to A
+        _wait_isr_alone(arena, [t for k, t in topics.items() if k.startswith("isr")], a)
+        time.sleep(timing.phase_s)  # A alone acknowledges (min.insync.replicas=1)
         step(f"SIGKILL {a}, the last in-sync replica")
         arena.cluster.kill_broker(a)
         time.sleep(1.0)
@@ -133,7 +134,7 @@ def unclean_election(
         for key, topic in topics.items():
             if "unclean=true" in key:
                 with contextlib.suppress(TimeoutError):
-                    arena.wait_led(topic, timeout=30)
+                    arena.wait_led(topic, timeout=30, not_on=a)
         time.sleep(timing.phase_s)
         step(f"restart {a}")
         a_back = clock.now()
@@ -236,6 +237,16 @@ def _crc(batch: bytes) -> int:
     from storage.records import read_header
 
     return read_header(batch).crc
+
+
+def _wait_isr_alone(arena: Arena, topics: list[str], broker: int, timeout: float = 30) -> None:
+    """Until the ISR of each topic is ``broker`` alone (the others fenced or shrunk out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if all(tuple(arena.describe(t).isr) == (broker,) for t in topics):
+                return
+        time.sleep(0.1)
 
 
 def power_loss(say: Say, seeds: Sequence[int] = (7, 8, 9)) -> dict[str, Any]:
