@@ -131,10 +131,12 @@ def unclean_election(
         back = clock.now()
         for b in stale:
             arena.cluster.start_broker(b)
+        fresh: dict[str, str] = {}
         for key, topic in topics.items():
             if "unclean=true" in key:
                 with contextlib.suppress(TimeoutError):
                     arena.wait_led(topic, timeout=30, not_on=a)
+                    fresh[key] = _fresh_write(arena, topic)
         time.sleep(timing.phase_s)
         step(f"restart {a}")
         a_back = clock.now()
@@ -152,6 +154,11 @@ def unclean_election(
             "unavailable_while_stale_only_s": unavailable_s(p.sends, back, a_back),
             "stale_only_s": round(a_back - back, 3),
             "led_again_after_s": round(back_led - back, 3) if back_led is not None else None,
+            "errors_while_stale_only": _errors(p, back, a_back),
+            "acknowledged_in_window": sum(
+                1 for x in p.sends if back <= x.sent_s < a_back and x.acked_s is not None
+            ),
+            "fresh_producer_write": fresh.get(key),
             "leaders": [
                 {"t": round(c.t, 3), "leader": c.leader, "isr": list(c.isr)}
                 for c in watcher.of(p.topic)
@@ -237,6 +244,28 @@ def _crc(batch: bytes) -> int:
     from storage.records import read_header
 
     return read_header(batch).crc
+
+
+def _fresh_write(arena: Arena, topic: str) -> str:
+    """One acks=all write by a new producer: ``ok`` or the error's name (is the partition
+    writable, whatever the probe's own producer state)."""
+    from kraft import Producer
+
+    with Producer(arena.bootstrap, delivery_timeout_ms=5_000, request_timeout_ms=2_000) as p:
+        try:
+            p.send(topic, f"{topic}:fresh".encode()).result(timeout=10)
+        except Exception as e:
+            return type(e).__name__
+    return "ok"
+
+
+def _errors(probe: ProbeProducer, start: float, end: float) -> dict[str, int]:
+    """How the sends of ``[start, end)`` that were not acknowledged failed, by error."""
+    counts: dict[str, int] = {}
+    for s in probe.sends:
+        if start <= s.sent_s < end and s.error:
+            counts[s.error] = counts.get(s.error, 0) + 1
+    return counts
 
 
 def _wait_isr_alone(arena: Arena, topics: list[str], broker: int, timeout: float = 30) -> None:

@@ -206,7 +206,9 @@ def _loss(r: dict[str, Any]) -> list[str]:
                 mode,
                 str(c["acknowledged"]),
                 str(c["lost"]),
-                _f(c["unavailable_while_stale_only_s"], ".1f"),
+                _f(c.get("led_again_after_s"), ".1f", "not before the old leader"),
+                c.get("fresh_producer_write") or "-",
+                f"{c.get('acknowledged_in_window', '-')}",
                 _f(c["stale_only_s"], ".1f"),
             ]
             for mode, c in u["modes"].items()
@@ -217,13 +219,40 @@ def _loss(r: dict[str, Any]) -> list[str]:
             "",
             f"Claim: {CLAIMS['unclean']}",
             "",
-            "min.insync.replicas=1; steps: " + "; ".join(s["name"] for s in u["steps"]) + ".",
+            "min.insync.replicas=1; steps: " + "; ".join(s["name"] for s in u["steps"]) + ". "
+            "*Led again*: seconds from the stale replicas' restart to a leader. *Fresh write*: "
+            "one acks=all write by a new producer once the stale replica leads. *Probe acks*: "
+            "acknowledgements the long-running idempotent probe got while only the stale "
+            "replicas were up.",
             "",
             *_table(
-                ["topic", "acknowledged", "lost", "unavailable s (stale replicas only)", "of s"],
+                [
+                    "topic",
+                    "acknowledged",
+                    "lost",
+                    "led again after s",
+                    "fresh write",
+                    "probe acks, stale only",
+                    "stale-only window s",
+                ],
                 rows,
             ),
         ]
+        stuck = [
+            m
+            for m, c in u["modes"].items()
+            if c.get("fresh_producer_write") == "ok" and c.get("acknowledged_in_window") == 0
+        ]
+        if stuck:
+            out += [
+                "",
+                f"Observed: on {', '.join(f'`{m}`' for m in stuck)} a new producer wrote to "
+                "the uncleanly elected leader, but the long-running idempotent probe got no "
+                "acknowledgement until the old leader returned (its sends timed out: "
+                f"{u['modes'][stuck[0]].get('errors_while_stale_only')}). A likely cause, not "
+                "diagnosed here: the new leader has none of the producer's state (Kafka's "
+                "producer recovers from that by bumping its epoch, KIP-360).",
+            ]
     elif u:
         out += e or []
     p = r.get("power_loss", {})
@@ -252,6 +281,12 @@ def _loss(r: dict[str, Any]) -> list[str]:
             "and restarts as the only in-sync replica, so it leads again without its tail.",
             "",
             *_table(["mode", "batches acked, leader alone", "acked batches lost", "runs"], rows),
+            "",
+            "min.insync.replicas=2 refuses writes once the leader is alone, yet loses too: the "
+            "batches acknowledged by the full ISR in the seconds before the followers crashed "
+            "were unflushed on the leader, and once the followers left the ISR the leader was "
+            "the last in-sync replica, so the clean election after its power loss picks its "
+            "cut log, and the followers that had those batches truncate to it.",
         ]
     return out
 
