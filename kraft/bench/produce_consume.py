@@ -411,7 +411,7 @@ def profiled(name: str, cluster: Any) -> Iterator[None]:
         signal_brokers(cluster)
 
 
-def cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
+def _cpu_figures(cpu: dict[str, Any], records: int) -> dict[str, Any]:
     """CPU µs per record: the client's, and the brokers' summed (all three replicas)."""
     spent = cpu.get("cpu_s", {})
     brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
@@ -521,7 +521,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         args.linger_ms,
                         args.batch_size,
                     )
-                runs[f"produce acks={acks}"] |= cpu_figures(cpu, args.records)
+                runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
         else:
             if args.bootstrap is None:
                 say(f"filling {topic} with {args.records} records (acks=all, not timed)")
@@ -530,7 +530,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cpu = {}
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
-            runs["consume"] |= cpu_figures(cpu, args.records)
+            runs["consume"] |= _cpu_figures(cpu, args.records)
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
