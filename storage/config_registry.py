@@ -312,11 +312,19 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "replication.mode",
         _T.STRING,
         "isr",
-        "`isr`: leader and followers with an ISR. `quorum` is refused (INVALID_CONFIG) until "
-        "quorum-mode topics exist",
+        "`isr`: leader and followers with an ISR. `quorum`: each partition is a Raft group of "
+        "its replicas (commit on a majority, leader by vote). Chosen at creation: changing it "
+        "later is refused (INVALID_CONFIG), and so is `min.insync.replicas` on a quorum topic",
         choices=("isr", "quorum"),
-        unsupported=("quorum",),
-        unsupported_reason="quorum-mode topics do not exist yet; every partition uses the ISR",
+        kraft_only=True,
+    ),
+    _topic(
+        "quorum.write.caching",
+        _T.BOOLEAN,
+        "false",
+        "quorum-mode topics only: acknowledge acks=all once a majority has *received* a batch, "
+        "before it is fsynced (Redpanda's write caching); a correlated power loss of a majority "
+        "can then lose acknowledged writes",
         kraft_only=True,
     ),
 )

@@ -316,18 +316,20 @@ class BrokerEpochState(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class AlterPartitionData(_message.Message):
-    __slots__ = ("partition", "leader_epoch", "new_isr_with_epochs", "partition_epoch", "leader_recovery_state")
+    __slots__ = ("partition", "leader_epoch", "new_isr_with_epochs", "partition_epoch", "leader_recovery_state", "elected_by_vote")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     NEW_ISR_WITH_EPOCHS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+    ELECTED_BY_VOTE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     leader_epoch: int
     new_isr_with_epochs: _containers.RepeatedCompositeFieldContainer[BrokerEpochState]
     partition_epoch: int
     leader_recovery_state: int
-    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[BrokerEpochState, _Mapping]]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ...) -> None: ...
+    elected_by_vote: bool
+    def __init__(self, partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[BrokerEpochState, _Mapping]]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[int] = ..., elected_by_vote: _Optional[bool] = ...) -> None: ...
 
 class AlterPartitionTopic(_message.Message):
     __slots__ = ("topic_id", "partitions")
@@ -488,18 +490,20 @@ class PartitionDescription(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TopicMetadata(_message.Message):
-    __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions")
+    __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions", "replication_mode")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_MODE_FIELD_NUMBER: _ClassVar[int]
     name: str
     error_code: _errors_pb2.ErrorCode
     error_message: str
     topic_id: str
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionDescription]
-    def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ...) -> None: ...
+    replication_mode: str
+    def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., replication_mode: _Optional[str] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "current_leader")

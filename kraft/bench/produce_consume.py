@@ -7,6 +7,8 @@ cluster, beside the raw gRPC streaming ceiling of this machine measured in the s
   records/s and MB/s from the first ``send`` to the last acknowledgement; latency per record
   = its acknowledgement (``add_done_callback``) minus its ``send``. ``--acks both`` (the
   default) runs acks=all (idempotent) then acks=1 (idempotence off, as Kafka requires).
+  ``--replication-mode quorum`` runs the same on a quorum topic beside the ISR one
+  (`kraft.bench.replication_modes`).
 - consume: assign every partition, seek to the beginning, ``poll`` until N records came;
   records/s and MB/s from the first poll to the Nth record; latency = the duration of each
   ``poll()`` call that returned records. Without ``--bootstrap`` it first produces the N
@@ -170,7 +172,9 @@ def cluster_bootstrap(bootstrap: str | None, say: Any) -> Iterator[tuple[str, An
         yield cluster.bootstrap, cluster
 
 
-def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
+def ensure_topic(
+    bootstrap: str, topic: str, say: Any, *, config: dict[str, str] | None = None
+) -> None:
     from kraft import AdminClient
     from storage.errors import TopicAlreadyExistsError
 
@@ -181,7 +185,7 @@ def ensure_topic(bootstrap: str, topic: str, say: Any) -> None:
                 topic,
                 partitions=PARTITIONS,
                 replication_factor=REPLICATION_FACTOR,
-                config={"min.insync.replicas": "2"},
+                config={"min.insync.replicas": "2"} if config is None else config,
             )
             say(f"created topic {topic}: {PARTITIONS} partitions, RF={REPLICATION_FACTOR}")
         except TopicAlreadyExistsError:
@@ -481,6 +485,10 @@ def render(result: dict[str, Any]) -> str:
             "  (produce latency: per record, acknowledgement callback minus send; it includes"
             f" the wait behind up to --window={result['window']} unacknowledged records)"
         )
+    if result.get("comparison"):
+        from kraft.bench.replication_modes import render_lines
+
+        lines.extend(render_lines(result["comparison"]))
     return "\n".join(lines)
 
 
@@ -498,36 +506,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "window": args.window,
         "partitions": PARTITIONS,
         "replication_factor": REPLICATION_FACTOR,
+        "replication_mode": getattr(args, "replication_mode", "isr"),
         "cluster": args.bootstrap or "local: 3 controllers, 3 brokers",
         "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
     }
     runs: dict[str, dict[str, Any]] = {}
     with cluster_bootstrap(args.bootstrap, say) as (bootstrap, cluster):
-        if args.bootstrap is None or args.bench == "produce":
-            ensure_topic(bootstrap, topic, say)
         if args.bench == "produce":
-            modes = ["all", "1"] if args.acks == "both" else [args.acks]
-            for acks in modes:
-                say(f"producing {args.records} records with acks={acks}")
-                cpu: dict[str, Any] = {}
-                with profiled(f"produce-acks-{acks}", cluster), cpu_time(cpu, cluster):
-                    runs[f"produce acks={acks}"] = produce(
-                        bootstrap,
-                        topic,
-                        args.records,
-                        args.record_size,
-                        acks,
-                        args.window,
-                        args.linger_ms,
-                        args.batch_size,
-                    )
-                runs[f"produce acks={acks}"] |= _cpu_figures(cpu, args.records)
+            from kraft.bench.replication_modes import produce_runs
+
+            produced, result["comparison"] = produce_runs(args, bootstrap, cluster, topic, say)
+            runs |= produced
         else:
             if args.bootstrap is None:
+                ensure_topic(bootstrap, topic, say)
                 say(f"filling {topic} with {args.records} records (acks=all, not timed)")
                 produce(bootstrap, topic, args.records, args.record_size, "all", 20_000, 5)
             say(f"consuming {args.records} records")
-            cpu = {}
+            cpu: dict[str, Any] = {}
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
             runs["consume"] |= _cpu_figures(cpu, args.records)
@@ -545,87 +541,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["ceiling_mb_per_s"] = ceiling["mb_per_s"]
     result["ratio_to_ceiling"] = first["ratio_to_ceiling"]
     return result
-
-
-def send_micro(
-    records: int, size: int, acks: str, window: int, linger_ms: int, batch_size: int
-) -> dict[str, Any]:
-    """The producer client alone: `produce`'s harness against a stub network that answers
-    every Produce at once from one callback thread (as gRPC's), with no cluster and no gRPC.
-    Reports the calling thread's CPU per record (``send`` + the harness's
-    ``add_done_callback``) and the whole process's (with the sender thread and callbacks)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from replication.clients.network import BrokerNetwork
-    from replication.messages import (
-        InitProducerIdResponse,
-        MetadataBroker,
-        MetadataPartition,
-        MetadataResponse,
-        MetadataTopic,
-        ProducePartitionResponse,
-        ProduceRequest,
-        ProduceResponse,
-        ProduceTopicResponse,
-    )
-
-    brokers = (1, 2, 3)
-
-    class StubNetwork(BrokerNetwork):
-        def __init__(self) -> None:
-            super().__init__("stub-1:1")
-            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stub-callbacks")
-
-        def call(self, address: str, method: str, request: Any, *a: Any, **k: Any) -> Any:
-            if method == "InitProducerId":
-                return InitProducerIdResponse(producer_id=1, producer_epoch=0)
-            assert method == "Metadata", method
-            return MetadataResponse(
-                brokers=tuple(MetadataBroker(node_id=b, host=f"stub-{b}", port=1) for b in brokers),
-                topics=tuple(
-                    MetadataTopic(
-                        name=t,
-                        partitions=tuple(
-                            MetadataPartition(
-                                partition_index=p, leader_id=p % 3 + 1, leader_epoch=0
-                            )
-                            for p in range(PARTITIONS)
-                        ),
-                    )
-                    for t in request.topics
-                ),
-            )
-
-        def call_async(
-            self, address: str, method: str, request: Any, response_cls: Any, on_done: Any, *a: Any
-        ) -> Any:
-            assert isinstance(request, ProduceRequest)
-            response = ProduceResponse(
-                responses=tuple(
-                    ProduceTopicResponse(
-                        name=t.name,
-                        partition_responses=tuple(
-                            ProducePartitionResponse(index=p.index, base_offset=0)
-                            for p in t.partition_data
-                        ),
-                    )
-                    for t in request.topic_data
-                )
-            )
-            return self.pool.submit(on_done, response, None)
-
-    network = StubNetwork()
-    cpu0, thread0 = time.process_time(), time.thread_time()
-    try:
-        out = produce(
-            "stub-1:1", "bench", records, size, acks, window, linger_ms, batch_size, network
-        )
-    finally:
-        network.pool.shutdown()
-    thread_s, process_s = time.thread_time() - thread0, time.process_time() - cpu0
-    out["calling_thread_cpu_us_per_record"] = round(thread_s / records * 1e6, 2)
-    out["client_cpu_us_per_record"] = round(process_s / records * 1e6, 2)
-    return out
 
 
 def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
@@ -670,6 +585,9 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--ceiling-message-kib", type=positive_int, default=16, help="gRPC ceiling message size"
     )
+    from kraft.bench.replication_modes import add_arguments
+
+    add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
@@ -686,6 +604,8 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
 
     if args.bench == "send":
         modes = ["all", "1"] if args.acks == "both" else [args.acks]
+        from kraft.bench.send_micro import send_micro
+
         runs = {
             f"send acks={acks}": send_micro(
                 args.records, args.record_size, acks, args.window, args.linger_ms, args.batch_size

@@ -24,6 +24,7 @@ examples:
   export KRAFT_BOOTSTRAP=127.0.0.1:9192,127.0.0.1:9193,127.0.0.1:9194
   kraft topics create events --partitions 6 --replication-factor 3 \\
       --config min.insync.replicas=2
+  kraft topics create ledger --replication-factor 3 --config replication.mode=quorum
   kraft topics list
   kraft topics describe events
   kraft topics alter-config events --config retention.ms=3600000
@@ -86,7 +87,8 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a topic config (repeatable), e.g. min.insync.replicas=2",
+        help="a topic config (repeatable), e.g. min.insync.replicas=2; replication.mode=quorum "
+        "makes each partition a Raft group of its replicas (chosen here, for good)",
     )
     c.add_argument("--if-not-exists", action="store_true", help="succeed if it already exists")
     _common(c, json_output=True)
@@ -194,12 +196,16 @@ def describe(args: argparse.Namespace) -> int:
     for doc in docs:
         if args.under_replicated_partitions and not doc["partitions"]:
             continue
+        quorum = doc["replication_mode"] == "quorum"
         print(
             f"Topic: {doc['name']}\tTopicId: {doc['topic_id']}\t"
             f"PartitionCount: {doc['partition_count']}\t"
-            f"ReplicationFactor: {doc['replication_factor']}",
+            f"ReplicationFactor: {doc['replication_factor']}\t"
+            f"ReplicationMode: {doc['replication_mode']}",
             file=out,
         )
+        if quorum:
+            print(f"\t{QUORUM_NOTE}", file=out)
         for p in doc["partitions"]:
             flags = []
             if p["leader"] < 0:
@@ -210,7 +216,8 @@ def describe(args: argparse.Namespace) -> int:
                 f"\tTopic: {doc['name']}\tPartition: {p['partition']}\t"
                 f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
                 f"LeaderEpoch: {p['leader_epoch']}\t"
-                f"Replicas: {_ids(p['replicas'])}\tIsr: {_ids(p['isr'])}"
+                f"Replicas: {_ids(p['replicas'])}\t"
+                + (f"Voters: {_ids(p['voters'])}" if quorum else f"Isr: {_ids(p['isr'])}")
                 + (f"\t({', '.join(flags)})" if flags else ""),
                 file=out,
             )
@@ -260,22 +267,37 @@ def _replication_factor(topic: TopicMetadata) -> int:
     return max((len(p.replicas) for p in topic.partitions), default=0)
 
 
+QUORUM_NOTE = (
+    "(quorum-replicated: each partition is a Raft group of its replicas, the Voters; its leader "
+    "and leader epoch come from the Raft vote, not the controller; there is no ISR: a write "
+    "commits on a majority of the voters)"
+)
+
+
 def _topic_doc(topic: TopicMetadata) -> dict[str, Any]:
     partitions = sorted(topic.partitions, key=lambda p: p.partition)
+    mode = topic.replication_mode or "isr"
+    quorum = mode == "quorum"
     return {
         "name": topic.name,
         "topic_id": topic.topic_id,
         "partition_count": len(partitions),
         "replication_factor": _replication_factor(topic),
+        "replication_mode": mode,
         "partitions": [
             {
                 "partition": p.partition,
                 "leader": p.leader,
                 "leader_epoch": p.leader_epoch,
+                "leader_elected_by": "raft_vote" if quorum else "controller",
                 "replicas": list(p.replicas),
                 "isr": list(p.isr),
+                **({"voters": list(p.replicas)} if quorum else {}),
                 "offline_replicas": list(p.offline_replicas),
-                "under_replicated": len(p.isr) < len(p.replicas),
+                # A quorum partition has no ISR: a replica with its log offline is missing.
+                "under_replicated": (
+                    bool(p.offline_replicas) if quorum else len(p.isr) < len(p.replicas)
+                ),
             }
             for p in partitions
         ],

@@ -27,7 +27,8 @@ A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``):
 - **Controlled shutdown** (``want_shutdown``): if the broker leads partitions, it enters
   CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move away (one batch). Once it
   leads nothing, ``should_shut_down`` is true and it is fenced (KIP-631, Kafka's
-  ``SHUTDOWN_NOW``).
+  ``SHUTDOWN_NOW``). Quorum-mode partitions do not hold it back: their Raft groups move their
+  leadership (`kraft.controller.quorum_partitions`).
 
 Heartbeat times are *soft state* in `BrokerHeartbeatManager`: not replicated, rebuilt (every
 broker touched "now") when a controller becomes active, like Kafka's.
@@ -49,6 +50,7 @@ from kraft.controller.messages import (
 )
 from kraft.controller.offline_replicas import offline_replica_changes
 from kraft.controller.partition_control import elect_offline_leaders, remove_broker_from_partitions
+from kraft.controller.quorum_partitions import is_quorum_topic
 from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import quoted
 from kraft.metadata.image import BrokerState, MetadataImage
@@ -277,7 +279,13 @@ def _heartbeat_error(code: ErrorCode, message: str) -> ControllerResult[BrokerHe
 
 
 def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
-    return any(p.leader == broker_id for _, _, p in image.iter_partitions())
+    """Whether ``broker_id`` leads a partition the controller must move before it stops. A
+    quorum partition's leader is not one: it resigns to its Raft group as it stops its replicas
+    (EndQuorumEpoch, KIP-595), and the group elects the next one at once."""
+    return any(
+        p.leader == broker_id and not is_quorum_topic(image, topic.name)
+        for topic, _, p in image.iter_partitions()
+    )
 
 
 def fence_expired_brokers(

@@ -10,7 +10,9 @@ none do, with one error per resource (as Kafka's ``ConfigurationControlManager``
 - a key named twice for one resource -> INVALID_REQUEST
 - an unknown key, a bad value, a value kraft does not support yet (``cleanup.policy=compact``,
   ...: `storage.config_registry`), SET without a value, APPEND/SUBTRACT on a non-list key, a
-  topic's ``min.insync.replicas`` above its replication factor -> INVALID_CONFIG
+  topic's ``min.insync.replicas`` above its replication factor, a change of a topic's
+  ``replication.mode`` (chosen at creation), ``min.insync.replicas`` on a quorum topic (it does
+  not apply: a majority commits) -> INVALID_CONFIG
 
 A request changing more than 10,000 keys is refused whole, POLICY_VIOLATION for every resource
 (`kraft.controller.limits`); a value longer than `CONFIG_VALUE_MAX_CHARS` is INVALID_CONFIG.
@@ -35,8 +37,11 @@ from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import (
     CONFIG_VALUE_MAX_CHARS,
     MIN_INSYNC_REPLICAS,
+    REPLICATION_MODE,
     ConfigType,
     check_min_insync_replicas,
+    check_quorum_topic_config,
+    check_replication_mode_change,
     config_defs,
     quoted,
     split_list,
@@ -113,6 +118,14 @@ def _alter_resource(
         outcome = _new_value(rtype, change, current)
         if isinstance(outcome, tuple):
             return outcome
+        if rtype is ConfigResourceType.TOPIC:
+            mode = current[REPLICATION_MODE]
+            problem = check_quorum_topic_config(change.name, outcome, mode)
+            if problem is None and change.name == REPLICATION_MODE:
+                default = config_defs(rtype)[REPLICATION_MODE].default or ""
+                problem = check_replication_mode_change(mode, outcome or default)
+            if problem is not None:
+                return ErrorCode.INVALID_CONFIG, problem
         if rtype is ConfigResourceType.TOPIC and change.name == MIN_INSYNC_REPLICAS:
             replication_factor = _replication_factor(image, name)
             problem = (

@@ -227,6 +227,9 @@ class AlterPartitionData:
     new_isr_with_epochs: tuple[BrokerEpochState, ...]
     partition_epoch: int
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    elected_by_vote: bool = False
+    """A quorum-mode partition's leader report: the sender won the partition's Raft election
+    for ``leader_epoch`` (the ISR fields are unused; `kraft.controller.quorum_partitions`)."""
 
     @property
     def new_isr(self) -> tuple[int, ...]:

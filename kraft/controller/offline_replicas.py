@@ -25,6 +25,9 @@ The rules, each a `PartitionChangeRecord` against the pending image:
 - An AlterPartition may not add an offline replica to the ISR (INELIGIBLE_REPLICA; see
   `kraft.controller.partition_control`).
 - Partitions that no longer exist, or that the broker does not replicate, are ignored.
+- A quorum-mode partition keeps its ISR (its replicas) and never gets a leader from here: an
+  offline replica that leads is cleared to no leader, and the partition's Raft group reports
+  the next one (`kraft.controller.quorum_partitions`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections.abc import Iterable
 from kraft.controller.messages import TopicIdPartition
 from kraft.controller.partition_change import PartitionChangeBuilder
 from kraft.controller.partition_control import unclean_election_enabled
+from kraft.controller.quorum_partitions import is_quorum_topic
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import PartitionChangeRecord
 
@@ -51,10 +55,13 @@ def offline_replica_changes(
         reported_offline = (topic.topic_id, index) in offline
         if reported_offline == (broker_id in partition.offline_replicas):
             continue
+        quorum = is_quorum_topic(image, topic.name)
         if reported_offline:
             target_offline = (*partition.offline_replicas, broker_id)
             # KIP-841: the last ISR member stays, so the partition can recover cleanly.
             target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+            if quorum:
+                target_isr = partition.isr  # no ISR: the replicas (voters), always
         else:
             target_offline = tuple(r for r in partition.offline_replicas if r != broker_id)
             target_isr = partition.isr
@@ -65,6 +72,7 @@ def offline_replica_changes(
                 index,
                 is_acceptable_leader=image.is_active_broker,
                 unclean_allowed=unclean_election_enabled(image, topic.name),
+                leader_by_vote=quorum,
             )
             .set_target_isr(target_isr)
             .set_target_offline_replicas(target_offline)

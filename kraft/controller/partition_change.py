@@ -21,6 +21,11 @@ whatever the predicate says (KIP-858, per replica: see `kraft.controller.offline
 
 A leader change (including to `NO_LEADER`) bumps the leader epoch when the record is replayed;
 any record bumps the partition epoch (see `kraft.metadata.delta.merge_partition_change`).
+
+A quorum-mode partition (``leader_by_vote``, `kraft.controller.quorum_partitions`) skips every
+rule above: its Raft group elects the leader, so the builder keeps the recorded one, except a
+replica in the target ``offline_replicas``, which gives way to `NO_LEADER` in the same leader
+epoch (the group numbers the epochs).
 """
 
 from __future__ import annotations
@@ -63,12 +68,14 @@ class PartitionChangeBuilder:
         *,
         is_acceptable_leader: Callable[[int], bool],
         unclean_allowed: bool = False,
+        leader_by_vote: bool = False,
     ) -> None:
         self._current = current
         self._topic_id = topic_id
         self._partition = partition
         self._is_acceptable = is_acceptable_leader
         self._unclean_allowed = unclean_allowed
+        self._leader_by_vote = leader_by_vote
         self._target_isr: tuple[int, ...] = current.isr
         self._election = Election.ONLINE
         self._target_recovery_state: LeaderRecoveryState | None = None
@@ -96,6 +103,10 @@ class PartitionChangeBuilder:
     def elect_leader(self) -> tuple[int, bool]:
         """The leader the rules above choose, and whether the choice is unclean."""
         current, isr = self._current, self._target_isr
+        if self._leader_by_vote:
+            # Quorum mode: the Raft vote elects; an offline replica only stops leading.
+            leader = current.leader
+            return (NO_LEADER if leader in self._target_offline else leader), False
         if self._election is Election.PREFERRED:
             preferred = current.preferred_leader
             if preferred in isr and self._acceptable(preferred):
@@ -139,6 +150,10 @@ class PartitionChangeBuilder:
                 None if recovery_state is current.leader_recovery_state else recovery_state
             ),
             offline_replicas=None if offline == current.offline_replicas else offline,
+            # Quorum mode: the Raft group numbers the epochs; clearing the leader keeps it.
+            leader_epoch=(
+                current.leader_epoch if self._leader_by_vote and leader != current.leader else None
+            ),
         )
         if (
             record.isr is None

@@ -30,6 +30,7 @@ from kraft.controller.messages import (
     ReplicaElectionResult,
 )
 from kraft.controller.partition_change import Election, PartitionChangeBuilder
+from kraft.controller.quorum_partitions import handle_quorum_leader_report, is_quorum_topic
 from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import parse_bool, quoted
 from kraft.metadata.delta import merge_partition_change
@@ -54,7 +55,8 @@ def remove_broker_from_partitions(
     """Drop ``broker_id`` from every ISR and move its leaderships (KIP-841).
 
     ``broker_id`` is treated as unable to lead whatever the image says, so this works both
-    before and after the broker's own fence / shutdown record is applied.
+    before and after the broker's own fence / shutdown record is applied. Quorum-mode
+    partitions are left alone: they have no ISR, and their Raft group elects their leader.
     """
 
     def acceptable(replica: int) -> bool:
@@ -63,6 +65,8 @@ def remove_broker_from_partitions(
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
         if broker_id not in partition.isr and partition.leader != broker_id:
+            continue
+        if is_quorum_topic(image, topic.name):
             continue
         # KIP-841: the last ISR member stays, so the partition can recover cleanly.
         target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
@@ -86,11 +90,12 @@ def elect_offline_leaders(
     image: MetadataImage, *, is_acceptable: Callable[[int], bool] | None = None
 ) -> list[PartitionChangeRecord]:
     """Elect a leader for every leaderless partition that now has an eligible replica (from the
-    ISR; outside it only where the topic enables unclean election)."""
+    ISR; outside it only where the topic enables unclean election). Quorum-mode partitions
+    wait for their Raft group's report instead (`kraft.controller.quorum_partitions`)."""
     acceptable = is_acceptable or image.is_active_broker
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
-        if partition.is_online:
+        if partition.is_online or is_quorum_topic(image, topic.name):
             continue
         record = PartitionChangeBuilder(
             partition,
@@ -170,6 +175,15 @@ def _alter_one(
     if partition is None:
         message = f"unknown partition {topic.name}-{data.partition}"
         return _error(data, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message), None
+    name = f"{topic.name}-{data.partition}"
+    if is_quorum_topic(image, topic.name):
+        if data.elected_by_vote:
+            return handle_quorum_leader_report(image, sender_id, topic_id, data, name)
+        message = f"{name}: a quorum-mode partition has no ISR to change"
+        return _error(data, ErrorCode.INVALID_REQUEST, message), None
+    if data.elected_by_vote:
+        message = f"{name}: an ISR partition's leader is elected by the controller"
+        return _error(data, ErrorCode.INVALID_REQUEST, message), None
     rejection = _validate_alter_partition(image, sender_id, partition, data)
     if rejection is None:
         rejection = _reject_offline_replicas(partition, data)
@@ -300,6 +314,9 @@ def handle_elect_leaders(
     )
 
 
+_VOTE_ELECTS = "a quorum-mode partition's leader is elected by its Raft vote, not the controller"
+
+
 def _elect_one(
     image: MetadataImage, tp: TopicPartition, election_type: ElectionType
 ) -> tuple[ErrorCode, str, PartitionChangeRecord | None]:
@@ -311,6 +328,8 @@ def _elect_one(
             f"unknown partition {quoted(tp.topic)}-{tp.partition}",
             None,
         )
+    if is_quorum_topic(image, topic.name):
+        return ErrorCode.ELECTION_NOT_NEEDED, _VOTE_ELECTS, None
     builder = PartitionChangeBuilder(
         partition, topic.topic_id, tp.partition, is_acceptable_leader=image.is_active_broker
     )

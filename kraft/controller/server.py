@@ -74,6 +74,7 @@ from kraft.controller.messages import (
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
+from kraft.metadata.configs import REPLICATION_MODE
 from kraft.metadata.records import MetadataRecord
 from kraft.raft_shell import RaftServer, clock_ms
 from kraft.supervision import LoopSupervisor, serve_until_stopped
@@ -365,7 +366,10 @@ class ControllerServer:
             else:
                 topics.append(
                     TopicMetadata(
-                        name=name, topic_id=description.topic_id, partitions=description.partitions
+                        name=name,
+                        topic_id=description.topic_id,
+                        partitions=description.partitions,
+                        replication_mode=image.topic_config(name, REPLICATION_MODE),
                     )
                 )
         leader = self.raft.leader_id

@@ -45,15 +45,20 @@ from kraft.controller.messages import (
     DeleteTopicsResponse,
 )
 from kraft.controller.placement import UsableBroker, place_replicas
+from kraft.controller.quorum_partitions import is_quorum_topic
 from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import (
     MIN_INSYNC_REPLICAS,
+    QUORUM_MODE,
+    REPLICATION_MODE,
     check_min_insync_replicas,
+    check_quorum_topic_config,
     quoted,
     validate_config,
 )
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import (
+    NO_LEADER,
     ConfigRecord,
     ConfigResourceType,
     MetadataRecord,
@@ -154,18 +159,29 @@ def _check_manual_assignment(
 
 
 def _partition_records(
-    image: MetadataImage, topic_id: str, first_partition: int, assignments: Sequence[Sequence[int]]
+    image: MetadataImage,
+    topic_id: str,
+    first_partition: int,
+    assignments: Sequence[Sequence[int]],
+    *,
+    quorum: bool = False,
 ) -> list[PartitionRecord]:
+    """New partitions; a quorum-mode one has every replica as its "ISR" (the Raft voters) and
+    no leader until its group elects one (`kraft.controller.quorum_partitions`)."""
     records = []
     for offset, replicas in enumerate(assignments):
-        isr = tuple(r for r in replicas if image.is_active_broker(r))
+        if quorum:
+            isr, leader = tuple(replicas), NO_LEADER
+        else:
+            isr = tuple(r for r in replicas if image.is_active_broker(r))
+            leader = isr[0]
         records.append(
             PartitionRecord(
                 topic_id=topic_id,
                 partition=first_partition + offset,
                 replicas=tuple(replicas),
                 isr=isr,
-                leader=isr[0],
+                leader=leader,
             )
         )
     return records
@@ -211,6 +227,9 @@ def _create_one(
         )
         assignments = _place(image, count, rf, 0, rng)
     problem = check_min_insync_replicas(topic.configs.get(MIN_INSYNC_REPLICAS), len(assignments[0]))
+    mode = topic.configs.get(REPLICATION_MODE, "")
+    for key, value in sorted(topic.configs.items()):
+        problem = problem or check_quorum_topic_config(key, value, mode)
     if problem is not None:
         raise _Rejected(ErrorCode.INVALID_CONFIG, problem)
     topic_id = new_topic_id(image, rng)
@@ -224,7 +243,8 @@ def _create_one(
         )
         for key in sorted(topic.configs)
     )
-    records.extend(_partition_records(image, topic_id, 0, assignments))
+    quorum = topic.configs.get(REPLICATION_MODE) == QUORUM_MODE
+    records.extend(_partition_records(image, topic_id, 0, assignments, quorum=quorum))
     result = CreatableTopicResult(
         name=topic.name,
         topic_id=topic_id,
@@ -361,7 +381,8 @@ def _grow_one(
         assignments: Sequence[Sequence[int]] = request.assignments
     else:
         assignments = _place(image, added, replication_factor, current, rng)
-    return list(_partition_records(image, topic.topic_id, current, assignments))
+    quorum = is_quorum_topic(image, topic.name)
+    return list(_partition_records(image, topic.topic_id, current, assignments, quorum=quorum))
 
 
 def handle_create_partitions(

@@ -44,6 +44,10 @@ BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = DYNAMIC_BROKER_KEYS
 """Dynamic broker keys (per broker or cluster default): the synonyms of the topic keys."""
 
 MIN_INSYNC_REPLICAS: Final = "min.insync.replicas"
+UNCLEAN_LEADER_ELECTION_ENABLE: Final = "unclean.leader.election.enable"
+REPLICATION_MODE: Final = "replication.mode"
+QUORUM_MODE: Final = "quorum"
+"""``replication.mode=quorum``: each partition is a Raft group of its replicas (issue #12)."""
 
 CLUSTER_DEFAULT_RESOURCE: Final = ""
 """``resource_name`` of the cluster-wide broker defaults (Kafka's convention)."""
@@ -80,6 +84,48 @@ def check_min_insync_replicas(value: str | None, replication_factor: int) -> str
     return None
 
 
+def check_quorum_topic_config(key: str, value: str | None, mode: str) -> str | None:
+    """Why ``key=value`` cannot be set on a topic whose ``replication.mode`` is ``mode``, or None.
+
+    ``min.insync.replicas`` counts in-sync replicas, which a quorum topic does not have: its
+    acks=all commits on a majority of the replicas, always. ``unclean.leader.election.enable``
+    lets the controller elect a replica outside the ISR, and the controller elects no quorum
+    leader: the Raft vote elects only a replica holding every committed record. Kafka refuses a
+    config it cannot honour (INVALID_CONFIG) rather than storing it; so does kraft, rather than
+    letting a user believe it changes durability or availability. Deleting one (``value``
+    None) is allowed.
+    """
+    if mode != QUORUM_MODE or value is None:
+        return None
+    if key == MIN_INSYNC_REPLICAS:
+        return (
+            f"{MIN_INSYNC_REPLICAS} does not apply to a {REPLICATION_MODE}={QUORUM_MODE} topic: "
+            "acks=all commits on a majority of its replicas (Raft)"
+        )
+    if key == UNCLEAN_LEADER_ELECTION_ENABLE:
+        return (
+            f"{UNCLEAN_LEADER_ELECTION_ENABLE} does not apply to a {REPLICATION_MODE}="
+            f"{QUORUM_MODE} topic: its Raft group elects only a replica with every committed "
+            "record"
+        )
+    return None
+
+
+def check_replication_mode_change(current: str, new: str) -> str | None:
+    """Why a topic's ``replication.mode`` cannot go from ``current`` to ``new``, or None.
+
+    A topic's replication mode is chosen at creation: its partitions' logs, leader epochs and
+    state are the mode's (a Raft group's election state, or an ISR), and kraft has no
+    conversion between them. Setting the current value again is a no-op and allowed.
+    """
+    if new == current:
+        return None
+    return (
+        f"{REPLICATION_MODE} of an existing topic cannot change ({quoted(current)} -> "
+        f"{quoted(new)}): it is chosen when the topic is created"
+    )
+
+
 def resolve_topic_configs(
     topic_overrides: Mapping[str, str], cluster_defaults: Mapping[str, str]
 ) -> dict[str, str]:
@@ -109,10 +155,14 @@ __all__ = [
     "CLUSTER_DEFAULT_RESOURCE",
     "CONFIG_VALUE_MAX_CHARS",
     "MIN_INSYNC_REPLICAS",
+    "QUORUM_MODE",
+    "REPLICATION_MODE",
     "TOPIC_CONFIGS",
     "ConfigDef",
     "ConfigType",
     "check_min_insync_replicas",
+    "check_quorum_topic_config",
+    "check_replication_mode_change",
     "config_defs",
     "parse_bool",
     "parse_int",

@@ -73,11 +73,15 @@ def merge_partition_change(
 ) -> PartitionRegistration:
     """Kafka's ``PartitionRegistration.merge``: apply a change record to a partition.
 
-    Setting ``leader`` bumps the leader epoch; every change bumps the partition epoch.
+    Setting ``leader`` bumps the leader epoch (or sets the ``leader_epoch`` the record names:
+    a quorum partition's Raft epoch); every change bumps the partition epoch.
     """
     leader, leader_epoch = current.leader, current.leader_epoch
     if change.leader is not None:
-        leader, leader_epoch = change.leader, current.leader_epoch + 1
+        leader = change.leader
+        leader_epoch = (
+            current.leader_epoch + 1 if change.leader_epoch is None else change.leader_epoch
+        )
     replicas = current.replicas if change.replicas is None else change.replicas
     offline = change.offline_replicas
     if offline is None:
@@ -219,6 +223,15 @@ class MetadataDelta:
                 where = f"{record.topic_id}-{record.partition}"
                 _check(current_partition is not None, f"change to unknown partition {where}")
                 assert current_partition is not None
+                _check(
+                    record.leader_epoch is None
+                    or (
+                        record.leader is not None
+                        and record.leader_epoch >= current_partition.leader_epoch
+                    ),
+                    f"{where}: leader epoch {record.leader_epoch} without a leader or below "
+                    f"{current_partition.leader_epoch}",
+                )
                 merged = merge_partition_change(current_partition, record)
                 check_partition(merged, where)
                 partitions[record.partition] = merged

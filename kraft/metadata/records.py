@@ -149,6 +149,10 @@ class PartitionChangeRecord:
     offline_replicas: tuple[int, ...] | None = None
     """The replicas whose broker reports their log offline (a disk error): they may not lead
     and leave the ISR (KIP-858's offline log directories, kept per replica here)."""
+    leader_epoch: int | None = None
+    """Quorum-mode partitions only, with ``leader``: the leader epoch to record instead of a
+    bump, the Raft epoch the leader won (never below the current one). The Raft group, not the
+    controller, numbers a quorum partition's epochs."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -312,6 +312,24 @@ class RaftNode:
             raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
         return self._replication.accumulate(role, records, now_ms)
 
+    def propose_batch(self, batch: bytes, now_ms: int) -> Offset:
+        """Append one whole v2 record batch built by someone else (a quorum-mode partition's
+        producer batch, which keeps its producer id, epoch and sequences), after any pending
+        proposals. Its base offset and partition leader epoch are assigned here; the caller
+        validated the batch (one batch, at least one record).
+
+        Returns:
+            Its base offset. Committed once the high watermark passes its last offset.
+
+        Raises:
+            NotLeaderError: this node is not the leader.
+        """
+        self._observe_time(now_ms)
+        role = self._quorum.role
+        if type(role) is not Leader:
+            raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
+        return self._replication.append_batch(role, batch, now_ms)
+
     def resign(self, now_ms: int) -> None:
         """Step down gracefully (KIP-595 EndQuorumEpoch), naming the most caught-up voters
         as preferred successors.

@@ -52,7 +52,12 @@ from kraft.raft.ready import SnapshotChunk
 from kraft.raft.roles import Follower, Leader, ReplicaProgress
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import CorruptRecordError, ErrorCode
-from storage.records import build_batch, read_header
+from storage.records import (
+    build_batch,
+    read_header,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
 
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 """Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS: an observer silent this long is forgotten."""
@@ -644,6 +649,21 @@ class Replication:
         leader.linger_deadline_ms = None
         log.append(batch)
         self.complete_parked_fetches(leader, now_ms, expired_only=False)
+
+    def append_batch(self, leader: Leader, batch: bytes, now_ms: int) -> Offset:
+        """Append a batch built elsewhere (a producer's, with its producer id, epoch and
+        sequences) at the log end, after whatever the accumulator holds: its base offset and
+        partition leader epoch are rewritten in place (outside the batch CRC, as Kafka's
+        leader does). Returns its base offset."""
+        self.drain_accumulator(leader, now_ms)
+        log = self._raft_log
+        buf = bytearray(batch)
+        base = log.log_end_offset
+        set_base_offset(buf, base)
+        set_partition_leader_epoch(buf, leader.epoch)
+        log.append(bytes(buf))
+        self.complete_parked_fetches(leader, now_ms, expired_only=False)
+        return Offset(base)
 
     def drop_leader_state(self, leader: Leader, reason: str) -> None:
         if leader.pending_records:

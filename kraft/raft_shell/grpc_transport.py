@@ -4,10 +4,13 @@ One long-lived stream per peer carries our requests of every group, and the peer
 it (`_Link`); a peer's requests arrive on its stream to us and are answered there (`_Route`).
 Each envelope names its group (``RaftEnvelope.group``; empty is the metadata quorum's, so
 nodes that predate groups interoperate on it), and an inbound message goes to the `Inbox`
-registered for its group; a group nobody here hosts is dropped. The unary RPCs of raft.proto
-are served too, for tools, for the metadata group only: an inbound request is delivered and
-its handler waits for the response with the same (source, correlation id). A lost message is
-never retried here: the core's own timeouts do that.
+registered for its group; a group nobody here hosts is dropped. A group registered with its
+``members`` (a quorum-mode partition's replicas) admits messages from those nodes only, on
+inbound streams and outbound links alike: the voter-only rule of `kraft.raft.admission`,
+applied before the core, so a node outside the partition cannot even fetch from its group.
+The unary RPCs of raft.proto are served too, for tools, for the metadata group only: an
+inbound request is delivered and its handler waits for the response with the same (source,
+correlation id). A lost message is never retried here: the core's own timeouts do that.
 
 Stream identity (issue 10), per peer and whatever the group: the first message on an inbound
 stream binds it to the sender id it claims; later messages claiming another id are dropped,
@@ -99,6 +102,8 @@ class GrpcRaftTransport:
         base = logger or structlog.get_logger("kraft.raft.transport")
         self._log = base.bind(node_id=node_id)
         self._inboxes: dict[str, Inbox] = {}
+        self._members: dict[str, frozenset[int]] = {}
+        """Groups that admit only these senders (absent: any sender, the core decides)."""
         self._pending_rpcs: dict[_ReplyKey, asyncio.Future[Any]] = {}
         self._channels: dict[NodeId, grpc.aio.Channel] = {}
         self._stubs: dict[NodeId, raft_pb2_grpc.RaftStub] = {}
@@ -111,21 +116,47 @@ class GrpcRaftTransport:
 
     # --- the Transport interface --------------------------------------------------------------
 
-    def register(self, group: str, inbox: Inbox) -> None:
+    def register(self, group: str, inbox: Inbox, *, members: frozenset[int] | None = None) -> None:
+        """Deliver ``group``'s messages to ``inbox`` (only those from ``members``, if given).
+
+        Raises:
+            ValueError: another inbox holds ``group``.
+        """
         if group in self._inboxes:
             raise ValueError(f"group {group[:_QUOTE_MAX]!r} is already registered")
         self._inboxes[group] = inbox
+        if members is not None:
+            self._members[group] = members
+
+    def set_members(self, group: str, members: frozenset[int]) -> None:
+        """From now on ``group`` admits messages from ``members`` only (a reassignment)."""
+        if group in self._inboxes:
+            self._members[group] = members
 
     def unregister(self, group: str) -> None:
         self._inboxes.pop(group, None)
+        self._members.pop(group, None)
 
     @property
     def groups(self) -> frozenset[str]:
         return frozenset(self._inboxes)
 
     def set_address(self, peer: int, address: str) -> None:
-        """Where ``peer`` listens (a group may name nodes the others do not)."""
-        self._addresses[NodeId(peer)] = address
+        """Where ``peer`` listens (a group may name nodes the others do not). A peer that moved
+        (a broker re-registered with another listener) gets a fresh link and channel: what the
+        old ones held is dropped, and Raft's timeouts resend it."""
+        nid = NodeId(peer)
+        old = self._addresses.get(nid)
+        self._addresses[nid] = address
+        if old is None or old == address:
+            return
+        link = self._links.pop(nid, None)
+        if link is not None:
+            link.close()
+        self._stubs.pop(nid, None)
+        channel = self._channels.pop(nid, None)
+        if channel is not None and not self._closed:
+            self._spawn(channel.close())
 
     def send(self, group: str, msg: RaftMessage) -> None:
         if self._closed:
@@ -192,9 +223,13 @@ class GrpcRaftTransport:
 
     # --- inside -------------------------------------------------------------------------------
 
+    def _admits(self, group: str, source: int) -> bool:
+        members = self._members.get(group)
+        return members is None or source in members
+
     def _deliver(self, group: str, msg: RaftMessage) -> bool:
         inbox = self._inboxes.get(group)
-        if inbox is None:
+        if inbox is None or not self._admits(group, int(msg.source)):
             return False
         inbox.deliver(msg)
         return True
@@ -258,6 +293,8 @@ class GrpcRaftTransport:
             reason = "not_a_request"
         elif group not in self._inboxes:
             reason = "unknown_group"
+        elif not self._admits(group, int(msg.source)):
+            reason = "not_a_member"
         elif key in self._pending_rpcs or self._reply_routes.get(key, route) is not route:
             reason = "correlation_id_in_use"
         if reason is not None:

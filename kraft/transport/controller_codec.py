@@ -76,6 +76,9 @@ class TopicMetadata:
     error_message: str = ""
     topic_id: str = ""
     partitions: tuple[PartitionDescription, ...] = ()
+    replication_mode: str = ""
+    """The topic's ``replication.mode``: ``isr``, or ``quorum`` (each partition a Raft group
+    that elects its own leader); empty from a controller that predates it (ISR)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

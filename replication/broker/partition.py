@@ -23,6 +23,16 @@ what needs the event loop:
   (`apply_retention`, below the high watermark only), dynamic log configs, timestamp lookups,
   and a corrupt batch found on read.
 
+*Quorum mode* (``replication.mode=quorum``, `replication.driver.quorum`): the replica joins its
+partition's Raft group on the broker's `QuorumHost` (``replication.broker.quorum_host``): it
+registers the group (`quorum_group`) with the partition's replicas as the only members it
+hears, hands every inbound Raft message to the driver (`handle_raft_message`), sends what the
+driver emits (`send_raft_message`), reports a won election (`quorum_leader_elected`) through
+the host to the controller, and runs a timer task that ticks the driver at its own deadlines
+(`next_deadline_ms`: Raft's fetch long polls, election and linger timers, waiting produces).
+Its Raft epoch and vote live in ``quorum-state`` (`FileQuorumStateStore`). There is no
+follower fetch loop: Raft replicates.
+
 *Disk errors.* When the driver reports the replica offline (`went_offline`; a corrupt batch
 found on read while another ISR member has a good copy counts too: `read`), waiting produces
 are answered KAFKA_STORAGE_ERROR (retriable; nothing that failed was acknowledged), the fetch
@@ -41,9 +51,12 @@ import structlog
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
+from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
+from replication.broker.quorum_host import QuorumHost
+from replication.broker.quorum_state import FileQuorumStateStore
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -63,8 +76,10 @@ from replication.driver import (
     NoDriverEvents,
     PartitionDriver,
     ProducerStateLoad,
+    QuorumPartitionDriver,
     ReplicationMode,
     open_partition_driver,
+    quorum_group,
 )
 from storage.checkpoint import read_offset, write_offset
 from storage.config import LONG_MAX, LogConfig
@@ -110,9 +125,12 @@ class PartitionReplica(NoDriverEvents):
             `handle_alter_partition_result` with the replica's `generation` at the time.
         on_offline: called once, synchronously, when a disk error took the replica offline.
         replication_mode: the topic's (picks the driver: `open_partition_driver`).
+        quorum: quorum mode: the broker's Raft group host (required then).
+        write_caching: quorum mode: the topic's ``quorum.write.caching``.
 
     Raises:
         KafkaStorageError: the log, its checkpoints or its producer snapshots cannot be read.
+        ValueError: a quorum-mode replica without a ``quorum`` host.
     """
 
     def __init__(
@@ -128,7 +146,11 @@ class PartitionReplica(NoDriverEvents):
         send_alter_partition: SendAlterPartition,
         on_offline: OnOffline | None = None,
         replication_mode: ReplicationMode = ReplicationMode.ISR,
+        quorum: QuorumHost | None = None,
+        write_caching: bool = False,
     ) -> None:
+        if replication_mode is ReplicationMode.QUORUM and quorum is None:
+            raise ValueError("a quorum-mode replica needs the broker's QuorumHost")
         self.topic_partition = topic_partition
         self.topic_id = topic_id
         self.directory = directory
@@ -142,6 +164,10 @@ class PartitionReplica(NoDriverEvents):
         self._next_request_id = 1
         self._fetcher: asyncio.Task[None] | None = None
         self._logger = _log.bind(topic_partition=str(topic_partition), node_id=local_id)
+        self._quorum = quorum if replication_mode is ReplicationMode.QUORUM else None
+        self._raft_group = quorum_group(topic_id, topic_partition.partition)
+        self._raft_wake = asyncio.Event()
+        self._raft_timer: asyncio.Task[None] | None = None
         self.log = SegmentedLog.open(directory, log_config)
         try:
             self._snapshots = ProducerSnapshotStore(directory)
@@ -153,10 +179,14 @@ class PartitionReplica(NoDriverEvents):
                 log=self.log,
                 snapshots=self._snapshots,
                 checkpoint=FileCheckpoint(directory / HIGH_WATERMARK_CHECKPOINT),
+                quorum_state=(
+                    FileQuorumStateStore(directory) if self._quorum is not None else None
+                ),
                 local_id=local_id,
                 broker_epoch=broker_epoch,
                 events=self,
                 log_config=log_config,
+                write_caching=write_caching,
             )
         except OSError as e:
             self.log.abandon()
@@ -164,6 +194,9 @@ class PartitionReplica(NoDriverEvents):
         except BaseException:
             self.log.abandon()
             raise
+        if self._quorum is not None:
+            # Members come with the registration (`apply_registration`); until then, none.
+            self._quorum.register(self._raft_group, self, frozenset())
 
     # --- state --------------------------------------------------------------------------------
 
@@ -214,6 +247,60 @@ class PartitionReplica(NoDriverEvents):
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def raft_leader(self) -> tuple[int, int] | None:
+        """Quorum mode: the Raft leader this replica knows and its epoch (None if it knows
+        none, or under ISR): the leader hint of a NOT_LEADER_OR_FOLLOWER answer."""
+        driver = self.driver
+        if not isinstance(driver, QuorumPartitionDriver) or driver.leader_id is None:
+            return None
+        return driver.leader_id, driver.leader_epoch
+
+    def leads_epoch(self, leader_epoch: int) -> bool:
+        """Whether this replica leads in ``leader_epoch`` (a leader report is still true)."""
+        return self.driver.is_leader and self.driver.leader_epoch == leader_epoch
+
+    # --- the Raft group (quorum mode) -----------------------------------------------------------
+
+    def deliver(self, msg: RaftMessage) -> None:
+        """`Inbox`: a Raft message of this replica's group, from one of its replicas."""
+        self.driver.handle_raft_message(msg, clock_ms())
+        self._raft_wake.set()  # the next deadline may have moved
+
+    def send_raft_message(self, message: RaftMessage) -> None:
+        if self._quorum is not None:
+            self._quorum.send(self._raft_group, message)
+
+    def quorum_leader_elected(self, leader_epoch: int) -> None:
+        if self._quorum is not None:
+            self._logger.info("quorum_leader_elected", leader_epoch=leader_epoch)
+            self._quorum.report_leader(self, leader_epoch)
+
+    def _ensure_raft_timer(self) -> None:
+        if self._raft_timer is None or self._raft_timer.done():
+            self._raft_timer = asyncio.create_task(
+                self._raft_timer_loop(), name=f"raft-timer-{self.topic_partition}"
+            )
+
+    async def _raft_timer_loop(self) -> None:
+        """Tick the driver at its deadlines, and whenever an input may have moved them."""
+        driver = self.driver
+        while driver.offline is None:
+            self._raft_wake.clear()
+            now = clock_ms()
+            deadline = driver.next_deadline_ms(now)
+            # NB: at least 1 ms, so a deadline that stays due cannot spin the loop.
+            wait_ms = 1000 if deadline is None else max(1, deadline - now)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._raft_wake.wait(), wait_ms / 1000)
+            driver.tick(clock_ms())
+
+    def _leave_raft_group(self) -> None:
+        if self._quorum is not None:
+            self._quorum.unregister(self._raft_group)
+        if self._raft_timer is not None:
+            self._raft_timer.cancel()
+            self._raft_timer = None
+
     # --- the driver's events ------------------------------------------------------------------
 
     def produce_completed(self, completion: ProduceCompletion) -> None:
@@ -235,6 +322,7 @@ class PartitionReplica(NoDriverEvents):
 
     def went_offline(self, error: KafkaStorageError) -> None:
         self._stop_fetcher()
+        self._leave_raft_group()
         self._answer_waiting(
             ProduceCompletion(
                 request_id=-1,
@@ -276,12 +364,17 @@ class PartitionReplica(NoDriverEvents):
         Raises:
             KafkaStorageError: a disk error took the replica offline.
         """
+        if self._quorum is not None:
+            # Stream admission: the partition's replicas only (the voters).
+            self._quorum.set_members(self._raft_group, frozenset(registration.replicas))
         if self.driver.apply_registration(registration, brokers, config, clock_ms()):
             # A new leader: stop waiting on the old one (paused, it never answers); Kafka
             # moves the partition to the new leader's fetcher at once.
             self._stop_fetcher()
         if self.driver.is_follower:
             self._ensure_fetcher()
+        if self._quorum is not None and self.offline is None:
+            self._ensure_raft_timer()
 
     def update_log_config(self, config: LogConfig) -> None:
         """Apply a changed topic log config to the open log (Kafka's
@@ -308,6 +401,7 @@ class PartitionReplica(NoDriverEvents):
         """Drop the role (this broker is no longer a replica) and close the log."""
         self.driver.stop(clock_ms())
         self._stop_fetcher()
+        self._leave_raft_group()
         self._answer_waiting(
             ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
         )
@@ -331,6 +425,7 @@ class PartitionReplica(NoDriverEvents):
         future: asyncio.Future[ProduceCompletion] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
         self.driver.produce(request_id, acks, timeout_ms, records, clock_ms())
+        self._raft_wake.set()  # quorum mode: a linger or a produce timeout to wait for
         return await future
 
     async def _await_sequence_turn(self, records: bytes, timeout_ms: int) -> None:

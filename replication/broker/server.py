@@ -87,6 +87,7 @@ from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
+from replication.broker.quorum_host import QuorumHost
 from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
 from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
@@ -97,12 +98,10 @@ from replication.core import (
     FollowerFetchRequest,
     FollowerFetchResponse,
 )
-from replication.driver import ReplicationMode
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
 )
-from storage.config import LogConfig
 from storage.errors import (
     BrokerIdNotRegisteredError,
     ErrorCode,
@@ -181,6 +180,15 @@ class BrokerServer:
         )
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
+        # Quorum-mode partitions' Raft groups, on this port (`replication.broker.quorum_host`).
+        self.quorum = QuorumHost(
+            config.node_id,
+            self._grpc,
+            send_to_controller=lambda request: self._blocking(
+                self._control_executor, self._controllers.send, request, timeout=5.0
+            ),
+            broker_epoch=lambda: self.broker_epoch,
+        )
         # A dead loop (metadata Raft, lifecycle, tick, retention) takes the process down.
         self.supervisor = LoopSupervisor(self._log)
         self.supervisor.on_death(
@@ -265,6 +273,7 @@ class BrokerServer:
         for replica in self.replicas.values():
             replica.stop()
         self.replicas.clear()
+        await self.quorum.close()
         for fetcher in self._fetchers.values():
             await fetcher.close()
         await self.raft.stop(graceful=False)
@@ -390,6 +399,7 @@ class BrokerServer:
             # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
             return
         brokers = self._broker_statuses()
+        self.quorum.update_addresses(image)
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in image.iter_partitions():
@@ -411,7 +421,7 @@ class BrokerServer:
                     settings = resolve_topic_settings(image, topic.name, self.config)
                     settings_by_topic[topic.name] = settings
                 if replica is None:
-                    replica = self._open_replica(tp, topic.topic_id, epoch, settings.log)
+                    replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                     self.replicas[tp] = replica
                 else:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
@@ -469,7 +479,7 @@ class BrokerServer:
         try:
             probe_log_directory(self._replica_dir(tp))
             settings = resolve_topic_settings(image, tp.topic, self.config)
-            replica = self._open_replica(tp, topic_id, epoch, settings.log)
+            replica = self._open_replica(tp, topic_id, epoch, settings)
         except (KraftError, OSError) as e:
             wait_ms = self.offline.probe_failed(tp, repr(e), time.monotonic())
             self._log.info(
@@ -490,7 +500,7 @@ class BrokerServer:
         self._heartbeat_now.set()
 
     def _open_replica(
-        self, tp: TopicPartition, topic_id: str, epoch: int, log_config: LogConfig
+        self, tp: TopicPartition, topic_id: str, epoch: int, settings: TopicSettings
     ) -> PartitionReplica:
         directory = self._replica_dir(tp)
         id_file = directory / TOPIC_ID_FILE
@@ -502,15 +512,15 @@ class BrokerServer:
             topic_partition=tp,
             topic_id=topic_id,
             directory=Path(directory),
-            log_config=log_config,
+            log_config=settings.log,
             local_id=self.node_id,
             broker_epoch=epoch,
             fetch_from_leader=self._fetch_from_leader,
             send_alter_partition=self._send_alter_partition,
             on_offline=self._replica_went_offline,
-            # The topic's replication mode picks the partition driver; every topic is ISR
-            # until `replication.mode=quorum` exists (TODO(#12): read it from the topic).
-            replication_mode=ReplicationMode.ISR,
+            replication_mode=settings.mode,  # picks the partition driver
+            quorum=self.quorum,
+            write_caching=settings.write_caching,
         )
 
     async def _tick_loop(self) -> None:

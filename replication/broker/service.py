@@ -71,9 +71,16 @@ class BrokerService:
     # --- helpers ------------------------------------------------------------------------------
 
     def _current_leader(self, tp: TopicPartition) -> LeaderIdAndEpoch:
+        """The leader hint of a NOT_LEADER_OR_FOLLOWER answer (KIP-951): the metadata's, or
+        for a quorum partition the Raft leader this broker's replica knows when it is newer
+        (the metadata learns it only from the winner's report to the controller)."""
         registration = self._server.image.partition_by_name(tp)
         if registration is None:
             return LeaderIdAndEpoch()
+        replica = self._server.replicas.get(tp)
+        known = None if replica is None else replica.raft_leader()
+        if known is not None and known[1] > registration.leader_epoch:
+            return LeaderIdAndEpoch(leader_id=known[0], leader_epoch=known[1])
         return LeaderIdAndEpoch(
             leader_id=registration.leader, leader_epoch=registration.leader_epoch
         )

@@ -1,4 +1,6 @@
-"""A topic's effective settings on this broker: its `ReplicationConfig` and its `LogConfig`.
+"""A topic's effective settings on this broker: its `ReplicationConfig` and its `LogConfig`, and
+its replication mode (``replication.mode``, fixed at the topic's creation, and
+``quorum.write.caching``, read when a replica opens).
 
 Theory of operation
 -------------------
@@ -29,14 +31,17 @@ from dataclasses import dataclass
 import structlog
 
 from kraft.metadata import CLUSTER_DEFAULT_RESOURCE, MetadataImage
-from kraft.metadata.configs import MIN_INSYNC_REPLICAS
+from kraft.metadata.configs import MIN_INSYNC_REPLICAS, QUORUM_MODE, REPLICATION_MODE, parse_bool
 from kraft.metadata.records import ConfigResourceType
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.retention import resolve_log_config, topic_keys_of_dynamic_broker_defaults
 from replication.core import ReplicationConfig
+from replication.driver import ReplicationMode
 from storage.config import LogConfig
 
 _log = structlog.get_logger("replication.broker.topic_settings")
+
+QUORUM_WRITE_CACHING = "quorum.write.caching"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +50,10 @@ class TopicSettings:
 
     replication: ReplicationConfig
     log: LogConfig
+    mode: ReplicationMode = ReplicationMode.ISR
+    """``replication.mode``: picks the partition driver (`open_partition_driver`)."""
+    write_caching: bool = False
+    """``quorum.write.caching`` (quorum mode): acknowledge before the fsync."""
 
 
 def resolve_min_insync_replicas(
@@ -83,7 +92,10 @@ def resolve_topic_settings(
         broker.replication.min_insync_replicas,
         context=topic,
     )
+    quorum = topic_configs.get(REPLICATION_MODE) == QUORUM_MODE
     return TopicSettings(
+        mode=ReplicationMode.QUORUM if quorum else ReplicationMode.ISR,
+        write_caching=quorum and parse_bool(topic_configs.get(QUORUM_WRITE_CACHING, "false")),
         replication=dataclasses.replace(broker.replication, min_insync_replicas=min_isr),
         log=resolve_log_config(
             broker.log_defaults,

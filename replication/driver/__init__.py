@@ -36,6 +36,8 @@ from replication.driver.producer_state_load import (
     load_producer_state,
     scan_headers,
 )
+from replication.driver.quorum import QuorumPartitionDriver
+from replication.driver.quorum_log import MemoryQuorumStateStore, ReplicaRaftStorage
 from replication.driver.select import ReplicationMode, open_partition_driver
 
 __all__ = [
@@ -43,13 +45,16 @@ __all__ = [
     "HighWatermarkCheckpoint",
     "IsrPartitionDriver",
     "MemoryCheckpoint",
+    "MemoryQuorumStateStore",
     "MemorySnapshotStore",
     "NoDriverEvents",
     "PartitionDriver",
     "ProducerSnapshots",
     "ProducerStateLoad",
+    "QuorumPartitionDriver",
     "QuorumStateStore",
     "ReplicaLog",
+    "ReplicaRaftStorage",
     "ReplicationMode",
     "load_producer_state",
     "open_partition_driver",

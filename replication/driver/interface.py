@@ -78,6 +78,11 @@ class ReplicaLog(PartitionLogView, Protocol):
         """Move the log start offset up to ``offset`` (never down)."""
         ...
 
+    def flush(self) -> None:
+        """fsync everything appended so far (durable on return; quorum mode syncs each
+        Ready as the Raft contract asks, ISR mode leaves it to the log's flush policy)."""
+        ...
+
     def read(self, from_offset: int, max_bytes: int, /, *, max_offset: int | None = None) -> bytes:
         """Whole batches from the one holding ``from_offset`` (at least one), up to
         ``max_bytes``, none whose base offset is ``>= max_offset``."""

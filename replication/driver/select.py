@@ -1,17 +1,19 @@
 """The one place that picks a partition driver for a topic.
 
 An ISR topic gets `IsrPartitionDriver`; a topic created with ``replication.mode=quorum`` gets
-a Raft-replicated driver (TODO(#12): until it lands, opening one raises NotImplementedError).
+`QuorumPartitionDriver` (each partition a Raft group of its replicas).
 The broker, the simulator and the tests open every replica through `open_partition_driver`.
 """
 
 from __future__ import annotations
 
 import enum
+import random
 from pathlib import Path
 
 from structlog.typing import FilteringBoundLogger
 
+from kraft.raft import RaftConfig
 from kraft.types import TopicPartition
 from replication.core import TruncationStrategy
 from replication.driver.interface import (
@@ -23,6 +25,7 @@ from replication.driver.interface import (
     ReplicaLog,
 )
 from replication.driver.isr import IsrPartitionDriver
+from replication.driver.quorum import QuorumPartitionDriver
 from storage.config import LogConfig
 
 
@@ -52,12 +55,20 @@ def open_partition_driver(
     log_config: LogConfig | None = None,
     truncation_strategy: TruncationStrategy = TruncationStrategy.LEADER_EPOCH,
     logger: FilteringBoundLogger | None = None,
+    raft_config: RaftConfig | None = None,
+    rng: random.Random | None = None,
+    write_caching: bool = False,
 ) -> PartitionDriver:
-    """Open the driver of one replica, by the topic's replication mode (``quorum_state``:
-    where a quorum-mode replica keeps its Raft epoch and vote; unused by ISR replicas).
+    """Open the driver of one replica, by the topic's replication mode.
+
+    Quorum mode only (ISR replicas ignore them): ``quorum_state`` is where the replica keeps
+    its Raft epoch and vote (required); ``raft_config`` its Raft timeouts; ``rng`` its
+    election jitter (default: seeded by the group and replica); ``write_caching`` the topic's
+    ``quorum.write.caching``.
 
     Raises:
         KafkaStorageError: the replica's state cannot be read.
+        ValueError: a quorum-mode replica without a ``quorum_state``.
     """
     match mode:
         case ReplicationMode.ISR:
@@ -76,7 +87,25 @@ def open_partition_driver(
                 logger=logger,
             )
         case ReplicationMode.QUORUM:
-            raise NotImplementedError("quorum-mode partitions: TODO(#12)")
+            if quorum_state is None:
+                raise ValueError("a quorum-mode replica needs a quorum_state store")
+            return QuorumPartitionDriver(
+                topic_partition=topic_partition,
+                topic_id=topic_id,
+                directory=directory,
+                log=log,
+                snapshots=snapshots,
+                checkpoint=checkpoint,
+                quorum_state=quorum_state,
+                local_id=local_id,
+                broker_epoch=broker_epoch,
+                events=events,
+                log_config=log_config,
+                raft_config=raft_config,
+                rng=rng,
+                write_caching=write_caching,
+                logger=logger,
+            )
 
 
 __all__ = ["ReplicationMode", "open_partition_driver"]

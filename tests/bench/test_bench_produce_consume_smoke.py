@@ -24,7 +24,7 @@ def _bench(*argv: str) -> dict[str, Any]:
         [sys.executable, "-m", "kraft.cli", "bench", *argv, "--json", "--quiet"],
         capture_output=True,
         text=True,
-        timeout=35,
+        timeout=55,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
@@ -81,3 +81,24 @@ def test_bench_produce_consume_help_names_the_options(
     out = capsys.readouterr().out
     for option in ("--bootstrap", "--topic", "--records", "--record-size", "--acks", "--json"):
         assert option in out
+
+
+@pytest.mark.process
+@pytest.mark.timeout(60)
+def test_bench_produce_puts_a_quorum_topic_beside_the_isr_one() -> None:
+    """``--replication-mode quorum``: the same runs on an ISR and a quorum topic in one run,
+    with one-at-a-time acks=all latency and the quorum/ISR ratios (issue #12)."""
+    report = _bench(
+        "produce", "--records", str(RECORDS), "--replication-mode", "quorum",
+        "--one-at-a-time", "20", "--acks", "all",
+    )  # fmt: skip
+    assert report["replication_mode"] == "quorum"
+    assert set(report["runs"]) == {
+        "isr acks=all", "quorum acks=all", "isr 1-at-a-time", "quorum 1-at-a-time",
+    }  # fmt: skip
+    for run in report["runs"].values():
+        assert run["records_per_s"] > 0 and run["p50_ms"] > 0
+    assert report["runs"]["quorum acks=all"]["records"] == RECORDS
+    comparison = report["comparison"]
+    assert comparison["throughput_ratio_acks_all"] > 0
+    assert set(comparison["one_at_a_time_p50_ms"]) == {"isr", "quorum"}

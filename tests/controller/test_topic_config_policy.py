@@ -50,13 +50,11 @@ UNSUPPORTED = [
     ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "LogAppendTime"),
     ("compression.type", "lz4"),
-    ("replication.mode", "quorum"),
 ]
 SUPPORTED = [
     ("cleanup.policy", "delete"),
     ("message.timestamp.type", "CreateTime"),
     ("compression.type", "producer"),
-    ("replication.mode", "isr"),
 ]
 
 

@@ -76,7 +76,6 @@ def test_broker_configs_use_the_broker_synonyms() -> None:
         ("compression.type", "zstd", "producer"),
         ("compression.type", "gzip", "producer"),
         ("compression.type", "uncompressed", "producer"),
-        ("replication.mode", "quorum", "isr"),
     ],
 )
 def test_a_value_kraft_does_not_implement_yet_is_refused_naming_the_key(
@@ -90,9 +89,8 @@ def test_a_value_kraft_does_not_implement_yet_is_refused_naming_the_key(
     assert f"accepted: {accepted}" in problem
 
 
-def test_replication_mode_quorum_is_refused_until_quorum_topics_exist() -> None:
-    problem = validate_config(ConfigResourceType.TOPIC, "replication.mode", "quorum")
-    assert problem is not None and "quorum-mode topics do not exist yet" in problem
+def test_replication_mode_quorum_is_a_valid_topic_config() -> None:
+    assert validate_config(ConfigResourceType.TOPIC, "replication.mode", "quorum") is None
 
 
 def test_the_broker_synonym_of_an_unsupported_value_is_refused_too() -> None:

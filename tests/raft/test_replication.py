@@ -15,7 +15,7 @@ from kraft.raft import (
 )
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import ErrorCode
-from storage.records import read_header, record_values
+from storage.records import build_batch, read_header, record_values
 from tests.raft.builder import RaftNodeBuilder, RaftTestContext, batch
 
 only = RaftTestContext.only
@@ -192,3 +192,35 @@ def test_malformed_batches_in_a_fetch_response_are_dropped_not_raised() -> None:
     ctx.step(ctx.fetch_response_to(fetch, batches=(b"garbage",), high_watermark=0))
     assert ctx.node.log_end_offset == 0
     assert NodeId(2) == ctx.id
+
+
+def test_propose_batch_keeps_the_producer_headers_and_assigns_offset_and_epoch() -> None:
+    """A quorum-mode partition's entries are the producers' own batches: propose_batch
+    rewrites only the base offset and the partition leader epoch, after pending proposals."""
+
+    ctx = leader_at_epoch_2()
+    produced = build_batch(
+        [b"p", b"q"],
+        timestamp_ms=5,
+        base_offset=0,
+        partition_leader_epoch=-1,
+        producer_id=77,
+        producer_epoch=3,
+        base_sequence=10,
+    )
+    ctx.node.propose([b"pending"], ctx.now_ms)
+    base = ctx.node.propose_batch(produced, ctx.now_ms)
+    ctx.drain()
+    assert base == 5
+    stored = ctx.disk.read(Offset(5), Offset(7), 1 << 20)[0]
+    header = read_header(stored)
+    assert (header.base_offset, header.partition_leader_epoch) == (5, 2)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (77, 3, 10)
+    assert record_values(stored) == [b"p", b"q"]
+
+
+def test_propose_batch_on_a_follower_raises_not_leader_error() -> None:
+
+    ctx = RaftNodeBuilder(local_id=2).with_elected_leader(epoch=3, leader=1).build()
+    with pytest.raises(NotLeaderError):
+        ctx.node.propose_batch(build_batch([b"x"], timestamp_ms=0), ctx.now_ms)

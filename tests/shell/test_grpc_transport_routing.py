@@ -5,6 +5,7 @@ may use the same correlation ids on one stream."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from kraft.raft.messages import FetchRequest, FetchResponse, RaftMessage
@@ -98,6 +99,50 @@ def test_a_stream_stays_bound_to_its_first_sender_in_every_group() -> None:
         assert not transport._admit_on_stream(other, "orders-0", _fetch(2, cid=1))
         transport.send("orders-0", _answer(_fetch(2, cid=1)))
         assert len(_drain(route)) == 1 and not _drain(other)
+        await transport.close()
+
+    asyncio.run(main())
+
+
+def test_a_partition_group_admits_only_its_replicas_on_streams_and_links() -> None:
+    """Issue #12: a quorum-mode partition's group hears from its replicas only (the voter-only
+    rule, before the core), whatever the stream; other groups are unaffected."""
+
+    async def main() -> None:
+        transport = GrpcRaftTransport(1, {})
+        partition, meta = _Inbox(), _Inbox()
+        transport.register("t-id:0", partition, members=frozenset({1, 2, 3}))
+        transport.register(METADATA_GROUP, meta)
+        outsider = _Route()
+        assert not transport._admit_on_stream(outsider, "t-id:0", _fetch(4, cid=1))
+        assert transport._admit_on_stream(outsider, METADATA_GROUP, _fetch(4, cid=2))
+        member = _Route()
+        assert transport._admit_on_stream(member, "t-id:0", _fetch(2, cid=1))
+        # A response from a non-member arriving on our own link is not delivered either.
+        from_outsider = dataclasses.replace(_answer(_fetch(2, cid=3)), source=NodeId(4))
+        assert not transport._deliver("t-id:0", from_outsider)
+        assert transport._deliver("t-id:0", _fetch(3, cid=4))
+        # A reassignment moves the membership; unregistering forgets it.
+        transport.set_members("t-id:0", frozenset({1, 2, 4}))
+        assert transport._admit_on_stream(_Route(), "t-id:0", _fetch(4, cid=5))
+        assert not transport._admit_on_stream(_Route(), "t-id:0", _fetch(3, cid=6))
+        transport.unregister("t-id:0")
+        transport.register("t-id:0", partition)
+        assert transport._admit_on_stream(_Route(), "t-id:0", _fetch(5, cid=7))
+        await transport.close()
+
+    asyncio.run(main())
+
+
+def test_a_peer_that_moves_gets_a_new_channel() -> None:
+    async def main() -> None:
+        transport = GrpcRaftTransport(1, {2: "127.0.0.1:1"})
+        first = transport._stub(NodeId(2))
+        transport.set_address(2, "127.0.0.1:1")  # unchanged: same channel
+        assert transport._stub(NodeId(2)) is first
+        transport.set_address(2, "127.0.0.1:2")
+        assert transport._stub(NodeId(2)) is not first
+        assert transport._addresses[NodeId(2)] == "127.0.0.1:2"
         await transport.close()
 
     asyncio.run(main())
