@@ -127,6 +127,7 @@ def slow_follower(
     )
     with TopicWatcher(arena.describe, list(topics.values()), clock) as watcher:
         _wait_flowing(probes, clock)
+        flowing_at = clock.now()  # "before" starts here: not the first sends' connecting
         say(f"warm-up {timing.warmup_s:.0f}s")
         time.sleep(timing.warmup_s)
         paused_at = clock.now()
@@ -163,7 +164,7 @@ def slow_follower(
         out["modes"][mode.name] = {
             "topic": topic,
             "leader": arena.leader(topic),
-            "before": _window_percentiles(probe, 0.0, paused_at),
+            "before": _window_percentiles(probe, flowing_at, paused_at),
             "during": _window_percentiles(probe, paused_at, resumed_at),
             "after": _window_percentiles(probe, resumed_at, end),
             "isr_shrink_s": round(shrink - paused_at, 3) if shrink is not None else None,

@@ -37,7 +37,8 @@ def test_a_small_compare_sees_the_paused_follower_stall_isr_writes_and_writes_ev
     isr = slow["modes"]["isr-min2"]
     # The paused follower held every acks=all write until the ISR dropped it (2 s lag time).
     assert isr["isr_shrink_s"] is not None and isr["isr_shrink_s"] < TINY.pause_s
-    assert isr["during"]["max_ms"] > 1000 > isr["before"]["p99_ms"]
+    assert isr["during"]["max_ms"] > 1000
+    assert isr["during"]["max_ms"] > 5 * isr["before"]["p50_ms"]
     assert isr["failed"] == 0
     if results.get("quorum_pending") is None:  # quorum topics exist: a majority did not wait
         assert slow["modes"]["quorum"]["during"]["p99_ms"] < 1000
