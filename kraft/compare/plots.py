@@ -51,7 +51,7 @@ def _latency(s: dict[str, Any]) -> Any:
     r = s["slow-follower"]
     modes = r["modes"]
     fig, axes = plt.subplots(
-        len(modes), 1, figsize=(9, 2.6 * len(modes)), sharex=True, squeeze=False
+        len(modes), 1, figsize=(9, 2.6 * len(modes)), sharex=True, sharey=True, squeeze=False
     )
     for ax, (mode, m) in zip(axes[:, 0], modes.items(), strict=True):
         series = m["latency_series"]

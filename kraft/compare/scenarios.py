@@ -164,7 +164,8 @@ def slow_follower(
         out["modes"][mode.name] = {
             "topic": topic,
             "leader": arena.leader(topic),
-            "before": _window_percentiles(probe, flowing_at, paused_at),
+            # a record sent just before the pause waits for the paused follower too
+            "before": _window_percentiles(probe, flowing_at, paused_at - 0.5),
             "during": _window_percentiles(probe, paused_at, resumed_at),
             "after": _window_percentiles(probe, resumed_at, end),
             "isr_shrink_s": round(shrink - paused_at, 3) if shrink is not None else None,
