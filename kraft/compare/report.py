@@ -165,7 +165,12 @@ def _kill(r: dict[str, Any]) -> list[str]:
             str(len(m["samples_s"])),
             _f(m["p50_s"], ".2f"),
             _f(m["max_s"], ".2f"),
-            ", ".join(f"{x:.2f}" for x in m["samples_s"]),
+            ", ".join(f"{x:.2f}" for x in m["samples_s"])
+            + (
+                f"; {m['not_recovered']} kill(s) with no write acknowledged within 60 s"
+                if m.get("not_recovered")
+                else ""
+            ),
         ]
         for mode, m in r["modes"].items()
     ]

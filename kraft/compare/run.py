@@ -122,11 +122,11 @@ def run(
                         ),
                         "power_loss": losses.power_loss(say, (7,) if quick else (7, 8, 9)),
                     }
-            except (TimeoutError, OSError) as e:
+            except Exception as e:  # a scenario that fails is reported; the others still run
                 result = {"error": f"{type(e).__name__}: {e}"[:300]}
             result["seconds"] = round(clock.now() - started, 1)
             results["scenarios"][name] = result
-            cluster.wait_until_healthy(timeout=120)
+            _heal(cluster)
     say.scenario = "report"
     results["seconds"] = round(clock.now(), 1)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -145,6 +145,16 @@ def run(
     (out / "report.md").write_text(render_report(results, plots))
     say.done()
     return results
+
+
+def _heal(cluster: Any) -> None:
+    """Every broker running and the cluster healthy again (after a scenario that failed
+    half-way, with a broker still killed or paused)."""
+    for b in cluster.broker_ids:
+        cluster.resume_broker(b)
+        if not cluster.broker(b).is_running():
+            cluster.start_broker(b)
+    cluster.wait_until_healthy(timeout=120)
 
 
 def build_parser() -> argparse.ArgumentParser:
