@@ -167,12 +167,23 @@ def _kill(r: dict[str, Any]) -> list[str]:
             _f(m["max_s"], ".2f"),
             ", ".join(f"{x:.2f}" for x in m["samples_s"])
             + (
-                f"; {m['not_recovered']} kill(s) with no write acknowledged within 60 s"
+                f"; {m['not_recovered']} kill(s) with no write acknowledged within 15 s"
                 if m.get("not_recovered")
                 else ""
             ),
         ]
         for mode, m in r["modes"].items()
+    ]
+    stuck = [k for k in r["kills"] if k.get("not_recovered")]
+    notes = [
+        f"- kill at {k['t']:.0f} s of broker {k['victim']}: no record sent after it was "
+        f"acknowledged within 15 s on {', '.join(k['not_recovered'])}; a new producer "
+        + (
+            "then wrote at once, so the long-lived producer was stuck, not the partition"
+            if k.get("new_producer_acked")
+            else "could not write either"
+        )
+        for k in stuck
     ]
     return [
         "Time from SIGKILL of the partition's leader to the acknowledgement of the first "
@@ -181,6 +192,7 @@ def _kill(r: dict[str, Any]) -> list[str]:
         "quorum: the Raft group elects.",
         "",
         *_table(["mode", "kills", "p50 s", "max s", "each (s)"], rows),
+        *(["", *notes] if notes else []),
     ]
 
 
