@@ -277,13 +277,15 @@ def leader_kill(
     _wait_flowing(probes, clock)
     samples: dict[str, list[float]] = {m.name: [] for m in modes}
     kills: list[dict[str, Any]] = []
-    for _ in range(timing.kills * len(modes) + 2):  # a bound, should kills go unmeasured
-        if min(len(v) for v in samples.values()) >= timing.kills:
-            break
-        target = min(modes, key=lambda m: len(samples[m.name]))
+    killed: dict[str, int] = {m.name: 0 for m in modes}
+    """Kills of each mode's leader, measured or not (a stuck producer's kill counts too)."""
+    while min(killed.values()) < timing.kills:
+        target = min(modes, key=lambda m: killed[m.name])
         victim = arena.wait_led(topics[target.name])
         affected = [m.name for m in modes if arena.leader(topics[m.name]) == victim]
         say(f"kill {len(kills) + 1}: SIGKILL leader {victim} of {', '.join(affected)}")
+        for name in affected:
+            killed[name] += 1
         at = clock.now()
         arena.cluster.kill_broker(victim)
         deadline = time.monotonic() + STUCK_S
