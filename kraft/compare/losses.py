@@ -122,8 +122,10 @@ def unclean_election(
         step(f"SIGKILL followers {stale}: the leader {a} stands alone")
         for b in stale:
             arena.cluster.kill_broker(b)
+        followers_killed_at = clock.now()
         _wait_isr_alone(arena, [t for k, t in topics.items() if k.startswith("isr")], a)
         time.sleep(timing.phase_s)  # A alone acknowledges (min.insync.replicas=1)
+        alone_at = clock.now()
         step(f"SIGKILL {a}, the last in-sync replica")
         arena.cluster.kill_broker(a)
         time.sleep(1.0)
@@ -155,6 +157,11 @@ def unclean_election(
             "stale_only_s": round(a_back - back, 3),
             "led_again_after_s": round(back_led - back, 3) if back_led is not None else None,
             "errors_while_stale_only": _errors(p, back, a_back),
+            "acknowledged_with_followers_down": sum(
+                1
+                for x in p.sends
+                if followers_killed_at <= x.sent_s < alone_at and x.acked_s is not None
+            ),
             "acknowledged_in_window": sum(
                 1 for x in p.sends if back <= x.sent_s < a_back and x.acked_s is not None
             ),

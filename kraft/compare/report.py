@@ -147,9 +147,14 @@ def _slow(r: dict[str, Any], results: dict[str, Any]) -> list[str]:
         "",
     ]
     for mode, m in r["modes"].items():
+        isr = (
+            f"ISR shrank {m['isr_shrink_s']:.1f} s after the pause, expanded "
+            f"{_f(m['isr_expand_s'], '.1f', 'never')} s after the resume"
+            if m["isr_shrink_s"] is not None
+            else "the paused follower never left the replica set's ISR"
+        )
         out.append(
-            f"- `{mode}`: ISR shrank {_f(m['isr_shrink_s'], '.1f', 'never')} s after the pause, "
-            f"expanded {_f(m['isr_expand_s'], '.1f', 'never')} s after the resume; "
+            f"- `{mode}`: {isr}; "
             f"p99 during the pause {_f(m['during']['p99_ms'])} ms against "
             f"{_f(m['before']['p99_ms'])} ms before."
         )
@@ -222,6 +227,7 @@ def _loss(r: dict[str, Any]) -> list[str]:
             [
                 mode,
                 str(c["acknowledged"]),
+                str(c.get("acknowledged_with_followers_down", "-")),
                 str(c["lost"]),
                 _f(c.get("led_again_after_s"), ".1f", "not before the old leader"),
                 c.get("fresh_producer_write") or "-",
@@ -246,6 +252,7 @@ def _loss(r: dict[str, Any]) -> list[str]:
                 [
                     "topic",
                     "acknowledged",
+                    "acked, followers down",
                     "lost",
                     "led again after s",
                     "fresh write",

@@ -41,7 +41,7 @@ def test_a_small_compare_sees_the_paused_follower_stall_isr_writes_and_writes_ev
     assert isr["during"]["max_ms"] > 5 * isr["before"]["p50_ms"]
     assert isr["failed"] == 0
     if results.get("quorum_pending") is None:  # quorum topics exist: a majority did not wait
-        assert slow["modes"]["quorum"]["during"]["p99_ms"] < 1000
+        assert slow["modes"]["quorum"]["during"]["p99_ms"] < isr["during"]["max_ms"] / 2
     pytest.importorskip("matplotlib")
     assert (tmp_path / "latency-slow-follower.png").stat().st_size > 0
     assert (tmp_path / "throughput.png").stat().st_size > 0
