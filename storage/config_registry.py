@@ -314,7 +314,8 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "isr",
         "`isr`: leader and followers with an ISR. `quorum`: each partition is a Raft group of "
         "its replicas (commit on a majority, leader by vote). Chosen at creation: changing it "
-        "later is refused (INVALID_CONFIG), and so is `min.insync.replicas` on a quorum topic",
+        "later is refused (INVALID_CONFIG), and so are `min.insync.replicas` and "
+        "`unclean.leader.election.enable` on a quorum topic (they do not apply)",
         choices=("isr", "quorum"),
         kraft_only=True,
     ),

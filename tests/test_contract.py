@@ -208,7 +208,12 @@ CORE_GLUE_CALLS = {
     "truncate_fully_and_start_at",
     "assign_leader_epoch",
 }
-CORE_CLASSES = {"PartitionLeader", "PartitionFollower", "IsrPartitionDriver"}
+CORE_CLASSES = {
+    "PartitionLeader",
+    "PartitionFollower",
+    "IsrPartitionDriver",
+    "QuorumPartitionDriver",
+}
 
 
 def _glue_modules() -> list[Path]:
@@ -311,7 +316,7 @@ def test_only_the_selector_builds_a_partition_driver() -> None:
         if path.relative_to(ROOT).as_posix() == "replication/driver/select.py":
             continue
         for line, name in _called_names(ast.parse(path.read_text())):
-            if name == "IsrPartitionDriver":
+            if name in {"IsrPartitionDriver", "QuorumPartitionDriver"}:
                 bad.append(f"{path.relative_to(ROOT)}:{line}")
     assert not bad, "\n".join(bad)
 

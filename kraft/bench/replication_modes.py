@@ -6,6 +6,11 @@ partition a Raft group of its 3 replicas) get the same workload, one after the o
 throughput runs of `produce` (same acks, batch size, linger and window) and a one-at-a-time
 acks=all run (send one record, wait for its acknowledgement, send the next: the latency of a
 single write with nothing to batch behind). The report adds the quorum/ISR ratios.
+
+A quorum replica fsyncs before it acknowledges (leader and followers); an ISR replica does not
+fsync at all (``flush.messages``/``flush.ms`` off by default). So the one-at-a-time run is also
+made on a third topic with ``quorum.write.caching=true`` (acknowledge on a majority's receipt,
+before the fsync): the gap between the two quorum figures is the fsync's share.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from kraft.bench.produce_consume import (
 
 ISR_CONFIG = {"min.insync.replicas": "2"}
 QUORUM_CONFIG = {"replication.mode": "quorum"}
+WRITE_CACHING_CONFIG = {**QUORUM_CONFIG, "quorum.write.caching": "true"}
 MODES = ("isr", "quorum")
 
 
@@ -99,6 +105,8 @@ def produce_runs(
     if not quorum:
         return runs, None
     if args.one_at_a_time > 0:
+        topics["quorum-wc"] = f"{topic}-quorum-wc"
+        ensure_topic(bootstrap, topics["quorum-wc"], say, config=WRITE_CACHING_CONFIG)
         for mode, name in topics.items():
             say(f"producing {args.one_at_a_time} records one at a time (acks=all) to {name}")
             runs[f"{mode} 1-at-a-time"] = one_at_a_time(
@@ -124,6 +132,9 @@ def compare(runs: dict[str, dict[str, Any]], acks_modes: list[str]) -> dict[str,
             "quorum": single_quorum["p50_ms"],
         }
         out["one_at_a_time_p50_ratio"] = round(single_quorum["p50_ms"] / single_isr["p50_ms"], 3)
+        cached = runs.get("quorum-wc 1-at-a-time")
+        if cached:
+            out["one_at_a_time_p50_ms"]["quorum_write_caching"] = cached["p50_ms"]
     return out
 
 
@@ -140,6 +151,11 @@ def render_lines(comparison: dict[str, Any]) -> list[str]:
             f"  one-at-a-time acks=all p50: ISR {single['isr']:.2f} ms, quorum "
             f"{single['quorum']:.2f} ms ({comparison['one_at_a_time_p50_ratio']:.2f}x)"
         )
+        if "quorum_write_caching" in single:
+            lines.append(
+                f"  one-at-a-time acks=all p50, quorum.write.caching=true (no fsync before the "
+                f"ack, as ISR): {single['quorum_write_caching']:.2f} ms"
+            )
     return lines
 
 

@@ -42,6 +42,13 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="followers truncate to their HW (Kafka before KIP-101), to see the checker fail",
     )
+    c.add_argument(
+        "--mode",
+        choices=("isr", "quorum", "mixed"),
+        default=None,
+        help="replication.mode of the partitions: isr (default), quorum (each partition a "
+        "Raft group of its replicas) or mixed (even partitions quorum, odd ones ISR)",
+    )
     c.set_defaults(handler=_run_cluster)
 
 
@@ -61,7 +68,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
     from replication.sim import cli_cluster
 
     argv: list[str] = []
-    for name in ("seeds", "start", "seed", "brokers", "partitions", "processes"):
+    for name in ("seeds", "start", "seed", "brokers", "partitions", "processes", "mode"):
         value = getattr(args, name)
         if value is not None:
             argv += [f"--{name}", str(value)]

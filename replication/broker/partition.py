@@ -55,7 +55,7 @@ from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
-from replication.broker.quorum_host import QuorumHost
+from replication.broker.quorum_host import PARTITION_RAFT_CONFIG, QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.core import (
     AlterPartitionSend,
@@ -187,6 +187,7 @@ class PartitionReplica(NoDriverEvents):
                 events=self,
                 log_config=log_config,
                 write_caching=write_caching,
+                raft_config=PARTITION_RAFT_CONFIG,
             )
         except OSError as e:
             self.log.abandon()
@@ -194,9 +195,11 @@ class PartitionReplica(NoDriverEvents):
         except BaseException:
             self.log.abandon()
             raise
+        self._raft_registered = False
         if self._quorum is not None:
             # Members come with the registration (`apply_registration`); until then, none.
             self._quorum.register(self._raft_group, self, frozenset())
+            self._raft_registered = True
 
     # --- state --------------------------------------------------------------------------------
 
@@ -295,7 +298,9 @@ class PartitionReplica(NoDriverEvents):
             driver.tick(clock_ms())
 
     def _leave_raft_group(self) -> None:
-        if self._quorum is not None:
+        if self._quorum is not None and self._raft_registered:
+            # NB: once: a replica reopened after a disk error holds the group by then.
+            self._raft_registered = False
             self._quorum.unregister(self._raft_group)
         if self._raft_timer is not None:
             self._raft_timer.cancel()

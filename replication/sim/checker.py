@@ -1,11 +1,14 @@
-"""`ClusterChecker`: the ISR-replication safety invariants, checked as the state changes.
+"""`ClusterChecker`: the replication safety invariants, checked as the state changes, for ISR
+and quorum-mode partitions alike (in a quorum partition the leader epoch is the Raft epoch and
+the high watermark the Raft commit offset).
 
 The broker shells call a hook at every change the invariants depend on (an append as leader,
 a published high watermark, a core's epoch after each Ready, a committed metadata batch, an
 acknowledgement), so every invariant is checked inside the event that could break it:
 
 - ``single_leader_per_epoch``: at most one broker appends as leader in a partition's leader
-  epoch (a stale leader of an older epoch may still take acks=1 writes, as in Kafka).
+  epoch (a stale leader of an older epoch may still take acks=1 writes, as in Kafka); in a
+  quorum-mode partition also at most one broker wins each Raft epoch's election.
 - ``monotonic_leader_epoch``: the controller's leader and partition epochs never decrease; a
   replica's core never goes to an older leader epoch within one broker incarnation.
 - ``monotonic_high_watermark``: a leader's high watermark never decreases within its epoch;
@@ -60,6 +63,8 @@ class ClusterChecker:
         self.produced: dict[TopicPartition, set[bytes]] = {}
         self.consumed: dict[TopicPartition, dict[int, bytes | None]] = {}
         """tp -> offset -> the value every consumer read there."""
+        self.quorum_winners: dict[tuple[TopicPartition, int], int] = {}
+        """(tp, Raft epoch) -> the broker that won it (quorum-mode partitions)."""
         self.checks = 0
 
     @staticmethod
@@ -83,6 +88,17 @@ class ClusterChecker:
                 "single_leader_per_epoch",
                 f"{tp}: brokers {holder} and {broker_id} both appended as leader in epoch {epoch}"
                 f" (at offset {base})",
+            )
+
+    def on_quorum_leader(self, tp: TopicPartition, broker_id: int, epoch: int) -> None:
+        """A quorum group's replica won the Raft election for ``epoch``: one winner per epoch."""
+        self.checks += 1
+        holder = self.quorum_winners.setdefault((tp, epoch), broker_id)
+        if holder != broker_id:
+            self.fail(
+                "single_leader_per_epoch",
+                f"{tp}: brokers {holder} and {broker_id} both won the Raft election of epoch "
+                f"{epoch}",
             )
 
     def on_core(self, broker_id: int, tp: TopicPartition, leader_epoch: int) -> None:

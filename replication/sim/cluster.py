@@ -73,6 +73,7 @@ from replication.sim.messages import (
     FetchResp,
     HeartbeatReq,
     HeartbeatResp,
+    PartitionRaft,
     ProduceReq,
     ProduceResp,
     RegisterReq,
@@ -298,6 +299,10 @@ class SimBroker:
         msg = envelope.payload
         if isinstance(msg, RaftMessage):
             self.observer.deliver(msg)
+        elif isinstance(msg, PartitionRaft):
+            replica = self.replicas.get(msg.tp)
+            if replica is not None:  # NB: not opened yet (or gone): Raft retries
+                replica.driver.handle_raft_message(msg.message, self.cluster.clock.now_ms)
         elif isinstance(msg, FetchReq):
             self._answer_fetch(envelope.source, msg, park=True)
         elif isinstance(msg, FetchResp):
@@ -413,19 +418,26 @@ class SimBroker:
         replica = SimReplica(self, tp, topic_id, disk.log)
         epoch = self.broker_epoch
         assert epoch is not None
+        mode = self.cluster.config.replication_mode(tp.partition)
+        quorum = mode is ReplicationMode.QUORUM
         replica.driver = open_partition_driver(
-            ReplicationMode.ISR,
+            mode,
             topic_partition=tp,
             topic_id=topic_id,
             directory=Path(f"broker-{self.node_id}/{tp}"),
             log=disk.log,
             snapshots=disk.snapshots,
             checkpoint=SimLogCheckpoint(disk.log),
+            quorum_state=disk.quorum_state if quorum else None,
             local_id=self.node_id,
             broker_epoch=epoch,
             events=replica,
             truncation_strategy=self.cluster.config.truncation_strategy,
             logger=QUIET,
+            # NB: drawn only for quorum replicas, so ISR seeds replay as before.
+            rng=random.Random(self.cluster.rng.getrandbits(64)) if quorum else None,
+            raft_config=self.cluster.partition_raft_config if quorum else None,
+            write_caching=self.cluster.config.quorum_write_caching,
         )
         self.replicas[tp] = replica
         self.cluster.checker.on_open(self.node_id, tp, disk.log, replica.high_watermark)
@@ -441,6 +453,10 @@ class SimBroker:
         now = self.cluster.clock.now_ms
         replica.driver.apply_registration(registration, brokers, config, now)
         self._maybe_fetch(replica)
+
+    def send_partition_raft(self, tp: TopicPartition, message: RaftMessage) -> None:
+        """A quorum-mode replica's Raft message, to its destination broker's replica."""
+        self._send(message.destination, PartitionRaft(tp, message))
 
     def send_alter(self, replica: SimReplica, generation: int, send: AlterPartitionSend) -> None:
         epoch = self.broker_epoch
@@ -636,6 +652,12 @@ class BrokerCluster:
             logger=QUIET,
             snapshot_every_records=config.metadata_snapshot_every_records,
         )
+        self.partition_raft_config = RaftConfig()
+        """The Raft timeouts of quorum-mode partitions (KRaft's defaults, scaled as the
+        metadata quorum's)."""
+        self.quorum_leaders: dict[TopicPartition, tuple[int, int]] = {}
+        """tp -> (epoch, broker) of the newest leader a quorum group reported: what the
+        controller records and Metadata shows (the controller elects no quorum leaders)."""
         self.controllers = {i: SimController(self, i) for i in self.controller_ids}
         self.brokers = {i: SimBroker(self, i) for i in range(1, config.brokers + 1)}
         for controller in self.controllers.values():
@@ -674,6 +696,38 @@ class BrokerCluster:
 
     def registration(self, tp: TopicPartition) -> PartitionRegistration | None:
         return self.image.partition_by_name(tp)
+
+    def is_quorum(self, tp: TopicPartition) -> bool:
+        return self.config.replication_mode(tp.partition) is ReplicationMode.QUORUM
+
+    def on_quorum_leader(self, tp: TopicPartition, broker_id: int, epoch: int) -> None:
+        """A quorum group's new leader reported itself (``quorum_leader_elected``): record it
+        if it is the newest epoch, as the controller records it in the metadata log."""
+        self.checker.on_quorum_leader(tp, broker_id, epoch)
+        if epoch > self.quorum_leaders.get(tp, (-1, -1))[0]:
+            self.quorum_leaders[tp] = (epoch, broker_id)
+
+    def leader_of(self, tp: TopicPartition) -> int:
+        """Where clients send: the metadata's leader of an ISR partition, the newest reported
+        leader of a quorum partition (-1: none known)."""
+        if self.is_quorum(tp):
+            return self.quorum_leaders.get(tp, (-1, -1))[1]
+        registration = self.registration(tp)
+        return -1 if registration is None else registration.leader
+
+    def in_sync(self, tp: TopicPartition) -> frozenset[int] | None:
+        """The replicas caught up: an ISR partition's committed ISR; a quorum partition's
+        voters at its leader's commit offset (None: no leader known)."""
+        registration = self.registration(tp)
+        if registration is None:
+            return None
+        if not self.is_quorum(tp):
+            return frozenset(registration.isr)
+        leader = self.brokers.get(self.leader_of(tp))
+        replica = None if leader is None or not leader.up else leader.replicas.get(tp)
+        if replica is None or not replica.driver.is_leader:
+            return None
+        return replica.driver.in_sync_replicas()
 
 
 __all__ = ["BrokerCluster", "SimBroker"]

@@ -40,6 +40,7 @@ from kraft.sim.cluster_network import Envelope
 from kraft.sim.cluster_raft import RaftHost
 from kraft.types import NodeId
 from replication.core import ReplicationConfig, TruncationStrategy
+from replication.driver import ReplicationMode
 from replication.sim.messages import (
     AlterReq,
     AlterResp,
@@ -99,6 +100,19 @@ class ClusterConfig:
     ``ControllerServer.submit`` does today)."""
     truncation_strategy: TruncationStrategy = TruncationStrategy.LEADER_EPOCH
     """`TruncationStrategy.HIGH_WATERMARK` replays Kafka before KIP-101 (checker tests only)."""
+    mode: str = "isr"
+    """``isr``, ``quorum`` (every partition a Raft group of its replicas), or ``mixed``: even
+    partitions quorum, odd ones ISR, side by side on the same brokers."""
+
+    quorum_write_caching: bool = False
+    """``quorum.write.caching=true`` on the quorum partitions: acknowledge before the fsync
+    (a correlated power loss may then lose acknowledged writes: checker tests)."""
+
+    def replication_mode(self, partition: int) -> ReplicationMode:
+        """The mode of partition ``partition`` of the topic (see ``mode``)."""
+        if self.mode == "quorum" or (self.mode == "mixed" and partition % 2 == 0):
+            return ReplicationMode.QUORUM
+        return ReplicationMode.ISR
 
     def replication(self) -> ReplicationConfig:
         return ReplicationConfig(

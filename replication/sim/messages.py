@@ -6,7 +6,8 @@ answer echoes, so a late answer to a request of an earlier incarnation or an ear
 recognised and dropped, as a real client drops answers on a closed connection. A controller's
 answer also carries ``leader``: the Raft leader it knows (-1 if none), the ``current_leader``
 hint a NOT_CONTROLLER answer redirects with. Raft messages (`kraft.raft.messages`) travel on
-the same network unwrapped.
+the same network: the metadata log's unwrapped, a quorum-mode partition's in a `PartitionRaft`
+naming its partition (the multi-group transport's group).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kraft.controller.messages import (
     RegisterBrokerRequest,
     RegisterBrokerResponse,
 )
+from kraft.raft.messages import RaftMessage
 from kraft.types import TopicPartition
 from replication.core import FollowerFetchRequest, FollowerFetchResponse, ProduceCompletion
 from storage.errors import ErrorCode
@@ -78,6 +80,15 @@ class AlterResp:
     response: AlterPartitionResponse
     rpc: int
     leader: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRaft:
+    """A Raft message of a quorum-mode partition's group (best effort, no rpc: Raft's own
+    correlation ids and timeouts match and retry)."""
+
+    tp: TopicPartition
+    message: RaftMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +149,7 @@ __all__ = [
     "FetchResp",
     "HeartbeatReq",
     "HeartbeatResp",
+    "PartitionRaft",
     "ProduceReq",
     "ProduceResp",
     "RegisterReq",

@@ -2,19 +2,27 @@
 a crash (`ReplicaDisk`).
 
 `SimReplica` is the simulated broker shell's side of `replication.driver.DriverEvents`: it
-answers produces and sends AlterPartitions through its `SimBroker`, and reports the driver's
-appends, high watermarks and applied Readies to the `ClusterChecker`.
+answers produces and sends AlterPartitions (ISR) or Raft messages (quorum) through its
+`SimBroker`, reports a won quorum election to the cluster (the simulator's record of the
+leaders quorum groups report), and reports the driver's appends, high watermarks and applied
+Readies to the `ClusterChecker`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kraft.raft.messages import RaftMessage
 from kraft.sim.cluster_log import SimPartitionLog
 from kraft.types import TopicPartition
 from replication.core import AlterPartitionSend, ProduceCompletion
-from replication.driver import MemorySnapshotStore, NoDriverEvents, PartitionDriver
+from replication.driver import (
+    MemoryQuorumStateStore,
+    MemorySnapshotStore,
+    NoDriverEvents,
+    PartitionDriver,
+)
 
 if TYPE_CHECKING:
     from replication.sim.cluster import SimBroker
@@ -23,10 +31,12 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class ReplicaDisk:
     """What survives a broker crash for one replica: its log (whose unflushed tail a power
-    loss cuts) and its producer snapshots (written atomically and durably)."""
+    loss cuts), its producer snapshots (written atomically and durably) and, in quorum mode,
+    its Raft epoch and vote (durable on write)."""
 
     log: SimPartitionLog
     snapshots: MemorySnapshotStore
+    quorum_state: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
 
 
 class SimLogCheckpoint:
@@ -87,6 +97,12 @@ class SimReplica(NoDriverEvents):
 
     def ready_applied(self, leader_epoch: int) -> None:
         self.broker.cluster.checker.on_core(self.broker.node_id, self.tp, leader_epoch)
+
+    def send_raft_message(self, message: RaftMessage) -> None:
+        self.broker.send_partition_raft(self.tp, message)
+
+    def quorum_leader_elected(self, leader_epoch: int) -> None:
+        self.broker.cluster.on_quorum_leader(self.tp, self.broker.node_id, leader_epoch)
 
 
 __all__ = ["ReplicaDisk", "SimLogCheckpoint", "SimReplica"]

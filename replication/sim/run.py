@@ -48,8 +48,17 @@ A controller failover after the heal adds an election (~300-600 ms)."""
 SETTLE_STEP_MS = 50
 
 
-def replay_command(seed: int, brokers: int, partitions: int, *, hw_truncation: bool) -> str:
+MODES = ("isr", "quorum", "mixed")
+"""``--mode``: every partition ISR, every partition a Raft group (quorum), or both side by
+side (even partitions quorum, odd ones ISR)."""
+
+
+def replay_command(
+    seed: int, brokers: int, partitions: int, *, hw_truncation: bool, mode: str = "isr"
+) -> str:
     extra = " --unsafe-hw-truncation" if hw_truncation else ""
+    if mode != "isr":
+        extra += f" --mode {mode}"
     return (
         f"kraft sim cluster --seed {seed:#x} --brokers {brokers} --partitions {partitions}{extra}"
     )
@@ -61,6 +70,7 @@ class ClusterSeedResult:
     brokers: int
     partitions: int
     hw_truncation: bool = False
+    mode: str = "isr"
     events: int = 0
     sim_time_ms: int = 0
     faults: int = 0
@@ -77,7 +87,11 @@ class ClusterSeedResult:
     @property
     def replay(self) -> str:
         return replay_command(
-            self.seed, self.brokers, self.partitions, hw_truncation=self.hw_truncation
+            self.seed,
+            self.brokers,
+            self.partitions,
+            hw_truncation=self.hw_truncation,
+            mode=self.mode,
         )
 
     def line(self) -> str:
@@ -118,6 +132,8 @@ def run_seed(
     hw_truncation: bool = False,
     faults_end_ms: int = FAULTS_END_MS,
     unsafe_answer_uncommitted_reads: bool = False,
+    mode: str = "isr",
+    quorum_write_caching: bool = False,
 ) -> ClusterSeedResult:
     """Run one seed; never raises for a violation (it is in ``violation``)."""
     rng = random.Random(seed ^ 0xC1D5)
@@ -131,6 +147,8 @@ def run_seed(
         metadata_snapshot_every_records=rng.choice((20, 60, 1 << 30)),
         unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
         truncation_strategy=strategy,
+        mode=mode,
+        quorum_write_caching=quorum_write_caching,
     )
     link = LinkProfile(
         delay_min_ms=1,
@@ -171,7 +189,7 @@ def run_seed(
     )
     nemesis.start()
     result = ClusterSeedResult(
-        seed=seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation
+        seed=seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
     )
     acks_all = [p for p in producers if p.acks == ACKS_ALL]
 
@@ -192,9 +210,9 @@ def run_seed(
                 )
             cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
         for tp in cluster.topic_partitions():
-            registration = cluster.registration(tp)
-            assert registration is not None and registration.leader >= 0
-            replica = cluster.brokers[registration.leader].replicas.get(tp)
+            leader = cluster.leader_of(tp)
+            assert leader >= 0
+            replica = cluster.brokers[leader].replicas.get(tp)
             assert replica is not None and replica.driver.is_leader
             checker.check_acked_on_leader(tp, replica.log, replica.high_watermark)
 
@@ -212,9 +230,11 @@ def run_seed(
     return result
 
 
-def _run_one(args: tuple[int, int, int, bool]) -> ClusterSeedResult:
-    seed, brokers, partitions, hw_truncation = args
-    return run_seed(seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation)
+def _run_one(args: tuple[int, int, int, bool, str]) -> ClusterSeedResult:
+    seed, brokers, partitions, hw_truncation, mode = args
+    return run_seed(
+        seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
+    )
 
 
 def run_seeds(
@@ -226,10 +246,11 @@ def run_seeds(
     hw_truncation: bool = False,
     processes: int = 1,
     stop_on_violation: bool = True,
+    mode: str = "isr",
 ) -> ClusterSummary:
     """Run seeds ``start .. start + count - 1``."""
     t0 = time.perf_counter()
-    jobs = [(s, brokers, partitions, hw_truncation) for s in range(start, start + count)]
+    jobs = [(s, brokers, partitions, hw_truncation, mode) for s in range(start, start + count)]
     summary = ClusterSummary()
 
     def take(r: ClusterSeedResult) -> None:
@@ -255,7 +276,8 @@ def run_seeds(
 
 
 def cli_cluster(argv: Sequence[str] | None = None) -> int:
-    """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]``.
+    """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]
+    [--mode isr|quorum|mixed]``.
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
@@ -268,6 +290,13 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="followers truncate to their high watermark (Kafka before KIP-101): loses data",
     )
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="isr",
+        help="replication.mode of the partitions: isr, quorum (each a Raft group of its "
+        "replicas), or mixed (even partitions quorum, odd ones ISR)",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.brokers < 3:
         p.error("--brokers must be at least 3 (the topic has replication factor 3)")
@@ -277,6 +306,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             brokers=args.brokers,
             partitions=args.partitions,
             hw_truncation=args.unsafe_hw_truncation,
+            mode=args.mode,
         )
         return report_seed(r)
     summary = run_seeds(
@@ -286,6 +316,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         partitions=args.partitions,
         hw_truncation=args.unsafe_hw_truncation,
         processes=args.processes,
+        mode=args.mode,
     )
     return report_summary(summary)
 
@@ -293,6 +324,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
 __all__ = [
     "FAULTS_END_MS",
     "LIVENESS_BOUND_MS",
+    "MODES",
     "ClusterSeedResult",
     "ClusterSummary",
     "cli_cluster",

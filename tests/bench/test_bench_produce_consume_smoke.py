@@ -95,10 +95,11 @@ def test_bench_produce_puts_a_quorum_topic_beside_the_isr_one() -> None:
     assert report["replication_mode"] == "quorum"
     assert set(report["runs"]) == {
         "isr acks=all", "quorum acks=all", "isr 1-at-a-time", "quorum 1-at-a-time",
+        "quorum-wc 1-at-a-time",
     }  # fmt: skip
     for run in report["runs"].values():
         assert run["records_per_s"] > 0 and run["p50_ms"] > 0
     assert report["runs"]["quorum acks=all"]["records"] == RECORDS
     comparison = report["comparison"]
     assert comparison["throughput_ratio_acks_all"] > 0
-    assert set(comparison["one_at_a_time_p50_ms"]) == {"isr", "quorum"}
+    assert set(comparison["one_at_a_time_p50_ms"]) == {"isr", "quorum", "quorum_write_caching"}

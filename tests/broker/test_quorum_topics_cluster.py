@@ -12,6 +12,8 @@ its own leader and reports it to the controller; the clients are unchanged.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -160,10 +162,28 @@ def test_a_quorum_leader_kill_loses_nothing_beside_an_isr_topic(cluster: LocalCl
         raise
 
 
+def _kraft(cluster: LocalCluster, *argv: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "kraft.cli", *argv, "--bootstrap", cluster.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
 def _leader_kill(cluster: LocalCluster) -> None:
     topics = {"ledger": 2, "events": 2}
+    created = _kraft(
+        cluster, "topics", "create", "ledger", "--partitions", "2", "--replication-factor", "3",
+        "--config", "replication.mode=quorum",
+    )  # fmt: skip
+    assert "Created topic ledger" in created
+    described = _kraft(cluster, "topics", "describe", "ledger")
+    assert "ReplicationMode: quorum" in described and "Raft vote" in described
+    assert "Voters: " in described and "Leader: none" not in described
     with AdminClient(cluster.bootstrap) as admin:
-        admin.create_topic("ledger", partitions=2, replication_factor=3, config=QUORUM)
         admin.create_topic(
             "events", partitions=2, replication_factor=3, config={"min.insync.replicas": "2"}
         )
