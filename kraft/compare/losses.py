@@ -179,16 +179,34 @@ FLUSH_INTERVAL_MS = 5_000
 """How often the simulated brokers flush (Linux writes dirty pages back every 5 s)."""
 
 
-def power_loss_sim(seed: int = 7, *, min_insync_replicas: int = 1) -> dict[str, Any]:
-    """The last-replica-standing power loss in the simulator: acknowledged batches the leader's
-    log no longer has once it leads again. ``min_insync_replicas=2`` is the control: the
-    leader alone refuses acks=all writes, so nothing only it had was acknowledged."""
+def power_loss_sim(
+    seed: int = 7,
+    *,
+    min_insync_replicas: int = 1,
+    mode: str = "isr",
+    write_caching: bool = False,
+    correlated: bool = False,
+) -> dict[str, Any]:
+    """A power loss in the simulator: acknowledged batches the partition's leader no longer
+    has once the cluster is back.
+
+    - last replica standing (``correlated=False``): the followers crash (a process crash: their
+      logs survive), the leader goes on alone for 1.5 s, then loses power and restarts as the
+      only in-sync replica; the followers come back after it;
+    - ``correlated=True``: every broker loses power at the same instant, under load.
+
+    ``mode`` is the simulator's ``isr`` or ``quorum`` (with ``write_caching``:
+    ``quorum.write.caching=true``, acknowledging before the fsync)."""
     from replication.core import ACKS_ALL
     from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig, Producer
     from replication.sim.workload import TopicCreator
 
     config = ClusterConfig(
-        partitions=1, min_insync_replicas=min_insync_replicas, flush_interval_ms=FLUSH_INTERVAL_MS
+        partitions=1,
+        min_insync_replicas=min_insync_replicas,
+        flush_interval_ms=FLUSH_INTERVAL_MS,
+        mode=mode,
+        quorum_write_caching=write_caching,
     )
     checker = ClusterChecker()
     violations: list[str] = []
@@ -215,14 +233,17 @@ def power_loss_sim(seed: int = 7, *, min_insync_replicas: int = 1) -> dict[str, 
     assert registration is not None and registration.leader >= 0
     leader = registration.leader
     followers = [b for b in cluster.brokers if b != leader]
-    for b in followers:
-        cluster.brokers[b].crash(power_loss=False)
-    acked_before_alone = producer.acked
-    cluster.scheduler.run_until(7_500)
-    acked_alone = producer.acked - acked_before_alone
+    acked_alone = 0
+    if not correlated:
+        for b in followers:
+            cluster.brokers[b].crash(power_loss=False)
+        acked_before_alone = producer.acked
+        cluster.scheduler.run_until(7_500)
+        acked_alone = producer.acked - acked_before_alone
     acked_before_power_loss = dict(checker.acked.get(tp, {}))  # later acks may reuse offsets
-    cluster.brokers[leader].crash(power_loss=True)
-    cluster.scheduler.run_until(7_700)
+    for b in [leader] if not correlated else list(cluster.brokers):
+        cluster.brokers[b].crash(power_loss=True)
+    cluster.scheduler.run_until(cluster.clock.now_ms + 200)
     cluster.brokers[leader].start()
     for b in followers:
         cluster.brokers[b].start()
@@ -238,6 +259,9 @@ def power_loss_sim(seed: int = 7, *, min_insync_replicas: int = 1) -> dict[str, 
     return {
         "seed": seed,
         "min_insync_replicas": min_insync_replicas,
+        "mode": mode,
+        "write_caching": write_caching,
+        "correlated": correlated,
         "flush_interval_ms": config.flush_interval_ms,
         "acked_batches_before_power_loss": len(acked_before_power_loss),
         "acked_while_leader_alone": acked_alone,
@@ -285,24 +309,47 @@ def _wait_isr_alone(arena: Arena, topics: list[str], broker: int, timeout: float
         time.sleep(0.1)
 
 
+POWER_LOSS_CASES = (
+    # name, simulator mode, min.insync.replicas, quorum.write.caching
+    ("isr-min1", "isr", 1, False),
+    ("isr-min2", "isr", 2, False),
+    ("quorum", "quorum", 2, False),
+    ("quorum, write caching", "quorum", 2, True),
+)
+
+
 def power_loss(say: Say, seeds: Sequence[int] = (7, 8, 9)) -> dict[str, Any]:
-    """`power_loss_sim` over a few seeds, ISR with min.insync.replicas 1 and 2."""
+    """`power_loss_sim` over a few seeds: the last replica standing, and a correlated power
+    loss of every broker, for ISR (min.insync.replicas 1 and 2) and quorum (with and without
+    ``quorum.write.caching``). The simulator is deterministic: a seed's figures are the same
+    in every run."""
     out: dict[str, Any] = {
         "where": "simulator (replication.sim): real processes keep the page cache on SIGKILL",
         "modes": {},
     }
-    for mode, min_isr in (("isr-min1", 1), ("isr-min2", 2)):
-        say(f"simulator: last replica standing, power loss, {mode}")
-        runs = [power_loss_sim(s, min_insync_replicas=min_isr) for s in seeds]
-        out["modes"][mode] = {
-            "runs": runs,
-            "acked_while_leader_alone": sum(r["acked_while_leader_alone"] for r in runs),
-            "lost_acked_batches": sum(r["lost_acked_batches"] for r in runs),
-        }
-    out["modes"]["quorum"] = {
-        "pending": "the simulator's quorum mode (kraft sim cluster --mode quorum) is not on this "
-        "branch"
-    }
+    for name, mode, min_isr, caching in POWER_LOSS_CASES:
+        entry: dict[str, Any] = {}
+        for correlated in (False, True):
+            case = "correlated" if correlated else "last replica standing"
+            say(f"simulator: {case} power loss, {name}")
+            runs = [
+                power_loss_sim(
+                    s,
+                    min_insync_replicas=min_isr,
+                    mode=mode,
+                    write_caching=caching,
+                    correlated=correlated,
+                )
+                for s in seeds
+            ]
+            key = "correlated" if correlated else "last_standing"
+            entry[key] = {
+                "runs": runs,
+                "acked_while_leader_alone": sum(r["acked_while_leader_alone"] for r in runs),
+                "acked_batches": sum(r["acked_batches_before_power_loss"] for r in runs),
+                "lost_acked_batches": sum(r["lost_acked_batches"] for r in runs),
+            }
+        out["modes"][name] = entry
     return out
 
 

@@ -134,10 +134,11 @@ def _lost(s: dict[str, Any]) -> Any:
         values.append(c["lost"])
         colors.append(_color(mode))
     for mode, m in r.get("power_loss", {}).get("modes", {}).items():
-        if "lost_acked_batches" in m:
-            labels.append(f"power loss (sim)\n{mode} batches")
-            values.append(m["lost_acked_batches"])
-            colors.append(_color(mode))
+        for key, case in (("last_standing", "last standing"), ("correlated", "correlated")):
+            if key in m:
+                labels.append(f"power loss (sim)\n{case}\n{mode}\n(batches)")
+                values.append(m[key]["lost_acked_batches"])
+                colors.append(_color(mode))
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(labels)), 3.4))
     bars = ax.bar(range(len(labels)), values, color=colors)
     ax.bar_label(bars, fontsize=7)

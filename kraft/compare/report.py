@@ -284,33 +284,48 @@ def _loss(r: dict[str, Any]) -> list[str]:
         rows = []
         for mode, m in p["modes"].items():
             if "pending" in m:
-                rows.append([mode, "-", "-", f"pending: {m['pending']}"])
-            else:
-                rows.append(
-                    [
-                        mode,
-                        str(m["acked_while_leader_alone"]),
-                        str(m["lost_acked_batches"]),
-                        f"{len(m['runs'])} seeds",
-                    ]
-                )
+                rows.append([mode, "-", "-", "-", f"pending: {m['pending']}"])
+                continue
+            last, corr = m["last_standing"], m["correlated"]
+            rows.append(
+                [
+                    mode,
+                    str(last["acked_while_leader_alone"]),
+                    f"{last['lost_acked_batches']} of {last['acked_batches']}",
+                    f"{corr['lost_acked_batches']} of {corr['acked_batches']}",
+                    f"{len(last['runs'])} seeds",
+                ]
+            )
         out += [
             "",
-            "### Last replica standing: power loss",
+            "### Power loss: the last replica standing, and every broker at once",
             "",
             f"Claim: {CLAIMS['power-loss']}",
             "",
-            f"Where: the {p['where']}. The brokers flush every 5 s; the followers crash, the "
-            "leader stays alone in the ISR for 1.5 s, loses power (its unflushed tail is cut) "
-            "and restarts as the only in-sync replica, so it leads again without its tail.",
+            f"Where: the {p['where']}; deterministic, so a seed gives the same figures in "
+            "every run. The brokers flush every 5 s (a quorum also fsyncs before it "
+            "acknowledges, unless `quorum.write.caching=true`). *Last replica standing*: the "
+            "followers crash, the leader goes on alone for 1.5 s, loses power (its unflushed "
+            "tail is cut) and restarts as the only in-sync replica. *Correlated*: every broker "
+            "loses power at the same instant under load. Counted in acks=all batches (1 to 4 "
+            "records) acknowledged before the power loss.",
             "",
-            *_table(["mode", "batches acked, leader alone", "acked batches lost", "runs"], rows),
+            *_table(
+                [
+                    "mode",
+                    "batches acked, leader alone",
+                    "lost, last replica standing",
+                    "lost, correlated",
+                    "runs",
+                ],
+                rows,
+            ),
             "",
-            "min.insync.replicas=2 refuses writes once the leader is alone, yet loses too: the "
-            "batches acknowledged by the full ISR in the seconds before the followers crashed "
-            "were unflushed on the leader, and once the followers left the ISR the leader was "
-            "the last in-sync replica, so the clean election after its power loss picks its "
-            "cut log, and the followers that had those batches truncate to it.",
+            "ISR with min.insync.replicas=2 refuses writes once the leader is alone, yet loses "
+            "too: the batches acknowledged by the full ISR in the seconds before the followers "
+            "crashed were unflushed on the leader, and once the followers left the ISR the "
+            "leader was the last in-sync replica, so the clean election after its power loss "
+            "picks its cut log, and the followers that had those batches truncate to it.",
         ]
     return out
 
@@ -388,8 +403,12 @@ def summary_table(results: dict[str, Any]) -> str:
             else:
                 lost.append(f"{part} {mode}: {m['lost']}")
     for mode, m in loss.get("power_loss", {}).get("modes", {}).items():
-        if "lost_acked_batches" in m:
-            lost.append(f"power loss (sim) {mode}: {m['lost_acked_batches']} batches")
+        if "correlated" in m:
+            lost.append(
+                f"power loss (sim, batches) {mode}: last standing "
+                f"{m['last_standing']['lost_acked_batches']}, correlated "
+                f"{m['correlated']['lost_acked_batches']}"
+            )
     if lost:
         lines += ["", "acknowledged records lost: " + "; ".join(lost)]
     if results.get("quorum_pending"):
