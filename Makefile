@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,dev,bench]'
+	$(PY) -m pip install --quiet -e '.[spark,dev,bench,compare]'
 	@touch $(STAMP)
 
 # PySpark needs Java 17+. Say so in one line; as root, install Debian's JRE ourselves.

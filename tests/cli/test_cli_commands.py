@@ -295,6 +295,7 @@ def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str
         ("cluster",), ("cluster", "up"), ("cluster", "down"), ("cluster", "status"),
         ("topics",), ("topics", "create"), ("topics", "list"), ("topics", "describe"),
         ("topics", "delete"), ("topics", "alter-config"), ("produce",), ("consume",),
+        ("compare",),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:
             main([*command, "--help"])

@@ -1,0 +1,227 @@
+"""``kraft compare``: start a `LocalCluster`, run the selected scenarios on every mode, write
+``results.json``, ``report.md`` and the plots into ``--out``, print a summary table.
+
+    kraft compare --quick --out /tmp/compare          # under 2 minutes
+    kraft compare --out compare-full                  # the full run, under 10 minutes
+    kraft compare --scenarios slow-follower,steady --replication-factor 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from kraft.compare import losses, scenarios
+from kraft.compare.modes import ALL_MODES, ISR_MIN1, Arena, Mode
+from kraft.compare.scenarios import FULL, QUICK, Say, Timing
+from kraft.compare.workload import Clock
+
+Scenario = Callable[[Arena, Sequence[Mode], Clock, Timing, Say], dict[str, Any]]
+
+SCENARIOS: dict[str, tuple[Scenario, bool]] = {
+    # name -> (function, whether ISR with min.insync.replicas=1 takes part)
+    "slow-follower": (scenarios.slow_follower, False),
+    "failures": (scenarios.failures, True),
+    "leader-kill": (scenarios.leader_kill, False),
+    "data-loss": (losses.acks1_leader_kill, False),
+    "steady": (scenarios.steady, False),
+}
+ALL_SCENARIOS = tuple(SCENARIOS)
+
+LAG_TIME_MAX_MS = 2_000
+"""``replica.lag.time.max.ms`` of the brokers (Kafka's default is 30 s): below kraft's
+``broker.session.timeout.ms`` (3 s), so the ISR rule, not fencing, drops a paused follower,
+and within a 20 s pause."""
+
+
+class Progress:
+    """One status line on stderr, rewritten in place on a terminal (a line each otherwise)."""
+
+    def __init__(self, clock: Clock, *, quiet: bool = False) -> None:
+        self._clock = clock
+        self._quiet = quiet
+        self._tty = sys.stderr.isatty()
+        self._lock = threading.Lock()
+        self.scenario = ""
+
+    def __call__(self, text: str) -> None:
+        if self._quiet:
+            return
+        line = f"[{self._clock.now():6.1f}s] {self.scenario}: {text}"
+        with self._lock:
+            if self._tty:
+                print(f"\r\x1b[2K{line[:150]}", end="", file=sys.stderr, flush=True)
+            else:
+                print(line, file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self._tty and not self._quiet:
+            print(file=sys.stderr, flush=True)
+
+
+def run(
+    out: Path,
+    *,
+    quick: bool,
+    replication_factor: int,
+    selected: Sequence[str],
+    controllers: int = 1,
+    quiet: bool = False,
+    timing: Timing | None = None,
+) -> dict[str, Any]:
+    from kraft.cluster import LocalCluster
+
+    timing = timing or (QUICK if quick else FULL)
+    clock = Clock()
+    say = Progress(clock, quiet=quiet)
+    say.scenario = "cluster"
+    lag_ms = LAG_TIME_MAX_MS
+    broker_config = {"replica.lag.time.max.ms": str(lag_ms)}
+    results: dict[str, Any] = {
+        "quick": quick,
+        "replication_factor": replication_factor,
+        "brokers": replication_factor,
+        "controllers": controllers,
+        "broker_config": broker_config,
+        "timing": asdict(timing),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "scenarios": {},
+    }
+    say(f"starting {controllers} controller(s) and {replication_factor} brokers")
+    with LocalCluster(
+        controllers=controllers, brokers=replication_factor, broker_config=broker_config
+    ) as cluster:
+        cluster.wait_until_healthy(timeout=120)
+        arena = Arena(cluster, replication_factor)
+        pending = arena.probe_quorum()
+        modes = [m for m in ALL_MODES if not (m.quorum and pending)]
+        results["modes"] = {m.name: m.label for m in modes}
+        results["quorum_pending"] = pending
+        if pending:
+            say(f"quorum topics refused by this cluster ({pending[:80]}): ISR modes only")
+        for name in selected:
+            function, with_min1 = SCENARIOS[name]
+            say.scenario = name
+            started = clock.now()
+            taking_part = [m for m in modes if with_min1 or m is not ISR_MIN1]
+            try:
+                result = function(arena, taking_part, clock, timing, say)
+                if name == "data-loss":
+                    result = {
+                        "acks1_leader_kill": result,
+                        "unclean_election": losses.unclean_election(
+                            arena, taking_part, clock, timing, say
+                        ),
+                        "power_loss": losses.power_loss(say, (7,) if quick else (7, 8, 9)),
+                    }
+            except Exception as e:  # a scenario that fails is reported; the others still run
+                result = {"error": f"{type(e).__name__}: {e}"[:300]}
+            result["seconds"] = round(clock.now() - started, 1)
+            results["scenarios"][name] = result
+            _heal(cluster)
+    say.scenario = "report"
+    results["seconds"] = round(clock.now(), 1)
+    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    from kraft.compare.report import render_report
+
+    plots: list[str] = []
+    try:
+        from kraft.compare.plots import plot_all
+    except ImportError:
+        results["plots_missing"] = "matplotlib is not installed (pip install 'kraft[compare]')"
+    else:
+        say("plotting")
+        plots = plot_all(results, out)
+    (out / "report.md").write_text(render_report(results, plots))
+    say.done()
+    return results
+
+
+def _heal(cluster: Any) -> None:
+    """Every broker running and the cluster healthy again (after a scenario that failed
+    half-way, with a broker still killed or paused)."""
+    for b in cluster.broker_ids:
+        cluster.resume_broker(b)
+        if not cluster.broker(b).is_running():
+            cluster.start_broker(b)
+    cluster.wait_until_healthy(timeout=120)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kraft.arguments import ArgumentParser
+
+    parser = ArgumentParser(
+        prog="kraft compare",
+        description="ISR and quorum replication side by side on a local cluster, under the "
+        "same workload and the same faults: report.md, results.json and plots in --out.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def _scenarios(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SCENARIOS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario(s) {unknown}; choose from {', '.join(ALL_SCENARIOS)}"
+        )
+    return names
+
+
+def _rf(text: str) -> int:
+    if text not in ("3", "5"):
+        raise argparse.ArgumentTypeError("the replication factor is 3 or 5")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="compare-out", help="output directory")
+    parser.add_argument("--quick", action="store_true", help="a shorter run (under 2 minutes)")
+    parser.add_argument(
+        "--replication-factor", type=_rf, default=3, help="3 (default) or 5; brokers = RF"
+    )
+    parser.add_argument(
+        "--scenarios",
+        type=_scenarios,
+        default=list(ALL_SCENARIOS),
+        help=f"comma-separated, of: {','.join(ALL_SCENARIOS)} (default: all)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def main_args(args: argparse.Namespace) -> int:
+    from kraft.compare.report import summary_table
+    from kraft.logs import configure_logging
+
+    if getattr(args, "log_level", "warning") == "warning":
+        configure_logging("error")  # the probes' retries under faults are expected: no noise
+
+    results = run(
+        Path(args.out),
+        quick=args.quick,
+        replication_factor=args.replication_factor,
+        selected=args.scenarios,
+        quiet=args.quiet,
+    )
+    print(summary_table(results))
+    print(f"\nreport: {Path(args.out) / 'report.md'} (results.json and plots beside it)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return main_args(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
