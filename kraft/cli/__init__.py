@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         bench,
         broker,
         cluster,
+        configs,
         consume,
         controller,
         dump_log,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (
         cluster,
         topics,
+        configs,
         produce,
         consume,
         controller,

@@ -129,9 +129,7 @@ class LeaderBalancer:
         assert self._next_check_ms is not None
         if now_ms < self._next_check_ms:
             return ()
-        targets = imbalanced_partitions(
-            image, self.config.imbalance_percentage, self.max_elections
-        )
+        targets = imbalanced_partitions(image, self.config.imbalance_percentage, self.max_elections)
         if not targets:
             self._next_check_ms = now_ms + self.config.check_interval_ms
             return ()

@@ -51,6 +51,7 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.config_describe import DescribeConfigsRequest, describe_configs
 from kraft.controller.core import ControllerCore
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -573,6 +574,15 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
     async def DescribeQuorum(self, request: Any, context: Any) -> Any:
         s = self._server
         return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
+
+    async def DescribeConfigs(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            DescribeConfigsRequest,
+            _now(lambda r: describe_configs(s.core.committed_image, r)),
+        )
 
 
 def _decode_and_check(
