@@ -125,6 +125,11 @@ METADATA_DIR = "__cluster_metadata"
 TOPIC_ID_FILE = "topic_id"
 _OFFLINE_PROBE_TICK_S = 0.1
 
+MAX_REPLICA_OPENS_PER_RECONCILE = 32
+"""Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
+wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
+the event loop (and with it heartbeats and fetches) for seconds."""
+
 
 class _MetadataObserver:
     """The observer's Raft state machine: committed metadata batches -> the broker's image."""
@@ -390,6 +395,7 @@ class BrokerServer:
             # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
             return
         brokers = self._broker_statuses()
+        opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in image.iter_partitions():
@@ -411,6 +417,10 @@ class BrokerServer:
                     settings = resolve_topic_settings(image, topic.name, self.config)
                     settings_by_topic[topic.name] = settings
                 if replica is None:
+                    if opens_left == 0:
+                        self.metadata_changed()  # the rest on the next pass, after other work
+                        continue
+                    opens_left -= 1
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings.log)
                     self.replicas[tp] = replica
                 else:
