@@ -70,6 +70,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.idle) answers --help
     )
     idle.set_defaults(handler=_run_idle, passthrough=True)
+    md = bsub.add_parser(
+        "metadata",
+        help="many partitions: creation rate, elections, broker and controller failover times",
+        epilog="example: kraft bench metadata --partitions 10000 --json",
+        add_help=False,  # its own parser (kraft.bench.metadata) answers --help
+    )
+    md.set_defaults(handler=_run_metadata, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -121,6 +128,13 @@ def _run_spark(args: argparse.Namespace) -> int:
 
 def _run_idle(args: argparse.Namespace) -> int:
     from kraft.bench.idle import main
+
+    result: int = main(list(args.rest))
+    return result
+
+
+def _run_metadata(args: argparse.Namespace) -> int:
+    from kraft.bench.metadata import main
 
     result: int = main(list(args.rest))
     return result

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kraft.controller.core import ControllerConfig
 from kraft.properties import format_voters, int_property, listener_address, parse_voters
@@ -109,7 +110,7 @@ class ControllerNodeConfig:
             raise InvalidConfigError(
                 f"node {node_id} is not in controller.quorum.voters and has no listeners"
             )
-        controller_fields: dict[str, int | bool] = {
+        controller_fields: dict[str, Any] = {
             **int_fields_from_properties(props, _CONTROLLER_FIELDS),
             **_bool_fields_from_properties(props, _CONTROLLER_BOOL_FIELDS),
         }
