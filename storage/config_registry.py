@@ -490,7 +490,9 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "metadata.log.max.record.bytes.between.snapshots",
         _T.LONG,
         str(64 * 1024),
-        "take a metadata snapshot (KIP-630) after this many applied bytes; 0: never",
+        "take a metadata snapshot (KIP-630) after this many applied bytes, and no sooner "
+        "than the last snapshot's size in applied bytes (a large image is not re-serialised "
+        "after every small interval); 0: never",
         readers=_C,
         owner="ControllerNodeConfig",
         field="snapshot_interval_bytes",
