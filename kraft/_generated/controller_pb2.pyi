@@ -580,16 +580,20 @@ class DescribeConfigsResult(_message.Message):
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., configs: _Optional[_Iterable[_Union[DescribeConfigsEntry, _Mapping]]] = ...) -> None: ...
 
 class DescribeConfigsResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "results", "current_leader")
+    __slots__ = ("error_code", "error_message", "results", "node_id", "controller_id", "current_leader")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
     error_code: _errors_pb2.ErrorCode
     error_message: str
     results: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResult]
+    node_id: int
+    controller_id: int
     current_leader: CurrentLeader
-    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResult, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResult, _Mapping]]] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
 
 class DescribeQuorumRequest(_message.Message):
     __slots__ = ()

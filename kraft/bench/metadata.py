@@ -8,7 +8,8 @@ Starts a `LocalCluster` (3 controllers, 3 brokers by default), then:
    figure is partitions per second until every partition has a leader;
 2. **spurious elections**: the metadata quorum's epoch before and after the creation (and a
    settle of ``--settle`` s), and the partitions whose leader epoch is not 0: with no node
-   killed, both should stay 0;
+   killed, both should stay 0 (a broker fenced for a missed heartbeat moves its leaderships;
+   creation waits until every broker is unfenced again and reports the time it waited);
 3. **broker kill**: SIGKILL one broker; the time until every partition it led has another
    leader (the controller notices after ``broker.session.timeout.ms``, then moves them all);
 4. **broker restart**: start it again; the time until the controller has it unfenced;
@@ -130,8 +131,19 @@ def measure(
             # 1. creation
             topics = math.ceil(partitions / per_topic)
             start = time.monotonic()
+            waited_for_brokers_s = 0.0
             for i in range(topics):
                 count = min(per_topic, partitions - i * per_topic)
+                # A broker fenced meanwhile (a missed heartbeat) would make placement refuse
+                # RF 3 on 3 brokers: wait for all of them, and report the time it took.
+                waited_for_brokers_s += _wait(
+                    "every broker unfenced",
+                    lambda: all(
+                        not b.fenced
+                        for b in client.describe_cluster(topic_names=(), timeout=30).brokers
+                    ),
+                    timeout_s,
+                )
                 client.create_topic(f"bench-{i:05d}", count, replication_factor, timeout=timeout_s)
                 progress(f"created bench-{i:05d} ({(i + 1) * per_topic} partitions)")
             _wait(
@@ -142,6 +154,7 @@ def measure(
             created_s = time.monotonic() - start
             result["create_seconds"] = round(created_s, 3)
             result["create_partitions_per_second"] = round(partitions / created_s, 1)
+            result["create_waited_for_fenced_brokers_seconds"] = round(waited_for_brokers_s, 3)
             progress(f"created {partitions} partitions in {created_s:.1f} s")
             # 2. spurious elections
             time.sleep(settle_s)  # a settle window on purpose: elections that happen in it count

@@ -23,7 +23,7 @@ examples:
   kraft configs describe --topic events            # the topic's own settings
   kraft configs describe --topic events --all      # every key, its value and its source
   kraft configs describe --broker 101 --all
-  kraft configs alter --topic events --add-config retention.ms=3600000,segment.ms=600000
+  kraft configs alter --topic events --add-config retention.ms=3600000,segment.bytes=1048576
   kraft configs alter --broker-defaults --add-config log.retention.ms=86400000
   kraft configs alter --topic events --delete-config retention.ms
 

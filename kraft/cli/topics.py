@@ -166,6 +166,11 @@ def add_parser(sub: Any) -> None:
 def create(args: argparse.Namespace) -> int:
     from storage.errors import TopicAlreadyExistsError
 
+    if args.topic == "__consumer_offsets":
+        raise ValueError(
+            "__consumer_offsets is internal: the brokers create it for consumer groups "
+            "(offsets.topic.num.partitions)"
+        )
     configs = parse_key_values(args.config, "--config")
     partitions = -1 if args.partitions is None else args.partitions
     replication_factor = -1 if args.replication_factor is None else args.replication_factor

@@ -92,6 +92,11 @@ class DescribeConfigsResponse:
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
     results: tuple[DescribeConfigsResult, ...] = ()
+    node_id: int = -1
+    """The controller that answered (set by the server, as DescribeCluster's)."""
+    controller_id: int = -1
+    """The active controller it knows of: a client that must read its own writes
+    (``require_active``) goes on until the two are the same."""
 
 
 MAX_RESOURCES_PER_REQUEST = 1000

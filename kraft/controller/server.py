@@ -51,7 +51,11 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
-from kraft.controller.config_describe import DescribeConfigsRequest, describe_configs
+from kraft.controller.config_describe import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    describe_configs,
+)
 from kraft.controller.core import ControllerCore
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -385,6 +389,17 @@ class ControllerServer:
             topics=tuple(topics),
         )
 
+    def describe_configs(self, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        """Configs with their sources, from the committed image (any controller answers)."""
+        leader = self.raft.leader_id
+        return dataclasses.replace(
+            describe_configs(self.core.committed_image, request),
+            node_id=self.node_id,
+            controller_id=self.node_id
+            if self.core.is_active
+            else (-1 if leader is None else leader),
+        )
+
     def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
         """KIP-595 DescribeQuorum: only the active controller (the Raft leader) knows the
         followers' progress; others answer NOT_CONTROLLER."""
@@ -581,7 +596,7 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             request,
             context,
             DescribeConfigsRequest,
-            _now(lambda r: describe_configs(s.core.committed_image, r)),
+            _now(s.describe_configs),
         )
 
 
