@@ -44,7 +44,7 @@ from kraft.controller.messages import (
 )
 from kraft.metadata.records import ConfigResourceType
 from kraft.transport.controller_codec import DescribeClusterResponse
-from storage.errors import ErrorCode, KraftError
+from storage.errors import ErrorCode, InvalidReplicationFactorError, KraftError
 
 POLL_S = 0.05
 """How often the bench polls DescribeCluster while it waits for a condition."""
@@ -132,6 +132,7 @@ def measure(
             topics = math.ceil(partitions / per_topic)
             start = time.monotonic()
             waited_for_brokers_s = 0.0
+            fenced_retries = 0
             for i in range(topics):
                 count = min(per_topic, partitions - i * per_topic)
                 # A broker fenced meanwhile (a missed heartbeat) would make placement refuse
@@ -144,7 +145,25 @@ def measure(
                     ),
                     timeout_s,
                 )
-                client.create_topic(f"bench-{i:05d}", count, replication_factor, timeout=timeout_s)
+                for attempt in range(5):
+                    try:
+                        client.create_topic(
+                            f"bench-{i:05d}", count, replication_factor, timeout=timeout_s
+                        )
+                        break
+                    except InvalidReplicationFactorError:
+                        # fenced between the wait and the create: wait again, a few times
+                        if attempt == 4:
+                            raise
+                        fenced_retries += 1
+                        waited_for_brokers_s += _wait(
+                            "every broker unfenced",
+                            lambda: all(
+                                not b.fenced
+                                for b in client.describe_cluster(topic_names=(), timeout=30).brokers
+                            ),
+                            timeout_s,
+                        )
                 progress(f"created bench-{i:05d} ({(i + 1) * per_topic} partitions)")
             _wait(
                 "every partition led",
@@ -155,6 +174,7 @@ def measure(
             result["create_seconds"] = round(created_s, 3)
             result["create_partitions_per_second"] = round(partitions / created_s, 1)
             result["create_waited_for_fenced_brokers_seconds"] = round(waited_for_brokers_s, 3)
+            result["create_retries_after_a_fencing"] = fenced_retries
             progress(f"created {partitions} partitions in {created_s:.1f} s")
             # 2. spurious elections
             time.sleep(settle_s)  # a settle window on purpose: elections that happen in it count
@@ -201,11 +221,11 @@ def measure(
             # 5. controller failover
             active = cluster.active_controller_id(timeout=30)
             cluster.kill_controller(active)
-            attempt = [0]
+            probes = [0]
 
             def written() -> bool:
-                attempt[0] += 1
-                return _probe_write(client, 604_800_000 + attempt[0])
+                probes[0] += 1
+                return _probe_write(client, 604_800_000 + probes[0])
 
             result["controller_failover_seconds"] = round(
                 _wait("a write after the active controller's kill", written, timeout_s), 3

@@ -209,6 +209,7 @@ class BrokerServer:
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
         self._reconcile_scheduled = False
+        self._reconciled_image: MetadataImage | None = None
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -396,6 +397,11 @@ class BrokerServer:
             return
         brokers = self._broker_statuses()
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
+        # A pass that only continues opening replicas (the image is the one the last pass
+        # applied) leaves the open ones alone: else each slice re-applies every registration,
+        # O(partitions^2) for a large topic.
+        continuation = image is self._reconciled_image
+        self._reconciled_image = image
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in image.iter_partitions():
@@ -423,6 +429,8 @@ class BrokerServer:
                     opens_left -= 1
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings.log)
                     self.replicas[tp] = replica
+                elif continuation:
+                    continue
                 else:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)
