@@ -44,7 +44,12 @@ from kraft.controller.messages import (
 )
 from kraft.metadata.records import ConfigResourceType
 from kraft.transport.controller_codec import DescribeClusterResponse
-from storage.errors import ErrorCode, InvalidReplicationFactorError, KraftError
+from storage.errors import (
+    ErrorCode,
+    InvalidReplicationFactorError,
+    KraftError,
+    TopicAlreadyExistsError,
+)
 
 POLL_S = 0.05
 """How often the bench polls DescribeCluster while it waits for a condition."""
@@ -133,6 +138,7 @@ def measure(
             start = time.monotonic()
             waited_for_brokers_s = 0.0
             fenced_retries = 0
+            lost_answers = 0
             for i in range(topics):
                 count = min(per_topic, partitions - i * per_topic)
                 # A broker fenced meanwhile (a missed heartbeat) would make placement refuse
@@ -150,6 +156,11 @@ def measure(
                         client.create_topic(
                             f"bench-{i:05d}", count, replication_factor, timeout=timeout_s
                         )
+                        break
+                    except TopicAlreadyExistsError:
+                        # an attempt the client retried (its answer lost in a controller
+                        # change) had created it
+                        lost_answers += 1
                         break
                     except InvalidReplicationFactorError:
                         # fenced between the wait and the create: wait again, a few times
@@ -175,6 +186,7 @@ def measure(
             result["create_partitions_per_second"] = round(partitions / created_s, 1)
             result["create_waited_for_fenced_brokers_seconds"] = round(waited_for_brokers_s, 3)
             result["create_retries_after_a_fencing"] = fenced_retries
+            result["create_answers_lost_to_a_controller_change"] = lost_answers
             progress(f"created {partitions} partitions in {created_s:.1f} s")
             # 2. spurious elections
             time.sleep(settle_s)  # a settle window on purpose: elections that happen in it count
