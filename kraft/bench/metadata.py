@@ -10,8 +10,10 @@ Starts a `LocalCluster` (3 controllers, 3 brokers by default), then:
    settle of ``--settle`` s), and the partitions whose leader epoch is not 0: with no node
    killed, both should stay 0 (a broker fenced for a missed heartbeat moves its leaderships;
    creation waits until every broker is unfenced again and reports the time it waited);
-3. **broker kill**: SIGKILL one broker; the time until every partition it led has another
-   leader (the controller notices after ``broker.session.timeout.ms``, then moves them all);
+3. **broker kill**: SIGKILL the broker that leads most; the time until every partition it led
+   that had another live ISR member has another leader (the controller notices after
+   ``broker.session.timeout.ms``, then moves them all; one whose ISR was the victim alone stays
+   offline, as in Kafka without unclean election);
 4. **broker restart**: start it again; the time until the controller has it unfenced;
 5. **controller failover**: SIGKILL the active controller; the time until a write (a
    cluster-default config SET, idempotent) commits on the new one.
@@ -204,13 +206,24 @@ def measure(
                 cluster.broker_ids,
                 key=lambda b: sum(p.leader == b for t in view.topics for p in t.partitions),
             )
+            unfenced = {b.broker_id for b in view.brokers if not b.fenced}
             led = {
                 (t.name, p.partition)
                 for t in view.topics
                 for p in t.partitions
                 if p.leader == victim
             }
+            # Only a partition with another live ISR member can get a leader back without an
+            # unclean election; one whose ISR is the victim alone stays offline (correctly).
+            electable = {
+                (t.name, p.partition)
+                for t in view.topics
+                for p in t.partitions
+                if p.leader == victim and any(r != victim and r in unfenced for r in p.isr)
+            }
             result["partitions_led_by_killed_broker"] = len(led)
+            result["of_them_with_another_live_isr_member"] = len(electable)
+            led = electable
             cluster.kill_broker(victim)
 
             def moved() -> bool:
