@@ -206,7 +206,7 @@ def measure(
                 cluster.broker_ids,
                 key=lambda b: sum(p.leader == b for t in view.topics for p in t.partitions),
             )
-            unfenced = {b.broker_id for b in view.brokers if not b.fenced}
+            live = {b.broker_id for b in view.brokers if not b.fenced}
             led = {
                 (t.name, p.partition)
                 for t in view.topics
@@ -219,7 +219,7 @@ def measure(
                 (t.name, p.partition)
                 for t in view.topics
                 for p in t.partitions
-                if p.leader == victim and any(r != victim and r in unfenced for r in p.isr)
+                if p.leader == victim and any(r != victim and r in live for r in p.isr)
             }
             result["partitions_led_by_killed_broker"] = len(led)
             result["of_them_with_another_live_isr_member"] = len(electable)
