@@ -178,7 +178,12 @@ def main(data_dir: Path | None, records: int) -> int:
                 print(f"broker {admin.describe_group(GROUP).coordinator} coordinates it now")
                 producer.join(timeout=180)
                 stop.set()
-                ends = admin.list_offsets({TopicPartition(TOPIC, p): -1 for p in range(PARTITIONS)})
+                ends = {
+                    tp: listed.offset  # type: ignore[union-attr]
+                    for tp, listed in admin.list_offsets(
+                        {TopicPartition(TOPIC, p): -1 for p in range(PARTITIONS)}
+                    ).items()
+                }
                 wait_until(
                     lambda: admin.list_group_offsets(GROUP) == ends, 120, "lag 0 (all committed)"
                 )

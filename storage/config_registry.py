@@ -463,10 +463,45 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         min_value=1,
     ),
     _node(
+        "auto.leader.rebalance.enable",
+        _T.BOOLEAN,
+        "true",
+        "move leadership back to the preferred replicas where a broker's imbalance exceeds "
+        "`leader.imbalance.per.broker.percentage` (checked every "
+        "`leader.imbalance.check.interval.seconds`)",
+        readers=_C,
+        owner="ControllerConfig",
+        field="auto_leader_rebalance_enable",
+    ),
+    _node(
+        "leader.imbalance.check.interval.seconds",
+        _T.LONG,
+        "300",
+        "how often the active controller checks leader balance",
+        readers=_C,
+        owner="ControllerConfig",
+        field="leader_imbalance_check_interval_seconds",
+        min_value=1,
+    ),
+    _node(
+        "leader.imbalance.per.broker.percentage",
+        _T.INT,
+        "10",
+        "the share of a broker's preferred partitions it may not lead before a preferred "
+        "election moves them back",
+        readers=_C,
+        owner="ControllerConfig",
+        field="leader_imbalance_per_broker_percentage",
+        min_value=0,
+        max_value=100,
+    ),
+    _node(
         "metadata.log.max.record.bytes.between.snapshots",
         _T.LONG,
         str(64 * 1024),
-        "take a metadata snapshot (KIP-630) after this many applied bytes; 0: never",
+        "take a metadata snapshot (KIP-630) after this many applied bytes, and no sooner "
+        "than the last snapshot's size in applied bytes (a large image is not re-serialised "
+        "after every small interval); 0: never",
         readers=_C,
         owner="ControllerNodeConfig",
         field="snapshot_interval_bytes",

@@ -69,7 +69,8 @@ def test_every_config_class_takes_its_defaults_from_the_registry() -> None:
             continue
         assert key.field is not None, key.name
         value = getattr(instances[key.owner], key.field)
-        assert str(value) == key.default, f"{key.owner}.{key.field} vs {key.name}"
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        assert shown == key.default, f"{key.owner}.{key.field} vs {key.name}"
         checked += 1
     assert checked >= 35
 

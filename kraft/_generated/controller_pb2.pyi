@@ -525,6 +525,80 @@ class DescribeClusterResponse(_message.Message):
     current_leader: CurrentLeader
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerRegistration, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
 
+class DescribeConfigsResource(_message.Message):
+    __slots__ = ("resource_type", "resource_name", "config_names")
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_NAMES_FIELD_NUMBER: _ClassVar[int]
+    resource_type: int
+    resource_name: str
+    config_names: StringList
+    def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., config_names: _Optional[_Union[StringList, _Mapping]] = ...) -> None: ...
+
+class DescribeConfigsRequest(_message.Message):
+    __slots__ = ("resources", "include_synonyms")
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SYNONYMS_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResource]
+    include_synonyms: bool
+    def __init__(self, resources: _Optional[_Iterable[_Union[DescribeConfigsResource, _Mapping]]] = ..., include_synonyms: _Optional[bool] = ...) -> None: ...
+
+class DescribeConfigsSynonym(_message.Message):
+    __slots__ = ("name", "value", "source")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    source: int
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[int] = ...) -> None: ...
+
+class DescribeConfigsEntry(_message.Message):
+    __slots__ = ("name", "value", "source", "read_only", "synonyms", "documentation")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    SYNONYMS_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTATION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    source: int
+    read_only: bool
+    synonyms: _containers.RepeatedCompositeFieldContainer[DescribeConfigsSynonym]
+    documentation: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., source: _Optional[int] = ..., read_only: _Optional[bool] = ..., synonyms: _Optional[_Iterable[_Union[DescribeConfigsSynonym, _Mapping]]] = ..., documentation: _Optional[str] = ...) -> None: ...
+
+class DescribeConfigsResult(_message.Message):
+    __slots__ = ("error_code", "error_message", "resource_type", "resource_name", "configs")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    resource_type: int
+    resource_name: str
+    configs: _containers.RepeatedCompositeFieldContainer[DescribeConfigsEntry]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., configs: _Optional[_Iterable[_Union[DescribeConfigsEntry, _Mapping]]] = ...) -> None: ...
+
+class DescribeConfigsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results", "node_id", "controller_id", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResult]
+    node_id: int
+    controller_id: int
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResult, _Mapping]]] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
 class DescribeQuorumRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

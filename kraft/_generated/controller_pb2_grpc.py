@@ -95,6 +95,11 @@ class ControllerStub:
                 request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
                 _registered_method=True)
+        self.DescribeConfigs = channel.unary_unary(
+                '/kraft.v1.Controller/DescribeConfigs',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -172,6 +177,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +245,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeQuorum,
                     request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+            'DescribeConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeConfigs,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -560,6 +576,33 @@ class Controller:
             '/kraft.v1.Controller/DescribeQuorum',
             kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
             kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/DescribeConfigs',
+            kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         broker,
         cluster,
         compare,
+        configs,
         consume,
         controller,
         dump_log,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (
         cluster,
         topics,
+        configs,
         produce,
         consume,
         groups,

@@ -33,6 +33,22 @@ def pid_alive(pid: int | None) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def node_pid(info: dict[str, Any], role: str, node: dict[str, Any]) -> int | None:
+    """The pid of a node of a cluster.json: the one recorded there while it runs, else the one
+    in the node's pid file (a node restarted by hand: ``kraft broker --config ...``), if that
+    one runs."""
+    from kraft.cli._node import read_pid_file
+
+    recorded = node.get("pid")
+    if pid_alive(recorded):
+        return int(recorded) if recorded else None
+    directory = Path(info.get("data_dir") or ".") / f"{role}-{node['id']}"
+    restarted = read_pid_file(directory)
+    if restarted and restarted != recorded and pid_alive(restarted):
+        return restarted
+    return int(recorded) if recorded else None
+
+
 def collect_status(info: dict[str, Any], client: ControllerClient) -> dict[str, Any]:
     """The status document: processes from ``info`` (a cluster.json), their gRPC health, and
     the controllers' view, judged by `kraft.cluster.health.check_cluster_health` (the check
@@ -43,9 +59,14 @@ def collect_status(info: dict[str, Any], client: ControllerClient) -> dict[str, 
 
     logs = Path(info.get("data_dir") or ".") / "logs"
     nodes = []
+    current: dict[tuple[str, int], dict[str, Any]] = {}
     for role, key in (("controller", "controllers"), ("broker", "brokers")):
         for n in info.get(key, []):
-            alive = pid_alive(n.get("pid"))
+            pid = node_pid(info, role, n)
+            if pid != n.get("pid"):
+                n = {**n, "pid": pid, "restarted_by_hand": True}
+            current[(role, n["id"])] = n
+            alive = pid_alive(pid)
             log_path = logs / f"{role}-{n['id']}.log"
             nodes.append(
                 NodeProcess(
@@ -62,7 +83,8 @@ def collect_status(info: dict[str, Any], client: ControllerClient) -> dict[str, 
     health = check_cluster_health(nodes, client, require_full_isr=True)
     by_id = {(n.role, n.node_id): n for n in health.nodes}
 
-    def node_doc(role: str, n: dict[str, Any]) -> dict[str, Any]:
+    def node_doc(role: str, recorded: dict[str, Any]) -> dict[str, Any]:
+        n = current[(role, recorded["id"])]
         seen = by_id[(role, n["id"])]
         doc = {**n, "alive": seen.process == RUNNING, "serving": seen.serving}
         if role == "controller":

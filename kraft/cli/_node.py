@@ -7,6 +7,10 @@ import argparse
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+PID_FILE = "kraft.pid"
+"""Written into a node's data directory while it runs: how ``kraft cluster status`` and
+``kraft cluster down`` find a node that was restarted by hand (not by the supervisor)."""
+
 _DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
 """The properties that name data directories (Kafka's; ``log.dirs`` is a comma list)."""
 
@@ -91,3 +95,31 @@ def check_directories(paths: Iterable[str | Path], what: str) -> None:
                     where = f"{what} {p}" + ("" if existing == p else f": {existing}")
                     raise ValueError(f"{where} is not a directory")
                 break
+
+
+def write_pid_file(directory: Path) -> None:
+    """Record this process's pid in ``directory`` (atomically), and remove it at exit if it
+    still names this process."""
+    import atexit
+    import os
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / PID_FILE
+    tmp = directory / (PID_FILE + ".tmp")
+    tmp.write_text(f"{os.getpid()}\n")
+    os.replace(tmp, path)
+    atexit.register(_remove_pid_file, path, os.getpid())
+
+
+def _remove_pid_file(path: Path, pid: int) -> None:
+    if read_pid_file(path.parent) == pid:
+        path.unlink(missing_ok=True)
+
+
+def read_pid_file(directory: Path) -> int | None:
+    """The pid a node recorded in ``directory``, or None."""
+    try:
+        text = (directory / PID_FILE).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None

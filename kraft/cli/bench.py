@@ -84,6 +84,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.group) answers --help
     )
     grp.set_defaults(handler=_run_group, passthrough=True)
+    md = bsub.add_parser(
+        "metadata",
+        help="many partitions: creation rate, elections, broker and controller failover times",
+        epilog="example: kraft bench metadata --partitions 10000 --json",
+        add_help=False,  # its own parser (kraft.bench.metadata) answers --help
+    )
+    md.set_defaults(handler=_run_metadata, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -149,6 +156,13 @@ def _run_idle(args: argparse.Namespace) -> int:
 
 def _run_group(args: argparse.Namespace) -> int:
     from kraft.bench.group import main
+
+    result: int = main(list(args.rest))
+    return result
+
+
+def _run_metadata(args: argparse.Namespace) -> int:
+    from kraft.bench.metadata import main
 
     result: int = main(list(args.rest))
     return result

@@ -46,6 +46,9 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kraft.cli._node import write_pid_file
     from replication.broker import BrokerNodeConfig, run_broker
 
-    return run_broker(BrokerNodeConfig.from_properties(properties_from_args(args)))
+    config = BrokerNodeConfig.from_properties(properties_from_args(args))
+    write_pid_file(config.data_dir)  # `kraft cluster status|down` find a node restarted by hand
+    return run_broker(config)

@@ -24,7 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kraft.cli._cluster_status import collect_status, pid_alive, render_status, stable_view
+from kraft.cli._cluster_status import (
+    collect_status,
+    node_pid,
+    pid_alive,
+    render_status,
+    stable_view,
+)
 from kraft.cli._node import check_directories
 from kraft.logs import LEVELS
 
@@ -186,12 +192,28 @@ def _signal(pid: int, sig: signal.Signals) -> None:
 
 
 def cluster_pids(info: dict[str, Any]) -> list[int]:
-    """The supervisor's and every node's pid in a cluster.json."""
+    """The supervisor's and every node's pid in a cluster.json, and the pid of each node that
+    was restarted by hand (from its pid file, see `node_pid`)."""
     pids = [int(info["supervisor_pid"])] if info.get("supervisor_pid") else []
-    for node in [*info.get("controllers", []), *info.get("brokers", [])]:
-        if node.get("pid"):
-            pids.append(int(node["pid"]))
+    for role, key in (("controller", "controllers"), ("broker", "brokers")):
+        for node in info.get(key, []):
+            if node.get("pid"):
+                pids.append(int(node["pid"]))
+            pid = node_pid(info, role, node)
+            if pid and pid not in pids:
+                pids.append(pid)
     return pids
+
+
+def _restarted_by_hand(info: dict[str, Any]) -> list[int]:
+    """Nodes the supervisor did not start (so does not stop): restarted by hand."""
+    out = []
+    for role, key in (("controller", "controllers"), ("broker", "brokers")):
+        for node in info.get(key, []):
+            pid = node_pid(info, role, node)
+            if pid and pid != node.get("pid"):
+                out.append(pid)
+    return out
 
 
 def _read_info(data_dir: Path) -> dict[str, Any]:
@@ -532,6 +554,8 @@ def down(args: argparse.Namespace) -> int:
     supervisor = int(info.get("supervisor_pid") or 0)
     if supervisor and pid_alive(supervisor) and _is_kraft(supervisor):
         _signal(supervisor, signal.SIGTERM)
+        for pid in _restarted_by_hand(info):
+            _signal(pid, signal.SIGTERM)
     else:  # no supervisor to do it: stop the nodes directly
         for pid in pids:
             _signal(pid, signal.SIGTERM)

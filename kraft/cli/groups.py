@@ -12,6 +12,7 @@ from kraft.cli._connect import AdminSession, add_bootstrap_arguments, add_timeou
 
 if TYPE_CHECKING:
     from kraft.types import TopicPartition
+    from replication.clients.admin import AdminClient
     from replication.clients.group_admin import GroupDescription
 
 _EPILOG = """\
@@ -30,6 +31,17 @@ the group has no members (stop its consumers first), as kafka-consumer-groups do
 """
 
 _MISSING = "-"
+
+
+def _offsets(admin: AdminClient, queries: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """`AdminClient.list_offsets` as plain offsets (-2 earliest, -1 latest, else a
+    timestamp); the first partition's error is raised."""
+    out: dict[TopicPartition, int] = {}
+    for tp, listed in admin.list_offsets(queries).items():
+        if isinstance(listed, Exception):
+            raise listed
+        out[tp] = listed.offset
+    return out
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -129,7 +141,7 @@ def describe(args: argparse.Namespace) -> int:
         committed = session.admin.list_group_offsets(args.group)
         owners = description.assignment()
         partitions = sorted(set(committed) | set(owners))
-        ends = session.admin.list_offsets(dict.fromkeys(partitions, -1)) if partitions else {}
+        ends = _offsets(session.admin, dict.fromkeys(partitions, -1)) if partitions else {}
     members = {m.member_id: m for m in description.members}
     rows = []
     for tp in partitions:
@@ -277,8 +289,8 @@ def reset_offsets(args: argparse.Namespace) -> int:
         description = _describe_or_none(session, args.group)
         committed = admin.list_group_offsets(args.group) if description is not None else {}
         tps = sorted(committed) if args.all_topics else _parse_topics(session, args.topic)
-        earliest = admin.list_offsets(dict.fromkeys(tps, -2)) if tps else {}
-        latest = admin.list_offsets(dict.fromkeys(tps, -1)) if tps else {}
+        earliest = _offsets(admin, dict.fromkeys(tps, -2)) if tps else {}
+        latest = _offsets(admin, dict.fromkeys(tps, -1)) if tps else {}
         plan: dict[TopicPartition, int] = {}
         for tp in tps:
             low, high = earliest[tp], latest[tp]
@@ -291,7 +303,7 @@ def reset_offsets(args: argparse.Namespace) -> int:
             elif args.shift_by is not None:
                 target = committed.get(tp, high) + args.shift_by
             else:
-                found = admin.list_offsets({tp: _timestamp_ms(args.to_datetime)})[tp]
+                found = _offsets(admin, {tp: _timestamp_ms(args.to_datetime)})[tp]
                 target = high if found < 0 else found
             plan[tp] = min(max(target, low), high)  # Kafka clamps into the log's range
         if args.execute:

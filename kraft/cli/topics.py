@@ -1,11 +1,13 @@
 """``kraft topics create|list|describe|delete|alter-config``: like ``kafka-topics`` and
-``kafka-configs --entity-type topics``."""
+``kafka-configs --entity-type topics``; ``elect-leaders``, ``alter`` and ``offsets`` are in
+`kraft.cli.topics_admin`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kraft.arguments import positive_int
@@ -28,6 +30,10 @@ examples:
   kraft topics list
   kraft topics describe events
   kraft topics alter-config events --config retention.ms=3600000
+  kraft topics alter events --partitions 12
+  kraft topics offsets events --time earliest
+  kraft topics describe --under-min-isr-partitions
+  kraft topics elect-leaders --type preferred
   kraft topics delete events
 
 Every action takes --bootstrap (brokers, which forward admin requests to the active
@@ -45,7 +51,7 @@ def _common(p: argparse.ArgumentParser, *, json_output: bool = False) -> None:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "topics",
-        help="create, list, describe, delete topics and alter their configs",
+        help="create, list, describe, alter, delete topics; offsets, leader elections",
         description="Manage topics (kafka-topics).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -109,10 +115,22 @@ def add_parser(sub: Any) -> None:
         "kraft topics describe events --under-replicated-partitions",
     )
     d.add_argument("topic", nargs="?", help="one topic (default: every topic)")
-    d.add_argument(
+    only = d.add_mutually_exclusive_group()
+    only.add_argument(
         "--under-replicated-partitions",
         action="store_true",
         help="only partitions whose ISR is smaller than their replica set",
+    )
+    only.add_argument(
+        "--under-min-isr-partitions",
+        action="store_true",
+        help="only partitions whose ISR is smaller than their min.insync.replicas "
+        "(acks=all produce fails there)",
+    )
+    only.add_argument(
+        "--unavailable-partitions",
+        action="store_true",
+        help="only partitions without a leader",
     )
     _common(d, json_output=True)
     d.set_defaults(handler=describe)
@@ -147,10 +165,19 @@ def add_parser(sub: Any) -> None:
     _common(a)
     a.set_defaults(handler=alter_config)
 
+    from kraft.cli import topics_admin
+
+    topics_admin.add_actions(action, _common)
+
 
 def create(args: argparse.Namespace) -> int:
     from storage.errors import TopicAlreadyExistsError
 
+    if args.topic == "__consumer_offsets":
+        raise ValueError(
+            "__consumer_offsets is internal: the brokers create it for consumer groups "
+            "(offsets.topic.num.partitions)"
+        )
     configs = parse_key_values(args.config, "--config")
     partitions = -1 if args.partitions is None else args.partitions
     replication_factor = -1 if args.replication_factor is None else args.replication_factor
@@ -196,16 +223,20 @@ def describe(args: argparse.Namespace) -> int:
             topics = [session.describe_topic(args.topic)]
         else:
             topics = sorted(session.describe_cluster().topics, key=lambda t: t.name)
-    docs = [_topic_doc(t) for t in topics]
-    if args.under_replicated_partitions:
+        docs = [_topic_doc(t) for t in topics]
+        if args.under_min_isr_partitions:
+            with session.reachable():
+                _add_min_isr(session, docs)
+    keep = _partition_filter(args)
+    if keep is not None:
         for doc in docs:
-            doc["partitions"] = [p for p in doc["partitions"] if p["under_replicated"]]
+            doc["partitions"] = [p for p in doc["partitions"] if keep(p)]
     if args.json:
         print(json.dumps(docs[0] if args.topic is not None else docs, indent=2))
         return 0
     out = sys.stdout
     for doc in docs:
-        if args.under_replicated_partitions and not doc["partitions"]:
+        if keep is not None and not doc["partitions"]:
             continue
         quorum = doc["replication_mode"] == "quorum"
         print(
@@ -223,6 +254,8 @@ def describe(args: argparse.Namespace) -> int:
                 flags.append("offline")
             if p["under_replicated"]:
                 flags.append("under-replicated")
+            if p.get("under_min_isr"):
+                flags.append("under-min-isr")
             print(
                 f"\tTopic: {doc['name']}\tPartition: {p['partition']}\t"
                 f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
@@ -265,6 +298,28 @@ def alter_config(args: argparse.Namespace) -> int:
     changes = [f"{k}={v}" for k, v in configs.items()] + [f"-{k}" for k in args.delete_config]
     print(f"Altered configs of topic {args.topic}: {', '.join(changes)}.")
     return 0
+
+
+def _partition_filter(args: argparse.Namespace) -> Callable[[dict[str, Any]], bool] | None:
+    """Which partitions ``describe`` keeps (kafka-topics' filters), None: all of them."""
+    if args.under_replicated_partitions:
+        return lambda p: bool(p["under_replicated"])
+    if args.under_min_isr_partitions:
+        return lambda p: bool(p["under_min_isr"])
+    if args.unavailable_partitions:
+        return lambda p: bool(p["leader"] < 0)
+    return None
+
+
+def _add_min_isr(session: AdminSession, docs: list[dict[str, Any]]) -> None:
+    """Each partition's ``under_min_isr``: its ISR is smaller than the topic's effective
+    ``min.insync.replicas`` (one DescribeConfigs per topic)."""
+    for doc in docs:
+        entries = session.admin.describe_configs("topic", doc["name"], timeout=session.timeout)
+        min_isr = next(int(e.value) for e in entries if e.name == "min.insync.replicas")
+        doc["min_insync_replicas"] = min_isr
+        for p in doc["partitions"]:
+            p["under_min_isr"] = len(p["isr"]) < min_isr
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import grpc
 from tenacity import RetryCallState, wait_exponential_jitter
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.config_describe import DescribeConfigsRequest, DescribeConfigsResponse
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -97,6 +98,7 @@ _RPCS: dict[type, tuple[str, type]] = {
     AllocateProducerIdsRequest: ("AllocateProducerIds", AllocateProducerIdsResponse),
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
     DescribeQuorumRequest: ("DescribeQuorum", DescribeQuorumResponse),
+    DescribeConfigsRequest: ("DescribeConfigs", DescribeConfigsResponse),
 }
 
 

@@ -63,6 +63,7 @@ from kraft.controller.cluster_control import (
     handle_unregister_broker,
 )
 from kraft.controller.config_control import handle_incremental_alter_configs
+from kraft.controller.leader_balance import LeaderBalanceConfig, LeaderBalancer
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -122,6 +123,21 @@ class ControllerConfig:
     """[num.partitions] Partitions of a topic created with num_partitions=-1."""
     default_replication_factor: int = 1
     """[default.replication.factor] Replication factor used when a request says -1."""
+    auto_leader_rebalance_enable: bool = True
+    """[auto.leader.rebalance.enable] Elect preferred leaders where leadership is imbalanced
+    (`kraft.controller.leader_balance`)."""
+    leader_imbalance_check_interval_seconds: int = 300
+    """[leader.imbalance.check.interval.seconds] How often leader balance is checked."""
+    leader_imbalance_per_broker_percentage: int = 10
+    """[leader.imbalance.per.broker.percentage] A broker's tolerated share of preferred
+    partitions it does not lead."""
+
+    def leader_balance(self) -> LeaderBalanceConfig:
+        return LeaderBalanceConfig(
+            enabled=self.auto_leader_rebalance_enable,
+            check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000,
+            imbalance_percentage=self.leader_imbalance_per_broker_percentage,
+        )
 
 
 @final
@@ -148,6 +164,7 @@ class ControllerCore:
         self._committed = image or MetadataImage.empty()
         self._pending = self._committed
         self._heartbeats = BrokerHeartbeatManager(self.config.broker_session_timeout_ms)
+        self._balancer = LeaderBalancer(self.config.leader_balance())
         self._topic_defaults = TopicDefaults(
             num_partitions=self.config.default_num_partitions,
             replication_factor=self.config.default_replication_factor,
@@ -204,6 +221,7 @@ class ControllerCore:
         self._pending = self._committed
         self._inflight.clear()
         self._heartbeats.reset(list(self._committed.brokers), now_ms)
+        self._balancer.reset(now_ms)
         self._log = self._base_log.bind(component="controller", role="active", epoch=epoch)
         self._log.info("became_active", next_offset=next_offset)
 
@@ -450,13 +468,23 @@ class ControllerCore:
         - fence brokers silent for ``broker_session_timeout_ms``, with their ISR removals and
           leader moves (KIP-841);
         - elect leaders for offline partitions that now can have one (e.g. after
-          ``unclean.leader.election.enable`` was turned on for a topic).
+          ``unclean.leader.election.enable`` was turned on for a topic);
+        - when a leader-balance check is due, elect preferred leaders where a broker's
+          imbalance exceeds ``leader.imbalance.per.broker.percentage``
+          (`kraft.controller.leader_balance`).
         """
         if not self._active:
             return ()
         records, fenced = fence_expired_brokers(self._pending, self._heartbeats, now_ms)
         working = self._pending.apply_batch(records, self._next_offset)
         records.extend(elect_offline_leaders(working))
+        if (due := self._balancer.next_deadline_ms()) is not None and now_ms >= due:
+            # Decide against the image this batch's earlier records leave behind.
+            after = self._pending.apply_batch(records, self._next_offset) if records else working
+            balanced = self._balancer.maybe_balance(after, now_ms)
+            if balanced:
+                self._log.info("leaders_rebalanced", partitions=len(balanced))
+            records.extend(balanced)
         if fenced:
             self._log.info(
                 "brokers_fenced_on_session_timeout",
@@ -466,7 +494,8 @@ class ControllerCore:
         return self._append(ControllerResult(records=tuple(records), response=None)).records
 
     def poll(self, now_ms: int) -> int:
-        """Milliseconds until `tick` may have something to do (the next session expiry)."""
+        """Milliseconds until `tick` may have something to do (the next session expiry or
+        leader-balance check)."""
         if not self._active:
             return self.config.broker_session_timeout_ms
         deadlines = [
@@ -474,6 +503,8 @@ class ControllerCore:
             for b in self._pending.unfenced_broker_ids()
             if (d := self._heartbeats.session_deadline_ms(b)) is not None
         ]
+        if (balance_due := self._balancer.next_deadline_ms()) is not None:
+            deadlines.append(balance_due)
         if not deadlines:
             return self.config.broker_session_timeout_ms
         return max(0, min(deadlines) - now_ms)

@@ -23,8 +23,8 @@ Keys read (unknown keys are ignored, as Kafka ignores keys meant for other compo
 - ``listeners`` (``NAME://host:port,...``; the first one is served; default: this node's
   address in the voters) ;
 - ``metadata.log.dir``, else the first of ``log.dirs`` (``log.dir``): the Raft data directory;
-- ``broker.session.timeout.ms``, ``num.partitions``, ``default.replication.factor``
-  (`ControllerConfig`);
+- ``broker.session.timeout.ms``, ``num.partitions``, ``default.replication.factor``,
+  ``auto.leader.rebalance.enable``, ``leader.imbalance.*`` (`ControllerConfig`);
 - ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
 - ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
 
@@ -36,16 +36,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kraft.controller.core import ControllerConfig
 from kraft.properties import format_voters, int_property, listener_address, parse_voters
 from kraft.raft import RaftConfig
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
 from storage.config import int_fields_from_properties
+from storage.config_key import ConfigType
 from storage.config_registry import NODE_KEYS, node_property_fields
 from storage.errors import InvalidConfigError
 
-_CONTROLLER_FIELDS = node_property_fields("ControllerConfig")
+_CONTROLLER_ALL_FIELDS = node_property_fields("ControllerConfig")
+_CONTROLLER_BOOL_FIELDS = {
+    k: f for k, f in _CONTROLLER_ALL_FIELDS.items() if NODE_KEYS[k].type is ConfigType.BOOLEAN
+}
+_CONTROLLER_FIELDS = {
+    k: f for k, f in _CONTROLLER_ALL_FIELDS.items() if k not in _CONTROLLER_BOOL_FIELDS
+}
 _NODE_FIELDS = node_property_fields("ControllerNodeConfig")
 """Key -> field of `ControllerConfig` and of `ControllerNodeConfig`'s integer settings, from
 the config registry (where their defaults and docs are)."""
@@ -102,7 +110,10 @@ class ControllerNodeConfig:
             raise InvalidConfigError(
                 f"node {node_id} is not in controller.quorum.voters and has no listeners"
             )
-        controller_fields = int_fields_from_properties(props, _CONTROLLER_FIELDS)
+        controller_fields: dict[str, Any] = {
+            **int_fields_from_properties(props, _CONTROLLER_FIELDS),
+            **_bool_fields_from_properties(props, _CONTROLLER_BOOL_FIELDS),
+        }
         node_fields = int_fields_from_properties(props, _NODE_FIELDS)  # ranges checked
         return cls(
             node_id=node_id,
@@ -123,9 +134,32 @@ class ControllerNodeConfig:
             "listeners": f"CONTROLLER://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{k: str(getattr(self.controller, f)) for k, f in _CONTROLLER_FIELDS.items()},
+            **{
+                k: str(getattr(self.controller, f)).lower()
+                for k, f in _CONTROLLER_BOOL_FIELDS.items()
+            },
             **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
             **self.raft.to_properties(),
         }
+
+
+def _bool_fields_from_properties(
+    props: Mapping[str, str], keys: Mapping[str, str]
+) -> dict[str, bool]:
+    """The boolean fields named by ``keys`` found in ``props`` (``true``/``false``).
+
+    Raises:
+        InvalidConfigError: a value is neither.
+    """
+    out: dict[str, bool] = {}
+    for key, name in keys.items():
+        raw = str(props.get(key, "")).strip()
+        if not raw:
+            continue
+        if (problem := NODE_KEYS[key].validate(raw)) is not None:
+            raise InvalidConfigError(problem)
+        out[name] = raw.lower() == "true"
+    return out
 
 
 __all__ = ["DEFAULT_SNAPSHOT_INTERVAL_BYTES", "ControllerNodeConfig"]

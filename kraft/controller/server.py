@@ -51,6 +51,11 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.config_describe import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    describe_configs,
+)
 from kraft.controller.core import ControllerCore
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -388,6 +393,17 @@ class ControllerServer:
             topics=tuple(topics),
         )
 
+    def describe_configs(self, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        """Configs with their sources, from the committed image (any controller answers)."""
+        leader = self.raft.leader_id
+        return dataclasses.replace(
+            describe_configs(self.core.committed_image, request),
+            node_id=self.node_id,
+            controller_id=self.node_id
+            if self.core.is_active
+            else (-1 if leader is None else leader),
+        )
+
     def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
         """KIP-595 DescribeQuorum: only the active controller (the Raft leader) knows the
         followers' progress; others answer NOT_CONTROLLER."""
@@ -577,6 +593,15 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
     async def DescribeQuorum(self, request: Any, context: Any) -> Any:
         s = self._server
         return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
+
+    async def DescribeConfigs(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            DescribeConfigsRequest,
+            _now(s.describe_configs),
+        )
 
 
 def _decode_and_check(

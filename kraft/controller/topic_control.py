@@ -89,6 +89,10 @@ class _Rejected(Exception):
         self.message = message
 
 
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+"""Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the name of the metadata log, never a topic."""
+
+
 def validate_topic_name(name: str) -> str | None:
     """Kafka's ``Topic.validate``: why ``name`` is illegal, or ``None``."""
     if not name:
@@ -203,6 +207,12 @@ def _create_one(
 ) -> tuple[list[MetadataRecord], CreatableTopicResult]:
     if (problem := validate_topic_name(topic.name)) is not None:
         raise _Rejected(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+    if topic.name == CLUSTER_METADATA_TOPIC:
+        # Kafka's ControllerApis: the metadata log is no topic (its directory sits beside the
+        # partition directories of a broker's log.dirs).
+        raise _Rejected(
+            ErrorCode.INVALID_REQUEST, f"creation of internal topic {topic.name} is prohibited"
+        )
     if image.topic(topic.name) is not None:
         raise _Rejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
     if (problem := _collision(image, topic.name)) is not None:

@@ -17,6 +17,7 @@ import structlog
 
 from kraft._generated import controller_pb2_grpc
 from kraft.controller.client import ControllerClient
+from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
@@ -109,6 +110,9 @@ class ForwardingControllerServicer(controller_pb2_grpc.ControllerServicer):  # t
 
     async def DescribeQuorum(self, request: Any, context: Any) -> Any:
         return await self._forward(request, context, DescribeQuorumRequest)
+
+    async def DescribeConfigs(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, DescribeConfigsRequest, require_active=True)
 
 
 __all__ = ["FORWARD_TIMEOUT_S", "ForwardingControllerServicer"]

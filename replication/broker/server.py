@@ -125,6 +125,11 @@ METADATA_DIR = "__cluster_metadata"
 TOPIC_ID_FILE = "topic_id"
 _OFFLINE_PROBE_TICK_S = 0.1
 
+MAX_REPLICA_OPENS_PER_RECONCILE = 32
+"""Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
+wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
+the event loop (and with it heartbeats and fetches) for seconds."""
+
 
 class _MetadataObserver:
     """The observer's Raft state machine: committed metadata batches -> the broker's image."""
@@ -216,6 +221,7 @@ class BrokerServer:
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
         self._reconcile_scheduled = False
+        self._reconciled_image: MetadataImage | None = None
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -406,6 +412,12 @@ class BrokerServer:
             return
         brokers = self._broker_statuses()
         self.quorum.update_addresses(image)
+        opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
+        # A pass that only continues opening replicas (the image is the one the last pass
+        # applied) leaves the open ones alone: else each slice re-applies every registration,
+        # O(partitions^2) for a large topic.
+        continuation = image is self._reconciled_image
+        self._reconciled_image = image
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in image.iter_partitions():
@@ -427,8 +439,14 @@ class BrokerServer:
                     settings = resolve_topic_settings(image, topic.name, self.config)
                     settings_by_topic[topic.name] = settings
                 if replica is None:
+                    if opens_left == 0:
+                        self.metadata_changed()  # the rest on the next pass, after other work
+                        continue
+                    opens_left -= 1
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                     self.replicas[tp] = replica
+                elif continuation:
+                    continue
                 else:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)

@@ -27,6 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Self
 
 from kraft.controller.client import ControllerClient
+from kraft.controller.config_describe import (
+    DescribeConfigsEntry,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
 from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
@@ -35,6 +41,9 @@ from kraft.controller.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
@@ -46,9 +55,11 @@ from kraft.transport.controller_codec import (
     DescribeQuorumResponse,
     TopicMetadata,
 )
+from kraft.types import TopicPartition
 from replication.clients.group_admin import GroupAdmin
 from replication.clients.network import BrokerNetwork
-from storage.errors import ErrorCode, LeaderNotAvailableError, error_for
+from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
+from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
 
 
 class AdminClient(GroupAdmin):
@@ -144,6 +155,19 @@ class AdminClient(GroupAdmin):
             InvalidConfigError: an unknown key or a bad value.
             InvalidRequestError: a key named twice.
         """
+        self._alter_configs(
+            ConfigResourceType.TOPIC, name, set_configs, delete_configs, timeout=timeout
+        )
+
+    def _alter_configs(
+        self,
+        resource_type: ConfigResourceType,
+        name: str,
+        set_configs: Mapping[str, str] | None,
+        delete_configs: Sequence[str],
+        *,
+        timeout: float | None,
+    ) -> None:
         ops = [
             AlterableConfig(name=k, op=AlterConfigOp.SET, value=v)
             for k, v in (set_configs or {}).items()
@@ -152,14 +176,70 @@ class AdminClient(GroupAdmin):
         request = IncrementalAlterConfigsRequest(
             resources=(
                 AlterConfigsResource(
-                    resource_type=ConfigResourceType.TOPIC, resource_name=name, configs=tuple(ops)
+                    resource_type=resource_type, resource_name=name, configs=tuple(ops)
                 ),
             )
         )
         response: IncrementalAlterConfigsResponse = self._client.send(request, timeout=timeout)
         for result in response.responses:
             if result.error_code is not ErrorCode.NONE:
-                raise error_for(result.error_code, result.error_message or f"topic {name}")
+                kind = "topic" if resource_type is ConfigResourceType.TOPIC else "broker"
+                raise error_for(result.error_code, result.error_message or f"{kind} {name}")
+
+    def describe_configs(
+        self,
+        resource_type: str,
+        name: str,
+        *,
+        include_synonyms: bool = False,
+        timeout: float | None = None,
+    ) -> tuple[DescribeConfigsEntry, ...]:
+        """Kafka's DescribeConfigs (kafka-configs.sh --describe): every key of a ``"topic"``
+        or a ``"broker"`` (a broker id, or ``""`` for the cluster-wide default) with its
+        effective value and its `ConfigSource` (and, with ``include_synonyms``, every layer
+        that has a value, most specific first).
+
+        Raises:
+            ValueError: ``resource_type`` is neither topic nor broker.
+            UnknownTopicOrPartitionError: no such topic.
+            InvalidRequestError: a broker resource that is not a broker id.
+        """
+        kinds = {"topic": ConfigResourceType.TOPIC, "broker": ConfigResourceType.BROKER}
+        kind = kinds.get(resource_type)
+        if kind is None:
+            raise ValueError(f"resource type must be topic or broker, got {resource_type[:40]!r}")
+        request = DescribeConfigsRequest(
+            resources=(DescribeConfigsResource(resource_type=kind, resource_name=name),),
+            include_synonyms=include_synonyms,
+        )
+        response: DescribeConfigsResponse = self._client.send(
+            request, timeout=timeout, require_active=True
+        )
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message)
+        (result,) = response.results
+        if result.error_code is not ErrorCode.NONE:
+            raise error_for(result.error_code, result.error_message or f"{resource_type} {name}")
+        return result.configs
+
+    def alter_broker_config(
+        self,
+        broker: str,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        """KIP-339 IncrementalAlterConfigs on a broker resource (a broker id, or ``""`` for
+        the cluster-wide default): the dynamic broker keys such as ``log.retention.ms``.
+
+        Raises:
+            InvalidConfigError: an unknown key or a bad value.
+            InvalidRequestError: a key named twice, or a resource that is not a broker id.
+        """
+        self._alter_configs(
+            ConfigResourceType.BROKER, broker, set_configs, delete_configs, timeout=timeout
+        )
 
     def describe_topic(self, name: str, *, timeout: float | None = None) -> TopicMetadata:
         """The partitions of ``name``: partition, leader, leader_epoch, replicas, isr.
@@ -190,6 +270,86 @@ class AdminClient(GroupAdmin):
             if time.monotonic() >= deadline:
                 raise LeaderNotAvailableError(f"topic {name} has partitions without a leader")
             time.sleep(0.05)
+
+    def elect_leaders(
+        self,
+        partitions: Sequence[TopicPartition] | None = None,
+        election_type: str = "preferred",
+        *,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, KraftError | None]:
+        """KIP-460 ElectLeaders (Kafka's ``Admin.electLeaders``, kafka-leader-election.sh):
+        move leadership to the preferred replica (``"preferred"``), or elect an out-of-sync
+        replica of an offline partition (``"unclean"``).
+
+        Args:
+            partitions: the partitions, or None for every partition of the cluster (then only
+                partitions that were elected or failed are in the answer, as in Kafka).
+            election_type: ``"preferred"`` or ``"unclean"``.
+
+        Returns:
+            Each partition's outcome: None when a leader was elected, else the error, such as
+            `ElectionNotNeededError` (the leader already is the one asked for),
+            `PreferredLeaderNotAvailableError`, `EligibleLeadersNotAvailableError` or
+            `UnknownTopicOrPartitionError`.
+
+        Raises:
+            ValueError: an unknown ``election_type``.
+            KraftError: the request as a whole failed (e.g. POLICY_VIOLATION: too many
+                partitions in one request).
+        """
+        try:
+            kind = ElectionType[election_type.upper()]
+        except KeyError:
+            raise ValueError(
+                f"election type must be preferred or unclean, got {election_type[:40]!r}"
+            ) from None
+        request = ElectLeadersRequest(
+            election_type=kind, partitions=None if partitions is None else tuple(partitions)
+        )
+        response: ElectLeadersResponse = self._client.send(request, timeout=timeout)
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message)
+        out: dict[TopicPartition, KraftError | None] = {}
+        for topic in response.replica_election_results:
+            for p in topic.partition_results:
+                tp = TopicPartition(topic.topic, p.partition)
+                out[tp] = (
+                    None
+                    if p.error_code is ErrorCode.NONE
+                    else error_for(p.error_code, p.error_message or str(tp))
+                )
+        return out
+
+    def list_offsets(
+        self,
+        partitions: Mapping[TopicPartition, int | str],
+        *,
+        read_committed: bool = False,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, ListedOffset | KraftError]:
+        """Kafka's ``Admin.listOffsets`` (kafka-get-offsets.sh): for each partition,
+        ``"earliest"`` (the log start offset), ``"latest"`` (the log end offset, or with
+        ``read_committed`` the last stable offset) or a timestamp in ms (the first offset whose
+        record's timestamp is at or after it; offset -1 when there is none).
+
+        Returns:
+            Each partition's `ListedOffset`, or the error it got (e.g.
+            `UnknownTopicOrPartitionError`, `LeaderNotAvailableError`).
+
+        Raises:
+            ValueError: a spec that is neither ``earliest``, ``latest`` nor a timestamp >= 0.
+        """
+        queries = {tp: offset_spec(spec) for tp, spec in partitions.items()}
+        cluster = self.describe_cluster(
+            topic_names=sorted({tp.topic for tp in queries}), timeout=timeout
+        )
+        return list_offsets(
+            cluster,
+            queries,
+            isolation_level=1 if read_committed else 0,
+            timeout=timeout or self._client.timeout,
+        )
 
     # -- cluster -------------------------------------------------------------------------------
 

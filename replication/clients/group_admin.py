@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient
-from replication.clients.metadata import snapshot_from_response
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -24,11 +22,8 @@ from replication.group_messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from replication.messages import ListOffsetsResponse
 from storage.errors import (
     ErrorCode,
-    KraftError,
-    LeaderNotAvailableError,
     error_for,
 )
 
@@ -79,60 +74,6 @@ class GroupAdmin:
 
     def _group_client(self, group_id: str) -> GroupClient:
         return GroupClient(self._broker_network, group_id, ConsumerConfig())
-
-    def list_offsets(
-        self, queries: Mapping[TopicPartition, int], *, attempts: int = 10
-    ) -> dict[TopicPartition, int]:
-        """Kafka's ``Admin.listOffsets``: per partition, -2 the log start offset, -1 the end a
-        consumer sees (the high watermark), else the first offset at or after that time (-1
-        if none). Retried on stale metadata.
-
-        Raises:
-            KraftError: a partition error no retry fixes, or stale metadata ``attempts`` times.
-        """
-        out: dict[TopicPartition, int] = {}
-        pending = dict(queries)
-        last: KraftError | None = None
-        for attempt in range(attempts):
-            if not pending:
-                break
-            if attempt:
-                time.sleep(0.2)
-            metadata = self._broker_network.fetch_metadata(
-                {tp.topic for tp in pending}, timeout_s=self._timeout
-            )
-            snapshot = snapshot_from_response(metadata)
-            by_leader: dict[int, dict[TopicPartition, int]] = {}
-            for tp, timestamp in pending.items():
-                leader = snapshot.leader_for(tp)
-                if leader is None:
-                    last = LeaderNotAvailableError(f"{tp} has no leader")
-                    continue
-                by_leader.setdefault(leader, {})[tp] = timestamp
-            for leader, batch in by_leader.items():
-                try:
-                    response = self._broker_network.call(
-                        snapshot.brokers[leader],
-                        "ListOffsets",
-                        snapshot.list_offsets_request(batch),
-                        ListOffsetsResponse,
-                    )
-                except KraftError as e:
-                    last = e
-                    continue
-                for topic in response.topics:
-                    for p in topic.partitions:
-                        tp = TopicPartition(topic.name, p.partition_index)
-                        if p.error_code is ErrorCode.NONE:
-                            out[tp] = p.offset
-                            pending.pop(tp, None)
-                        elif error_for(p.error_code).retriable:
-                            last = error_for(p.error_code, p.error_message)
-                        else:
-                            raise error_for(p.error_code, p.error_message or f"ListOffsets {tp}")
-        if pending:
-            raise last or LeaderNotAvailableError("ListOffsets found no leaders")
-        return out
 
     def list_groups(self) -> list[GroupListing]:
         """Every consumer group, from every broker's loaded coordinators (Kafka's admin asks

@@ -10,14 +10,17 @@ from kraft.cluster import LocalCluster
 
 @contextmanager
 def running_cluster(
-    *, controllers: int = 1, broker_config: Mapping[str, str] | None = None
+    *,
+    controllers: int = 1,
+    broker_config: Mapping[str, str] | None = None,
+    controller_config: Mapping[str, str] | None = None,
 ) -> Iterator[LocalCluster]:
     """Three brokers and ``controllers`` controllers, healthy: a broker that stops
     heartbeating (every 250 ms) is fenced after a 2 s session timeout."""
     with LocalCluster(
         controllers=controllers,
         brokers=3,
-        controller_config={"broker.session.timeout.ms": "2000"},
+        controller_config={"broker.session.timeout.ms": "2000", **(controller_config or {})},
         broker_config={"broker.heartbeat.interval.ms": "250", **(broker_config or {})},
     ) as c:
         c.wait_until_healthy(timeout=60)

@@ -228,3 +228,17 @@ def test_a_malformed_bootstrap_address_fails_at_once(address: str, problem: str)
         started = time.monotonic()
         one_line_error(kraft(*argv), argv[-2], repr(address), problem)
         assert time.monotonic() - started < 8, argv  # not the 10 s connect deadline
+
+
+def test_creating_the_internal_offsets_topic_by_hand_is_refused() -> None:
+    out = kraft("topics", "create", "__consumer_offsets", "--bootstrap", "127.0.0.1:1")
+    one_line_error(out, "__consumer_offsets is internal")
+
+
+def test_an_election_type_or_offset_spec_kraft_does_not_know_is_one_line() -> None:
+    out = kraft("topics", "elect-leaders", "--type", "random", "--bootstrap", "127.0.0.1:1")
+    one_line_error(out, "--type", "random")
+    out = kraft("topics", "offsets", "t", "--time", "yesterday", "--bootstrap", "127.0.0.1:1")
+    one_line_error(out, "yesterday")
+    out = kraft("topics", "elect-leaders", "--partition", "0", "--bootstrap", "127.0.0.1:1")
+    one_line_error(out, "--partition needs --topic")

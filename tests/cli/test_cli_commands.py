@@ -95,7 +95,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         if (data_dir / "cluster.json").exists():
             kraft("cluster", "down", "--data-dir", str(data_dir))
-        for pid in wait_gone(all_pids(info), timeout=5):
+        for pid in wait_gone(all_pids(info) + HAND_STARTED, timeout=5):
             os.kill(pid, 9)  # a test failed half-way: never leave a process behind
 
 
@@ -296,6 +296,8 @@ def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str
         ("topics",), ("topics", "create"), ("topics", "list"), ("topics", "describe"),
         ("topics", "delete"), ("topics", "alter-config"), ("produce",), ("consume",),
         ("compare",),
+        ("topics", "alter"), ("topics", "offsets"), ("topics", "elect-leaders"),
+        ("configs",), ("configs", "describe"), ("configs", "alter"),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:
             main([*command, "--help"])
@@ -303,9 +305,59 @@ def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str
         assert "example" in capsys.readouterr().out, command
 
 
+def test_configs_describe_shows_values_and_sources_and_alter_sets_them(cluster: Cluster) -> None:
+    cluster.run("topics", "create", "configured", "--partitions", "1")
+    cluster.run("configs", "alter", "--topic", "configured", "--add-config", "retention.ms=60000")
+    cluster.run("configs", "alter", "--broker-defaults", "--add-config", "log.roll.ms=600000")
+    doc = json.loads(cluster.run("configs", "describe", "--topic", "configured", "--json").stdout)
+    shown = {c["name"]: (c["value"], c["source"]) for c in doc["configs"]}
+    assert shown == {
+        "retention.ms": ("60000", "DYNAMIC_TOPIC_CONFIG"),
+        "segment.ms": ("600000", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+    }
+    everything = cluster.run("configs", "describe", "--topic", "configured", "--all").stdout
+    assert "min.insync.replicas=1 source=DEFAULT_CONFIG" in everything
+    cluster.run("configs", "alter", "--broker-defaults", "--delete-config", "log.roll.ms")
+    one_line_error(
+        kraft("configs", "describe", "--topic", "nope", env=cluster.env), "UNKNOWN_TOPIC"
+    )
+
+
+HAND_STARTED: list[int] = []
+
+
+def test_a_broker_restarted_by_hand_is_seen_by_status(cluster: Cluster) -> None:
+    """Kill a broker the supervisor started and start it again by hand, as an operator would
+    (``kraft broker --config DIR/config/broker-103.properties``): ``cluster status`` reports
+    the new process, and ``cluster down`` (the next test) stops it too."""
+    (broker,) = [b for b in cluster.info["brokers"] if b["id"] == 103]
+    os.kill(broker["pid"], 9)
+    assert wait_gone([broker["pid"]]) == []
+    config = cluster.data_dir / "config" / "broker-103.properties"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kraft.cli", "broker", "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+    HAND_STARTED.append(process.pid)
+    deadline = time.monotonic() + 60
+    while True:
+        out = kraft("cluster", "status", "--data-dir", str(cluster.data_dir), "--json")
+        doc = json.loads(out.stdout) if out.stdout.strip() else {}
+        seen = [b for b in doc.get("brokers", []) if b["id"] == 103]
+        if seen and seen[0]["pid"] == process.pid and seen[0]["alive"]:
+            break
+        assert time.monotonic() < deadline, f"status never saw the hand-started broker: {seen}"
+        time.sleep(0.5)
+    assert seen[0]["restarted_by_hand"] is True
+
+
 def test_cluster_down_leaves_no_process_behind(cluster: Cluster) -> None:
     out = kraft("cluster", "down", "--data-dir", str(cluster.data_dir))
     assert out.returncode == 0, out.stderr
-    assert wait_gone(all_pids(cluster.info)) == []
+    assert wait_gone(all_pids(cluster.info) + HAND_STARTED) == []
     assert not (cluster.data_dir / "cluster.json").exists()
     one_line_error(kraft("cluster", "status", "--data-dir", str(cluster.data_dir)), "no cluster")

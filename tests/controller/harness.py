@@ -40,12 +40,13 @@ class ControllerHarness:
         seed: int = 0,
         session_timeout_ms: int = 3000,
         epoch: int = 1,
+        config: ControllerConfig | None = None,
     ) -> None:
         image = image or MetadataImage.empty()
         self.now_ms = now_ms
         self.core = ControllerCore(
             rng=random.Random(seed),
-            config=ControllerConfig(broker_session_timeout_ms=session_timeout_ms),
+            config=config or ControllerConfig(broker_session_timeout_ms=session_timeout_ms),
             image=image,
         )
         self.core.become_active(epoch=epoch, next_offset=image.last_offset + 1, now_ms=now_ms)

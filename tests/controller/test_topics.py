@@ -395,3 +395,11 @@ def test_a_failing_config_change_rejects_its_whole_resource_but_not_others() -> 
             value="5",
         ),
     )
+
+
+def test_the_metadata_log_name_is_refused_as_a_topic() -> None:
+    """Kafka's ControllerApis refuses ``__cluster_metadata``; a broker's metadata log lives in
+    a directory of that name beside its partition directories."""
+    assert create(harness(1), CreatableTopic(name="__cluster_metadata")) == [
+        ErrorCode.INVALID_REQUEST
+    ]
