@@ -35,6 +35,7 @@ from typing import Final, final
 
 from kraft.controller.messages import ElectionType, ElectLeadersRequest
 from kraft.controller.partition_control import handle_elect_leaders
+from kraft.controller.quorum_partitions import is_quorum_topic
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import MetadataRecord
 from kraft.types import TopicPartition
@@ -58,11 +59,12 @@ class LeaderBalanceConfig:
 
 
 def broker_imbalance(image: MetadataImage) -> dict[int, tuple[int, int]]:
-    """Per preferred broker: (partitions it prefers but does not lead, partitions it prefers)."""
+    """Per preferred broker: (partitions it prefers but does not lead, partitions it prefers).
+    Quorum-mode partitions are left out: their Raft vote elects their leaders."""
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for _topic, _index, p in image.iter_partitions():
+    for topic, _index, p in image.iter_partitions():
         preferred = p.preferred_leader
-        if preferred < 0:
+        if preferred < 0 or is_quorum_topic(image, topic.name):
             continue
         entry = counts[preferred]
         entry[1] += 1
@@ -89,6 +91,7 @@ def imbalanced_partitions(
         preferred = p.preferred_leader
         if (
             preferred in over
+            and not is_quorum_topic(image, topic.name)
             and p.leader != preferred
             and preferred in p.isr
             and image.is_active_broker(preferred)

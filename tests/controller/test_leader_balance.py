@@ -94,3 +94,33 @@ def test_one_check_elects_at_most_the_bound_and_comes_back_soon_for_the_rest() -
     assert len(first) == 1
     assert balancer.next_deadline_ms() == now + FOLLOW_UP_DELAY_MS
     assert MAX_ELECTIONS_PER_CHECK == 1_000  # Kafka's maxElectionsPerImbalance
+
+
+def test_quorum_partitions_are_left_to_their_raft_vote() -> None:
+    """A quorum topic's leaders come from its Raft groups (no leader until they vote): they
+    count toward no broker's imbalance and are never balancing targets (else every check would
+    ask ElectLeaders for them again, and get ELECTION_NOT_NEEDED)."""
+    h = ControllerHarness(
+        config=ControllerConfig(
+            broker_session_timeout_ms=60_000,
+            auto_leader_rebalance_enable=True,
+            leader_imbalance_check_interval_seconds=INTERVAL_S,
+        )
+    )
+    h.start_brokers(1, 2, 3)
+    h.run(
+        h.core.handle_create_topics_request,
+        CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name="q",
+                    assignments=((1, 2, 3), (2, 3, 1), (3, 1, 2)),
+                    configs={"replication.mode": "quorum"},
+                ),
+            )
+        ),
+    )
+    image = h.core.pending_image
+    assert [h.partition("q", i).leader for i in range(3)] == [-1, -1, -1]
+    assert broker_imbalance(image) == {}
+    assert imbalanced_partitions(image, 10) == []
