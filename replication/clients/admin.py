@@ -56,13 +56,17 @@ from kraft.transport.controller_codec import (
     TopicMetadata,
 )
 from kraft.types import TopicPartition
-from replication.clients.group_admin import GroupAdmin
+from replication.clients.group_admin import (
+    GroupAdmin,
+    GroupDescription,
+    GroupListing,
+)
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
 
 
-class AdminClient(GroupAdmin):
+class AdminClient:
     """Create, delete and describe topics; describe the cluster and the controller quorum;
     list, describe, reset and delete consumer groups (`replication.clients.group_admin`).
 
@@ -85,6 +89,9 @@ class AdminClient(GroupAdmin):
         )
         self._timeout = timeout
         self._broker_network = BrokerNetwork(bootstrap, request_timeout_s=request_timeout)
+        self._groups = GroupAdmin(
+            self._broker_network, timeout, lambda: self.describe_cluster().brokers
+        )
 
     def __enter__(self) -> Self:
         return self
@@ -350,6 +357,40 @@ class AdminClient(GroupAdmin):
             isolation_level=1 if read_committed else 0,
             timeout=timeout or self._client.timeout,
         )
+
+    # -- consumer groups (`GroupAdmin`) --------------------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        """Every consumer group, from every broker's loaded coordinators."""
+        return self._groups.list_groups()
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """State, members and their assignments, and the coordinator.
+
+        Raises:
+            GroupIdNotFoundError: no such group.
+        """
+        return self._groups.describe_group(group_id)
+
+    def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """Every committed offset of the group (the next offset to read)."""
+        return self._groups.list_group_offsets(group_id)
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for an empty group (an admin commit, as ``reset-offsets``).
+
+        Raises:
+            UnknownMemberIdError / NonEmptyGroupError: the group has members.
+        """
+        self._groups.alter_group_offsets(group_id, offsets)
+
+    def delete_group(self, group_id: str) -> None:
+        """Delete an empty group and its committed offsets.
+
+        Raises:
+            GroupIdNotFoundError: no such group. NonEmptyGroupError: it has members.
+        """
+        self._groups.delete_group(group_id)
 
     # -- cluster -------------------------------------------------------------------------------
 

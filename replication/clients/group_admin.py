@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ from storage.errors import (
 )
 
 if TYPE_CHECKING:
-    from kraft.transport.controller_codec import DescribeClusterResponse
+    from kraft.metadata.image import BrokerRegistration
     from replication.clients.network import BrokerNetwork
 
 
@@ -63,14 +63,19 @@ class GroupDescription:
 
 
 class GroupAdmin:
-    """Group admin calls; the class using it provides ``_broker_network`` and
-    ``describe_cluster``."""
+    """The group calls of `AdminClient` (which owns one and delegates to it): each goes to
+    the group's coordinator, found with FindCoordinator, or (``list_groups``) to every
+    broker that ``brokers`` lists."""
 
-    _broker_network: BrokerNetwork
-    _timeout: float
-
-    def describe_cluster(self, *, timeout: float | None = None) -> DescribeClusterResponse:
-        raise NotImplementedError  # pragma: no cover
+    def __init__(
+        self,
+        broker_network: BrokerNetwork,
+        timeout: float,
+        brokers: Callable[[], Iterable[BrokerRegistration]],
+    ) -> None:
+        self._broker_network = broker_network
+        self._timeout = timeout
+        self._brokers = brokers
 
     def _group_client(self, group_id: str) -> GroupClient:
         return GroupClient(self._broker_network, group_id, ConsumerConfig())
@@ -79,7 +84,7 @@ class GroupAdmin:
         """Every consumer group, from every broker's loaded coordinators (Kafka's admin asks
         every broker too)."""
         out: dict[str, GroupListing] = {}
-        for broker in self.describe_cluster().brokers:
+        for broker in self._brokers():
             if broker.fenced or not broker.listeners:
                 continue
             response = self._broker_network.call(
