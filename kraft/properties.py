@@ -98,6 +98,18 @@ def int_property(props: Mapping[str, str], key: str, default: int) -> int:
         raise InvalidConfigError(f"{key}: not an integer: {raw!r}") from None
 
 
+def metrics_port_property(props: Mapping[str, str]) -> int:
+    """``metrics.port``: -1 (no endpoint, the default), 0 (a free port) or a port.
+
+    Raises:
+        InvalidConfigError: not an integer in [-1, 65535].
+    """
+    port = int_property(props, "metrics.port", -1)
+    if not -1 <= port <= 65535:
+        raise InvalidConfigError(f"metrics.port: must be -1, 0 or a port, got {port}")
+    return port
+
+
 def write_properties(path: str | Path, props: Mapping[str, str]) -> None:
     """Write ``props`` as a properties file, keys sorted."""
     lines = [f"{key}={value}" for key, value in sorted(props.items())]

@@ -536,6 +536,18 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         for suffix, field, default, doc, own in _RAFT_KEYS
     ),
     _node(
+        "metrics.port",
+        _T.INT,
+        "-1",
+        "the port of the node's Prometheus endpoint (`/metrics` on its listener's host); -1 "
+        "serves none, 0 a free port (its log says which). Metric names: docs/operations.md",
+        readers=_BC,
+        min_value=-1,
+        max_value=65535,
+        shown_default="-1 (none)",
+        kraft_only=True,
+    ),
+    _node(
         "broker.rack",
         _T.STRING,
         None,

@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from kraft.controller.core import ControllerConfig
-from kraft.properties import format_voters, int_property, listener_address, parse_voters
+from kraft.properties import (
+    format_voters,
+    int_property,
+    listener_address,
+    metrics_port_property,
+    parse_voters,
+)
 from kraft.raft import RaftConfig
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
 from storage.config import int_fields_from_properties
@@ -85,6 +91,8 @@ class ControllerNodeConfig:
     """[metadata.log.max.record.bytes.between.snapshots]"""
     socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES
     """[socket.request.max.bytes] the largest request the gRPC server accepts."""
+    metrics_port: int = -1
+    """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
@@ -122,6 +130,7 @@ class ControllerNodeConfig:
             data_dir=Path(data_dir),
             raft=RaftConfig.from_properties(props),
             controller=ControllerConfig(**controller_fields),
+            metrics_port=metrics_port_property(props),
             **node_fields,
         )
 
@@ -140,6 +149,7 @@ class ControllerNodeConfig:
             },
             **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
             **self.raft.to_properties(),
+            **({"metrics.port": str(self.metrics_port)} if self.metrics_port != -1 else {}),
         }
 
 

@@ -81,6 +81,9 @@ from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.configs import REPLICATION_MODE
 from kraft.metadata.records import MetadataRecord
+from kraft.metrics.kafka import CONTROLLER_GAUGES, RAFT_GAUGES, controller_values, raft_values
+from kraft.metrics.node import serve_node_metrics
+from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer, clock_ms
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
@@ -189,6 +192,8 @@ class ControllerServer:
         self._last_batch: tuple[int, asyncio.Future[int]] | None = None
         """The epoch and commit future of the newest batch this node proposed."""
         self._stopped = False
+        self.metrics_port: int | None = None
+        """The Prometheus endpoint's port once started (None: ``metrics.port`` is -1)."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -210,12 +215,30 @@ class ControllerServer:
             self._tick_loop(), name=f"controller-tick-{self.node_id}"
         )
         self.supervisor.watch(self._tick_task)
+        self.metrics_port = serve_node_metrics(
+            self.config.metrics_port,
+            self.config.listen,
+            (*CONTROLLER_GAUGES, *RAFT_GAUGES),
+            self._metric_values,
+            role="controller",
+            node_id=self.node_id,
+        )
         self._log.info(
             "controller_started",
             listen=self.config.listen,
             voters=dict(self.config.voters),
             data_dir=str(self.config.data_dir),
         )
+
+    def _metric_values(self) -> dict[str, GaugeValue]:
+        """The gauges of `kraft.metrics.kafka`, read on the metrics endpoint's thread."""
+        raft = self.raft
+        return {
+            **controller_values(self.core.committed_image, active=self.core.is_active),
+            **raft_values(
+                raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
+            ),
+        }
 
     async def stop(self, *, graceful: bool = True) -> None:
         """Stop serving. ``graceful`` resigns Raft leadership first (KIP-595 EndQuorumEpoch),

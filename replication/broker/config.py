@@ -33,7 +33,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraft.properties import format_voters, int_property, listener_address, parse_voters
+from kraft.properties import (
+    format_voters,
+    int_property,
+    listener_address,
+    metrics_port_property,
+    parse_voters,
+)
 from kraft.raft import RaftConfig
 from replication.core import ReplicationConfig
 from storage.config import int_fields_from_properties
@@ -76,6 +82,8 @@ class BrokerNodeConfig:
     """[log.dirs] partition logs (``<topic>-<partition>/``) and the metadata observer's log."""
     rack: str | None = None
     """[broker.rack]"""
+    metrics_port: int = -1
+    """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
     heartbeat_interval_ms: int = 500
     """[broker.heartbeat.interval.ms]"""
     replica_fetch_wait_max_ms: int = 500
@@ -172,6 +180,7 @@ class BrokerNodeConfig:
             advertised_listener=listener_address(advertised) if advertised else None,
             data_dir=Path(data_dir),
             rack=rack,
+            metrics_port=metrics_port_property(props),
             **int_fields_from_properties(props, _INT_FIELDS),
             group_consumer_assignors=_assignors(props),
             log_defaults=log_defaults,
@@ -196,6 +205,8 @@ class BrokerNodeConfig:
         }
         if self.rack is not None:
             props["broker.rack"] = self.rack
+        if self.metrics_port != -1:
+            props["metrics.port"] = str(self.metrics_port)
         if self.advertised_listener is not None:
             props["advertised.listeners"] = f"PLAINTEXT://{self.advertised_listener}"
         return props

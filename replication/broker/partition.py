@@ -57,6 +57,7 @@ from kraft.types import TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import PARTITION_RAFT_CONFIG, QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
+from replication.broker.replica_metrics import ReplicaMetrics
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -152,6 +153,7 @@ class PartitionReplica(NoDriverEvents):
         if replication_mode is ReplicationMode.QUORUM and quorum is None:
             raise ValueError("a quorum-mode replica needs the broker's QuorumHost")
         self.topic_partition = topic_partition
+        self._metrics = ReplicaMetrics(topic_partition.topic)
         self.topic_id = topic_id
         self.directory = directory
         self.local_id = local_id
@@ -431,7 +433,10 @@ class PartitionReplica(NoDriverEvents):
         self._waiting[request_id] = future
         self.driver.produce(request_id, acks, timeout_ms, records, clock_ms())
         self._raft_wake.set()  # quorum mode: a linger or a produce timeout to wait for
-        return await future
+        completion = await future
+        if completion.error_code is ErrorCode.NONE:
+            self._metrics.produced(records)
+        return completion
 
     async def _await_sequence_turn(self, records: bytes, timeout_ms: int) -> None:
         """Hold an idempotent batch that arrived ahead of its predecessor, briefly.
@@ -516,7 +521,9 @@ class PartitionReplica(NoDriverEvents):
     ) -> None:
         """The controller's answer to an AlterPartition sent in ``generation`` (dropped if
         that leader has been replaced meanwhile)."""
+        before = self.driver.in_sync_replicas()
         self.driver.handle_alter_partition_result(generation, alter_id, result, clock_ms())
+        self._metrics.isr_changed(before, self.driver.in_sync_replicas())
 
     def tick(self) -> None:
         """Let time pass (the broker calls this every 50 ms): the driver's deadlines (and its

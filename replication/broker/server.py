@@ -78,6 +78,9 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
+from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_values
+from kraft.metrics.node import serve_node_metrics
+from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server, bind, peer_channel
@@ -226,6 +229,7 @@ class BrokerServer:
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
         self.bound_port: int | None = None
+        self.metrics_port: int | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -238,6 +242,14 @@ class BrokerServer:
         await self._grpc.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.raft.start()
+        self.metrics_port = serve_node_metrics(
+            self.config.metrics_port,
+            self.config.listen,
+            (*BROKER_GAUGES, *RAFT_GAUGES),
+            self._metric_values,
+            role="broker",
+            node_id=self.node_id,
+        )
         lifecycle = asyncio.create_task(self._lifecycle_loop(), name="broker-lifecycle")
         self.supervisor.watch(lifecycle, may_finish=True)  # ends after a controlled shutdown
         self._tasks.append(lifecycle)
@@ -272,6 +284,20 @@ class BrokerServer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._shutdown_allowed.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
         self._log.info("controlled_shutdown_done", allowed=self._shutdown_allowed.is_set())
+
+    def _metric_values(self) -> dict[str, GaugeValue]:
+        """The gauges of `kraft.metrics.kafka`, read on the metrics endpoint's thread."""
+        image, raft = self.image, self.raft
+        return {
+            **broker_values(
+                image,
+                self.node_id,
+                lambda topic: int(image.topic_config(topic, "min.insync.replicas")),
+            ),
+            **raft_values(
+                raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
+            ),
+        }
 
     async def stop(self) -> None:
         self.stopping = True
