@@ -30,7 +30,8 @@ member alive; ``poll`` applies assignment changes and calls ``on_revoke`` / ``on
 ``on_lost``); a newly assigned partition starts at its committed offset, else by
 ``auto.offset.reset``. ``commit`` writes positions (the next offset to read) to the group,
 ``poll`` does so every ``auto.commit.interval.ms`` with ``enable.auto.commit``, and before a
-revocation and on ``close``: commits after processing make delivery at-least-once.
+revocation and on ``close``: commits after processing make delivery at-least-once. The
+consumer delegates all this to its `ConsumerCoordinator` (`replication.clients.consumer_groups`).
 
 Thread-safe in the sense that calls are serialised by a lock (Kafka's consumer is not
 thread-safe at all); one thread polling is the intended use.
@@ -41,7 +42,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -50,8 +51,8 @@ import structlog
 from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
-from replication.clients.consumer_groups import GroupConsumer, Rebalance
-from replication.clients.group_membership import GroupClient, GroupMembership
+from replication.clients.consumer_groups import ConsumerCoordinator, OwnedPartitions, Rebalance
+from replication.clients.group_membership import GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork, Cancellable
 from replication.clients.sequencing import METADATA_ERRORS
@@ -173,7 +174,7 @@ def decode_partition_records(
     return records, next_offset, None
 
 
-class Consumer(GroupConsumer):
+class Consumer:
     """A consumer of manually assigned partitions, or of a group's (``subscribe``). Options
     are Kafka's consumer configs (see `ConsumerConfig`), by snake_case name or Kafka key.
 
@@ -213,12 +214,17 @@ class Consumer(GroupConsumer):
         )
         self._closed = False
         self._raised_last_poll = False  # a partition error: the next poll fetches others first
-        self._group = (
-            GroupClient(self._network, config.group_id, config) if config.group_id else None
-        )
-        self._membership: GroupMembership | None = None
-        self._callbacks: dict[str, Rebalance | None] = {}
-        self._next_auto_commit = time.monotonic() + config.auto_commit_interval_ms / 1000
+        self._coordinator: ConsumerCoordinator | None = None  # the group's side, if any
+        if config.group_id:
+            owned = OwnedPartitions(
+                lock=self._lock,
+                positions=self._positions_copy,
+                assign=self._assign,
+                seek=self.seek,
+                add_topics=self._metadata.add_topics,
+            )
+            group = GroupClient(self._network, config.group_id, config)
+            self._coordinator = ConsumerCoordinator(group, config, owned, self)
 
     def __enter__(self) -> Self:
         return self
@@ -232,7 +238,7 @@ class Consumer(GroupConsumer):
         """Consume exactly these partitions (replacing the previous assignment); positions of
         partitions that stay assigned are kept. Not while subscribed to a group."""
         with self._lock:
-            if self._membership is not None:
+            if self._coordinator is not None and self._coordinator.subscribed:
                 raise ValueError("assign() while subscribed: unsubscribe() first")
             self._assign(partitions)
 
@@ -243,6 +249,10 @@ class Consumer(GroupConsumer):
             self._resets = {tp: ts for tp, ts in self._resets.items() if tp in self._positions}
             self._buffer = {tp: f for tp, f in self._buffer.items() if tp in self._positions}
             self._metadata.add_topics(tp.topic for tp in wanted)
+
+    def _positions_copy(self) -> dict[TopicPartition, int | None]:
+        with self._lock:
+            return dict(self._positions)
 
     def assignment(self) -> set[TopicPartition]:
         with self._lock:
@@ -310,14 +320,54 @@ class Consumer(GroupConsumer):
             if self._closed:
                 return
             try:
-                if self._membership is not None:
-                    self._stop_membership(revoke=True)
-                elif self._group is not None and self.config.enable_auto_commit:
-                    self._commit_quietly(self._positions_to_commit(None))
+                if self._coordinator is not None:
+                    self._coordinator.close()
             finally:
-                self._close_commits()
                 self._closed = True
                 self._network.close()
+
+    # -- groups: delegated to the ConsumerCoordinator -------------------------------------------
+
+    def subscribe(
+        self,
+        topics: Iterable[str],
+        on_assign: Rebalance | None = None,
+        on_revoke: Rebalance | None = None,
+        on_lost: Rebalance | None = None,
+    ) -> None:
+        """Join ``group_id`` for ``topics``: the group coordinator assigns the partitions.
+        The callbacks run inside ``poll`` as ``cb(consumer, partitions)``."""
+        if self._coordinator is None:
+            raise ValueError("subscribe() needs a group_id")
+        self._coordinator.subscribe(topics, on_assign, on_revoke, on_lost)
+
+    def unsubscribe(self) -> None:
+        """Revoke every partition (committing first with ``enable.auto.commit``), leave."""
+        with self._lock:
+            if self._coordinator is not None:
+                self._coordinator.unsubscribe()
+            self._assign([])
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, int] | None = None, asynchronous: bool = False
+    ) -> None:
+        """Commit ``offsets`` (each the next offset to read; default: the position of every
+        assigned partition) to the group.
+
+        Raises:
+            FencedMemberEpochError: the member lost its partitions (a stalled poll loop, an
+                expired session); nothing was committed.
+            KraftError: the commit failed (asynchronous commits log failures instead).
+        """
+        if self._coordinator is None:
+            raise ValueError("commit() needs a group_id")
+        self._coordinator.commit(offsets, asynchronous)
+
+    def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets of ``partitions`` (None: nothing committed)."""
+        if self._coordinator is None:
+            raise ValueError("committed() needs a group_id")
+        return self._coordinator.committed(partitions)
 
     # -- poll ----------------------------------------------------------------------------------
 
@@ -342,7 +392,8 @@ class Consumer(GroupConsumer):
                 raise RuntimeError("the consumer is closed")
             others_first = self._raised_last_poll
             self._raised_last_poll = False
-            self._group_poll()
+            if self._coordinator is not None:
+                self._coordinator.poll()
             while True:
                 records = self._take_buffered()
                 if records:

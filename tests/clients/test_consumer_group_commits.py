@@ -1,5 +1,6 @@
 """Commits of a group consumer run in the order they were asked, asynchronous ones too: a
-slow early commit never lands after a later one (committed offsets would go back)."""
+slow early commit never lands after a later one (committed offsets would go back). The group
+side is a `ConsumerCoordinator` the consumer owns, tested here on its own."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+import pytest
+
 from kraft.types import TopicPartition
-from replication.clients import Consumer
+from replication.clients import Consumer, ConsumerConfig
+from replication.clients.consumer_groups import ConsumerCoordinator, OwnedPartitions
 
 TP = TopicPartition("t", 0)
 
@@ -39,14 +43,62 @@ class _RecordingGroup:
             self.completed.append(offsets[TP])
 
 
+def _coordinator(
+    group: _RecordingGroup, positions: dict[TopicPartition, int | None]
+) -> tuple[ConsumerCoordinator, Consumer]:
+    """A coordinator over a stand-in group and plain positions (as its consumer would give)."""
+    consumer = Consumer("127.0.0.1:1", enable_auto_commit=False)  # no group_id: only a callee
+    owned = OwnedPartitions(
+        lock=threading.RLock(),
+        positions=lambda: dict(positions),
+        assign=lambda tps: None,
+        seek=positions.__setitem__,
+        add_topics=lambda names: None,
+    )
+    config = ConsumerConfig.create({"group_id": "g", "enable_auto_commit": False})
+    return ConsumerCoordinator(group, config, owned, consumer), consumer  # type: ignore[arg-type]
+
+
 def test_an_asynchronous_commit_never_lands_after_a_later_one() -> None:
-    consumer = Consumer("127.0.0.1:1", group_id="g", enable_auto_commit=False)
     group = _RecordingGroup()
-    consumer._group = group  # type: ignore[assignment]
+    coordinator, consumer = _coordinator(group, {})
     try:
-        consumer.commit({TP: 10}, asynchronous=True)
-        consumer.commit({TP: 20}, asynchronous=True)
-        consumer.commit({TP: 30})  # synchronous: returns once it (and those before) are done
+        coordinator.commit({TP: 10}, asynchronous=True)
+        coordinator.commit({TP: 20}, asynchronous=True)
+        coordinator.commit({TP: 30})  # synchronous: returns once it (and those before) are done
         assert group.completed == [10, 20, 30]
     finally:
+        coordinator.close()
         consumer.close()
+
+
+def test_a_commit_without_offsets_commits_the_positions_its_consumer_gives() -> None:
+    """The coordinator reads positions only through `OwnedPartitions`; unknown ones are skipped."""
+    group = _RecordingGroup()
+    other = TopicPartition("t", 1)
+    coordinator, consumer = _coordinator(group, {TP: 7, other: None})
+    try:
+        coordinator.commit()
+        assert group.completed == [7]
+    finally:
+        coordinator.close()
+        consumer.close()
+
+
+def test_a_consumer_without_a_group_id_refuses_group_calls() -> None:
+    with Consumer("127.0.0.1:1") as consumer:
+        for call in (
+            lambda: consumer.subscribe(["t"]),
+            lambda: consumer.commit({TP: 1}),
+            lambda: consumer.committed([TP]),
+        ):
+            with pytest.raises(ValueError, match="needs a group_id"):
+                call()
+
+
+def test_the_consumer_owns_its_group_side_instead_of_inheriting_it() -> None:
+    """No mixin sharing the consumer's private fields: the coordinator is a field with its own
+    state, reaching the consumer only through `OwnedPartitions`."""
+    assert Consumer.__mro__ == (Consumer, object)
+    assert ConsumerCoordinator.__mro__ == (ConsumerCoordinator, object)
+    assert "__dict__" not in dir(ConsumerCoordinator)
