@@ -150,6 +150,7 @@ class PartitionFollower:
         self._in_flight: FollowerFetchRequest | None = None
         self._next_fetch_id = 1
         self._backoff_until_ms = now_ms
+        self._last_build_ms = now_ms  # when the shell last asked for a fetch
         self._awaiting_metadata = False
         self._staged: _Decision | None = None
         self._handed: tuple[FollowerReady, _Decision | None] | None = None
@@ -193,6 +194,7 @@ class PartitionFollower:
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:
         """The next fetch to send, or None: one is in flight, a decision awaits the shell, the
         follower backs off, or it waits for metadata (no leader, or a fenced epoch)."""
+        self._last_build_ms = max(self._last_build_ms, now_ms)
         if (
             self._leader_id == NO_LEADER
             or self._awaiting_metadata
@@ -266,9 +268,10 @@ class PartitionFollower:
         self._logger.warning("append_failed", append_end_offset=ready.append_end_offset)
         self._backoff(now_ms)
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
-        """When a fetch may be built again after a backoff (None: no backoff pending)."""
-        return self._backoff_until_ms if self._backoff_until_ms > now_ms else None
+    def next_deadline_ms(self) -> int | None:
+        """When a fetch may be built again after a backoff that held back the last
+        `build_fetch_request` (absolute; None: no backoff pending)."""
+        return self._backoff_until_ms if self._backoff_until_ms > self._last_build_ms else None
 
     # --- ready / advance ----------------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from kraft.types import TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
 from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
-from replication.core.high_watermark import ReplicaState, effective_min_isr
+from replication.core.high_watermark import NEVER_MS, ReplicaState, effective_min_isr
 from replication.core.isr_manager import IsrManager
 from replication.core.isr_state import AlterPartitionVerdict, PartitionState
 from replication.core.log_view import PartitionLogView
@@ -166,6 +166,10 @@ class PartitionLeader:
         self._assign_epoch_start: tuple[int, int] | None = None
         self._appending: _Appending | None = None
         self._resigned = False
+        # Time as `next_deadline_ms` sees it: a deadline at or before the last tick was seen
+        # by that tick; an input that may give `tick` new work now asks for one at once.
+        self._last_tick_ms = NEVER_MS
+        self._tick_wanted_at_ms: int | None = None
         # Set by _become_leader:
         self._leader_epoch = -1
         self._epoch_start_offset = 0
@@ -387,6 +391,8 @@ class PartitionLeader:
                 isr=sorted(self._isr.isr),
                 partition_epoch=self._isr.partition_epoch,
             )
+        if verdict is not AlterPartitionVerdict.IGNORED:
+            self._want_tick(now_ms)
         if verdict is AlterPartitionVerdict.ADOPTED:
             self._on_isr_committed(before, now_ms)
 
@@ -414,6 +420,7 @@ class PartitionLeader:
         ):
             return True
         self._alter_send = None  # if not sent yet: moot now
+        self._want_tick(now_ms)
         self._logger.info(
             "isr_committed_by_metadata",
             isr=sorted(self._isr.isr),
@@ -427,6 +434,7 @@ class PartitionLeader:
         self._isr.update_brokers(brokers)
         if self._resigned:
             return
+        self._want_tick(now_ms)
         if self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
 
@@ -442,6 +450,7 @@ class PartitionLeader:
         self._config = config
         if self._resigned:
             return
+        self._want_tick(now_ms)
         self._logger.info(
             "replication_config_updated",
             min_insync_replicas=config.min_insync_replicas,
@@ -479,6 +488,8 @@ class PartitionLeader:
         HW pass a follower outside the ISR that is no longer caught up."""
         if self._resigned:
             return
+        self._last_tick_ms = max(self._last_tick_ms, now_ms)
+        self._tick_wanted_at_ms = None
         self._expire_delayed(now_ms)
         retry_at_ms = self._isr.retry_at_ms
         if retry_at_ms is not None and retry_at_ms <= now_ms:
@@ -488,12 +499,15 @@ class PartitionLeader:
         if self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
-        """When `tick` next has work: a produce deadline, an AlterPartition retry, or a
-        follower's caught-up window ending (None: nothing scheduled)."""
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` next has work (absolute; at or before now: at once): a produce
+        deadline, an AlterPartition retry, a follower's caught-up window ending after the last
+        tick, or an input since then that changed what a tick decides on. None: no timer."""
         if self._resigned:
             return None
         times: list[int] = []
+        if self._tick_wanted_at_ms is not None:
+            times.append(self._tick_wanted_at_ms)
         deadline = self._purgatory.next_deadline_ms()
         if deadline is not None:
             times.append(deadline)
@@ -501,7 +515,7 @@ class PartitionLeader:
             times.append(self._isr.retry_at_ms)
         times += self._isr.caught_up_deadlines(
             leader_log_end_offset=self._log.log_end_offset,
-            now_ms=now_ms,
+            after_ms=self._last_tick_ms,
             replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
         )
         return min(times, default=None)
@@ -558,6 +572,14 @@ class PartitionLeader:
             partition_epoch=self._isr.partition_epoch,
         )
         self._maybe_increment_high_watermark(now_ms)
+        self._want_tick(now_ms)
+
+    def _want_tick(self, now_ms: int) -> None:
+        """An input changed what `tick` decides on (the ISR state, the brokers, the config):
+        `next_deadline_ms` asks for a tick at ``now_ms`` (a shrink the old state blocked may be
+        due now)."""
+        if self._tick_wanted_at_ms is None:
+            self._tick_wanted_at_ms = now_ms
 
     def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
         candidate = self._isr.high_watermark_candidate(
