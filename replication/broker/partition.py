@@ -42,7 +42,7 @@ import structlog
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import TopicPartition
+from kraft.types import Offset, TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.core import (
     AlterPartitionSend,
@@ -551,8 +551,8 @@ def follower_response(
     return FollowerFetchResponse(
         fetch_id=request.fetch_id,
         error_code=error_code,
-        high_watermark=high_watermark,
-        log_start_offset=log_start_offset,
+        high_watermark=Offset(high_watermark),
+        log_start_offset=Offset(log_start_offset),
         diverging_epoch=diverging_epoch,
         records=records,
     )

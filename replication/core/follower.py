@@ -42,7 +42,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from kraft.metadata.image import PartitionRegistration
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.log_view import UNDEFINED_EPOCH, PartitionLogView
 from replication.core.messages import (
@@ -213,12 +213,12 @@ class PartitionFollower:
         request = FollowerFetchRequest(
             fetch_id=self._next_fetch_id,
             topic_partition=self._tp,
-            leader_id=self._leader_id,
-            replica_id=self._local_id,
+            leader_id=NodeId(self._leader_id),
+            replica_id=NodeId(self._local_id),
             broker_epoch=self._local_broker_epoch,
             fetch_offset=log.log_end_offset,
-            last_fetched_epoch=last_fetched_epoch,
-            current_leader_epoch=self._leader_epoch,
+            last_fetched_epoch=Epoch(last_fetched_epoch),
+            current_leader_epoch=Epoch(self._leader_epoch),
             log_start_offset=log.log_start_offset,
         )
         self._next_fetch_id += 1
@@ -373,7 +373,7 @@ class PartitionFollower:
     ) -> None:
         records = response.records
         headers: list[BatchHeader] = []
-        expected = request.fetch_offset
+        expected: int = request.fetch_offset
         end = 0
         try:
             for position, header in iter_batches(records):
@@ -408,7 +408,7 @@ class PartitionFollower:
         log_end = log.log_end_offset
         own_epoch, own_end = log.leader_epoch_cache.end_offset_for(diverging.epoch)
         if own_epoch == UNDEFINED_EPOCH:
-            target = min(diverging.end_offset, log_end)
+            target: int = min(diverging.end_offset, log_end)
         elif own_epoch != diverging.epoch:
             # KIP-279: we have no epoch E; cut back to the end of our largest epoch below it and
             # let the leader tell us again where that one ended.

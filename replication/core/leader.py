@@ -47,7 +47,7 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from kraft.types import TopicPartition
+from kraft.types import Epoch, Offset, TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
 from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
@@ -277,7 +277,7 @@ class PartitionLeader:
             case SequenceAccepted():
                 self._appending = _Appending(produce, header)
                 return LeaderAppend(
-                    request_id=rid, records=produce.records, leader_epoch=self._leader_epoch
+                    request_id=rid, records=produce.records, leader_epoch=Epoch(self._leader_epoch)
                 )
             case _:
                 assert_never(check)
@@ -311,7 +311,7 @@ class PartitionLeader:
         self._purgatory.add(
             DelayedProduce(
                 request_id=produce.request_id,
-                base_offset=base_offset,
+                base_offset=Offset(base_offset),
                 required_offset=last_offset + 1,
                 deadline_ms=now_ms + produce.timeout_ms,
             )
@@ -338,7 +338,7 @@ class PartitionLeader:
             self._log,
             fetch_offset=fetch.fetch_offset,
             last_fetched_epoch=fetch.last_fetched_epoch,
-            high_watermark=self._high_watermark,
+            high_watermark=Offset(self._high_watermark),
         )
         if answer.diverging_epoch is not None:
             self._logger.info(
@@ -619,7 +619,7 @@ class PartitionLeader:
                 request_id=request_id,
                 error_code=error,
                 error_message=message,
-                base_offset=base_offset,
+                base_offset=Offset(base_offset),
                 log_start_offset=self._log.log_start_offset,
             )
         )

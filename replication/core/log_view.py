@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kraft.types import Offset
+
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
-NO_OFFSET = -1
+NO_OFFSET = Offset(-1)
 """An offset not known yet (Kafka's ``UnifiedLog.UnknownOffset``)."""
 
 
@@ -39,10 +41,10 @@ class PartitionLogView(Protocol):
     """The partition log as the cores see it (read-only)."""
 
     @property
-    def log_start_offset(self) -> int: ...
+    def log_start_offset(self) -> Offset: ...
 
     @property
-    def log_end_offset(self) -> int:
+    def log_end_offset(self) -> Offset:
         """The offset after the last batch (LEO): where the next append goes."""
         ...
 
