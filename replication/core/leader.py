@@ -246,38 +246,42 @@ class PartitionLeader:
             produce was answered or is waiting (its `ProduceCompletion` comes in a Ready).
         """
         assert self._appending is None, "the previous LeaderAppend was not acknowledged"
-        rid = produce.request_id
+        request_id = produce.request_id
         if self._resigned:
-            self._answer(rid, ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
+            self._answer(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
             return None
         if produce.acks not in VALID_ACKS:
-            self._answer(rid, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
+            self._answer(request_id, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
             return None
         if produce.acks == ACKS_ALL and self.is_under_min_isr:
             message = f"ISR {sorted(self._isr.isr)} is below min.insync.replicas={self.min_isr}"
-            self._answer(rid, ErrorCode.NOT_ENOUGH_REPLICAS, message)
+            self._answer(request_id, ErrorCode.NOT_ENOUGH_REPLICAS, message)
             return None
         try:
             # Kafka's LogValidator: one valid batch a client may write (a pure function of
             # the bytes; ~0.5 us per record). A rejected batch is never appended.
             header = validate_produced_batch(produce.records, self._log_config, now_ms)
         except KraftError as e:
-            self._logger.debug("produced_batch_rejected", request_id=rid, error=e.message)
-            self._answer(rid, e.code, e.message)
+            self._logger.debug("produced_batch_rejected", request_id=request_id, error=e.message)
+            self._answer(request_id, e.code, e.message)
             return None
         check = self._producer_state.check(header)
         match check:
             case SequenceRejected(error_code=code, message=message):
-                self._answer(rid, code, message)
+                self._answer(request_id, code, message)
                 return None
             case SequenceDuplicate(batch=batch):
-                self._logger.info("duplicate_batch", request_id=rid, base_offset=batch.first_offset)
+                self._logger.info(
+                    "duplicate_batch", request_id=request_id, base_offset=batch.first_offset
+                )
                 self._after_append(produce, batch.first_offset, batch.last_offset, now_ms)
                 return None
             case SequenceAccepted():
                 self._appending = _Appending(produce, header)
                 return LeaderAppend(
-                    request_id=rid, records=produce.records, leader_epoch=Epoch(self._leader_epoch)
+                    request_id=request_id,
+                    records=produce.records,
+                    leader_epoch=Epoch(self._leader_epoch),
                 )
             case _:
                 assert_never(check)
@@ -555,18 +559,21 @@ class PartitionLeader:
     ) -> None:
         self._leader_epoch = registration.leader_epoch
         self._alter_send = None
-        leo = self._log.log_end_offset
+        log_end_offset = self._log.log_end_offset
         # KIP-101: this epoch starts at our LEO; followers ask where it (and older ones) ended.
-        self._epoch_start_offset = leo
+        self._epoch_start_offset = log_end_offset
         if self._log.leader_epoch_cache.latest_epoch != self._leader_epoch:
-            self._assign_epoch_start = (self._leader_epoch, leo)
+            self._assign_epoch_start = (self._leader_epoch, log_end_offset)
         self._isr.become_leader(
-            registration, leader_log_end_offset=leo, now_ms=now_ms, is_new_leader=is_new_leader
+            registration,
+            leader_log_end_offset=log_end_offset,
+            now_ms=now_ms,
+            is_new_leader=is_new_leader,
         )
         self._logger = self._base_logger.bind(role="leader", leader_epoch=self._leader_epoch)
         self._logger.info(
             "became_leader",
-            log_end_offset=leo,
+            log_end_offset=log_end_offset,
             high_watermark=self._high_watermark,
             isr=sorted(self._isr.isr),
             partition_epoch=self._isr.partition_epoch,
