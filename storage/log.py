@@ -71,7 +71,6 @@ from storage.log_read import (
 from storage.retention import SegmentInfo, plan_retention
 from storage.segment import BatchSpan
 from storage.segment_list import SegmentList
-from storage.types import Offset
 
 _PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 
@@ -160,12 +159,12 @@ class SegmentedLog:
         return self._config
 
     @property
-    def log_start_offset(self) -> Offset:
-        return Offset(self._offsets.log_start_offset)
+    def log_start_offset(self) -> int:
+        return self._offsets.log_start_offset
 
     @property
-    def log_end_offset(self) -> Offset:
-        return Offset(self._segments.log_end_offset)
+    def log_end_offset(self) -> int:
+        return self._segments.log_end_offset
 
     @property
     def active_segment_base_offset(self) -> int:

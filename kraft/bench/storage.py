@@ -103,7 +103,7 @@ def _log_read(directory: Path) -> tuple[float, int]:
     try:
 
         def loop() -> int:
-            total, offset, end = 0, int(log.log_start_offset), log.log_end_offset
+            total, offset, end = 0, log.log_start_offset, log.log_end_offset
             read = log.read
             while offset < end:
                 data = read(offset, _READ_BYTES)

@@ -29,7 +29,6 @@ from storage.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
-from storage.types import Offset
 
 
 class SimPartitionLog:
@@ -51,12 +50,12 @@ class SimPartitionLog:
     # --- PartitionLogView ---------------------------------------------------------------------
 
     @property
-    def log_start_offset(self) -> Offset:
-        return Offset(self._log_start)
+    def log_start_offset(self) -> int:
+        return self._log_start
 
     @property
-    def log_end_offset(self) -> Offset:
-        return Offset(self._ends[-1] if self._ends else self._log_start)
+    def log_end_offset(self) -> int:
+        return self._ends[-1] if self._ends else self._log_start
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:

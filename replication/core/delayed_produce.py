@@ -62,7 +62,7 @@ class DelayedProducePurgatory:
         self._waiting[produce.request_id] = produce
 
     def complete_reached(
-        self, high_watermark: int, *, enough_replicas: bool, log_start_offset: Offset
+        self, high_watermark: int, *, enough_replicas: bool, log_start_offset: int
     ) -> list[ProduceCompletion]:
         """Complete the produces whose batch is below ``high_watermark``."""
         done = [p for p in self._waiting.values() if p.required_offset <= high_watermark]
@@ -76,7 +76,7 @@ class DelayedProducePurgatory:
         maximal_isr_size: int,
         isr_size: int,
         min_isr: int,
-        log_start_offset: Offset,
+        log_start_offset: int,
     ) -> list[ProduceCompletion]:
         """Complete what the high watermark reached (`complete_reached`); then, if the
         committed ISR is below ``min_isr``, fail every produce still waiting with
@@ -84,7 +84,7 @@ class DelayedProducePurgatory:
         done = self.complete_reached(
             high_watermark,
             enough_replicas=maximal_isr_size >= min_isr,
-            log_start_offset=log_start_offset,
+            log_start_offset=Offset(log_start_offset),
         )
         if isr_size < min_isr and self._waiting:
             done += self.fail_all(
@@ -95,7 +95,7 @@ class DelayedProducePurgatory:
         return done
 
     def fail_all(
-        self, error: ErrorCode, *, message: str, log_start_offset: Offset
+        self, error: ErrorCode, *, message: str, log_start_offset: int
     ) -> list[ProduceCompletion]:
         """Complete every waiting produce with ``error``."""
         return [
@@ -103,7 +103,7 @@ class DelayedProducePurgatory:
             for p in list(self._waiting.values())
         ]
 
-    def expire(self, now_ms: int, *, log_start_offset: Offset) -> list[ProduceCompletion]:
+    def expire(self, now_ms: int, *, log_start_offset: int) -> list[ProduceCompletion]:
         """Complete the produces whose deadline is at or before ``now_ms`` (REQUEST_TIMED_OUT)."""
         late = [p for p in self._waiting.values() if p.deadline_ms <= now_ms]
         return [
@@ -117,7 +117,7 @@ class DelayedProducePurgatory:
         return min((p.deadline_ms for p in self._waiting.values()), default=None)
 
     def _complete(
-        self, produce: DelayedProduce, error: ErrorCode, log_start_offset: Offset, message: str = ""
+        self, produce: DelayedProduce, error: ErrorCode, log_start_offset: int, message: str = ""
     ) -> ProduceCompletion:
         del self._waiting[produce.request_id]
         return ProduceCompletion(
@@ -126,7 +126,7 @@ class DelayedProducePurgatory:
             error_message=message,
             # Kafka answers a failed produce with base offset -1.
             base_offset=produce.base_offset if error is ErrorCode.NONE else NO_OFFSET,
-            log_start_offset=log_start_offset,
+            log_start_offset=Offset(log_start_offset),
         )
 
 

@@ -70,7 +70,7 @@ def validate_fetch_position(
         epoch's end offset is unknown. Every answer carries ``high_watermark`` and our log
         start and end offsets.
     """
-    start, end = log.log_start_offset, log.log_end_offset
+    start, end = Offset(log.log_start_offset), Offset(log.log_end_offset)
     out_of_range = LeaderFetchAnswer(
         error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
         high_watermark=high_watermark,

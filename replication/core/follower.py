@@ -42,7 +42,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from kraft.metadata.image import PartitionRegistration
-from kraft.types import Epoch, NodeId, TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.log_view import UNDEFINED_EPOCH, PartitionLogView
 from replication.core.messages import (
@@ -216,10 +216,10 @@ class PartitionFollower:
             leader_id=NodeId(self._leader_id),
             replica_id=NodeId(self._local_id),
             broker_epoch=self._local_broker_epoch,
-            fetch_offset=log.log_end_offset,
+            fetch_offset=Offset(log.log_end_offset),
             last_fetched_epoch=Epoch(last_fetched_epoch),
             current_leader_epoch=Epoch(self._leader_epoch),
-            log_start_offset=log.log_start_offset,
+            log_start_offset=Offset(log.log_start_offset),
         )
         self._next_fetch_id += 1
         self._in_flight = request

@@ -627,7 +627,7 @@ class PartitionLeader:
                 error_code=error,
                 error_message=message,
                 base_offset=Offset(base_offset),
-                log_start_offset=self._log.log_start_offset,
+                log_start_offset=Offset(self._log.log_start_offset),
             )
         )
 

@@ -41,10 +41,10 @@ class PartitionLogView(Protocol):
     """The partition log as the cores see it (read-only)."""
 
     @property
-    def log_start_offset(self) -> Offset: ...
+    def log_start_offset(self) -> int: ...
 
     @property
-    def log_end_offset(self) -> Offset:
+    def log_end_offset(self) -> int:
         """The offset after the last batch (LEO): where the next append goes."""
         ...
 
