@@ -267,8 +267,8 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "flush.ms",
         _T.LONG,
         str(LONG_MAX),
-        "fsync when the last flush is older than this, checked on append and every 50 ms for "
-        "idle logs",
+        "fsync when the last flush is older than this, checked on append and, for an idle log, "
+        "by the broker's tick at that deadline",
         synonym="log.flush.interval.ms",
         owner=_LOG,
         min_value=0,

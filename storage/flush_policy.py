@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import final
 
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 
 
 @final
@@ -58,6 +58,12 @@ class FlushPolicy:
             self._unflushed_messages >= self._flush_messages
             or now_ms - self._last_flush_ms >= self._flush_ms
         )
+
+    def due_at_ms(self) -> int | None:
+        """When ``flush.ms`` will have passed since the last flush (None: ``flush.ms`` is off)."""
+        if self._flush_ms >= LONG_MAX:
+            return None
+        return self._last_flush_ms + self._flush_ms
 
     def is_due(self, now_ms: int) -> bool:
         """True if ``flush.ms`` has passed since the last flush (the periodic check)."""

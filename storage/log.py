@@ -362,6 +362,17 @@ class SegmentedLog:
             return True
         return False
 
+    def flush_due_in_ms(self) -> int | None:
+        """Milliseconds until `maybe_flush` would flush (0: now): ``flush.ms`` since the last
+        flush, if anything is unflushed; None if nothing waits for it (or ``flush.ms`` is off).
+        For a shell that sleeps until its next deadline instead of polling."""
+        if self._health.closed:
+            return None
+        due_at_ms = self._flush_policy.due_at_ms()
+        if due_at_ms is None or not self._has_unflushed():
+            return None
+        return max(0, due_at_ms - self._clock_ms())
+
     def _has_unflushed(self) -> bool:
         return self._offsets.recovery_point < self.log_end_offset or self._segments.active.dirty
 

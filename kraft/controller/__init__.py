@@ -24,8 +24,8 @@ Usage (the shell's loop)::
     else:
         reply result.response
 
+    # At core.next_deadline_ms() (absolute; None: no timer), and after every input:
     batch = core.tick(now_ms)          # session-timeout fencing; propose if non-empty
-    core.poll(now_ms)                  # ms until the next tick can matter
 
     # On losing leadership (or if a propose fails): drop uncommitted state.
     core.resign()

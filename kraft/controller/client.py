@@ -74,6 +74,7 @@ from kraft.transport.controller_codec import (
     encode,
 )
 from kraft.transport.retry import retry_retriable
+from kraft.types import NodeId, Offset
 from storage.errors import (
     ErrorCode,
     NetworkError,
@@ -282,7 +283,7 @@ class ControllerClient:
             DuplicateBrokerRegistrationError: another live incarnation holds the id.
         """
         request = RegisterBrokerRequest(
-            broker_id=broker_id,
+            broker_id=NodeId(broker_id),
             incarnation_id=incarnation_id or uuid.uuid4().hex,
             listeners=tuple(listeners),
             rack=rack,
@@ -309,9 +310,9 @@ class ControllerClient:
             StaleBrokerEpochError, BrokerIdNotRegisteredError: the registration is gone.
         """
         request = BrokerHeartbeatRequest(
-            broker_id=broker_id,
+            broker_id=NodeId(broker_id),
             broker_epoch=broker_epoch,
-            current_metadata_offset=current_metadata_offset,
+            current_metadata_offset=Offset(current_metadata_offset),
             want_fence=want_fence,
             want_shutdown=want_shutdown,
             offline_replicas=offline_replicas,

@@ -32,7 +32,7 @@ The shell's contract, per request::
         send result.response now
 
     for each committed entry (offset, epoch, record), in order:  core.replay(record, offset, epoch)
-    every ~100 ms: records = core.tick(now_ms); propose them as one batch (no response)
+    at core.next_deadline_ms(): records = core.tick(now_ms); propose them as one batch
     on losing leadership: core.resign()   # in-flight responses become NOT_CONTROLLER
 
 `become_active` must only be called once the committed image covers every entry before
@@ -172,6 +172,10 @@ class ControllerCore:
         self._active = False
         self._epoch = -1
         self._next_offset = -1
+        # When an input changed the pending image (or made us active) after the last tick:
+        # `tick` may have event-driven work then (an offline partition that can now have a
+        # leader, e.g. after unclean.leader.election.enable was turned on).
+        self._tick_wanted_at_ms: int | None = None
         # Records produced but not yet replayed as committed: (offset, record), in log order.
         self._inflight: deque[tuple[int, MetadataRecord]] = deque()
         self._base_log: FilteringBoundLogger = log if log is not None else structlog.get_logger()
@@ -222,6 +226,7 @@ class ControllerCore:
         self._inflight.clear()
         self._heartbeats.reset(list(self._committed.brokers), now_ms)
         self._balancer.reset(now_ms)
+        self._tick_wanted_at_ms = now_ms  # a predecessor may have left offline partitions
         self._log = self._base_log.bind(component="controller", role="active", epoch=epoch)
         self._log.info("became_active", next_offset=next_offset)
 
@@ -233,6 +238,7 @@ class ControllerCore:
         self._active, self._epoch, self._next_offset = False, -1, -1
         self._pending = self._committed
         self._inflight.clear()
+        self._tick_wanted_at_ms = None
         self._log.info("resigned", dropped_records=dropped)
         self._log = self._base_log.bind(component="controller", role="standby")
 
@@ -287,7 +293,7 @@ class ControllerCore:
                 broker_id=request.broker_id,
                 error=response.error_code.name,
             )
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_broker_heartbeat_request(
         self, request: BrokerHeartbeatRequest, now_ms: int
@@ -298,7 +304,7 @@ class ControllerCore:
         result = handle_broker_heartbeat(
             self._pending, request, heartbeats=self._heartbeats, now_ms=now_ms
         )
-        self._append(result)
+        self._append(result, now_ms)
         for record in result.records:
             if isinstance(record, PartitionChangeRecord) and record.offline_replicas is not None:
                 self._log.warning(
@@ -323,18 +329,16 @@ class ControllerCore:
     def handle_unregister_broker_request(
         self, request: UnregisterBrokerRequest, now_ms: int
     ) -> ControllerResult[UnregisterBrokerResponse]:
-        del now_ms
         if not self._active:
             return _rejected(UnregisterBrokerResponse(error_code=_NOT_CONTROLLER))
         result = handle_unregister_broker(self._pending, request, heartbeats=self._heartbeats)
         if result.records:
             self._log.info("broker_unregistered", broker_id=request.broker_id)
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_create_topics_request(
         self, request: CreateTopicsRequest, now_ms: int
     ) -> ControllerResult[CreateTopicsResponse]:
-        del now_ms
         if not self._active:
             results = tuple(
                 CreatableTopicResult(
@@ -355,12 +359,11 @@ class ControllerCore:
                     partitions=topic.num_partitions,
                     replication_factor=topic.replication_factor,
                 )
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_delete_topics_request(
         self, request: DeleteTopicsRequest, now_ms: int
     ) -> ControllerResult[DeleteTopicsResponse]:
-        del now_ms
         if not self._active:
             results = tuple(
                 DeletableTopicResult(name=n, topic_id="", error_code=_NOT_CONTROLLER)
@@ -373,12 +376,11 @@ class ControllerCore:
         result = handle_delete_topics(self._pending, request)
         if result.records:
             self._log.info("topics_deleted", count=len(result.records))
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_create_partitions_request(
         self, request: CreatePartitionsRequest, now_ms: int
     ) -> ControllerResult[CreatePartitionsResponse]:
-        del now_ms
         if not self._active:
             results = tuple(
                 CreatePartitionsTopicResult(name=t.name, error_code=_NOT_CONTROLLER)
@@ -388,12 +390,11 @@ class ControllerCore:
         result = handle_create_partitions(self._pending, request, rng=self._rng)
         if result.records:
             self._log.info("partitions_created", count=len(result.records))
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_incremental_alter_configs_request(
         self, request: IncrementalAlterConfigsRequest, now_ms: int
     ) -> ControllerResult[IncrementalAlterConfigsResponse]:
-        del now_ms
         if not self._active:
             results = tuple(
                 AlterConfigsResourceResult(
@@ -407,12 +408,11 @@ class ControllerCore:
         result = handle_incremental_alter_configs(self._pending, request)
         if result.records:
             self._log.info("configs_altered", count=len(result.records))
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_alter_partition_request(
         self, request: AlterPartitionRequest, now_ms: int
     ) -> ControllerResult[AlterPartitionResponse]:
-        del now_ms
         if not self._active:
             return _rejected(AlterPartitionResponse(error_code=_NOT_CONTROLLER))
         result = handle_alter_partition(self._pending, request)
@@ -435,12 +435,11 @@ class ControllerCore:
                         error=p.error_code.name,
                         reason=p.error_message,
                     )
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_elect_leaders_request(
         self, request: ElectLeadersRequest, now_ms: int
     ) -> ControllerResult[ElectLeadersResponse]:
-        del now_ms
         if not self._active:
             return _rejected(ElectLeadersResponse(error_code=_NOT_CONTROLLER))
         result = handle_elect_leaders(self._pending, request)
@@ -450,15 +449,14 @@ class ControllerCore:
                 election_type=request.election_type.name,
                 partitions=len(result.records),
             )
-        return self._append(result)
+        return self._append(result, now_ms)
 
     def handle_allocate_producer_ids_request(
         self, request: AllocateProducerIdsRequest, now_ms: int
     ) -> ControllerResult[AllocateProducerIdsResponse]:
-        del now_ms
         if not self._active:
             return _rejected(AllocateProducerIdsResponse(error_code=_NOT_CONTROLLER))
-        return self._append(handle_allocate_producer_ids(self._pending, request))
+        return self._append(handle_allocate_producer_ids(self._pending, request), now_ms)
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -475,6 +473,7 @@ class ControllerCore:
         """
         if not self._active:
             return ()
+        self._tick_wanted_at_ms = None
         records, fenced = fence_expired_brokers(self._pending, self._heartbeats, now_ms)
         working = self._pending.apply_batch(records, self._next_offset)
         records.extend(elect_offline_leaders(working))
@@ -491,13 +490,17 @@ class ControllerCore:
                 broker_ids=fenced,
                 partition_changes=_count_partition_changes(records),
             )
-        return self._append(ControllerResult(records=tuple(records), response=None)).records
+        result = ControllerResult(records=tuple(records), response=None)
+        # NB: no tick wanted for the tick's own records: it elected on the image they make.
+        return self._append(result, None).records
 
-    def poll(self, now_ms: int) -> int:
-        """Milliseconds until `tick` may have something to do (the next session expiry or
-        leader-balance check)."""
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` next has work (absolute, in the ``now_ms`` clock of the inputs; at or
+        before now: at once): the earliest session expiry of an unfenced broker, the next
+        leader-balance check, or the time of an input that changed the pending image since the
+        last tick. None when standby."""
         if not self._active:
-            return self.config.broker_session_timeout_ms
+            return None
         deadlines = [
             d
             for b in self._pending.unfenced_broker_ids()
@@ -505,17 +508,20 @@ class ControllerCore:
         ]
         if (balance_due := self._balancer.next_deadline_ms()) is not None:
             deadlines.append(balance_due)
-        if not deadlines:
-            return self.config.broker_session_timeout_ms
-        return max(0, min(deadlines) - now_ms)
+        if self._tick_wanted_at_ms is not None:
+            deadlines.append(self._tick_wanted_at_ms)
+        return min(deadlines, default=None)
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _append(self, result: ControllerResult[R]) -> ControllerResult[R]:
-        """Fold the result's records into the pending image at the next offsets."""
+    def _append(self, result: ControllerResult[R], now_ms: int | None) -> ControllerResult[R]:
+        """Fold the result's records into the pending image at the next offsets; a change
+        made at ``now_ms`` (None: by `tick`) asks for a tick (see `next_deadline_ms`)."""
         records = result.records
         if records:
             assert self._active
+            if now_ms is not None and self._tick_wanted_at_ms is None:
+                self._tick_wanted_at_ms = now_ms
             self._pending = self._pending.apply_batch(records, self._next_offset, self._epoch)
             self._inflight.extend(enumerate(records, start=self._next_offset))
             self._next_offset += len(records)

@@ -17,15 +17,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kraft.metadata.records import ConfigResourceType, Endpoint, LeaderRecoveryState
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from storage.errors import ErrorCode
 
 # -- broker lifecycle (KIP-631) ----------------------------------------------------------------
 
 
+NO_NODE = NodeId(-1)
+"""No broker (Kafka's ``-1`` leader id)."""
+NO_EPOCH = Epoch(-1)
+"""No leader epoch known."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterBrokerRequest:
-    broker_id: int
+    broker_id: NodeId
     incarnation_id: str
     listeners: tuple[Endpoint, ...] = ()
     rack: str | None = None
@@ -46,9 +52,9 @@ class TopicIdPartition:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerHeartbeatRequest:
-    broker_id: int
+    broker_id: NodeId
     broker_epoch: int
-    current_metadata_offset: int
+    current_metadata_offset: Offset
     want_fence: bool = False
     want_shutdown: bool = False
     offline_replicas: tuple[TopicIdPartition, ...] = ()
@@ -67,7 +73,7 @@ class BrokerHeartbeatResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnregisterBrokerRequest:
-    broker_id: int
+    broker_id: NodeId
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,14 +222,14 @@ class BrokerEpochState:
     """A proposed ISR member with the broker epoch the leader knows for it (KIP-841; -1 if the
     leader does not know it, which skips the epoch check)."""
 
-    broker_id: int
+    broker_id: NodeId
     broker_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterPartitionData:
     partition: int
-    leader_epoch: int
+    leader_epoch: Epoch
     new_isr_with_epochs: tuple[BrokerEpochState, ...]
     partition_epoch: int
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
@@ -246,7 +252,7 @@ class AlterPartitionTopic:
 class AlterPartitionRequest:
     """Sent by a partition leader to change its ISR (or its KIP-704 recovery state)."""
 
-    broker_id: int
+    broker_id: NodeId
     broker_epoch: int
     topics: tuple[AlterPartitionTopic, ...]
 
@@ -258,8 +264,8 @@ class AlterPartitionPartitionResult:
     partition: int
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
-    leader_id: int = -1
-    leader_epoch: int = -1
+    leader_id: NodeId = NO_NODE
+    leader_epoch: Epoch = NO_EPOCH
     isr: tuple[int, ...] = ()
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     partition_epoch: int = -1
@@ -322,7 +328,7 @@ class ElectLeadersResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AllocateProducerIdsRequest:
-    broker_id: int
+    broker_id: NodeId
     broker_epoch: int
 
 

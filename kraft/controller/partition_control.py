@@ -41,7 +41,7 @@ from kraft.metadata.records import (
     MetadataRecord,
     PartitionChangeRecord,
 )
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, TopicPartition
 from storage.errors import ErrorCode
 
 
@@ -201,8 +201,8 @@ def _alter_one(
     after = partition if record is None else merge_partition_change(partition, record)
     result = AlterPartitionPartitionResult(
         partition=data.partition,
-        leader_id=after.leader,
-        leader_epoch=after.leader_epoch,
+        leader_id=NodeId(after.leader),
+        leader_epoch=Epoch(after.leader_epoch),
         isr=after.isr,
         leader_recovery_state=after.leader_recovery_state,
         partition_epoch=after.partition_epoch,

@@ -37,6 +37,7 @@ from kraft.controller.messages import AlterPartitionData, AlterPartitionPartitio
 from kraft.metadata.configs import QUORUM_MODE, REPLICATION_MODE
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.metadata.records import NO_LEADER, PartitionChangeRecord
+from kraft.types import NodeId
 from storage.errors import ErrorCode
 
 
@@ -98,7 +99,7 @@ def handle_quorum_leader_report(
     return (
         AlterPartitionPartitionResult(
             partition=data.partition,
-            leader_id=sender_id,
+            leader_id=NodeId(sender_id),
             leader_epoch=data.leader_epoch,
             isr=partition.isr,
             leader_recovery_state=partition.leader_recovery_state,

@@ -28,8 +28,13 @@ the core resigns (drops its pending state) and the caller gets NOT_CONTROLLER an
 foreign epoch resigns an active core first; in-flight proposals then fail in `RaftServer` with
 NOT_CONTROLLER.
 
-*Time.* A task calls ``core.tick(now_ms)`` about every 50 ms (session-timeout fencing,
-``broker.session.timeout.ms``) and proposes what it returns.
+*Time.* No fixed tick: a task sleeps until ``core.next_deadline_ms()`` (the next session
+expiry, ``broker.session.timeout.ms``; or at once after an input changed the pending image,
+which may leave an offline partition electable) or until an input wakes it (`wake_tick`: every
+decided request, becoming active, a resignation, a snapshot), then calls ``core.tick(now_ms)``
+and proposes what it returns. A standby's core has no deadline. Sleeps are bounded below
+(`MIN_TICK_INTERVAL_MS`: never a spin) and above (`MAX_TICK_SLEEP_MS`: a missed wake costs a
+delay, never a hang).
 
 *Shutdown.* SIGTERM -> `stop` (graceful: the leader resigns with EndQuorumEpoch so a successor
 is elected at once) -> exit 0. A replay that breaks an invariant, or a dead Raft or tick loop,
@@ -103,8 +108,12 @@ from storage.errors import ErrorCode, KraftError, LogClosedError, NotControllerE
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
-TICK_INTERVAL_MS = 50
-"""How often the active controller runs ``core.tick`` (session expiry is checked then)."""
+MIN_TICK_INTERVAL_MS = 5
+"""The least time between two ``core.tick`` calls, whatever the deadline says (no spin)."""
+
+MAX_TICK_SLEEP_MS = 5_000
+"""The longest the tick task sleeps without a wake or a deadline: the bound on the delay a
+missed wake could cause."""
 
 OFF_LOOP_DECODE_BYTES = 256 * 1024
 """A request at least this large is decoded (and checked against `kraft.controller.limits`)
@@ -189,6 +198,7 @@ class ControllerServer:
             supervisor=self.supervisor,
         )
         self._tick_task: asyncio.Task[None] | None = None
+        self._tick_wake = asyncio.Event()
         self._last_batch: tuple[int, asyncio.Future[int]] | None = None
         """The epoch and commit future of the newest batch this node proposed."""
         self._stopped = False
@@ -281,6 +291,7 @@ class ControllerServer:
                     now_ms=clock_ms(),
                 )
                 self._log.info("controller_activated", epoch=epoch)
+                self.wake_tick()
             return
         if not records:
             return
@@ -291,6 +302,7 @@ class ControllerServer:
         """Load a snapshot (at start-up, or fetched from the leader when we fell behind)."""
         self._resign("snapshot_loaded")
         self.core.load_snapshot(image)
+        self.wake_tick()
         self._log.info(
             "snapshot_loaded", last_offset=image.last_offset, topics=len(image.topics_by_id)
         )
@@ -303,6 +315,7 @@ class ControllerServer:
         if self.core.is_active:
             self._log.info("controller_resigned", reason=reason, epoch=self.core.epoch)
             self.core.resign()
+            self.wake_tick()
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -328,6 +341,7 @@ class ControllerServer:
         core = self.core
         expected_base, epoch = core.next_offset, core.epoch
         result = handler(core)(request, clock_ms())
+        self.wake_tick()  # the decision may have changed the core's deadline
         if not result.records:
             return await self._after_pending_commits(request, handler, result.response)
         payload = [encode_record(r) for r in result.records]
@@ -461,15 +475,27 @@ class ControllerServer:
 
     # -- time ----------------------------------------------------------------------------------
 
+    def wake_tick(self) -> None:
+        """An input changed the core: the tick task recomputes its deadline at once."""
+        self._tick_wake.set()
+
     async def _tick_loop(self) -> None:
+        """Tick the core when its deadline comes, or when an input wakes us (no fixed tick)."""
+        wake = self._tick_wake
         while True:
-            await asyncio.sleep(TICK_INTERVAL_MS / 1000)
-            if not self.core.is_active:
+            wake.clear()  # NB: before reading the deadline: a wake after this is not lost
+            deadline = self.core.next_deadline_ms()
+            now = clock_ms()
+            if deadline is not None and deadline <= now:
+                try:
+                    await self.submit(None, lambda core: _tick_handler(core))
+                except Exception:  # pragma: no cover - keep ticking, but say so
+                    self._log.exception("controller_tick_failed")
+                await asyncio.sleep(MIN_TICK_INTERVAL_MS / 1000)
                 continue
-            try:
-                await self.submit(None, lambda core: _tick_handler(core))
-            except Exception:  # pragma: no cover - keep ticking, but say so
-                self._log.exception("controller_tick_failed")
+            sleep_ms = MAX_TICK_SLEEP_MS if deadline is None else deadline - now
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), min(sleep_ms, MAX_TICK_SLEEP_MS) / 1000)
 
 
 def _tick_handler(core: ControllerCore) -> Callable[[None, int], ControllerResult[None]]:
@@ -664,4 +690,10 @@ def run_controller(config: ControllerNodeConfig) -> int:
     return asyncio.run(serve(config))
 
 
-__all__ = ["TICK_INTERVAL_MS", "ControllerServer", "run_controller", "serve"]
+__all__ = [
+    "MAX_TICK_SLEEP_MS",
+    "MIN_TICK_INTERVAL_MS",
+    "ControllerServer",
+    "run_controller",
+    "serve",
+]

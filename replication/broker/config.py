@@ -41,6 +41,7 @@ from kraft.properties import (
     parse_voters,
 )
 from kraft.raft import RaftConfig
+from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from storage.config import int_fields_from_properties
 from storage.config_registry import (
@@ -69,7 +70,7 @@ NON_ROUTABLE_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 class BrokerNodeConfig:
     """Everything one broker process needs (Kafka key in brackets)."""
 
-    node_id: int
+    node_id: NodeId
     """[node.id] must differ from every controller id (one Raft id space)."""
     voters: Mapping[int, str]
     """[controller.quorum.voters]"""
@@ -174,7 +175,7 @@ class BrokerNodeConfig:
             if (problem := DYNAMIC_BROKER_KEYS[key].validate(props[key])) is not None:
                 raise InvalidConfigError(problem)
         return cls(
-            node_id=node_id,
+            node_id=NodeId(node_id),
             voters=voters,
             listen=listener_address(listeners),
             advertised_listener=listener_address(advertised) if advertised else None,

@@ -72,6 +72,10 @@ class OfflineReplicas:
         """The replicas whose next attempt to reopen is due."""
         return [(tp, e) for tp, e in self._entries.items() if e.next_probe_s <= now_s]
 
+    def next_probe_s(self) -> float | None:
+        """When the next attempt to reopen one is due (None: no replica is offline)."""
+        return min((e.next_probe_s for e in self._entries.values()), default=None)
+
     def probe_failed(self, tp: TopicPartition, error: str, now_s: float) -> int:
         """An attempt to reopen ``tp`` failed: wait twice as long. Returns the wait (ms)."""
         entry = self._entries[tp]

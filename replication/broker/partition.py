@@ -53,7 +53,7 @@ from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import TopicPartition
+from kraft.types import Offset, TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import PARTITION_RAFT_CONFIG, QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
@@ -92,6 +92,7 @@ from storage.records import BatchHeader, read_header
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
 SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
 OnOffline = Callable[["PartitionReplica", KafkaStorageError], None]
+OnInput = Callable[["PartitionReplica"], None]
 
 HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
 SEQUENCE_REORDER_WAIT_MS = 500
@@ -125,6 +126,9 @@ class PartitionReplica(NoDriverEvents):
         send_alter_partition: hands an AlterPartition to the broker shell, which later calls
             `handle_alter_partition_result` with the replica's `generation` at the time.
         on_offline: called once, synchronously, when a disk error took the replica offline.
+        on_input: called after every input (a request, a response, a metadata change, an
+            append): `next_deadline_ms` may have moved (the broker's tick task sleeps until
+            the earliest one).
         replication_mode: the topic's (picks the driver: `open_partition_driver`).
         quorum: quorum mode: the broker's Raft group host (required then).
         write_caching: quorum mode: the topic's ``quorum.write.caching``.
@@ -146,6 +150,7 @@ class PartitionReplica(NoDriverEvents):
         fetch_from_leader: FetchFromLeader,
         send_alter_partition: SendAlterPartition,
         on_offline: OnOffline | None = None,
+        on_input: OnInput | None = None,
         replication_mode: ReplicationMode = ReplicationMode.ISR,
         quorum: QuorumHost | None = None,
         write_caching: bool = False,
@@ -161,6 +166,7 @@ class PartitionReplica(NoDriverEvents):
         self._fetch_from_leader = fetch_from_leader
         self._send_alter_partition = send_alter_partition
         self._on_offline = on_offline
+        self._on_input = on_input
         self._changed = asyncio.Event()
         self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
         self._next_request_id = 1
@@ -292,7 +298,7 @@ class PartitionReplica(NoDriverEvents):
         while driver.offline is None:
             self._raft_wake.clear()
             now = clock_ms()
-            deadline = driver.next_deadline_ms(now)
+            deadline = driver.next_deadline_ms()
             # NB: at least 1 ms, so a deadline that stays due cannot spin the loop.
             wait_ms = 1000 if deadline is None else max(1, deadline - now)
             with contextlib.suppress(TimeoutError):
@@ -307,6 +313,28 @@ class PartitionReplica(NoDriverEvents):
         if self._raft_timer is not None:
             self._raft_timer.cancel()
             self._raft_timer = None
+
+    def _input(self) -> None:
+        """An input reached the driver: tell the broker's tick task (see ``on_input``)."""
+        if self._on_input is not None:
+            self._on_input(self)
+
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` next has work (absolute, `clock_ms`; None: no timer): the driver's
+        deadline, or a ``flush.ms`` flush of unflushed data."""
+        if self.offline is not None:
+            return None
+        driver = self.driver
+        # NB: a quorum-mode driver's deadlines are its Raft timer's (`_raft_timer_loop`).
+        deadline = None if isinstance(driver, QuorumPartitionDriver) else driver.next_deadline_ms()
+        if self.log.closed:
+            return deadline
+        flush_in_ms = self.log.flush_due_in_ms()
+        if flush_in_ms is not None:
+            flush_at_ms = clock_ms() + flush_in_ms
+            if deadline is None or flush_at_ms < deadline:
+                return flush_at_ms
+        return deadline
 
     # --- the driver's events ------------------------------------------------------------------
 
@@ -326,6 +354,7 @@ class PartitionReplica(NoDriverEvents):
 
     def log_appended(self, leader_epoch: int, base_offset: int, *, as_leader: bool) -> None:
         self.notify()
+        self._input()
 
     def went_offline(self, error: KafkaStorageError) -> None:
         self._stop_fetcher()
@@ -378,6 +407,7 @@ class PartitionReplica(NoDriverEvents):
             # A new leader: stop waiting on the old one (paused, it never answers); Kafka
             # moves the partition to the new leader's fetcher at once.
             self._stop_fetcher()
+        self._input()
         if self.driver.is_follower:
             self._ensure_fetcher()
         if self._quorum is not None and self.offline is None:
@@ -390,9 +420,11 @@ class PartitionReplica(NoDriverEvents):
             return
         self.log.update_config(config)  # logs log_config_updated with the new values
         self.driver.update_log_config(config)
+        self._input()
 
     def update_brokers(self, brokers: Mapping[int, BrokerStatus]) -> None:
         self.driver.update_brokers(brokers, clock_ms())
+        self._input()
 
     def checkpoint_high_watermark(self) -> None:
         """Persist the high watermark if it moved (``replica.high.watermark.checkpoint.
@@ -433,6 +465,7 @@ class PartitionReplica(NoDriverEvents):
         self._waiting[request_id] = future
         self.driver.produce(request_id, acks, timeout_ms, records, clock_ms())
         self._raft_wake.set()  # quorum mode: a linger or a produce timeout to wait for
+        self._input()
         completion = await future
         if completion.error_code is ErrorCode.NONE:
             self._metrics.produced(records)
@@ -483,6 +516,7 @@ class PartitionReplica(NoDriverEvents):
         self, fetch: FollowerFetch, max_bytes: int
     ) -> tuple[LeaderFetchAnswer, bytes]:
         answer = self.driver.handle_follower_fetch(fetch, clock_ms())
+        self._input()
         records = b""
         if answer.read_offset is not None:
             try:
@@ -524,11 +558,12 @@ class PartitionReplica(NoDriverEvents):
         before = self.driver.in_sync_replicas()
         self.driver.handle_alter_partition_result(generation, alter_id, result, clock_ms())
         self._metrics.isr_changed(before, self.driver.in_sync_replicas())
+        self._input()
 
     def tick(self) -> None:
-        """Let time pass (the broker calls this every 50 ms): the driver's deadlines (and its
-        producer snapshot after a roll), and a ``flush.ms`` flush of an idle log. A disk error
-        takes the replica offline."""
+        """Let time pass (the broker calls this at `next_deadline_ms`): the driver's deadlines
+        (and its producer snapshot after a roll), and a ``flush.ms`` flush of an idle log. A
+        disk error takes the replica offline."""
         if self.offline is not None:
             return
         self.driver.tick(clock_ms())
@@ -577,6 +612,7 @@ class PartitionReplica(NoDriverEvents):
             deleted = self.log.apply_retention(now_ms, high_watermark=high_watermark)
         if deleted:
             self.driver.log_start_offset_moved()
+            self._input()
             self._logger.info(
                 "retention_deleted_segments",
                 segments_deleted=deleted,
@@ -600,7 +636,7 @@ class PartitionReplica(NoDriverEvents):
             now = clock_ms()
             request = driver.build_fetch_request(now)
             if request is None:
-                deadline = driver.next_deadline_ms(now)
+                deadline = driver.next_deadline_ms()
                 delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
                 changed = self._changed
                 with contextlib.suppress(TimeoutError):
@@ -609,6 +645,7 @@ class PartitionReplica(NoDriverEvents):
             response = await self._fetch_from_leader(request)
             # NB: a newer follower role has no fetch in flight: the driver drops this answer.
             driver.handle_fetch_response(generation, response, clock_ms())
+            self._input()
 
 
 def follower_response(
@@ -623,8 +660,8 @@ def follower_response(
     return FollowerFetchResponse(
         fetch_id=request.fetch_id,
         error_code=error_code,
-        high_watermark=high_watermark,
-        log_start_offset=log_start_offset,
+        high_watermark=Offset(high_watermark),
+        log_start_offset=Offset(log_start_offset),
         diverging_epoch=diverging_epoch,
         records=records,
     )

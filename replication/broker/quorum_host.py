@@ -49,7 +49,7 @@ from kraft.raft import RaftConfig
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
 from kraft.raft_shell.transport import Inbox
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, TopicPartition
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
 from storage.errors import ErrorCode, KraftError
 
@@ -203,7 +203,7 @@ class QuorumHost:
             return ErrorCode.STALE_BROKER_EPOCH, "not registered yet"
         partition = replica.topic_partition.partition
         request = AlterPartitionRequest(
-            broker_id=self.node_id,
+            broker_id=NodeId(self.node_id),
             broker_epoch=epoch,
             topics=(
                 AlterPartitionTopic(
@@ -211,7 +211,7 @@ class QuorumHost:
                     partitions=(
                         AlterPartitionData(
                             partition=partition,
-                            leader_epoch=leader_epoch,
+                            leader_epoch=Epoch(leader_epoch),
                             new_isr_with_epochs=(),
                             partition_epoch=-1,
                             elected_by_vote=True,

@@ -27,7 +27,15 @@ then stop and exit 0.
 *Dynamic configs.* Each reconcile resolves every replicated topic's settings
 (`replication.broker.topic_settings`: topic config > cluster dynamic default > this broker's
 properties > defaults) and applies a change live: ``min.insync.replicas`` to the leader core,
-the `LogConfig` to the open log. The 50 ms tick also flushes logs whose ``flush.ms`` elapsed.
+the `LogConfig` to the open log.
+
+*Time.* No fixed tick: a task sleeps until the earliest `PartitionReplica.next_deadline_ms`
+(a produce timeout, an AlterPartition retry, a follower's caught-up window, a producer snapshot
+after a roll, a ``flush.ms`` flush) or the next high-watermark checkpoint, or until an input
+wakes it (each replica's ``on_input``: a request, a response, a metadata change, an append);
+then it ticks the replicas that are due. Sleeps are bounded below (`MIN_TICK_INTERVAL_MS`: no
+spin) and above (`MAX_TICK_SLEEP_MS`: a missed wake costs a delay, never a hang). The offline
+replicas' probe task sleeps until the next probe is due in the same way.
 
 *Replicas.* For every partition whose ``replicas`` include this broker: open its
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
@@ -82,6 +90,7 @@ from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
+from kraft.raft_shell.clock import clock_ms
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
@@ -121,12 +130,14 @@ from storage.log import wall_clock_ms
 
 T = TypeVar("T")
 
-TICK_INTERVAL_S = 0.05
-"""How often leader cores see time pass (produce timeouts, ISR shrink, AlterPartition retry)."""
+MIN_TICK_INTERVAL_MS = 5
+"""The least time between two passes of the tick task, however often inputs wake it."""
+MAX_TICK_SLEEP_MS = 5_000
+"""The longest the tick and probe tasks sleep without a wake or a deadline: the bound on the
+delay a missed wake could cause."""
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 METADATA_DIR = "__cluster_metadata"
 TOPIC_ID_FILE = "topic_id"
-_OFFLINE_PROBE_TICK_S = 0.1
 
 MAX_REPLICA_OPENS_PER_RECONCILE = 32
 """Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
@@ -228,6 +239,10 @@ class BrokerServer:
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
+        self._tick_wake = asyncio.Event()
+        self._touched: set[PartitionReplica] = set()
+        """Replicas that had an input since the tick task last read their deadline."""
+        self._probe_wake = asyncio.Event()
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
 
@@ -425,6 +440,7 @@ class BrokerServer:
 
     def _reconcile(self) -> None:
         self._reconcile_scheduled = False
+        self._tick_wake.set()  # replicas may come, go or change role: deadlines move
         epoch = self.broker_epoch
         if epoch is None or self._closed:
             return
@@ -504,6 +520,7 @@ class BrokerServer:
         self.offline.add(tp, topic_id, error, time.monotonic())
         self._log.error("replica_offline", topic_partition=str(tp), error=error)
         self._heartbeat_now.set()
+        self._probe_wake.set()
 
     def _replica_went_offline(self, replica: PartitionReplica, error: KafkaStorageError) -> None:
         """`PartitionReplica`'s ``on_offline``: a disk error took ``replica`` offline."""
@@ -514,11 +531,20 @@ class BrokerServer:
         self._mark_offline(tp, replica.topic_id, error.message)
 
     async def _offline_probe_loop(self) -> None:
+        """Probe each offline replica when its backoff ends (woken when one goes offline)."""
+        wake = self._probe_wake
         while True:
-            await asyncio.sleep(_OFFLINE_PROBE_TICK_S)
+            wake.clear()
             for tp, entry in self.offline.due(time.monotonic()):
                 if self.offline.get(tp) is entry:
                     self._probe_offline_replica(tp, entry.topic_id)
+            next_probe_s = self.offline.next_probe_s()
+            sleep_s = MAX_TICK_SLEEP_MS / 1000
+            if next_probe_s is not None:
+                sleep_s = min(sleep_s, max(next_probe_s - time.monotonic(), 0.0))
+            sleep_s = max(sleep_s, MIN_TICK_INTERVAL_MS / 1000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), sleep_s)
 
     def _probe_offline_replica(self, tp: TopicPartition, topic_id: str) -> None:
         """Try to reopen an offline replica: the directory must take a write, then its log
@@ -568,20 +594,42 @@ class BrokerServer:
             fetch_from_leader=self._fetch_from_leader,
             send_alter_partition=self._send_alter_partition,
             on_offline=self._replica_went_offline,
+            on_input=self._replica_input,
             replication_mode=settings.mode,  # picks the partition driver
             quorum=self.quorum,
             write_caching=settings.write_caching,
         )
 
+    def _replica_input(self, replica: PartitionReplica) -> None:
+        """A replica's ``on_input``: its deadline may have moved; wake the tick task."""
+        self._touched.add(replica)
+        self._tick_wake.set()
+
     async def _tick_loop(self) -> None:
+        """Tick each replica when its deadline comes; checkpoint high watermarks every
+        ``replica.high.watermark.checkpoint.interval.ms`` (no fixed tick)."""
         interval_ms = self.config.high_watermark_checkpoint_interval_ms
-        next_checkpoint = time.monotonic() + interval_ms / 1000
+        next_checkpoint_ms = clock_ms() + interval_ms
+        deadlines: dict[PartitionReplica, int | None] = {}
+        wake = self._tick_wake
         while True:
-            await asyncio.sleep(TICK_INTERVAL_S)
-            checkpoint = time.monotonic() >= next_checkpoint
+            wake.clear()  # NB: before reading deadlines: a wake after this is not lost
+            now = clock_ms()
+            checkpoint = now >= next_checkpoint_ms
             if checkpoint:
-                next_checkpoint = time.monotonic() + interval_ms / 1000
-            for replica in list(self.replicas.values()):
+                next_checkpoint_ms = now + interval_ms
+            touched, self._touched = self._touched, set()
+            hosted = list(self.replicas.values())
+            if len(deadlines) != len(hosted) or any(r not in deadlines for r in hosted):
+                known = deadlines  # replicas came or went: forget the gone, read the new
+                deadlines = {r: known.get(r) for r in hosted}
+                touched.update(r for r in hosted if r not in known)
+            for replica in hosted:
+                if replica in touched:
+                    deadlines[replica] = replica.next_deadline_ms()
+                deadline = deadlines[replica]
+                if not checkpoint and (deadline is None or deadline > now):
+                    continue
                 try:
                     replica.tick()
                     if checkpoint:
@@ -590,6 +638,20 @@ class BrokerServer:
                     self._log.error(
                         "tick_failed", topic_partition=str(replica.topic_partition), error=repr(e)
                     )
+                deadlines[replica] = replica.next_deadline_ms()
+            passed_ms = clock_ms()
+            wake_at_ms = min(
+                (d for d in deadlines.values() if d is not None), default=next_checkpoint_ms
+            )
+            wake_at_ms = min(wake_at_ms, next_checkpoint_ms)
+            sleep_ms = min(wake_at_ms - passed_ms, MAX_TICK_SLEEP_MS)
+            if sleep_ms > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), sleep_ms / 1000)
+            # NB: at most one pass per MIN_TICK_INTERVAL_MS, however often inputs wake us.
+            rest_ms = MIN_TICK_INTERVAL_MS - (clock_ms() - passed_ms)
+            if rest_ms > 0:
+                await asyncio.sleep(rest_ms / 1000)
 
     # --- talking to leaders and the controller ------------------------------------------------
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from kraft._generated import broker_pb2_grpc
-from kraft.types import INTERNAL_TOPICS, TopicPartition
+from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.group_servicer import GroupServicer
 from replication.codec import decode, encode
 from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
@@ -188,12 +188,12 @@ class BrokerService:
             )
         answer, records = replica.handle_follower_fetch(
             FollowerFetch(
-                replica_id=request.replica_id,
+                replica_id=NodeId(request.replica_id),
                 broker_epoch=request.replica_epoch,
-                fetch_offset=p.fetch_offset,
-                last_fetched_epoch=p.last_fetched_epoch,
-                current_leader_epoch=p.current_leader_epoch,
-                log_start_offset=p.log_start_offset,
+                fetch_offset=Offset(p.fetch_offset),
+                last_fetched_epoch=Epoch(p.last_fetched_epoch),
+                current_leader_epoch=Epoch(p.current_leader_epoch),
+                log_start_offset=Offset(p.log_start_offset),
             ),
             max_bytes,
         )
@@ -401,7 +401,9 @@ def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdRespon
 
 def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
     d = data.diverging_epoch
-    return None if d is None else DivergingEpoch(epoch=d.epoch, end_offset=d.end_offset)
+    return (
+        None if d is None else DivergingEpoch(epoch=Epoch(d.epoch), end_offset=Offset(d.end_offset))
+    )
 
 
 class BrokerServicer(GroupServicer, broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]

@@ -31,7 +31,8 @@ The leader's loop (all on the shell's one event loop, per partition)::
     # follower fetch
     answer = leader.handle_follower_fetch(FollowerFetch(...), now)
     records = log.read(answer.read_offset, max_bytes) if answer.read_offset is not None else b""
-    # also: handle_alter_partition_response, handle_partition_change, update_brokers, tick
+    # also: handle_alter_partition_response, handle_partition_change, update_brokers, and
+    # tick(now) when leader.next_deadline_ms() comes (absolute; ask again after every input)
 
     while leader.has_ready():          # after every input
         rd = leader.ready()

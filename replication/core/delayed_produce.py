@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import final
 
+from kraft.types import Offset
+from replication.core.log_view import NO_OFFSET
 from replication.core.messages import ProduceCompletion
 from storage.errors import ErrorCode
 
@@ -34,7 +36,7 @@ from storage.errors import ErrorCode
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DelayedProduce:
     request_id: int
-    base_offset: int
+    base_offset: Offset
     required_offset: int
     """Complete once the high watermark reaches this (the batch's last offset + 1)."""
     deadline_ms: int
@@ -82,7 +84,7 @@ class DelayedProducePurgatory:
         done = self.complete_reached(
             high_watermark,
             enough_replicas=maximal_isr_size >= min_isr,
-            log_start_offset=log_start_offset,
+            log_start_offset=Offset(log_start_offset),
         )
         if isr_size < min_isr and self._waiting:
             done += self.fail_all(
@@ -123,8 +125,8 @@ class DelayedProducePurgatory:
             error_code=error,
             error_message=message,
             # Kafka answers a failed produce with base offset -1.
-            base_offset=produce.base_offset if error is ErrorCode.NONE else -1,
-            log_start_offset=log_start_offset,
+            base_offset=produce.base_offset if error is ErrorCode.NONE else NO_OFFSET,
+            log_start_offset=Offset(log_start_offset),
         )
 
 

@@ -15,6 +15,7 @@ fetch offset, the logs agree up to it; if the epoch ended earlier, or the leader
 
 from __future__ import annotations
 
+from kraft.types import Epoch, Offset
 from replication.core.log_view import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, PartitionLogView
 from replication.core.messages import DivergingEpoch, LeaderFetchAnswer
 from storage.errors import ErrorCode
@@ -56,9 +57,9 @@ def fence_follower_broker_epoch(
 def validate_fetch_position(
     log: PartitionLogView,
     *,
-    fetch_offset: int,
-    last_fetched_epoch: int,
-    high_watermark: int,
+    fetch_offset: Offset,
+    last_fetched_epoch: Epoch,
+    high_watermark: Offset,
 ) -> LeaderFetchAnswer:
     """How to answer a fetch at ``(fetch_offset, last_fetched_epoch)``.
 
@@ -69,7 +70,7 @@ def validate_fetch_position(
         epoch's end offset is unknown. Every answer carries ``high_watermark`` and our log
         start and end offsets.
     """
-    start, end = log.log_start_offset, log.log_end_offset
+    start, end = Offset(log.log_start_offset), Offset(log.log_end_offset)
     out_of_range = LeaderFetchAnswer(
         error_code=ErrorCode.OFFSET_OUT_OF_RANGE,
         high_watermark=high_watermark,
@@ -88,7 +89,7 @@ def validate_fetch_position(
                 high_watermark=high_watermark,
                 log_start_offset=start,
                 log_end_offset=end,
-                diverging_epoch=DivergingEpoch(epoch=epoch, end_offset=end_offset),
+                diverging_epoch=DivergingEpoch(epoch=Epoch(epoch), end_offset=Offset(end_offset)),
             )
     if not start <= fetch_offset <= end:
         return out_of_range

@@ -42,7 +42,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from kraft.metadata.image import PartitionRegistration
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.log_view import UNDEFINED_EPOCH, PartitionLogView
 from replication.core.messages import (
@@ -150,6 +150,7 @@ class PartitionFollower:
         self._in_flight: FollowerFetchRequest | None = None
         self._next_fetch_id = 1
         self._backoff_until_ms = now_ms
+        self._last_build_ms = now_ms  # when the shell last asked for a fetch
         self._awaiting_metadata = False
         self._staged: _Decision | None = None
         self._handed: tuple[FollowerReady, _Decision | None] | None = None
@@ -193,6 +194,7 @@ class PartitionFollower:
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:
         """The next fetch to send, or None: one is in flight, a decision awaits the shell, the
         follower backs off, or it waits for metadata (no leader, or a fenced epoch)."""
+        self._last_build_ms = max(self._last_build_ms, now_ms)
         if (
             self._leader_id == NO_LEADER
             or self._awaiting_metadata
@@ -211,13 +213,13 @@ class PartitionFollower:
         request = FollowerFetchRequest(
             fetch_id=self._next_fetch_id,
             topic_partition=self._tp,
-            leader_id=self._leader_id,
-            replica_id=self._local_id,
+            leader_id=NodeId(self._leader_id),
+            replica_id=NodeId(self._local_id),
             broker_epoch=self._local_broker_epoch,
-            fetch_offset=log.log_end_offset,
-            last_fetched_epoch=last_fetched_epoch,
-            current_leader_epoch=self._leader_epoch,
-            log_start_offset=log.log_start_offset,
+            fetch_offset=Offset(log.log_end_offset),
+            last_fetched_epoch=Epoch(last_fetched_epoch),
+            current_leader_epoch=Epoch(self._leader_epoch),
+            log_start_offset=Offset(log.log_start_offset),
         )
         self._next_fetch_id += 1
         self._in_flight = request
@@ -266,9 +268,10 @@ class PartitionFollower:
         self._logger.warning("append_failed", append_end_offset=ready.append_end_offset)
         self._backoff(now_ms)
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
-        """When a fetch may be built again after a backoff (None: no backoff pending)."""
-        return self._backoff_until_ms if self._backoff_until_ms > now_ms else None
+    def next_deadline_ms(self) -> int | None:
+        """When a fetch may be built again after a backoff that held back the last
+        `build_fetch_request` (absolute; None: no backoff pending)."""
+        return self._backoff_until_ms if self._backoff_until_ms > self._last_build_ms else None
 
     # --- ready / advance ----------------------------------------------------------------------
 
@@ -370,7 +373,7 @@ class PartitionFollower:
     ) -> None:
         records = response.records
         headers: list[BatchHeader] = []
-        expected = request.fetch_offset
+        expected: int = request.fetch_offset
         end = 0
         try:
             for position, header in iter_batches(records):
@@ -405,7 +408,7 @@ class PartitionFollower:
         log_end = log.log_end_offset
         own_epoch, own_end = log.leader_epoch_cache.end_offset_for(diverging.epoch)
         if own_epoch == UNDEFINED_EPOCH:
-            target = min(diverging.end_offset, log_end)
+            target: int = min(diverging.end_offset, log_end)
         elif own_epoch != diverging.epoch:
             # KIP-279: we have no epoch E; cut back to the end of our largest epoch below it and
             # let the leader tell us again where that one ended.

@@ -250,9 +250,9 @@ class IsrManager:
         )
 
     def caught_up_deadlines(
-        self, *, leader_log_end_offset: int, now_ms: int, replica_lag_time_ms_max: int
+        self, *, leader_log_end_offset: int, after_ms: int, replica_lag_time_ms_max: int
     ) -> list[int]:
-        """When, after ``now_ms``, a lagging follower's caught-up window ends (a shrink, or
+        """When, after ``after_ms``, a lagging follower's caught-up window ends (a shrink, or
         the high watermark passing it, may follow then)."""
         times = []
         for follower in self._followers.values():
@@ -261,7 +261,7 @@ class IsrManager:
                 and follower.last_caught_up_time_ms != NEVER_MS
             ):
                 end = follower.last_caught_up_time_ms + replica_lag_time_ms_max + 1
-                if end > now_ms:
+                if end > after_ms:
                     times.append(end)
         return times
 

@@ -37,6 +37,7 @@ from kraft.controller.messages import (
     BrokerEpochState,
 )
 from kraft.metadata.records import LeaderRecoveryState
+from kraft.types import Epoch, NodeId
 from storage.errors import ErrorCode
 
 
@@ -260,10 +261,10 @@ def build_alter_partition_data(
         else:
             known = follower_broker_epochs.get(broker_id)
             epoch = -1 if known is None else known
-        members.append(BrokerEpochState(broker_id=broker_id, broker_epoch=epoch))
+        members.append(BrokerEpochState(broker_id=NodeId(broker_id), broker_epoch=epoch))
     return AlterPartitionData(
         partition=partition,
-        leader_epoch=leader_epoch,
+        leader_epoch=Epoch(leader_epoch),
         new_isr_with_epochs=tuple(members),
         partition_epoch=partition_epoch,
         leader_recovery_state=leader_recovery_state,

@@ -47,11 +47,11 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from kraft.types import TopicPartition
+from kraft.types import Epoch, Offset, TopicPartition
 from replication.core.config import ReplicationConfig
 from replication.core.delayed_produce import DelayedProduce, DelayedProducePurgatory
 from replication.core.fetch_validation import fence_leader_epoch, validate_fetch_position
-from replication.core.high_watermark import ReplicaState, effective_min_isr
+from replication.core.high_watermark import NEVER_MS, ReplicaState, effective_min_isr
 from replication.core.isr_manager import IsrManager
 from replication.core.isr_state import AlterPartitionVerdict, PartitionState
 from replication.core.log_view import PartitionLogView
@@ -166,6 +166,10 @@ class PartitionLeader:
         self._assign_epoch_start: tuple[int, int] | None = None
         self._appending: _Appending | None = None
         self._resigned = False
+        # Time as `next_deadline_ms` sees it: a deadline at or before the last tick was seen
+        # by that tick; an input that may give `tick` new work now asks for one at once.
+        self._last_tick_ms = NEVER_MS
+        self._tick_wanted_at_ms: int | None = None
         # Set by _become_leader:
         self._leader_epoch = -1
         self._epoch_start_offset = 0
@@ -242,38 +246,42 @@ class PartitionLeader:
             produce was answered or is waiting (its `ProduceCompletion` comes in a Ready).
         """
         assert self._appending is None, "the previous LeaderAppend was not acknowledged"
-        rid = produce.request_id
+        request_id = produce.request_id
         if self._resigned:
-            self._answer(rid, ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
+            self._answer(request_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
             return None
         if produce.acks not in VALID_ACKS:
-            self._answer(rid, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
+            self._answer(request_id, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={produce.acks}")
             return None
         if produce.acks == ACKS_ALL and self.is_under_min_isr:
             message = f"ISR {sorted(self._isr.isr)} is below min.insync.replicas={self.min_isr}"
-            self._answer(rid, ErrorCode.NOT_ENOUGH_REPLICAS, message)
+            self._answer(request_id, ErrorCode.NOT_ENOUGH_REPLICAS, message)
             return None
         try:
             # Kafka's LogValidator: one valid batch a client may write (a pure function of
             # the bytes; ~0.5 us per record). A rejected batch is never appended.
             header = validate_produced_batch(produce.records, self._log_config, now_ms)
         except KraftError as e:
-            self._logger.debug("produced_batch_rejected", request_id=rid, error=e.message)
-            self._answer(rid, e.code, e.message)
+            self._logger.debug("produced_batch_rejected", request_id=request_id, error=e.message)
+            self._answer(request_id, e.code, e.message)
             return None
         check = self._producer_state.check(header)
         match check:
             case SequenceRejected(error_code=code, message=message):
-                self._answer(rid, code, message)
+                self._answer(request_id, code, message)
                 return None
             case SequenceDuplicate(batch=batch):
-                self._logger.info("duplicate_batch", request_id=rid, base_offset=batch.first_offset)
+                self._logger.info(
+                    "duplicate_batch", request_id=request_id, base_offset=batch.first_offset
+                )
                 self._after_append(produce, batch.first_offset, batch.last_offset, now_ms)
                 return None
             case SequenceAccepted():
                 self._appending = _Appending(produce, header)
                 return LeaderAppend(
-                    request_id=rid, records=produce.records, leader_epoch=self._leader_epoch
+                    request_id=request_id,
+                    records=produce.records,
+                    leader_epoch=Epoch(self._leader_epoch),
                 )
             case _:
                 assert_never(check)
@@ -307,7 +315,7 @@ class PartitionLeader:
         self._purgatory.add(
             DelayedProduce(
                 request_id=produce.request_id,
-                base_offset=base_offset,
+                base_offset=Offset(base_offset),
                 required_offset=last_offset + 1,
                 deadline_ms=now_ms + produce.timeout_ms,
             )
@@ -334,7 +342,7 @@ class PartitionLeader:
             self._log,
             fetch_offset=fetch.fetch_offset,
             last_fetched_epoch=fetch.last_fetched_epoch,
-            high_watermark=self._high_watermark,
+            high_watermark=Offset(self._high_watermark),
         )
         if answer.diverging_epoch is not None:
             self._logger.info(
@@ -387,6 +395,8 @@ class PartitionLeader:
                 isr=sorted(self._isr.isr),
                 partition_epoch=self._isr.partition_epoch,
             )
+        if verdict is not AlterPartitionVerdict.IGNORED:
+            self._want_tick(now_ms)
         if verdict is AlterPartitionVerdict.ADOPTED:
             self._on_isr_committed(before, now_ms)
 
@@ -414,6 +424,7 @@ class PartitionLeader:
         ):
             return True
         self._alter_send = None  # if not sent yet: moot now
+        self._want_tick(now_ms)
         self._logger.info(
             "isr_committed_by_metadata",
             isr=sorted(self._isr.isr),
@@ -427,6 +438,7 @@ class PartitionLeader:
         self._isr.update_brokers(brokers)
         if self._resigned:
             return
+        self._want_tick(now_ms)
         if self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
 
@@ -442,6 +454,7 @@ class PartitionLeader:
         self._config = config
         if self._resigned:
             return
+        self._want_tick(now_ms)
         self._logger.info(
             "replication_config_updated",
             min_insync_replicas=config.min_insync_replicas,
@@ -479,6 +492,8 @@ class PartitionLeader:
         HW pass a follower outside the ISR that is no longer caught up."""
         if self._resigned:
             return
+        self._last_tick_ms = max(self._last_tick_ms, now_ms)
+        self._tick_wanted_at_ms = None
         self._expire_delayed(now_ms)
         retry_at_ms = self._isr.retry_at_ms
         if retry_at_ms is not None and retry_at_ms <= now_ms:
@@ -488,12 +503,15 @@ class PartitionLeader:
         if self._maybe_increment_high_watermark(now_ms):
             self._try_complete_delayed()
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
-        """When `tick` next has work: a produce deadline, an AlterPartition retry, or a
-        follower's caught-up window ending (None: nothing scheduled)."""
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` next has work (absolute; at or before now: at once): a produce
+        deadline, an AlterPartition retry, a follower's caught-up window ending after the last
+        tick, or an input since then that changed what a tick decides on. None: no timer."""
         if self._resigned:
             return None
         times: list[int] = []
+        if self._tick_wanted_at_ms is not None:
+            times.append(self._tick_wanted_at_ms)
         deadline = self._purgatory.next_deadline_ms()
         if deadline is not None:
             times.append(deadline)
@@ -501,7 +519,7 @@ class PartitionLeader:
             times.append(self._isr.retry_at_ms)
         times += self._isr.caught_up_deadlines(
             leader_log_end_offset=self._log.log_end_offset,
-            now_ms=now_ms,
+            after_ms=self._last_tick_ms,
             replica_lag_time_ms_max=self._config.replica_lag_time_ms_max,
         )
         return min(times, default=None)
@@ -541,23 +559,34 @@ class PartitionLeader:
     ) -> None:
         self._leader_epoch = registration.leader_epoch
         self._alter_send = None
-        leo = self._log.log_end_offset
+        log_end_offset = self._log.log_end_offset
         # KIP-101: this epoch starts at our LEO; followers ask where it (and older ones) ended.
-        self._epoch_start_offset = leo
+        self._epoch_start_offset = log_end_offset
         if self._log.leader_epoch_cache.latest_epoch != self._leader_epoch:
-            self._assign_epoch_start = (self._leader_epoch, leo)
+            self._assign_epoch_start = (self._leader_epoch, log_end_offset)
         self._isr.become_leader(
-            registration, leader_log_end_offset=leo, now_ms=now_ms, is_new_leader=is_new_leader
+            registration,
+            leader_log_end_offset=log_end_offset,
+            now_ms=now_ms,
+            is_new_leader=is_new_leader,
         )
         self._logger = self._base_logger.bind(role="leader", leader_epoch=self._leader_epoch)
         self._logger.info(
             "became_leader",
-            log_end_offset=leo,
+            log_end_offset=log_end_offset,
             high_watermark=self._high_watermark,
             isr=sorted(self._isr.isr),
             partition_epoch=self._isr.partition_epoch,
         )
         self._maybe_increment_high_watermark(now_ms)
+        self._want_tick(now_ms)
+
+    def _want_tick(self, now_ms: int) -> None:
+        """An input changed what `tick` decides on (the ISR state, the brokers, the config):
+        `next_deadline_ms` asks for a tick at ``now_ms`` (a shrink the old state blocked may be
+        due now)."""
+        if self._tick_wanted_at_ms is None:
+            self._tick_wanted_at_ms = now_ms
 
     def _maybe_increment_high_watermark(self, now_ms: int) -> bool:
         candidate = self._isr.high_watermark_candidate(
@@ -597,8 +626,8 @@ class PartitionLeader:
                 request_id=request_id,
                 error_code=error,
                 error_message=message,
-                base_offset=base_offset,
-                log_start_offset=self._log.log_start_offset,
+                base_offset=Offset(base_offset),
+                log_start_offset=Offset(self._log.log_start_offset),
             )
         )
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kraft.types import Offset
+
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
-NO_OFFSET = -1
+NO_OFFSET = Offset(-1)
 """An offset not known yet (Kafka's ``UnifiedLog.UnknownOffset``)."""
 
 

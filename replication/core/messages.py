@@ -20,13 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kraft.controller.messages import AlterPartitionData
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
+from replication.core.log_view import NO_OFFSET
 from storage.errors import ErrorCode
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
 ACKS_ALL = -1
 VALID_ACKS = frozenset({ACKS_NONE, ACKS_LEADER, ACKS_ALL})
+
+NO_EPOCH = Epoch(-1)
+"""An epoch not known (the field's check is skipped, as in Kafka)."""
 
 # -- leader inputs -------------------------------------------------------------------------------
 
@@ -61,16 +65,16 @@ class BrokerStatus:
 class FollowerFetch:
     """One partition of a follower's FetchRequest, as the leader receives it (KIP-320, KIP-380)."""
 
-    replica_id: int
+    replica_id: NodeId
     broker_epoch: int = -1
     """The follower's broker epoch (FetchRequest ``replica_epoch``, KIP-903); the leader
     answers a fetch only with the epoch the metadata has registered for the replica."""
-    fetch_offset: int
-    last_fetched_epoch: int = -1
+    fetch_offset: Offset
+    last_fetched_epoch: Epoch = NO_EPOCH
     """The epoch of the follower's last batch; -1 skips the divergence check."""
-    current_leader_epoch: int = -1
+    current_leader_epoch: Epoch = NO_EPOCH
     """The leader epoch the follower believes in; -1 skips fencing."""
-    log_start_offset: int = -1
+    log_start_offset: Offset = NO_OFFSET
 
 
 # -- leader outputs ------------------------------------------------------------------------------
@@ -81,8 +85,8 @@ class DivergingEpoch:
     """FetchResponse ``diverging_epoch``: the follower's log diverges from the leader's after
     ``end_offset`` of ``epoch`` (KIP-320 truncation on fetch, KIP-279 semantics)."""
 
-    epoch: int
-    end_offset: int
+    epoch: Epoch
+    end_offset: Offset
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,7 +97,7 @@ class LeaderAppend:
 
     request_id: int
     records: bytes
-    leader_epoch: int
+    leader_epoch: Epoch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,11 +111,11 @@ class LeaderFetchAnswer:
     """
 
     error_code: ErrorCode = ErrorCode.NONE
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    log_end_offset: int = -1
+    high_watermark: Offset = NO_OFFSET
+    log_start_offset: Offset = NO_OFFSET
+    log_end_offset: Offset = NO_OFFSET
     diverging_epoch: DivergingEpoch | None = None
-    read_offset: int | None = None
+    read_offset: Offset | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,8 +125,8 @@ class ProduceCompletion:
     request_id: int
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
-    base_offset: int = -1
-    log_start_offset: int = -1
+    base_offset: Offset = NO_OFFSET
+    log_start_offset: Offset = NO_OFFSET
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,13 +150,13 @@ class FollowerFetchRequest:
     fetch_id: int
     """The core's handle; pass it back with the response."""
     topic_partition: TopicPartition
-    leader_id: int
-    replica_id: int
+    leader_id: NodeId
+    replica_id: NodeId
     broker_epoch: int
-    fetch_offset: int
-    last_fetched_epoch: int
-    current_leader_epoch: int
-    log_start_offset: int
+    fetch_offset: Offset
+    last_fetched_epoch: Epoch
+    current_leader_epoch: Epoch
+    log_start_offset: Offset
 
     def as_follower_fetch(self) -> FollowerFetch:
         """This request as the leader receives it (``PartitionLeader.handle_follower_fetch``)."""
@@ -173,8 +177,8 @@ class FollowerFetchResponse:
 
     fetch_id: int
     error_code: ErrorCode = ErrorCode.NONE
-    high_watermark: int = -1
-    log_start_offset: int = -1
+    high_watermark: Offset = NO_OFFSET
+    log_start_offset: Offset = NO_OFFSET
     diverging_epoch: DivergingEpoch | None = None
     records: bytes = b""
 

@@ -11,7 +11,8 @@ feeds it inputs and carries out its `DriverEvents`::
     answer = driver.handle_follower_fetch(fetch, now_ms)               # then driver.read(...)
     request = driver.build_fetch_request(now_ms)                       # send it; later:
     driver.handle_fetch_response(generation, response, now_ms)
-    driver.tick(now_ms); driver.checkpoint_high_watermark()
+    driver.tick(now_ms)          # when driver.next_deadline_ms() (absolute) comes; ask again
+    driver.checkpoint_high_watermark()                                 # after every input
 
 The driver applies each core's Ready in its documented order (``replication.core``), so the
 Ready contract is implemented once, and what ``kraft sim cluster`` checks is the wiring the

@@ -336,8 +336,10 @@ class PartitionDriver(Protocol):
         """Let time pass: the leader's deadlines; a producer snapshot after a roll."""
         ...
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
-        """When `tick` or `build_fetch_request` has something to do next (None: no timer)."""
+    def next_deadline_ms(self) -> int | None:
+        """When `tick` or `build_fetch_request` has something to do next: absolute, in the
+        ``now_ms`` clock of the inputs; at or before now means at once; None: no timer. The
+        shell asks again after every input (an input may bring the deadline forward)."""
         ...
 
     def handle_raft_message(self, message: RaftMessage, now_ms: int) -> None:

@@ -132,6 +132,8 @@ class IsrPartitionDriver:
         except OSError as e:
             raise storage_error(e, "opening the replica", directory) from e
         self._snapshot_rolled_base = log.active_segment_base_offset
+        self._snapshot_due_ms: int | None = None
+        """When an append rolled the log: `tick` snapshots the producer state then."""
         # Kafka's replication-offset-checkpoint: a restarted replica resumes from it, so a
         # leader it becomes does not serve a lower high watermark.
         # Invariant: log_start_offset <= high_watermark <= log_end_offset.
@@ -393,6 +395,10 @@ class IsrPartitionDriver:
                 )
                 core.advance(frd)
             events.ready_applied(core.leader_epoch)
+        if self._snapshot_due_ms is None and log.active_segment_base_offset != (
+            self._snapshot_rolled_base
+        ):
+            self._snapshot_due_ms = now  # an append rolled the log: snapshot on the next tick
 
     def _publish(
         self, high_watermark: int, leader_epoch: int, *, is_leader: bool, from_leader: bool = True
@@ -465,15 +471,24 @@ class IsrPartitionDriver:
             if leader is not None:
                 leader.tick(now_ms)
                 self._drain(now_ms)
+            self._snapshot_due_ms = None
             if self._log.active_segment_base_offset != self._snapshot_rolled_base:
                 self._snapshot_rolled_base = self._log.active_segment_base_offset
                 self.take_producer_snapshot()
         except (KafkaStorageError, OSError) as e:
             self.go_offline(e)
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
+    def next_deadline_ms(self) -> int | None:
+        """The earliest of the core's deadline and a producer snapshot an append's roll
+        asked for (absolute; None: no timer, e.g. offline)."""
+        if self._offline is not None or self._closed:
+            return None
         core = self._core
-        return None if core is None else core.next_deadline_ms(now_ms)
+        deadline = None if core is None else core.next_deadline_ms()
+        due = self._snapshot_due_ms
+        if due is not None and (deadline is None or due < deadline):
+            return due
+        return deadline
 
     # --- follower -----------------------------------------------------------------------------
 

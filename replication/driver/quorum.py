@@ -65,7 +65,7 @@ from kraft.raft import HardState, RaftConfig, RaftNode
 from kraft.raft.errors import NotLeaderError
 from kraft.raft.messages import FetchResponse, RaftMessage
 from kraft.raft.roles import Leader
-from kraft.types import Epoch, NodeId, TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from replication.core import (
     BrokerStatus,
     FollowerFetch,
@@ -518,7 +518,7 @@ class QuorumPartitionDriver:
         self._purgatory.add(
             DelayedProduce(
                 request_id=request_id,
-                base_offset=base,
+                base_offset=Offset(base),
                 required_offset=last + 1,
                 deadline_ms=now_ms + timeout_ms,
             )
@@ -533,8 +533,8 @@ class QuorumPartitionDriver:
                 request_id=request_id,
                 error_code=error,
                 error_message=message,
-                base_offset=base_offset,
-                log_start_offset=self._log.log_start_offset,
+                base_offset=Offset(base_offset),
+                log_start_offset=Offset(self._log.log_start_offset),
             )
         )
 
@@ -567,7 +567,7 @@ class QuorumPartitionDriver:
         except (KafkaStorageError, OSError) as e:
             self.go_offline(e)
 
-    def next_deadline_ms(self, now_ms: int) -> int | None:
+    def next_deadline_ms(self) -> int | None:
         node = self._node
         if node is None:
             return None

@@ -47,7 +47,7 @@ from kraft.sim.cluster_network import Envelope, EnvelopeNetwork
 from kraft.sim.cluster_raft import RaftEnv, RaftHost
 from kraft.sim.network import LinkProfile
 from kraft.sim.scheduler import Scheduler, SimClock
-from kraft.types import NodeId, TopicPartition
+from kraft.types import NodeId, Offset, TopicPartition
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -222,15 +222,16 @@ class SimBroker:
                 self.next_register_ms = now + 100
                 self.register_rpc = self._controller_rpc(now)
                 request = RegisterBrokerRequest(
-                    broker_id=self.node_id, incarnation_id=f"{self.node_id}-{self.incarnation}"
+                    broker_id=NodeId(self.node_id),
+                    incarnation_id=f"{self.node_id}-{self.incarnation}",
                 )
                 self._send(self.router.target(), RegisterReq(request, self.register_rpc))
         elif now >= self.next_heartbeat_ms:
             self.next_heartbeat_ms = now + config.heartbeat_interval_ms
             request_hb = BrokerHeartbeatRequest(
-                broker_id=self.node_id,
+                broker_id=NodeId(self.node_id),
                 broker_epoch=self.broker_epoch,
-                current_metadata_offset=self.image.last_offset,
+                current_metadata_offset=Offset(self.image.last_offset),
             )
             self._send(self.router.target(), HeartbeatReq(request_hb, self._controller_rpc(now)))
         self._expire_requests(now)
@@ -472,7 +473,7 @@ class SimBroker:
             deadline_ms=now + self.cluster.config.request_timeout_ms,
         )
         request = AlterPartitionRequest(
-            broker_id=self.node_id,
+            broker_id=NodeId(self.node_id),
             broker_epoch=epoch,
             topics=(AlterPartitionTopic(topic_id=replica.topic_id, partitions=(data,)),),
         )

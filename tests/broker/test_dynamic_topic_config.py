@@ -236,7 +236,7 @@ def test_the_tick_flushes_an_idle_log_once_flush_ms_elapsed(tmp_path: Path) -> N
             assert replica.log.recovery_point < replica.log.log_end_offset, "flushed too early"
 
             def flushed() -> bool:
-                replica.tick()  # what the broker's 50 ms tick loop does
+                replica.tick()  # what the broker's tick task does at the flush.ms deadline
                 return replica.log.recovery_point == replica.log.log_end_offset
 
             await _until(flushed)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kraft.metadata.image import PartitionRegistration
+from kraft.raft_shell.clock import clock_ms
 from replication.broker.partition import PartitionReplica
 from replication.broker.producer_snapshots import (
     ProducerSnapshotStore,
@@ -202,9 +203,16 @@ def open_leader(directory: Path, config: LogConfig = SMALL_SEGMENTS) -> Partitio
 
 async def produce_batches(replica: PartitionReplica, first_seq: int, batches: int) -> None:
     for i in range(batches):
+        active = replica.log.active_segment_base_offset
         done = await replica.produce(1, 5_000, idempotent(first_seq + 5 * i))
         assert done.error_code is ErrorCode.NONE, done
-        replica.tick()  # the broker ticks every 50 ms; a tick notices a roll
+        if replica.log.active_segment_base_offset != active:
+            # A roll makes the replica due (the broker's tick task then snapshots)...
+            deadline = replica.next_deadline_ms()
+            assert deadline is not None and deadline <= clock_ms()
+        replica.tick()  # ...which the tick does
+        deadline = replica.next_deadline_ms()
+        assert deadline is None or deadline > clock_ms()  # and then it is not due again
 
 
 def test_a_replica_snapshots_when_its_log_rolls(tmp_path: Path) -> None:

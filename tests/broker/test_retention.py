@@ -114,7 +114,7 @@ class Pair:
         )
 
     async def _tick_loop(self) -> None:
-        while True:  # the broker's tick loop (every 50 ms there)
+        while True:  # the broker's tick loop
             await asyncio.sleep(0.005)
             for replica in self.replicas.values():
                 replica.tick()

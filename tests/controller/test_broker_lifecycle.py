@@ -245,9 +245,29 @@ def test_enabling_unclean_election_lets_tick_revive_an_offline_partition() -> No
     )
     assert response.responses[0].error_code is ErrorCode.NONE
     assert t0(h).leader == NO_LEADER  # the config change alone elects nobody...
-    h.tick(3_700)  # ...the next tick does
+    # ...so the core asks for a tick at once, not at the next session expiry...
+    assert h.core.next_deadline_ms() == 3_600
+    h.tick(3_700)  # ...which does
     assert t0(h).leader == follower
     assert t0(h).leader_recovery_state is LeaderRecoveryState.RECOVERING
+
+
+def test_a_tick_asks_for_no_other_tick_until_an_input_or_a_session_expiry() -> None:
+    h = cluster_with_topic(1, 2, rf=2)
+    h.tick(100)
+    h.now_ms = 2_000
+    h.heartbeat(1)  # no records: the pending image is unchanged
+    assert h.core.next_deadline_ms() == 3_001  # broker 2, last heard at 0
+    h.register(3)  # a new record: a tick is wanted at once
+    assert h.core.next_deadline_ms() == 2_000
+    assert h.tick(2_000) == ()
+    assert h.core.next_deadline_ms() == 3_001
+
+
+def test_a_standby_controller_has_no_deadline() -> None:
+    h = cluster_with_topic(1, 2, rf=2)
+    h.core.resign()
+    assert h.core.next_deadline_ms() is None
 
 
 def test_controlled_shutdown_moves_leaders_first_then_lets_the_broker_go() -> None:
@@ -298,7 +318,7 @@ def test_becoming_active_gives_every_broker_a_fresh_session() -> None:
     h.core.become_active(epoch=2, next_offset=h.core.committed_image.last_offset + 1, now_ms=50_000)
     h.epoch = 2
     assert h.tick(52_000) == ()
-    assert h.core.poll(52_000) == 1_001
+    assert h.core.next_deadline_ms() == 53_001
 
 
 def test_unregister_moves_leadership_then_removes_the_broker() -> None:

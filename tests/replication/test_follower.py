@@ -200,7 +200,7 @@ def test_unknown_leader_epoch_retries_after_the_backoff() -> None:
     ctx.answer(ctx.request(), error_code=ErrorCode.UNKNOWN_LEADER_EPOCH)
     assert not ctx.follower.awaiting_metadata
     assert ctx.follower.build_fetch_request(BACKOFF_MS - 1) is None
-    assert ctx.follower.next_deadline_ms(0) == BACKOFF_MS
+    assert ctx.follower.next_deadline_ms() == BACKOFF_MS
     assert ctx.follower.build_fetch_request(BACKOFF_MS) is not None
 
 

@@ -191,7 +191,7 @@ def test_retriable_error_resends_the_same_change_after_a_backoff() -> None:
     ctx.respond_alter(ErrorCode.NOT_CONTROLLER)
     ctx.tick(ctx.config.alter_partition_retry_backoff_ms - 1)
     assert len(ctx.alter_sends) == 1
-    assert ctx.leader.next_deadline_ms(ctx.now_ms) == ctx.now_ms + 1
+    assert ctx.leader.next_deadline_ms() == ctx.now_ms + 1
     ctx.tick(1)
     assert len(ctx.alter_sends) == 2
     retry = ctx.alter_sends[-1]
