@@ -99,6 +99,8 @@ class LocalCluster:
             fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
             and ``"client"`` for this process's clients, which dial through it once
             `use_fault_network` is called). For fault runs: partitions without root.
+        metrics: give every node a Prometheus endpoint (``metrics.port``, a free port each;
+            `metrics_addresses` lists them).
     """
 
     def __init__(
@@ -112,6 +114,7 @@ class LocalCluster:
         broker_config: Mapping[str, str] | None = None,
         log_level: str = "info",
         fault_network: bool = False,
+        metrics: bool = False,
     ) -> None:
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
@@ -134,6 +137,12 @@ class LocalCluster:
             broker_id: f"127.0.0.1:{port}"
             for broker_id, port in zip(self.broker_ids, ports[controllers:], strict=True)
         }
+        self.metrics_addresses: dict[int, str] = {}
+        """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
+        if metrics:
+            node_ids = [*self.controller_ids, *self.broker_ids]
+            for node_id, port in zip(node_ids, free_ports(len(node_ids)), strict=True):
+                self.metrics_addresses[node_id] = f"127.0.0.1:{port}"
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
         self._broker_epochs: dict[int, int] = {}
@@ -168,6 +177,10 @@ class LocalCluster:
                     host, _, port = address.rpartition(":")
                     proxy = network.add_link(source, destination, target=(host, int(port)))
                     dial_map[address] = proxy
+
+    def _metrics_property(self, node_id: int) -> dict[str, str]:
+        address = self.metrics_addresses.get(node_id)
+        return {"metrics.port": address.rpartition(":")[2]} if address else {}
 
     def _node_env(self, node_id: int) -> dict[str, str]:
         dial_map = self._dial_maps.get(node_id)
@@ -457,7 +470,7 @@ class LocalCluster:
             listen=self.controller_addresses[node_id],
             data_dir=self.controller_data_dir(node_id),
         )
-        props = {**config.to_properties(), **self._extra}
+        props = {**config.to_properties(), **self._metrics_property(node_id), **self._extra}
         config_dir = self.data_dir / "config"
         config_dir.mkdir(parents=True, exist_ok=True)
         path = config_dir / f"controller-{node_id}.properties"
@@ -486,6 +499,7 @@ class LocalCluster:
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
+            **self._metrics_property(broker_id),
             **self._broker_extra,
         }
         config_dir = self.data_dir / "config"
