@@ -44,7 +44,13 @@ def _describe(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *, json_out: bool
 ) -> str:
     monkeypatch.setattr(topics, "AdminSession", _Session)
-    args = argparse.Namespace(topic=None, under_replicated_partitions=False, json=json_out)
+    args = argparse.Namespace(
+        topic=None,
+        under_replicated_partitions=False,
+        under_min_isr_partitions=False,
+        unavailable_partitions=False,
+        json=json_out,
+    )
     assert topics.describe(args) == 0
     return capsys.readouterr().out
 
