@@ -46,7 +46,10 @@ _INT = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 
 
 def _strategy(hint: Any) -> st.SearchStrategy[Any]:
-    """Values of a message field's type, within the proto's int32 range."""
+    """Values of a message field's type, within the proto's int32 range (a NewType id such
+    as `NodeId` is its int)."""
+    while hasattr(hint, "__supertype__"):
+        hint = hint.__supertype__
     if isinstance(hint, UnionType):
         (inner,) = [a for a in typing.get_args(hint) if a is not NoneType]
         return st.none() | _strategy(inner)
