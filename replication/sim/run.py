@@ -31,11 +31,14 @@ from kraft.sim.seeds import (
     run_guarded,
     run_seed_jobs,
 )
+from kraft.types import TopicPartition
 from replication.core import ACKS_ALL, ACKS_LEADER, TruncationStrategy
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
+from replication.sim.replica import SimReplica
 from replication.sim.workload import CLIENT_BASE_ID, Consumer, Nemesis, Producer, TopicCreator
+from storage.records import read_header
 
 FAULTS_START_MS = 700
 FAULTS_END_MS = 3300
@@ -209,11 +212,44 @@ def run_seed(
                     f"{LIVENESS_BOUND_MS} ms",
                 )
             cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
-        for tp in cluster.topic_partitions():
-            leader = cluster.leader_of(tp)
-            assert leader >= 0
-            replica = cluster.brokers[leader].replicas.get(tp)
-            assert replica is not None and replica.driver.is_leader
+
+        def leader_replicas() -> dict[TopicPartition, SimReplica] | None:
+            """Each partition's replica on the broker the metadata names leader, once that
+            broker has taken the leadership up (it may not have applied the change yet)."""
+            out: dict[TopicPartition, SimReplica] = {}
+            for tp in cluster.topic_partitions():
+                leader = cluster.leader_of(tp)
+                replica = cluster.brokers[leader].replicas.get(tp) if leader >= 0 else None
+                if replica is None or not replica.driver.is_leader:
+                    return None
+                out[tp] = replica
+            return out
+
+        def covered(leaders: dict[TopicPartition, SimReplica]) -> bool:
+            """Every leader's high watermark has passed every batch acknowledged in its
+            partition (a new leader's HW catches up once its followers fetch)."""
+            for tp, replica in leaders.items():
+                for base in checker.acked.get(tp, {}):
+                    batch = replica.log.batch_at(base)
+                    end = read_header(batch).next_offset if batch is not None else base + 1
+                    if end > replica.high_watermark:
+                        return False
+            return True
+
+        # Found by seed 0x2b1: a leader elected just before the check had not yet applied the
+        # metadata naming it, and a new leader's HW lags until its followers fetch: the check
+        # waits for both, within the liveness bound, then judges what it sees.
+        while (leaders := leader_replicas()) is None or not covered(leaders):
+            if cluster.clock.now_ms >= deadline:
+                if leaders is None:
+                    raise InvariantViolated(
+                        "liveness",
+                        f"a partition's metadata leader did not take the leadership up within "
+                        f"{LIVENESS_BOUND_MS} ms of the heal",
+                    )
+                break
+            cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
+        for tp, replica in leaders.items():
             checker.check_acked_on_leader(tp, replica.log, replica.high_watermark)
 
     result.violation = run_guarded(run, cluster.clock)
