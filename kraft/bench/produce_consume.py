@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
+from kraft.cluster.process import PROFILE_DIR_ENV
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
@@ -350,8 +351,6 @@ def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> 
 
 
 # -- profiling (KRAFT_PROFILE_DIR) ----------------------------------------------------------------
-
-PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"
 
 
 class ClientProfile:

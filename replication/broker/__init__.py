@@ -23,7 +23,8 @@ Usage::
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.partition import PartitionReplica
-from replication.broker.server import BrokerServer, run_broker, serve
+from replication.broker.process import run_broker, serve
+from replication.broker.server import BrokerServer
 
 __all__ = [
     "BrokerNodeConfig",

@@ -60,9 +60,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import shutil
-import signal
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -91,7 +89,7 @@ from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
 from kraft.raft_shell.clock import clock_ms
-from kraft.supervision import LoopSupervisor, serve_until_stopped
+from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
@@ -765,74 +763,4 @@ class BrokerServer:
 # -- the process ---------------------------------------------------------------------------------
 
 
-async def serve(config: BrokerNodeConfig) -> int:
-    """Run a broker until SIGTERM/SIGINT (controlled shutdown, exit code 0), or until one of
-    its loops dies (exit code 1, `kraft.supervision`)."""
-    server = BrokerServer(config)
-
-    async def shut_down() -> None:
-        await server.controlled_shutdown()
-        await server.stop()
-
-    return await serve_until_stopped(
-        server.supervisor, start=server.start, on_signal=shut_down, on_death=server.stop
-    )
-
-
-PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"
-"""When set, the broker process runs under cProfile (its event-loop thread, where every
-handler runs) and writes ``broker-<node id>-<pid>-<n>.pstats`` into that directory on SIGUSR2
-(the profile since the previous dump, then it starts afresh) and on a clean shutdown."""
-
-
-class _Profiling:
-    """The ``KRAFT_PROFILE_DIR`` profiler of one broker process."""
-
-    def __init__(self, directory: Path, node_id: int) -> None:
-        import cProfile
-
-        self._new = cProfile.Profile
-        self._profile = cProfile.Profile()
-        self._directory = directory
-        self._prefix = f"broker-{node_id}-{os.getpid()}"
-        self._dumps = 0
-
-    def start(self) -> None:
-        self._profile.enable()
-
-    def dump(self) -> Path:
-        """Write the profile so far and start a fresh one; the file written."""
-        self._profile.disable()
-        self._directory.mkdir(parents=True, exist_ok=True)
-        path = self._directory / f"{self._prefix}-{self._dumps}.pstats"
-        self._dumps += 1
-        self._profile.dump_stats(path)
-        self._profile = self._new()
-        self._profile.enable()
-        return path
-
-    def stop(self) -> Path:
-        path = self.dump()
-        self._profile.disable()
-        return path
-
-
-def run_broker(config: BrokerNodeConfig) -> int:
-    """The ``kraft broker`` entry point: serve until signalled; the exit code."""
-    directory = os.environ.get(PROFILE_DIR_ENV)
-    if not directory:
-        return asyncio.run(serve(config))
-    profiling = _Profiling(Path(directory), config.node_id)
-
-    async def profiled() -> int:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, profiling.dump)
-        return await serve(config)
-
-    profiling.start()
-    try:
-        return asyncio.run(profiled())
-    finally:
-        profiling.stop()
-
-
-__all__ = ["PROFILE_DIR_ENV", "BrokerServer", "run_broker", "serve"]
+__all__ = ["BrokerServer"]
