@@ -96,10 +96,16 @@ def test_a_report_stops_when_fenced_or_when_the_replica_no_longer_leads_that_epo
         replica = _Replica()
         host2, sent2 = await _host([ErrorCode.INELIGIBLE_REPLICA] * 1000)
         host2.report_leader(replica, 3)
-        await asyncio.sleep(0.02)
+        for _ in range(400):  # until the refused report has been retried at least once
+            if len(sent2) >= 2:
+                break
+            await asyncio.sleep(0.005)
+        assert len(sent2) >= 2, "a refused report is retried while the replica still leads"
         replica.leading = None  # lost the leadership: the report is no longer true
         await _settle(host2)
-        assert 1 <= len(sent2) < 1000
+        stopped_at = len(sent2)
+        await asyncio.sleep(0.05)  # several backoffs (1 ms here): no further report goes out
+        assert len(sent2) == stopped_at < 1000
         await host.close()
         await host2.close()
 
