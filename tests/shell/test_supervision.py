@@ -26,7 +26,8 @@ from kraft.controller.server import ControllerServer
 from kraft.raft import RaftNode
 from kraft.supervision import EXIT_LOOP_DIED, LoopSupervisor
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.server import BrokerServer, serve
+from replication.broker.process import serve
+from replication.broker.server import BrokerServer
 from storage.errors import LogClosedError
 
 pytestmark = pytest.mark.timeout(120)
