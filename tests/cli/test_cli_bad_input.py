@@ -17,6 +17,7 @@ import pytest
 import structlog
 
 from kraft.cli import main
+from tests.interrupts import python_interruptible
 
 
 @pytest.fixture(autouse=True)
@@ -160,16 +161,10 @@ def test_ctrl_c_while_startup_imports_run_ends_130_without_a_traceback(after: st
     """SIGINT as soon as the child reports (``-X importtime``) that ``after`` was imported,
     i.e. while the command's own imports are still running."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
-    # A process started in the background by a non-interactive shell inherits SIGINT ignored,
-    # and Python then never raises KeyboardInterrupt: give the child the default, as a
-    # terminal would, whatever this test process inherited.
-    launch = (
-        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "sys.argv = ['kraft', 'sim', 'raft', '--seeds', '9999']; "
-        "runpy.run_module('kraft.cli', run_name='__main__', alter_sys=True)"
-    )
     process = subprocess.Popen(
-        [sys.executable, "-X", "importtime", "-c", launch],
+        python_interruptible(
+            module="kraft.cli", args=("sim", "raft", "--seeds", "9999"), flags=("-X", "importtime")
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

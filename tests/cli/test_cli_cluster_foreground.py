@@ -11,13 +11,19 @@ import time
 from pathlib import Path
 
 from kraft.cli._cluster_status import pid_alive
+from tests.interrupts import python_interruptible
 
 
 def test_foreground_cluster_shows_status_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
     up = subprocess.Popen(
-        [sys.executable, "-m", "kraft.cli", "cluster", "up", "--controllers", "1",
-         "--brokers", "1", "--data-dir", str(tmp_path)],
+        python_interruptible(
+            module="kraft.cli",
+            args=(
+                *("cluster", "up", "--controllers", "1", "--brokers", "1"),
+                *("--data-dir", str(tmp_path)),
+            ),
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

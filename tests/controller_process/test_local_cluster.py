@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from kraft import LocalCluster
 from kraft.cluster.health import NodeExitedError
 from kraft.cluster.process import wait_for
 from storage.errors import InvalidConfigError
+from tests.interrupts import python_interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,7 +166,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize("how", ["ctrl-c", "raise"])
 def test_no_process_outlives_the_context_manager(tmp_path: Path, how: str) -> None:
     owner = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), how],
+        python_interruptible(code=SCRIPT, args=(str(tmp_path), how)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.interrupts import python_interruptible
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
@@ -95,7 +97,7 @@ def test_demo_loses_and_duplicates_nothing_and_leaves_nothing_running(tmp_path: 
 
 def test_ctrl_c_stops_the_demo_and_every_process_it_started(tmp_path: Path) -> None:
     data = tmp_path / "demo"
-    command = [sys.executable, "-m", "kraft.demo", "--records", "2000000", "--no-spark"]
+    command = python_interruptible(module="kraft.demo", args=("--records", "2000000", "--no-spark"))
     demo = subprocess.Popen(
         [*command, "--data-dir", str(data)],
         stdout=subprocess.PIPE,
