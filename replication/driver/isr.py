@@ -68,6 +68,7 @@ from replication.driver.interface import (
     ReplicaLog,
 )
 from replication.driver.producer_state_load import ProducerStateLoad, load_producer_state
+from replication.driver.replica_files import ReplicaFiles
 from storage.config import LogConfig
 from storage.errors import ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
@@ -116,7 +117,6 @@ class IsrPartitionDriver:
         self.broker_epoch = broker_epoch
         self._log = log
         self._snapshots = snapshots
-        self._checkpoint = checkpoint
         self._events = events
         self._log_config = log_config
         self._truncation_strategy = truncation_strategy
@@ -138,7 +138,14 @@ class IsrPartitionDriver:
         # leader it becomes does not serve a lower high watermark.
         # Invariant: log_start_offset <= high_watermark <= log_end_offset.
         self._high_watermark = min(max(checkpointed or 0, log.log_start_offset), log.log_end_offset)
-        self._checkpointed_high_watermark = checkpointed
+        self._files = ReplicaFiles(
+            log=log,
+            snapshots=snapshots,
+            checkpoint=checkpoint,
+            producer_state=self._producer_state,
+            checkpointed_high_watermark=checkpointed,
+            logger=self._logger,
+        )
         self._core: PartitionLeader | PartitionFollower | None = None
         self._generation = 0
         self._fetched_epoch = -1
@@ -569,10 +576,8 @@ class IsrPartitionDriver:
         """
         if self._offline is not None or self._closed:
             return
-        if self._high_watermark != self._checkpointed_high_watermark:
-            with self.storage_guard():
-                self._checkpoint.write(self._high_watermark)
-            self._checkpointed_high_watermark = self._high_watermark
+        with self.storage_guard():
+            self._files.checkpoint_high_watermark(self._high_watermark)
 
     def take_producer_snapshot(self) -> int | None:
         """Write the producer state at its map end offset (Kafka takes one when a segment
@@ -581,22 +586,7 @@ class IsrPartitionDriver:
         Raises:
             OSError: the snapshot could not be written.
         """
-        state = self._producer_state
-        offset = state.map_end_offset
-        log = self._log
-        if offset != log.log_end_offset or offset < log.log_start_offset:
-            # NB: a rebuild is pending (the state lags the log): the next roll will do.
-            self._logger.warning(
-                "producer_snapshot_skipped",
-                map_end_offset=offset,
-                log_end_offset=log.log_end_offset,
-            )
-            return None
-        if offset in self._snapshots:
-            return None
-        self._snapshots.write(offset, state.snapshot())
-        self._logger.debug("producer_snapshot_taken", offset=offset)
-        return offset
+        return self._files.take_producer_snapshot()
 
     def log_start_offset_moved(self) -> None:
         """The shell's retention moved the log start offset: the producer snapshots below it
@@ -621,12 +611,7 @@ class IsrPartitionDriver:
         producer state, so the next open replays nothing (best effort)."""
         if self._offline is not None or self._closed:
             return
-        if self._high_watermark != self._checkpointed_high_watermark:
-            with contextlib.suppress(OSError, KafkaStorageError):
-                self._checkpoint.write(self._high_watermark)
-                self._checkpointed_high_watermark = self._high_watermark
-        with contextlib.suppress(OSError, KafkaStorageError):
-            self.take_producer_snapshot()
+        self._files.close(self._high_watermark)
         self._closed = True
 
 

@@ -88,6 +88,7 @@ from replication.driver.interface import (
 )
 from replication.driver.producer_state_load import ProducerStateLoad, load_producer_state
 from replication.driver.quorum_log import ReplicaRaftStorage
+from replication.driver.replica_files import ReplicaFiles
 from storage.batch_validation import validate_produced_batch
 from storage.config import LogConfig
 from storage.errors import ErrorCode, KafkaStorageError, KraftError
@@ -150,7 +151,6 @@ class QuorumPartitionDriver:
         """``quorum.write.caching``: skip the fsync before acknowledging (see the module)."""
         self._log = log
         self._snapshots = snapshots
-        self._checkpoint = checkpoint
         self._quorum_state = quorum_state
         self._events = events
         self._log_config = log_config
@@ -175,7 +175,14 @@ class QuorumPartitionDriver:
         # NB: Raft does not persist its commit offset (KRaft neither): a restarted replica
         # learns it from the leader. What it checkpointed was committed, so it may serve it
         # meanwhile (never past its own log end).
-        self._checkpointed_high_watermark = checkpointed
+        self._files = ReplicaFiles(
+            log=log,
+            snapshots=snapshots,
+            checkpoint=checkpoint,
+            producer_state=self._producer_state,
+            checkpointed_high_watermark=checkpointed,
+            logger=self._logger,
+        )
         self._high_watermark_floor = min(
             max(checkpointed or 0, log.log_start_offset), log.log_end_offset
         )
@@ -630,26 +637,11 @@ class QuorumPartitionDriver:
     def checkpoint_high_watermark(self) -> None:
         if self._offline is not None or self._closed:
             return
-        if self._high_watermark != self._checkpointed_high_watermark:
-            with self.storage_guard():
-                self._checkpoint.write(self._high_watermark)
-            self._checkpointed_high_watermark = self._high_watermark
+        with self.storage_guard():
+            self._files.checkpoint_high_watermark(self._high_watermark)
 
     def take_producer_snapshot(self) -> int | None:
-        state = self._producer_state
-        offset = state.map_end_offset
-        log = self._log
-        if offset != log.log_end_offset or offset < log.log_start_offset:
-            self._logger.warning(
-                "producer_snapshot_skipped",
-                map_end_offset=offset,
-                log_end_offset=log.log_end_offset,
-            )
-            return None
-        if offset in self._snapshots:
-            return None
-        self._snapshots.write(offset, state.snapshot())
-        return offset
+        return self._files.take_producer_snapshot()
 
     def log_start_offset_moved(self) -> None:
         """The shell's retention moved the log start: producer snapshots below it go, and the
@@ -682,12 +674,7 @@ class QuorumPartitionDriver:
     def close(self) -> None:
         if self._offline is not None or self._closed:
             return
-        if self._high_watermark != self._checkpointed_high_watermark:
-            with contextlib.suppress(OSError, KafkaStorageError):
-                self._checkpoint.write(self._high_watermark)
-                self._checkpointed_high_watermark = self._high_watermark
-        with contextlib.suppress(OSError, KafkaStorageError):
-            self.take_producer_snapshot()
+        self._files.close(self._high_watermark)
         self._closed = True
 
 
