@@ -25,6 +25,10 @@ Kinds (``--faults``):
   other replica is killed and the stale follower reconnects. With
   ``unclean.leader.election.enable`` it becomes the leader and the writes it missed are lost
   when the others return and truncate to it; without, the partition waits for its ISR.
+- ``lone-leader`` (targeted): partition 0's leader is cut from its followers (not from the
+  controllers or clients) for 1.5 s, shorter than ``replica.lag.time.max.ms``, so they stay in
+  its ISR while it acknowledges acks=1 writes alone; then it is killed and a follower is
+  elected. What the leader acknowledged alone is lost with acks=1, never with acks=all.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ FAULT_KINDS: Final = (
     "partition",
     "roll",
     "stale-leader",
+    "lone-leader",
 )
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
 
@@ -127,7 +132,7 @@ def _fault(
     match kind:
         case "kill" | "pause" | "stop":
             return Fault(start_s=start, end_s=end, kind=kind, targets=(broker,))
-        case "stale-leader":
+        case "stale-leader" | "lone-leader":
             return Fault(start_s=start, end_s=end, kind=kind, targets=("partition-0",))
         case "kill-controller":
             return Fault(start_s=start, end_s=end, kind=kind, targets=("active-controller",))

@@ -165,6 +165,8 @@ class _FaultPlayer:
                 return [str(b) for b in fault.targets]
             case "stale-leader", _:
                 return self._stale_leader()
+            case "lone-leader", _:
+                return self._lone_leader()
             case "partition", "isolate":
                 net.isolate(fault.targets[0])
                 return [str(fault.targets[0])]
@@ -205,10 +207,23 @@ class _FaultPlayer:
         net.reset()
         return [str(stale), "killed:", *map(str, others)]
 
+    def _lone_leader(self) -> list[str]:
+        """Cut partition 0's leader from its followers for less than the ISR lag time, then
+        kill it and reconnect the rest (see ``faults.py``)."""
+        c, net = self.cluster, self.network
+        partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
+        followers = {r for r in partition.replicas if r != partition.leader}
+        net.partition({partition.leader}, followers)
+        threading.Event().wait(1.5)  # acks=1 writes only the leader has
+        c.kill_broker(partition.leader)
+        net.heal()
+        net.reset()
+        return ["killed:", str(partition.leader)]
+
     def undo(self, fault: Fault, nodes: list[str]) -> None:
         c, net = self.cluster, self.network
         match fault.kind:
-            case "stale-leader":
+            case "stale-leader" | "lone-leader":
                 for broker in nodes[nodes.index("killed:") + 1 :]:
                     c.start_broker(int(broker))
             case "kill" | "stop":
