@@ -87,7 +87,13 @@ class LocalFaultNetwork:
 
     # --- links -------------------------------------------------------------------------------
 
-    def add_link(self, source: Endpoint, destination: Endpoint, target: tuple[str, int]) -> str:
+    def add_link(
+        self,
+        source: Endpoint,
+        destination: Endpoint,
+        target: tuple[str, int],
+        listen_port: int = 0,
+    ) -> str:
         """Start the proxy of ``(source, destination)`` in front of ``target``; the address
         ``source`` must dial to reach ``destination``.
 
@@ -97,7 +103,12 @@ class LocalFaultNetwork:
         link = (source, destination)
         if link in self._links:
             raise ValueError(f"link {source}->{destination} exists already")
-        proxy = FaultProxy(target, listen_host=self._listen_host, name=f"{source}->{destination}")
+        proxy = FaultProxy(
+            target,
+            listen_host=self._listen_host,
+            listen_port=listen_port,
+            name=f"{source}->{destination}",
+        )
         self._call(proxy.start)
         self._links[link] = proxy
         return proxy.address
@@ -283,8 +294,14 @@ class FaultNetwork:
             raise value
         return value
 
-    def add_link(self, source: Endpoint, destination: Endpoint, target: tuple[str, int]) -> str:
-        return cast(str, self._call("add_link", source, destination, target))
+    def add_link(
+        self,
+        source: Endpoint,
+        destination: Endpoint,
+        target: tuple[str, int],
+        listen_port: int = 0,
+    ) -> str:
+        return cast(str, self._call("add_link", source, destination, target, listen_port))
 
     def address(self, source: Endpoint, destination: Endpoint) -> str:
         return cast(str, self._call("address", source, destination))

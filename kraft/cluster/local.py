@@ -170,12 +170,21 @@ class LocalCluster:
         network = self.network = FaultNetwork()
         addresses: dict[int, str] = {**self.controller_addresses, **self.broker_addresses}
         sources: list[int | str] = [*addresses, CLIENT]
+        # The proxies bind ports chosen here, none of the nodes' (which are free until the nodes
+        # start): a proxy on port 0 once took a controller's port, and the controller failed.
+        node_ports = {int(a.rpartition(":")[2]) for a in addresses.values()}
+        links = len(sources) * len(addresses) - len(addresses)
+        proxy_ports = iter(
+            [p for p in free_ports(links + len(node_ports)) if p not in node_ports][:links]
+        )
         for source in sources:
             dial_map = self._dial_maps[source] = {}
             for destination, address in addresses.items():
                 if destination != source:
                     host, _, port = address.rpartition(":")
-                    proxy = network.add_link(source, destination, target=(host, int(port)))
+                    proxy = network.add_link(
+                        source, destination, (host, int(port)), listen_port=next(proxy_ports)
+                    )
                     dial_map[address] = proxy
 
     def _metrics_property(self, node_id: int) -> dict[str, str]:
