@@ -23,6 +23,7 @@ from kraft.metadata.image import (
 )
 from kraft.metadata.records import (
     NO_LEADER,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
@@ -34,11 +35,13 @@ from kraft.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from kraft.security.acls import AclBinding
 from storage.errors import InvariantViolation
 
 
@@ -124,6 +127,7 @@ class MetadataDelta:
         self._partitions: dict[str, dict[int, PartitionRegistration]] = {}
         self._configs: dict[tuple[ConfigResourceType, str], dict[str, str]] | None = None
         self._next_producer_id = base.next_producer_id
+        self._acls: dict[str, AclBinding] | None = None
         self._built = False
 
     # -- copy-on-write accessors --------------------------------------------------------------
@@ -157,6 +161,11 @@ class MetadataDelta:
         if self._configs is None:
             self._configs = {k: dict(v) for k, v in self._base.configs.items()}
         return self._configs
+
+    def _w_acls(self) -> dict[str, AclBinding]:
+        if self._acls is None:
+            self._acls = dict(self._base.acls)
+        return self._acls
 
     def _registration(self, broker_id: int, broker_epoch: int, what: str) -> BrokerRegistration:
         current = self._w_brokers().get(broker_id)
@@ -269,6 +278,13 @@ class MetadataDelta:
                     f"<= {self._next_producer_id}",
                 )
                 self._next_producer_id = record.next_producer_id
+            case AccessControlEntryRecord():
+                acls = self._w_acls()
+                _check(record.acl_id not in acls, f"ACL id {record.acl_id} created twice")
+                acls[record.acl_id] = record.binding()
+            case RemoveAccessControlEntryRecord():
+                removed = self._w_acls().pop(record.acl_id, None)
+                _check(removed is not None, f"remove of unknown ACL id {record.acl_id}")
             case NoOpRecord():
                 pass
             case _:
@@ -290,6 +306,7 @@ class MetadataDelta:
             topic_ids_by_name=base.topic_ids_by_name if self._names is None else self._names,
             configs=base.configs if self._configs is None else self._configs,
             next_producer_id=self._next_producer_id,
+            acls=base.acls if self._acls is None else self._acls,
             last_offset=last_offset,
             last_epoch=last_epoch,
         )

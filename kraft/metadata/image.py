@@ -32,6 +32,7 @@ from kraft.metadata.codec import record_from_dict, record_to_dict
 from kraft.metadata.configs import CLUSTER_DEFAULT_RESOURCE, TOPIC_CONFIGS, resolve_topic_configs
 from kraft.metadata.records import (
     NO_LEADER,
+    AccessControlEntryRecord,
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
@@ -42,6 +43,7 @@ from kraft.metadata.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from kraft.security.acls import AclBinding
 from kraft.types import TopicPartition
 from storage.errors import InvalidRecordError, UnsupportedVersionError
 
@@ -176,6 +178,8 @@ class MetadataImage:
         default_factory=dict
     )
     next_producer_id: int = 0
+    acls: Mapping[str, AclBinding] = field(default_factory=dict)
+    """Every ACL by its id (KIP-801's StandardAuthorizer data)."""
     # The offset and epoch of the last applied record (-1 before the first one).
     last_offset: int = -1
     last_epoch: int = -1
@@ -347,6 +351,9 @@ class MetadataImage:
                 )
                 for key in sorted(values)
             )
+        records.extend(
+            AccessControlEntryRecord.of(acl_id, self.acls[acl_id]) for acl_id in sorted(self.acls)
+        )
         if self.next_producer_id:
             records.append(
                 ProducerIdsRecord(

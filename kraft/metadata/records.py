@@ -23,6 +23,14 @@ import enum
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
+from kraft.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+
 NO_LEADER: Final = -1
 """``leader`` of an offline partition (Kafka's ``LeaderConstants.NO_LEADER``)."""
 
@@ -191,6 +199,53 @@ class NoOpRecord:
     """Changes nothing; lets a new leader commit an entry of its own epoch (KIP-835)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccessControlEntryRecord:
+    """An ACL was created (Kafka's ``AccessControlEntryRecord``, KIP-801); ``acl_id`` (a UUID)
+    names it for its removal. ACLs live in the log, so every controller and broker authorizes
+    with the same set (`kraft.security.authorizer`)."""
+
+    acl_id: str
+    resource_type: ResourceType
+    resource_name: str
+    pattern_type: PatternType
+    principal: str
+    host: str
+    operation: AclOperation
+    permission_type: AclPermissionType
+
+    @staticmethod
+    def of(acl_id: str, binding: AclBinding) -> AccessControlEntryRecord:
+        return AccessControlEntryRecord(
+            acl_id=acl_id,
+            resource_type=binding.resource_type,
+            resource_name=binding.resource_name,
+            pattern_type=binding.pattern_type,
+            principal=binding.principal,
+            host=binding.host,
+            operation=binding.operation,
+            permission_type=binding.permission_type,
+        )
+
+    def binding(self) -> AclBinding:
+        return AclBinding(
+            resource_type=self.resource_type,
+            resource_name=self.resource_name,
+            pattern_type=self.pattern_type,
+            principal=self.principal,
+            host=self.host,
+            operation=self.operation,
+            permission_type=self.permission_type,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveAccessControlEntryRecord:
+    """The ACL ``acl_id`` was deleted (Kafka's ``RemoveAccessControlEntryRecord``)."""
+
+    acl_id: str
+
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -204,6 +259,8 @@ MetadataRecord: TypeAlias = (
     | ConfigRecord
     | ProducerIdsRecord
     | NoOpRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
 )
 
 RECORD_TYPE_IDS: Final[dict[type[MetadataRecord], int]] = {
@@ -219,6 +276,8 @@ RECORD_TYPE_IDS: Final[dict[type[MetadataRecord], int]] = {
     RemoveTopicRecord: 9,
     ProducerIdsRecord: 15,
     BrokerRegistrationChangeRecord: 17,
+    AccessControlEntryRecord: 18,
+    RemoveAccessControlEntryRecord: 19,
     NoOpRecord: 20,
 }
 
@@ -230,6 +289,7 @@ __all__ = [
     "NO_LEADER",
     "RECORD_TYPES_BY_ID",
     "RECORD_TYPE_IDS",
+    "AccessControlEntryRecord",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
     "ConfigResourceType",
@@ -242,6 +302,7 @@ __all__ = [
     "PartitionRecord",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",

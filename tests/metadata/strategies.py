@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from kraft.metadata import (
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
@@ -17,11 +18,13 @@ from kraft.metadata import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from kraft.security.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 
 ids = st.integers(min_value=-1, max_value=2**31 - 1)
 offsets = st.integers(min_value=-1, max_value=2**63 - 1)
@@ -83,4 +86,16 @@ records: st.SearchStrategy[MetadataRecord] = st.one_of(
     ),
     st.builds(ProducerIdsRecord, broker_id=ids, broker_epoch=offsets, next_producer_id=offsets),
     st.just(NoOpRecord()),
+    st.builds(
+        AccessControlEntryRecord,
+        acl_id=text,
+        resource_type=st.sampled_from(ResourceType),
+        resource_name=text,
+        pattern_type=st.sampled_from(PatternType),
+        principal=text,
+        host=text,
+        operation=st.sampled_from(AclOperation),
+        permission_type=st.sampled_from(AclPermissionType),
+    ),
+    st.builds(RemoveAccessControlEntryRecord, acl_id=text),
 )

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from kraft.metadata import (
     NO_LEADER,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     BrokerState,
     ConfigRecord,
@@ -18,9 +19,17 @@ from kraft.metadata import (
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+)
+from kraft.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
 )
 from kraft.types import TopicPartition
 from storage.config import LogConfig
@@ -207,6 +216,7 @@ def test_snapshot_round_trips_a_populated_image() -> None:
         .with_cluster_config("min.insync.replicas", "2")
         .build()
         .apply(ProducerIdsRecord(broker_id=1, broker_epoch=0, next_producer_id=3000), 500, 7)
+        .apply(AccessControlEntryRecord.of("acl-1", READ_ORDERS), 501, 7)
     )
     again = MetadataImage.from_snapshot(image.to_snapshot())
     assert again == image
@@ -293,3 +303,24 @@ def test_replaying_to_records_rebuilds_the_same_state(image: MetadataImage) -> N
     assert rebuilt.brokers == image.brokers
     assert rebuilt.topics_by_id == image.topics_by_id
     assert rebuilt.configs == image.configs
+
+
+READ_ORDERS = AclBinding(
+    resource_type=ResourceType.TOPIC,
+    resource_name="orders",
+    pattern_type=PatternType.LITERAL,
+    principal="User:alice",
+    host="*",
+    operation=AclOperation.READ,
+    permission_type=AclPermissionType.ALLOW,
+)
+
+
+def test_acls_are_created_and_removed_by_id_and_a_bad_id_is_an_invariant_violation() -> None:
+    image = MetadataImage.empty().apply(AccessControlEntryRecord.of("a", READ_ORDERS), 0)
+    assert dict(image.acls) == {"a": READ_ORDERS}
+    with pytest.raises(InvariantViolation, match="created twice"):
+        image.apply(AccessControlEntryRecord.of("a", READ_ORDERS), 1)
+    assert image.apply(RemoveAccessControlEntryRecord(acl_id="a"), 1).acls == {}
+    with pytest.raises(InvariantViolation, match="unknown ACL"):
+        image.apply(RemoveAccessControlEntryRecord(acl_id="b"), 1)
