@@ -100,6 +100,21 @@ class ControllerStub:
                 request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/kraft.v1.Controller/CreateAcls',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/kraft.v1.Controller/DeleteAcls',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/kraft.v1.Controller/DescribeAcls',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -183,6 +198,24 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -250,6 +283,21 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeConfigs,
                     request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.CreateAclsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -603,6 +651,87 @@ class Controller:
             '/kraft.v1.Controller/DescribeConfigs',
             kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.SerializeToString,
             kraft_dot_v1_dot_controller__pb2.DescribeConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/CreateAcls',
+            kraft_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/DeleteAcls',
+            kraft_dot_v1_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/DescribeAcls',
+            kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
             options,
             channel_credentials,
             insecure,

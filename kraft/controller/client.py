@@ -35,6 +35,14 @@ import grpc
 from tenacity import RetryCallState, wait_exponential_jitter
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.acl_control import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kraft.controller.config_describe import DescribeConfigsRequest, DescribeConfigsResponse
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
@@ -100,6 +108,9 @@ _RPCS: dict[type, tuple[str, type]] = {
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
     DescribeQuorumRequest: ("DescribeQuorum", DescribeQuorumResponse),
     DescribeConfigsRequest: ("DescribeConfigs", DescribeConfigsResponse),
+    CreateAclsRequest: ("CreateAcls", CreateAclsResponse),
+    DeleteAclsRequest: ("DeleteAcls", DeleteAclsResponse),
+    DescribeAclsRequest: ("DescribeAcls", DescribeAclsResponse),
 }
 
 

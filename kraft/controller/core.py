@@ -54,6 +54,14 @@ from typing import TypeVar, final
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from kraft.controller.acl_control import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    handle_create_acls,
+    handle_delete_acls,
+)
 from kraft.controller.cluster_control import (
     BrokerHeartbeatManager,
     fence_expired_brokers,
@@ -457,6 +465,26 @@ class ControllerCore:
         if not self._active:
             return _rejected(AllocateProducerIdsResponse(error_code=_NOT_CONTROLLER))
         return self._append(handle_allocate_producer_ids(self._pending, request), now_ms)
+
+    def handle_create_acls_request(
+        self, request: CreateAclsRequest, now_ms: int
+    ) -> ControllerResult[CreateAclsResponse]:
+        if not self._active:
+            return _rejected(CreateAclsResponse(error_code=_NOT_CONTROLLER))
+        result = handle_create_acls(self._pending, request, self._rng)
+        if result.records:
+            self._log.info("acls_created", count=len(result.records))
+        return self._append(result, now_ms)
+
+    def handle_delete_acls_request(
+        self, request: DeleteAclsRequest, now_ms: int
+    ) -> ControllerResult[DeleteAclsResponse]:
+        if not self._active:
+            return _rejected(DeleteAclsResponse(error_code=_NOT_CONTROLLER))
+        result = handle_delete_acls(self._pending, request)
+        if result.records:
+            self._log.info("acls_deleted", count=len(result.records))
+        return self._append(result, now_ms)
 
     # -- time ----------------------------------------------------------------------------------
 

@@ -56,6 +56,13 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.acl_control import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    describe_acls,
+)
 from kraft.controller.config_describe import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -441,6 +448,10 @@ class ControllerServer:
             else (-1 if leader is None else leader),
         )
 
+    def describe_acls(self, request: DescribeAclsRequest) -> DescribeAclsResponse:
+        """The ACLs a filter matches, from the committed image (any controller answers)."""
+        return describe_acls(self.core.committed_image, request)
+
     def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
         """KIP-595 DescribeQuorum: only the active controller (the Raft leader) knows the
         followers' progress; others answer NOT_CONTROLLER."""
@@ -651,6 +662,28 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             DescribeConfigsRequest,
             _now(s.describe_configs),
         )
+
+    async def CreateAcls(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            CreateAclsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_create_acls_request),
+        )
+
+    async def DeleteAcls(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            DeleteAclsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_delete_acls_request),
+        )
+
+    async def DescribeAcls(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(request, context, DescribeAclsRequest, _now(s.describe_acls))
 
 
 def _decode_and_check(

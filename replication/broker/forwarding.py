@@ -16,6 +16,7 @@ import grpc
 import structlog
 
 from kraft._generated import controller_pb2_grpc
+from kraft.controller.acl_control import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from kraft.controller.client import ControllerClient
 from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.messages import (
@@ -113,6 +114,15 @@ class ForwardingControllerServicer(controller_pb2_grpc.ControllerServicer):  # t
 
     async def DescribeConfigs(self, request: Any, context: Any) -> Any:
         return await self._forward(request, context, DescribeConfigsRequest, require_active=True)
+
+    async def CreateAcls(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, CreateAclsRequest)
+
+    async def DeleteAcls(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, DeleteAclsRequest)
+
+    async def DescribeAcls(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, DescribeAclsRequest, require_active=True)
 
 
 __all__ = ["FORWARD_TIMEOUT_S", "ForwardingControllerServicer"]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft._generated import controller_pb2 as pb
-from kraft.controller import config_describe, messages
+from kraft.controller import acl_control, config_describe, messages
 from kraft.controller.messages import (
     CreatableTopic,
     CreatePartitionsTopic,
@@ -40,6 +40,11 @@ MESSAGE_CLASSES: list[type[Any]] = [
     codec.DescribeQuorumResponse,
     config_describe.DescribeConfigsRequest,
     config_describe.DescribeConfigsResponse,
+    *(
+        typing.cast(type[Any], cls)
+        for name, cls in sorted(vars(acl_control).items())
+        if name.endswith(("Request", "Response")) and dataclasses.is_dataclass(cls)
+    ),
 ]
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=8)
 _INT = st.integers(min_value=-(2**31), max_value=2**31 - 1)
