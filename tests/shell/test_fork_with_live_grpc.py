@@ -24,20 +24,28 @@ _CHILD = textwrap.dedent(
     health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    stub = health_pb2_grpc.HealthStub(channel)
     done = threading.Event()
 
     def load() -> None:
         while not done.is_set():
-            stub.Check(health_pb2.HealthCheckRequest())
+            stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
 
-    for _ in range(3):
-        threading.Thread(target=load, daemon=True).start()
+    loaders = [threading.Thread(target=load, daemon=True) for _ in range(3)]
+    for loader in loaders:
+        loader.start()
     failed = sum(
         subprocess.Popen(["/bin/true"], preexec_fn=lambda: None).wait() != 0 for _ in range(200)
     )
     done.set()
-    print("failed", failed)
+    print("failed", failed, flush=True)
+    # NB: stop gRPC before the interpreter exits: with calls still in flight on daemon threads
+    # while the interpreter finalizes, the server's thread raised and the exit hung (CI).
+    for loader in loaders:
+        loader.join(timeout=30)
+    channel.close()
+    server.stop(None).wait(30)
     """
 )
 

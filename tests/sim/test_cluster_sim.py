@@ -5,8 +5,6 @@ KIP-101)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kraft.sim.checker import InvariantViolated
@@ -19,14 +17,11 @@ SEEDS = 120
 
 
 def test_a_seed_range_holds_every_invariant_and_recovers_after_the_heal() -> None:
-    t0 = time.perf_counter()
     summary = run_seeds(0, SEEDS, processes=2, stop_on_violation=False)
-    elapsed = time.perf_counter() - t0
     bad = [f"{r.violation} -- replay: {r.replay}" for r in summary.violations]
     assert not bad, "\n".join(bad)
     assert summary.seeds_run == SEEDS
     assert summary.faults > 5 * SEEDS and summary.acked_records > 100 * SEEDS
-    assert elapsed < 60, f"{SEEDS} seeds took {elapsed:.0f}s"
 
 
 def test_a_seed_replays_exactly() -> None:

@@ -5,7 +5,6 @@ their own leaders, and the checkers catch what write caching risks."""
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -23,14 +22,11 @@ CPU, seconds on a loaded machine)."""
 
 @pytest.mark.parametrize("mode", ["quorum", "mixed"])
 def test_a_seed_range_of_quorum_partitions_holds_every_invariant(mode: str) -> None:
-    t0 = time.perf_counter()
     summary = run_seeds(1000, SEEDS, processes=2, stop_on_violation=False, mode=mode)
-    elapsed = time.perf_counter() - t0
     bad = [f"{r.violation} -- replay: {r.replay}" for r in summary.violations]
     assert not bad, "\n".join(bad)
     assert summary.seeds_run == SEEDS
     assert summary.faults > 5 * SEEDS and summary.acked_records > 50 * SEEDS
-    assert elapsed < 90, f"{SEEDS} seeds took {elapsed:.0f}s"
 
 
 def test_a_quorum_seed_replays_exactly_and_names_its_mode() -> None:

@@ -1,8 +1,14 @@
-"""Shared fixtures of the Spark tests: ONE local cluster and ONE SparkSession per module.
+"""Shared fixtures of the Spark tests: ONE local cluster and ONE local SparkSession for the
+whole package.
 
 A SparkSession costs 10-30 s to start on two cores, the first Python data source query as much
-again, so each module starts one of each and its tests share them (each test uses its own
-topic). The session's Python workers run this interpreter (``PYSPARK_PYTHON``).
+again (80 s each on a loaded machine), so the package starts one of each and every test shares
+them (each test uses its own topic). The session's Python workers run this interpreter
+(``PYSPARK_PYTHON``).
+
+A JVM holds one SparkContext, so the standalone-cluster module stops the local session before
+it starts its own: its file name sorts last in the package, after every module that uses the
+local one.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ def spark_available() -> bool:
     return importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(
         controllers=1,
@@ -37,7 +43,7 @@ def cluster() -> Iterator[LocalCluster]:
         yield c
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def session() -> Iterator[Any]:
     if not spark_available():
         pytest.skip("needs pyspark and java")

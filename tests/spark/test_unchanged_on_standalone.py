@@ -1,5 +1,8 @@
 """The same batch read, unchanged, on a Spark standalone cluster (a master and one worker on
-loopback, started with ``spark-daemon.sh`` and stopped at the end)."""
+loopback, started with ``spark-daemon.sh`` and stopped at the end).
+
+The module's name sorts last in the package: it stops the package's local SparkSession (one
+SparkContext per JVM) once the other modules are done with it."""
 
 from __future__ import annotations
 
@@ -23,6 +26,11 @@ def standalone_session() -> Iterator[Any]:
     if not spark_available():
         pytest.skip("needs pyspark and java")
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    local = SparkSession.getActiveSession()
+    if local is not None:
+        local.stop()
     with StandaloneCluster(cores=2, memory="1g") as spark_cluster:
         session = kraft_spark.local_session(
             spark_cluster.master_url,
