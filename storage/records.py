@@ -273,7 +273,6 @@ def build_batch(
 
     Raises:
         ValueError: on an empty batch.
-        UnsupportedCompressionTypeError: for gzip or snappy.
     """
     encoded: list[bytes] = []
     base_ts: int | None = None

@@ -49,12 +49,13 @@ UNSUPPORTED = [
     ("cleanup.policy", "compact"),
     ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "LogAppendTime"),
-    ("compression.type", "lz4"),
 ]
 SUPPORTED = [
     ("cleanup.policy", "delete"),
     ("message.timestamp.type", "CreateTime"),
     ("compression.type", "producer"),
+    ("compression.type", "lz4"),
+    ("compression.type", "uncompressed"),
 ]
 
 
