@@ -166,6 +166,35 @@ def convert_to_topic_codec(records: bytes, header: BatchHeader, config: LogConfi
     return out
 
 
+def check_keys_for_compaction(records: bytes, header: BatchHeader, config: LogConfig) -> None:
+    """Kafka's ``LogValidator``: a compacted topic (``cleanup.policy`` includes ``compact``)
+    refuses a record without a key, which the cleaner could not keep or remove by key.
+
+    Raises:
+        InvalidRecordError: ``config`` compacts and a record of ``records`` has no key.
+    """
+    if not config.compact:
+        return
+    for offset, _ts, key, _value, _headers in record_tuples(records):
+        if key is None:
+            raise InvalidRecordError(
+                "compacted topic cannot accept a record without a key (record "
+                f"{offset - header.base_offset} of the batch)"
+            )
+
+
+def apply_topic_policy(records: bytes, header: BatchHeader, config: LogConfig) -> bytes:
+    """What a leader appends for a batch `validate_produced_batch` accepted: keys checked on
+    a compacted topic (`check_keys_for_compaction`), then the batch in the topic's codec
+    (`convert_to_topic_codec`).
+
+    Raises:
+        InvalidRecordError, RecordTooLargeError: as those two.
+    """
+    check_keys_for_compaction(records, header, config)
+    return convert_to_topic_codec(records, header, config)
+
+
 def _check_timestamp_bounds(
     records: bytes, first: int, last: int, config: LogConfig, now_ms: int
 ) -> None:
@@ -299,4 +328,11 @@ def _walk_headers(data: bytes, p: int, end: int, i: int) -> int:
     return p
 
 
-__all__ = ["NO_TIMESTAMP", "convert_to_topic_codec", "topic_codec", "validate_produced_batch"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "apply_topic_policy",
+    "check_keys_for_compaction",
+    "convert_to_topic_codec",
+    "topic_codec",
+    "validate_produced_batch",
+]

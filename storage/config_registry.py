@@ -283,8 +283,6 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         synonym="log.cleanup.policy",
         owner=_LOG,
         choices=("delete", "compact"),
-        unsupported=("compact",),
-        unsupported_reason="kraft has no log cleaner yet",
     ),
     _topic(
         "delete.retention.ms",
@@ -689,6 +687,17 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         readers=_B,
         owner=_BROKER,
         field="log_retention_check_interval_ms",
+        min_value=1,
+    ),
+    _node(
+        "log.cleaner.backoff.ms",
+        _T.LONG,
+        "15000",
+        "how often the broker's log cleaner looks for compacted logs to clean "
+        "(`cleanup.policy=compact`; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_backoff_ms",
         min_value=1,
     ),
     # -- consumer groups (KIP-848): the offsets topic and the group coordinator ------------------

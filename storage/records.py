@@ -335,6 +335,10 @@ def build_batch(
     return prefix + covered
 
 
+encode_record = _encode_record
+"""One record's bytes with explicit deltas (the log cleaner re-encodes the records it keeps)."""
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 
@@ -622,6 +626,7 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "decode_varint",
+    "encode_record",
     "encode_varint",
     "iter_batches",
     "iter_records",

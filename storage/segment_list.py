@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import final
@@ -181,6 +182,26 @@ class SegmentList:
         self._bases.append(offset)
         fsync_dir(self._directory)
         self._dir_dirty = False
+
+    def replace_with_swap(self, index: int, swap: Path, config: LogConfig) -> LogSegment:
+        """The log cleaner's swap (`storage.log_cleaner`, steps 3-5): close the segment at
+        ``index``, delete its indexes, rename the durable ``swap`` file over its data file,
+        reopen it and rebuild its indexes. ``swap`` must cover exactly the same offsets."""
+        old = self._segments[index]
+        assert old is not self._segments[-1], "the active segment is never swapped"
+        os.close(old.fd)
+        for path in (old.offset_index.path, old.time_index.path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        fsync_dir(self._directory)
+        os.replace(swap, old.log_path)
+        fsync_dir(self._directory)
+        seg = LogSegment.open_existing(self._directory, old.base_offset, config, self._io)
+        seg.recover()
+        # Invariant: a cleaned segment covers the same offsets (empty batches keep them).
+        assert seg.next_offset == old.next_offset, (seg.next_offset, old.next_offset)
+        self._segments[index] = seg
+        return seg
 
     def update_config(self, config: LogConfig) -> None:
         for seg in self._segments:

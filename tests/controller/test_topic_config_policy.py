@@ -46,12 +46,12 @@ def _alter_topic(rf: int, key: str, value: str) -> tuple[ErrorCode, str]:
 
 
 UNSUPPORTED = [
-    ("cleanup.policy", "compact"),
-    ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "LogAppendTime"),
 ]
 SUPPORTED = [
     ("cleanup.policy", "delete"),
+    ("cleanup.policy", "compact"),
+    ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "CreateTime"),
     ("compression.type", "producer"),
     ("compression.type", "lz4"),

@@ -69,8 +69,6 @@ def test_broker_configs_use_the_broker_synonyms() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "accepted"),
     [
-        ("cleanup.policy", "compact", "delete"),
-        ("cleanup.policy", "compact,delete", "delete"),
         ("message.timestamp.type", "LogAppendTime", "CreateTime"),
     ],
 )

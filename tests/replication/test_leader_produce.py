@@ -230,3 +230,20 @@ def test_a_topic_compression_type_makes_the_leader_recompress_keeping_producer_f
     again = ctx.produce(acks=1, records=records)  # the same sequence: a duplicate
     assert ctx.completions[again].base_offset == 0
     assert ctx.log.log_end_offset == 3
+
+
+def test_a_compacted_topic_refuses_a_record_without_a_key() -> None:
+    """Kafka's LogValidator: "Compacted topic cannot accept message without key"."""
+    from storage.records import SimpleRecord, build_batch
+
+    ctx = LeaderContext(isr=(1,))
+    ctx.leader.update_log_config(LogConfig.from_properties({"cleanup.policy": "compact"}))
+    keyless = build_batch(
+        [SimpleRecord(key=b"k", value=b"v"), SimpleRecord(key=None, value=b"v")],
+        timestamp_ms=ctx.now_ms,
+    )
+    rid = ctx.produce(acks=1, records=keyless)
+    assert ctx.completions[rid].error_code is ErrorCode.INVALID_RECORD
+    assert ctx.log.log_end_offset == 0
+    keyed = build_batch([SimpleRecord(key=b"k", value=b"v")], timestamp_ms=ctx.now_ms)
+    assert ctx.completions[ctx.produce(acks=1, records=keyed)].error_code is ErrorCode.NONE
