@@ -30,9 +30,11 @@ NB (deviations from Kafka): kraft maps the keys of the whole cleanable range on 
 not only of its dirty part, so the map holds every distinct key of the range (Kafka bounds
 its map by ``log.cleaner.dedupe.buffer.size`` and cleans in several passes). A tombstone's
 age is its own timestamp, not KIP-534's delete horizon stamped in the batch by an earlier
-pass. A batch whose records are all removed stays as an empty 61-byte batch with its offsets
-(`storage.log_cleaner`), so batch offsets stay contiguous; Kafka drops such batches (keeping
-only a producer's last), which leaves holes between batches.
+pass. Batches whose records are all removed are not dropped: each run of them (in one leader
+epoch) becomes one empty 61-byte batch covering their offsets, and a producer's last batch
+keeps its own header, so batch offsets stay contiguous (followers, readers and recovery need
+no change). Kafka drops such batches (keeping only a producer's last), which leaves holes
+between batches.
 
 Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
 """
@@ -128,12 +130,15 @@ def plan_compaction(
 
 
 class OffsetMap:
-    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, exact)."""
+    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, exact),
+    and each producer id's last batch there (whose header an emptied batch keeps)."""
 
-    __slots__ = ("_latest",)
+    __slots__ = ("_latest", "last_batch_of_producer")
 
     def __init__(self) -> None:
         self._latest: dict[bytes, int] = {}
+        self.last_batch_of_producer: dict[int, int] = {}
+        """producer id -> base offset of its last batch in the cleanable range."""
 
     def put(self, key: bytes, offset: int) -> None:
         """Record ``key`` at ``offset``; offsets come in increasing order."""
@@ -184,6 +189,8 @@ def map_keys(data: bytes, offsets: OffsetMap, *, end_offset: int) -> None:
     for pos, header in iter_batches(data):
         if header.base_offset >= end_offset:
             return
+        if header.producer_id != NO_PRODUCER_ID:
+            offsets.last_batch_of_producer[header.producer_id] = header.base_offset
         for offset, _ts, key, _value, _headers in record_tuples(data, pos):
             if key is not None and offset < end_offset:
                 offsets.put(key, offset)
@@ -197,7 +204,9 @@ def clean_batches(
     leader epoch, timestamps' base, producer id, epoch and base sequence, and codec; its record
     count, length, max timestamp and CRC are recomputed. A batch left without records stays as
     an empty batch (61 bytes, uncompressed) covering the same offsets; a run of such batches
-    of the same leader epoch and no producer id becomes one.
+    of one leader epoch becomes one empty batch without a producer id, except a producer's
+    last batch in the range, which keeps its own header (its producer id, epoch and sequence,
+    for the producer state a replica rebuilds from the log; Kafka keeps it for that reason).
 
     Raises:
         CorruptRecordError: a batch does not decode.
@@ -208,7 +217,8 @@ def clean_batches(
 
     def flush_empties() -> None:
         if pending_empty:
-            out.append(_empty_batch(pending_empty[0], pending_empty[-1]))
+            max_ts = max(h[8] for h in pending_empty)
+            out.append(_empty_batch(pending_empty[0], pending_empty[-1], max_ts))
             pending_empty.clear()
 
     view = memoryview(data)
@@ -228,7 +238,7 @@ def clean_batches(
             )
         ]
         h = _HEADER.unpack_from(data, pos)
-        if len(kept) == len(records):
+        if len(kept) == len(records) and records:
             flush_empties()
             out.append(bytes(view[pos : pos + header.size_bytes]))
             continue
@@ -237,9 +247,9 @@ def clean_batches(
             flush_empties()
             out.append(_rebuilt_batch(h, kept))
             continue
-        if h[9] != NO_PRODUCER_ID:  # a producer's batch keeps its own header (its sequence)
+        if h[9] != NO_PRODUCER_ID and offsets.last_batch_of_producer.get(h[9]) == h[0]:
             flush_empties()
-            out.append(_empty_batch(h, h))
+            out.append(_empty_batch(h, h, h[8], keep_producer=True))
             continue
         if pending_empty and pending_empty[-1][2] != h[2]:  # another leader epoch
             flush_empties()
@@ -265,10 +275,14 @@ def _rebuilt_batch(h: tuple[int, ...], kept: Sequence[RecordTuple]) -> bytes:
     )
 
 
-def _empty_batch(first: tuple[int, ...], last: tuple[int, ...]) -> bytes:
-    """One empty batch covering ``first``'s base offset to ``last``'s last offset."""
+def _empty_batch(
+    first: tuple[int, ...], last: tuple[int, ...], max_ts: int, *, keep_producer: bool = False
+) -> bytes:
+    """One empty batch covering ``first``'s base offset to ``last``'s last offset; with the
+    producer fields of ``first`` if ``keep_producer``, else none (-1)."""
     base_offset = first[0]
     last_offset = last[0] + last[6]
+    producer = (first[9], first[10], first[11]) if keep_producer else (NO_PRODUCER_ID, -1, -1)
     return _batch(
         (
             base_offset,
@@ -277,10 +291,8 @@ def _empty_batch(first: tuple[int, ...], last: tuple[int, ...]) -> bytes:
             first[5] & ~_CODEC_MASK,
             last_offset - base_offset,
             first[7],
-            max(f[8] for f in (first, last)),
-            last[9],
-            last[10],
-            last[11],
+            max_ts,
+            *producer,
         ),
         0,
         b"",

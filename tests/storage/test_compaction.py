@@ -187,33 +187,43 @@ def test_tombstones_stay_until_delete_retention_ms_then_go(tmp_path: Path) -> No
     log.close()
 
 
-def test_emptied_batches_keep_their_offsets_and_a_producers_sequence(tmp_path: Path) -> None:
+def test_emptied_batches_keep_their_offsets_and_a_producers_last_sequence(tmp_path: Path) -> None:
+    """Kafka keeps a producer's last batch even when the cleaner empties it (its sequence is
+    the producer state a replica rebuilds from the log); other emptied batches of one leader
+    epoch merge into one empty batch, so what an emptied batch costs stays bounded."""
     log = _open(tmp_path)
-    _put(log, b"a", b"1", producer_id=7, producer_epoch=0, base_sequence=0)
-    _put(log, b"a", b"2")  # no producer id: merged with its emptied neighbours
-    _put(log, b"a", b"3")
+    _put(log, b"a", b"0", producer_id=7, producer_epoch=0, base_sequence=0)
+    _put(log, b"a", b"1", producer_id=7, producer_epoch=0, base_sequence=1)  # 7's last batch
+    _put(log, b"a", b"2")
+    _put(log, b"a", b"3", producer_id=8, producer_epoch=0, base_sequence=5)
+    _put(log, b"a", b"4", producer_id=8, producer_epoch=0, base_sequence=6)
     compressed = build_batch(
-        [SimpleRecord(key=b"b", value=b"x"), SimpleRecord(key=b"a", value=b"4")],
+        [SimpleRecord(key=b"b", value=b"x"), SimpleRecord(key=b"a", value=b"5")],
         timestamp_ms=NOW_MS,
         compression=Compression.ZSTD,
     )
     log.append(compressed)
+    _put(log, b"c", b"6", producer_id=8, producer_epoch=0, base_sequence=7)  # 8's last batch
     for i in range(30):
         _put(log, b"z%d" % i, b"v")
     log.compact(NOW_MS, high_watermark=log.log_end_offset)
-    data = log.read(0, 1 << 20)
-    headers = [h for _, h in iter_batches(data)]
-    assert headers[0].record_count == 0 and headers[0].next_offset == 1
-    assert (headers[0].producer_id, headers[0].base_sequence) == (7, 0)
-    assert headers[1].record_count == 0 and (headers[1].base_offset, headers[1].next_offset) == (
-        1,
-        3,
-    )
-    assert headers[2].compression is Compression.ZSTD and headers[2].record_count == 2
-    assert [r[:3] for r in record_tuples(data, sum(h.size_bytes for h in headers[:2]))] == [
-        (3, NOW_MS, b"b"),
-        (4, NOW_MS, b"a"),
+    data, offset = b"", 0
+    while offset < 8:  # reads stay within a segment: read on until offset 8
+        data += log.read(offset, 1 << 20)
+        headers = [h for _, h in iter_batches(data)]
+        offset = headers[-1].next_offset
+    spans = [(h.base_offset, h.next_offset, h.record_count, h.producer_id) for h in headers[:5]]
+    assert spans == [
+        (0, 1, 0, -1),  # producer 7's first batch: merged (alone here)
+        (1, 2, 0, 7),  # 7's last batch keeps its header ...
+        (2, 5, 0, -1),  # ... and the next three emptied batches merge into one
+        (5, 7, 2, -1),
+        (7, 8, 1, 8),
     ]
+    assert (headers[1].producer_epoch, headers[1].base_sequence) == (0, 1)
+    assert headers[3].compression is Compression.ZSTD
+    position = sum(h.size_bytes for h in headers[:3])
+    assert [r[:3] for r in record_tuples(data, position)] == [(5, NOW_MS, b"b"), (6, NOW_MS, b"a")]
     log.close()
 
 
