@@ -4,6 +4,7 @@ at or past the high watermark), readers across the gaps, and a crash in the midd
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -131,10 +132,14 @@ def test_the_cleaner_keeps_the_latest_record_per_key_and_every_offset(tmp_path: 
     log = _open(tmp_path)
     for i in range(60):
         _put(log, b"k%d" % (i % 5), b"v%d" % i)
-    before_segments = [(s.base_offset, s.next_offset) for s in log.segments]
+    before_segments = len(log.segments)
     result = log.compact(NOW_MS, high_watermark=log.log_end_offset)
     assert result is not None and result.records_removed > 0
-    assert [(s.base_offset, s.next_offset) for s in log.segments] == before_segments
+    # small cleaned segments were merged (Kafka's groupSegmentsBySize), offsets contiguous
+    segments = log.segments
+    assert len(segments) < before_segments and segments[0].base_offset == 0
+    assert all(a.next_offset == b.base_offset for a, b in itertools.pairwise(segments))
+    assert result.end_offset in {s.next_offset for s in segments}
     assert log.log_end_offset == 60
     records = _all(log)
     end = result.end_offset
@@ -227,7 +232,7 @@ def test_emptied_batches_keep_their_offsets_and_a_producers_last_sequence(tmp_pa
     log.close()
 
 
-@pytest.mark.parametrize("leftover", [CLEANED_SUFFIX, SWAP_SUFFIX])
+@pytest.mark.parametrize("leftover", [CLEANED_SUFFIX, SWAP_SUFFIX, "step 3"])
 def test_a_crash_in_the_middle_of_a_swap_leaves_the_old_or_the_new_segment(
     tmp_path: Path, leftover: str
 ) -> None:
@@ -246,10 +251,14 @@ def test_a_crash_in_the_middle_of_a_swap_leaves_the_old_or_the_new_segment(
     cleaned_first = (twin / segment_file_name(0)).read_bytes()
     twin_log.close()
     log.flush()
+    original_first_end = log.segments[0].next_offset
     swap = write_swap_file(tmp_path, 0, cleaned_first)  # steps 1-2, then a crash
     if leftover == CLEANED_SUFFIX:
         swap.rename(swap.with_name(swap.name.replace(SWAP_SUFFIX, CLEANED_SUFFIX)))
     log.abandon()
+    if leftover == "step 3":  # the crash came after deleting one later member of the group
+        for suffix in (".log", ".index", ".timeindex"):
+            (tmp_path / segment_file_name(original_first_end, suffix)).unlink(missing_ok=True)
     recovered = _open(tmp_path)
     assert not list(tmp_path.glob("*.cleaned")) and not list(tmp_path.glob("*.swap"))
     assert recovered.log_end_offset == 60
@@ -263,6 +272,9 @@ def test_a_crash_in_the_middle_of_a_swap_leaves_the_old_or_the_new_segment(
         ]
         assert len([r for r in records if r[0] < first_segment_end]) < first_segment_end
         assert (tmp_path / segment_file_name(0, ".index")).exists()  # rebuilt
+        # the swap was a merged group: the later segments it covers were deleted
+        assert first_segment_end > original_first_end
+        assert not (tmp_path / segment_file_name(original_first_end)).exists()
     recovered.compact(NOW_MS, high_watermark=60)  # and cleaning goes on from there
     assert len({k for _, k, _ in _all(recovered)}) == 3
     recovered.close()
