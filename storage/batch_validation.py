@@ -20,7 +20,7 @@ CRC-32C                                               CORRUPT_MESSAGE
 record count > 0 and == last offset delta + 1         INVALID_RECORD
 no control or transactional bit (no transactions)     INVALID_RECORD
 idempotence fields all -1, or all set                 INVALID_RECORD
-codec none, lz4 or zstd (gzip, snappy, ids 5-7 not)   UNSUPPORTED_COMPRESSION_TYPE
+codec id 0-4 (ids 5-7 are not codecs)                UNSUPPORTED_COMPRESSION_TYPE
 compressed records decompress (one frame, bounded)    CORRUPT_MESSAGE / MESSAGE_TOO_LARGE
 each record parses exactly: length, varints, key,     INVALID_RECORD
 value, headers (UTF-8 keys), no byte left over;
@@ -44,7 +44,7 @@ accepted and ignored).
 
 from __future__ import annotations
 
-from storage.compression import Compression, decompress_records
+from storage.compression import CODEC_NAMES, Compression, decompress_records, recompress_batch
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
     CorruptRecordError,
@@ -86,7 +86,7 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
             decompress.
         RecordTooLargeError: larger than ``max_message_bytes``, or inflating to more than
             `storage.compression.MAX_DECOMPRESSED_BYTES`.
-        UnsupportedCompressionTypeError: gzip, snappy or an unknown codec id.
+        UnsupportedCompressionTypeError: an unknown codec id (5-7).
         InvalidTimestampError: a negative timestamp (other than -1), one out of the
             before/after bounds, or a LogAppendTime batch.
     """
@@ -133,6 +133,66 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
         )
     _check_timestamp_bounds(records, first, last, config, now_ms)
     return header
+
+
+def topic_codec(compression_type: str) -> Compression | None:
+    """The codec a topic's ``compression.type`` stores batches in, or None for ``producer``
+    (keep the producer's)."""
+    if compression_type == "producer":
+        return None
+    return CODEC_NAMES["none" if compression_type == "uncompressed" else compression_type]
+
+
+def convert_to_topic_codec(records: bytes, header: BatchHeader, config: LogConfig) -> bytes:
+    """``records`` (one batch `validate_produced_batch` accepted) in the topic's codec:
+    Kafka's ``LogValidator`` recompresses a batch whose codec differs from a topic's
+    ``compression.type`` (any value but ``producer``). Offsets, timestamps and the producer
+    fields are kept; the length and CRC are recomputed. Returns ``records`` itself when no
+    conversion is needed.
+
+    Raises:
+        RecordTooLargeError: the converted batch exceeds ``max.message.bytes`` (Kafka checks
+            the size after conversion too).
+    """
+    target = topic_codec(config.compression_type)
+    if target is None or header.attributes & 0x07 == target:
+        return records
+    out = recompress_batch(records, target)
+    if len(out) > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"batch of {len(out)} bytes after conversion to {config.compression_type} exceeds "
+            f"max.message.bytes={config.max_message_bytes}"
+        )
+    return out
+
+
+def check_keys_for_compaction(records: bytes, header: BatchHeader, config: LogConfig) -> None:
+    """Kafka's ``LogValidator``: a compacted topic (``cleanup.policy`` includes ``compact``)
+    refuses a record without a key, which the cleaner could not keep or remove by key.
+
+    Raises:
+        InvalidRecordError: ``config`` compacts and a record of ``records`` has no key.
+    """
+    if not config.compact:
+        return
+    for offset, _ts, key, _value, _headers in record_tuples(records):
+        if key is None:
+            raise InvalidRecordError(
+                "compacted topic cannot accept a record without a key (record "
+                f"{offset - header.base_offset} of the batch)"
+            )
+
+
+def apply_topic_policy(records: bytes, header: BatchHeader, config: LogConfig) -> bytes:
+    """What a leader appends for a batch `validate_produced_batch` accepted: keys checked on
+    a compacted topic (`check_keys_for_compaction`), then the batch in the topic's codec
+    (`convert_to_topic_codec`).
+
+    Raises:
+        InvalidRecordError, RecordTooLargeError: as those two.
+    """
+    check_keys_for_compaction(records, header, config)
+    return convert_to_topic_codec(records, header, config)
 
 
 def _check_timestamp_bounds(
@@ -268,4 +328,11 @@ def _walk_headers(data: bytes, p: int, end: int, i: int) -> int:
     return p
 
 
-__all__ = ["NO_TIMESTAMP", "validate_produced_batch"]
+__all__ = [
+    "NO_TIMESTAMP",
+    "apply_topic_policy",
+    "check_keys_for_compaction",
+    "convert_to_topic_codec",
+    "topic_codec",
+    "validate_produced_batch",
+]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from storage.config_key import ConfigType, split_list
 from storage.config_registry import (
     DYNAMIC_BROKER_KEYS,
     INT_MAX,
@@ -31,11 +32,21 @@ from storage.errors import InvalidConfigError
 _KEY_OF_FIELD = {field: key for key, field in LOG_PROPERTY_FIELDS.items()}
 
 
-def _default(field: str) -> int:
-    """The registry's default of the `LogConfig` field ``field``."""
+def _default_text(field: str) -> str:
+    """The registry's default of the `LogConfig` field ``field``, as stored."""
     default = TOPIC_KEYS[_KEY_OF_FIELD[field]].default
     assert default is not None, field
-    return int(default)
+    return default
+
+
+def _default(field: str) -> int:
+    return int(_default_text(field))
+
+
+def normalized_cleanup_policy(value: str) -> str:
+    """``cleanup.policy`` as `LogConfig` holds it: its items sorted and unique
+    (``delete,compact`` -> ``compact,delete``)."""
+    return ",".join(sorted(set(split_list(value))))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,13 +84,38 @@ class LogConfig:
     message_timestamp_after_max_ms: int = _default("message_timestamp_after_max_ms")
     """``message.timestamp.after.max.ms`` (KIP-937): ... more than this after its clock. NB:
     Kafka 3.6's default; Kafka 4.0 lowered it to one hour."""
+    cleanup_policy: str = _default_text("cleanup_policy")
+    """``cleanup.policy``: ``delete``, ``compact`` or ``compact,delete`` (normalized by
+    `normalized_cleanup_policy`)."""
+    delete_retention_ms: int = _default("delete_retention_ms")
+    """``delete.retention.ms``: a compacted log keeps a tombstone this long after its
+    timestamp."""
+    min_compaction_lag_ms: int = _default("min_compaction_lag_ms")
+    """``min.compaction.lag.ms``: the cleaner leaves segments with younger records alone."""
+    min_cleanable_dirty_ratio: float = float(_default_text("min_cleanable_dirty_ratio"))
+    """``min.cleanable.dirty.ratio``: clean once dirty bytes / cleanable bytes reach this."""
+    compression_type: str = _default_text("compression_type")
+    """``compression.type``: ``producer`` keeps the producer's codec; any other codec name
+    makes the leader recompress (``storage.compression.recompress_batch``)."""
     sync_every_append: bool = False
     """fdatasync after every append call (the Raft log). Not a config key: set in code."""
 
     def __post_init__(self) -> None:
         # The ranges are the registry's: the controller validates topic configs with the same.
         for key, field in PROPERTY_KEYS.items():
-            if (problem := TOPIC_KEYS[key].check_int(getattr(self, field))) is not None:
+            definition, value = TOPIC_KEYS[key], getattr(self, field)
+            match definition.type:
+                case ConfigType.INT | ConfigType.LONG:
+                    problem = definition.check_int(value)
+                case ConfigType.DOUBLE:
+                    problem = definition.check_double(value)
+                case _:
+                    problem = (
+                        definition.validate(value)
+                        if isinstance(value, str)
+                        else f"{key} must be a string, got {value!r}"
+                    )
+            if problem is not None:
                 raise InvalidConfigError(problem)
         if not isinstance(self.sync_every_append, bool):
             raise InvalidConfigError(
@@ -106,11 +142,32 @@ class LogConfig:
             if field is None:
                 raise InvalidConfigError(f"unknown log config {key!r}")
             value = raw.strip()
-            try:
-                changes[field] = int(value)
-            except ValueError:
-                raise InvalidConfigError(f"{key} must be an integer: {raw!r}") from None
+            kind = TOPIC_KEYS[key].type
+            if kind is ConfigType.DOUBLE:
+                try:
+                    changes[field] = float(value)
+                except ValueError:
+                    raise InvalidConfigError(f"{key} must be a number: {raw!r}"[:200]) from None
+            elif kind is ConfigType.LIST:
+                changes[field] = normalized_cleanup_policy(value) if split_list(value) else value
+            elif kind is ConfigType.STRING:
+                changes[field] = value
+            else:
+                try:
+                    changes[field] = int(value)
+                except ValueError:
+                    raise InvalidConfigError(f"{key} must be an integer: {raw!r}"[:200]) from None
         return dataclasses.replace(base if base is not None else cls(), **changes)
+
+    @property
+    def compact(self) -> bool:
+        """``cleanup.policy`` includes ``compact``: the log cleaner runs on this log."""
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """``cleanup.policy`` includes ``delete``: retention deletes old segments."""
+        return "delete" in self.cleanup_policy.split(",")
 
     def to_properties(self) -> dict[str, str]:
         """The inverse of `from_properties` (every key, Kafka's spelling)."""
@@ -169,5 +226,6 @@ __all__ = [
     "SEGMENT_BYTES_MIN",
     "LogConfig",
     "int_fields_from_properties",
+    "normalized_cleanup_policy",
     "validate_log_property",
 ]

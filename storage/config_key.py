@@ -46,6 +46,7 @@ class ConfigType(enum.Enum):
     BOOLEAN = "boolean"
     INT = "int"
     LONG = "long"
+    DOUBLE = "double"
     STRING = "string"
     LIST = "list"
 
@@ -114,6 +115,17 @@ class ConfigKey:
             return f"{self.name} must be in [{low}, {high}], got {value}"
         return None
 
+    def check_double(self, value: object) -> str | None:
+        """Why the real ``value`` is out of range (``min_value``/``max_value``, inclusive), or
+        None."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            return f"{self.name} must be a number, got {value!r}"
+        low = self.min_value if self.min_value is not None else float("-inf")
+        high = self.max_value if self.max_value is not None else float("inf")
+        if not low <= value <= high:
+            return f"{self.name} must be in [{low}, {high}], got {value}"
+        return None
+
     def validate(self, value: str) -> str | None:
         """Why ``value`` is invalid for this key, or None when it is valid."""
         if len(value) > CONFIG_VALUE_MAX_CHARS:
@@ -131,6 +143,12 @@ class ConfigKey:
                 except ValueError:
                     return f"{self.name} must be an integer, got {quoted(value)}"
                 return self.check_int(number)
+            case ConfigType.DOUBLE:
+                try:
+                    real = float(value.strip())
+                except ValueError:
+                    return f"{self.name} must be a number, got {quoted(value)}"
+                return self.check_double(real)
             case ConfigType.STRING:
                 if self.choices is not None and value not in self.choices:
                     return f"{self.name} must be one of {sorted(self.choices)}, got {quoted(value)}"

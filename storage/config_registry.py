@@ -34,9 +34,7 @@ third namespace (``compression.type`` means another thing there) and already der
 from their fields.
 
 Values Kafka has that kraft does not implement yet are refused (INVALID_CONFIG, "not supported
-yet") rather than stored and ignored: ``cleanup.policy=compact``, ``message.timestamp.type=
-LogAppendTime``, a topic ``compression.type`` other than ``producer``, and
-``replication.mode=quorum``.
+yet") rather than stored and ignored: ``message.timestamp.type=LogAppendTime``.
 """
 
 from __future__ import annotations
@@ -74,6 +72,7 @@ def _topic(
     synonym: str | None = None,
     owner: str | None = None,
     min_value: int | None = None,
+    max_value: int | None = None,
     choices: Iterable[str] | None = None,
     unsupported: Iterable[str] = (),
     unsupported_reason: str = "",
@@ -88,6 +87,7 @@ def _topic(
         readers=readers,
         doc=doc,
         min_value=min_value,
+        max_value=max_value,
         choices=frozenset(choices) if choices is not None else None,
         unsupported=frozenset(unsupported),
         unsupported_reason=unsupported_reason,
@@ -278,23 +278,53 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "cleanup.policy",
         _T.LIST,
         "delete",
-        "`delete`: retention deletes old segments. `compact` is refused (INVALID_CONFIG): "
-        "there is no log cleaner yet",
+        "`delete`: retention deletes old segments. `compact`: the log cleaner keeps the latest "
+        "record of each key (docs/compaction.md). `compact,delete`: both",
         synonym="log.cleanup.policy",
+        owner=_LOG,
         choices=("delete", "compact"),
-        unsupported=("compact",),
-        unsupported_reason="kraft has no log cleaner yet",
+    ),
+    _topic(
+        "delete.retention.ms",
+        _T.LONG,
+        str(_DAY_MS),
+        "compacted topics: how long a tombstone (a record with a null value) is kept after its "
+        "timestamp, so a consumer reading from the start sees the delete",
+        synonym="log.cleaner.delete.retention.ms",
+        owner=_LOG,
+        min_value=0,
+        shown_default="86400000 (1 day)",
+    ),
+    _topic(
+        "min.compaction.lag.ms",
+        _T.LONG,
+        "0",
+        "compacted topics: a segment whose newest record is younger than this is not cleaned",
+        synonym="log.cleaner.min.compaction.lag.ms",
+        owner=_LOG,
+        min_value=0,
+    ),
+    _topic(
+        "min.cleanable.dirty.ratio",
+        _T.DOUBLE,
+        "0.5",
+        "compacted topics: clean a log once its not-yet-cleaned (dirty) bytes are at least this "
+        "share of its cleanable bytes",
+        synonym="log.cleaner.min.cleanable.ratio",
+        owner=_LOG,
+        min_value=0,
+        max_value=1,
     ),
     _topic(
         "compression.type",
         _T.STRING,
         "producer",
-        "`producer`: batches are stored as the producer compressed them. Recompression on the "
-        "leader (any other value) is refused (INVALID_CONFIG)",
+        "`producer`: batches are stored as the producer compressed them. `uncompressed`, "
+        "`gzip`, `snappy`, `lz4`, `zstd`: the leader recompresses a batch that arrives in "
+        "another codec (offsets, timestamps and producer fields kept)",
         synonym="compression.type",
+        owner=_LOG,
         choices=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-        unsupported=("uncompressed", "gzip", "snappy", "lz4", "zstd"),
-        unsupported_reason="the broker does not recompress; it keeps the producer's codec",
     ),
     _topic(
         "message.timestamp.type",
@@ -657,6 +687,17 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         readers=_B,
         owner=_BROKER,
         field="log_retention_check_interval_ms",
+        min_value=1,
+    ),
+    _node(
+        "log.cleaner.backoff.ms",
+        _T.LONG,
+        "15000",
+        "how often the broker's log cleaner looks for compacted logs to clean "
+        "(`cleanup.policy=compact`; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_backoff_ms",
         min_value=1,
     ),
     # -- consumer groups (KIP-848): the offsets topic and the group coordinator ------------------

@@ -58,6 +58,7 @@ from storage.log_append import (
     checked_single_batch,
     prepare_leader_append,
 )
+from storage.log_cleaner import CleanResult, clean_log
 from storage.log_health import LogHealth, maps_storage_errors
 from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
 from storage.log_offsets import LogOffsets
@@ -567,6 +568,45 @@ class SegmentedLog:
             self._offsets.set_log_start_offset(plan.log_start_offset)
             self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
         return plan.segments_to_delete
+
+    @maps_storage_errors
+    def compact(self, now_ms: int | None = None, *, high_watermark: int) -> CleanResult | None:
+        """One log-cleaner pass if ``cleanup.policy`` includes ``compact``: keep the latest
+        record of each key in the cleanable segments (never the active one, never at or past
+        ``high_watermark``, never younger than ``min.compaction.lag.ms``), tombstones until
+        ``delete.retention.ms``, when the dirty ratio reaches ``min.cleanable.dirty.ratio``.
+        Offsets, segment bases and the log end offset do not change. Durable on return (a
+        crash midway is finished by recovery). See `storage.compaction` and
+        `storage.log_cleaner`.
+
+        Returns:
+            What the pass did, or None if there was nothing to clean.
+
+        Raises:
+            KafkaStorageError: a disk error (the log fails: see "Disk errors").
+            LogClosedError: the log is closed.
+        """
+        self._health.check_open()
+        result = clean_log(
+            self._directory,
+            self._segments,
+            self._config,
+            log_start_offset=self._offsets.log_start_offset,
+            high_watermark=min(high_watermark, self.log_end_offset),
+            now_ms=self._clock_ms() if now_ms is None else now_ms,
+        )
+        if result is not None:
+            self._log.info(
+                "log_compacted",
+                segments_cleaned=result.segments_cleaned,
+                segments_rewritten=result.segments_rewritten,
+                records_removed=result.records_removed,
+                bytes_before=result.bytes_before,
+                bytes_after=result.bytes_after,
+                end_offset=result.end_offset,
+                dirty_ratio=round(result.dirty_ratio, 3),
+            )
+        return result
 
     def _after_start_moved(self, deleted: int, *, reason: str) -> None:
         if deleted:

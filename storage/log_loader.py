@@ -3,7 +3,9 @@
 Theory of operation (Kafka's ``LogLoader``)
 -------------------------------------------
 1. Leftovers of interrupted operations go: ``*.tmp`` checkpoint files, index files without a
-   segment file.
+   segment file, the log cleaner's ``*.log.cleaned`` files; its ``*.log.swap`` files replace
+   their segments (`storage.log_cleaner.finish_interrupted_swaps`), which are then recovered
+   (their indexes rebuilt).
 2. After a clean shutdown (the marker file exists) every segment is trusted: its indexes are
    sanity-checked and only the bytes after the last index entry are read to find its next
    offset. A segment that fails the checks is recovered anyway.
@@ -33,6 +35,7 @@ from storage.checkpoint import fsync_dir, read_offset
 from storage.config import LogConfig
 from storage.file_io import FileIO
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
+from storage.log_cleaner import finish_interrupted_swaps
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchSpan, LogSegment
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -69,6 +72,7 @@ def load_log(directory: Path, config: LogConfig, io: FileIO) -> LoadedLog:
     directory.mkdir(parents=True, exist_ok=True)
     marker = directory / CLEAN_SHUTDOWN_FILE
     clean = marker.exists()
+    swapped = finish_interrupted_swaps(directory)
     bases = _clean_directory(directory)
     recovery_point_checkpoint = read_offset(directory / RECOVERY_POINT_CHECKPOINT)
     start_checkpoint = read_offset(directory / LOG_START_OFFSET_CHECKPOINT)
@@ -97,7 +101,7 @@ def load_log(directory: Path, config: LogConfig, io: FileIO) -> LoadedLog:
                 LogSegment.open_existing(directory, later, config, io).delete()
             break
         below_recovery_point = i + 1 < len(bases) and bases[i + 1] <= recovery_point
-        trusted = (clean or below_recovery_point) and seg.load()
+        trusted = (clean or below_recovery_point) and base not in swapped and seg.load()
         if trusted:
             if loaded_cache is None:
                 for _pos, h in seg.iter_headers(0):

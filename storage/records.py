@@ -273,7 +273,6 @@ def build_batch(
 
     Raises:
         ValueError: on an empty batch.
-        UnsupportedCompressionTypeError: for gzip or snappy.
     """
     encoded: list[bytes] = []
     base_ts: int | None = None
@@ -334,6 +333,10 @@ def build_batch(
         crc,
     )
     return prefix + covered
+
+
+encode_record = _encode_record
+"""One record's bytes with explicit deltas (the log cleaner re-encodes the records it keeps)."""
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -623,6 +626,7 @@ __all__ = [
     "TimestampType",
     "build_batch",
     "decode_varint",
+    "encode_record",
     "encode_varint",
     "iter_batches",
     "iter_records",

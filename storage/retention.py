@@ -14,9 +14,11 @@ The rules, in Kafka's order (``UnifiedLog.deleteOldSegments``):
 2. ``retention.bytes``: then delete while the log stays at least ``retention.bytes`` large
    without the front segment.
 
-Either is off when negative. With a ``high_watermark`` (a partition's), a segment holding an
-offset at or above it is never deleted: uncommitted data may still be needed (Kafka's
-``highWatermark`` bound in ``deletableSegments``). Each rule stops at the first segment it
+Either is off when negative, and both are off unless ``cleanup.policy`` includes ``delete``
+(a ``compact``-only log is bounded by the log cleaner instead, as in Kafka). With a
+``high_watermark`` (a partition's), a segment holding an offset at or above it is never
+deleted: uncommitted data may still be needed (Kafka's ``highWatermark`` bound in
+``deletableSegments``). Each rule stops at the first segment it
 keeps: retention only ever deletes a prefix.
 
 The planner reads no clock and touches no file: ``now_ms`` comes in, and table tests can walk
@@ -72,6 +74,8 @@ def plan_retention(
         return i < last and (high_watermark is None or segments[i].next_offset <= high_watermark)
 
     n = 0
+    if not config.delete:
+        return RetentionPlan(segments_to_delete=0, log_start_offset=log_start_offset)
     if config.retention_ms >= 0:
         while deletable(n) and now_ms - segments[n].max_timestamp_ms > config.retention_ms:
             n += 1

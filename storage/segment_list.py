@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import final
@@ -181,6 +182,33 @@ class SegmentList:
         self._bases.append(offset)
         fsync_dir(self._directory)
         self._dir_dirty = False
+
+    def replace_with_swap(self, first: int, last: int, swap: Path, config: LogConfig) -> LogSegment:
+        """The log cleaner's swap (`storage.log_cleaner`, steps 3-5): the segments at indexes
+        ``first`` to ``last`` (inclusive; never the active one) become the one segment in the
+        durable ``swap`` file, named by the first one's base offset. Deletes the later
+        segments' files and the first one's indexes, renames ``swap`` over the first one's
+        data file, reopens it and rebuilds its indexes. ``swap`` must cover exactly the
+        offsets of those segments."""
+        assert 0 <= first <= last < len(self._segments) - 1, "the active segment is never swapped"
+        group = self._segments[first : last + 1]
+        head, next_offset = group[0], group[-1].next_offset
+        for seg in group[1:]:
+            seg.delete()
+        os.close(head.fd)
+        for path in (head.offset_index.path, head.time_index.path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        fsync_dir(self._directory)
+        os.replace(swap, head.log_path)
+        fsync_dir(self._directory)
+        seg = LogSegment.open_existing(self._directory, head.base_offset, config, self._io)
+        seg.recover()
+        # Invariant: a cleaned segment covers the same offsets (empty batches keep them).
+        assert seg.next_offset == next_offset, (seg.next_offset, next_offset)
+        self._segments[first : last + 1] = [seg]
+        self._bases[first : last + 1] = [seg.base_offset]
+        return seg
 
     def update_config(self, config: LogConfig) -> None:
         for seg in self._segments:

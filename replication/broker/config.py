@@ -101,6 +101,8 @@ class BrokerNodeConfig:
     """[replica.high.watermark.checkpoint.interval.ms]"""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     """[log.retention.check.interval.ms] how often retention runs over every replica."""
+    log_cleaner_backoff_ms: int = 15_000
+    """[log.cleaner.backoff.ms] how often the log cleaner runs over the compacted replicas."""
     offsets_topic_num_partitions: int = 50
     """[offsets.topic.num.partitions]"""
     offsets_topic_replication_factor: int = 3

@@ -77,12 +77,15 @@ GROUP_ID_MAX_CHARS = 255
 _FOREVER = str(-1)
 OFFSETS_TOPIC_SEGMENT_BYTES = 8 * 1024 * 1024
 OFFSETS_TOPIC_CONFIGS: Mapping[str, str] = {
+    "cleanup.policy": "compact",
     "retention.ms": _FOREVER,
     "retention.bytes": _FOREVER,
     "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
 }
-"""The offsets topic keeps everything until a coordinator snapshot moves its start (kraft has
-no compaction); segments of 8 MiB let the snapshots delete the old ones soon."""
+"""The offsets topic is compacted (Kafka's ``offsets.topic`` configs: ``cleanup.policy=compact``):
+the coordinator's records are keyed, latest-wins, so the cleaner keeps what a replay needs.
+Coordinator snapshots also move its start (`replication.broker.group_runtime`); segments of
+8 MiB let both reclaim space soon."""
 
 _log = structlog.get_logger("replication.broker.group_service")
 

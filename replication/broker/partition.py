@@ -621,6 +621,22 @@ class PartitionReplica(NoDriverEvents):
             )
         return deleted
 
+    def apply_compaction(self, now_ms: int) -> int:
+        """One log-cleaner pass if the topic's ``cleanup.policy`` includes ``compact``, below
+        the high watermark (`storage.log.SegmentedLog.compact`); the records removed.
+
+        Raises:
+            KafkaStorageError: on a disk error (the replica went offline).
+        """
+        # NB: ISR replicas only: a quorum-mode partition's log is its Raft log, which the
+        # cleaner does not touch (kraft does not compact Raft logs; they snapshot).
+        if self._quorum is not None or self.log.closed or not self.log.config.compact:
+            return 0
+        high_watermark = self.high_watermark
+        with self.driver.storage_guard():
+            result = self.log.compact(now_ms, high_watermark=high_watermark)
+        return 0 if result is None else result.records_removed
+
     # --- follower fetcher ---------------------------------------------------------------------
 
     def _ensure_fetcher(self) -> None:

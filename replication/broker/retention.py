@@ -20,6 +20,11 @@ the active segment and never a segment holding an offset at or above the replica
 watermark (Kafka: the log start offset must not pass the high watermark). The log start
 offset moves to the first remaining segment; followers also adopt the leader's log start
 offset from fetch responses. Consumers fetching below it get OFFSET_OUT_OF_RANGE.
+
+*Compaction.* Every ``log.cleaner.backoff.ms`` (Kafka's default 15000) the broker calls
+`PartitionReplica.apply_compaction` on each replica whose ``cleanup.policy`` includes
+``compact``, leader or follower (each replica cleans its own log, as in Kafka): one log-cleaner
+pass below the replica's high watermark (`storage.log.SegmentedLog.compact`).
 """
 
 from __future__ import annotations
@@ -76,6 +81,32 @@ def apply_retention(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
     return deleted
 
 
+def apply_compaction(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
+    """One log-cleaner pass over the compacted replicas; the records removed. A failing replica
+    is logged and skipped."""
+    removed = 0
+    for replica in replicas:
+        try:
+            removed += replica.apply_compaction(now_ms)
+        except (KraftError, OSError) as e:
+            _log.error(
+                "compaction_failed", topic_partition=str(replica.topic_partition), error=repr(e)
+            )
+    return removed
+
+
+async def run_log_cleaner(
+    replicas: Callable[[], Iterable[PartitionReplica]],
+    backoff_ms: int,
+    clock_ms: Callable[[], int],
+) -> None:
+    """Clean the compacted logs of ``replicas()`` every ``backoff_ms`` until cancelled
+    (Kafka's ``log.cleaner.backoff.ms``)."""
+    while True:
+        await asyncio.sleep(backoff_ms / 1000)
+        apply_compaction(list(replicas()), clock_ms())
+
+
 async def run_retention(
     replicas: Callable[[], Iterable[PartitionReplica]],
     interval_ms: int,
@@ -88,8 +119,10 @@ async def run_retention(
 
 
 __all__ = [
+    "apply_compaction",
     "apply_retention",
     "resolve_log_config",
+    "run_log_cleaner",
     "run_retention",
     "topic_keys_of_dynamic_broker_defaults",
 ]

@@ -99,7 +99,7 @@ from replication.broker.group_service import GroupService
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
-from replication.broker.retention import run_retention
+from replication.broker.retention import run_log_cleaner, run_retention
 from replication.broker.service import BrokerService, BrokerServicer
 from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
 from replication.codec import decode, encode
@@ -277,6 +277,14 @@ class BrokerServer:
                     wall_clock_ms,
                 ),
                 name="broker-retention",
+            ),
+            asyncio.create_task(
+                run_log_cleaner(
+                    lambda: self.replicas.values(),
+                    self.config.log_cleaner_backoff_ms,
+                    wall_clock_ms,
+                ),
+                name="broker-log-cleaner",
             ),
         ):
             self.supervisor.watch(task)

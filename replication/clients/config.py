@@ -22,13 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from kraft.transport.channels import parse_bootstrap_servers
-from storage.compression import Compression
+from storage.compression import CODEC_NAMES, Compression
 
-_COMPRESSION = {
-    "none": Compression.NONE,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
+_COMPRESSION = CODEC_NAMES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +61,7 @@ class ProducerConfig:
     metadata_max_age_ms: int = 300_000
     """[metadata.max.age.ms] refresh metadata at least this often."""
     compression_type: str = "none"
-    """[compression.type] none, lz4 or zstd (gzip and snappy are not supported by storage)."""
+    """[compression.type] none, gzip, snappy, lz4 or zstd (Kafka's codecs)."""
     client_id: str = ""
     """[client.id]"""
 

@@ -72,7 +72,7 @@ from replication.core.producer_state import (
     SequenceDuplicate,
     SequenceRejected,
 )
-from storage.batch_validation import validate_produced_batch
+from storage.batch_validation import apply_topic_policy, validate_produced_batch
 from storage.config import LogConfig
 from storage.errors import ErrorCode, KraftError
 from storage.records import BatchHeader
@@ -261,6 +261,10 @@ class PartitionLeader:
             # Kafka's LogValidator: one valid batch a client may write (a pure function of
             # the bytes; ~0.5 us per record). A rejected batch is never appended.
             header = validate_produced_batch(produce.records, self._log_config, now_ms)
+            # Kafka's LogValidator: a compacted topic refuses records without a key; a topic
+            # whose compression.type is not `producer` stores the batch in its own codec
+            # (offsets and producer fields kept, CRC recomputed).
+            records = apply_topic_policy(produce.records, header, self._log_config)
         except KraftError as e:
             self._logger.debug("produced_batch_rejected", request_id=request_id, error=e.message)
             self._answer(request_id, e.code, e.message)
@@ -280,7 +284,7 @@ class PartitionLeader:
                 self._appending = _Appending(produce, header)
                 return LeaderAppend(
                     request_id=request_id,
-                    records=produce.records,
+                    records=records,
                     leader_epoch=Epoch(self._leader_epoch),
                 )
             case _:

@@ -89,7 +89,7 @@ from replication.driver.interface import (
 from replication.driver.producer_state_load import ProducerStateLoad, load_producer_state
 from replication.driver.quorum_log import ReplicaRaftStorage
 from replication.driver.replica_files import ReplicaFiles
-from storage.batch_validation import validate_produced_batch
+from storage.batch_validation import apply_topic_policy, validate_produced_batch
 from storage.config import LogConfig
 from storage.errors import ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
@@ -475,7 +475,9 @@ class QuorumPartitionDriver:
             self._answer(request_id, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}")
             return
         try:
-            header = validate_produced_batch(records, self._log_config or LogConfig(), now_ms)
+            config = self._log_config or LogConfig()
+            header = validate_produced_batch(records, config, now_ms)
+            records = apply_topic_policy(records, header, config)  # Kafka's LogValidator
         except KraftError as e:
             self._answer(request_id, e.code, e.message)
             return

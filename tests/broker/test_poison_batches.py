@@ -36,7 +36,7 @@ _ISSUE_KINDS = (
     "record count 1000, 3 records",
     "last offset delta 1000",
     "garbage records",
-    "gzip",
+    "gzip flag on plain records",
     "codec id 7",
     "control bit",
     "transactional bit",

@@ -246,3 +246,63 @@ def test_a_truncated_replica_drops_its_snapshots_above_the_point_and_reloads_its
             pair.close()
 
     asyncio.run(run())
+
+
+def _keyed(first_seq: int, count: int = 5) -> bytes:
+    from storage.records import SimpleRecord, build_batch
+
+    return build_batch(
+        [SimpleRecord(key=b"k%d" % ((first_seq + i) % 4), value=b"v") for i in range(count)],
+        timestamp_ms=0,
+        producer_id=PID,
+        producer_epoch=0,
+        base_sequence=first_seq,
+    )
+
+
+def _records(replica: PartitionReplica) -> list[tuple[int, bytes | None]]:
+    from storage.records import iter_batches, record_tuples
+
+    out, offset = [], replica.log.log_start_offset
+    while offset < replica.log.log_end_offset:
+        data = replica.log.read(offset, 1 << 20)
+        for pos, header in iter_batches(data):
+            out += [(o, k) for o, _, k, _, _ in record_tuples(data, pos)]
+            offset = header.next_offset
+    return out
+
+
+def test_compaction_runs_below_the_high_watermark_and_a_new_follower_copies_the_result(
+    tmp_path: Path,
+) -> None:
+    """Each replica cleans its own log (as in Kafka); the cleaned leader log keeps every batch's
+    offsets, so a follower fetching it from scratch appends it contiguously."""
+    from replication.broker.retention import apply_compaction
+
+    async def run() -> None:
+        config = LogConfig.from_properties(
+            {"cleanup.policy": "compact", "segment.bytes": "400", "min.cleanable.dirty.ratio": "0"}
+        )
+        pair = Pair(tmp_path, config)
+        leader = pair.replicas[1]
+        pair.apply(leader=1, leader_epoch=1)
+        try:
+            for i in range(12):
+                done = await leader.produce(1, 5_000, _keyed(5 * i))
+                assert done.error_code is ErrorCode.NONE, done
+            await _wait_for(lambda: pair.replicas[2].high_watermark == 60)
+            assert apply_compaction(pair.replicas.values(), now_ms=0) > 0
+            compacted = _records(leader)
+            assert len(compacted) < 60 and leader.log.log_end_offset == 60
+            assert _records(pair.replicas[2]) == compacted
+            pair.replicas[2].stop()  # a replacement follower starts empty
+            pair.replicas[2] = pair._replica(tmp_path / "three", 2, config)
+            pair.apply(leader=1, leader_epoch=1)
+            await _wait_for(lambda: pair.replicas[2].log.log_end_offset == 60)
+            assert _records(pair.replicas[2]) == compacted
+            done = await leader.produce(1, 5_000, _keyed(60))  # the producer goes on
+            assert done.error_code is ErrorCode.NONE, done
+        finally:
+            pair.close()
+
+    asyncio.run(run())

@@ -32,7 +32,7 @@ def test_producer_options_take_kafka_keys_or_snake_case() -> None:
         {"acks": "2"},
         {"acks": 1},  # idempotence (the default) needs acks=all
         {"max.in.flight.requests.per.connection": 6},
-        {"compression.type": "snappy"},
+        {"compression.type": "brotli"},
     ],
 )
 def test_bad_producer_options_are_rejected(options: dict[str, object]) -> None:

@@ -46,15 +46,16 @@ def _alter_topic(rf: int, key: str, value: str) -> tuple[ErrorCode, str]:
 
 
 UNSUPPORTED = [
-    ("cleanup.policy", "compact"),
-    ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "LogAppendTime"),
-    ("compression.type", "lz4"),
 ]
 SUPPORTED = [
     ("cleanup.policy", "delete"),
+    ("cleanup.policy", "compact"),
+    ("cleanup.policy", "compact,delete"),
     ("message.timestamp.type", "CreateTime"),
     ("compression.type", "producer"),
+    ("compression.type", "lz4"),
+    ("compression.type", "uncompressed"),
 ]
 
 

@@ -298,7 +298,7 @@ def test_incremental_alter_configs_set_delete_append_subtract() -> None:
     assert h.image.topic_config("t", "retention.ms") == "604800000"
 
 
-def test_appending_compact_to_cleanup_policy_is_refused_as_not_supported_yet() -> None:
+def test_appending_compact_to_cleanup_policy_makes_it_compact_and_delete() -> None:
     h = harness(1)
     create(h, CreatableTopic(name="t"))
     response = h.run(
@@ -310,9 +310,8 @@ def test_appending_compact_to_cleanup_policy_is_refused_as_not_supported_yet() -
         ),
     )
     result = response.responses[0]
-    assert result.error_code is ErrorCode.INVALID_CONFIG
-    assert "cleanup.policy=compact is not supported yet" in result.error_message
-    assert h.image.topic_config("t", "cleanup.policy") == "delete"
+    assert result.error_code is ErrorCode.NONE
+    assert h.image.topic_config("t", "cleanup.policy") == "delete,compact"
 
 
 def test_cluster_default_broker_config_changes_topic_effective_value() -> None:

@@ -69,13 +69,7 @@ def test_broker_configs_use_the_broker_synonyms() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "accepted"),
     [
-        ("cleanup.policy", "compact", "delete"),
-        ("cleanup.policy", "compact,delete", "delete"),
-        ("cleanup.policy", "delete,compact", "delete"),
         ("message.timestamp.type", "LogAppendTime", "CreateTime"),
-        ("compression.type", "zstd", "producer"),
-        ("compression.type", "gzip", "producer"),
-        ("compression.type", "uncompressed", "producer"),
     ],
 )
 def test_a_value_kraft_does_not_implement_yet_is_refused_naming_the_key(

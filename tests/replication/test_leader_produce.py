@@ -202,3 +202,48 @@ def test_the_leader_validates_against_the_topics_log_config_and_takes_changes_li
         ErrorCode.INVALID_TIMESTAMP
     )
     assert ctx.log.log_end_offset == 1
+
+
+def test_a_topic_compression_type_makes_the_leader_recompress_keeping_producer_fields() -> None:
+    """Kafka's LogValidator: a topic whose ``compression.type`` is not ``producer`` stores each
+    batch in its codec; the sequence check and offsets work on the same header fields."""
+    from storage.compression import Compression
+    from storage.records import SimpleRecord, build_batch, iter_records, validate_batch
+
+    ctx = LeaderContext(isr=(1,))
+    ctx.leader.update_log_config(LogConfig.from_properties({"compression.type": "gzip"}))
+    records = build_batch(
+        [SimpleRecord(key=b"k", value=b"v" * 100)] * 3,
+        timestamp_ms=ctx.now_ms,
+        compression=Compression.LZ4,
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    rid = ctx.produce(acks=1, records=records)
+    assert ctx.completions[rid].error_code is ErrorCode.NONE
+    stored = ctx.log.read(0)
+    header = validate_batch(stored)
+    assert header.compression is Compression.GZIP
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (5, 0, 0)
+    assert [r.value for r in iter_records(stored)] == [b"v" * 100] * 3
+    again = ctx.produce(acks=1, records=records)  # the same sequence: a duplicate
+    assert ctx.completions[again].base_offset == 0
+    assert ctx.log.log_end_offset == 3
+
+
+def test_a_compacted_topic_refuses_a_record_without_a_key() -> None:
+    """Kafka's LogValidator: "Compacted topic cannot accept message without key"."""
+    from storage.records import SimpleRecord, build_batch
+
+    ctx = LeaderContext(isr=(1,))
+    ctx.leader.update_log_config(LogConfig.from_properties({"cleanup.policy": "compact"}))
+    keyless = build_batch(
+        [SimpleRecord(key=b"k", value=b"v"), SimpleRecord(key=None, value=b"v")],
+        timestamp_ms=ctx.now_ms,
+    )
+    rid = ctx.produce(acks=1, records=keyless)
+    assert ctx.completions[rid].error_code is ErrorCode.INVALID_RECORD
+    assert ctx.log.log_end_offset == 0
+    keyed = build_batch([SimpleRecord(key=b"k", value=b"v")], timestamp_ms=ctx.now_ms)
+    assert ctx.completions[ctx.produce(acks=1, records=keyed)].error_code is ErrorCode.NONE

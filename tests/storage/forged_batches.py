@@ -145,8 +145,8 @@ MALFORMED: list[tuple[str, bytes, type[KraftError]]] = [
     ("LogAppendTime set by the client", three(attributes=0x08), InvalidTimestampError),
     ("max timestamp lies", three(max_timestamp=NOW_MS + 10**9), InvalidRecordError),
     # compression
-    ("gzip", three(attributes=1), UnsupportedCompressionTypeError),
-    ("snappy", three(attributes=2), UnsupportedCompressionTypeError),
+    ("gzip flag on plain records", three(attributes=1), CorruptRecordError),
+    ("snappy flag on plain records", three(attributes=2), CorruptRecordError),
     ("codec id 7", three(attributes=7), UnsupportedCompressionTypeError),
     ("lz4 flag on plain records", three(attributes=3), CorruptRecordError),
     (

@@ -1,0 +1,335 @@
+"""Log compaction's decisions: which segments the cleaner may clean, and which records it keeps.
+
+Theory of operation (Kafka's ``LogCleanerManager`` and ``LogCleaner``, KIP-58, KIP-354)
+--------------------------------------------------------------------------------------
+A log with ``cleanup.policy`` including ``compact`` keeps, for each key, its latest record.
+This module decides; `storage.log_cleaner` reads and rewrites the files.
+
+*What is cleanable* (`plan_compaction`). The cleanable range is a prefix of whole segments:
+
+- never the active (last) segment;
+- never a segment holding an offset at or above the high watermark the caller passes in (a
+  replica cleans only committed data: a truncation after a leader change must find the
+  uncommitted tail as it was written);
+- never a segment whose newest record is younger than ``min.compaction.lag.ms`` (KIP-58);
+  the range stops at the first segment that fails any rule.
+
+Its end is the *first uncleanable offset*. The *first dirty offset* is where the last pass
+ended (the ``cleaner-offset-checkpoint``; the log start offset when there is none). A pass
+runs only when the dirty part is at least ``min.cleanable.dirty.ratio`` of the range's bytes.
+
+*What is kept* (`OffsetMap`, `keeps`). The cleaner maps each key of the cleanable range to its
+latest offset there, then keeps a record if its offset is that latest one. A latest record
+that is a tombstone (null value) is kept until ``delete.retention.ms`` after its timestamp,
+so a consumer that reads the log from its start within that time sees the delete. Records
+without a key are kept (the leader refuses them on a compacted topic, as Kafka does). Records
+past the first uncleanable offset are never touched, so a key whose newest record lies there
+keeps its older records in the range too, until a later pass.
+
+NB (deviations from Kafka): kraft maps the keys of the whole cleanable range on each pass,
+not only of its dirty part, so the map holds every distinct key of the range (Kafka bounds
+its map by ``log.cleaner.dedupe.buffer.size`` and cleans in several passes). A tombstone's
+age is its own timestamp, not KIP-534's delete horizon stamped in the batch by an earlier
+pass. Batches whose records are all removed are not dropped: each run of them (in one leader
+epoch) becomes one empty 61-byte batch covering their offsets, and a producer's last batch
+keeps its own header, so batch offsets stay contiguous (followers, readers and recovery need
+no change). Kafka drops such batches (keeping only a producer's last), which leaves holes
+between batches.
+
+Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import google_crc32c
+
+from storage.compression import Compression, compress
+from storage.config import LogConfig
+from storage.records import (
+    BATCH_HEADER_SIZE,
+    CRC_START,
+    LOG_OVERHEAD,
+    NO_PRODUCER_ID,
+    RecordTuple,
+    encode_record,
+    iter_batches,
+    record_tuples,
+)
+from storage.retention import SegmentInfo
+
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+"""One offset per log directory: the first dirty offset, where the last cleaning ended."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """Clean the first ``segment_count`` segments, ``[log start offset, end_offset)``."""
+
+    segment_count: int
+    first_dirty_offset: int
+    end_offset: int
+    """The first uncleanable offset: the next pass's first dirty offset."""
+    dirty_ratio: float
+
+
+def cleanable_segment_count(
+    segments: Sequence[SegmentInfo], config: LogConfig, *, high_watermark: int, now_ms: int
+) -> int:
+    """How many leading segments the cleaner may clean (see "What is cleanable")."""
+    lag_horizon_ms = now_ms - config.min_compaction_lag_ms
+    n = 0
+    while n < len(segments) - 1:  # never the active segment
+        seg = segments[n]
+        if seg.next_offset > high_watermark:
+            break
+        if config.min_compaction_lag_ms > 0 and seg.max_timestamp_ms > lag_horizon_ms:
+            break
+        n += 1
+    return n
+
+
+def plan_compaction(
+    segments: Sequence[SegmentInfo],
+    config: LogConfig,
+    *,
+    first_dirty_offset: int | None,
+    log_start_offset: int,
+    high_watermark: int,
+    now_ms: int,
+) -> CompactionPlan | None:
+    """What the cleaner cleans now, or None (not a compacted log, nothing cleanable, or the
+    dirty ratio below ``min.cleanable.dirty.ratio``).
+
+    Args:
+        segments: the log's segments in offset order, the active one last.
+        first_dirty_offset: the checkpointed end of the last pass (None: never cleaned).
+        high_watermark: nothing at or above it is cleaned.
+    """
+    if not config.compact or not segments:
+        return None
+    n = cleanable_segment_count(segments, config, high_watermark=high_watermark, now_ms=now_ms)
+    if n == 0:
+        return None
+    end = segments[n - 1].next_offset
+    first_dirty = max(first_dirty_offset or 0, log_start_offset)
+    if first_dirty >= end:
+        return None  # everything cleanable was cleaned
+    clean_bytes = sum(s.size_bytes for s in segments[:n] if s.next_offset <= first_dirty)
+    dirty_bytes = sum(s.size_bytes for s in segments[:n] if s.next_offset > first_dirty)
+    total = clean_bytes + dirty_bytes
+    ratio = dirty_bytes / total if total else 0.0
+    if dirty_bytes == 0 or ratio < config.min_cleanable_dirty_ratio:
+        return None
+    return CompactionPlan(
+        segment_count=n, first_dirty_offset=first_dirty, end_offset=end, dirty_ratio=ratio
+    )
+
+
+class OffsetMap:
+    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, exact),
+    and each producer id's last batch there (whose header an emptied batch keeps)."""
+
+    __slots__ = ("_latest", "last_batch_of_producer")
+
+    def __init__(self) -> None:
+        self._latest: dict[bytes, int] = {}
+        self.last_batch_of_producer: dict[int, int] = {}
+        """producer id -> base offset of its last batch in the cleanable range."""
+
+    def put(self, key: bytes, offset: int) -> None:
+        """Record ``key`` at ``offset``; offsets come in increasing order."""
+        self._latest[key] = offset
+
+    def get(self, key: bytes) -> int | None:
+        return self._latest.get(key)
+
+    def __len__(self) -> int:
+        return len(self._latest)
+
+
+def keeps(
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    timestamp_ms: int,
+    offsets: OffsetMap,
+    *,
+    delete_retention_ms: int,
+    now_ms: int,
+) -> bool:
+    """Whether the cleaner keeps this record of the cleanable range (see "What is kept")."""
+    if key is None:
+        return True
+    latest = offsets.get(key)
+    if latest is None or offset > latest:
+        return True  # not in the map: beyond the range the map covers
+    if offset < latest:
+        return False  # a newer record of the key follows
+    if value is None:  # the latest record is a tombstone
+        return now_ms - timestamp_ms <= delete_retention_ms
+    return True
+
+
+# --- rewriting batches (pure: bytes in, bytes out) ----------------------------------------------
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
+_CODEC_MASK = 0x07
+
+
+def map_keys(data: bytes, offsets: OffsetMap, *, end_offset: int) -> None:
+    """Put every keyed record below ``end_offset`` of ``data`` (whole batches) in ``offsets``.
+
+    Raises:
+        CorruptRecordError: a batch does not decode.
+    """
+    for pos, header in iter_batches(data):
+        if header.base_offset >= end_offset:
+            return
+        if header.producer_id != NO_PRODUCER_ID:
+            offsets.last_batch_of_producer[header.producer_id] = header.base_offset
+        for offset, _ts, key, _value, _headers in record_tuples(data, pos):
+            if key is not None and offset < end_offset:
+                offsets.put(key, offset)
+
+
+def clean_batches(
+    data: bytes, offsets: OffsetMap, config: LogConfig, *, now_ms: int
+) -> tuple[bytes, int] | None:
+    """``data`` (one segment's whole batches) with the records `keeps` drops removed, and how
+    many were removed; None if none is. Each batch keeps its base offset, last offset delta,
+    leader epoch, timestamps' base, producer id, epoch and base sequence, and codec; its record
+    count, length, max timestamp and CRC are recomputed. A batch left without records stays as
+    an empty batch (61 bytes, uncompressed) covering the same offsets; a run of such batches
+    of one leader epoch becomes one empty batch without a producer id, except a producer's
+    last batch in the range, which keeps its own header (its producer id, epoch and sequence,
+    for the producer state a replica rebuilds from the log; Kafka keeps it for that reason).
+
+    Raises:
+        CorruptRecordError: a batch does not decode.
+    """
+    out: list[bytes] = []
+    removed = 0
+    pending_empty: list[tuple[int, ...]] = []  # headers of a run of emptied batches to merge
+
+    def flush_empties() -> None:
+        if pending_empty:
+            max_ts = max(h[8] for h in pending_empty)
+            out.append(_empty_batch(pending_empty[0], pending_empty[-1], max_ts))
+            pending_empty.clear()
+
+    view = memoryview(data)
+    for pos, header in iter_batches(data):
+        records = record_tuples(data, pos)
+        kept = [
+            r
+            for r in records
+            if keeps(
+                r[0],
+                r[2],
+                r[3],
+                r[1],
+                offsets,
+                delete_retention_ms=config.delete_retention_ms,
+                now_ms=now_ms,
+            )
+        ]
+        h = _HEADER.unpack_from(data, pos)
+        if len(kept) == len(records) and records:
+            flush_empties()
+            out.append(bytes(view[pos : pos + header.size_bytes]))
+            continue
+        removed += len(records) - len(kept)
+        if kept:
+            flush_empties()
+            out.append(_rebuilt_batch(h, kept))
+            continue
+        if h[9] != NO_PRODUCER_ID and offsets.last_batch_of_producer.get(h[9]) == h[0]:
+            flush_empties()
+            out.append(_empty_batch(h, h, h[8], keep_producer=True))
+            continue
+        if pending_empty and pending_empty[-1][2] != h[2]:  # another leader epoch
+            flush_empties()
+        pending_empty.append(h)
+    flush_empties()
+    if not removed:
+        return None
+    return b"".join(out), removed
+
+
+def _rebuilt_batch(h: tuple[int, ...], kept: Sequence[RecordTuple]) -> bytes:
+    base_offset, _, epoch, magic, _, attributes, delta, base_ts, _, pid, pepoch, seq, _ = h
+    body = b"".join(
+        encode_record(offset - base_offset, ts - base_ts, key, value, headers)
+        for offset, ts, key, value, headers in kept
+    )
+    codec = Compression(attributes & _CODEC_MASK)
+    max_ts = max(r[1] for r in kept)
+    return _batch(
+        (base_offset, epoch, magic, attributes, delta, base_ts, max_ts, pid, pepoch, seq),
+        len(kept),
+        compress(codec, body),
+    )
+
+
+def _empty_batch(
+    first: tuple[int, ...], last: tuple[int, ...], max_ts: int, *, keep_producer: bool = False
+) -> bytes:
+    """One empty batch covering ``first``'s base offset to ``last``'s last offset; with the
+    producer fields of ``first`` if ``keep_producer``, else none (-1)."""
+    base_offset = first[0]
+    last_offset = last[0] + last[6]
+    producer = (first[9], first[10], first[11]) if keep_producer else (NO_PRODUCER_ID, -1, -1)
+    return _batch(
+        (
+            base_offset,
+            first[2],
+            first[3],
+            first[5] & ~_CODEC_MASK,
+            last_offset - base_offset,
+            first[7],
+            max_ts,
+            *producer,
+        ),
+        0,
+        b"",
+    )
+
+
+def _batch(fields: tuple[int, ...], count: int, body: bytes) -> bytes:
+    base_offset, epoch, magic, attributes, delta, base_ts, max_ts, pid, pepoch, seq = fields
+    out = bytearray(
+        _HEADER.pack(
+            base_offset,
+            BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body),
+            epoch,
+            magic,
+            0,
+            attributes,
+            delta,
+            base_ts,
+            max_ts,
+            pid,
+            pepoch,
+            seq,
+            count,
+        )
+    )
+    out += body
+    struct.pack_into(">I", out, CRC_START - 4, google_crc32c.value(bytes(out[CRC_START:])))
+    return bytes(out)
+
+
+__all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
+    "CompactionPlan",
+    "OffsetMap",
+    "clean_batches",
+    "cleanable_segment_count",
+    "keeps",
+    "map_keys",
+    "plan_compaction",
+]

@@ -1,0 +1,319 @@
+"""Log compaction: the planner's table (pure), the record rule, the cleaner on a real log (latest
+record per key, offsets kept with their gaps, tombstones until ``delete.retention.ms``, nothing
+at or past the high watermark), readers across the gaps, and a crash in the middle of a swap."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from kraft.types import TopicPartition
+from replication.clients.consumer import decode_partition_records
+from storage.compaction import OffsetMap, keeps, plan_compaction
+from storage.compression import Compression
+from storage.config import LogConfig
+from storage.log import SegmentedLog
+from storage.log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, clean_log, write_swap_file
+from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples, validate_batch
+from storage.retention import SegmentInfo
+from storage.segment import segment_file_name
+
+NOW_MS = 1_000_000_000
+DAY_MS = 86_400_000
+
+
+def _segments(*specs: tuple[int, int, int]) -> list[SegmentInfo]:
+    """Contiguous segments from (record count, size in bytes, newest timestamp) triples."""
+    out, base = [], 0
+    for count, size, max_ts in specs:
+        out.append(
+            SegmentInfo(
+                base_offset=base, next_offset=base + count, size_bytes=size, max_timestamp_ms=max_ts
+            )
+        )
+        base += count
+    return out
+
+
+SEGMENTS = _segments((10, 100, 1_000), (10, 100, 2_000), (10, 100, 3_000), (5, 50, 4_000))
+COMPACT = LogConfig.from_properties({"cleanup.policy": "compact"})
+
+
+@pytest.mark.parametrize(
+    ("props", "first_dirty", "high_watermark", "now_ms", "expected"),
+    [
+        ({}, None, 35, 10_000, (3, 30)),  # never the active segment
+        ({"cleanup.policy": "delete"}, None, 35, 10_000, None),  # not a compacted log
+        ({"cleanup.policy": "compact,delete"}, None, 35, 10_000, (3, 30)),
+        ({}, None, 20, 10_000, (2, 20)),  # the high watermark bounds it ...
+        ({}, None, 19, 10_000, (1, 10)),  # ... to whole segments below it
+        ({}, None, 9, 10_000, None),
+        ({"min.compaction.lag.ms": "8000"}, None, 35, 10_000, (2, 20)),  # 3_000 is too young
+        ({"min.compaction.lag.ms": "8001"}, None, 35, 10_000, (1, 10)),  # 2_000 too
+        ({"min.compaction.lag.ms": "9000"}, None, 35, 10_000, (1, 10)),
+        ({"min.compaction.lag.ms": "9001"}, None, 35, 10_000, None),
+        ({}, 30, 35, 10_000, None),  # all cleanable bytes were cleaned
+        ({}, 20, 35, 10_000, None),  # dirty 100 of 300: below the default ratio 0.5
+        ({"min.cleanable.dirty.ratio": "0.3"}, 20, 35, 10_000, (3, 30)),
+        ({}, 10, 35, 10_000, (3, 30)),  # dirty 200 of 300
+    ],
+)
+def test_the_planner_cleans_the_prefix_its_rules_allow(
+    props: dict[str, str],
+    first_dirty: int | None,
+    high_watermark: int,
+    now_ms: int,
+    expected: tuple[int, int] | None,
+) -> None:
+    config = LogConfig.from_properties({"cleanup.policy": "compact", **props})
+    plan = plan_compaction(
+        SEGMENTS,
+        config,
+        first_dirty_offset=first_dirty,
+        log_start_offset=0,
+        high_watermark=high_watermark,
+        now_ms=now_ms,
+    )
+    assert (None if plan is None else (plan.segment_count, plan.end_offset)) == expected
+
+
+def test_a_record_is_kept_if_latest_and_a_tombstone_until_delete_retention_ms() -> None:
+    offsets = OffsetMap()
+    for offset, key in enumerate([b"a", b"b", b"a", b"c"]):
+        offsets.put(key, offset)
+
+    def kept(offset: int, key: bytes | None, value: bytes | None, ts: int) -> bool:
+        return keeps(offset, key, value, ts, offsets, delete_retention_ms=100, now_ms=1_000)
+
+    assert not kept(0, b"a", b"v", 0)  # a newer "a" follows
+    assert kept(2, b"a", b"v", 0)
+    assert kept(1, b"b", None, 900)  # a tombstone 100 ms old: still kept
+    assert not kept(1, b"b", None, 899)  # 101 ms: gone
+    assert kept(7, b"a", b"v", 0)  # past the mapped range: not touched
+    assert kept(5, None, b"v", 0)  # no key: kept
+
+
+# --- the cleaner on a real log ------------------------------------------------------------------
+
+
+def _open(path: Path, **props: str) -> SegmentedLog:
+    config = LogConfig.from_properties(
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": "400",
+            "min.cleanable.dirty.ratio": "0.01",
+            **props,
+        }
+    )
+    return SegmentedLog.open(path, config, clock_ms=lambda: NOW_MS)
+
+
+def _put(log: SegmentedLog, key: bytes, value: bytes | None, ts: int = NOW_MS, **kw: int) -> int:
+    batch = build_batch(
+        [SimpleRecord(key=key, value=value, timestamp_ms=ts)], timestamp_ms=ts, **kw
+    )  # type: ignore[arg-type]
+    return log.append(batch)
+
+
+def _all(log: SegmentedLog, start: int = 0) -> list[tuple[int, bytes | None, bytes | None]]:
+    out, offset = [], start
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        for pos, header in iter_batches(data):
+            validate_batch(data, pos)
+            out += [(o, k, v) for o, _, k, v, _ in record_tuples(data, pos) if o >= start]
+            offset = header.next_offset
+    return out
+
+
+def test_the_cleaner_keeps_the_latest_record_per_key_and_every_offset(tmp_path: Path) -> None:
+    log = _open(tmp_path)
+    for i in range(60):
+        _put(log, b"k%d" % (i % 5), b"v%d" % i)
+    before_segments = len(log.segments)
+    result = log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    assert result is not None and result.records_removed > 0
+    # small cleaned segments were merged (Kafka's groupSegmentsBySize), offsets contiguous
+    segments = log.segments
+    assert len(segments) < before_segments and segments[0].base_offset == 0
+    assert all(a.next_offset == b.base_offset for a, b in itertools.pairwise(segments))
+    assert result.end_offset in {s.next_offset for s in segments}
+    assert log.log_end_offset == 60
+    records = _all(log)
+    end = result.end_offset
+    cleaned = [r for r in records if r[0] < end]
+    # below the first uncleanable offset, one record per key: its latest there
+    latest = {b"k%d" % (i % 5): i for i in range(end)}
+    assert sorted(o for o, _, _ in cleaned) == sorted(latest.values())
+    assert [r for r in records if r[0] >= end] == [
+        (i, b"k%d" % (i % 5), b"v%d" % i) for i in range(end, 60)
+    ]
+    # a consumer reads across the gaps from any offset, and its position passes emptied batches
+    data = log.read(0, 1 << 20)
+    got, next_offset, error = decode_partition_records(TopicPartition("t", 0), data, 0)
+    assert error is None and next_offset > 0
+    assert [r.offset for r in got] == [o for o, _, _ in records if o < next_offset]
+    assert log.compact(NOW_MS, high_watermark=log.log_end_offset) is None  # nothing dirty now
+    log.close()
+    reopened = _open(tmp_path)
+    assert _all(reopened) == records
+    reopened.close()
+
+
+def test_the_cleaner_never_touches_offsets_at_or_past_the_high_watermark(tmp_path: Path) -> None:
+    log = _open(tmp_path)
+    for i in range(60):
+        _put(log, b"same", b"v%d" % i)
+    high_watermark = 25
+    result = log.compact(NOW_MS, high_watermark=high_watermark)
+    assert result is not None and result.end_offset <= high_watermark
+    records = _all(log)
+    assert [o for o, _, _ in records if o >= result.end_offset] == list(
+        range(result.end_offset, 60)
+    )
+    assert [o for o, _, _ in records if o < result.end_offset] == [result.end_offset - 1]
+    log.close()
+
+
+def test_tombstones_stay_until_delete_retention_ms_then_go(tmp_path: Path) -> None:
+    log = _open(tmp_path, **{"delete.retention.ms": str(DAY_MS)})
+    old = NOW_MS - 2 * DAY_MS
+    _put(log, b"gone", b"x", ts=old)
+    _put(log, b"gone", None, ts=old)  # an old tombstone: removed with the key
+    _put(log, b"fresh", b"x")
+    _put(log, b"fresh", None)  # a recent tombstone: kept
+    for i in range(30):
+        _put(log, b"filler%d" % i, b"v")
+    log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    records = _all(log)
+    assert [r for r in records if r[1] in (b"gone", b"fresh")] == [(3, b"fresh", None)]
+    log.close()
+
+
+def test_emptied_batches_keep_their_offsets_and_a_producers_last_sequence(tmp_path: Path) -> None:
+    """Kafka keeps a producer's last batch even when the cleaner empties it (its sequence is
+    the producer state a replica rebuilds from the log); other emptied batches of one leader
+    epoch merge into one empty batch, so what an emptied batch costs stays bounded."""
+    log = _open(tmp_path)
+    _put(log, b"a", b"0", producer_id=7, producer_epoch=0, base_sequence=0)
+    _put(log, b"a", b"1", producer_id=7, producer_epoch=0, base_sequence=1)  # 7's last batch
+    _put(log, b"a", b"2")
+    _put(log, b"a", b"3", producer_id=8, producer_epoch=0, base_sequence=5)
+    _put(log, b"a", b"4", producer_id=8, producer_epoch=0, base_sequence=6)
+    compressed = build_batch(
+        [SimpleRecord(key=b"b", value=b"x"), SimpleRecord(key=b"a", value=b"5")],
+        timestamp_ms=NOW_MS,
+        compression=Compression.ZSTD,
+    )
+    log.append(compressed)
+    _put(log, b"c", b"6", producer_id=8, producer_epoch=0, base_sequence=7)  # 8's last batch
+    for i in range(30):
+        _put(log, b"z%d" % i, b"v")
+    log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    data, offset = b"", 0
+    while offset < 8:  # reads stay within a segment: read on until offset 8
+        data += log.read(offset, 1 << 20)
+        headers = [h for _, h in iter_batches(data)]
+        offset = headers[-1].next_offset
+    spans = [(h.base_offset, h.next_offset, h.record_count, h.producer_id) for h in headers[:5]]
+    assert spans == [
+        (0, 1, 0, -1),  # producer 7's first batch: merged (alone here)
+        (1, 2, 0, 7),  # 7's last batch keeps its header ...
+        (2, 5, 0, -1),  # ... and the next three emptied batches merge into one
+        (5, 7, 2, -1),
+        (7, 8, 1, 8),
+    ]
+    assert (headers[1].producer_epoch, headers[1].base_sequence) == (0, 1)
+    assert headers[3].compression is Compression.ZSTD
+    position = sum(h.size_bytes for h in headers[:3])
+    assert [r[:3] for r in record_tuples(data, position)] == [(5, NOW_MS, b"b"), (6, NOW_MS, b"a")]
+    log.close()
+
+
+@pytest.mark.parametrize("leftover", [CLEANED_SUFFIX, SWAP_SUFFIX, "step 3"])
+def test_a_crash_in_the_middle_of_a_swap_leaves_the_old_or_the_new_segment(
+    tmp_path: Path, leftover: str
+) -> None:
+    """The swap is Kafka's: ``.cleaned`` written and synced, renamed ``.swap``, then renamed
+    over the segment. Recovery deletes a ``.cleaned`` (the old segment stays) and finishes a
+    ``.swap`` (the new one replaces the old, its indexes rebuilt)."""
+    log = _open(tmp_path)
+    for i in range(60):
+        _put(log, b"k%d" % (i % 3), b"v%d" % i)
+    original = _all(log)
+    twin = tmp_path / "twin"
+    twin_log = _open(twin)
+    for i in range(60):
+        _put(twin_log, b"k%d" % (i % 3), b"v%d" % i)
+    twin_log.compact(NOW_MS, high_watermark=60)
+    cleaned_first = (twin / segment_file_name(0)).read_bytes()
+    twin_log.close()
+    log.flush()
+    original_first_end = log.segments[0].next_offset
+    swap = write_swap_file(tmp_path, 0, cleaned_first)  # steps 1-2, then a crash
+    if leftover == CLEANED_SUFFIX:
+        swap.rename(swap.with_name(swap.name.replace(SWAP_SUFFIX, CLEANED_SUFFIX)))
+    log.abandon()
+    if leftover == "step 3":  # the crash came after deleting one later member of the group
+        for suffix in (".log", ".index", ".timeindex"):
+            (tmp_path / segment_file_name(original_first_end, suffix)).unlink(missing_ok=True)
+    recovered = _open(tmp_path)
+    assert not list(tmp_path.glob("*.cleaned")) and not list(tmp_path.glob("*.swap"))
+    assert recovered.log_end_offset == 60
+    first_segment_end = recovered.segments[0].next_offset
+    records = _all(recovered)
+    if leftover == CLEANED_SUFFIX:
+        assert records == original
+    else:
+        assert [r for r in records if r[0] >= first_segment_end] == [
+            r for r in original if r[0] >= first_segment_end
+        ]
+        assert len([r for r in records if r[0] < first_segment_end]) < first_segment_end
+        assert (tmp_path / segment_file_name(0, ".index")).exists()  # rebuilt
+        # the swap was a merged group: the later segments it covers were deleted
+        assert first_segment_end > original_first_end
+        assert not (tmp_path / segment_file_name(original_first_end)).exists()
+    recovered.compact(NOW_MS, high_watermark=60)  # and cleaning goes on from there
+    assert len({k for _, k, _ in _all(recovered)}) == 3
+    recovered.close()
+
+
+def test_clean_log_resumes_from_its_checkpoint_and_a_truncated_log_restarts_it(
+    tmp_path: Path,
+) -> None:
+    log = _open(tmp_path, **{"min.cleanable.dirty.ratio": "0.5"})
+    for i in range(40):
+        _put(log, b"k", b"v%d" % i)
+    first = log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    assert first is not None and first.first_dirty_offset == 0
+    assert (tmp_path / "cleaner-offset-checkpoint").exists()
+    for i in range(40):
+        _put(log, b"k", b"w%d" % i)
+    second = log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    assert second is not None and second.first_dirty_offset == first.end_offset
+    log.truncate_fully_and_start_at(0)
+    for i in range(20):
+        _put(log, b"k", b"x%d" % i)
+    third = clean_log(
+        tmp_path,
+        log._segments,  # the cleaner's own entry point, below the log's method
+        log.config,
+        log_start_offset=0,
+        high_watermark=log.log_end_offset,
+        now_ms=NOW_MS,
+    )
+    assert third is not None and third.first_dirty_offset == 0
+    log.close()
+
+
+def test_a_compact_only_log_is_not_deleted_by_retention(tmp_path: Path) -> None:
+    log = _open(tmp_path, **{"retention.ms": "0"})
+    for i in range(40):
+        _put(log, b"k%d" % i, b"v", ts=1)
+    assert log.apply_retention(NOW_MS, high_watermark=40) == 0
+    log.close()
+    both = _open(tmp_path, **{"retention.ms": "0", "cleanup.policy": "compact,delete"})
+    assert both.apply_retention(NOW_MS, high_watermark=40) > 0
+    both.close()
