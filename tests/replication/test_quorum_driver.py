@@ -78,6 +78,28 @@ def test_each_ready_syncs_only_the_data_not_a_full_flush() -> None:
     assert all(log.flushed_end > answer.base_offset for log in faulty)
 
 
+@pytest.mark.parametrize("write_caching", [False, True])
+def test_a_segment_roll_flushes_the_log_fully_once_without_write_caching(
+    write_caching: bool,
+) -> None:
+    """The recovery point (and indexes) follow at each roll, as Kafka flushes a rolled segment;
+    with write caching the log's own flush policy decides (the simulated log's one segment
+    moves with its log start, so retention stands in for a roll here)."""
+    group = QuorumGroup(write_caching=write_caching)
+    leader = group.elect()
+    for i in range(3):
+        assert ok(group.wait_answer(leader, group.produce(leader, [f"r{i}".encode()])))
+    log = leader.log
+    assert isinstance(log, FaultyLog)
+    log.full_flushes = 0
+    group.run_for(50)
+    assert log.full_flushes == 0  # no roll: ticks do not flush
+    log.advance_log_start_offset(leader.driver.high_watermark - 1)
+    leader.driver.log_start_offset_moved()
+    group.run_for(50)
+    assert log.full_flushes == (0 if write_caching else 1)
+
+
 def test_acks_1_and_0_answer_after_the_leaders_append_without_waiting() -> None:
     group = QuorumGroup()
     leader = group.elect()
