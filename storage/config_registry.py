@@ -391,6 +391,19 @@ _RAFT_KEYS: Final = (
      "serve fetches", True),
 )  # fmt: skip
 
+_PARTITION_RAFT_KEYS: Final = (
+    ("election.timeout.ms", "500", "quorum-mode partitions: once a replica's election starts "
+     "it campaigns after a random wait in [T, 2T), and a candidate that neither wins nor "
+     "loses within it starts over"),
+    ("fetch.timeout.ms", "1000", "quorum-mode partitions: a follower that has not heard from "
+     "its leader for this long starts an election (pre-vote first); a leader that no majority "
+     "fetched from for 1.5x this long resigns (check-quorum). With the election timeout, it "
+     "bounds how long a partition is without a leader after its leader dies"),
+    ("request.timeout.ms", "500", "quorum-mode partitions: a Raft request (Fetch, Vote, "
+     "BeginQuorumEpoch) between replicas with no response after this long is sent again"),
+)  # fmt: skip
+"""The partition Raft groups' timeouts: ``quorum.partition.<suffix>``, default, doc."""
+
 NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
     _node(
         "process.roles",
@@ -771,6 +784,23 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         readers=_B,
         owner=_BROKER,
         field="group_consumer_assignors",
+    ),
+    # kraft's own: the Raft groups of quorum-mode partitions (issue 12), the partition
+    # counterparts of Kafka's controller.quorum.election.timeout.ms / fetch.timeout.ms /
+    # request.timeout.ms (KIP-595); slower defaults, as a broker runs many groups.
+    *(
+        _node(
+            f"quorum.partition.{suffix}",
+            _T.INT,
+            default,
+            doc,
+            readers=_B,
+            owner=_BROKER,
+            field=f"quorum_partition_{suffix.replace('.', '_')}",
+            min_value=1,
+            kraft_only=True,
+        )
+        for suffix, default, doc in _PARTITION_RAFT_KEYS
     ),
     _node(
         "group.coordinator.snapshot.interval.records",

@@ -16,8 +16,8 @@ is an index lookup and one ``os.pread``. Nothing decodes records on these paths.
 Durability contract
 -------------------
 - `append` returns once the bytes are in the OS page cache. They are durable when `flush`
-  returns, or at once with ``sync_every_append`` (one fdatasync per call: callers batch), or
-  when ``flush.messages`` / ``flush.ms`` trigger a flush.
+  or `sync_data` returns, or at once with ``sync_every_append`` (one fdatasync per call:
+  callers batch), or when ``flush.messages`` / ``flush.ms`` trigger a flush.
 - `recovery_point` is the offset below which everything is durable. `flush` also writes it to
   ``recovery-point-offset-checkpoint`` (after fsyncing the data and indexes below it), so
   recovery only re-validates what lies above the checkpoint.
@@ -351,6 +351,19 @@ class SegmentedLog:
         """
         self._health.check_open()
         self._flush(self._clock_ms(), checkpoint=True)
+
+    @maps_storage_errors
+    def sync_data(self) -> None:
+        """fdatasync the data appended so far (and the directory after a roll): durable on
+        return, as with ``sync_every_append``. The indexes and the recovery-point checkpoint
+        wait for the next `flush`; recovery after a crash rebuilds them from the synced data.
+        One fdatasync instead of `flush`'s five or so fsyncs (a Raft replica's per-Ready sync).
+
+        Raises:
+            LogClosedError: the log is closed.
+        """
+        self._health.check_open()
+        self._sync_data()
 
     @maps_storage_errors
     def maybe_flush(self, now_ms: int | None = None) -> bool:

@@ -1,7 +1,7 @@
 """``kraft compare``: start a `LocalCluster`, run the selected scenarios on every mode, write
 ``results.json``, ``report.md`` and the plots into ``--out``, print a summary table.
 
-    kraft compare --quick --out /tmp/compare          # under 2 minutes
+    kraft compare --quick --out /tmp/compare          # target: under 2 minutes
     kraft compare --out compare-full                  # the full run, under 10 minutes
     kraft compare --scenarios slow-follower,steady --replication-factor 5
 """

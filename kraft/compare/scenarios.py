@@ -51,7 +51,7 @@ FULL = Timing(
     warmup_s=5, pause_s=20, after_s=10, phase_s=8, kills=10, steady_records=30_000, rate_per_s=200
 )
 QUICK = Timing(
-    warmup_s=2, pause_s=8, after_s=4, phase_s=4, kills=3, steady_records=5_000, rate_per_s=150
+    warmup_s=2, pause_s=8, after_s=4, phase_s=4, kills=2, steady_records=5_000, rate_per_s=150
 )
 
 

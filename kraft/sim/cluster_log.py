@@ -130,6 +130,10 @@ class SimPartitionLog:
     def flush(self) -> None:
         self.flushed_end = self.log_end_offset
 
+    def sync_data(self) -> None:
+        """As `flush`: the simulated log has no indexes or recovery-point file."""
+        self.flushed_end = self.log_end_offset
+
     def checkpoint_high_watermark(self, high_watermark: int) -> None:
         self.checkpoint = high_watermark
 

@@ -43,6 +43,7 @@ from kraft.properties import (
 from kraft.raft import RaftConfig
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
+from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
 from storage.config import int_fields_from_properties
 from storage.config_registry import (
     BROKER_LOG_KEYS,
@@ -119,6 +120,12 @@ class BrokerNodeConfig:
     """[group.consumer.assignors] comma-separated; the first is the default."""
     group_coordinator_snapshot_interval_records: int = 1000
     """[group.coordinator.snapshot.interval.records] (kraft's own key)"""
+    quorum_partition_election_timeout_ms: int = 500
+    """[quorum.partition.election.timeout.ms] (kraft's own) the partition Raft groups'."""
+    quorum_partition_fetch_timeout_ms: int = 1000
+    """[quorum.partition.fetch.timeout.ms] (kraft's own) the partition Raft groups'."""
+    quorum_partition_request_timeout_ms: int = 500
+    """[quorum.partition.request.timeout.ms] (kraft's own) the partition Raft groups'."""
     log_defaults: Mapping[str, str] = field(default_factory=dict)
     """[log.retention.ms, log.retention.bytes, log.segment.bytes, log.roll.ms, ...] under
     their topic keys (``retention.ms``...): every topic's log config unless it sets its own."""
@@ -128,6 +135,7 @@ class BrokerNodeConfig:
     """[controller.quorum.*] for the metadata observer."""
 
     def __post_init__(self) -> None:
+        self.partition_raft_config()  # NB: refuses bad quorum.partition.* timeouts early
         explicit = self.advertised_listener is not None
         address = self.advertised_address
         host, sep, port = address.rpartition(":")
@@ -140,6 +148,31 @@ class BrokerNodeConfig:
                 " means every interface); listen there if you like, but set "
                 f"advertised.listeners=PLAINTEXT://<host clients and brokers reach>:{port}"
             )
+
+    def partition_raft_config(self) -> RaftConfig:
+        """The Raft config of every quorum-mode partition group on this broker
+        (``quorum.partition.*``; the other settings are `RaftConfig`'s defaults).
+
+        Raises:
+            InvalidConfigError: the timeouts leave no room for the Raft long poll.
+        """
+        wait = RaftConfig().fetch_max_wait_ms
+        if (
+            min(self.quorum_partition_request_timeout_ms, self.quorum_partition_fetch_timeout_ms)
+            <= wait
+        ):
+            raise InvalidConfigError(
+                "quorum.partition.request.timeout.ms and quorum.partition.fetch.timeout.ms must "
+                f"exceed the Raft long poll ({wait} ms), got "
+                f"{self.quorum_partition_request_timeout_ms} and "
+                f"{self.quorum_partition_fetch_timeout_ms}"
+            )
+        return RaftConfig(
+            election_timeout_ms=self.quorum_partition_election_timeout_ms,
+            fetch_timeout_ms=self.quorum_partition_fetch_timeout_ms,
+            request_timeout_ms=self.quorum_partition_request_timeout_ms,
+            log_cache_bytes_max=QUORUM_LOG_CACHE_BYTES,
+        )
 
     @property
     def advertised_address(self) -> str:

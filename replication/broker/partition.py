@@ -55,7 +55,7 @@ from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import Offset, TopicPartition
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
-from replication.broker.quorum_host import PARTITION_RAFT_CONFIG, QuorumHost
+from replication.broker.quorum_host import QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.broker.replica_metrics import ReplicaMetrics
 from replication.core import (
@@ -195,7 +195,7 @@ class PartitionReplica(NoDriverEvents):
                 events=self,
                 log_config=log_config,
                 write_caching=write_caching,
-                raft_config=PARTITION_RAFT_CONFIG,
+                raft_config=None if self._quorum is None else self._quorum.raft_config,
             )
         except OSError as e:
             self.log.abandon()

@@ -50,24 +50,9 @@ from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
 from kraft.raft_shell.transport import Inbox
 from kraft.types import Epoch, NodeId, TopicPartition
-from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
 from storage.errors import ErrorCode, KraftError
 
 SendToController = Callable[[AlterPartitionRequest], Awaitable[AlterPartitionResponse]]
-
-PARTITION_RAFT_CONFIG = RaftConfig(
-    election_timeout_ms=500,
-    fetch_timeout_ms=1000,
-    request_timeout_ms=500,
-    log_cache_bytes_max=QUORUM_LOG_CACHE_BYTES,
-)
-"""The Raft timeouts of every partition group on a broker. NB: slower than the metadata
-quorum's (150/250 ms): a broker runs many groups, and on a loaded machine the metadata
-quorum's timeouts made partition groups re-elect every few hundred ms under a produce load
-(40 epochs in 30 s, idempotent batches then arriving out of order at each new leader). A
-follower campaigns after 1 s without its leader (then 0.5-1 s of election), a leader that
-hears from no majority for 1.5 s resigns. Kafka's KRaft defaults are 1 s / 2 s; Redpanda's
-per-partition election timeout is 1.5 s."""
 
 REPORT_BACKOFF_MS = 100
 """The first wait before a leader report is sent again; it doubles up to `REPORT_BACKOFF_MAX_MS`."""
@@ -97,6 +82,13 @@ class QuorumHost:
         send_to_controller: sends an AlterPartition to the active controller (raises
             `KraftError` when it cannot).
         broker_epoch: this broker's registered epoch now (None before it registered).
+        raft_config: every partition group's Raft timeouts (``quorum.partition.*``,
+            `BrokerNodeConfig.partition_raft_config`). NB: slower than the metadata quorum's
+            (150/250 ms) by default: a broker runs many groups, and on a loaded machine the
+            metadata quorum's timeouts made partition groups re-elect every few hundred ms
+            under a produce load (40 epochs in 30 s, idempotent batches then arriving out of
+            order at each new leader). Kafka's KRaft defaults are 1 s / 2 s; Redpanda's
+            per-partition election timeout is 1.5 s.
     """
 
     def __init__(
@@ -106,8 +98,10 @@ class QuorumHost:
         *,
         send_to_controller: SendToController,
         broker_epoch: Callable[[], int | None],
+        raft_config: RaftConfig,
     ) -> None:
         self.node_id = node_id
+        self.raft_config = raft_config
         self._log = _log.bind(node_id=node_id)
         self.transport = GrpcRaftTransport(node_id, {}, logger=self._log)
         self.transport.add_to_server(server)
@@ -241,4 +235,4 @@ class QuorumHost:
         await self.transport.close()
 
 
-__all__ = ["PARTITION_RAFT_CONFIG", "QuorumHost", "ReportingReplica", "SendToController"]
+__all__ = ["QuorumHost", "ReportingReplica", "SendToController"]

@@ -209,6 +209,7 @@ class BrokerServer:
                 self._control_executor, self._controllers.send, request, timeout=5.0
             ),
             broker_epoch=lambda: self.broker_epoch,
+            raft_config=config.partition_raft_config(),
         )
         # A dead loop (metadata Raft, lifecycle, tick, retention) takes the process down.
         self.supervisor = LoopSupervisor(self._log)

@@ -248,11 +248,19 @@ class BrokerNetwork:
             if self._last_good is not None:
                 address, self._last_good = self._last_good, None  # a failure moves on
                 return address
-            for _ in range(len(candidates)):  # suspects last
-                address = candidates[self._next % len(candidates)]
-                self._next += 1
+            n = len(candidates)
+            for i in range(n):  # suspects last
+                address = candidates[(self._next + i) % n]
                 if address not in self._suspects:
+                    self._next += i + 1
                     return address
+            # Every candidate is suspect: try them in turn, as Kafka's leastLoadedNode falls
+            # back to a node in reconnect backoff. NB: scanning all n and returning the last
+            # one advanced the cursor by n, so every attempt asked the same (possibly dead)
+            # broker: a producer whose brokers had all been killed once stayed stuck after the
+            # next leader kill until that broker came back (issue 12).
+            address = candidates[self._next % n]
+            self._next += 1
             return address
 
 

@@ -79,8 +79,14 @@ class ReplicaLog(PartitionLogView, Protocol):
         ...
 
     def flush(self) -> None:
-        """fsync everything appended so far (durable on return; quorum mode syncs each
-        Ready as the Raft contract asks, ISR mode leaves it to the log's flush policy)."""
+        """fsync everything appended so far, indexes and recovery point included (durable on
+        return; ISR mode leaves it to the log's flush policy)."""
+        ...
+
+    def sync_data(self) -> None:
+        """fdatasync the data appended so far (durable on return; indexes and the recovery
+        point wait for the next `flush`): quorum mode syncs each Ready this way, as the Raft
+        contract asks."""
         ...
 
     def read(self, from_offset: int, max_bytes: int, /, *, max_offset: int | None = None) -> bytes:

@@ -19,7 +19,9 @@ applied in its documented order (`_drain`):
    truncate (snapshots above the cut go first, then the producer state is rebuilt), append
    the entries (`append_as_follower`: offsets and epochs are already assigned), fold them into
    the producer state, install an empty "snapshot" (a reset to the leader's log start, see
-   ``quorum_log.py``); then ``flush`` (fsync) when the Ready asks for a sync;
+   ``quorum_log.py``); then ``sync_data`` (one fdatasync of the log's data; its indexes and
+   recovery point are flushed at each segment roll and at close) when the Ready asks for a
+   sync;
 2. send the messages (a follower's next fetch is its acknowledgement: it leaves only after
    the fsync, and the leader counts its own entries once `advance` marks them durable);
 3. publish the high watermark (the Raft commit offset) and complete the acks=all produces it
@@ -396,7 +398,11 @@ class QuorumPartitionDriver:
                 self._producer_state.truncate_fully_and_start_at(start)
                 self._logger.info("quorum_log_reset_to_leader_log_start", log_start_offset=start)
             if rd.must_sync and not self.write_caching:
-                log.flush()
+                # NB: the data only (one fdatasync), as the metadata log's synced appends: a
+                # full `flush` (indexes, recovery-point checkpoint: ~5 fsyncs) on leader and
+                # follower was most of a lone acks=all write's latency. The recovery point
+                # follows at each segment roll (`tick`) and at close.
+                log.sync_data()
             for message in rd.messages:
                 events.send_raft_message(message)
             self._publish(node)
@@ -572,6 +578,8 @@ class QuorumPartitionDriver:
                 self._events.produce_completed(completion)
             if self._log.active_segment_base_offset != self._snapshot_rolled_base:
                 self._snapshot_rolled_base = self._log.active_segment_base_offset
+                if not self.write_caching:
+                    self._log.flush()  # the recovery point past the rolled segment (Kafka too)
                 self.take_producer_snapshot()
         except (KafkaStorageError, OSError) as e:
             self.go_offline(e)

@@ -78,3 +78,38 @@ def test_replica_fetch_settings_default_to_kafkas() -> None:
         PROPS | {"replica.fetch.min.bytes": "4096", "replica.fetch.response.max.bytes": "999"}
     )
     assert (tuned.replica_fetch_min_bytes, tuned.replica_fetch_response_max_bytes) == (4096, 999)
+
+
+def test_quorum_partition_raft_timeouts_are_broker_keys() -> None:
+    default = BrokerNodeConfig.from_properties(PROPS).partition_raft_config()
+    assert (default.election_timeout_ms, default.fetch_timeout_ms) == (500, 1000)
+    assert default.request_timeout_ms == 500
+    config = BrokerNodeConfig.from_properties(
+        {
+            **PROPS,
+            "quorum.partition.election.timeout.ms": "200",
+            "quorum.partition.fetch.timeout.ms": "400",
+            "quorum.partition.request.timeout.ms": "300",
+        }
+    )
+    raft = config.partition_raft_config()
+    assert (raft.election_timeout_ms, raft.fetch_timeout_ms, raft.request_timeout_ms) == (
+        200,
+        400,
+        300,
+    )
+    assert config.raft.election_timeout_ms == 150  # the metadata observer's stay apart
+    assert BrokerNodeConfig.from_properties(config.to_properties()) == config
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("quorum.partition.election.timeout.ms", "0", "quorum.partition.election.timeout.ms"),
+        ("quorum.partition.fetch.timeout.ms", "x", "not an integer"),
+        ("quorum.partition.request.timeout.ms", "50", "must exceed the Raft long poll"),
+    ],
+)
+def test_bad_quorum_partition_timeouts_are_refused(key: str, value: str, match: str) -> None:
+    with pytest.raises(InvalidConfigError, match=match):
+        BrokerNodeConfig.from_properties({**PROPS, key: value})

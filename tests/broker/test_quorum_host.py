@@ -14,6 +14,7 @@ from kraft.controller.messages import (
     AlterPartitionResponse,
     AlterPartitionTopicResult,
 )
+from kraft.raft import RaftConfig
 from kraft.types import NodeId, TopicPartition
 from replication.broker import quorum_host
 from replication.broker.quorum_host import QuorumHost
@@ -54,7 +55,13 @@ async def _host(
             raise answer
         return _answer(answer)
 
-    host = QuorumHost(1, grpc.aio.server(), send_to_controller=send, broker_epoch=lambda: 7)
+    host = QuorumHost(
+        1,
+        grpc.aio.server(),
+        send_to_controller=send,
+        broker_epoch=lambda: 7,
+        raft_config=RaftConfig(),
+    )
     return host, sent
 
 

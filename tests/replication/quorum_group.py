@@ -35,18 +35,28 @@ NO_LEADER = -1
 
 
 class FaultyLog(SimPartitionLog):
-    """A `SimPartitionLog` whose fsync can be made to fail (EIO)."""
+    """A `SimPartitionLog` whose fsync can be made to fail (EIO), counting full flushes and
+    data-only syncs."""
 
-    __slots__ = ("fail_flush",)
+    __slots__ = ("data_syncs", "fail_flush", "full_flushes")
 
     def __init__(self) -> None:
         super().__init__()
         self.fail_flush = False
+        self.full_flushes = 0
+        self.data_syncs = 0
 
     def flush(self) -> None:
         if self.fail_flush:
             raise OSError(5, "Input/output error")
+        self.full_flushes += 1
         super().flush()
+
+    def sync_data(self) -> None:
+        if self.fail_flush:
+            raise OSError(5, "Input/output error")
+        self.data_syncs += 1
+        super().sync_data()
 
 
 class QReplica(NoDriverEvents):

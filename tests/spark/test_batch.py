@@ -229,3 +229,58 @@ def test_data_loss_after_retention_fails_or_is_skipped(session: Any, cluster: Lo
     now_start, _ = _offsets(cluster.bootstrap, topic)
     assert offsets == list(range(offsets[0], 200))
     assert start <= offsets[0] <= now_start
+
+
+def test_a_quorum_topic_reads_exactly_as_an_isr_topic(
+    session: Any, cluster: LocalCluster, events: str
+) -> None:
+    """Issue 12: the data source and the RDD read a ``replication.mode=quorum`` topic as they
+    read the ISR topic ``events`` holding the same records: the same keys, values, headers and
+    partitions in the same order, at the offsets a consumer reads (a quorum log also holds
+    Raft's leader-change control batches, which every reader skips). One Spark job: the data
+    source's rows and the RDD's records are collected as one union."""
+    topic = "events-quorum"
+    create_topic(cluster.bootstrap, topic, partitions=3, config={"replication.mode": "quorum"})
+    produce(cluster.bootstrap, topic, 600)
+    df = read(session, cluster.bootstrap, subscribe=topic, includeHeaders="true")
+    ranges = kraft_spark.offset_ranges(
+        cluster.bootstrap, [(topic, "earliest", "latest")], max_records_per_range=150
+    )
+    rdd = kraft_spark.topic_rdd(session.sparkContext, cluster.bootstrap, ranges)
+    from_df = df.selectExpr(*COLUMNS, "headers").rdd.map(
+        lambda row: (
+            "df",
+            row.partition,
+            row.offset,
+            bytes(row.key),
+            bytes(row.value),
+            row.ts,
+            tuple((h.key, None if h.value is None else bytes(h.value)) for h in row.headers or []),
+        )
+    )
+    from_rdd = rdd.map(
+        lambda r: ("rdd", r.partition, r.offset, r.key, r.value, r.timestamp_ms, r.headers)
+    )
+    collected = from_df.union(from_rdd).collect()
+
+    def readers(
+        source: str,
+    ) -> list[tuple[int, int, bytes | None, bytes | None, int, tuple[Any, ...]]]:
+        return sorted(
+            (p, o, k, v, ts, tuple(h)) for s, p, o, k, v, ts, h in collected if s == source
+        )
+
+    quorum = consume_all(cluster.bootstrap, topic, [0, 1, 2])
+    expected = [
+        (c.partition, c.offset, c.key, c.value, c.timestamp, tuple(c.headers)) for c in quorum
+    ]
+    assert len(expected) == 600
+    assert readers("df") == expected
+    assert readers("rdd") == expected
+    # The same records as the ISR topic, partition by partition and in order.
+    isr = consume_all(cluster.bootstrap, events, [0, 1, 2])
+
+    def contents(records: list[Any]) -> list[tuple[Any, ...]]:
+        return [(c.partition, c.key, c.value, tuple(c.headers)) for c in records]
+
+    assert contents(quorum) == contents(isr)

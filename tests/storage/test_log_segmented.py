@@ -377,6 +377,38 @@ def test_sync_every_append_makes_each_append_durable(tmp_path: Path) -> None:
     assert log.recovery_point == 2
 
 
+def test_sync_data_is_one_fdatasync_and_leaves_indexes_and_checkpoint_to_flush(
+    tmp_path: Path,
+) -> None:
+    """A quorum replica's per-Ready sync: durable data, one fdatasync, no checkpoint write
+    (a full `flush` on every Ready was most of a lone quorum write's latency, issue 12)."""
+    from collections import Counter
+
+    from storage.config import LogConfig
+    from storage.file_io import FileIO
+
+    class CountingIO(FileIO):
+        def __init__(self) -> None:
+            self.ops: Counter[str] = Counter()
+
+        def check(self, op: str) -> None:
+            self.ops[op] += 1
+
+    io = CountingIO()
+    log = SegmentedLog.open(tmp_path, LogConfig(), FakeClock(), file_io=io)
+    log.append(make_batch(3))
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    before = checkpoint.read_text() if checkpoint.exists() else None
+    io.ops.clear()
+    log.sync_data()
+    assert log.recovery_point == 3
+    assert io.ops == Counter({"fdatasync": 1})
+    assert (checkpoint.read_text() if checkpoint.exists() else None) == before
+    log.abandon()  # a crash: nothing more is written
+    reopened = SegmentedLog.open(tmp_path, LogConfig(), FakeClock())
+    assert reopened.log_end_offset == 3
+
+
 def test_flush_messages_flushes_after_that_many_records(tmp_path: Path) -> None:
     log = LogBuilder(tmp_path).with_config(flush_messages=5).build()
     log.append(make_batch(3))
