@@ -814,6 +814,41 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         min_value=1,
         kraft_only=True,
     ),
+    # -- authorization (issue 17; kraft.security.guard reads these) -------------------------------
+    _node(
+        "authorizer.class.name",
+        _T.STRING,
+        "",
+        "any non-empty value turns authorization on: kraft has one built-in authorizer, Kafka's "
+        "StandardAuthorizer rules over the ACLs of the metadata log (so "
+        "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` works as in Kafka)",
+        readers=_BC,
+        shown_default="(empty: every call is allowed)",
+    ),
+    _node(
+        "super.users",
+        _T.STRING,
+        "",
+        "principals that may do everything, `;`-separated (`User:CN=broker1;User:admin`): the "
+        "nodes' own principals belong here",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "allow.everyone.if.no.acl.found",
+        _T.BOOLEAN,
+        "false",
+        "with authorization on, a resource that no ACL names is open to everyone",
+        readers=_BC,
+    ),
+    _node(
+        "ssl.principal.mapping.rules",
+        _T.STRING,
+        "DEFAULT",
+        "how a client certificate's subject becomes the principal `User:<name>`: "
+        "`RULE:pattern/replacement/[LU]` rules tried in order, `DEFAULT` keeps the whole DN",
+        readers=_BC,
+    ),
 )
 """Every node key a broker or controller reads, except the topic keys' synonyms (derived)."""
 

@@ -47,6 +47,7 @@ from kraft.properties import (
     parse_voters,
 )
 from kraft.raft import RaftConfig
+from kraft.security.settings import AuthorizationSettings
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
 from storage.config import int_fields_from_properties
 from storage.config_key import ConfigType
@@ -93,6 +94,9 @@ class ControllerNodeConfig:
     """[socket.request.max.bytes] the largest request the gRPC server accepts."""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
+    authorization: AuthorizationSettings = field(default_factory=AuthorizationSettings)
+    """[authorizer.class.name, super.users, allow.everyone.if.no.acl.found,
+    ssl.principal.mapping.rules] (`kraft.security.guard`)."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
@@ -131,6 +135,7 @@ class ControllerNodeConfig:
             raft=RaftConfig.from_properties(props),
             controller=ControllerConfig(**controller_fields),
             metrics_port=metrics_port_property(props),
+            authorization=AuthorizationSettings.from_properties(props),
             **node_fields,
         )
 
@@ -150,6 +155,7 @@ class ControllerNodeConfig:
             **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
             **self.raft.to_properties(),
             **({"metrics.port": str(self.metrics_port)} if self.metrics_port != -1 else {}),
+            **self.authorization.to_properties(),
         }
 
 

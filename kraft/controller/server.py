@@ -97,6 +97,7 @@ from kraft.metrics.kafka import CONTROLLER_GAUGES, RAFT_GAUGES, controller_value
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer, clock_ms
+from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
 from kraft.transport.controller_codec import (
@@ -189,7 +190,10 @@ class ControllerServer:
         # builds the responses for requests whose records were lost (see `_submit`).
         self._standby = ControllerCore(rng=random.Random(0), config=config.controller)
         self.supervisor = LoopSupervisor(self._log)
-        self._grpc = aio_server(config.socket_request_max_bytes)
+        self._grpc = aio_server(
+            config.socket_request_max_bytes,
+            guard=AccessGuard(config.authorization, lambda: self.core.committed_image),
+        )
         controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
         self.raft = RaftServer(
             config.node_id,

@@ -111,6 +111,25 @@ class Authorizer:
                 allowed = True
         return allowed
 
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether ``principal`` may do ``operation`` on at least one resource of the type
+        (Kafka's ``authorizeByResourceType``, KIP-679: WRITE on any topic allows an idempotent
+        producer): some ALLOW names a resource on which `authorize` says yes."""
+        if not self._config.enabled or principal in self._config.super_users:
+            return True
+        literal = self._literal.get(resource_type, {})
+        candidates = [b for bs in literal.values() for b in bs]
+        candidates.extend(self._prefixed.get(resource_type, ()))
+        if not candidates:
+            return self._config.allow_everyone_if_no_acl_found
+        return any(
+            b.permission_type == AclPermissionType.ALLOW
+            and self.authorize(principal, host, operation, resource_type, b.resource_name)
+            for b in candidates
+        )
+
     def _bindings_for(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
         literal = self._literal.get(resource_type, {})
         found = [*literal.get(name, ()), *(literal.get(WILDCARD, ()) if name != WILDCARD else ())]

@@ -34,6 +34,7 @@ from typing import Final
 import grpc
 
 from kraft.metrics.registry import RequestMetrics
+from kraft.security.guard import AccessGuard, AuthorizeCalls, authorization_error
 from kraft.transport.request_guard import RejectUnparseable
 from storage.errors import (
     InvalidRequestError,
@@ -138,14 +139,17 @@ def peer_channel(address: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(dial_target(address), options=peer_channel_options())
 
 
-def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
+def aio_server(
+    max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES, *, guard: AccessGuard | None = None
+) -> grpc.aio.Server:
     """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port.
-    Its requests are counted and timed per RPC (`kraft.metrics.RequestMetrics`), and one that
-    does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`)."""
-    return grpc.aio.server(
-        options=server_options(max_request_bytes),
-        interceptors=[RequestMetrics(), RejectUnparseable()],
-    )
+    Its requests are counted and timed per RPC (`kraft.metrics.RequestMetrics`), one that
+    does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`), and with a ``guard``
+    whose authorizer is on, every call is authorized first (`kraft.security.guard`)."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [RequestMetrics(), RejectUnparseable()]
+    if guard is not None and guard.enabled:
+        interceptors.append(AuthorizeCalls(guard))
+    return grpc.aio.server(options=server_options(max_request_bytes), interceptors=interceptors)
 
 
 def bind(server: grpc.aio.Server, listen: str) -> int:
@@ -169,6 +173,8 @@ def translate_rpc_error(error: grpc.RpcError, address: str, peer: str) -> KraftE
     code = error.code() if hasattr(error, "code") else None
     cls = GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
     detail = error.details() if hasattr(error, "details") else str(error)
+    if code == grpc.StatusCode.PERMISSION_DENIED:  # TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED
+        return authorization_error(str(detail))
     return cls(f"{peer} {address}: {detail or code}")
 
 

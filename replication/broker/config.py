@@ -41,6 +41,7 @@ from kraft.properties import (
     parse_voters,
 )
 from kraft.raft import RaftConfig
+from kraft.security.settings import AuthorizationSettings
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
@@ -86,6 +87,9 @@ class BrokerNodeConfig:
     """[broker.rack]"""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
+    authorization: AuthorizationSettings = field(default_factory=AuthorizationSettings)
+    """[authorizer.class.name, super.users, allow.everyone.if.no.acl.found,
+    ssl.principal.mapping.rules] (`kraft.security.guard`)."""
     heartbeat_interval_ms: int = 500
     """[broker.heartbeat.interval.ms]"""
     replica_fetch_wait_max_ms: int = 500
@@ -222,6 +226,7 @@ class BrokerNodeConfig:
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
+            authorization=AuthorizationSettings.from_properties(props),
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -245,6 +250,7 @@ class BrokerNodeConfig:
             props["metrics.port"] = str(self.metrics_port)
         if self.advertised_listener is not None:
             props["advertised.listeners"] = f"PLAINTEXT://{self.advertised_listener}"
+        props.update(self.authorization.to_properties())
         return props
 
 

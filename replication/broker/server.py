@@ -89,6 +89,7 @@ from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
 from kraft.raft_shell.clock import clock_ms
+from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
@@ -190,7 +191,7 @@ class BrokerServer:
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0
         )
-        self._grpc = aio_server()
+        self._grpc = aio_server(guard=AccessGuard(config.authorization, lambda: self.image))
         self._service = BrokerService(self)
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
         broker_pb2_grpc.add_BrokerServicer_to_server(

@@ -49,6 +49,7 @@ from kraft.controller.messages import (
 )
 from kraft.logs import ensure_configured
 from kraft.metadata.records import ConfigResourceType
+from kraft.security.acls import AclBinding, AclBindingFilter
 from kraft.transport.controller_codec import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -56,6 +57,7 @@ from kraft.transport.controller_codec import (
     TopicMetadata,
 )
 from kraft.types import TopicPartition
+from replication.clients import acl_admin
 from replication.clients.group_admin import (
     GroupAdmin,
     GroupDescription,
@@ -391,6 +393,31 @@ class AdminClient:
             GroupIdNotFoundError: no such group. NonEmptyGroupError: it has members.
         """
         self._groups.delete_group(group_id)
+
+    # -- ACLs (`replication.clients.acl_admin`) ------------------------------------------------
+
+    def create_acls(self, bindings: Sequence[AclBinding], *, timeout: float | None = None) -> None:
+        """Kafka's ``Admin.createAcls``: store ``bindings`` in the metadata log.
+
+        Raises:
+            InvalidRequestError: a malformed binding. ClusterAuthorizationFailedError: the
+                caller may not ALTER the cluster.
+        """
+        acl_admin.create_acls(self._client, bindings, timeout=timeout)
+
+    def describe_acls(
+        self, acl_filter: AclBindingFilter | None = None, *, timeout: float | None = None
+    ) -> tuple[AclBinding, ...]:
+        """Kafka's ``Admin.describeAcls``: the ACLs the filter matches (None: every one)."""
+        return acl_admin.describe_acls(
+            self._client, acl_filter or AclBindingFilter(), timeout=timeout
+        )
+
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, timeout: float | None = None
+    ) -> tuple[AclBinding, ...]:
+        """Kafka's ``Admin.deleteAcls``: remove what the filters match; returns it."""
+        return acl_admin.delete_acls(self._client, filters, timeout=timeout)
 
     # -- cluster -------------------------------------------------------------------------------
 

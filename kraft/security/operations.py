@@ -1,0 +1,268 @@
+"""What every RPC needs: the one table of resource types and operations (Kafka's KafkaApis and
+ControllerApis checks), read by the authorization interceptor (`kraft.security.guard`).
+
+`requirement(method, request, topic_name)` maps a gRPC method (``/kraft.v1.Broker/Produce``)
+and its request message to a `Requirement`: groups of `Need`s that must ALL be met, where one
+`Need` of a group suffices (Kafka's "CREATE on the cluster, or CREATE on the topic"). The first
+`Need` of the first unmet group names the error: TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED
+(`error_of`). ``node=True`` marks node-to-node RPCs (Raft, broker registration and heartbeats,
+AlterPartition, AllocateProducerIds, follower fetches, a CreateTopics of internal topics only):
+CLUSTER_ACTION on the cluster, which super users have (see `kraft.security.guard` for plaintext
+listeners).
+
+`filter_response(method, request, response, may)` removes what the caller may not DESCRIBE
+from listings (Metadata, DescribeCluster, ListGroups, OffsetFetch of every topic), and answers
+TOPIC_AUTHORIZATION_FAILED for a topic the caller named but may not describe, as Kafka does.
+
+One deviation from Kafka: a request naming several resources is refused whole when one of them
+is refused (Kafka answers per topic or group); the error names the first one refused.
+
+Pure: the functions read the request's fields (duck-typed proto messages) and, for listings,
+edit the response in place; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple
+
+from kraft.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kraft.types import INTERNAL_TOPICS
+from storage.errors import ErrorCode
+
+_R = ResourceType
+_O = AclOperation
+
+
+class Need(NamedTuple):
+    """One permission: ``operation`` on a resource; ``name=None`` means on ANY resource of
+    the type (Kafka's ``authorizeByResourceType``, KIP-679)."""
+
+    resource_type: ResourceType
+    operation: AclOperation
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """All of ``groups`` must be met; within a group, one `Need` suffices."""
+
+    groups: tuple[tuple[Need, ...], ...] = ()
+    node: bool = False
+    """A node-to-node RPC (CLUSTER_ACTION on the cluster)."""
+
+
+PUBLIC_SERVICES: Final = frozenset({"grpc.health.v1.Health"})
+"""Services every caller may use (health probes)."""
+
+TopicNameOf = Callable[[str], "str | None"]
+"""Topic id -> name in the node's image (DeleteTopics by id)."""
+
+
+def _cluster(operation: AclOperation) -> Need:
+    return Need(_R.CLUSTER, operation, CLUSTER_NAME)
+
+
+def _each(resource_type: ResourceType, operation: AclOperation, names: Iterable[str]) -> Any:
+    return tuple((Need(resource_type, operation, n),) for n in dict.fromkeys(names))
+
+
+def _node() -> Requirement:
+    return Requirement(((_cluster(_O.CLUSTER_ACTION),),), node=True)
+
+
+def _config_need(operation: AclOperation, resource: Any) -> tuple[Need, ...]:
+    """Topic configs are a TOPIC resource; broker configs (resource type 4) the cluster."""
+    if resource.resource_type == int(_R.TOPIC):
+        return (Need(_R.TOPIC, operation, resource.resource_name),)
+    return (_cluster(operation),)
+
+
+def _fetch(r: Any, _: TopicNameOf) -> Requirement:
+    if r.replica_id >= 0:  # a follower (Kafka: CLUSTER_ACTION on the cluster)
+        return _node()
+    return Requirement(_each(_R.TOPIC, _O.READ, (t.topic for t in r.topics)))
+
+
+def _heartbeat(r: Any) -> Requirement:
+    topics = r.subscribed_topic_names.items if r.HasField("subscribed_topic_names") else ()
+    return Requirement(
+        ((Need(_R.GROUP, _O.READ, r.group_id),), *_each(_R.TOPIC, _O.DESCRIBE, topics))
+    )
+
+
+def _create_topics(r: Any, _: TopicNameOf) -> Requirement:
+    names = list(dict.fromkeys(t.name for t in r.topics))
+    if names and all(n in INTERNAL_TOPICS for n in names):
+        # A broker creating ``__consumer_offsets`` for its group coordinator: a node's request
+        # (Kafka's broker does it with its own, super-user, principal).
+        return _node()
+    return Requirement(tuple((Need(_R.TOPIC, _O.CREATE, n), _cluster(_O.CREATE)) for n in names))
+
+
+def _delete_topics(r: Any, topic_name: TopicNameOf) -> Requirement:
+    names = [*r.topic_names, *(n for i in r.topic_ids if (n := topic_name(i)) is not None)]
+    return Requirement(_each(_R.TOPIC, _O.DELETE, names))
+
+
+_RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
+    # -- kraft.v1.Broker (KafkaApis) ----------------------------------------------------------
+    "Broker/Produce": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.WRITE, (t.name for t in r.topic_data))
+    ),
+    "Broker/Fetch": _fetch,
+    "Broker/ListOffsets": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics))
+    ),
+    "Broker/Metadata": lambda r, _: Requirement(),  # filtered: `filter_response`
+    # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+    "Broker/InitProducerId": lambda r, _: Requirement(
+        ((_cluster(_O.IDEMPOTENT_WRITE), Need(_R.TOPIC, _O.WRITE, None)),)
+    ),
+    "Broker/FindCoordinator": lambda r, _: Requirement(
+        _each(_R.GROUP, _O.DESCRIBE, r.coordinator_keys)
+    ),
+    "Broker/ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
+    "Broker/OffsetCommit": lambda r, _: Requirement(
+        (
+            (Need(_R.GROUP, _O.READ, r.group_id),),
+            *_each(_R.TOPIC, _O.READ, (t.name for t in r.topics)),
+        )
+    ),
+    "Broker/OffsetFetch": lambda r, _: Requirement(
+        (
+            (Need(_R.GROUP, _O.DESCRIBE, r.group_id),),
+            *_each(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)),
+        )
+    ),
+    "Broker/ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
+    "Broker/ConsumerGroupDescribe": lambda r, _: Requirement(
+        _each(_R.GROUP, _O.DESCRIBE, r.group_ids)
+    ),
+    "Broker/DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    # -- kraft.v1.Controller (ControllerApis; a broker checks before forwarding) --------------
+    "Controller/BrokerRegistration": lambda r, _: _node(),
+    "Controller/BrokerHeartbeat": lambda r, _: _node(),
+    "Controller/AlterPartition": lambda r, _: _node(),
+    "Controller/AllocateProducerIds": lambda r, _: _node(),
+    "Controller/UnregisterBroker": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/CreateTopics": _create_topics,
+    "Controller/DeleteTopics": _delete_topics,
+    "Controller/CreatePartitions": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.ALTER, (t.name for t in r.topics))
+    ),
+    "Controller/ElectLeaders": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/IncrementalAlterConfigs": lambda r, _: Requirement(
+        tuple(_config_need(_O.ALTER_CONFIGS, c) for c in r.resources)
+    ),
+    "Controller/DescribeConfigs": lambda r, _: Requirement(
+        tuple(_config_need(_O.DESCRIBE_CONFIGS, c) for c in r.resources)
+    ),
+    "Controller/DescribeCluster": lambda r, _: Requirement(),  # filtered: `filter_response`
+    "Controller/DescribeQuorum": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "Controller/CreateAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/DeleteAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/DescribeAcls": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    # -- kraft.v1.Raft (KIP-595; the metadata quorum and quorum-mode partitions) --------------
+    "Raft/Vote": lambda r, _: _node(),
+    "Raft/BeginQuorumEpoch": lambda r, _: _node(),
+    "Raft/EndQuorumEpoch": lambda r, _: _node(),
+    "Raft/Fetch": lambda r, _: _node(),
+    "Raft/FetchSnapshot": lambda r, _: _node(),
+    "Raft/Stream": lambda r, _: _node(),
+}
+
+PACKAGE: Final = "kraft.v1."
+
+
+def rule_key(method: str) -> str:
+    """``/kraft.v1.Broker/Produce`` -> ``Broker/Produce``."""
+    return method.lstrip("/").removeprefix(PACKAGE)
+
+
+def covered(method: str) -> bool:
+    """Whether the table has a rule for ``method`` (an uncovered kraft method is refused)."""
+    return rule_key(method) in _RULES
+
+
+def requirement(method: str, request: Any, topic_name: TopicNameOf) -> Requirement | None:
+    """What ``request`` to ``method`` needs; None for a method the table does not know
+    (the caller refuses it: fail closed). ``request`` is None for a streaming RPC."""
+    rule = _RULES.get(rule_key(method))
+    if rule is None:
+        return None
+    if request is None:
+        return _node()
+    return rule(request, topic_name)
+
+
+def error_of(need: Need) -> ErrorCode:
+    """The refusal a missing `Need` gets (Kafka's per-resource authorization errors)."""
+    if need.resource_type == _R.TOPIC:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if need.resource_type == _R.GROUP:
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def _may_describe_topic(may: Callable[[Need], bool], name: str) -> bool:
+    return may(Need(_R.TOPIC, _O.DESCRIBE, name))
+
+
+def filter_response(method: str, request: Any, response: Any, may: Callable[[Need], bool]) -> None:
+    """Hide from a listing what the caller may not DESCRIBE (Kafka's Metadata, ListGroups and
+    OffsetFetch filtering); a topic the request named is answered TOPIC_AUTHORIZATION_FAILED
+    instead (without its partitions), so a refusal does not tell whether the topic exists."""
+    key = rule_key(method)
+    if key in ("Broker/Metadata", "Controller/DescribeCluster"):
+        named = (
+            bool(request.topics) if key == "Broker/Metadata" else request.HasField("topic_names")
+        )
+        kept = []
+        for topic in response.topics:
+            if _may_describe_topic(may, topic.name):
+                kept.append(topic)
+            elif named:
+                refused = type(topic)(name=topic.name)
+                refused.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                kept.append(refused)
+        del response.topics[:]
+        response.topics.extend(kept)
+    elif key == "Broker/ListGroups":
+        groups = [g for g in response.groups if may(Need(_R.GROUP, _O.DESCRIBE, g.group_id))]
+        del response.groups[:]
+        response.groups.extend(groups)
+    elif key == "Broker/OffsetFetch" and not request.topics:
+        topics = [t for t in response.topics if _may_describe_topic(may, t.name)]
+        del response.topics[:]
+        response.topics.extend(topics)
+
+
+def filters(method: str) -> bool:
+    """Whether `filter_response` edits the responses of ``method``."""
+    return rule_key(method) in (
+        "Broker/Metadata",
+        "Controller/DescribeCluster",
+        "Broker/ListGroups",
+        "Broker/OffsetFetch",
+    )
+
+
+def rules() -> tuple[str, ...]:
+    """Every method the table knows (``Service/Method``), for docs and tests."""
+    return tuple(_RULES)
+
+
+__all__ = [
+    "PUBLIC_SERVICES",
+    "Need",
+    "Requirement",
+    "covered",
+    "error_of",
+    "filter_response",
+    "filters",
+    "requirement",
+    "rule_key",
+    "rules",
+]
