@@ -818,17 +818,17 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
     _node(
         "authorizer.class.name",
         _T.STRING,
-        "",
+        None,
         "any non-empty value turns authorization on: kraft has one built-in authorizer, Kafka's "
         "StandardAuthorizer rules over the ACLs of the metadata log (so "
         "`org.apache.kafka.metadata.authorizer.StandardAuthorizer` works as in Kafka)",
         readers=_BC,
-        shown_default="(empty: every call is allowed)",
+        shown_default="(none: every call is allowed)",
     ),
     _node(
         "super.users",
         _T.STRING,
-        "",
+        None,
         "principals that may do everything, `;`-separated (`User:CN=broker1;User:admin`): the "
         "nodes' own principals belong here",
         readers=_BC,

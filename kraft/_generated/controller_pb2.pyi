@@ -732,13 +732,17 @@ class DescribeAclsRequest(_message.Message):
     def __init__(self, filter: _Optional[_Union[AclBindingFilter, _Mapping]] = ...) -> None: ...
 
 class DescribeAclsResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "acls", "current_leader")
+    __slots__ = ("error_code", "error_message", "acls", "node_id", "controller_id", "current_leader")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     ACLS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
     error_code: _errors_pb2.ErrorCode
     error_message: str
     acls: _containers.RepeatedCompositeFieldContainer[AclBinding]
+    node_id: int
+    controller_id: int
     current_leader: CurrentLeader
-    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...

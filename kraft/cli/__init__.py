@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 def build_parser() -> argparse.ArgumentParser:
     from kraft.arguments import ArgumentParser
     from kraft.cli import (
+        acls,
         bench,
         broker,
         cluster,
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         produce,
         consume,
         groups,
+        acls,
         controller,
         broker,
         quorum,

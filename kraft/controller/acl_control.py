@@ -81,6 +81,11 @@ class DescribeAclsResponse:
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
     acls: tuple[AclBinding, ...] = ()
+    node_id: int = -1
+    """The controller that answered (set by the server, as DescribeConfigs')."""
+    controller_id: int = -1
+    """The active controller it knows of: a client that must read its own writes
+    (``require_active``) goes on until the two are the same."""
 
 
 def _too_many(count: int) -> str | None:

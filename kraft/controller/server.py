@@ -454,7 +454,14 @@ class ControllerServer:
 
     def describe_acls(self, request: DescribeAclsRequest) -> DescribeAclsResponse:
         """The ACLs a filter matches, from the committed image (any controller answers)."""
-        return describe_acls(self.core.committed_image, request)
+        leader = self.raft.leader_id
+        return dataclasses.replace(
+            describe_acls(self.core.committed_image, request),
+            node_id=self.node_id,
+            controller_id=self.node_id
+            if self.core.is_active
+            else (-1 if leader is None else leader),
+        )
 
     def describe_quorum(self, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
         """KIP-595 DescribeQuorum: only the active controller (the Raft leader) knows the
