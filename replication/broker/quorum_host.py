@@ -48,6 +48,7 @@ from kraft.metadata import MetadataImage
 from kraft.raft import RaftConfig
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
+from kraft.security.tls import TlsConfig
 from kraft.raft_shell.transport import Inbox
 from kraft.types import Epoch, NodeId, TopicPartition
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
@@ -97,6 +98,7 @@ class QuorumHost:
         send_to_controller: sends an AlterPartition to the active controller (raises
             `KraftError` when it cannot).
         broker_epoch: this broker's registered epoch now (None before it registered).
+        tls: the broker's mTLS settings (None: plaintext), for dialling the other replicas.
     """
 
     def __init__(
@@ -106,10 +108,11 @@ class QuorumHost:
         *,
         send_to_controller: SendToController,
         broker_epoch: Callable[[], int | None],
+        tls: TlsConfig | None = None,
     ) -> None:
         self.node_id = node_id
         self._log = _log.bind(node_id=node_id)
-        self.transport = GrpcRaftTransport(node_id, {}, logger=self._log)
+        self.transport = GrpcRaftTransport(node_id, {}, logger=self._log, tls=tls)
         self.transport.add_to_server(server)
         self._send_to_controller = send_to_controller
         self._broker_epoch = broker_epoch
