@@ -221,9 +221,7 @@ class LocalCluster:
             *(f"controller-{i}" for i in self.controller_ids),
             *(f"broker-{b}" for b in self.broker_ids),
         ]
-        return create_certs(
-            self.data_dir / "certs", nodes=nodes, clients=[TLS_CLIENT, *clients]
-        )
+        return create_certs(self.data_dir / "certs", nodes=nodes, clients=[TLS_CLIENT, *clients])
 
     def client_security_of(self, name: str = "client") -> dict[str, str]:
         """Client settings for certificate ``name`` (kafka-python's names; empty without
@@ -251,11 +249,9 @@ class LocalCluster:
         """A node's listener and ``ssl.*`` keys (``tls=True``), else {}."""
         if self.certs is None:
             return {}
-        return {
+        return {  # ssl.keystore.type and ssl.truststore.type: PEM, the default
             "listeners": f"SSL://{address}",
-            "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(self.certs.node(name).keystore),
-            "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.certs.cafile),
             "ssl.client.auth": "required",
         }

@@ -27,8 +27,8 @@ from typing import Any
 import structlog
 
 from kraft.controller.client import ControllerClient
-from kraft.security.tls import TlsConfig
 from kraft.demo.console import Console
+from kraft.security.tls import TlsConfig
 from storage.errors import KraftError
 
 

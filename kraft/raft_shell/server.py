@@ -25,8 +25,8 @@ from kraft.raft_shell.driver import RaftDriver
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
 from kraft.raft_shell.state_machine import NullStateMachine, StateMachine
 from kraft.raft_shell.store import DurableRaftStorage
-from kraft.supervision import LoopSupervisor
 from kraft.security.tls import TlsConfig
+from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind
 from kraft.transport.codec import METADATA_GROUP
 from kraft.types import NodeId

@@ -211,4 +211,12 @@ def certificate_subject(pem: bytes) -> str:
     return x509.load_pem_x509_certificate(pem).subject.rfc4514_string()
 
 
-__all__ = ["CA_NAME", "SANS", "VALIDITY_DAYS", "CertPaths", "CertSet", "certificate_subject", "create_certs"]
+__all__ = [
+    "CA_NAME",
+    "SANS",
+    "VALIDITY_DAYS",
+    "CertPaths",
+    "CertSet",
+    "certificate_subject",
+    "create_certs",
+]

@@ -128,12 +128,9 @@ class TlsConfig:
         )
 
     def to_properties(self) -> dict[str, str]:
-        """The node keys of this config, PEM text on one line each (`node_tls` reads them)."""
-        props = {
-            "ssl.keystore.type": "PEM",
-            "ssl.truststore.type": "PEM",
-            "ssl.client.auth": self.client_auth.value,
-        }
+        """The node keys of this config, PEM text on one line each (`node_tls` reads them;
+        the ``.type`` keys keep their default, PEM)."""
+        props = {"ssl.client.auth": self.client_auth.value}
         if self.ca_pem is not None:
             props["ssl.truststore.certificates"] = _one_line(self.ca_pem)
         if self.certificate_chain_pem is not None and self.private_key_pem is not None:
@@ -195,7 +192,8 @@ def _read(path: str | Path, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as e:
-        raise InvalidConfigError(f"{what}: cannot read {str(path)[:_QUOTE_MAX]}: {e.strerror}") from None
+        shown = str(path)[:_QUOTE_MAX]
+        raise InvalidConfigError(f"{what}: cannot read {shown}: {e.strerror}") from None
 
 
 def _split_keystore(pem: bytes, what: str) -> tuple[bytes, bytes]:
@@ -244,8 +242,9 @@ def node_tls(props: Mapping[str, str]) -> TlsConfig | None:
             "ssl.keystore.location",
         )
     elif value("ssl.keystore.certificate.chain") and value("ssl.keystore.key"):
-        chain = normalize_pem(props["ssl.keystore.certificate.chain"], "ssl.keystore.certificate.chain")
-        key = normalize_pem(props["ssl.keystore.key"], "ssl.keystore.key")
+        chain_key, key_key = "ssl.keystore.certificate.chain", "ssl.keystore.key"
+        chain = normalize_pem(props[chain_key], chain_key)
+        key = normalize_pem(props[key_key], key_key)
     else:
         raise InvalidConfigError(
             "listeners=SSL:// needs ssl.keystore.location, or ssl.keystore.certificate.chain "
@@ -301,15 +300,42 @@ def client_tls(
     return TlsConfig(ca_pem=ca, certificate_chain_pem=chain, private_key_pem=key)
 
 
-def client_tls_from_env(env: Mapping[str, str] | None = None) -> TlsConfig | None:
-    """`client_tls` of the ``KRAFT_SECURITY_PROTOCOL`` / ``KRAFT_SSL_*`` variables (unset:
-    None; ``KRAFT_SSL_CAFILE`` alone implies SSL)."""
+def client_security_from_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The client settings (kafka-python's names) of the ``KRAFT_SECURITY_PROTOCOL`` /
+    ``KRAFT_SSL_*`` variables: {} when none is set; ``KRAFT_SSL_CAFILE`` alone implies SSL."""
     env = os.environ if env is None else env
-    cafile = env.get(ENV_SSL_CAFILE) or None
-    protocol = env.get(ENV_SECURITY_PROTOCOL) or ("SSL" if cafile else "PLAINTEXT")
+    values = {
+        "security_protocol": env.get(ENV_SECURITY_PROTOCOL, ""),
+        "ssl_cafile": env.get(ENV_SSL_CAFILE, ""),
+        "ssl_certfile": env.get(ENV_SSL_CERTFILE, ""),
+        "ssl_keyfile": env.get(ENV_SSL_KEYFILE, ""),
+    }
+    if values["ssl_cafile"] and not values["security_protocol"]:
+        values["security_protocol"] = "SSL"
+    return {k: v for k, v in values.items() if v}
+
+
+def client_tls_from_env(env: Mapping[str, str] | None = None) -> TlsConfig | None:
+    """`client_tls` of `client_security_from_env` (None: plaintext)."""
+    settings = client_security_from_env(env)
     return client_tls(
-        protocol, cafile, env.get(ENV_SSL_CERTFILE) or None, env.get(ENV_SSL_KEYFILE) or None
+        settings.get("security_protocol", "PLAINTEXT"),
+        settings.get("ssl_cafile"),
+        settings.get("ssl_certfile"),
+        settings.get("ssl_keyfile"),
     )
+
+
+def security_exports(settings: Mapping[str, str]) -> list[str]:
+    """``KRAFT_...=value`` lines giving a shell the client ``settings`` (kafka-python's
+    names, as `kraft.cluster.LocalCluster.client_security` holds them)."""
+    names = {
+        "security_protocol": ENV_SECURITY_PROTOCOL,
+        "ssl_cafile": ENV_SSL_CAFILE,
+        "ssl_certfile": ENV_SSL_CERTFILE,
+        "ssl_keyfile": ENV_SSL_KEYFILE,
+    }
+    return [f"{names[k]}={v}" for k, v in settings.items() if k in names]
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -349,10 +375,15 @@ def refusal_reason(
             "(set security_protocol=SSL with ssl_cafile, ssl_certfile, ssl_keyfile)"
         )
     if outcome == "closed":
-        given = "no client certificate" if tls.certificate_chain_pem is None else (
-            "this client's certificate, which is not signed by a CA it trusts"
+        given = (
+            "no client certificate"
+            if tls.certificate_chain_pem is None
+            else "this client's certificate, which is not signed by a CA it trusts"
         )
-        return f"{peer} {address} refused the TLS handshake: it requires a client certificate and got {given}"
+        return (
+            f"{peer} {address} refused the TLS handshake: it requires a client certificate "
+            f"and got {given}"
+        )
     return None
 
 
@@ -373,10 +404,12 @@ def _probe(address: str, tls: TlsConfig | None) -> str | None:
             keyfile.write_bytes(tls.private_key_pem)
             context.load_cert_chain(certfile, keyfile)
         try:
-            with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S) as raw:
-                with context.wrap_socket(raw, server_hostname=host) as conn:
-                    conn.settimeout(PROBE_TIMEOUT_S)
-                    return "open" if conn.recv(1) else "closed"
+            with (
+                socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S) as raw,
+                context.wrap_socket(raw, server_hostname=host) as conn,
+            ):
+                conn.settimeout(PROBE_TIMEOUT_S)
+                return "open" if conn.recv(1) else "closed"
         except (OSError, ValueError):  # ssl.SSLError is an OSError: no TLS there
             return None
 
@@ -410,6 +443,7 @@ __all__ = [
     "SECURITY_PROTOCOLS",
     "ClientAuth",
     "TlsConfig",
+    "client_security_from_env",
     "client_tls",
     "client_tls_from_env",
     "listener_security_protocol",
@@ -417,4 +451,5 @@ __all__ = [
     "normalize_pem",
     "peer_certificate_subject",
     "refusal_reason",
+    "security_exports",
 ]

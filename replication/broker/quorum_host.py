@@ -48,8 +48,8 @@ from kraft.metadata import MetadataImage
 from kraft.raft import RaftConfig
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
-from kraft.security.tls import TlsConfig
 from kraft.raft_shell.transport import Inbox
+from kraft.security.tls import TlsConfig
 from kraft.types import Epoch, NodeId, TopicPartition
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
 from storage.errors import ErrorCode, KraftError

@@ -56,12 +56,12 @@ from kraft.transport.controller_codec import (
     TopicMetadata,
 )
 from kraft.types import TopicPartition
+from replication.clients.config import ClientSecurity
 from replication.clients.group_admin import (
     GroupAdmin,
     GroupDescription,
     GroupListing,
 )
-from replication.clients.config import ClientSecurity
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
