@@ -340,12 +340,12 @@ def security_exports(settings: Mapping[str, str]) -> list[str]:
 
 # --- refusals -------------------------------------------------------------------------------
 
-_CLIENT_REFUSED = "Tls handshake failed"
+_CLIENT_REFUSED: Final = ("Tls handshake failed", "Custom verification check failed")
 _SERVER_CLOSED = "Socket closed"
 _REASONS: Final = (
     ("CERTIFICATE_VERIFY_FAILED", "its certificate is not signed by a CA in ssl_cafile"),
     ("WRONG_VERSION_NUMBER", "it does not speak TLS (a PLAINTEXT listener?)"),
-    ("Peer name", "its certificate does not name the address dialled (SAN)"),
+    ("Hostname Verification", "its certificate does not name the host dialled (SAN)"),
 )
 
 
@@ -358,10 +358,10 @@ def refusal_reason(
     ``address``. With ``probe``, a connection the server closed is probed once (see the module
     docstring); without, it is not diagnosed.
     """
-    if _CLIENT_REFUSED in details:
+    if any(marker in details for marker in _CLIENT_REFUSED):
         reason = next((why for key, why in _REASONS if key in details), None)
         if reason is None:
-            start = details.find(_CLIENT_REFUSED)
+            start = max(details.find(marker) for marker in _CLIENT_REFUSED)
             reason = details[start : start + _QUOTE_MAX]
         return f"this client refused the TLS handshake with {peer} {address}: {reason}"
     if _SERVER_CLOSED not in details or not probe:

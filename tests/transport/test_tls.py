@@ -201,7 +201,8 @@ class _Health(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
 class _Server:
     """A grpc.aio server built by `kraft.transport.channels`, on a thread of its own."""
 
-    def __init__(self, tls: TlsConfig | None) -> None:
+    def __init__(self, tls: TlsConfig | None, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.servicer = _Health()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -211,9 +212,9 @@ class _Server:
     async def _start(self, tls: TlsConfig | None) -> str:
         self._server = aio_server()
         health_pb2_grpc.add_HealthServicer_to_server(self.servicer, self._server)
-        port = bind(self._server, "127.0.0.1:0", tls)
+        port = bind(self._server, f"{self.host}:0", tls)
         await self._server.start()
-        return f"127.0.0.1:{port}"
+        return f"{self.host}:{port}"
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self._server.stop(None), self._loop).result(10)
@@ -302,3 +303,56 @@ def test_no_server_at_all_stays_a_retriable_network_error(certs: CertSet) -> Non
         with pytest.raises(NetworkError) as failed:
             _check(address, tls)
         assert failed.value.retriable
+
+
+def test_through_a_fault_proxy_on_another_address_the_san_check_still_passes(
+    certs: CertSet, tls_server: _Server
+) -> None:
+    """The proxy listens on 127.0.0.2, which no certificate names: the channel checks the
+    certificate against the host it means (``localhost``), not the proxy's."""
+    from kraft.cluster.fault_network import FaultNetwork
+    from kraft.transport.channels import set_dial_map
+
+    port = int(tls_server.address.rpartition(":")[2])
+    network = FaultNetwork(listen_host="127.0.0.2")
+    try:
+        proxy = network.add_link("client", 1, ("127.0.0.1", port))
+        meant = f"localhost:{port}"
+        set_dial_map({meant: proxy})
+        _check(meant, _client(certs, "alice"))
+        assert tls_server.servicer.subjects[-1] == "CN=alice"
+    finally:
+        set_dial_map({})
+        network.close()
+
+
+def test_the_listen_flag_keeps_the_files_ssl_listener(certs: CertSet, tmp_path: Path) -> None:
+    from kraft.cli import build_parser
+    from kraft.cli.broker import properties_from_args
+
+    props = {
+        **_node_props(certs),
+        "node.id": "101",
+        "controller.quorum.voters": "1@127.0.0.1:9091",
+        "log.dirs": str(tmp_path / "data"),
+    }
+    path = tmp_path / "b.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    args = build_parser().parse_args(
+        ["broker", "--config", str(path), "--listen", "127.0.0.1:9393"]
+    )
+    config = BrokerNodeConfig.from_properties(properties_from_args(args))
+    assert config.listen == "127.0.0.1:9393" and config.tls is not None
+
+
+def test_a_server_certificate_that_does_not_name_the_host_is_refused_by_this_client(
+    certs: CertSet,
+) -> None:
+    """127.0.0.2 is loopback but in no certificate's SANs."""
+    server = _Server(node_tls(_node_props(certs)), host="127.0.0.2")
+    try:
+        with pytest.raises(SslAuthenticationFailedError) as refused:
+            _check(server.address, _client(certs, "alice"))
+    finally:
+        server.close()
+    assert refused.value.message.endswith("does not name the host dialled (SAN)")
