@@ -4,7 +4,9 @@ plaintext in the same run (issue 17's target: at least 0.8x plaintext throughput
 Two local clusters of 3 controllers and 3 brokers run side by side, one plaintext and one with
 ``LocalCluster(tls=True)`` (every node-to-node and client connection mTLS). The runs alternate
 (plaintext, TLS, plaintext, TLS, ...: ``--rounds`` of each), so a change of the machine's load
-shifts both alike; the figures are the median and the best of each, and their ratios. Produce
+shifts both alike; the figures are the median and the best of each, and their ratios, and the
+CPU time a record costs the client and the three brokers (steadier on a loaded machine than
+records/s, which measure how much of the cores a run got). Produce
 is acks=all (idempotent) with the bench's defaults; consume reads back a topic filled (untimed)
 on each cluster.
 """
@@ -23,7 +25,9 @@ from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
     BenchError,
+    _cpu_figures,
     consume,
+    cpu_time,
     ensure_topic,
     produce,
 )
@@ -90,8 +94,10 @@ def run_tls(args: argparse.Namespace) -> dict[str, Any]:
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in clusters}
         for round_ in range(1, args.rounds + 1):
             for name, (cluster, security) in clusters.items():
-                run = _one(args, cluster.bootstrap, topics[name], security)
-                run.pop("_threads_at_end", None)
+                cpu: dict[str, Any] = {}
+                with cpu_time(cpu, cluster):
+                    run = _one(args, cluster.bootstrap, topics[name], security)
+                run |= _cpu_figures(cpu, args.records, run)
                 runs[name].append(run)
                 say(
                     f"round {round_}/{args.rounds} {name}: {run['records_per_s']:,.0f} records/s,"
@@ -106,6 +112,12 @@ def run_tls(args: argparse.Namespace) -> dict[str, Any]:
             "median_records_per_s": statistics.median(rates),
             "best_records_per_s": max(rates),
             "median_p50_ms": statistics.median(r["p50_ms"] for r in rs),
+            "median_client_cpu_us_per_record": statistics.median(
+                r["client_cpu_us_per_record"] for r in rs
+            ),
+            "median_brokers_cpu_us_per_record": statistics.median(
+                r["brokers_cpu_us_per_record"] or 0.0 for r in rs
+            ),
         }
     p, t = summary["plaintext"], summary["tls"]
     summary["ratio_median"] = round(t["median_records_per_s"] / p["median_records_per_s"], 3)
@@ -124,18 +136,24 @@ def render(result: dict[str, Any]) -> str:
         f"load average before: {result['load_average']['before']}, "
         f"after: {result['load_average']['after']}",
         "",
-        f"{'cluster':<12}{'median records/s':>18}{'best records/s':>16}{'median p50 ms':>15}",
+        f"{'cluster':<12}{'median records/s':>18}{'best records/s':>16}{'median p50 ms':>15}"
+        f"{'client µs/rec':>15}{'brokers µs/rec':>16}",
     ]
     for name in ("plaintext", "tls"):
         row = s[name]
         lines.append(
             f"{name:<12}{row['median_records_per_s']:>18,.0f}{row['best_records_per_s']:>16,.0f}"
-            f"{row['median_p50_ms']:>15.2f}"
+            f"{row['median_p50_ms']:>15.2f}{row['median_client_cpu_us_per_record']:>15.1f}"
+            f"{row['median_brokers_cpu_us_per_record']:>16.1f}"
         )
     verdict = "met" if s["target_met"] else "MISSED"
     lines.append(
         f"mTLS / plaintext: {s['ratio_median']:.2f}x (median), {s['ratio_best']:.2f}x (best); "
         f"target >= {TARGET_RATIO}x: {verdict}"
+    )
+    lines.append(
+        "  (µs/rec: CPU time per record during a run, medians: the client process, and the three"
+        " brokers together)"
     )
     return "\n".join(lines)
 
