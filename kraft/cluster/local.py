@@ -57,7 +57,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
@@ -74,11 +74,13 @@ from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.properties import format_voters, write_properties
-from kraft.security.certs import CertSet, create_certs
 from kraft.security.tls import TlsConfig, client_tls
 from kraft.transport.channels import DIAL_MAP_ENV, format_dial_map, set_dial_map
 from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
+
+if TYPE_CHECKING:
+    from kraft.security.certs import CertSet
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
@@ -217,6 +219,8 @@ class LocalCluster:
     # -- TLS ---------------------------------------------------------------------------------
 
     def _make_certs(self, clients: tuple[str, ...]) -> CertSet:
+        from kraft.security.certs import create_certs  # cryptography: only with tls=True
+
         nodes = [
             *(f"controller-{i}" for i in self.controller_ids),
             *(f"broker-{b}" for b in self.broker_ids),

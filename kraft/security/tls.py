@@ -63,8 +63,6 @@ from pathlib import Path
 from typing import Final, Protocol
 
 import grpc
-from cryptography import x509
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from storage.config_registry import NODE_KEYS
 from storage.errors import InvalidConfigError
@@ -172,6 +170,10 @@ def _one_line(pem: bytes) -> str:
 
 
 def _certificates(pem: bytes, what: str) -> bytes:
+    # NB: cryptography is imported here, not at the top: it costs ~0.2-0.4 s, and every
+    # plaintext client imports this module (through `kraft.transport.channels`).
+    from cryptography import x509
+
     try:
         x509.load_pem_x509_certificates(pem)
     except ValueError:
@@ -180,6 +182,8 @@ def _certificates(pem: bytes, what: str) -> bytes:
 
 
 def _key(pem: bytes, what: str) -> bytes:
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
     try:
         load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as e:
