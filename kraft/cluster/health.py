@@ -166,7 +166,7 @@ def check_cluster_health(
     from storage.errors import KraftError
 
     if serving is None:
-        serving = functools.partial(serving_status, tls=client.tls)
+        serving = functools.partial(serving_status, tls=getattr(client, "tls", None))
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     stale = stale_broker_epochs or {}
     problems: list[str] = []
