@@ -8,8 +8,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,15 +30,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield cluster
 
 
-def _kraft(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
-    return subprocess.run(
-        [sys.executable, "-m", "kraft.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        env={**full_env, **env},
-    )
+def _kraft(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    env: dict[str, str],
+) -> tuple[int, str, str]:
+    """``kraft ARGS`` in this process (a subprocess costs seconds of start-up on a loaded
+    machine) with exactly ``env``'s KRAFT_* variables: (exit code, stdout, stderr)."""
+    from kraft.cli import main
+
+    for key in [k for k in os.environ if k.startswith("KRAFT_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 def test_the_demo_path_produces_and_reads_back_every_record_over_mtls(
@@ -87,35 +94,33 @@ def test_the_demo_path_produces_and_reads_back_every_record_over_mtls(
 
 
 def test_the_cli_reaches_a_tls_cluster_through_the_kraft_ssl_variables_and_cluster_json(
-    cluster: LocalCluster,
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kraft.cli.cluster import CLUSTER_FILE, _cluster_info
 
     env = dict(line.split("=", 1) for line in security_exports(cluster.client_security))
     assert env["KRAFT_SECURITY_PROTOCOL"] == "SSL"
-    out = _kraft(
-        "quorum",
-        "describe",
-        "--json",
-        "--bootstrap-controller",
-        cluster.controller_bootstrap,
-        env=env,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["leader_id"] in cluster.controller_ids
+    describe = ("quorum", "describe", "--json", "--bootstrap-controller")
+    code, out, err = _kraft(monkeypatch, capsys, *describe, cluster.controller_bootstrap, env=env)
+    assert code == 0, err
+    assert json.loads(out)["leader_id"] in cluster.controller_ids
     # `kraft cluster status` takes the client settings from cluster.json.
     info = _cluster_info(cluster, cluster.data_dir)
     assert info["security"] == cluster.client_security
     (cluster.data_dir / CLUSTER_FILE).write_text(json.dumps(info))
-    status = _kraft("cluster", "status", "--json", "--data-dir", str(cluster.data_dir), env={})
-    assert status.returncode == 0, status.stderr
-    assert not json.loads(status.stdout).get("error")
+    status = ("cluster", "status", "--json", "--data-dir", str(cluster.data_dir))
+    code, out, err = _kraft(monkeypatch, capsys, *status, env={})
+    assert code == 0, err
+    assert not json.loads(out).get("error")
 
 
-def test_a_plaintext_cli_is_refused_by_the_tls_port_in_one_line(cluster: LocalCluster) -> None:
-    out = _kraft("topics", "list", "--bootstrap", cluster.bootstrap, env={})
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 1 and len(lines) == 1, out.stderr
+def test_a_plaintext_cli_is_refused_by_the_tls_port_in_one_line(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listing = ("topics", "list", "--bootstrap", cluster.bootstrap)
+    code, _, err = _kraft(monkeypatch, capsys, *listing, env={})
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
     assert "refused this plaintext client at the handshake: it requires TLS" in lines[0]
     assert lines[0].endswith("(SSL_AUTHENTICATION_FAILED)")
 
