@@ -30,6 +30,7 @@ Without ``authorizer.class.name`` the interceptor does not wrap anything: no cos
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from kraft.security.operations import (
     filters,
     requirement,
 )
-from kraft.security.principals import principal_of_auth_context
+from kraft.security.principals import MappingRule, principal_of_auth_context
 from kraft.security.settings import AuthorizationSettings
 from storage.errors import (
     ClusterAuthorizationFailedError,
@@ -85,11 +86,25 @@ def peer_host(peer: str) -> str:
     return host.strip("[]")
 
 
+_PRINCIPALS_CACHED: Final = 4096
+"""Certificates whose mapped principal is remembered (parsing one costs tens of µs)."""
+
+
+@functools.lru_cache(maxsize=_PRINCIPALS_CACHED)
+def _principal_of(certificate: bytes, rules: tuple[MappingRule, ...]) -> str:
+    return principal_of_auth_context({"x509_pem_cert": (certificate,)}, rules)
+
+
 def caller_of(context: Any, settings: AuthorizationSettings) -> Caller:
     """The `Caller` of a grpc.aio call."""
-    auth = dict(context.auth_context() or {})
+    auth = context.auth_context() or {}
     tls = b"ssl" in (auth.get("transport_security_type") or ())
-    principal = principal_of_auth_context(auth, settings.principal_rules) if tls else ANONYMOUS
+    certificates = auth.get("x509_pem_cert") or ()
+    principal = (
+        _principal_of(certificates[0], settings.principal_rules)
+        if tls and certificates
+        else ANONYMOUS
+    )
     return Caller(principal, peer_host(str(context.peer() or "")), tls)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -430,3 +431,35 @@ def test_the_interceptor_refuses_before_the_servicer_and_filters_listings() -> N
             await server.stop(None)
 
     asyncio.run(run())
+
+
+class _Context:
+    def __init__(self, auth: dict[str, list[bytes]], peer: str) -> None:
+        self._auth, self._peer = auth, peer
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return self._auth
+
+    def peer(self) -> str:
+        return self._peer
+
+
+def test_the_caller_is_the_mapped_certificate_subject_over_tls_else_anonymous(
+    tmp_path: Path,
+) -> None:
+    from kraft.security.certs import create_certs
+    from kraft.security.guard import caller_of
+
+    pem = create_certs(tmp_path, clients=["alice"]).client("alice").certfile.read_bytes()
+    tls = {"transport_security_type": [b"ssl"], "x509_pem_cert": [pem]}
+    rules = AuthorizationSettings.from_properties(
+        {"ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/U"}
+    )
+    assert caller_of(_Context(tls, "ipv4:10.0.0.7:4242"), ON) == Caller(
+        "User:CN=alice", "10.0.0.7", tls=True
+    )
+    assert caller_of(_Context(tls, "ipv4:10.0.0.7:4242"), rules).principal == "User:ALICE"
+    no_certificate = {"transport_security_type": [b"ssl"]}
+    assert caller_of(_Context(no_certificate, "ipv4:10.0.0.7:1"), ON).principal == ANONYMOUS
+    plaintext = {"transport_security_type": [b"insecure"]}
+    assert caller_of(_Context(plaintext, "ipv6:[::1]:1"), ON) == Caller(ANONYMOUS, "::1", False)
