@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   run the main job
+#   make demo   run the main job (make demo TLS=1: mTLS on every port, python -m kraft.demo --tls)
 #   make test   run the whole test suite
 # Each creates or refreshes the project-local virtual environment .venv first.
 
@@ -27,7 +27,7 @@ java:
 	  fi; }
 
 demo: $(STAMP) java
-	$(PY) -m kraft.demo
+	$(PY) -m kraft.demo $(if $(TLS),--tls)
 
 test: $(STAMP) java
 	$(PY) -m ruff check .

@@ -112,10 +112,16 @@ def _node(
     max_value: int | None = None,
     shown_default: str | None = None,
     kraft_only: bool = False,
+    choices: Iterable[str] | None = None,
+    unsupported: Iterable[str] = (),
+    unsupported_reason: str = "",
 ) -> ConfigKey:
     return ConfigKey(
         name=name,
         scope=Scope.NODE,
+        choices=frozenset(choices) if choices is not None else None,
+        unsupported=frozenset(unsupported),
+        unsupported_reason=unsupported_reason,
         type=type_,
         default=default,
         readers=readers,
@@ -436,7 +442,8 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         _T.STRING,
         None,
         "`NAME://host:port`; the first one is served (a broker's is also advertised unless "
-        "`advertised.listeners` is set)",
+        "`advertised.listeners` is set). `SSL://` serves TLS with the `ssl.*` keys and makes "
+        "the node dial the other nodes over TLS too; any other name is plaintext",
         readers=_BC,
         shown_default="(required; a controller's: its voter address)",
     ),
@@ -448,6 +455,85 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "to; `0.0.0.0` and `::` are refused",
         readers=_B,
         shown_default="`listeners`",
+    ),
+    # Transport security (issue 17; kraft.security.tls reads these). Kafka's PEM form
+    # (KIP-651): the ``.certificate.chain``/``.key``/``.certificates`` keys hold PEM text, the
+    # ``.location`` keys a PEM file's path.
+    _node(
+        "ssl.keystore.type",
+        _T.STRING,
+        "PEM",
+        "the format of this node's certificate and key (an `SSL://` listener's)",
+        readers=_BC,
+        choices=("PEM", "JKS", "PKCS12"),
+        unsupported=("JKS", "PKCS12"),
+        unsupported_reason="kraft reads PEM only",
+        shown_default="PEM (Kafka: JKS)",
+    ),
+    _node(
+        "ssl.keystore.certificate.chain",
+        _T.STRING,
+        None,
+        "this node's certificate chain as PEM text (leaf first); it serves with it and presents "
+        "it when it dials another node",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "ssl.keystore.key",
+        _T.STRING,
+        None,
+        "this node's private key as PEM text (unencrypted: `ssl.key.password` is not supported)",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "ssl.keystore.location",
+        _T.STRING,
+        None,
+        "the path of a PEM file holding the private key and the certificate chain; instead of "
+        "the two keys above",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "ssl.truststore.type",
+        _T.STRING,
+        "PEM",
+        "the format of the trusted CA certificates",
+        readers=_BC,
+        choices=("PEM", "JKS", "PKCS12"),
+        unsupported=("JKS", "PKCS12"),
+        unsupported_reason="kraft reads PEM only",
+        shown_default="PEM (Kafka: JKS)",
+    ),
+    _node(
+        "ssl.truststore.certificates",
+        _T.STRING,
+        None,
+        "the CA certificates this node trusts, as PEM text: a client's or another node's "
+        "certificate must be signed by one",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "ssl.truststore.location",
+        _T.STRING,
+        None,
+        "the path of a PEM file of trusted CA certificates; instead of the key above",
+        readers=_BC,
+        shown_default="(none)",
+    ),
+    _node(
+        "ssl.client.auth",
+        _T.STRING,
+        "none",
+        "`required`: a caller without a certificate signed by a trusted CA is refused at the "
+        "handshake (mTLS); `none`: no client certificate is asked for",
+        readers=_BC,
+        choices=("required", "requested", "none"),
+        unsupported=("requested",),
+        unsupported_reason="gRPC's Python server can only require or not request one",
     ),
     _node(
         "log.dirs",

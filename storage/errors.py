@@ -93,6 +93,7 @@ class ErrorCode(enum.IntEnum):
     # kraft's own codes (no Kafka equivalent).
     LOG_CLOSED = 1000
     INVALID_OFFSET = 1001
+    SSL_AUTHENTICATION_FAILED = 1002
 
 
 class KraftError(Exception):
@@ -709,6 +710,16 @@ class InvalidOffsetError(KraftError):
     """An offset argument is invalid, e.g. negative or not contiguous (kraft error 1001)."""
 
     code = ErrorCode.INVALID_OFFSET
+
+
+@final
+class SslAuthenticationFailedError(KraftError):
+    """The TLS handshake was refused: the message names the side that refused and why
+    (kraft error 1002; Kafka's ``SslAuthenticationException``, which has no wire code there
+    because Kafka's handshake is not an RPC). Not retriable: a certificate does not fix
+    itself."""
+
+    code = ErrorCode.SSL_AUTHENTICATION_FAILED
 
 
 def _all_error_classes() -> dict[ErrorCode, type[KraftError]]:

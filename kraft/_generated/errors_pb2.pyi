@@ -81,6 +81,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STALE_MEMBER_EPOCH: _ClassVar[ErrorCode]
     LOG_CLOSED: _ClassVar[ErrorCode]
     INVALID_OFFSET: _ClassVar[ErrorCode]
+    SSL_AUTHENTICATION_FAILED: _ClassVar[ErrorCode]
 NONE: ErrorCode
 UNKNOWN_SERVER_ERROR: ErrorCode
 OFFSET_OUT_OF_RANGE: ErrorCode
@@ -154,6 +155,7 @@ UNSUPPORTED_ASSIGNOR: ErrorCode
 STALE_MEMBER_EPOCH: ErrorCode
 LOG_CLOSED: ErrorCode
 INVALID_OFFSET: ErrorCode
+SSL_AUTHENTICATION_FAILED: ErrorCode
 
 class Error(_message.Message):
     __slots__ = ("code", "message")

@@ -174,12 +174,17 @@ def cluster_bootstrap(bootstrap: str | None, say: Any) -> Iterator[tuple[str, An
 
 
 def ensure_topic(
-    bootstrap: str, topic: str, say: Any, *, config: dict[str, str] | None = None
+    bootstrap: str,
+    topic: str,
+    say: Any,
+    *,
+    config: dict[str, str] | None = None,
+    security: dict[str, str] | None = None,
 ) -> None:
     from kraft import AdminClient
     from storage.errors import TopicAlreadyExistsError
 
-    admin = AdminClient(bootstrap)
+    admin = AdminClient(bootstrap, **(security or {}))
     try:
         try:
             admin.create_topic(
@@ -214,12 +219,15 @@ def produce(
     batch_size: int = 16384,
     network: Any = None,
     chunk: int = 0,
+    security: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """``chunk`` > 0: `Producer.send_batch` of ``chunk`` records at a time (one future and
-    callback per call; each record's latency is its call's), else ``send`` per record."""
+    callback per call; each record's latency is its call's), else ``send`` per record.
+    ``security``: the client's TLS settings (kafka-python's names)."""
     from kraft import Producer
 
     options: dict[str, Any] = {"acks": acks, "linger_ms": linger_ms, "batch_size": batch_size}
+    options |= security or {}
     if network is not None:
         options["network"] = network
     if acks != "all":
@@ -315,10 +323,21 @@ def produce(
     } | _figures(records, size, seconds, latency_ms)
 
 
-def consume(bootstrap: str, topic: str, records: int, max_poll_records: int) -> dict[str, Any]:
+def consume(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    max_poll_records: int,
+    security: dict[str, str] | None = None,
+) -> dict[str, Any]:
     from kraft import Consumer, TopicPartition
 
-    consumer = Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=max_poll_records)
+    consumer = Consumer(
+        bootstrap,
+        auto_offset_reset="earliest",
+        max_poll_records=max_poll_records,
+        **(security or {}),
+    )
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
@@ -686,6 +705,15 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
     from kraft.bench.replication_modes import add_arguments
 
     add_arguments(parser)
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="mTLS against plaintext in the same run: two local clusters, runs alternated "
+        "(kraft.bench.tls_overhead)",
+    )
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="--tls: runs of each, alternated"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
@@ -695,6 +723,10 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
     args = build_parser(bench).parse_args(argv)
     if bench is not None:
         args.bench = bench
+    if args.tls:
+        from kraft.bench.tls_overhead import main_tls
+
+        return main_tls(args)
     if args.bench == "consume" and args.bootstrap and not args.topic:
         print("kraft bench consume: --bootstrap needs --topic (with N records)", file=sys.stderr)
         return 2

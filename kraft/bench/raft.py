@@ -162,10 +162,14 @@ class ClusterSpec:
     impl: str
     conf: str = "default"
     properties: tuple[tuple[str, str], ...] = ()
+    tls_dir: str = ""
+    """kraft: mTLS between the nodes with the certificates there (``--tls``)."""
 
     @property
     def label(self) -> str:
-        return "kraft" if self.impl == "kraft" else f"PySyncObj {self.conf}"
+        if self.impl == "kraft":
+            return "kraft TLS" if self.tls_dir else "kraft"
+        return f"PySyncObj {self.conf}"
 
 
 @contextlib.contextmanager
@@ -180,6 +184,8 @@ def cluster(spec: ClusterSpec, workdir: Path) -> Iterator[list[NodeProcess]]:
         argv += ["--data-dir", str(workdir / f"node-{i}"), "--pysyncobj-conf", spec.conf]
         for key, value in spec.properties:
             argv += ["--raft-property", f"{key}={value}"]
+        if spec.tls_dir:
+            argv += ["--tls-dir", spec.tls_dir]
         nodes.append(NodeProcess(spec.impl, i, argv, workdir / f"node-{i}.log"))
     try:
         for node in nodes:
@@ -403,6 +409,8 @@ _ROWS: list[tuple[str, tuple[str, ...], str]] = [
 def render(result: dict[str, Any]) -> str:
     pso: dict[str, Any] = result["pysyncobj"] or {}
     cols: list[tuple[str, dict[str, Any] | None]] = [("kraft", result["kraft"])]
+    if result.get("kraft_tls") is not None:
+        cols.append(("kraft TLS", result["kraft_tls"]))
     cols += [(f"PySyncObj {name}", v) for name, v in pso.items()]
     width = 20
     lines = [
@@ -449,6 +457,12 @@ def render(result: dict[str, Any]) -> str:
         f"         failover median < 0.5 s: {verdict(t['failover_median_lt_0_5s'])}; "
         f"max < 1 s: {verdict(t['failover_max_lt_1s'])}",
     ]
+    if (tls := s.get("tls")) is not None:
+        lines.append(
+            f"kraft TLS / kraft plaintext: one-at-a-time p50 {_fmt(tls['p50_ratio'], '.2f')}x "
+            f"(target <= 1.5x: {verdict(tls['p50_within_1_5x'])}), p99 "
+            f"{_fmt(tls['p99_ratio'], '.2f')}x, throughput {_fmt(tls['throughput_ratio'], '.2f')}x"
+        )
     return "\n".join(lines)
 
 
@@ -487,6 +501,19 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         window=args.window,
         **common,
     )
+    if args.tls:
+        from kraft.security.certs import create_certs
+
+        certs = create_certs(workdir / "certs", nodes=["node-1", "node-2", "node-3"])
+        say("kraft with mTLS between the nodes: throughput and latency")
+        result["kraft_tls"] = bench_cluster(
+            dataclasses.replace(kraft, tls_dir=str(certs.cafile.parent)),
+            workdir / "kraft-tls",
+            latency_ops=args.latency_ops,
+            group=args.group,
+            window=args.window,
+            **common,
+        )
     pso: dict[str, Any] | None = None
     if not args.skip_pysyncobj:
         pso = {}
@@ -518,7 +545,27 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 args.seed,
             )
     result["summary"] = summarize(result)
+    if args.tls:
+        result["summary"]["tls"] = tls_summary(result)
     return result
+
+
+def tls_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """kraft with mTLS against plaintext, measured in the same run (issue 17's target: the
+    one-at-a-time p50 within 1.5x)."""
+    plain, tls = result["kraft"], result["kraft_tls"]
+
+    def ratio(path: tuple[str, ...]) -> float | None:
+        a, b = _get(tls, *path), _get(plain, *path)
+        return None if a is None or not b else round(a / b, 3)
+
+    p50 = ratio(("latency", "p50_ms"))
+    return {
+        "p50_ratio": p50,
+        "p99_ratio": ratio(("latency", "p99_ms")),
+        "throughput_ratio": ratio(("throughput", "per_s")),
+        "p50_within_1_5x": None if p50 is None else p50 <= 1.5,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -552,6 +599,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure kraft with G entries per proposal",
     )
     parser.add_argument("--skip-pysyncobj", action="store_true", help="measure kraft only")
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="also measure kraft with mTLS between the nodes, beside plaintext in the same run",
+    )
     parser.add_argument(
         "--skip-pysyncobj-failover", action="store_true", help="no PySyncObj failover runs"
     )

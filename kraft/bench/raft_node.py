@@ -158,10 +158,12 @@ class KraftNode:
         data_dir: str,
         out: Output,
         properties: dict[str, str] | None = None,
+        tls_dir: str | None = None,
     ) -> None:
         from kraft.logs import configure_logging
         from kraft.raft import RaftConfig
         from kraft.raft_shell import RaftServer
+        from kraft.security.tls import node_tls
 
         configure_logging("info", json=True)  # elections and leader changes, to the log file
 
@@ -175,6 +177,17 @@ class KraftNode:
             # The loopback defaults unless overridden; the same for every command.
             config=RaftConfig.from_properties(properties or {}),
             state_machine=CountingStateMachine(),
+            # --tls-dir: mTLS between the nodes, as a TLS controller quorum runs it.
+            tls=node_tls(
+                {
+                    "listeners": f"SSL://{peers[node_id]}",
+                    "ssl.keystore.location": f"{tls_dir}/node-{node_id}-keystore.pem",
+                    "ssl.truststore.location": f"{tls_dir}/ca.pem",
+                    "ssl.client.auth": "required",
+                }
+            )
+            if tls_dir
+            else None,
         )
         self._leader_changed = asyncio.Event()
         self.server.add_leader_listener(lambda _leader, _epoch: self._leader_changed.set())
@@ -489,6 +502,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="kraft only: a controller.quorum.* override (repeatable)",
     )
+    parser.add_argument(
+        "--tls-dir",
+        default=None,
+        help="kraft only: mTLS with DIR/ca.pem and DIR/node-<id>-keystore.pem",
+    )
     args = parser.parse_args(argv)
     out = claim_stdout()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the driver's "where are you?"
@@ -498,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.data_dir).mkdir(parents=True, exist_ok=True)
 
         async def run_kraft() -> None:
-            await KraftNode(args.id, peers, args.data_dir, out, properties).run()
+            await KraftNode(args.id, peers, args.data_dir, out, properties, args.tls_dir).run()
 
         asyncio.run(run_kraft())
     else:

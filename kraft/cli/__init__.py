@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kraft.cli import (
         bench,
         broker,
+        certs,
         cluster,
         compare,
         configs,
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         controller,
         broker,
         quorum,
+        certs,
         dump_log,
         bench,
         compare,

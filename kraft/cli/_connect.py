@@ -1,7 +1,9 @@
 """What the client subcommands (``topics``, ``produce``, ``consume``) share: where the cluster
 is (``--bootstrap`` / ``--bootstrap-controller``, else ``KRAFT_BOOTSTRAP`` /
-``KRAFT_BOOTSTRAP_CONTROLLER``), ``key=value`` options, and turning "nobody answered" into one
-clear line instead of a hang."""
+``KRAFT_BOOTSTRAP_CONTROLLER``), how to reach it (mTLS from ``KRAFT_SECURITY_PROTOCOL``,
+``KRAFT_SSL_CAFILE``, ``KRAFT_SSL_CERTFILE``, ``KRAFT_SSL_KEYFILE``: `security`, which
+``kraft cluster up --tls --detach`` prints), ``key=value`` options, and turning "nobody
+answered" into one clear line instead of a hang."""
 
 from __future__ import annotations
 
@@ -37,6 +39,14 @@ def add_bootstrap_arguments(p: argparse.ArgumentParser, *, controller: bool = Tr
             metavar="HOST:PORT[,...]",
             help=f"controller addresses instead of brokers (default: ${BOOTSTRAP_CONTROLLER_ENV})",
         )
+
+
+def security() -> dict[str, str]:
+    """The client's transport settings (kafka-python's names) from the ``KRAFT_*``
+    variables; {} for plaintext."""
+    from kraft.security.tls import client_security_from_env
+
+    return client_security_from_env()
 
 
 def add_timeout_argument(p: argparse.ArgumentParser, what: str = "each request") -> None:
@@ -147,12 +157,15 @@ def refuse_controllers(bootstrap: str, advice: str = "use --bootstrap-controller
     """
     import grpc
 
+    from kraft.security.tls import client_tls_from_env
     from replication.clients.network import BrokerNetwork
     from replication.codec import encode
     from replication.messages import ListOffsetsRequest
     from storage.errors import InvalidConfigError
 
-    network = BrokerNetwork(bootstrap, request_timeout_s=_PROBE_TIMEOUT_S)
+    network = BrokerNetwork(
+        bootstrap, request_timeout_s=_PROBE_TIMEOUT_S, tls=client_tls_from_env()
+    )
     try:
         request = encode(ListOffsetsRequest())
         probes = [
@@ -186,7 +199,7 @@ def describe_topic_on_brokers(
 
     refuse_controllers(bootstrap, f"{command} needs broker addresses in --bootstrap")
     with (
-        AdminClient(bootstrap, timeout=timeout, request_timeout=3.0) as admin,
+        AdminClient(bootstrap, timeout=timeout, request_timeout=3.0, **security()) as admin,
         reachable(bootstrap, timeout),
     ):
         return admin.describe_topic(name)
@@ -229,10 +242,15 @@ class AdminSession:
         if bootstrap:
             refuse_controllers(bootstrap)
         self.admin: AdminClient = AdminClient(
-            self.where, timeout=self.timeout, request_timeout=request_timeout
+            self.where, timeout=self.timeout, request_timeout=request_timeout, **security()
         )
         self._controller: ControllerClient | None = (
-            ControllerClient(controllers, timeout=self.timeout, request_timeout=request_timeout)
+            ControllerClient(
+                controllers,
+                timeout=self.timeout,
+                request_timeout=request_timeout,
+                tls=self.admin.tls,
+            )
             if controllers
             else None
         )

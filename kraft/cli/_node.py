@@ -56,10 +56,14 @@ def node_properties(
     from kraft.properties import load_properties
 
     props = load_properties(args.config) if args.config else {}
+    listen: str | None = args.listen
+    scheme, sep, _ = props.get("listeners", "").partition("://")
+    if listen and "://" not in listen and sep:
+        listen = f"{scheme.strip()}://{listen}"  # --listen HOST:PORT keeps the file's SSL://
     flags: dict[str, str | None] = {
         "node.id": None if args.node_id is None else str(args.node_id),
         "controller.quorum.voters": args.controller_quorum_voters,
-        "listeners": args.listen,
+        "listeners": listen,
         "log.dirs": args.data_dir,
         **(extra_flags or {}),
     }

@@ -36,6 +36,7 @@ from kraft.logs import LEVELS
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
+    from kraft.security.tls import TlsConfig
 
 CLUSTER_FILE = "cluster.json"
 LOG_FILE = "cluster.log"
@@ -59,6 +60,7 @@ _UP_EPILOG = """\
 examples:
   kraft cluster up --controllers 3 --brokers 3 --data-dir /tmp/kraft
   kraft cluster up --data-dir /tmp/kraft --detach
+  kraft cluster up --data-dir /tmp/kraft --detach --tls
   kraft cluster up --data-dir /tmp/kraft --base-port 9091 \\
       --broker-config replica.lag.time.max.ms=5000 --controller-config num.partitions=6
 
@@ -68,6 +70,9 @@ brokers (controlled shutdown), then the controllers, and exits 0. With --detach 
 runs in the background (output in DIR/cluster.log); the command returns 0 once it is
 healthy, having written DIR/cluster.json and printed the addresses. Controllers listen on
 --base-port, --base-port+1, ...; brokers (ids 101, 102, ...) on the ports after them.
+With --tls every port is mTLS: a CA and a certificate per node and for the client ("client")
+are made in DIR/certs, cluster.json's "security" gives the client settings, and --detach prints
+the KRAFT_SECURITY_PROTOCOL / KRAFT_SSL_* variables the other commands read.
 """
 
 
@@ -132,6 +137,11 @@ def add_parser(sub: Any) -> None:
         choices=list(LEVELS),
         metavar="LEVEL",
         help="the nodes' log level: debug, info (default), warning, error or critical",
+    )
+    up_p.add_argument(
+        "--tls",
+        action="store_true",
+        help="mTLS on every port (certificates made in DIR/certs; see below)",
     )
     up_p.add_argument("--json", action="store_true", help="with --detach: print cluster.json")
     up_p.add_argument("--supervise", action="store_true", help=argparse.SUPPRESS)
@@ -305,6 +315,7 @@ def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
         controller_config=parse_key_values(args.controller_config, "--controller-config"),
         broker_config=parse_key_values(args.broker_config, "--broker-config"),
         log_level=args.node_log_level,
+        tls=args.tls,
     )
     say: Callable[[str], None] = _say if not view else _print
     info: dict[str, Any] | None = None
@@ -365,6 +376,7 @@ def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
         "data_dir": str(data_dir),
         "log": str(data_dir / LOG_FILE),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "security": cluster.client_security,
     }
 
 
@@ -411,7 +423,9 @@ def _live_view(info: dict[str, Any]) -> None:
 
     tty = sys.stdout.isatty()
     last = ""
-    with ControllerClient(info["controller_bootstrap"], timeout=2.0, request_timeout=1.0) as c:
+    with ControllerClient(
+        info["controller_bootstrap"], timeout=2.0, request_timeout=1.0, tls=_info_tls(info)
+    ) as c:
         while True:
             doc = collect_status(info, c)
             text = render_status(doc, max_partitions=40 if tty else None)
@@ -451,6 +465,8 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
     ]
     if args.base_port is not None:
         argv += ["--base-port", str(args.base_port)]
+    if args.tls:
+        argv.append("--tls")
     for item in args.broker_config:
         argv += ["--broker-config", item]
     for item in args.controller_config:
@@ -460,6 +476,7 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
 
 def _detach(args: argparse.Namespace, data_dir: Path) -> int:
     from kraft.cluster.process import PARENT_PID_ENV
+    from kraft.security.tls import security_exports
 
     os.close(_lock_data_dir(data_dir))  # fail early; the supervisor takes the lock for good
     log_path = data_dir / LOG_FILE
@@ -504,7 +521,8 @@ def _detach(args: argparse.Namespace, data_dir: Path) -> int:
         f"Use it with:\n"
         f"  export KRAFT_BOOTSTRAP={info['bootstrap']}\n"
         f"  export KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}\n"
-        f"Stop it with:\n"
+        + "".join(f"  export {line}\n" for line in security_exports(info.get("security", {})))
+        + "Stop it with:\n"
         f"  kraft cluster down --data-dir {data_dir}"
     )
     return 0
@@ -580,6 +598,19 @@ def _wait_gone(pids: list[int], timeout: float) -> list[int]:
         time.sleep(0.1)
 
 
+def _info_tls(info: dict[str, Any]) -> TlsConfig | None:
+    """The client TLS settings of a cluster.json (None: plaintext)."""
+    from kraft.security.tls import client_tls
+
+    settings = info.get("security") or {}
+    return client_tls(
+        settings.get("security_protocol", "PLAINTEXT"),
+        settings.get("ssl_cafile"),
+        settings.get("ssl_certfile"),
+        settings.get("ssl_keyfile"),
+    )
+
+
 def status(args: argparse.Namespace) -> int:
     from kraft.controller.client import ControllerClient
 
@@ -590,7 +621,10 @@ def status(args: argparse.Namespace) -> int:
             f"the cluster in {data_dir} is not running (every pid in {CLUSTER_FILE} is gone)"
         )
     with ControllerClient(
-        info["controller_bootstrap"], timeout=args.timeout, request_timeout=min(args.timeout, 2.0)
+        info["controller_bootstrap"],
+        timeout=args.timeout,
+        request_timeout=min(args.timeout, 2.0),
+        tls=_info_tls(info),
     ) as client:
         doc = collect_status(info, client)
     if args.json:

@@ -133,7 +133,7 @@ def _start_offset(text: str | None) -> int | str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._connect import describe_topic_on_brokers
+    from kraft.cli._connect import describe_topic_on_brokers, security
     from kraft.types import TopicPartition
     from replication.clients import Consumer
 
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         options.setdefault("auto_offset_reset", "earliest" if args.from_beginning else "latest")
     consumed = 0
     out = sys.stdout
-    with Consumer(bootstrap, **options) as consumer:
+    with Consumer(bootstrap, **{**security(), **options}) as consumer:
         if args.group is not None:
             consumer.subscribe(names)  # positions: the group's committed offsets
         else:

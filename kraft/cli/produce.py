@@ -95,7 +95,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._connect import describe_topic_on_brokers
+    from kraft.cli._connect import describe_topic_on_brokers, security
     from replication.clients import Producer
 
     bootstrap = broker_bootstrap(args)
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             f"--partition {args.partition}: {args.topic} has partitions 0..{count - 1}"
         )
 
-    producer = Producer(bootstrap, **options)
+    producer = Producer(bootstrap, **{**security(), **options})
     pending: deque[tuple[int, RecordFuture]] = deque()
     sent = 0
     try:

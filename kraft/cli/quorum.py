@@ -54,9 +54,10 @@ def add_parser(sub: Any) -> None:
 def describe(args: argparse.Namespace) -> int:
     from kraft.cli._connect import controller_bootstrap
     from kraft.controller.client import ControllerClient
+    from kraft.security.tls import client_tls_from_env
 
     bootstrap = controller_bootstrap(args)
-    with ControllerClient(bootstrap, timeout=args.timeout) as client:
+    with ControllerClient(bootstrap, timeout=args.timeout, tls=client_tls_from_env()) as client:
         quorum = client.describe_quorum()
     now_ms = time.time_ns() // 1_000_000
     doc: dict[str, Any] = {

@@ -21,6 +21,7 @@ controller quorum: that is a problem too.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from kraft.security.tls import TlsConfig
 from kraft.transport.channels import client_channel
 
 if TYPE_CHECKING:
@@ -126,10 +128,10 @@ class ClusterHealth:
         return not self.problems
 
 
-def serving_status(address: str, timeout: float = 1.0) -> str:
+def serving_status(address: str, timeout: float = 1.0, tls: TlsConfig | None = None) -> str:
     """What ``address``'s gRPC health service says for the whole server (``""``):
-    SERVING, NOT_SERVING, ..., or ``no answer``."""
-    with client_channel(address) as channel:
+    SERVING, NOT_SERVING, ..., or ``no answer`` (asked over TLS with ``tls``)."""
+    with client_channel(address, tls) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=timeout
@@ -146,7 +148,7 @@ def check_cluster_health(
     stale_broker_epochs: Mapping[int, int] | None = None,
     require_full_isr: bool = False,
     timeout: float = 2.0,
-    serving: Callable[[str], str] = serving_status,
+    serving: Callable[[str], str] | None = None,
     now_ms: int | None = None,
 ) -> ClusterHealth:
     """The health of the cluster of ``nodes`` (see the module docstring).
@@ -157,11 +159,14 @@ def check_cluster_health(
             restart: a registration at or below it is the old incarnation's.
         require_full_isr: count under-replicated partitions as a problem.
         timeout: for each controller request.
-        serving: the health-service probe (tests inject).
+        serving: the health-service probe (tests inject; default: `serving_status` with the
+            client's TLS settings).
         now_ms: wall-clock milliseconds (voters' fetch times are wall-clock).
     """
     from storage.errors import KraftError
 
+    if serving is None:
+        serving = functools.partial(serving_status, tls=getattr(client, "tls", None))
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     stale = stale_broker_epochs or {}
     problems: list[str] = []

@@ -32,6 +32,17 @@ with the controllers) is a ``python -m kraft.cli broker --config FILE`` process 
 Brokers are named by id (101, 102, ...) or by their 1-based index (1, 2, ...): the two ranges
 never overlap. Controllers are named by id (1, 2, ...).
 
+With ``tls=True`` every port is mTLS (`kraft.security`): the cluster makes a CA and a
+certificate per node and per client under ``<data_dir>/certs`` (`create_certs`; kept if they
+exist), every node serves ``SSL://`` with ``ssl.client.auth=required`` and dials the others with
+its own certificate, and `client_security` holds the client settings (the ``client``
+certificate) to pass to a client::
+
+    with LocalCluster(tls=True, tls_clients=("alice", "bob")) as cluster:
+        cluster.wait_until_healthy()
+        with Producer(cluster.bootstrap, **cluster.client_security) as producer: ...
+        alice = cluster.client_security_of("alice")
+
 Processes are started from one long-lived launcher thread that the cluster owns: Linux's
 ``PR_SET_PDEATHSIG`` fires when the *thread* that started a child exits (see
 `kraft.cluster.process`), so ``start_broker`` is safe to call from any thread, even a
@@ -46,7 +57,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
@@ -63,15 +74,21 @@ from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.properties import format_voters, write_properties
+from kraft.security.tls import TlsConfig, client_tls
 from kraft.transport.channels import DIAL_MAP_ENV, format_dial_map, set_dial_map
 from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
+
+if TYPE_CHECKING:
+    from kraft.security.certs import CertSet
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
 
 CLIENT = "client"
 """The fault network's name for this process's clients (the source of client links)."""
+TLS_CLIENT = "client"
+"""The name (and ``CN``) of the certificate of the cluster's own clients (``tls=True``)."""
 
 
 LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
@@ -101,6 +118,9 @@ class LocalCluster:
             `use_fault_network` is called). For fault runs: partitions without root.
         metrics: give every node a Prometheus endpoint (``metrics.port``, a free port each;
             `metrics_addresses` lists them).
+        tls: mTLS on every port (see the module docstring).
+        tls_clients: names of extra client certificates to make (``tls=True``), besides
+            ``client``'s (`client_security_of`).
     """
 
     def __init__(
@@ -115,6 +135,8 @@ class LocalCluster:
         log_level: str = "info",
         fault_network: bool = False,
         metrics: bool = False,
+        tls: bool = False,
+        tls_clients: tuple[str, ...] = (),
     ) -> None:
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
@@ -154,6 +176,13 @@ class LocalCluster:
         self._controllers: dict[int, ManagedProcess] = {}
         self._client: ControllerClient | None = None
         self.network: FaultNetwork | None = None
+        self.certs: CertSet | None = None
+        """The CA and certificates (``tls=True``)."""
+        self.tls: TlsConfig | None = None
+        """This process's clients' TLS settings (the ``client`` certificate)."""
+        if tls:
+            self.certs = self._make_certs(tls_clients)
+            self.tls = client_tls(**self.client_security)
         self._dial_maps: dict[int | str, dict[str, str]] = {}
         if fault_network:
             self._start_fault_network()
@@ -186,6 +215,50 @@ class LocalCluster:
                         source, destination, (host, int(port)), listen_port=next(proxy_ports)
                     )
                     dial_map[address] = proxy
+
+    # -- TLS ---------------------------------------------------------------------------------
+
+    def _make_certs(self, clients: tuple[str, ...]) -> CertSet:
+        from kraft.security.certs import create_certs  # cryptography: only with tls=True
+
+        nodes = [
+            *(f"controller-{i}" for i in self.controller_ids),
+            *(f"broker-{b}" for b in self.broker_ids),
+        ]
+        return create_certs(self.data_dir / "certs", nodes=nodes, clients=[TLS_CLIENT, *clients])
+
+    def client_security_of(self, name: str = "client") -> dict[str, str]:
+        """Client settings for certificate ``name`` (kafka-python's names; empty without
+        TLS): ``Producer(cluster.bootstrap, **cluster.client_security_of("alice"))``.
+
+        Raises:
+            KeyError: no client certificate of that name.
+        """
+        if self.certs is None:
+            return {}
+        paths = self.certs.client(name)
+        return {
+            "security_protocol": "SSL",
+            "ssl_cafile": str(self.certs.cafile),
+            "ssl_certfile": str(paths.certfile),
+            "ssl_keyfile": str(paths.keyfile),
+        }
+
+    @property
+    def client_security(self) -> dict[str, str]:
+        """`client_security_of` the cluster's own ``client`` certificate."""
+        return self.client_security_of(TLS_CLIENT)
+
+    def _tls_properties(self, name: str, address: str) -> dict[str, str]:
+        """A node's listener and ``ssl.*`` keys (``tls=True``), else {}."""
+        if self.certs is None:
+            return {}
+        return {  # ssl.keystore.type and ssl.truststore.type: PEM, the default
+            "listeners": f"SSL://{address}",
+            "ssl.keystore.location": str(self.certs.node(name).keystore),
+            "ssl.truststore.location": str(self.certs.cafile),
+            "ssl.client.auth": "required",
+        }
 
     def _metrics_property(self, node_id: int) -> dict[str, str]:
         address = self.metrics_addresses.get(node_id)
@@ -272,9 +345,9 @@ class LocalCluster:
         """A client of this cluster's controllers (one shared instance unless ``timeout``
         differs from the default)."""
         if timeout != 15.0:
-            return ControllerClient(self.controller_bootstrap, timeout=timeout)
+            return ControllerClient(self.controller_bootstrap, timeout=timeout, tls=self.tls)
         if self._client is None:
-            self._client = ControllerClient(self.controller_bootstrap)
+            self._client = ControllerClient(self.controller_bootstrap, tls=self.tls)
         return self._client
 
     def health(self, *, timeout: float = 2.0) -> ClusterHealth:
@@ -479,7 +552,12 @@ class LocalCluster:
             listen=self.controller_addresses[node_id],
             data_dir=self.controller_data_dir(node_id),
         )
-        props = {**config.to_properties(), **self._metrics_property(node_id), **self._extra}
+        props = {
+            **config.to_properties(),
+            **self._tls_properties(f"controller-{node_id}", self.controller_addresses[node_id]),
+            **self._metrics_property(node_id),
+            **self._extra,
+        }
         config_dir = self.data_dir / "config"
         config_dir.mkdir(parents=True, exist_ok=True)
         path = config_dir / f"controller-{node_id}.properties"
@@ -508,6 +586,7 @@ class LocalCluster:
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
+            **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id]),
             **self._metrics_property(broker_id),
             **self._broker_extra,
         }
@@ -535,4 +614,4 @@ def _launcher() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-launcher")
 
 
-__all__ = ["BROKER_ID_BASE", "CLIENT", "LocalCluster"]
+__all__ = ["BROKER_ID_BASE", "CLIENT", "TLS_CLIENT", "LocalCluster"]

@@ -70,6 +70,7 @@ from kraft.controller.messages import (
     UnregisterBrokerResponse,
 )
 from kraft.metadata.records import Endpoint
+from kraft.security.tls import TlsConfig
 from kraft.transport.channels import client_channel, map_grpc_errors, parse_bootstrap_servers
 from kraft.transport.controller_codec import (
     CurrentLeader,
@@ -153,9 +154,12 @@ class ControllerClient:
         timeout: float = 15.0,
         request_timeout: float = 3.0,
         peer: str = "controller",
+        tls: TlsConfig | None = None,
     ) -> None:
         self.addresses = parse_bootstrap_servers(bootstrap, "bootstrap controllers")
         self.peer = peer
+        self.tls = tls
+        """mTLS settings (`kraft.security.tls.client_tls`; a broker passes its node's)."""
         self.timeout = timeout
         self.request_timeout = request_timeout
         self._lock = threading.Lock()
@@ -400,7 +404,7 @@ class ControllerClient:
     def _attempt(self, address: str, request: Any, timeout: float) -> tuple[Any, CurrentLeader]:
         method, response_cls = _RPCS[type(request)]
         stub = self._stub(address)
-        with map_grpc_errors(address, self.peer):
+        with map_grpc_errors(address, self.peer, self.tls):
             reply = getattr(stub, method)(encode(request), timeout=timeout)
         return decode_response(reply, response_cls)
 
@@ -443,7 +447,7 @@ class ControllerClient:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
-                channel = client_channel(address)
+                channel = client_channel(address, self.tls)
                 self._channels[address] = channel
                 stub = self._stubs[address] = controller_pb2_grpc.ControllerStub(channel)
             return stub

@@ -26,7 +26,8 @@ Keys read (unknown keys are ignored, as Kafka ignores keys meant for other compo
 - ``broker.session.timeout.ms``, ``num.partitions``, ``default.replication.factor``,
   ``auto.leader.rebalance.enable``, ``leader.imbalance.*`` (`ControllerConfig`);
 - ``metadata.log.max.record.bytes.between.snapshots`` (KIP-630 snapshot interval);
-- ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`).
+- ``controller.quorum.*`` Raft timeouts (`RaftConfig.from_properties`);
+- ``listeners=SSL://...`` with the ``ssl.*`` keys: mTLS (`kraft.security.tls.node_tls`).
 
 Every key, its default and its range are in the config registry (`storage.config_registry`).
 """
@@ -47,6 +48,7 @@ from kraft.properties import (
     parse_voters,
 )
 from kraft.raft import RaftConfig
+from kraft.security.tls import TlsConfig, node_tls
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
 from storage.config import int_fields_from_properties
 from storage.config_key import ConfigType
@@ -93,6 +95,9 @@ class ControllerNodeConfig:
     """[socket.request.max.bytes] the largest request the gRPC server accepts."""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
+    tls: TlsConfig | None = None
+    """[listeners=SSL://, ssl.*] the controller serves TLS and dials the other voters with its
+    certificate (`kraft.security.tls.node_tls`); None: plaintext."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
@@ -131,6 +136,7 @@ class ControllerNodeConfig:
             raft=RaftConfig.from_properties(props),
             controller=ControllerConfig(**controller_fields),
             metrics_port=metrics_port_property(props),
+            tls=node_tls(props),
             **node_fields,
         )
 
@@ -140,7 +146,7 @@ class ControllerNodeConfig:
             "process.roles": "controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": format_voters(self.voters),
-            "listeners": f"CONTROLLER://{self.listen}",
+            "listeners": f"{'CONTROLLER' if self.tls is None else 'SSL'}://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{k: str(getattr(self.controller, f)) for k, f in _CONTROLLER_FIELDS.items()},
             **{
@@ -150,6 +156,7 @@ class ControllerNodeConfig:
             **{k: str(getattr(self, f)) for k, f in _NODE_FIELDS.items()},
             **self.raft.to_properties(),
             **({"metrics.port": str(self.metrics_port)} if self.metrics_port != -1 else {}),
+            **(self.tls.to_properties() if self.tls is not None else {}),
         }
 
 

@@ -203,6 +203,7 @@ class ControllerServer:
             server=self._grpc,
             seed=seed,
             supervisor=self.supervisor,
+            tls=config.tls,
         )
         self._tick_task: asyncio.Task[None] | None = None
         self._tick_wake = asyncio.Event()

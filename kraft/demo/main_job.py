@@ -15,9 +15,14 @@ On the defaults, with nothing to configure:
    min/max offsets (skipped, with a message, when the data source is not importable);
 7. print a summary; exit 1 if a record was lost or duplicated, or a step failed.
 
+With ``--tls`` (``make demo TLS=1``) the cluster is mTLS on every port (`LocalCluster(tls=True)`:
+a CA and a certificate per node and client under the data directory), and the clients connect
+with the ``client`` certificate; the Spark step is skipped (the data source has no TLS options
+yet).
+
 Every process it starts is stopped at the end, on an error and on Ctrl-C or SIGTERM.
 
-    python -m kraft.demo [--records N] [--no-spark] [--data-dir DIR] [--summary-json PATH]
+    python -m kraft.demo [--records N] [--no-spark] [--tls] [--data-dir DIR] [--summary-json PATH]
     python -m kraft.demo --storage     # the storage demo: a torn log survives recovery
 """
 
@@ -340,7 +345,7 @@ def produce(
             state["restarted"] = True
             restart_victim(cluster, watcher, console)
 
-    producer = Producer(cluster.bootstrap, **PRODUCER_OPTIONS)
+    producer = Producer(cluster.bootstrap, **PRODUCER_OPTIONS, **cluster.client_security)
     try:
         producer.partitions_for(TOPIC)
         tracker.started = time.monotonic()
@@ -442,7 +447,10 @@ def consume_and_verify(
     partition_of, offset_of = tracker.partition_of, tracker.offset_of
     consumed = foreign = misplaced = duplicates = 0
     with Consumer(
-        cluster.bootstrap, auto_offset_reset="earliest", max_poll_records=20_000
+        cluster.bootstrap,
+        auto_offset_reset="earliest",
+        max_poll_records=20_000,
+        **cluster.client_security,
     ) as consumer:
         tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
@@ -600,16 +608,19 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         phase_started = now
 
     console.say(
-        f"kraft demo: {args.records:,} records through a 3-controller, 3-broker cluster, one "
-        f"broker killed halfway; data and logs in {data_dir}"
+        f"kraft demo: {args.records:,} records through a 3-controller, 3-broker cluster"
+        f"{' (mTLS on every port)' if args.tls else ''}, one broker killed halfway; data and "
+        f"logs in {data_dir}"
     )
-    cluster = LocalCluster(controllers=3, brokers=3, data_dir=data_dir)
+    cluster = LocalCluster(controllers=3, brokers=3, data_dir=data_dir, tls=args.tls)
     watcher: ClusterWatcher | None = None
     tracker = AckTracker(args.records, console)
     try:
         start_cluster(cluster, console)
         phase("cluster")
-        watcher = ClusterWatcher(cluster.controller_bootstrap, TOPIC, console, client_events)
+        watcher = ClusterWatcher(
+            cluster.controller_bootstrap, TOPIC, console, client_events, tls=cluster.tls
+        )
         create_topic(cluster, watcher, console)
         watcher.start()
         phase("topic")
@@ -623,6 +634,9 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         phase("consume")
         if args.no_spark:
             summary.spark = "skipped (--no-spark)"
+        elif args.tls:
+            summary.spark = "skipped (--tls: the Spark data source has no TLS options yet)"
+            console.say(f"\n6. Spark: {summary.spark}")
         else:
             spark_aggregate(cluster.bootstrap, summary, console, data_dir / "logs")
             phase("spark")
@@ -649,10 +663,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m kraft.demo",
         description="kraft's main job: 3 controllers, 3 brokers, 1,000,000 records with "
         "acks=all, a leader killed halfway, zero loss, Spark.",
-        epilog="example: python -m kraft.demo --records 100000 --no-spark",
+        epilog="example: python -m kraft.demo --records 100000 --no-spark --tls",
     )
     parser.add_argument("--records", type=int, default=1_000_000, help="default 1,000,000")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark step")
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="mTLS on every port: certificates made in the data dir, clients use them",
+    )
     parser.add_argument(
         "--data-dir", default=None, help="keep data and logs here (default: a temporary dir)"
     )

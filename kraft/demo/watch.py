@@ -28,6 +28,7 @@ import structlog
 
 from kraft.controller.client import ControllerClient
 from kraft.demo.console import Console
+from kraft.security.tls import TlsConfig
 from storage.errors import KraftError
 
 
@@ -90,9 +91,12 @@ class ClusterWatcher(threading.Thread):
         client_events: ClientEvents,
         *,
         interval_s: float = 0.1,
+        tls: TlsConfig | None = None,
     ) -> None:
         super().__init__(name="kraft-demo-watcher", daemon=True)
-        self._client = ControllerClient(controller_bootstrap, timeout=2.0, request_timeout=1.0)
+        self._client = ControllerClient(
+            controller_bootstrap, timeout=2.0, request_timeout=1.0, tls=tls
+        )
         self._topic = topic
         self._console = console
         self._client_events = client_events

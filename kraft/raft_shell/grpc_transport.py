@@ -45,6 +45,7 @@ from kraft.raft.messages import (
     VoteRequest,
 )
 from kraft.raft_shell.transport import Inbox
+from kraft.security.tls import TlsConfig
 from kraft.transport.channels import peer_channel
 from kraft.transport.codec import (
     METADATA_GROUP,
@@ -91,8 +92,11 @@ class GrpcRaftTransport:
         *,
         request_timeout_ms: int | None = None,
         logger: FilteringBoundLogger | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.node_id = NodeId(node_id)
+        self._tls = tls
+        """The node's mTLS settings: peers are dialled with its certificate."""
         self._addresses = {NodeId(k): v for k, v in addresses.items()}
         self._request_timeout_ms = (
             request_timeout_ms
@@ -240,7 +244,7 @@ class GrpcRaftTransport:
             address = self._addresses.get(peer)
             if address is None:
                 return None
-            channel = peer_channel(address)
+            channel = peer_channel(address, self._tls)
             self._channels[peer] = channel
             stub = raft_pb2_grpc.RaftStub(channel)
             self._stubs[peer] = stub

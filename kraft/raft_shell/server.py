@@ -25,6 +25,7 @@ from kraft.raft_shell.driver import RaftDriver
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
 from kraft.raft_shell.state_machine import NullStateMachine, StateMachine
 from kraft.raft_shell.store import DurableRaftStorage
+from kraft.security.tls import TlsConfig
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind
 from kraft.transport.codec import METADATA_GROUP
@@ -48,6 +49,7 @@ class RaftServer:
         transport: a transport shared with other groups (its owner serves and closes it);
             by default the server makes its own.
         group: the Raft group this replica belongs to.
+        tls: the node's mTLS settings (None: plaintext): it serves and dials with them.
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class RaftServer:
         supervisor: LoopSupervisor | None = None,
         transport: GrpcRaftTransport | None = None,
         group: str = METADATA_GROUP,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.node_id = NodeId(node_id)
         self.voters = {NodeId(k): v for k, v in voters.items()}
@@ -88,8 +91,9 @@ class RaftServer:
         a server process (the controller, the broker) then exits."""
         self.supervisor.on_death(lambda: self.set_serving(False))
         self._own_transport = transport is None
+        self._tls = tls
         self.transport = transport or GrpcRaftTransport(
-            node_id, voters, request_timeout_ms=self.config.request_timeout_ms
+            node_id, voters, request_timeout_ms=self.config.request_timeout_ms, tls=tls
         )
         self._storage: DurableRaftStorage | None = None
         self._driver: RaftDriver | None = None
@@ -162,7 +166,7 @@ class RaftServer:
             self._health = health.HealthServicer()
             health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
             try:
-                self.bound_port = bind(self._server, self.listen)
+                self.bound_port = bind(self._server, self.listen, self._tls)
             except RuntimeError as e:  # grpc's way of saying the bind failed
                 raise NetworkError(f"cannot listen on {self.listen}: {e}") from e
             if self._own_server:

@@ -12,9 +12,15 @@ and the clients use the default.
 controllers) before any channel is built: a malformed address fails at once, named.
 
 Every channel and server is built here (`client_channel`, `peer_channel`, `aio_server`,
-`bind`), so transport security is one change: today every one is plaintext. And a failed call
+`bind`), and each takes the `kraft.security.tls.TlsConfig` of its owner (None: plaintext):
+`bind` serves TLS with the node's certificate and its ``ssl.client.auth``, and a channel dials
+TLS presenting its owner's certificate (a node's own, for mTLS between nodes; a client's). The
+value is passed down, never kept process-wide, so clients of one process may hold different
+certificates. Through the dial map, a TLS channel checks the server's certificate against the
+address it means (``grpc.ssl_target_name_override``), not the proxy's. And a failed call
 becomes kraft's typed error here (`map_grpc_errors`, `translate_rpc_error`; STYLE §5: one
-boundary), whoever made the call.
+boundary), whoever made the call: a refused handshake is SSL_AUTHENTICATION_FAILED, naming the
+side that refused and why (`kraft.security.tls.refusal_reason`).
 
 **Dial map** (a test seam for fault injection, issue 16): a process whose environment has
 ``KRAFT_DIAL_MAP=host:port=proxy:port,...`` (or that calls `set_dial_map`) dials the proxy
@@ -34,12 +40,14 @@ from typing import Final
 import grpc
 
 from kraft.metrics.registry import RequestMetrics
+from kraft.security.tls import TlsConfig, refusal_reason
 from kraft.transport.request_guard import RejectUnparseable
 from storage.errors import (
     InvalidRequestError,
     KraftError,
     NetworkError,
     RequestTimedOutError,
+    SslAuthenticationFailedError,
     UnknownServerError,
     UnsupportedVersionError,
 )
@@ -47,7 +55,7 @@ from storage.errors import (
 SOCKET_REQUEST_MAX_BYTES: Final = 100 * 1024 * 1024
 """Kafka's ``socket.request.max.bytes`` default: the largest request a server accepts."""
 
-Options = list[tuple[str, int]]
+Options = list[tuple[str, int | str]]
 
 DIAL_MAP_ENV: Final = "KRAFT_DIAL_MAP"
 """The environment variable of the dial map (see the module docstring)."""
@@ -128,14 +136,32 @@ def client_channel_options() -> Options:
     ]
 
 
-def client_channel(address: str) -> grpc.Channel:
-    """A blocking channel of a client (producer, consumer, admin, controller client, probes)."""
-    return grpc.insecure_channel(dial_target(address), options=client_channel_options())
+def _tls_options(address: str, target: str) -> Options:
+    """Through a proxy, check the certificate against the host of the address meant."""
+    if target == address:
+        return []
+    host = address.rpartition(":")[0].strip("[]")
+    return [("grpc.ssl_target_name_override", host)]
 
 
-def peer_channel(address: str) -> grpc.aio.Channel:
-    """An asyncio channel from one server to another (Raft peers, follower to leader)."""
-    return grpc.aio.insecure_channel(dial_target(address), options=peer_channel_options())
+def client_channel(address: str, tls: TlsConfig | None = None) -> grpc.Channel:
+    """A blocking channel of a client (producer, consumer, admin, controller client, probes);
+    TLS with ``tls``."""
+    target = dial_target(address)
+    if tls is None:
+        return grpc.insecure_channel(target, options=client_channel_options())
+    options = [*client_channel_options(), *_tls_options(address, target)]
+    return grpc.secure_channel(target, tls.channel_credentials(), options=options)
+
+
+def peer_channel(address: str, tls: TlsConfig | None = None) -> grpc.aio.Channel:
+    """An asyncio channel from one server to another (Raft peers, follower to leader); TLS
+    with the node's ``tls``, presenting its certificate."""
+    target = dial_target(address)
+    if tls is None:
+        return grpc.aio.insecure_channel(target, options=peer_channel_options())
+    options = [*peer_channel_options(), *_tls_options(address, target)]
+    return grpc.aio.secure_channel(target, tls.channel_credentials(), options=options)
 
 
 def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Server:
@@ -148,9 +174,12 @@ def aio_server(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> grpc.aio.Se
     )
 
 
-def bind(server: grpc.aio.Server, listen: str) -> int:
-    """Listen on ``listen`` (HOST:PORT; port 0 picks one); returns the port bound."""
-    return int(server.add_insecure_port(listen))
+def bind(server: grpc.aio.Server, listen: str, tls: TlsConfig | None = None) -> int:
+    """Listen on ``listen`` (HOST:PORT; port 0 picks one), TLS with the node's ``tls``;
+    returns the port bound."""
+    if tls is None:
+        return int(server.add_insecure_port(listen))
+    return int(server.add_secure_port(listen, tls.server_credentials()))
 
 
 GRPC_ERRORS: Final[dict[grpc.StatusCode, type[KraftError]]] = {
@@ -163,22 +192,37 @@ GRPC_ERRORS: Final[dict[grpc.StatusCode, type[KraftError]]] = {
 """The gRPC status of a failed call -> kraft's error; any other status is UNKNOWN_SERVER_ERROR."""
 
 
-def translate_rpc_error(error: grpc.RpcError, address: str, peer: str) -> KraftError:
+def translate_rpc_error(
+    error: grpc.RpcError,
+    address: str,
+    peer: str,
+    tls: TlsConfig | None = None,
+    *,
+    probe: bool = True,
+) -> KraftError:
     """kraft's typed error for a failed gRPC call to ``peer`` (what ``address`` is: a broker,
-    a controller, a forwarding broker) at ``address``."""
+    a controller, a forwarding broker) at ``address``, made with ``tls`` (None: plaintext).
+
+    A connection refused at the TLS handshake is `SslAuthenticationFailedError`; ``probe``
+    lets `kraft.security.tls.refusal_reason` probe a server that hung up (a blocking second
+    connection: pass False on a gRPC callback thread)."""
     code = error.code() if hasattr(error, "code") else None
-    cls = GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
     detail = error.details() if hasattr(error, "details") else str(error)
+    if code == grpc.StatusCode.UNAVAILABLE and detail:
+        reason = refusal_reason(detail, address, peer, tls, probe=probe)
+        if reason is not None:
+            return SslAuthenticationFailedError(reason)
+    cls = GRPC_ERRORS.get(code, UnknownServerError) if code else UnknownServerError
     return cls(f"{peer} {address}: {detail or code}")
 
 
 @contextmanager
-def map_grpc_errors(address: str, peer: str) -> Iterator[None]:
+def map_grpc_errors(address: str, peer: str, tls: TlsConfig | None = None) -> Iterator[None]:
     """Raise a failed gRPC call in the block as `translate_rpc_error` names it."""
     try:
         yield
     except grpc.RpcError as e:
-        raise translate_rpc_error(e, address, peer) from None
+        raise translate_rpc_error(e, address, peer, tls) from None
 
 
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.%\w-]+\]|[\w.-]+)$")

@@ -21,7 +21,8 @@ be the meta-address ``0.0.0.0``), ``log.dirs`` (the first directory), ``broker.r
 ``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
 default of topics that set none; the cluster-wide dynamic default and topic configs override
 it), the ``controller.quorum.*`` Raft timeouts of the metadata observer,
-``log.retention.check.interval.ms`` and the log defaults of `BROKER_LOG_KEYS`
+``log.retention.check.interval.ms``, the TLS keys (``listeners=SSL://`` with ``ssl.*``:
+`kraft.security.tls`) and the log defaults of `BROKER_LOG_KEYS`
 (``log.retention.ms``, ``log.retention.bytes``, ``log.segment.bytes``, ``log.roll.ms``, ...;
 validated as the log validates them; topic configs override them). Every key, its default and
 its range are in the config registry (`storage.config_registry`).
@@ -41,6 +42,7 @@ from kraft.properties import (
     parse_voters,
 )
 from kraft.raft import RaftConfig
+from kraft.security.tls import TlsConfig, node_tls
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
@@ -133,6 +135,9 @@ class BrokerNodeConfig:
     """[replica.lag.time.max.ms, replica.fetch.backoff.ms, min.insync.replicas]"""
     raft: RaftConfig = field(default_factory=RaftConfig)
     """[controller.quorum.*] for the metadata observer."""
+    tls: TlsConfig | None = None
+    """[listeners=SSL://, ssl.*] the broker serves TLS and dials the controllers and the other
+    brokers with its certificate (`kraft.security.tls.node_tls`); None: plaintext."""
 
     def __post_init__(self) -> None:
         self.partition_raft_config()  # NB: refuses bad quorum.partition.* timeouts early
@@ -222,6 +227,7 @@ class BrokerNodeConfig:
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),
             raft=RaftConfig.from_properties(props),
+            tls=node_tls(props),
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -231,7 +237,7 @@ class BrokerNodeConfig:
             "process.roles": "broker",
             "node.id": str(self.node_id),
             "controller.quorum.voters": format_voters(self.voters),
-            "listeners": f"PLAINTEXT://{self.listen}",
+            "listeners": f"{self._protocol}://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{key: str(getattr(self, field)) for key, field in _INT_FIELDS.items()},
             _ASSIGNORS_KEY: self.group_consumer_assignors,
@@ -244,8 +250,14 @@ class BrokerNodeConfig:
         if self.metrics_port != -1:
             props["metrics.port"] = str(self.metrics_port)
         if self.advertised_listener is not None:
-            props["advertised.listeners"] = f"PLAINTEXT://{self.advertised_listener}"
+            props["advertised.listeners"] = f"{self._protocol}://{self.advertised_listener}"
+        if self.tls is not None:
+            props.update(self.tls.to_properties())
         return props
+
+    @property
+    def _protocol(self) -> str:
+        return "PLAINTEXT" if self.tls is None else "SSL"
 
 
 def _assignors(props: Mapping[str, str]) -> str:

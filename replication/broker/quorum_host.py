@@ -49,6 +49,7 @@ from kraft.raft import RaftConfig
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.grpc_transport import GrpcRaftTransport
 from kraft.raft_shell.transport import Inbox
+from kraft.security.tls import TlsConfig
 from kraft.types import Epoch, NodeId, TopicPartition
 from storage.errors import ErrorCode, KraftError
 
@@ -89,6 +90,7 @@ class QuorumHost:
             under a produce load (40 epochs in 30 s, idempotent batches then arriving out of
             order at each new leader). Kafka's KRaft defaults are 1 s / 2 s; Redpanda's
             per-partition election timeout is 1.5 s.
+        tls: the broker's mTLS settings (None: plaintext), for dialling the other replicas.
     """
 
     def __init__(
@@ -99,11 +101,12 @@ class QuorumHost:
         send_to_controller: SendToController,
         broker_epoch: Callable[[], int | None],
         raft_config: RaftConfig,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.node_id = node_id
         self.raft_config = raft_config
         self._log = _log.bind(node_id=node_id)
-        self.transport = GrpcRaftTransport(node_id, {}, logger=self._log)
+        self.transport = GrpcRaftTransport(node_id, {}, logger=self._log, tls=tls)
         self.transport.add_to_server(server)
         self._send_to_controller = send_to_controller
         self._broker_epoch = broker_epoch

@@ -188,7 +188,7 @@ class BrokerServer:
         )
         self._incarnation_id = uuid.uuid4().hex
         self._controllers = ControllerClient(
-            list(config.voters.values()), timeout=5.0, request_timeout=2.0
+            list(config.voters.values()), timeout=5.0, request_timeout=2.0, tls=config.tls
         )
         self._grpc = aio_server()
         self._service = BrokerService(self)
@@ -210,6 +210,7 @@ class BrokerServer:
             ),
             broker_epoch=lambda: self.broker_epoch,
             raft_config=config.partition_raft_config(),
+            tls=config.tls,
         )
         # A dead loop (metadata Raft, lifecycle, tick, retention) takes the process down.
         self.supervisor = LoopSupervisor(self._log)
@@ -224,6 +225,7 @@ class BrokerServer:
             config=config.raft,
             state_machine=_MetadataObserver(self),
             supervisor=self.supervisor,
+            tls=config.tls,
         )
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
@@ -250,7 +252,7 @@ class BrokerServer:
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            self.bound_port = bind(self._grpc, self.config.listen)
+            self.bound_port = bind(self._grpc, self.config.listen, self.config.tls)
         except RuntimeError as e:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         await self._grpc.start()
@@ -362,7 +364,8 @@ class BrokerServer:
         host, _, port = self.config.advertised_address.rpartition(":")
         if self.config.advertised_listener is None:
             port = str(self.bound_port or port)
-        listener = Endpoint(name="PLAINTEXT", host=host, port=int(port))
+        protocol = "PLAINTEXT" if self.config.tls is None else "SSL"
+        listener = Endpoint(name=protocol, host=host, port=int(port), security_protocol=protocol)
         while True:
             try:
                 epoch = await self._blocking(
@@ -665,7 +668,7 @@ class BrokerServer:
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         stub = self._stubs.get(address)
         if stub is None:
-            channel = peer_channel(address)
+            channel = peer_channel(address, self.config.tls)
             self._channels[address] = channel
             stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
         return stub

@@ -56,6 +56,7 @@ from kraft.transport.controller_codec import (
     TopicMetadata,
 )
 from kraft.types import TopicPartition
+from replication.clients.config import ClientSecurity
 from replication.clients.group_admin import (
     GroupAdmin,
     GroupDescription,
@@ -74,6 +75,8 @@ class AdminClient:
         bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
         timeout: seconds each call may take, retries included (``default.api.timeout.ms``).
         request_timeout: seconds one attempt may wait (``request.timeout.ms``).
+        security_protocol, ssl_cafile, ssl_certfile, ssl_keyfile: transport security, as
+            kafka-python names it (`replication.clients.config.ClientSecurity`).
     """
 
     def __init__(
@@ -82,13 +85,25 @@ class AdminClient:
         *,
         timeout: float = 60.0,
         request_timeout: float = 30.0,
+        security_protocol: str = "PLAINTEXT",
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
     ) -> None:
         ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        self.tls = ClientSecurity(
+            security_protocol=security_protocol,
+            ssl_cafile=ssl_cafile or "",
+            ssl_certfile=ssl_certfile or "",
+            ssl_keyfile=ssl_keyfile or "",
+        ).tls()
         self._client = ControllerClient(
-            bootstrap, timeout=timeout, request_timeout=request_timeout, peer="broker"
+            bootstrap, timeout=timeout, request_timeout=request_timeout, peer="broker", tls=self.tls
         )
         self._timeout = timeout
-        self._broker_network = BrokerNetwork(bootstrap, request_timeout_s=request_timeout)
+        self._broker_network = BrokerNetwork(
+            bootstrap, request_timeout_s=request_timeout, tls=self.tls
+        )
         self._groups = GroupAdmin(
             self._broker_network, timeout, lambda: self.describe_cluster().brokers
         )
@@ -356,6 +371,7 @@ class AdminClient:
             queries,
             isolation_level=1 if read_committed else 0,
             timeout=timeout or self._client.timeout,
+            tls=self.tls,
         )
 
     # -- consumer groups (`GroupAdmin`) --------------------------------------------------------

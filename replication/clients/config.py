@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
+from kraft.security.tls import TlsConfig, client_tls
 from kraft.transport.channels import parse_bootstrap_servers
 from storage.compression import CODEC_NAMES, Compression
 
@@ -28,7 +29,36 @@ _COMPRESSION = CODEC_NAMES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerConfig:
+class ClientSecurity:
+    """Transport security of a client, kafka-python's names (Kafka's ``security.protocol``
+    and PEM files). ``SSL`` with a certificate and key is mTLS (`kraft.security.tls`)."""
+
+    security_protocol: str = "PLAINTEXT"
+    """[security.protocol] PLAINTEXT or SSL."""
+    ssl_cafile: str = ""
+    """[ssl.cafile] PEM file of the CA(s) that signed the brokers' certificates ("": the
+    system's roots)."""
+    ssl_certfile: str = ""
+    """[ssl.certfile] PEM file of this client's certificate chain (mTLS)."""
+    ssl_keyfile: str = ""
+    """[ssl.keyfile] PEM file of its private key (unencrypted)."""
+
+    def tls(self) -> TlsConfig | None:
+        """The settings as a `TlsConfig` (None: plaintext); reads the files.
+
+        Raises:
+            InvalidConfigError: a bad protocol, a missing or unreadable file.
+        """
+        return client_tls(
+            self.security_protocol,
+            self.ssl_cafile or None,
+            self.ssl_certfile or None,
+            self.ssl_keyfile or None,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerConfig(ClientSecurity):
     """Producer settings (Kafka key in brackets)."""
 
     acks: int = -1
@@ -101,7 +131,7 @@ class ProducerConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerConfig:
+class ConsumerConfig(ClientSecurity):
     """Consumer settings (Kafka key in brackets)."""
 
     auto_offset_reset: str = "latest"
@@ -192,4 +222,4 @@ def _normalise(cls: type[Any], options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ConsumerConfig", "ProducerConfig", "parse_bootstrap_servers"]
+__all__ = ["ClientSecurity", "ConsumerConfig", "ProducerConfig", "parse_bootstrap_servers"]

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 
 from kraft._generated import broker_pb2_grpc
+from kraft.security.tls import TlsConfig
 from kraft.transport.channels import (
     client_channel,
     map_grpc_errors,
@@ -71,11 +72,19 @@ class BrokerNetwork:
     Args:
         bootstrap: ``"host:port,host:port"`` of (some of) the brokers.
         request_timeout_s: the default deadline of one call.
+        tls: mTLS settings (`kraft.security.tls.client_tls`); None: plaintext.
     """
 
-    def __init__(self, bootstrap: str | Sequence[str], *, request_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        *,
+        request_timeout_s: float = 30.0,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap, "bootstrap.servers")
         self.request_timeout_s = request_timeout_s
+        self.tls = tls
         self._lock = threading.Lock()
         self._channels: dict[str, grpc.Channel] = {}
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
@@ -119,7 +128,7 @@ class BrokerNetwork:
                 raise NetworkError("client closed")
             stub = self._stubs.get(address)
             if stub is None:
-                channel = client_channel(address)
+                channel = client_channel(address, self.tls)
                 self._channels[address] = channel
                 stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
             return stub
@@ -139,7 +148,7 @@ class BrokerNetwork:
         """
         stub = self.stub(address)
         try:
-            with map_grpc_errors(address, "broker"):
+            with map_grpc_errors(address, "broker", self.tls):
                 reply = getattr(stub, method)(
                     encode(request), timeout=timeout_s or self.request_timeout_s
                 )
@@ -174,7 +183,8 @@ class BrokerNetwork:
             try:
                 reply = f.result()
             except grpc.RpcError as e:
-                error = translate_rpc_error(e, address, "broker")
+                # NB: no probe on gRPC's callback thread (it must not block).
+                error = translate_rpc_error(e, address, "broker", self.tls, probe=False)
                 self._note_outcome(address, error)
                 on_done(None, error)
                 return

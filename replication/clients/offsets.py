@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kraft.security.tls import TlsConfig
 from kraft.transport.controller_codec import DescribeClusterResponse
 from kraft.types import TopicPartition
 from replication.clients.network import BrokerNetwork
@@ -73,6 +74,7 @@ def list_offsets(
     *,
     isolation_level: int = READ_UNCOMMITTED,
     timeout: float = 10.0,
+    tls: TlsConfig | None = None,
 ) -> dict[TopicPartition, ListedOffset | KraftError]:
     """``{partition: timestamp}`` (-2 earliest, -1 latest, else milliseconds since the epoch)
     -> each partition's `ListedOffset`, or the error it got (UNKNOWN_TOPIC_OR_PARTITION,
@@ -101,7 +103,9 @@ def list_offsets(
         )
     if not by_leader:
         return out
-    network = BrokerNetwork(sorted({addresses[b] for b in by_leader}), request_timeout_s=timeout)
+    network = BrokerNetwork(
+        sorted({addresses[b] for b in by_leader}), request_timeout_s=timeout, tls=tls
+    )
     try:
         for leader, parts in by_leader.items():
             request = ListOffsetsRequest(
