@@ -40,8 +40,8 @@ replicas' probe task sleeps until the next probe is due in the same way.
 *Replicas.* For every partition whose ``replicas`` include this broker: open its
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
 leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
-A partition this broker no longer replicates is stopped; a deleted topic's
-directory is removed. AlterPartition effects go to the controller and their results back to
+A partition this broker no longer replicates (a deleted topic, or a reassignment moved
+it away, KIP-455) is stopped and its directory removed. AlterPartition effects go to the controller and their results back to
 the leader core.
 
 *Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
@@ -496,17 +496,18 @@ class BrokerServer:
                     self._mark_offline(tp, topic.topic_id, repr(e))
             except KraftError as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        # A replica this broker no longer hosts (its topic was deleted, or a reassignment
+        # moved it away, KIP-455) is stopped and its log deleted: Kafka's StopReplica with
+        # delete, which KRaft brokers apply from the metadata delta.
         for tp in [tp for tp in self.replicas if tp not in wanted]:
             replica = self.replicas.pop(tp)
             replica.stop()
-            if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
-                shutil.rmtree(replica.log.directory, ignore_errors=True)
-            self._log.info("replica_removed", topic_partition=str(tp))
+            shutil.rmtree(replica.log.directory, ignore_errors=True)
+            self._log.info("replica_removed", topic_partition=str(tp), log_deleted=True)
         for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
-            gone = self.offline.remove(tp)
-            if gone is not None and image.topic_ids_by_name.get(tp.topic) != gone.topic_id:
-                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
-            self._log.info("offline_replica_removed", topic_partition=str(tp))
+            self.offline.remove(tp)
+            shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+            self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
 
     # --- offline replicas ---------------------------------------------------------------------
