@@ -41,8 +41,8 @@ replicas' probe task sleeps until the next probe is due in the same way.
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
 leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
 A partition this broker no longer replicates (a deleted topic, or a reassignment moved
-it away, KIP-455) is stopped and its directory removed. AlterPartition effects go to the controller and their results back to
-the leader core.
+it away, KIP-455) is stopped and its directory removed. AlterPartition effects go to the
+controller and their results back to the leader core.
 
 *Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
 corrupt batch found on read) goes offline (`PartitionReplica.go_offline`): it leaves
