@@ -101,6 +101,12 @@ from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
+from replication.broker.throttle import (
+    FOLLOWER_RATE_KEY,
+    LEADER_RATE_KEY,
+    ThrottleBucket,
+    throttled_rate,
+)
 from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
 from replication.codec import decode, encode
 from replication.core import (
@@ -228,6 +234,11 @@ class BrokerServer:
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._fetchers: dict[int, LeaderFetcher] = {}
+        # Reassignment traffic only (KIP-455 with KIP-73 quotas): `replication.broker.throttle`.
+        self.leader_throttle = ThrottleBucket(config.leader_replication_throttled_rate, clock_ms())
+        self.follower_throttle = ThrottleBucket(
+            config.follower_replication_throttled_rate, clock_ms()
+        )
         # NB: own threads for the blocking controller calls, so forwarded admin requests (on
         # the default executor) can never starve the heartbeats into a fencing.
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
@@ -451,6 +462,7 @@ class BrokerServer:
             # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
             return
         brokers = self._broker_statuses()
+        self._update_throttles(image)
         self.quorum.update_addresses(image)
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
         # A pass that only continues opening replicas (the image is the one the last pass
@@ -509,6 +521,29 @@ class BrokerServer:
             shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
+
+    def _update_throttles(self, image: MetadataImage) -> None:
+        """Dynamic ``leader/follower.replication.throttled.rate`` apply at once."""
+        now = clock_ms()
+        config = self.config
+        self.leader_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, LEADER_RATE_KEY, config.leader_replication_throttled_rate
+            ),
+            now,
+        )
+        self.follower_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, FOLLOWER_RATE_KEY, config.follower_replication_throttled_rate
+            ),
+            now,
+        )
+
+    def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
+        """``replica_id`` is being added to ``tp`` by a reassignment (its fetches are
+        throttled, `replication.broker.throttle`)."""
+        registration = self.image.partition_by_name(tp)
+        return registration is not None and replica_id in registration.adding_replicas
 
     # --- offline replicas ---------------------------------------------------------------------
 
@@ -674,6 +709,8 @@ class BrokerServer:
                 max_bytes=self.config.replica_fetch_max_bytes,
                 min_bytes=self.config.replica_fetch_min_bytes,
                 response_max_bytes=self.config.replica_fetch_response_max_bytes,
+                throttle=self.follower_throttle,
+                is_throttled=lambda tp: self.is_adding_replica(tp, self.node_id),
             )
         return await fetcher.fetch(request)
 
