@@ -165,9 +165,10 @@ def add_parser(sub: Any) -> None:
     _common(a)
     a.set_defaults(handler=alter_config)
 
-    from kraft.cli import topics_admin
+    from kraft.cli import topics_admin, topics_reassign
 
     topics_admin.add_actions(action, _common)
+    topics_reassign.add_action(action, _common)
 
 
 def create(args: argparse.Namespace) -> int:
