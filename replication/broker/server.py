@@ -41,8 +41,9 @@ replicas' probe task sleeps until the next probe is due in the same way.
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
 leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
 A partition this broker no longer replicates (a deleted topic, or a reassignment moved
-it away, KIP-455) is stopped and its directory removed. AlterPartition effects go to the
-controller and their results back to the leader core.
+it away, KIP-455) is stopped and its directory removed; so is, once after a restart, the
+directory of one it stopped hosting while it was down (a stray log). AlterPartition effects
+go to the controller and their results back to the leader core.
 
 *Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
 corrupt batch found on read) goes offline (`PartitionReplica.go_offline`): it leaves
@@ -245,6 +246,7 @@ class BrokerServer:
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
         self._reconcile_scheduled = False
         self._reconciled_image: MetadataImage | None = None
+        self._strays_checked = False
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -521,6 +523,29 @@ class BrokerServer:
             shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
+        if not self._strays_checked:
+            self._strays_checked = False
+            self._delete_stray_logs(wanted)
+
+    def _delete_stray_logs(self, wanted: set[TopicPartition]) -> None:
+        """Delete the partition directories this broker holds but no longer hosts: a replica
+        moved away (KIP-455) or a topic deleted while the broker was down. Once, at the first
+        reconcile of an image that holds this incarnation's registration, so the image is at
+        least as new as the broker's last knowledge (Kafka 3.7+ deletes such stray logs at
+        startup too)."""
+        try:
+            entries = list(self.config.data_dir.iterdir())
+        except OSError:
+            return
+        for directory in entries:
+            topic, sep, index = directory.name.rpartition("-")
+            if not sep or not index.isdigit() or not (directory / TOPIC_ID_FILE).is_file():
+                continue
+            tp = TopicPartition(topic, int(index))
+            if tp in wanted or tp in self.replicas or self.offline.get(tp) is not None:
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+            self._log.info("stray_log_deleted", topic_partition=str(tp))
 
     def _update_throttles(self, image: MetadataImage) -> None:
         """Dynamic ``leader/follower.replication.throttled.rate`` apply at once."""

@@ -3,7 +3,8 @@
 values, and every acknowledged record is read back exactly once at its acknowledged offset, the
 leader moves off the removed broker, and the removed broker deletes its copy of the log; and
 ``kraft topics reassign --execute --throttle`` holds the move to the throttled rate, with
-``--verify`` reporting it until it completes."""
+``--verify`` reporting it until it completes, and a removed broker that was down during the
+move deletes its stray copy when it returns."""
 
 from __future__ import annotations
 
@@ -164,7 +165,7 @@ THROTTLE_BYTES_PER_S = 50_000
 DATA_BYTES = 250_000
 
 
-def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate(
+def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate_and_strays_go(
     cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b1, b2, b3, b4 = cluster.broker_ids
@@ -186,6 +187,10 @@ def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate(
                 }
             )
         )
+        # Broker 3 is down during the move: its copy is a stray log when it comes back.
+        stray = cluster.broker_data_dir(b3) / f"{topic}-0"
+        assert stray.is_dir()
+        cluster.stop_broker(b3)
         started = time.monotonic()
         code, out = _kraft(
             capsys, "topics", "reassign", "--plan", str(plan), "--execute",
@@ -230,3 +235,8 @@ def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate(
             if e.name.endswith("replication.throttled.rate")
         }
         assert set(remaining.values()) == {"DEFAULT_CONFIG"}, remaining
+
+        assert stray.is_dir(), "broker 3 was down: its copy is still there"
+        cluster.start_broker(b3)
+        _wait_until(lambda: not stray.exists(), 60, "broker 3 to delete its stray log")
+        cluster.wait_until_healthy(timeout=60)
