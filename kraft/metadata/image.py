@@ -180,6 +180,10 @@ class PartitionDescription:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress adds."""
+    removing_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress removes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,6 +304,8 @@ class MetadataImage:
                 offline_replicas=tuple(
                     r for r in p.replicas if not self._is_unfenced(r) or r in p.offline_replicas
                 ),
+                adding_replicas=p.adding_replicas,
+                removing_replicas=p.removing_replicas,
             )
             for index, p in sorted(topic.partitions.items())
         )

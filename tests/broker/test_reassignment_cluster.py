@@ -212,6 +212,12 @@ def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate_and_stray
         )
         assert code == 1, out
         assert f"Reassignment of partition {tp} is still in progress." in out
+        code, out = _kraft(
+            capsys, "topics", "describe", topic, "--json", bootstrap=cluster.bootstrap
+        )
+        (moving,) = json.loads(out)["partitions"]
+        assert (moving["adding_replicas"], moving["removing_replicas"]) == ([b4], [b3]), moving
+        assert moving["replicas"] == [b1, b2, b4, b3], moving
 
         def moved() -> bool:
             return tuple(admin.describe_topic(topic).partitions[0].replicas) == (b1, b2, b4)
