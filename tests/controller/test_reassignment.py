@@ -331,3 +331,26 @@ def test_no_reassignment_step_shrinks_the_isr_below_min_insync_replicas() -> Non
                 code, _ = _reassign(h, None)
                 if code is ErrorCode.NONE:
                     assert len(h.partition("t").isr) >= min(2, before)
+
+
+def test_a_cancel_and_an_empty_target_stay_apart_on_the_wire() -> None:
+    from kraft.transport.controller_codec import decode, encode
+
+    request = AlterPartitionReassignmentsRequest(
+        topics=(
+            ReassignableTopic(
+                name="t",
+                partitions=(
+                    ReassignablePartition(partition_index=0, replicas=None),
+                    ReassignablePartition(partition_index=1, replicas=()),
+                    ReassignablePartition(partition_index=2, replicas=(2, 3, 4)),
+                ),
+            ),
+        )
+    )
+    assert decode(encode(request), AlterPartitionReassignmentsRequest) == request
+    listing = ListPartitionReassignmentsRequest(partitions=(TopicPartition("t", 0),))
+    assert decode(encode(listing), ListPartitionReassignmentsRequest) == listing
+    assert decode(
+        encode(ListPartitionReassignmentsRequest()), ListPartitionReassignmentsRequest
+    ) == (ListPartitionReassignmentsRequest())
