@@ -245,4 +245,3 @@ def test_kraft_topics_reassign_moves_a_partition_at_the_throttled_rate_and_stray
         assert stray.is_dir(), "broker 3 was down: its copy is still there"
         cluster.start_broker(b3)
         _wait_until(lambda: not stray.exists(), 60, "broker 3 to delete its stray log")
-        cluster.wait_until_healthy(timeout=60)

@@ -12,7 +12,7 @@ from kraft.controller import reassignment
 from kraft.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from replication.sim import run_seed
 
-SEEDS = 5
+SEEDS = 3
 
 
 def test_moving_partitions_during_faults_holds_every_invariant() -> None:
@@ -37,5 +37,6 @@ def test_completing_before_the_new_replicas_are_in_sync_loses_acknowledged_recor
         return completed(image, topic, index, replace(partition, isr=isr))
 
     monkeypatch.setattr(reassignment, "_completed", eager)
-    results = [run_seed(s, brokers=5, reassign=True) for s in range(3)]
-    assert any(r.violation is not None for r in results), [r.line() for r in results]
+    # NB: seed 0 fails today; the generator stops at the first failing seed.
+    failing = next((s for s in range(6) if run_seed(s, brokers=5, reassign=True).violation), None)
+    assert failing is not None, "six seeds of eager completions lost nothing"
