@@ -49,6 +49,12 @@ def add_parser(sub: Any) -> None:
         help="replication.mode of the partitions: isr (default), quorum (each partition a "
         "Raft group of its replicas) or mixed (even partitions quorum, odd ones ISR)",
     )
+    c.add_argument(
+        "--reassign",
+        action="store_true",
+        help="an operator moves the partitions to random brokers during the faults (KIP-455); "
+        "use --brokers 4 or more",
+    )
     c.set_defaults(handler=_run_cluster)
     g = ssub.add_parser(
         "group",
@@ -84,6 +90,8 @@ def _run_cluster(args: argparse.Namespace) -> int:
             argv += [f"--{name}", str(value)]
     if args.unsafe_hw_truncation:
         argv.append("--unsafe-hw-truncation")
+    if args.reassign:
+        argv.append("--reassign")
     result: int = cli_cluster(argv)
     return result
 

@@ -47,6 +47,8 @@ from kraft.controller.config_describe import DescribeConfigsRequest, DescribeCon
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -63,6 +65,8 @@ from kraft.controller.messages import (
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     TopicIdPartition,
@@ -104,6 +108,14 @@ _RPCS: dict[type, tuple[str, type]] = {
     CreatePartitionsRequest: ("CreatePartitions", CreatePartitionsResponse),
     AlterPartitionRequest: ("AlterPartition", AlterPartitionResponse),
     ElectLeadersRequest: ("ElectLeaders", ElectLeadersResponse),
+    AlterPartitionReassignmentsRequest: (
+        "AlterPartitionReassignments",
+        AlterPartitionReassignmentsResponse,
+    ),
+    ListPartitionReassignmentsRequest: (
+        "ListPartitionReassignments",
+        ListPartitionReassignmentsResponse,
+    ),
     IncrementalAlterConfigsRequest: ("IncrementalAlterConfigs", IncrementalAlterConfigsResponse),
     AllocateProducerIdsRequest: ("AllocateProducerIds", AllocateProducerIdsResponse),
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),

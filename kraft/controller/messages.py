@@ -323,6 +323,78 @@ class ElectLeadersResponse:
     replica_election_results: tuple[ReplicaElectionResult, ...] = ()
 
 
+# -- AlterPartitionReassignments / ListPartitionReassignments (KIP-455) ------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignablePartition:
+    """``replicas``: the target replica list; ``None`` cancels the reassignment in progress."""
+
+    partition_index: int
+    replicas: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignableTopic:
+    name: str
+    partitions: tuple[ReassignablePartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsRequest:
+    topics: tuple[ReassignableTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignablePartitionResponse:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignableTopicResponse:
+    name: str
+    partitions: tuple[ReassignablePartitionResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    responses: tuple[ReassignableTopicResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsRequest:
+    """``partitions=None``: every partition with a reassignment in progress."""
+
+    partitions: tuple[TopicPartition, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OngoingPartitionReassignment:
+    """``replicas`` is the union of the original and target replicas (target first)."""
+
+    partition_index: int
+    replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OngoingTopicReassignment:
+    name: str
+    partitions: tuple[OngoingPartitionReassignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    topics: tuple[OngoingTopicReassignment, ...] = ()
+
+
 # -- AllocateProducerIds (KIP-730) -------------------------------------------------------------
 
 
@@ -351,6 +423,8 @@ ControllerRequest = (
     | AlterPartitionRequest
     | ElectLeadersRequest
     | AllocateProducerIdsRequest
+    | AlterPartitionReassignmentsRequest
+    | ListPartitionReassignmentsRequest
 )
 
 __all__ = [
@@ -361,6 +435,8 @@ __all__ = [
     "AlterConfigsResourceResult",
     "AlterPartitionData",
     "AlterPartitionPartitionResult",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionTopic",
@@ -386,7 +462,15 @@ __all__ = [
     "ElectionType",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "OngoingPartitionReassignment",
+    "OngoingTopicReassignment",
     "PartitionElectionResult",
+    "ReassignablePartition",
+    "ReassignablePartitionResponse",
+    "ReassignableTopic",
+    "ReassignableTopicResponse",
     "ReplicaElectionResult",
     "TopicIdPartition",
     "UnregisterBrokerRequest",

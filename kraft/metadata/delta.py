@@ -71,6 +71,18 @@ def check_partition(p: PartitionRegistration, where: str) -> None:
         raise InvariantViolation(
             f"{where}: offline replicas {offline} not within {replicas} or leading"
         )
+    adding, removing = p.adding_replicas, p.removing_replicas
+    if (adding or removing) and (
+        not replica_set.issuperset(adding)
+        or not replica_set.issuperset(removing)
+        or not set(adding).isdisjoint(removing)
+        or len(set(adding)) != len(adding)
+        or len(set(removing)) != len(removing)
+        or len(removing) >= len(replicas)
+    ):
+        raise InvariantViolation(
+            f"{where}: adding {adding} / removing {removing} not disjoint subsets of {replicas}"
+        )
     # KIP-704: a RECOVERING partition has exactly one ISR member, its (possibly offline) leader.
     if p.leader_recovery_state is not LeaderRecoveryState.RECOVERED and not (
         len(isr) == 1 and leader in (NO_LEADER, isr[0])
@@ -111,6 +123,14 @@ def merge_partition_change(
         ),
         # NB: a replica moved off the partition (reassignment) takes its offline mark along.
         offline_replicas=tuple(r for r in offline if r in replicas),
+        adding_replicas=(
+            current.adding_replicas if change.adding_replicas is None else change.adding_replicas
+        ),
+        removing_replicas=(
+            current.removing_replicas
+            if change.removing_replicas is None
+            else change.removing_replicas
+        ),
     )
 
 
@@ -232,6 +252,8 @@ class MetadataDelta:
                     partition_epoch=record.partition_epoch,
                     leader_recovery_state=record.leader_recovery_state,
                     offline_replicas=record.offline_replicas,
+                    adding_replicas=record.adding_replicas,
+                    removing_replicas=record.removing_replicas,
                 )
                 check_partition(registration, f"{record.topic_id}-{record.partition}")
                 self._w_partitions(record.topic_id)[record.partition] = registration

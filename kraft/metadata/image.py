@@ -118,6 +118,11 @@ class PartitionRegistration:
     partition_epoch: int = 0
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     offline_replicas: tuple[int, ...] = ()
+    # KIP-455: a reassignment in progress. ``replicas`` is then the union of the original and
+    # the target replicas (target first); the target is ``replicas`` minus ``removing_replicas``,
+    # the original is ``replicas`` minus ``adding_replicas`` (`kraft.controller.reassignment`).
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     @property
     def is_online(self) -> bool:
@@ -126,6 +131,23 @@ class PartitionRegistration:
     @property
     def preferred_leader(self) -> int:
         return self.replicas[0] if self.replicas else NO_LEADER
+
+    @property
+    def is_reassigning(self) -> bool:
+        """A reassignment (KIP-455) is in progress."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the reassignment in progress completes (``replicas`` if none)."""
+        removing = self.removing_replicas
+        return tuple(r for r in self.replicas if r not in removing) if removing else self.replicas
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the reassignment in progress (``replicas`` if none)."""
+        adding = self.adding_replicas
+        return tuple(r for r in self.replicas if r not in adding) if adding else self.replicas
 
     def to_record(self, topic_id: str, partition: int) -> PartitionRecord:
         return PartitionRecord(
@@ -138,6 +160,8 @@ class PartitionRegistration:
             partition_epoch=self.partition_epoch,
             leader_recovery_state=self.leader_recovery_state,
             offline_replicas=self.offline_replicas,
+            adding_replicas=self.adding_replicas,
+            removing_replicas=self.removing_replicas,
         )
 
 
@@ -158,6 +182,10 @@ class PartitionDescription:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress adds."""
+    removing_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress removes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,6 +308,8 @@ class MetadataImage:
                 offline_replicas=tuple(
                     r for r in p.replicas if not self._is_unfenced(r) or r in p.offline_replicas
                 ),
+                adding_replicas=p.adding_replicas,
+                removing_replicas=p.removing_replicas,
             )
             for index, p in sorted(topic.partitions.items())
         )

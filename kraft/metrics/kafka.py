@@ -74,7 +74,10 @@ def broker_values(
             if registration.leader != node_id:
                 continue
             leading += 1
-            if len(registration.isr) < len(registration.replicas):
+            # Kafka's OngoingReassignmentState: the adding replicas do not count yet.
+            if len(registration.isr) < len(registration.replicas) - len(
+                registration.adding_replicas
+            ):
                 under += 1
             if len(registration.isr) < min_insync_replicas(topic.name):
                 under_min += 1

@@ -403,14 +403,30 @@ class SimBroker:
             for b, r in image.brokers.items()
         }
         config = self.cluster.replication
+        wanted: set[TopicPartition] = set()
         for topic, index, registration in image.iter_partitions():
             if self.node_id not in registration.replicas:
                 continue
             tp = TopicPartition(topic.name, index)
+            wanted.add(tp)
             replica = self.replicas.get(tp)
             if replica is None:
                 replica = self._open_replica(tp, topic.topic_id)
             self._apply_registration(replica, registration, brokers, config)
+        # A replica a reassignment moved away (KIP-455): stopped and its log deleted, as the
+        # broker does (`BrokerServer._reconcile`).
+        now = self.cluster.clock.now_ms
+        for tp in [tp for tp in self.replicas if tp not in wanted]:
+            replica = self.replicas.pop(tp)
+            replica.driver.stop(now)
+            replica.driver.close()
+            self.disks.pop(tp, None)
+            self.parked.pop(tp, None)
+            self.cluster.checker.on_replica_removed(self.node_id, tp)
+        # A log left by a replica moved away while this broker was down: a stray, deleted as
+        # the broker deletes it once its image holds its registration.
+        for tp in [tp for tp in self.disks if tp not in wanted and tp not in self.replicas]:
+            del self.disks[tp]
 
     def _open_replica(self, tp: TopicPartition, topic_id: str) -> SimReplica:
         disk = self.disks.get(tp)

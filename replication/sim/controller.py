@@ -48,6 +48,8 @@ from replication.sim.messages import (
     CreateTopicsResp,
     HeartbeatReq,
     HeartbeatResp,
+    ReassignReq,
+    ReassignResp,
     RegisterReq,
     RegisterResp,
 )
@@ -353,6 +355,12 @@ class SimController:
                 msg.request,
                 lambda c: c.handle_create_topics_request,
                 lambda r: send(me, source, CreateTopicsResp(r, msg.rpc, self._leader_hint())),
+            )
+        elif isinstance(msg, ReassignReq):
+            self._submit(
+                msg.request,
+                lambda c: c.handle_alter_partition_reassignments_request,
+                lambda r: send(me, source, ReassignResp(r, msg.rpc, self._leader_hint())),
             )
         else:
             self.host.deliver(msg)  # type: ignore[arg-type]

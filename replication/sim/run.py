@@ -37,7 +37,14 @@ from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.replica import SimReplica
-from replication.sim.workload import CLIENT_BASE_ID, Consumer, Nemesis, Producer, TopicCreator
+from replication.sim.workload import (
+    CLIENT_BASE_ID,
+    Consumer,
+    Nemesis,
+    Producer,
+    Reassigner,
+    TopicCreator,
+)
 from storage.records import read_header
 
 FAULTS_START_MS = 700
@@ -57,11 +64,19 @@ side (even partitions quorum, odd ones ISR)."""
 
 
 def replay_command(
-    seed: int, brokers: int, partitions: int, *, hw_truncation: bool, mode: str = "isr"
+    seed: int,
+    brokers: int,
+    partitions: int,
+    *,
+    hw_truncation: bool,
+    mode: str = "isr",
+    reassign: bool = False,
 ) -> str:
     extra = " --unsafe-hw-truncation" if hw_truncation else ""
     if mode != "isr":
         extra += f" --mode {mode}"
+    if reassign:
+        extra += " --reassign"
     return (
         f"kraft sim cluster --seed {seed:#x} --brokers {brokers} --partitions {partitions}{extra}"
     )
@@ -74,6 +89,9 @@ class ClusterSeedResult:
     partitions: int
     hw_truncation: bool = False
     mode: str = "isr"
+    reassign: bool = False
+    reassignments: int = 0
+    replicas_removed: int = 0
     events: int = 0
     sim_time_ms: int = 0
     faults: int = 0
@@ -95,6 +113,7 @@ class ClusterSeedResult:
             self.partitions,
             hw_truncation=self.hw_truncation,
             mode=self.mode,
+            reassign=self.reassign,
         )
 
     def line(self) -> str:
@@ -104,7 +123,12 @@ class ClusterSeedResult:
             f"acked_one={self.acked_one} acked_records={self.acked_records} "
             f"consumed={self.consumed} leader_epochs={self.leader_epochs} "
             f"controller_epochs={self.controller_epochs} "
-            f"events={self.events} sim_time_ms={self.sim_time_ms} "
+            + (
+                f"reassignments={self.reassignments} replicas_removed={self.replicas_removed} "
+                if self.reassign
+                else ""
+            )
+            + f"events={self.events} sim_time_ms={self.sim_time_ms} "
             f"recovery_ms={self.recovery_ms} violation={self.violation or 'none'}"
         )
 
@@ -137,8 +161,10 @@ def run_seed(
     unsafe_answer_uncommitted_reads: bool = False,
     mode: str = "isr",
     quorum_write_caching: bool = False,
+    reassign: bool = False,
 ) -> ClusterSeedResult:
-    """Run one seed; never raises for a violation (it is in ``violation``)."""
+    """Run one seed; never raises for a violation (it is in ``violation``). ``reassign``: an
+    operator moves the partitions to random brokers while the faults run (KIP-455)."""
     rng = random.Random(seed ^ 0xC1D5)
     strategy = (
         TruncationStrategy.HIGH_WATERMARK if hw_truncation else TruncationStrategy.LEADER_EPOCH
@@ -191,8 +217,23 @@ def run_seed(
         cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
     )
     nemesis.start()
+    reassigner = None
+    if reassign:
+        reassigner = Reassigner(
+            cluster,
+            random.Random(rng.getrandbits(64)),
+            node_id=CLIENT_BASE_ID - 2,
+            start_ms=FAULTS_START_MS,
+            end_ms=faults_end_ms,
+        )
+        reassigner.start()
     result = ClusterSeedResult(
-        seed=seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
+        seed=seed,
+        brokers=brokers,
+        partitions=partitions,
+        hw_truncation=hw_truncation,
+        mode=mode,
+        reassign=reassign,
     )
     acks_all = [p for p in producers if p.acks == ACKS_ALL]
 
@@ -263,13 +304,20 @@ def run_seed(
     result.consumed = sum(c.records_read for c in consumers)
     result.leader_epochs = len(checker.writers)
     result.controller_epochs = len(cluster.raft_checker.leaders_by_epoch)
+    result.reassignments = 0 if reassigner is None else reassigner.started
+    result.replicas_removed = checker.replicas_removed
     return result
 
 
-def _run_one(args: tuple[int, int, int, bool, str]) -> ClusterSeedResult:
-    seed, brokers, partitions, hw_truncation, mode = args
+def _run_one(args: tuple[int, int, int, bool, str, bool]) -> ClusterSeedResult:
+    seed, brokers, partitions, hw_truncation, mode, reassign = args
     return run_seed(
-        seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
+        seed,
+        brokers=brokers,
+        partitions=partitions,
+        hw_truncation=hw_truncation,
+        mode=mode,
+        reassign=reassign,
     )
 
 
@@ -283,10 +331,13 @@ def run_seeds(
     processes: int = 1,
     stop_on_violation: bool = True,
     mode: str = "isr",
+    reassign: bool = False,
 ) -> ClusterSummary:
     """Run seeds ``start .. start + count - 1``."""
     t0 = time.perf_counter()
-    jobs = [(s, brokers, partitions, hw_truncation, mode) for s in range(start, start + count)]
+    jobs = [
+        (s, brokers, partitions, hw_truncation, mode, reassign) for s in range(start, start + count)
+    ]
     summary = ClusterSummary()
 
     def take(r: ClusterSeedResult) -> None:
@@ -313,7 +364,7 @@ def run_seeds(
 
 def cli_cluster(argv: Sequence[str] | None = None) -> int:
     """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]
-    [--mode isr|quorum|mixed]``.
+    [--mode isr|quorum|mixed] [--reassign]``.
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
@@ -333,6 +384,12 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         help="replication.mode of the partitions: isr, quorum (each a Raft group of its "
         "replicas), or mixed (even partitions quorum, odd ones ISR)",
     )
+    p.add_argument(
+        "--reassign",
+        action="store_true",
+        help="an operator moves the partitions to random brokers during the faults (KIP-455; "
+        "ISR partitions: a quorum partition's reassignment is refused); use --brokers 4 or more",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.brokers < 3:
         p.error("--brokers must be at least 3 (the topic has replication factor 3)")
@@ -343,6 +400,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             partitions=args.partitions,
             hw_truncation=args.unsafe_hw_truncation,
             mode=args.mode,
+            reassign=args.reassign,
         )
         return report_seed(r)
     summary = run_seeds(
@@ -353,6 +411,7 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         hw_truncation=args.unsafe_hw_truncation,
         processes=args.processes,
         mode=args.mode,
+        reassign=args.reassign,
     )
     return report_summary(summary)
 

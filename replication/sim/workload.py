@@ -30,7 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import final
 
-from kraft.controller.messages import CreatableTopic, CreateTopicsRequest
+from kraft.controller.messages import (
+    AlterPartitionReassignmentsRequest,
+    CreatableTopic,
+    CreateTopicsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from kraft.sim.cluster_network import Envelope
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
@@ -44,6 +50,8 @@ from replication.sim.messages import (
     CreateTopicsResp,
     ProduceReq,
     ProduceResp,
+    ReassignReq,
+    ReassignResp,
 )
 from storage.errors import ErrorCode
 from storage.records import build_batch, iter_batches, offset_values, read_header
@@ -277,6 +285,89 @@ class TopicCreator:
         # else (too few unfenced brokers yet): retry on the next tick
 
 
+class Reassigner:
+    """An operator moving partitions (KIP-455) while the nemesis runs: every ``interval_ms``
+    it asks the controller quorum to move each partition to ``replication_factor`` brokers
+    drawn at random (or, one time in five, to cancel its reassignment), retrying an
+    unanswered or misrouted request. Per-partition refusals (a cancel that would shrink the
+    ISR below min.insync.replicas) are fine: the next round tries again."""
+
+    def __init__(
+        self,
+        cluster: BrokerCluster,
+        rng: random.Random,
+        *,
+        node_id: int,
+        start_ms: int,
+        end_ms: int,
+        interval_ms: tuple[int, int] = (150, 500),
+    ) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.node_id = node_id
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.interval_ms = interval_ms
+        self.router = ControllerRouter(cluster.controller_ids, rng)
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.request: AlterPartitionReassignmentsRequest | None = None
+        self.started = 0
+        """Partition reassignments the controller accepted (started, replaced or cancelled)."""
+        cluster.clients[node_id] = self.deliver
+
+    def start(self) -> None:
+        self.cluster.scheduler.at(self.start_ms, self._next_round)
+
+    def _next_round(self) -> None:
+        if self.cluster.clock.now_ms >= self.end_ms:
+            return
+        config = self.cluster.config
+        brokers = list(range(1, config.brokers + 1))
+        partitions = []
+        for tp in self.cluster.topic_partitions():
+            target: tuple[int, ...] | None = None
+            if self.rng.random() >= 0.2:
+                target = tuple(self.rng.sample(brokers, config.replication_factor))
+            partitions.append(ReassignablePartition(partition_index=tp.partition, replicas=target))
+        self.request = AlterPartitionReassignmentsRequest(
+            topics=(ReassignableTopic(name=TOPIC, partitions=tuple(partitions)),)
+        )
+        self._send()
+
+    def _send(self) -> None:
+        cluster = self.cluster
+        assert self.request is not None
+        self.rpc = cluster.next_rpc()
+        self.deadline_ms = cluster.clock.now_ms + cluster.config.controller_request_timeout_ms
+        cluster.network.send(
+            self.node_id, self.router.target(), ReassignReq(self.request, self.rpc)
+        )
+        rpc = self.rpc
+        cluster.scheduler.at(self.deadline_ms, lambda: self._timeout(rpc))
+
+    def _timeout(self, rpc: int) -> None:
+        if rpc == self.rpc:
+            self.router.failed()
+            self._send()
+
+    def _schedule_next(self) -> None:
+        self.rpc = -1
+        self.cluster.scheduler.after(self.rng.randint(*self.interval_ms), self._next_round)
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        if not isinstance(msg, ReassignResp) or msg.rpc != self.rpc:
+            return
+        if msg.response.error_code is ErrorCode.NOT_CONTROLLER:
+            self.router.redirect(envelope.source, msg.leader)
+            self._send()
+            return
+        self.router.confirmed(envelope.source)
+        for topic in msg.response.responses:
+            self.started += sum(p.error_code is ErrorCode.NONE for p in topic.partitions)
+        self._schedule_next()
+
+
 # --- the nemesis --------------------------------------------------------------------------------
 
 
@@ -488,4 +579,12 @@ class Nemesis:
                 b.resume()
 
 
-__all__ = ["CLIENT_BASE_ID", "Consumer", "Nemesis", "NemesisStats", "Producer", "TopicCreator"]
+__all__ = [
+    "CLIENT_BASE_ID",
+    "Consumer",
+    "Nemesis",
+    "NemesisStats",
+    "Producer",
+    "Reassigner",
+    "TopicCreator",
+]

@@ -336,6 +336,7 @@ def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str
         ("topics", "delete"), ("topics", "alter-config"), ("produce",), ("consume",),
         ("compare",),
         ("topics", "alter"), ("topics", "offsets"), ("topics", "elect-leaders"),
+        ("topics", "reassign"),
         ("configs",), ("configs", "describe"), ("configs", "alter"),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:

@@ -52,3 +52,19 @@ def test_only_the_active_controller_reports_the_cluster_counts() -> None:
     assert values[ACTIVE_CONTROLLER] == 1
     assert values[OFFLINE_PARTITIONS] == 1
     assert (values[FENCED_BROKERS], values[ACTIVE_BROKERS]) == (1, 3)
+
+
+def test_a_partition_being_reassigned_is_under_replicated_only_if_its_original_set_is() -> None:
+    """Kafka's OngoingReassignmentState: the replicas being added do not count yet."""
+    moving = PartitionRegistration(
+        replicas=(2, 3, 4, 1), isr=(1, 2, 3), leader=1, adding_replicas=(4,), removing_replicas=(1,)
+    )
+    short = PartitionRegistration(
+        replicas=(2, 3, 4, 1), isr=(1, 2), leader=1, adding_replicas=(4,), removing_replicas=(1,)
+    )
+    image = MetadataImage(
+        brokers=_image().brokers,
+        topics_by_id={"id": TopicImage(name="t", topic_id="id", partitions={0: moving, 1: short})},
+        topic_ids_by_name={"t": "id"},
+    )
+    assert broker_values(image, 1, lambda topic: 2)[UNDER_REPLICATED] == 1
