@@ -107,6 +107,13 @@ class PartitionRegistration:
     be offline). ``offline_replicas`` (a subset of ``replicas``) holds the replicas whose broker
     reports their log offline after a disk error; the leader is never one of them, and one is
     in the ISR only as its last member (KIP-841's rule for fenced brokers).
+
+    KIP-966: ``elr`` (eligible leader replicas) holds replicas outside the ISR that have every
+    committed record (they left the ISR while it was below ``min.insync.replicas``, so the
+    high watermark could not move past them); it is disjoint from the ISR. With ELR the ISR
+    may be empty (its last member moved to the ELR). ``last_known_elr`` is the last leader
+    of a partition whose ISR emptied, elected again only when ISR and ELR are both empty.
+    Both are subsets of ``replicas`` (`kraft.controller.eligible_leaders`).
     """
 
     replicas: tuple[int, ...]
@@ -116,6 +123,8 @@ class PartitionRegistration:
     partition_epoch: int = 0
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     offline_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def is_online(self) -> bool:
@@ -136,6 +145,8 @@ class PartitionRegistration:
             partition_epoch=self.partition_epoch,
             leader_recovery_state=self.leader_recovery_state,
             offline_replicas=self.offline_replicas,
+            eligible_leader_replicas=self.elr,
+            last_known_elr=self.last_known_elr,
         )
 
 
@@ -156,6 +167,10 @@ class PartitionDescription:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...]
+    elr: tuple[int, ...] = ()
+    """KIP-966's eligible leader replicas (kafka-topics' ``Elr``)."""
+    last_known_elr: tuple[int, ...] = ()
+    """KIP-966's ``LastKnownElr``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -276,6 +291,8 @@ class MetadataImage:
                 offline_replicas=tuple(
                     r for r in p.replicas if not self._is_unfenced(r) or r in p.offline_replicas
                 ),
+                elr=p.elr,
+                last_known_elr=p.last_known_elr,
             )
             for index, p in sorted(topic.partitions.items())
         )
