@@ -12,6 +12,10 @@ with acks=all must be in that leader's log below its high watermark. Safety inva
 checked as the state changes (`ClusterChecker` for the brokers and clients, `RaftChecker` for
 the metadata log on controllers and observers). A failure names the invariant and the one
 command that replays it.
+
+``--scenario NAME`` replaces the random nemesis by a scripted one (`replication.sim.scenarios`:
+``last-replica-standing``, KIP-966's case), and ``--no-elr`` turns the controllers'
+``eligible.leader.replicas.enable`` off.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.replica import SimReplica
+from replication.sim.scenarios import NEVER_FLUSH_MS, SCENARIOS, LastReplicaStanding
 from replication.sim.workload import CLIENT_BASE_ID, Consumer, Nemesis, Producer, TopicCreator
 from storage.records import read_header
 
@@ -57,11 +62,22 @@ side (even partitions quorum, odd ones ISR)."""
 
 
 def replay_command(
-    seed: int, brokers: int, partitions: int, *, hw_truncation: bool, mode: str = "isr"
+    seed: int,
+    brokers: int,
+    partitions: int,
+    *,
+    hw_truncation: bool,
+    mode: str = "isr",
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> str:
     extra = " --unsafe-hw-truncation" if hw_truncation else ""
     if mode != "isr":
         extra += f" --mode {mode}"
+    if scenario is not None:
+        extra += f" --scenario {scenario}"
+    if not elr:
+        extra += " --no-elr"
     return (
         f"kraft sim cluster --seed {seed:#x} --brokers {brokers} --partitions {partitions}{extra}"
     )
@@ -74,6 +90,12 @@ class ClusterSeedResult:
     partitions: int
     hw_truncation: bool = False
     mode: str = "isr"
+    scenario: str | None = None
+    elr: bool = True
+    steps: list[str] = field(default_factory=list)
+    """A scenario's steps, as they happened."""
+    scenario_state: LastReplicaStanding | None = field(default=None, compare=False, repr=False)
+    """The scripted nemesis, for tests to inspect (None in a random run)."""
     events: int = 0
     sim_time_ms: int = 0
     faults: int = 0
@@ -95,6 +117,8 @@ class ClusterSeedResult:
             self.partitions,
             hw_truncation=self.hw_truncation,
             mode=self.mode,
+            scenario=self.scenario,
+            elr=self.elr,
         )
 
     def line(self) -> str:
@@ -137,21 +161,27 @@ def run_seed(
     unsafe_answer_uncommitted_reads: bool = False,
     mode: str = "isr",
     quorum_write_caching: bool = False,
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> ClusterSeedResult:
-    """Run one seed; never raises for a violation (it is in ``violation``)."""
+    """Run one seed; never raises for a violation (it is in ``violation``). ``scenario``: a
+    scripted nemesis of `replication.sim.scenarios` instead of the random one; ``elr``: the
+    controllers' ``eligible.leader.replicas.enable``."""
     rng = random.Random(seed ^ 0xC1D5)
     strategy = (
         TruncationStrategy.HIGH_WATERMARK if hw_truncation else TruncationStrategy.LEADER_EPOCH
     )
+    flush_interval_ms = rng.choice((20, 100, 400))
     config = ClusterConfig(
         brokers=brokers,
         partitions=partitions,
-        flush_interval_ms=rng.choice((20, 100, 400)),
+        flush_interval_ms=NEVER_FLUSH_MS if scenario is not None else flush_interval_ms,
         metadata_snapshot_every_records=rng.choice((20, 60, 1 << 30)),
         unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
         truncation_strategy=strategy,
         mode=mode,
         quorum_write_caching=quorum_write_caching,
+        eligible_leader_replicas=elr,
     )
     link = LinkProfile(
         delay_min_ms=1,
@@ -187,12 +217,26 @@ def run_seed(
         consumers.append(c)
     admin = TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1)
     admin.start(50)
-    nemesis = Nemesis(
-        cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
-    )
+    nemesis: Nemesis | LastReplicaStanding
+    if scenario is None:
+        nemesis = Nemesis(
+            cluster,
+            random.Random(rng.getrandbits(64)),
+            start_ms=FAULTS_START_MS,
+            end_ms=faults_end_ms,
+        )
+    else:
+        assert scenario in SCENARIOS, scenario
+        nemesis = LastReplicaStanding(cluster, start_ms=FAULTS_START_MS, end_ms=faults_end_ms)
     nemesis.start()
     result = ClusterSeedResult(
-        seed=seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
+        seed=seed,
+        brokers=brokers,
+        partitions=partitions,
+        hw_truncation=hw_truncation,
+        mode=mode,
+        scenario=scenario,
+        elr=elr,
     )
     acks_all = [p for p in producers if p.acks == ACKS_ALL]
 
@@ -256,6 +300,9 @@ def run_seed(
     result.events = cluster.scheduler.events_run
     result.sim_time_ms = cluster.clock.now_ms
     result.faults = nemesis.stats.total
+    if isinstance(nemesis, LastReplicaStanding):
+        result.steps = nemesis.steps
+        result.scenario_state = nemesis
     result.produced = sum(p.sent for p in producers)
     result.acked_all = sum(p.acked for p in acks_all)
     result.acked_one = sum(p.acked for p in producers if p.acks != ACKS_ALL)
@@ -266,10 +313,16 @@ def run_seed(
     return result
 
 
-def _run_one(args: tuple[int, int, int, bool, str]) -> ClusterSeedResult:
-    seed, brokers, partitions, hw_truncation, mode = args
+def _run_one(args: tuple[int, int, int, bool, str, str | None, bool]) -> ClusterSeedResult:
+    seed, brokers, partitions, hw_truncation, mode, scenario, elr = args
     return run_seed(
-        seed, brokers=brokers, partitions=partitions, hw_truncation=hw_truncation, mode=mode
+        seed,
+        brokers=brokers,
+        partitions=partitions,
+        hw_truncation=hw_truncation,
+        mode=mode,
+        scenario=scenario,
+        elr=elr,
     )
 
 
@@ -283,10 +336,15 @@ def run_seeds(
     processes: int = 1,
     stop_on_violation: bool = True,
     mode: str = "isr",
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> ClusterSummary:
     """Run seeds ``start .. start + count - 1``."""
     t0 = time.perf_counter()
-    jobs = [(s, brokers, partitions, hw_truncation, mode) for s in range(start, start + count)]
+    jobs = [
+        (s, brokers, partitions, hw_truncation, mode, scenario, elr)
+        for s in range(start, start + count)
+    ]
     summary = ClusterSummary()
 
     def take(r: ClusterSeedResult) -> None:
@@ -313,7 +371,7 @@ def run_seeds(
 
 def cli_cluster(argv: Sequence[str] | None = None) -> int:
     """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]
-    [--mode isr|quorum|mixed]``.
+    [--mode isr|quorum|mixed] [--scenario last-replica-standing] [--no-elr]``.
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
@@ -333,7 +391,22 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         help="replication.mode of the partitions: isr, quorum (each a Raft group of its "
         "replicas), or mixed (even partitions quorum, odd ones ISR)",
     )
+    p.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        default=None,
+        help="scripted faults instead of the random nemesis: last-replica-standing (KIP-966: "
+        "the leader alone in the ISR loses power while an in-sync replica is cut off; it "
+        "loses acknowledged records without eligible leader replicas)",
+    )
+    p.add_argument(
+        "--no-elr",
+        action="store_true",
+        help="eligible.leader.replicas.enable=false on the controllers (Kafka before 4.0)",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
+    if args.scenario is not None and args.mode != "isr":
+        p.error("--scenario needs --mode isr (ELR is about ISR partitions)")
     if args.brokers < 3:
         p.error("--brokers must be at least 3 (the topic has replication factor 3)")
     if args.seed is not None:
@@ -343,7 +416,11 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             partitions=args.partitions,
             hw_truncation=args.unsafe_hw_truncation,
             mode=args.mode,
+            scenario=args.scenario,
+            elr=not args.no_elr,
         )
+        for step in r.steps:
+            print(f"  {step}")
         return report_seed(r)
     summary = run_seeds(
         args.start,
@@ -353,6 +430,8 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         hw_truncation=args.unsafe_hw_truncation,
         processes=args.processes,
         mode=args.mode,
+        scenario=args.scenario,
+        elr=not args.no_elr,
     )
     return report_summary(summary)
 
