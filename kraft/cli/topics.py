@@ -261,7 +261,12 @@ def describe(args: argparse.Namespace) -> int:
                 f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
                 f"LeaderEpoch: {p['leader_epoch']}\t"
                 f"Replicas: {_ids(p['replicas'])}\t"
-                + (f"Voters: {_ids(p['voters'])}" if quorum else f"Isr: {_ids(p['isr'])}")
+                + (
+                    f"Voters: {_ids(p['voters'])}"
+                    if quorum
+                    else f"Isr: {_ids(p['isr'])}\tElr: {_ids(p['elr'])}\t"
+                    f"LastKnownElr: {_ids(p['last_known_elr'])}"
+                )
                 + (f"\t({', '.join(flags)})" if flags else ""),
                 file=out,
             )
@@ -360,6 +365,9 @@ def _topic_doc(topic: TopicMetadata) -> dict[str, Any]:
                 "isr": list(p.isr),
                 **({"voters": list(p.replicas)} if quorum else {}),
                 "offline_replicas": list(p.offline_replicas),
+                # KIP-966: eligible leader replicas and the last known leader (ISR topics).
+                "elr": list(p.elr),
+                "last_known_elr": list(p.last_known_elr),
                 # A quorum partition has no ISR: a replica with its log offline is missing.
                 "under_replicated": (
                     bool(p.offline_replicas) if quorum else len(p.isr) < len(p.replicas)
