@@ -210,7 +210,12 @@ def handle_register_broker(
             fenced=True,
         )
     ]
-    clean = existing is not None and request.previous_broker_epoch == existing.broker_epoch
+    # KIP-966: clean if it names the epoch it had, or if it is the same process retrying (its
+    # logs never stopped; Kafka handles a shutdown only for a new incarnation).
+    clean = existing is not None and (
+        request.previous_broker_epoch == existing.broker_epoch
+        or request.incarnation_id == existing.incarnation_id
+    )
     if existing is not None or (elr_enabled and not clean):
         # The old incarnation is gone: it leaves every ISR and leadership (KIP-841), and every
         # ELR unless it shut down cleanly (KIP-966).

@@ -120,6 +120,33 @@ def test_an_unclean_shutdown_takes_the_broker_out_of_every_elr() -> None:
     assert (t0(h).leader, t0(h).isr, t0(h).elr) == (NO_LEADER, (), (leader,))
 
 
+def test_a_retried_registration_of_the_same_process_keeps_the_broker_eligible() -> None:
+    h, leader, first, second = three_replicas()
+    shrink_to_leader(h, leader, first, second)
+    fence(h, first)
+    assert h.heartbeat(first, want_shutdown=True).should_shut_down
+    for _ in range(2):  # the first answer was lost: the same incarnation registers again
+        response = h.run(
+            h.core.handle_register_broker_request,
+            RegisterBrokerRequest(broker_id=first, incarnation_id="again"),
+        )
+        assert response.error_code is ErrorCode.NONE
+    assert t0(h).elr == ()  # the first registration named no clean shutdown: out
+    h2, leader, first, second = three_replicas()
+    shrink_to_leader(h2, leader, first, second)
+    fence(h2, first)
+    assert h2.heartbeat(first, want_shutdown=True).should_shut_down
+    old = h2.image.brokers[first].broker_epoch
+    for _ in range(2):
+        h2.run(
+            h2.core.handle_register_broker_request,
+            RegisterBrokerRequest(
+                broker_id=first, incarnation_id="again", previous_broker_epoch=old
+            ),
+        )
+    assert t0(h2).elr == (first,)  # clean, and its retry is the same process: still eligible
+
+
 def test_a_clean_shutdown_keeps_the_broker_eligible() -> None:
     h, leader, first, second = three_replicas()
     shrink_to_leader(h, leader, first, second)
