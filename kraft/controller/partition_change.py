@@ -224,6 +224,8 @@ class PartitionChangeBuilder:
         if leader != NO_LEADER and leader in elr:
             # Elected from the ELR: it alone is in sync now; the others stay eligible.
             isr, elr = (leader,), tuple(r for r in elr if r != leader)
+            if len(isr) >= policy.min_isr:
+                elr = ()  # its high watermark may move on alone now (rule 2)
         return isr, elr, target_last_known_elr(current, isr, leader)
 
 

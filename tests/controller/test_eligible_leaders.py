@@ -16,7 +16,9 @@ from kraft.controller import (
     IncrementalAlterConfigsRequest,
     RegisterBrokerRequest,
 )
+from kraft.controller.eligible_leaders import ElrPolicy
 from kraft.controller.messages import TopicIdPartition
+from kraft.controller.partition_change import PartitionChangeBuilder
 from kraft.metadata import NO_LEADER, LeaderRecoveryState
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.metadata.records import ConfigResourceType, PartitionChangeRecord
@@ -302,3 +304,12 @@ def test_a_change_record_with_elr_overlapping_the_isr_is_refused_on_replay() -> 
             ),
             h.image.last_offset + 1,
         )
+
+
+def test_an_elr_leader_that_alone_meets_min_isr_clears_the_other_eligible_replicas() -> None:
+    current = PartitionRegistration(replicas=(1, 2, 3), isr=(), leader=NO_LEADER, elr=(1, 2))
+    record = PartitionChangeBuilder(
+        current, "id", 0, is_acceptable_leader=lambda r: r in (1, 2), elr=ElrPolicy(min_isr=1)
+    ).build()
+    assert record is not None
+    assert (record.leader, record.isr, record.eligible_leader_replicas) == (1, (1,), ())
