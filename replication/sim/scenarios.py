@@ -21,7 +21,9 @@ is elected at once (a clean election); L's restart is unclean, so it leaves the 
 F1 and catches up: nothing acknowledged is lost. **Without ELR** (``--no-elr``, Kafka before
 4.0) KIP-841 keeps L as the only ISR member; the partition has no leader until L is back, and
 then L, with its empty log, is re-elected *cleanly*; F1 truncates to it and the acknowledged
-batches are gone everywhere: the checker reports ``acked_never_lost``. (An unclean election
+batches are gone everywhere: the checker reports ``acked_never_lost`` (or
+``committed_identical`` when the first overwritten offset it meets holds a committed acks=1
+batch; 20 of 20 seeds report one or the other). (An unclean election
 would lose them too; the ELR-less cluster has no safe candidate to wait for.)
 """
 
