@@ -291,7 +291,11 @@ class ControllerCore:
         response = result.response
         if response.error_code is ErrorCode.NONE:
             self._log.info(
-                "broker_registered", broker_id=request.broker_id, broker_epoch=response.broker_epoch
+                "broker_registered",
+                broker_id=request.broker_id,
+                broker_epoch=response.broker_epoch,
+                # KIP-966: None after an unclean shutdown (it then leaves every ELR).
+                previous_broker_epoch=request.previous_broker_epoch,
             )
         else:
             self._log.info(
