@@ -603,6 +603,18 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         field="auto_leader_rebalance_enable",
     ),
     _node(
+        "eligible.leader.replicas.enable",
+        _T.BOOLEAN,
+        "true",
+        "KIP-966: a replica that leaves the ISR while it is below `min.insync.replicas` stays "
+        "an eligible leader (ELR), and elections take the ISR, then an unfenced ELR member, "
+        "then the last known leader",
+        readers=_C,
+        owner="ControllerConfig",
+        field="eligible_leader_replicas_enable",
+        shown_default="true (Kafka 4.0: off)",
+    ),
+    _node(
         "leader.imbalance.check.interval.seconds",
         _T.LONG,
         "300",

@@ -29,7 +29,9 @@ def add_parser(sub: Any) -> None:
     c = ssub.add_parser(
         "cluster",
         help="controller + ISR brokers + producers under faults",
-        epilog="example: kraft sim cluster --seeds 1000 --start 0 --partitions 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: kraft sim cluster --seeds 1000 --start 0 --partitions 3\n"
+        "         kraft sim cluster --seeds 20 --scenario last-replica-standing --no-elr",
     )
     c.add_argument("--seeds", type=positive_int, default=None, help="how many seeds to run")
     c.add_argument("--start", type=seed_int, default=None, help="first seed")
@@ -54,6 +56,19 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="an operator moves the partitions to random brokers during the faults (KIP-455); "
         "use --brokers 4 or more",
+    )
+    c.add_argument(
+        "--scenario",
+        choices=("last-replica-standing",),  # replication.sim.scenarios.SCENARIOS
+        default=None,
+        help="scripted faults instead of the random nemesis: last-replica-standing (KIP-966: "
+        "the leader alone in the ISR loses power while an in-sync replica is cut off; "
+        "acknowledged records are lost without eligible leader replicas, kept with them)",
+    )
+    c.add_argument(
+        "--no-elr",
+        action="store_true",
+        help="eligible.leader.replicas.enable=false on the controllers (as Kafka before 4.0)",
     )
     c.set_defaults(handler=_run_cluster)
     g = ssub.add_parser(
@@ -84,7 +99,8 @@ def _run_cluster(args: argparse.Namespace) -> int:
     from replication.sim import cli_cluster
 
     argv: list[str] = []
-    for name in ("seeds", "start", "seed", "brokers", "partitions", "processes", "mode"):
+    names = ("seeds", "start", "seed", "brokers", "partitions", "processes", "mode", "scenario")
+    for name in names:
         value = getattr(args, name)
         if value is not None:
             argv += [f"--{name}", str(value)]
@@ -92,6 +108,8 @@ def _run_cluster(args: argparse.Namespace) -> int:
         argv.append("--unsafe-hw-truncation")
     if args.reassign:
         argv.append("--reassign")
+    if args.no_elr:
+        argv.append("--no-elr")
     result: int = cli_cluster(argv)
     return result
 

@@ -262,7 +262,12 @@ def describe(args: argparse.Namespace) -> int:
                 f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
                 f"LeaderEpoch: {p['leader_epoch']}\t"
                 f"Replicas: {_ids(p['replicas'])}\t"
-                + (f"Voters: {_ids(p['voters'])}" if quorum else f"Isr: {_ids(p['isr'])}")
+                + (
+                    f"Voters: {_ids(p['voters'])}"
+                    if quorum
+                    else f"Isr: {_ids(p['isr'])}\tElr: {_ids(p['elr'])}\t"
+                    f"LastKnownElr: {_ids(p['last_known_elr'])}"
+                )
                 + (
                     f"\tAddingReplicas: {_ids(p['adding_replicas'])}"
                     if p["adding_replicas"]
@@ -373,6 +378,9 @@ def _topic_doc(topic: TopicMetadata) -> dict[str, Any]:
                 "offline_replicas": list(p.offline_replicas),
                 "adding_replicas": list(p.adding_replicas),
                 "removing_replicas": list(p.removing_replicas),
+                # KIP-966: eligible leader replicas and the last known leader (ISR topics).
+                "elr": list(p.elr),
+                "last_known_elr": list(p.last_known_elr),
                 # A quorum partition has no ISR: a replica with its log offline is missing.
                 # During a reassignment the replicas being added do not count yet (Kafka's
                 # replication factor of an ongoing reassignment).

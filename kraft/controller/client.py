@@ -302,9 +302,11 @@ class ControllerClient:
         incarnation_id: str | None = None,
         listeners: Sequence[Endpoint] = (),
         rack: str | None = None,
+        previous_broker_epoch: int | None = None,
         timeout: float | None = None,
     ) -> int:
-        """Register a broker (KIP-631); returns its broker epoch.
+        """Register a broker (KIP-631); returns its broker epoch. ``previous_broker_epoch``:
+        the epoch of its last clean shutdown (KIP-966), None after an unclean one.
 
         Raises:
             DuplicateBrokerRegistrationError: another live incarnation holds the id.
@@ -314,6 +316,7 @@ class ControllerClient:
             incarnation_id=incarnation_id or uuid.uuid4().hex,
             listeners=tuple(listeners),
             rack=rack,
+            previous_broker_epoch=previous_broker_epoch,
         )
         response: RegisterBrokerResponse = self.send(request, timeout=timeout)
         _raise_for(response.error_code, response.error_message)

@@ -148,6 +148,10 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     """[leader.imbalance.per.broker.percentage] A broker's tolerated share of preferred
     partitions it does not lead."""
+    eligible_leader_replicas_enable: bool = True
+    """[eligible.leader.replicas.enable] KIP-966: keep replicas that left the ISR below
+    ``min.insync.replicas`` as eligible leaders (`kraft.controller.eligible_leaders`). Kafka
+    4.0's default is off, 4.1 turns it on for new clusters; kraft's is on."""
 
     def leader_balance(self) -> LeaderBalanceConfig:
         return LeaderBalanceConfig(
@@ -181,7 +185,8 @@ class ControllerCore:
         self._committed = image or MetadataImage.empty()
         self._pending = self._committed
         self._heartbeats = BrokerHeartbeatManager(self.config.broker_session_timeout_ms)
-        self._balancer = LeaderBalancer(self.config.leader_balance())
+        self._elr = self.config.eligible_leader_replicas_enable
+        self._balancer = LeaderBalancer(self.config.leader_balance(), elr_enabled=self._elr)
         self._topic_defaults = TopicDefaults(
             num_partitions=self.config.default_num_partitions,
             replication_factor=self.config.default_replication_factor,
@@ -302,11 +307,16 @@ class ControllerCore:
             next_offset=self._next_offset,
             heartbeats=self._heartbeats,
             now_ms=now_ms,
+            elr_enabled=self._elr,
         )
         response = result.response
         if response.error_code is ErrorCode.NONE:
             self._log.info(
-                "broker_registered", broker_id=request.broker_id, broker_epoch=response.broker_epoch
+                "broker_registered",
+                broker_id=request.broker_id,
+                broker_epoch=response.broker_epoch,
+                # KIP-966: None after an unclean shutdown (it then leaves every ELR).
+                previous_broker_epoch=request.previous_broker_epoch,
             )
         else:
             self._log.info(
@@ -323,7 +333,11 @@ class ControllerCore:
             return _rejected(BrokerHeartbeatResponse(error_code=_NOT_CONTROLLER))
         before = self._pending.broker(request.broker_id)
         result = handle_broker_heartbeat(
-            self._pending, request, heartbeats=self._heartbeats, now_ms=now_ms
+            self._pending,
+            request,
+            heartbeats=self._heartbeats,
+            now_ms=now_ms,
+            elr_enabled=self._elr,
         )
         self._append(result, now_ms)
         for record in result.records:
@@ -352,7 +366,9 @@ class ControllerCore:
     ) -> ControllerResult[UnregisterBrokerResponse]:
         if not self._active:
             return _rejected(UnregisterBrokerResponse(error_code=_NOT_CONTROLLER))
-        result = handle_unregister_broker(self._pending, request, heartbeats=self._heartbeats)
+        result = handle_unregister_broker(
+            self._pending, request, heartbeats=self._heartbeats, elr_enabled=self._elr
+        )
         if result.records:
             self._log.info("broker_unregistered", broker_id=request.broker_id)
         return self._append(result, now_ms)
@@ -437,7 +453,9 @@ class ControllerCore:
     ) -> ControllerResult[AlterPartitionResponse]:
         if not self._active:
             return _rejected(AlterPartitionResponse(error_code=_NOT_CONTROLLER))
-        result = self._with_completed_reassignments(handle_alter_partition(self._pending, request))
+        result = self._with_completed_reassignments(
+            handle_alter_partition(self._pending, request, elr_enabled=self._elr)
+        )
         for topic in result.response.topics:
             for p in topic.partitions:
                 if p.error_code is ErrorCode.NONE:
@@ -464,7 +482,7 @@ class ControllerCore:
     ) -> ControllerResult[ElectLeadersResponse]:
         if not self._active:
             return _rejected(ElectLeadersResponse(error_code=_NOT_CONTROLLER))
-        result = handle_elect_leaders(self._pending, request)
+        result = handle_elect_leaders(self._pending, request, elr_enabled=self._elr)
         if result.records:
             self._log.info(
                 "leaders_elected",
@@ -544,9 +562,11 @@ class ControllerCore:
         if not self._active:
             return ()
         self._tick_wanted_at_ms = None
-        records, fenced = fence_expired_brokers(self._pending, self._heartbeats, now_ms)
+        records, fenced = fence_expired_brokers(
+            self._pending, self._heartbeats, now_ms, elr_enabled=self._elr
+        )
         working = self._pending.apply_batch(records, self._next_offset)
-        records.extend(elect_offline_leaders(working))
+        records.extend(elect_offline_leaders(working, elr_enabled=self._elr))
         if (due := self._balancer.next_deadline_ms()) is not None and now_ms >= due:
             # Decide against the image this batch's earlier records leave behind.
             after = self._pending.apply_batch(records, self._next_offset) if records else working

@@ -35,6 +35,10 @@ class RegisterBrokerRequest:
     incarnation_id: str
     listeners: tuple[Endpoint, ...] = ()
     rack: str | None = None
+    previous_broker_epoch: int | None = None
+    """KIP-966: the epoch this broker had at its last clean shutdown (None: it did not shut
+    down cleanly, or never ran); any other value than its registered epoch is an unclean
+    shutdown, which takes it out of every ELR (`kraft.controller.eligible_leaders`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -109,6 +109,13 @@ class PartitionRegistration:
     be offline). ``offline_replicas`` (a subset of ``replicas``) holds the replicas whose broker
     reports their log offline after a disk error; the leader is never one of them, and one is
     in the ISR only as its last member (KIP-841's rule for fenced brokers).
+
+    KIP-966: ``elr`` (eligible leader replicas) holds replicas outside the ISR that have every
+    committed record (they left the ISR while it was below ``min.insync.replicas``, so the
+    high watermark could not move past them); it is disjoint from the ISR. With ELR the ISR
+    may be empty (its last member moved to the ELR). ``last_known_elr`` is the last leader
+    of a partition whose ISR emptied, elected again only when ISR and ELR are both empty.
+    Both are subsets of ``replicas`` (`kraft.controller.eligible_leaders`).
     """
 
     replicas: tuple[int, ...]
@@ -123,6 +130,8 @@ class PartitionRegistration:
     # the original is ``replicas`` minus ``adding_replicas`` (`kraft.controller.reassignment`).
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def is_online(self) -> bool:
@@ -162,6 +171,8 @@ class PartitionRegistration:
             offline_replicas=self.offline_replicas,
             adding_replicas=self.adding_replicas,
             removing_replicas=self.removing_replicas,
+            eligible_leader_replicas=self.elr,
+            last_known_elr=self.last_known_elr,
         )
 
 
@@ -186,6 +197,10 @@ class PartitionDescription:
     """KIP-455: the replicas a reassignment in progress adds."""
     removing_replicas: tuple[int, ...] = ()
     """KIP-455: the replicas a reassignment in progress removes."""
+    elr: tuple[int, ...] = ()
+    """KIP-966's eligible leader replicas (kafka-topics' ``Elr``)."""
+    last_known_elr: tuple[int, ...] = ()
+    """KIP-966's ``LastKnownElr``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -310,6 +325,8 @@ class MetadataImage:
                 ),
                 adding_replicas=p.adding_replicas,
                 removing_replicas=p.removing_replicas,
+                elr=p.elr,
+                last_known_elr=p.last_known_elr,
             )
             for index, p in sorted(topic.partitions.items())
         )

@@ -93,6 +93,7 @@ from kraft.raft_shell.clock import clock_ms
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
+from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
@@ -194,6 +195,8 @@ class BrokerServer:
             node_id=config.node_id, role="broker"
         )
         self._incarnation_id = uuid.uuid4().hex
+        self._previous_broker_epoch: int | None = None
+        """KIP-966: the epoch of the last clean shutdown (`replication.broker.clean_shutdown`)."""
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0, tls=config.tls
         )
@@ -264,6 +267,7 @@ class BrokerServer:
 
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._previous_broker_epoch = take_previous_broker_epoch(self.config.data_dir)
         try:
             self.bound_port = bind(self._grpc, self.config.listen, self.config.tls)
         except RuntimeError as e:
@@ -348,6 +352,10 @@ class BrokerServer:
         for replica in self.replicas.values():
             replica.stop()
         self.replicas.clear()
+        if self.broker_epoch is not None:
+            # Every log is closed: the next start registers as a clean restart (KIP-966).
+            with contextlib.suppress(OSError):
+                write_clean_shutdown(self.config.data_dir, self.broker_epoch)
         await self.quorum.close()
         for fetcher in self._fetchers.values():
             await fetcher.close()
@@ -388,6 +396,13 @@ class BrokerServer:
                     incarnation_id=self._incarnation_id,
                     listeners=(listener,),
                     rack=self.config.rack,
+                    # KIP-966: this process's own epoch once it has one (its logs never
+                    # stopped), else the one its last clean shutdown recorded.
+                    previous_broker_epoch=(
+                        self.broker_epoch
+                        if self.broker_epoch is not None
+                        else self._previous_broker_epoch
+                    ),
                 )
             except KraftError as e:
                 self._log.info("registration_failed", error=e.code.name, message=e.message)

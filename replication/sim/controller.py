@@ -109,6 +109,8 @@ class ClusterConfig:
     quorum_write_caching: bool = False
     """``quorum.write.caching=true`` on the quorum partitions: acknowledge before the fsync
     (a correlated power loss may then lose acknowledged writes: checker tests)."""
+    eligible_leader_replicas: bool = True
+    """The controllers' ``eligible.leader.replicas.enable`` (KIP-966)."""
 
     def replication_mode(self, partition: int) -> ReplicationMode:
         """The mode of partition ``partition`` of the topic (see ``mode``)."""
@@ -177,7 +179,8 @@ class SimController:
         self.cluster = cluster
         self.node_id = node_id
         self.core_config = ControllerConfig(
-            broker_session_timeout_ms=cluster.config.session_timeout_ms
+            broker_session_timeout_ms=cluster.config.session_timeout_ms,
+            eligible_leader_replicas_enable=cluster.config.eligible_leader_replicas,
         )
         self.core = self._new_core(None)
         self._standby = ControllerCore(rng=random.Random(0), config=self.core_config, log=QUIET)

@@ -12,6 +12,10 @@ with acks=all must be in that leader's log below its high watermark. Safety inva
 checked as the state changes (`ClusterChecker` for the brokers and clients, `RaftChecker` for
 the metadata log on controllers and observers). A failure names the invariant and the one
 command that replays it.
+
+``--scenario NAME`` replaces the random nemesis by a scripted one (`replication.sim.scenarios`:
+``last-replica-standing``, KIP-966's case), and ``--no-elr`` turns the controllers'
+``eligible.leader.replicas.enable`` off.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.replica import SimReplica
+from replication.sim.scenarios import NEVER_FLUSH_MS, SCENARIOS, LastReplicaStanding
 from replication.sim.workload import (
     CLIENT_BASE_ID,
     Consumer,
@@ -71,12 +76,18 @@ def replay_command(
     hw_truncation: bool,
     mode: str = "isr",
     reassign: bool = False,
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> str:
     extra = " --unsafe-hw-truncation" if hw_truncation else ""
     if mode != "isr":
         extra += f" --mode {mode}"
     if reassign:
         extra += " --reassign"
+    if scenario is not None:
+        extra += f" --scenario {scenario}"
+    if not elr:
+        extra += " --no-elr"
     return (
         f"kraft sim cluster --seed {seed:#x} --brokers {brokers} --partitions {partitions}{extra}"
     )
@@ -92,6 +103,12 @@ class ClusterSeedResult:
     reassign: bool = False
     reassignments: int = 0
     replicas_removed: int = 0
+    scenario: str | None = None
+    elr: bool = True
+    steps: list[str] = field(default_factory=list)
+    """A scenario's steps, as they happened."""
+    scenario_state: LastReplicaStanding | None = field(default=None, compare=False, repr=False)
+    """The scripted nemesis, for tests to inspect (None in a random run)."""
     events: int = 0
     sim_time_ms: int = 0
     faults: int = 0
@@ -114,6 +131,8 @@ class ClusterSeedResult:
             hw_truncation=self.hw_truncation,
             mode=self.mode,
             reassign=self.reassign,
+            scenario=self.scenario,
+            elr=self.elr,
         )
 
     def line(self) -> str:
@@ -162,22 +181,28 @@ def run_seed(
     mode: str = "isr",
     quorum_write_caching: bool = False,
     reassign: bool = False,
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> ClusterSeedResult:
     """Run one seed; never raises for a violation (it is in ``violation``). ``reassign``: an
-    operator moves the partitions to random brokers while the faults run (KIP-455)."""
+    operator moves the partitions to random brokers while the faults run (KIP-455);
+    ``scenario``: a scripted nemesis of `replication.sim.scenarios` instead of the random one;
+    ``elr``: the controllers' ``eligible.leader.replicas.enable``."""
     rng = random.Random(seed ^ 0xC1D5)
     strategy = (
         TruncationStrategy.HIGH_WATERMARK if hw_truncation else TruncationStrategy.LEADER_EPOCH
     )
+    flush_interval_ms = rng.choice((20, 100, 400))
     config = ClusterConfig(
         brokers=brokers,
         partitions=partitions,
-        flush_interval_ms=rng.choice((20, 100, 400)),
+        flush_interval_ms=NEVER_FLUSH_MS if scenario is not None else flush_interval_ms,
         metadata_snapshot_every_records=rng.choice((20, 60, 1 << 30)),
         unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
         truncation_strategy=strategy,
         mode=mode,
         quorum_write_caching=quorum_write_caching,
+        eligible_leader_replicas=elr,
     )
     link = LinkProfile(
         delay_min_ms=1,
@@ -213,9 +238,17 @@ def run_seed(
         consumers.append(c)
     admin = TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1)
     admin.start(50)
-    nemesis = Nemesis(
-        cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
-    )
+    nemesis: Nemesis | LastReplicaStanding
+    if scenario is None:
+        nemesis = Nemesis(
+            cluster,
+            random.Random(rng.getrandbits(64)),
+            start_ms=FAULTS_START_MS,
+            end_ms=faults_end_ms,
+        )
+    else:
+        assert scenario in SCENARIOS, scenario
+        nemesis = LastReplicaStanding(cluster, start_ms=FAULTS_START_MS, end_ms=faults_end_ms)
     nemesis.start()
     reassigner = None
     if reassign:
@@ -234,6 +267,8 @@ def run_seed(
         hw_truncation=hw_truncation,
         mode=mode,
         reassign=reassign,
+        scenario=scenario,
+        elr=elr,
     )
     acks_all = [p for p in producers if p.acks == ACKS_ALL]
 
@@ -297,6 +332,9 @@ def run_seed(
     result.events = cluster.scheduler.events_run
     result.sim_time_ms = cluster.clock.now_ms
     result.faults = nemesis.stats.total
+    if isinstance(nemesis, LastReplicaStanding):
+        result.steps = nemesis.steps
+        result.scenario_state = nemesis
     result.produced = sum(p.sent for p in producers)
     result.acked_all = sum(p.acked for p in acks_all)
     result.acked_one = sum(p.acked for p in producers if p.acks != ACKS_ALL)
@@ -309,8 +347,10 @@ def run_seed(
     return result
 
 
-def _run_one(args: tuple[int, int, int, bool, str, bool]) -> ClusterSeedResult:
-    seed, brokers, partitions, hw_truncation, mode, reassign = args
+def _run_one(
+    args: tuple[int, int, int, bool, str, bool, str | None, bool],
+) -> ClusterSeedResult:
+    seed, brokers, partitions, hw_truncation, mode, reassign, scenario, elr = args
     return run_seed(
         seed,
         brokers=brokers,
@@ -318,6 +358,8 @@ def _run_one(args: tuple[int, int, int, bool, str, bool]) -> ClusterSeedResult:
         hw_truncation=hw_truncation,
         mode=mode,
         reassign=reassign,
+        scenario=scenario,
+        elr=elr,
     )
 
 
@@ -332,11 +374,14 @@ def run_seeds(
     stop_on_violation: bool = True,
     mode: str = "isr",
     reassign: bool = False,
+    scenario: str | None = None,
+    elr: bool = True,
 ) -> ClusterSummary:
     """Run seeds ``start .. start + count - 1``."""
     t0 = time.perf_counter()
     jobs = [
-        (s, brokers, partitions, hw_truncation, mode, reassign) for s in range(start, start + count)
+        (s, brokers, partitions, hw_truncation, mode, reassign, scenario, elr)
+        for s in range(start, start + count)
     ]
     summary = ClusterSummary()
 
@@ -364,7 +409,7 @@ def run_seeds(
 
 def cli_cluster(argv: Sequence[str] | None = None) -> int:
     """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]
-    [--mode isr|quorum|mixed] [--reassign]``.
+    [--mode isr|quorum|mixed] [--reassign] [--scenario last-replica-standing] [--no-elr]``.
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
@@ -390,7 +435,22 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         help="an operator moves the partitions to random brokers during the faults (KIP-455; "
         "ISR partitions: a quorum partition's reassignment is refused); use --brokers 4 or more",
     )
+    p.add_argument(
+        "--scenario",
+        choices=SCENARIOS,
+        default=None,
+        help="scripted faults instead of the random nemesis: last-replica-standing (KIP-966: "
+        "the leader alone in the ISR loses power while an in-sync replica is cut off; it "
+        "loses acknowledged records without eligible leader replicas)",
+    )
+    p.add_argument(
+        "--no-elr",
+        action="store_true",
+        help="eligible.leader.replicas.enable=false on the controllers (Kafka before 4.0)",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
+    if args.scenario is not None and args.mode != "isr":
+        p.error("--scenario needs --mode isr (ELR is about ISR partitions)")
     if args.brokers < 3:
         p.error("--brokers must be at least 3 (the topic has replication factor 3)")
     if args.seed is not None:
@@ -401,7 +461,11 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             hw_truncation=args.unsafe_hw_truncation,
             mode=args.mode,
             reassign=args.reassign,
+            scenario=args.scenario,
+            elr=not args.no_elr,
         )
+        for step in r.steps:
+            print(f"  {step}")
         return report_seed(r)
     summary = run_seeds(
         args.start,
@@ -412,6 +476,8 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         processes=args.processes,
         mode=args.mode,
         reassign=args.reassign,
+        scenario=args.scenario,
+        elr=not args.no_elr,
     )
     return report_summary(summary)
 

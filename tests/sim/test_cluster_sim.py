@@ -40,7 +40,7 @@ def test_the_controller_quorum_fails_over_under_the_nemesis() -> None:
     assert sum(r.controller_epochs > 1 for r in results) >= 3, [r.line() for r in results]
 
 
-@pytest.mark.parametrize("seed", [0x2AF, 0x2D5])
+@pytest.mark.parametrize("seed", [0x38, 0x2D5])
 def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits(
     seed: int,
 ) -> None:
@@ -51,7 +51,9 @@ def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits
     change is lost, and the leader waits for metadata forever with an ISR of one.
 
     The seeds are ones that hit it with today's Raft timing (they were 0x5d and 0x3d3 before
-    the high-watermark linger); when a timing change moves them, find new ones with
+    the high-watermark linger, and 0x2af before eligible leader replicas, which let another
+    replica take over from the stuck leader there); when a timing change moves them, find new
+    ones with
     ``run_seed(s, unsafe_answer_uncommitted_reads=True)`` over a range of ``s``."""
     assert run_seed(seed).violation is None
     unsafe = run_seed(seed, unsafe_answer_uncommitted_reads=True)
