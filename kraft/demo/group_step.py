@@ -1,14 +1,15 @@
 """The main job's group step: three consumer processes read the topic in one consumer group
 (KIP-848), one is killed with SIGKILL, the other two take over its partitions, the lag drains.
 
-Each consumer is this module run as a process (``--worker``). It polls, *processes* what it got
+Each consumer is a process (`kraft.demo.group_worker`). It polls, *processes* what it got
 by reporting the offsets to the demo (one JSON line on stdout, flushed), and only then commits:
 at-least-once. The demo reads those lines as they come, so it prints the assignment each
 member itself sees, and it knows every record the group processed. A member holds off until
 the whole group owns its share (the ``go`` file), so the three start together.
 
 The kill: once a third of the records are processed, the demo SIGKILLs consumer 1 right after
-it reports a processed batch, before its commit lands (the worst moment for at-least-once).
+it reports a processed batch, racing the commit that follows it (the worst moment for
+at-least-once: if the kill wins, that batch is processed again).
 Nothing tells the coordinator; it notices when the member's session expires
 (``group.consumer.session.timeout.ms``, `SESSION_TIMEOUT_MS` in the demo's cluster) and gives
 its partitions to the others. The rebalance time printed is from the kill until the
@@ -21,9 +22,7 @@ The step fails if an acknowledged record was never processed by the group.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -35,96 +34,23 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from kraft.demo.console import Console, bar
+from kraft.demo.group_worker import GROUP, MAX_POLL_RECORDS
 from kraft.demo.report import DemoError, Summary
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
     from kraft.demo.acks import AckTracker
 
-GROUP = "demo-group"
 CONSUMERS = 3
 SESSION_TIMEOUT_MS = 3_000
 """``group.consumer.session.timeout.ms`` of the demo's brokers (Kafka's default is 45 s): the
 time a killed member keeps its partitions, so most of the rebalance time after a kill."""
-MAX_POLL_RECORDS = 5_000
-"""Per poll, so per commit: also the most a killed member can leave processed but uncommitted
-per partition."""
 GROUP_TIMEOUT_S = 90.0
 """The step fails if the group has not settled, rebalanced and drained within this."""
 LAG_EVERY_S = 0.5
 KILL_ANYWAY_S = 2.0
 """The victim is killed right after it reports a processed batch (before it commits), or after
 this long without one."""
-
-
-# -- the consumer process ------------------------------------------------------------------------
-
-
-def worker(bootstrap: str, topic: str, go: Path) -> int:
-    """One member of `GROUP`: JSON lines on stdout (``assigned``/``revoked``/``lost`` with
-    partitions; ``processed`` with ``[partition, first, last, count]`` per partition of a
-    poll), until SIGTERM."""
-    from kraft import Consumer
-    from storage.errors import KraftError
-
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    out = sys.stdout
-
-    def emit(event: dict[str, Any]) -> None:
-        out.write(json.dumps(event, separators=(",", ":")) + "\n")
-        out.flush()
-
-    def callback(name: str) -> Any:
-        return lambda _c, ps: emit({"e": name, "p": sorted(p.partition for p in ps)})
-
-    gated = True
-    with Consumer(
-        bootstrap,
-        group_id=GROUP,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        max_poll_records=MAX_POLL_RECORDS,
-        client_id=f"demo-consumer-{os.getpid()}",
-    ) as consumer:
-        consumer.subscribe(
-            [topic],
-            on_assign=callback("assigned"),
-            on_revoke=callback("revoked"),
-            on_lost=callback("lost"),
-        )
-        while not stop.is_set():
-            if gated and go.exists():
-                gated = False
-                consumer.seek_to_beginning()  # nothing is committed yet: start at offset 0
-            try:
-                records = consumer.poll(0.2)
-            except KraftError as e:
-                emit({"e": "error", "error": type(e).__name__})
-                continue
-            if gated:
-                if records:  # not yet: put them back
-                    consumer.seek_to_beginning()
-                continue
-            if not records:
-                continue
-            ranges: dict[int, list[int]] = {}
-            for r in records:
-                span = ranges.get(r.partition)
-                if span is None:
-                    ranges[r.partition] = [r.partition, r.offset, r.offset, 1]
-                else:
-                    span[2] = r.offset
-                    span[3] += 1
-            emit({"e": "processed", "r": list(ranges.values())})
-            try:
-                consumer.commit()  # after processing: at-least-once
-            except KraftError as e:  # e.g. fenced during a rebalance: the next owner redoes
-                emit({"e": "commit_failed", "error": type(e).__name__})
-    return 0
-
-
-# -- the demo's side -----------------------------------------------------------------------------
 
 
 @dataclass
@@ -249,9 +175,10 @@ def run_group(
                     [
                         sys.executable,
                         "-m",
-                        "kraft.demo.group_step",
-                        "--worker",
-                        *(cluster.bootstrap, topic, str(go)),
+                        "kraft.demo.group_worker",
+                        cluster.bootstrap,
+                        topic,
+                        str(go),
                     ],
                     stdout=subprocess.PIPE,
                     stderr=log,
@@ -365,7 +292,7 @@ def _drain(
                     f"partitions {owned}, "
                     + (
                         f"right after it processed a batch of {group.killed_batch:,} records "
-                        f"and before its commit; lag {lag:,}"
+                        f"(racing its commit); lag {lag:,}"
                         if group.killed_batch
                         else f"while idle; lag {lag:,}"
                     )
@@ -440,18 +367,4 @@ def _verify(group: _Group, tracker: AckTracker, summary: Summary, console: Conso
         summary.errors.append(f"the group never processed {missed} acknowledged records")
 
 
-def main(argv: Sequence[str]) -> int:
-    """``python -m kraft.demo.group_step --worker BOOTSTRAP TOPIC GO``."""
-    if len(argv) != 4 or argv[0] != "--worker":
-        print(__doc__, file=sys.stderr)
-        return 2
-    with contextlib.suppress(KeyboardInterrupt):
-        return worker(argv[1], argv[2], Path(argv[3]))
-    return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
-__all__ = ["GROUP", "SESSION_TIMEOUT_MS", "run_group", "worker"]
+__all__ = ["GROUP", "SESSION_TIMEOUT_MS", "run_group"]

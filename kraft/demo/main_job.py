@@ -44,9 +44,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from kraft.demo import group_step
-from kraft.demo.acks import AckTracker, seq_of, value_of
-from kraft.demo.console import Console, bar
+from kraft.demo.acks import AckTracker, value_of
+from kraft.demo.console import Console
 from kraft.demo.report import DemoError, Summary, render_summary
+from kraft.demo.verify import consume_and_verify
 from kraft.demo.watch import ClientEvents, ClusterWatcher
 
 if TYPE_CHECKING:
@@ -72,7 +73,6 @@ WINDOW = 50_000
 
 FAILOVER_TIMEOUT_S = 60.0
 REJOIN_TIMEOUT_S = 90.0
-CONSUME_STALL_S = 60.0
 
 
 # -- the steps ------------------------------------------------------------------------------------
@@ -241,79 +241,6 @@ def await_rejoin(watcher: ClusterWatcher, summary: Summary, console: Console) ->
         console.say(f"   partition {index}: leader {p.leader}, ISR {list(p.isr)}")
 
 
-def consume_and_verify(
-    cluster: LocalCluster, tracker: AckTracker, summary: Summary, console: Console
-) -> None:
-    from kraft import Consumer, TopicPartition
-
-    total = summary.records
-    console.say(f"\n5. consuming {TOPIC!r} from the beginning and checking every record")
-    seen = bytearray(total)
-    partition_of, offset_of = tracker.partition_of, tracker.offset_of
-    consumed = foreign = misplaced = duplicates = 0
-    with Consumer(
-        cluster.bootstrap, auto_offset_reset="earliest", max_poll_records=20_000
-    ) as consumer:
-        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
-        consumer.assign(tps)
-        consumer.seek_to_end(tps)
-        ends = {tp: consumer.position(tp, timeout=60) for tp in tps}
-        consumer.seek_to_beginning(tps)
-        end_total = sum(ends.values())
-        started = last = time.monotonic()
-        remaining = set(tps)
-        while remaining:
-            records = consumer.poll(timeout=1.0)
-            now = time.monotonic()
-            if records:
-                last = now
-            elif now - last > CONSUME_STALL_S:
-                raise DemoError(f"no record consumed for {CONSUME_STALL_S:.0f}s")
-            for r in records:
-                consumed += 1
-                seq = seq_of(r.value)
-                if not 0 <= seq < total:
-                    foreign += 1
-                    continue
-                if seen[seq]:
-                    duplicates += 1
-                else:
-                    seen[seq] = 1
-                    if partition_of[seq] != 255 and (
-                        partition_of[seq] != r.partition or offset_of[seq] != r.offset
-                    ):
-                        misplaced += 1
-            for tp in list(remaining):
-                if consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-            console.progress(
-                f"  consume {bar(consumed, end_total)} {consumed:,}/{end_total:,} records"
-            )
-        seconds = time.monotonic() - started
-    acked = [i for i in range(total) if partition_of[i] != 255]
-    lost = sum(1 for i in acked if not seen[i])
-    summary.consumed = consumed
-    summary.lost = lost
-    summary.duplicates = duplicates
-    summary.misplaced = misplaced
-    summary.foreign = foreign
-    summary.unacknowledged_present = sum(
-        1 for i in range(total) if partition_of[i] == 255 and seen[i]
-    )
-    summary.consume_s = round(seconds, 3)
-    summary.consume_records_per_s = round(consumed / max(seconds, 1e-9), 1)
-    console.end_progress(
-        f"   consumed {consumed:,} records in {seconds:.1f}s "
-        f"({summary.consume_records_per_s:,.0f} records/s), up to the high watermarks "
-        f"{[ends[tp] for tp in tps]}"
-    )
-    console.say(
-        f"   acknowledged records: {len(acked):,}; found exactly once at their acknowledged "
-        f"partition and offset: {len(acked) - lost - misplaced:,}; lost: {lost}; "
-        f"duplicates: {duplicates}; misplaced: {misplaced}"
-    )
-
-
 def spark_aggregate(bootstrap: str, summary: Summary, console: Console, log_dir: Path) -> None:
     """Read the topic with the ``kraft`` Spark data source; records per partition, offsets."""
     from kraft.demo import spark_step
@@ -390,7 +317,7 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         phase("rejoin")
         summary.pids = sorted({*summary.pids, *cluster.pids()})
         watcher.close()
-        consume_and_verify(cluster, tracker, summary, console)
+        consume_and_verify(cluster, TOPIC, PARTITIONS, tracker, summary, console)
         phase("consume")
         group_step.run_group(
             cluster, TOPIC, PARTITIONS, tracker, summary, console, data_dir / "logs"
