@@ -350,7 +350,19 @@ class GroupService:
 
     async def list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
         """The groups of the coordinators loaded on this broker (Kafka's ListGroups goes to
-        every broker; the admin client merges)."""
+        every broker; the admin client merges).
+
+        While an offsets partition led here is still loading, its groups are not known yet:
+        the answer is COORDINATOR_LOAD_IN_PROGRESS (and no groups) rather than a list that
+        silently misses them, as Kafka's GroupCoordinatorService does (a read on a loading
+        shard fails the whole ListGroups); the admin client retries until the load is done.
+        """
+        loading = self.runtime.loading_partitions()
+        if loading:
+            return ListGroupsResponse(
+                error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                error_message=f"loading the groups of {OFFSETS_TOPIC} partitions {loading[:10]}",
+            )
         wanted = {s.lower() for s in request.states_filter}
         groups = []
         for coordinator in self.runtime.loaded_coordinators():
