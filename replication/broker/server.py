@@ -736,11 +736,13 @@ class BrokerServer:
     async def create_internal_topic(
         self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
     ) -> None:
-        """Create an internal topic (``__consumer_offsets``) through the active controller.
+        """Create an internal topic (``__consumer_offsets``) through the active controller, as
+        this broker in its current epoch (the controller refuses internal names otherwise).
 
         Raises:
             TopicAlreadyExistsError, KraftError: as `ControllerClient.create_topic`.
         """
+        epoch = self.broker_epoch if self.broker_epoch is not None else -1
         await self._blocking(
             self._control_executor,
             self._controllers.create_topic,
@@ -749,6 +751,7 @@ class BrokerServer:
             replication_factor,
             configs=configs,
             timeout=10.0,
+            as_broker=(self.node_id, epoch),
         )
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
