@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
-from kraft.types import OFFSETS_TOPIC
+from kraft.metrics.kafka import group_values
+from kraft.metrics.registry import GaugeValue
+from kraft.types import OFFSETS_TOPIC, TopicPartition
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
 from replication.group import (
     GroupConfig,
@@ -347,6 +349,36 @@ class GroupService:
                 for name, parts in sorted(by_topic.items())
             ),
         )
+
+    def committed_offsets(self) -> list[tuple[str, str, int, int]]:
+        """``(group, topic, partition, committed offset)`` of every group coordinated here.
+
+        Raises:
+            RuntimeError: the event loop changed the groups during the copy (when called from
+                another thread, as the metrics endpoint does).
+        """
+        out = []
+        for coordinator in self.runtime.loaded_coordinators():
+            for group_id, group in list(_coordinator(coordinator).groups().items()):
+                for (topic, partition), value in list(group.offsets.items()):
+                    out.append((group_id, topic, partition, value.offset))
+        return out
+
+    def metric_values(self) -> dict[str, GaugeValue]:
+        """The consumer-group gauges of `kraft.metrics.kafka` (committed offset and lag per
+        group and partition), read on the metrics endpoint's thread. Lag is taken against the
+        high watermark of this broker's replica of the partition: exact where it leads, at
+        most one fetch behind where it follows, absent where it holds no replica."""
+        replicas = self._server.replicas
+
+        def high_watermark(topic: str, partition: int) -> int | None:
+            replica = replicas.get(TopicPartition(topic, partition))
+            return None if replica is None else replica.high_watermark
+
+        try:
+            return group_values(self.committed_offsets(), high_watermark)
+        except RuntimeError:  # the groups changed under the copy: no group gauges this scrape
+            return {}
 
     async def list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
         """The groups of the coordinators loaded on this broker (Kafka's ListGroups goes to

@@ -84,7 +84,13 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_values
+from kraft.metrics.kafka import (
+    BROKER_GAUGES,
+    GROUP_GAUGES,
+    RAFT_GAUGES,
+    broker_values,
+    raft_values,
+)
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
@@ -258,7 +264,7 @@ class BrokerServer:
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
-            (*BROKER_GAUGES, *RAFT_GAUGES),
+            (*BROKER_GAUGES, *GROUP_GAUGES, *RAFT_GAUGES),
             self._metric_values,
             role="broker",
             node_id=self.node_id,
@@ -310,6 +316,7 @@ class BrokerServer:
             **raft_values(
                 raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
             ),
+            **self.groups.metric_values(),
         }
 
     async def stop(self) -> None:

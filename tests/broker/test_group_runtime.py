@@ -173,7 +173,7 @@ class Harness:
         self.replica = FakeReplica()
         self.replicas: dict[TopicPartition, Any] = {TP: self.replica}
         self.coordinators: list[KvCoordinator] = []
-        self.topics: dict[str, int] = {"orders": 3}
+        self.topics: dict[str, Any] = {"orders": 3}
         self.now_ms = NOW_MS
         self.runtime = GroupRuntime(
             replicas=lambda: self.replicas,
@@ -196,8 +196,10 @@ class Harness:
         """Poll until partition 0's shard is loaded (the load is a task of its own)."""
         for _ in range(200):
             await self.runtime.poll(self.now_ms)
-            if not self.runtime.loading_partitions() and self.runtime.loaded_coordinators():
-                return self.coordinator
+            loaded = self.runtime.loaded_coordinators()
+            if not self.runtime.loading_partitions() and loaded:
+                coordinator: KvCoordinator = loaded[0]  # type: ignore[assignment]
+                return coordinator
             await asyncio.sleep(0)
         raise AssertionError("the shard never loaded")
 
@@ -476,8 +478,10 @@ def test_list_groups_answers_load_in_progress_while_an_offsets_partition_loads(
     async def test(h: Harness) -> None:
         from replication.group import GroupConfig, GroupCoordinator
         from replication.group_messages import ListGroupsRequest
+        from tests.group.helpers import topics
 
         h.runtime._new_coordinator = lambda: GroupCoordinator(GroupConfig())
+        h.topics = topics(orders=3)
         service = _service(h, tmp_path)
         h.replica.append(_group_records(), commit=False)  # a new leader, followers behind
         await h.runtime.poll(NOW_MS)
@@ -514,7 +518,7 @@ def _admin(network: ScriptedNetwork, timeout: float) -> Any:
     broker = SimpleNamespace(
         broker_id=101, fenced=False, listeners=[SimpleNamespace(address="127.0.0.1:1")]
     )
-    return GroupAdmin(network, timeout, lambda: [broker])  # type: ignore[arg-type]
+    return GroupAdmin(network, timeout, lambda: [broker])  # type: ignore[arg-type, list-item]
 
 
 def test_the_admin_asks_a_loading_broker_again_until_it_lists_its_groups() -> None:
@@ -535,3 +539,30 @@ def test_the_admin_gives_up_on_a_broker_still_loading_after_its_timeout() -> Non
     network = ScriptedNetwork([loading] * 100)
     with pytest.raises(CoordinatorLoadInProgressError):
         _admin(network, timeout=0.2).list_groups()
+
+
+def test_the_coordinator_broker_reports_each_groups_committed_offset_and_lag(
+    tmp_path: Path,
+) -> None:
+    async def test(h: Harness) -> None:
+        from kraft.metrics.kafka import GROUP_LAG, GROUP_OFFSET
+        from replication.group import GroupConfig, GroupCoordinator
+        from tests.group.helpers import Shell, topics
+
+        h.runtime._new_coordinator = lambda: GroupCoordinator(GroupConfig())
+        h.topics = topics(orders=3)
+        service = _service(h, tmp_path)
+        shell = Shell(orders=3)
+        joined = shell.hb("m1", 0, subscribe=["orders"])
+        shell.offset_commit("m1", joined.member_epoch, {("orders", 0): 4, ("orders", 2): 9})
+        h.replica.append(shell.log)
+        assert service.metric_values() == {GROUP_OFFSET: {}, GROUP_LAG: {}}  # not loaded yet
+        await h.loaded()
+        orders_0 = FakeReplica()
+        orders_0.high_watermark = 10
+        h.replicas[TopicPartition("orders", 0)] = orders_0  # no replica of orders-2 here
+        values = service.metric_values()
+        assert values[GROUP_OFFSET] == {("g", "orders", "0"): 4, ("g", "orders", "2"): 9}
+        assert values[GROUP_LAG] == {("g", "orders", "0"): 6}
+
+    run(test)

@@ -405,11 +405,15 @@ def test_the_metadata_log_name_is_refused_as_a_topic() -> None:
     ]
 
 
-def _internal(h: ControllerHarness, **claim: int) -> list[ErrorCode]:
+def _internal(
+    h: ControllerHarness, broker_id: int | None = None, broker_epoch: int | None = None
+) -> list[ErrorCode]:
     response = h.run(
         h.core.handle_create_topics_request,
         CreateTopicsRequest(
-            topics=(CreatableTopic(name="__consumer_offsets", num_partitions=3),), **claim
+            topics=(CreatableTopic(name="__consumer_offsets", num_partitions=3),),
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
         ),
     )
     return [t.error_code for t in response.topics]
