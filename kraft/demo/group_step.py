@@ -23,6 +23,7 @@ The step fails if an acknowledged record was never processed by the group.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from kraft.cluster.process import PARENT_PID_ENV
 from kraft.demo.console import Console, bar
 from kraft.demo.group_worker import GROUP, MAX_POLL_RECORDS
 from kraft.demo.report import DemoError, Summary
@@ -171,18 +173,16 @@ def run_group(
             for index in range(1, CONSUMERS + 1):
                 log = (work_dir / f"consumer-{index}.log").open("w")
                 logs.append(log)
+                argv = [sys.executable, "-m", "kraft.demo.group_worker", cluster.bootstrap]
                 process = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "kraft.demo.group_worker",
-                        cluster.bootstrap,
-                        topic,
-                        str(go),
-                    ],
+                    [*argv, topic, str(go)],
                     stdout=subprocess.PIPE,
                     stderr=log,
                     text=True,
+                    # Dies with the demo even if the demo is SIGKILLed (`die_with_parent`);
+                    # its own session: Ctrl-C reaches the demo, which stops it.
+                    env={**os.environ, PARENT_PID_ENV: str(os.getpid())},
+                    start_new_session=True,
                 )
                 member = _Member(index, process)
                 group.members.append(member)
@@ -359,6 +359,8 @@ def _verify(group: _Group, tracker: AckTracker, summary: Summary, console: Conso
             f" (here {twice:,}: its last poll, at most {MAX_POLL_RECORDS:,} records)."
             if twice
             else " (here none: its commit landed before the kill did)."
+            if group.killed_batch
+            else " (here none: it was killed idle, with everything it processed committed)."
         )
         + " Committing before processing would give at-most-once instead: no duplicates, "
         "but the killed consumer's last poll would be lost."

@@ -91,6 +91,9 @@ def worker(bootstrap: str, topic: str, go: Path) -> int:
 
 def main(argv: Sequence[str]) -> int:
     """``python -m kraft.demo.group_worker BOOTSTRAP TOPIC GO_FILE``."""
+    from kraft.cluster.process import die_with_parent
+
+    die_with_parent()  # never outlive the demo, even a SIGKILLed one
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
