@@ -65,7 +65,7 @@ GROUP_GAUGES: Final = (
     GaugeSpec(
         GROUP_LAG,
         "records between a group's committed offset and the partition's high watermark "
-        "(on the group's coordinator, for partitions it holds a replica of)",
+        "(on the group's coordinator)",
         GROUP_LABELS,
     ),
     GaugeSpec(GROUP_OFFSET, "a group's committed offset (on its coordinator)", GROUP_LABELS),
@@ -127,7 +127,7 @@ def group_values(
     """The consumer-group gauges from ``(group, topic, partition, committed offset)`` of the
     groups this broker coordinates. Lag is ``high_watermark(topic, partition) - committed``
     (at least 0, as a high watermark seen by a follower may trail a commit); a partition whose
-    high watermark this broker does not know (None: no replica here) has no lag sample."""
+    high watermark this broker does not know (None) has no lag sample."""
     offsets: dict[tuple[str, ...], float] = {}
     lags: dict[tuple[str, ...], float] = {}
     for group, topic, partition, offset in committed:

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
-from kraft.metrics.kafka import group_values
-from kraft.metrics.registry import GaugeValue
 from kraft.types import OFFSETS_TOPIC, TopicPartition
+from replication.broker.group_lag import GroupLag, list_latest_offsets
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
 from replication.group import (
     GroupConfig,
@@ -109,6 +108,15 @@ class GroupService:
             snapshot_interval_records=config.group_coordinator_snapshot_interval_records,
             node_id=server.node_id,
         )
+        self.lag = GroupLag(
+            committed=self.committed_offsets,
+            local_high_watermark=self._local_high_watermark,
+            leader_of=self._leader_of,
+            list_latest=lambda leader, tps: list_latest_offsets(
+                server.image, server.broker_stub, leader, tps
+            ),
+        )
+        """The lag metrics of the groups coordinated here (its `run` is a broker task)."""
         self._creating: asyncio.Task[None] | None = None
         self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
         self._logger = _log.bind(node_id=server.node_id)
@@ -350,6 +358,15 @@ class GroupService:
             ),
         )
 
+    def _local_high_watermark(self, tp: TopicPartition) -> int | None:
+        replica = self._server.replicas.get(tp)
+        return None if replica is None else replica.high_watermark
+
+    def _leader_of(self, tp: TopicPartition) -> int | None:
+        topic = self._server.image.topic(tp.topic)
+        registration = None if topic is None else topic.partitions.get(tp.partition)
+        return None if registration is None or registration.leader < 0 else registration.leader
+
     def committed_offsets(self) -> list[tuple[str, str, int, int]]:
         """``(group, topic, partition, committed offset)`` of every group coordinated here.
 
@@ -363,22 +380,6 @@ class GroupService:
                 for (topic, partition), value in list(group.offsets.items()):
                     out.append((group_id, topic, partition, value.offset))
         return out
-
-    def metric_values(self) -> dict[str, GaugeValue]:
-        """The consumer-group gauges of `kraft.metrics.kafka` (committed offset and lag per
-        group and partition), read on the metrics endpoint's thread. Lag is taken against the
-        high watermark of this broker's replica of the partition: exact where it leads, at
-        most one fetch behind where it follows, absent where it holds no replica."""
-        replicas = self._server.replicas
-
-        def high_watermark(topic: str, partition: int) -> int | None:
-            replica = replicas.get(TopicPartition(topic, partition))
-            return None if replica is None else replica.high_watermark
-
-        try:
-            return group_values(self.committed_offsets(), high_watermark)
-        except RuntimeError:  # the groups changed under the copy: no group gauges this scrape
-            return {}
 
     async def list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
         """The groups of the coordinators loaded on this broker (Kafka's ListGroups goes to

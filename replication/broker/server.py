@@ -276,6 +276,7 @@ class BrokerServer:
             asyncio.create_task(self._tick_loop(), name="broker-tick"),
             asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
             asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
+            asyncio.create_task(self.groups.lag.run(), name="broker-group-lag"),
             asyncio.create_task(
                 run_retention(
                     lambda: self.replicas.values(),
@@ -316,7 +317,7 @@ class BrokerServer:
             **raft_values(
                 raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
             ),
-            **self.groups.metric_values(),
+            **self.groups.lag.metric_values(),
         }
 
     async def stop(self) -> None:
@@ -667,6 +668,10 @@ class BrokerServer:
             self._channels[address] = channel
             stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
         return stub
+
+    def broker_stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
+        """A stub of the broker at ``address`` (one cached channel per address)."""
+        return self._stub(address)
 
     async def _fetch_from_leader(self, request: FollowerFetchRequest) -> FollowerFetchResponse:
         """One partition's follower fetch, batched with the others led by the same broker."""

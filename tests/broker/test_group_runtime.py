@@ -556,12 +556,12 @@ def test_the_coordinator_broker_reports_each_groups_committed_offset_and_lag(
         joined = shell.hb("m1", 0, subscribe=["orders"])
         shell.offset_commit("m1", joined.member_epoch, {("orders", 0): 4, ("orders", 2): 9})
         h.replica.append(shell.log)
-        assert service.metric_values() == {GROUP_OFFSET: {}, GROUP_LAG: {}}  # not loaded yet
+        assert service.lag.metric_values() == {GROUP_OFFSET: {}, GROUP_LAG: {}}  # not loaded yet
         await h.loaded()
         orders_0 = FakeReplica()
         orders_0.high_watermark = 10
         h.replicas[TopicPartition("orders", 0)] = orders_0  # no replica of orders-2 here
-        values = service.metric_values()
+        values = service.lag.metric_values()
         assert values[GROUP_OFFSET] == {("g", "orders", "0"): 4, ("g", "orders", "2"): 9}
         assert values[GROUP_LAG] == {("g", "orders", "0"): 6}
 
