@@ -166,12 +166,16 @@ class CreatableTopic(_message.Message):
     def __init__(self, name: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ..., assignments: _Optional[_Iterable[_Union[Int32List, _Mapping]]] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CreateTopicsRequest(_message.Message):
-    __slots__ = ("topics", "validate_only")
+    __slots__ = ("topics", "validate_only", "broker_id", "broker_epoch")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreatableTopic]
     validate_only: bool
-    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopic, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopic, _Mapping]]] = ..., validate_only: _Optional[bool] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class CreatableTopicResult(_message.Message):
     __slots__ = ("name", "error_code", "error_message", "topic_id", "num_partitions", "replication_factor")

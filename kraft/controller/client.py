@@ -206,8 +206,10 @@ class ControllerClient:
         configs: Mapping[str, str] | None = None,
         assignments: Sequence[Sequence[int]] = (),
         timeout: float | None = None,
+        as_broker: tuple[int, int] | None = None,
     ) -> CreatableTopicResult:
         """Create one topic; returns its result (topic id, partitions, replication factor).
+        ``as_broker``: ``(broker id, broker epoch)`` of a broker creating an internal topic.
 
         Raises:
             TopicAlreadyExistsError, InvalidReplicationFactorError, InvalidTopicError, ...:
@@ -222,9 +224,11 @@ class ControllerClient:
             assignments=tuple(tuple(a) for a in assignments),
             configs=dict(configs or {}),
         )
-        response: CreateTopicsResponse = self.send(
-            CreateTopicsRequest(topics=(topic,)), timeout=timeout
+        broker_id, broker_epoch = as_broker if as_broker is not None else (None, None)
+        request = CreateTopicsRequest(
+            topics=(topic,), broker_id=broker_id, broker_epoch=broker_epoch
         )
+        response: CreateTopicsResponse = self.send(request, timeout=timeout)
         (result,) = response.topics
         _raise_for(result.error_code, result.error_message)
         return result

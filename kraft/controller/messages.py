@@ -105,6 +105,10 @@ class CreatableTopic:
 class CreateTopicsRequest:
     topics: tuple[CreatableTopic, ...]
     validate_only: bool = False
+    broker_id: int | None = None
+    """With ``broker_epoch``: a broker creating an internal topic on first use (the only way
+    an internal topic name is accepted; see `kraft.types.INTERNAL_TOPICS`)."""
+    broker_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

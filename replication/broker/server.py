@@ -85,7 +85,13 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_values
+from kraft.metrics.kafka import (
+    BROKER_GAUGES,
+    GROUP_GAUGES,
+    RAFT_GAUGES,
+    broker_values,
+    raft_values,
+)
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
@@ -278,7 +284,7 @@ class BrokerServer:
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
-            (*BROKER_GAUGES, *RAFT_GAUGES),
+            (*BROKER_GAUGES, *GROUP_GAUGES, *RAFT_GAUGES),
             self._metric_values,
             role="broker",
             node_id=self.node_id,
@@ -290,6 +296,7 @@ class BrokerServer:
             asyncio.create_task(self._tick_loop(), name="broker-tick"),
             asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
             asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
+            asyncio.create_task(self.groups.lag.run(), name="broker-group-lag"),
             asyncio.create_task(
                 run_retention(
                     lambda: self.replicas.values(),
@@ -338,6 +345,7 @@ class BrokerServer:
             **raft_values(
                 raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
             ),
+            **self.groups.lag.metric_values(),
         }
 
     async def stop(self) -> None:
@@ -749,6 +757,10 @@ class BrokerServer:
             stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
         return stub
 
+    def broker_stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
+        """A stub of the broker at ``address`` (one cached channel per address)."""
+        return self._stub(address)
+
     async def _fetch_from_leader(self, request: FollowerFetchRequest) -> FollowerFetchResponse:
         """One partition's follower fetch, batched with the others led by the same broker."""
         fetcher = self._fetchers.get(request.leader_id)
@@ -826,11 +838,13 @@ class BrokerServer:
     async def create_internal_topic(
         self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
     ) -> None:
-        """Create an internal topic (``__consumer_offsets``) through the active controller.
+        """Create an internal topic (``__consumer_offsets``) through the active controller, as
+        this broker in its current epoch (the controller refuses internal names otherwise).
 
         Raises:
             TopicAlreadyExistsError, KraftError: as `ControllerClient.create_topic`.
         """
+        epoch = self.broker_epoch if self.broker_epoch is not None else -1
         await self._blocking(
             self._control_executor,
             self._controllers.create_topic,
@@ -839,6 +853,7 @@ class BrokerServer:
             replication_factor,
             configs=configs,
             timeout=10.0,
+            as_broker=(self.node_id, epoch),
         )
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
