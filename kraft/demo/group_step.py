@@ -161,7 +161,7 @@ def run_group(
     summary.group_session_timeout_ms = SESSION_TIMEOUT_MS
     started = time.monotonic()
     deadline = started + GROUP_TIMEOUT_S
-    with AdminClient(cluster.bootstrap) as admin:
+    with AdminClient(cluster.bootstrap, **cluster.client_security) as admin:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         listed = admin.list_offsets({tp: -1 for tp in tps})
         ends = [_end(listed[tp]) for tp in tps]
