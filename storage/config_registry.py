@@ -603,6 +603,18 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         field="auto_leader_rebalance_enable",
     ),
     _node(
+        "eligible.leader.replicas.enable",
+        _T.BOOLEAN,
+        "true",
+        "KIP-966: a replica that leaves the ISR while it is below `min.insync.replicas` stays "
+        "an eligible leader (ELR), and elections take the ISR, then an unfenced ELR member, "
+        "then the last known leader",
+        readers=_C,
+        owner="ControllerConfig",
+        field="eligible_leader_replicas_enable",
+        shown_default="true (Kafka 4.0: off)",
+    ),
+    _node(
         "leader.imbalance.check.interval.seconds",
         _T.LONG,
         "300",
@@ -754,6 +766,34 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         owner="ReplicationConfig",
         field="replica_fetch_backoff_ms",
         min_value=0,
+    ),
+    # KIP-73 replication quotas, applied by kraft to reassignment traffic only (KIP-455): the
+    # fetches of a partition's adding replicas. Kafka throttles the replicas listed in the
+    # topic's `leader/follower.replication.throttled.replicas`, which kafka-reassign-partitions
+    # sets to the moving ones; kraft knows them from the partition's registration.
+    _node(
+        "leader.replication.throttled.rate",
+        _T.LONG,
+        str(LONG_MAX),
+        "bytes/s a leader sends to the adding replicas of partitions being reassigned "
+        "(all such fetches of the broker together); also a dynamic broker config",
+        readers=_B,
+        owner=_BROKER,
+        field="leader_replication_throttled_rate",
+        min_value=1,
+        shown_default=f"{LONG_MAX} (unlimited)",
+    ),
+    _node(
+        "follower.replication.throttled.rate",
+        _T.LONG,
+        str(LONG_MAX),
+        "bytes/s a broker fetches for its adding replicas of partitions being reassigned; "
+        "also a dynamic broker config",
+        readers=_B,
+        owner=_BROKER,
+        field="follower_replication_throttled_rate",
+        min_value=1,
+        shown_default=f"{LONG_MAX} (unlimited)",
     ),
     _node(
         "replica.high.watermark.checkpoint.interval.ms",
@@ -944,26 +984,36 @@ REGISTRY: Final[tuple[ConfigKey, ...]] = TOPIC_REGISTRY + NODE_REGISTRY
 TOPIC_KEYS: Final[Mapping[str, ConfigKey]] = {k.name: k for k in TOPIC_REGISTRY}
 NODE_KEYS: Final[Mapping[str, ConfigKey]] = {k.name: k for k in NODE_REGISTRY}
 
+DYNAMIC_NODE_KEYS: Final = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+)
+"""Node keys that IncrementalAlterConfigs also takes on a broker (per broker or the cluster
+default ``""``), overriding the broker's properties at once (Kafka's dynamic broker configs)."""
+
 DYNAMIC_BROKER_KEYS: Final[Mapping[str, ConfigKey]] = {
-    k.synonym: ConfigKey(
-        name=k.synonym,
-        scope=Scope.NODE,
-        type=k.type,
-        default=k.default,
-        readers=k.readers,
-        doc=f"the default of the topic key `{k.name}`",
-        min_value=k.min_value,
-        max_value=k.max_value,
-        choices=k.choices,
-        unsupported=k.unsupported,
-        unsupported_reason=k.unsupported_reason,
-        shown_default=k.shown_default,
-    )
-    for k in TOPIC_REGISTRY
-    if k.synonym is not None
+    **{name: NODE_KEYS[name] for name in DYNAMIC_NODE_KEYS},
+    **{
+        k.synonym: ConfigKey(
+            name=k.synonym,
+            scope=Scope.NODE,
+            type=k.type,
+            default=k.default,
+            readers=k.readers,
+            doc=f"the default of the topic key `{k.name}`",
+            min_value=k.min_value,
+            max_value=k.max_value,
+            choices=k.choices,
+            unsupported=k.unsupported,
+            unsupported_reason=k.unsupported_reason,
+            shown_default=k.shown_default,
+        )
+        for k in TOPIC_REGISTRY
+        if k.synonym is not None
+    },
 }
 """The broker keys IncrementalAlterConfigs takes (per broker or the cluster default ``""``):
-the topic keys' synonyms, validated as the topic key is."""
+the topic keys' synonyms, validated as the topic key is, and `DYNAMIC_NODE_KEYS`."""
 
 TOPIC_KEY_OF_SYNONYM: Final[Mapping[str, str]] = {
     k.synonym: k.name for k in TOPIC_REGISTRY if k.synonym is not None
@@ -1006,6 +1056,7 @@ __all__ = [
     "BROKER_LOG_KEYS",
     "CONFIG_VALUE_MAX_CHARS",
     "DYNAMIC_BROKER_KEYS",
+    "DYNAMIC_NODE_KEYS",
     "INT_MAX",
     "LOG_PROPERTY_FIELDS",
     "LONG_MAX",

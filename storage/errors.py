@@ -75,6 +75,7 @@ class ErrorCode(enum.IntEnum):
     GROUP_MAX_SIZE_REACHED = 81
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
@@ -508,6 +509,13 @@ class ReassignmentInProgressError(KraftError):
     """A reassignment is already running for this partition (Kafka error 60)."""
 
     code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+@final
+class NoReassignmentInProgressError(KraftError):
+    """A cancel named a partition with no reassignment in progress (Kafka error 85)."""
+
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 @final

@@ -23,6 +23,7 @@ from storage.config_docs import TABLES, markdown_table, rewrite_doc
 from storage.config_registry import (
     BROKER_LOG_KEYS,
     DYNAMIC_BROKER_KEYS,
+    DYNAMIC_NODE_KEYS,
     NODE_REGISTRY,
     REGISTRY,
     TOPIC_REGISTRY,
@@ -91,7 +92,9 @@ def test_the_per_layer_tables_derive_from_the_registry() -> None:
         k.name: k.field for k in TOPIC_REGISTRY if k.owner == "LogConfig"
     }
     assert set(TOPIC_CONFIGS) == {k.name for k in TOPIC_REGISTRY}
-    assert set(BROKER_CONFIGS) == {k.synonym for k in TOPIC_REGISTRY if k.synonym}
+    assert set(BROKER_CONFIGS) == {k.synonym for k in TOPIC_REGISTRY if k.synonym} | set(
+        DYNAMIC_NODE_KEYS
+    )
     assert set(BROKER_LOG_KEYS.values()) == set(PROPERTY_KEYS)
     for broker_key, topic_key in BROKER_LOG_KEYS.items():
         assert TOPIC_CONFIGS[topic_key].synonym == broker_key

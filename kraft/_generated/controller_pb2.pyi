@@ -63,16 +63,18 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "listeners", "rack")
+    __slots__ = ("broker_id", "incarnation_id", "listeners", "rack", "previous_broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     LISTENERS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     listeners: _containers.RepeatedCompositeFieldContainer[Endpoint]
     rack: str
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ...) -> None: ...
+    previous_broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "broker_epoch", "current_leader")
@@ -164,12 +166,16 @@ class CreatableTopic(_message.Message):
     def __init__(self, name: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ..., assignments: _Optional[_Iterable[_Union[Int32List, _Mapping]]] = ..., configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CreateTopicsRequest(_message.Message):
-    __slots__ = ("topics", "validate_only")
+    __slots__ = ("topics", "validate_only", "broker_id", "broker_epoch")
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     topics: _containers.RepeatedCompositeFieldContainer[CreatableTopic]
     validate_only: bool
-    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopic, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+    broker_id: int
+    broker_epoch: int
+    def __init__(self, topics: _Optional[_Iterable[_Union[CreatableTopic, _Mapping]]] = ..., validate_only: _Optional[bool] = ..., broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class CreatableTopicResult(_message.Message):
     __slots__ = ("name", "error_code", "error_message", "topic_id", "num_partitions", "replication_factor")
@@ -427,6 +433,96 @@ class ElectLeadersResponse(_message.Message):
     current_leader: CurrentLeader
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., replica_election_results: _Optional[_Iterable[_Union[ReplicaElectionResult, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
 
+class ReassignablePartition(_message.Message):
+    __slots__ = ("partition_index", "replicas")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    replicas: Int32List
+    def __init__(self, partition_index: _Optional[int] = ..., replicas: _Optional[_Union[Int32List, _Mapping]] = ...) -> None: ...
+
+class ReassignableTopic(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[ReassignablePartition]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ReassignablePartition, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[ReassignableTopic]
+    def __init__(self, topics: _Optional[_Iterable[_Union[ReassignableTopic, _Mapping]]] = ...) -> None: ...
+
+class ReassignablePartitionResponse(_message.Message):
+    __slots__ = ("partition_index", "error_code", "error_message")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class ReassignableTopicResponse(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[ReassignablePartitionResponse]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ReassignablePartitionResponse, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "responses", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    responses: _containers.RepeatedCompositeFieldContainer[ReassignableTopicResponse]
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., responses: _Optional[_Iterable[_Union[ReassignableTopicResponse, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
+class ListPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: TopicPartitionList
+    def __init__(self, partitions: _Optional[_Union[TopicPartitionList, _Mapping]] = ...) -> None: ...
+
+class OngoingPartitionReassignment(_message.Message):
+    __slots__ = ("partition_index", "replicas", "adding_replicas", "removing_replicas")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class OngoingTopicReassignment(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[OngoingPartitionReassignment]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OngoingPartitionReassignment, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "topics", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    topics: _containers.RepeatedCompositeFieldContainer[OngoingTopicReassignment]
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OngoingTopicReassignment, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
 class AllocateProducerIdsRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -474,20 +570,28 @@ class BrokerRegistration(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
 
 class PartitionDescription(_message.Message):
-    __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas")
+    __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas", "adding_replicas", "removing_replicas", "elr", "last_known_elr")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ELR_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition: int
     leader: int
     leader_epoch: int
     replicas: _containers.RepeatedScalarFieldContainer[int]
     isr: _containers.RepeatedScalarFieldContainer[int]
     offline_replicas: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    elr: _containers.RepeatedScalarFieldContainer[int]
+    last_known_elr: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., elr: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class TopicMetadata(_message.Message):
     __slots__ = ("name", "error_code", "error_message", "topic_id", "partitions", "replication_mode")

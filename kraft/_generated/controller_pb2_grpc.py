@@ -115,6 +115,16 @@ class ControllerStub:
                 request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/kraft.v1.Controller/AlterPartitionReassignments',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/kraft.v1.Controller/ListPartitionReassignments',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -216,6 +226,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -298,6 +320,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeAcls,
                     request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -732,6 +764,60 @@ class Controller:
             '/kraft.v1.Controller/DescribeAcls',
             kraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
             kraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/AlterPartitionReassignments',
+            kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/ListPartitionReassignments',
+            kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -64,6 +64,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     GROUP_MAX_SIZE_REACHED: _ClassVar[ErrorCode]
     ELIGIBLE_LEADERS_NOT_AVAILABLE: _ClassVar[ErrorCode]
     ELECTION_NOT_NEEDED: _ClassVar[ErrorCode]
+    NO_REASSIGNMENT_IN_PROGRESS: _ClassVar[ErrorCode]
     INVALID_RECORD: _ClassVar[ErrorCode]
     PRODUCER_FENCED: _ClassVar[ErrorCode]
     RESOURCE_NOT_FOUND: _ClassVar[ErrorCode]
@@ -138,6 +139,7 @@ PREFERRED_LEADER_NOT_AVAILABLE: ErrorCode
 GROUP_MAX_SIZE_REACHED: ErrorCode
 ELIGIBLE_LEADERS_NOT_AVAILABLE: ErrorCode
 ELECTION_NOT_NEEDED: ErrorCode
+NO_REASSIGNMENT_IN_PROGRESS: ErrorCode
 INVALID_RECORD: ErrorCode
 PRODUCER_FENCED: ErrorCode
 RESOURCE_NOT_FOUND: ErrorCode

@@ -1,25 +1,29 @@
-"""``kraft consume TOPIC``: print records to stdout, like ``kafka-console-consumer``."""
+"""``kraft consume TOPIC...``: print records to stdout, like ``kafka-console-consumer``."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from kraft.arguments import non_negative_int, non_negative_seconds
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
+from kraft.cli.console_format import ENCODINGS, RecordFormatter
 
 if TYPE_CHECKING:
     from kraft.types import TopicPartition
-    from replication.clients import Consumer, ConsumerRecord
+    from replication.clients import Consumer
 
 _EPILOG = """\
 examples:
   kraft consume events --from-beginning --max-messages 10 --bootstrap 127.0.0.1:9192
   kraft consume events --partition 2 --offset 100 --print-key --print-offset
-  kraft consume events --from-beginning --timeout 5 --json > events.jsonl
+  kraft consume events --partition 0 --offset -10 --timeout 2
+  kraft consume --include 'events-.*' --from-beginning --property print.timestamp=true \\
+      --property print.headers=true --property print.key=true
+  kraft consume events --from-beginning --timeout 5 --json --encoding base64 > events.jsonl
   kraft consume events --group billing --from-beginning
 
 With --group G the consumer joins consumer group G (KIP-848): the group's coordinator
@@ -27,12 +31,16 @@ assigns it a share of the partitions, each starting at the group's committed off
 at the end, or the beginning with --from-beginning), and it commits what it printed
 (enable.auto.commit) every 5 s and on exit.
 
-Reads every partition of the topic (or only --partition) and prints one line per record:
-its value, preceded by "Partition:P<TAB>Offset:O<TAB>" with --print-offset and by the key
-and a tab with --print-key (a missing key prints as "null"). Starts at the end of each
-partition (only new records) unless --from-beginning or --offset. Exits 0 after
---max-messages records, or once no record arrived for --timeout seconds; otherwise it runs
-until Ctrl-C.
+Reads every partition of the topics (several names, or every topic matching --include; or
+only --partition of one topic) and prints one line per record, as Kafka's console consumer
+formats it: --property print.timestamp, print.partition, print.offset, print.headers,
+print.key (false by default), print.value (true), key.separator (a tab, between fields),
+headers.separator, null.literal. --print-key and --print-offset are shorthands. --encoding
+base64|hex prints keys, values and header values binary-safe (utf8 replaces invalid
+bytes); --json prints one object per record. --offset takes a number, earliest, latest or
+-N (N before the end, as rpk's -o -N). Starts at the end of each partition (only new
+records) unless --from-beginning or --offset. Exits 0 after --max-messages records, or once
+no record arrived for --timeout seconds; otherwise it runs until Ctrl-C.
 """
 
 _METADATA_TIMEOUT_S = 10.0
@@ -47,7 +55,10 @@ def add_parser(sub: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("topic")
+    p.add_argument("topics", nargs="*", metavar="TOPIC", help="the topics to read")
+    p.add_argument(
+        "--include", metavar="REGEX", help="also read every topic whose name matches REGEX"
+    )
     add_bootstrap_arguments(p, controller=False)
     p.add_argument(
         "--from-beginning",
@@ -61,7 +72,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--offset",
         metavar="OFFSET",
-        help="start offset of --partition: a number, earliest or latest",
+        help="start offset of --partition: a number, earliest, latest or -N (N before the end)",
     )
     p.add_argument(
         "--max-messages", type=non_negative_int, metavar="N", help="exit after N records"
@@ -72,8 +83,24 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="exit once no record arrived for this long (default: wait forever)",
     )
-    p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE")
-    p.add_argument("--print-offset", action="store_true", help="print partition and offset")
+    p.add_argument("--print-key", action="store_true", help="print.key=true")
+    p.add_argument(
+        "--print-offset", action="store_true", help="print.partition=true print.offset=true"
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a formatter property (repeatable), e.g. print.timestamp=true",
+    )
+    p.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        default="utf8",
+        help="how keys, values and header values print (default utf8; base64 and hex are "
+        "binary-safe)",
+    )
     p.add_argument(
         "--consumer-property",
         action="append",
@@ -84,23 +111,25 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="one JSON object per record: partition, offset, timestamp, key, value",
+        help="one JSON object per record: topic, partition, offset, timestamp, headers, key, "
+        "value (bytes in --encoding)",
     )
     p.set_defaults(handler=run)
 
 
 def _start_offset(text: str | None) -> int | str | None:
+    """None, ``earliest``, ``latest``, an absolute offset (>= 0) or a relative one (< 0: that
+    many before the end)."""
     if text is None:
         return None
     if text in ("earliest", "latest"):
         return text
     try:
-        offset = int(text)
+        return int(text)
     except ValueError:
-        raise ValueError(f"--offset must be a number, earliest or latest, not {text!r}") from None
-    if offset < 0:
-        raise ValueError(f"--offset must be >= 0, not {offset}")
-    return offset
+        raise ValueError(
+            f"--offset must be a number, -N, earliest or latest, not {text[:40]!r}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,17 +143,28 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--offset needs --partition")
     if start is not None and args.from_beginning:
         raise ValueError("give --offset or --from-beginning, not both")
+    properties = parse_key_values(args.property, "--property")
+    if args.print_key:
+        properties.setdefault("print.key", "true")
+    if args.print_offset:
+        properties.setdefault("print.partition", "true")
+        properties.setdefault("print.offset", "true")
+    formatter = RecordFormatter.from_properties(properties, args.encoding)
     options: dict[str, Any] = parse_key_values(args.consumer_property, "--consumer-property")
-    topic = describe_topic_on_brokers(bootstrap, args.topic, _METADATA_TIMEOUT_S, "consume")
-    partitions = sorted(p.partition for p in topic.partitions)
-    if args.partition is not None:
-        if args.partition not in partitions:
-            raise ValueError(
-                f"--partition {args.partition}: {args.topic} has partitions "
-                f"0..{len(partitions) - 1}"
-            )
-        partitions = [args.partition]
-    tps = [TopicPartition(args.topic, p) for p in partitions]
+    names = _topic_names(bootstrap, args.topics, args.include)
+    if args.partition is not None and len(names) != 1:
+        raise ValueError("--partition needs exactly one topic")
+    tps: list[TopicPartition] = []
+    for name in names:
+        topic = describe_topic_on_brokers(bootstrap, name, _METADATA_TIMEOUT_S, "consume")
+        partitions = sorted(p.partition for p in topic.partitions)
+        if args.partition is not None:
+            if args.partition not in partitions:
+                raise ValueError(
+                    f"--partition {args.partition}: {name} has partitions 0..{len(partitions) - 1}"
+                )
+            partitions = [args.partition]
+        tps.extend(TopicPartition(name, p) for p in partitions)
 
     if args.group is not None:
         if args.partition is not None or start is not None:
@@ -135,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     with Consumer(bootstrap, **{**security(), **options}) as consumer:
         if args.group is not None:
-            consumer.subscribe([args.topic])  # positions: the group's committed offsets
+            consumer.subscribe(names)  # positions: the group's committed offsets
         else:
             _assign(consumer, tps, start, from_beginning=args.from_beginning)
         last_record = time.monotonic()
@@ -153,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
                 for record in records:
                     if args.max_messages is not None and consumed >= args.max_messages:
                         break
-                    out.write(_format(record, args) + "\n")
+                    line = formatter.json(record) if args.json else formatter.line(record)
+                    out.write(line + "\n")
                     consumed += 1
                 out.flush()
         except KeyboardInterrupt:
@@ -168,6 +209,8 @@ def _assign(
     consumer.assign(tps)
     if from_beginning or start == "earliest":
         consumer.seek_to_beginning()
+    elif isinstance(start, int) and start < 0:
+        consumer.seek(tps[0], _relative_to_end(consumer, tps[0], -start))
     elif isinstance(start, int):
         _check_in_range(consumer, tps[0], start)
         consumer.seek(tps[0], start)
@@ -176,6 +219,37 @@ def _assign(
     # Resolve "the end" now, so records produced after this point are all printed.
     for tp in tps:
         consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+
+
+def _topic_names(bootstrap: str, topics: list[str], include: str | None) -> list[str]:
+    """The named topics, then those matching ``include`` (sorted, internal ones left out)."""
+    names = list(dict.fromkeys(topics))
+    if include is not None:
+        try:
+            pattern = re.compile(include)
+        except re.error as e:
+            raise ValueError(f"--include {include[:60]!r} is not a regex: {e}") from None
+        from kraft.types import INTERNAL_TOPICS
+        from replication.clients import AdminClient
+
+        with AdminClient(bootstrap) as admin:
+            listed = [n for n in admin.list_topics() if n not in INTERNAL_TOPICS]
+        # NB: internal topics are left out, as Kafka's exclude.internal.topics=true does.
+        names.extend(n for n in listed if pattern.fullmatch(n) and n not in names)
+        if not names:
+            raise ValueError(f"--include {include[:60]!r} matches no topic")
+    if not names:
+        raise ValueError("name a topic, or give --include REGEX")
+    return names
+
+
+def _relative_to_end(consumer: Consumer, tp: TopicPartition, count: int) -> int:
+    """The offset ``count`` records before the end of ``tp`` (not before its log start)."""
+    consumer.seek_to_beginning([tp])
+    start = consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+    consumer.seek_to_end([tp])
+    end = consumer.position(tp, timeout=_METADATA_TIMEOUT_S)
+    return max(start, end - count)
 
 
 def _check_in_range(consumer: Consumer, tp: TopicPartition, offset: int) -> None:
@@ -205,27 +279,3 @@ def _check_in_range(consumer: Consumer, tp: TopicPartition, offset: int) -> None
             log_start_offset=start,
             log_end_offset=end,
         )
-
-
-def _text(data: bytes | None) -> str:
-    return "null" if data is None else data.decode("utf-8", errors="replace")
-
-
-def _format(record: ConsumerRecord, args: argparse.Namespace) -> str:
-    if args.json:
-        return json.dumps(
-            {
-                "partition": record.partition,
-                "offset": record.offset,
-                "timestamp": record.timestamp,
-                "key": None if record.key is None else _text(record.key),
-                "value": None if record.value is None else _text(record.value),
-            }
-        )
-    parts = []
-    if args.print_offset:
-        parts.append(f"Partition:{record.partition}\tOffset:{record.offset}")
-    if args.print_key:
-        parts.append(_text(record.key))
-    parts.append(_text(record.value))
-    return "\t".join(parts)

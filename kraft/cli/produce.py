@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.arguments import non_negative_int, positive_seconds
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
+from kraft.cli.console_format import LineReader
 
 if TYPE_CHECKING:
     from replication.clients import RecordFuture
@@ -18,10 +19,18 @@ _EPILOG = """\
 examples:
   printf 'hello\\nworld\\n' | kraft produce events --bootstrap 127.0.0.1:9192
   printf 'user-1:clicked\\nuser-2:left\\n' | kraft produce events --key-separator :
+  printf 'src:web,v:2\\tuser-1\\tclicked\\n' | kraft produce events \\
+      --property parse.headers=true --property parse.key=true
+  printf '1700000000000|late\\n' | kraft produce events \\
+      --property parse.timestamp=true --property timestamp.separator='|'
   seq 1000 | kraft produce events --acks 1 --partition 0 --json
 
 Each line of stdin (without its newline) is one record's value; with --key-separator the
 text before the first separator is the key (records with one key go to one partition).
+--property takes the console producer's properties (Kafka's names): parse.key,
+key.separator, parse.headers, headers.delimiter, headers.separator, headers.key.separator,
+null.marker, and kraft's parse.timestamp and timestamp.separator (a line is
+[TIMESTAMP<sep>][HEADERS<delim>][KEY<sep>]VALUE).
 Records are sent as they are read (linger.ms=5), so typing works too; the command exits 0
 once every record is acknowledged, or 1 with the first failure. --acks all (the default)
 uses the idempotent producer (KIP-98: no duplicates when a retry races an ack).
@@ -45,6 +54,13 @@ def add_parser(sub: Any) -> None:
         "--key-separator",
         metavar="SEP",
         help="split each line at the first SEP into key and value",
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a line-reader property (repeatable), e.g. parse.key=true or parse.headers=true",
     )
     p.add_argument(
         "--acks", choices=("all", "-1", "1", "0"), default="all", help="acks (default all)"
@@ -93,11 +109,10 @@ def run(args: argparse.Namespace) -> int:
         "max_block_ms": int(args.timeout * 1000),
         **parse_key_values(args.producer_property, "--producer-property"),
     }
-    separator: bytes | None = (
-        args.key_separator.encode() if args.key_separator is not None else None
-    )
-    if separator == b"":
-        raise ValueError("--key-separator must not be empty")
+    properties = parse_key_values(args.property, "--property")
+    if args.key_separator is not None:
+        properties = {"parse.key": "true", "key.separator": args.key_separator, **properties}
+    reader = LineReader.from_properties(properties)
     metadata_timeout = min(args.timeout, _METADATA_TIMEOUT_S)
     topic = describe_topic_on_brokers(bootstrap, args.topic, metadata_timeout, "produce")
     count = len(topic.partitions)
@@ -111,15 +126,16 @@ def run(args: argparse.Namespace) -> int:
     sent = 0
     try:
         for number, raw in enumerate(sys.stdin.buffer, start=1):
-            line = raw.rstrip(b"\n").rstrip(b"\r")
-            key: bytes | None = None
-            if separator is not None:
-                key, sep, value = line.partition(separator)
-                if not sep:
-                    raise ValueError(f"line {number} has no key separator {args.key_separator!r}")
-            else:
-                value = line
-            pending.append((number, producer.send(args.topic, value, key, args.partition)))
+            line = reader.parse(raw.rstrip(b"\n").rstrip(b"\r"), number)
+            future = producer.send(
+                args.topic,
+                line.value,
+                line.key,
+                args.partition,
+                headers=list(line.headers) or None,
+                timestamp_ms=line.timestamp_ms,
+            )
+            pending.append((number, future))
             sent += 1
             while pending and pending[0][1].done():
                 _report(*pending.popleft(), as_json=args.json)

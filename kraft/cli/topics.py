@@ -165,9 +165,10 @@ def add_parser(sub: Any) -> None:
     _common(a)
     a.set_defaults(handler=alter_config)
 
-    from kraft.cli import topics_admin
+    from kraft.cli import topics_admin, topics_reassign
 
     topics_admin.add_actions(action, _common)
+    topics_reassign.add_action(action, _common)
 
 
 def create(args: argparse.Namespace) -> int:
@@ -261,7 +262,22 @@ def describe(args: argparse.Namespace) -> int:
                 f"Leader: {p['leader'] if p['leader'] >= 0 else 'none'}\t"
                 f"LeaderEpoch: {p['leader_epoch']}\t"
                 f"Replicas: {_ids(p['replicas'])}\t"
-                + (f"Voters: {_ids(p['voters'])}" if quorum else f"Isr: {_ids(p['isr'])}")
+                + (
+                    f"Voters: {_ids(p['voters'])}"
+                    if quorum
+                    else f"Isr: {_ids(p['isr'])}\tElr: {_ids(p['elr'])}\t"
+                    f"LastKnownElr: {_ids(p['last_known_elr'])}"
+                )
+                + (
+                    f"\tAddingReplicas: {_ids(p['adding_replicas'])}"
+                    if p["adding_replicas"]
+                    else ""
+                )
+                + (
+                    f"\tRemovingReplicas: {_ids(p['removing_replicas'])}"
+                    if p["removing_replicas"]
+                    else ""
+                )
                 + (f"\t({', '.join(flags)})" if flags else ""),
                 file=out,
             )
@@ -360,9 +376,18 @@ def _topic_doc(topic: TopicMetadata) -> dict[str, Any]:
                 "isr": list(p.isr),
                 **({"voters": list(p.replicas)} if quorum else {}),
                 "offline_replicas": list(p.offline_replicas),
+                "adding_replicas": list(p.adding_replicas),
+                "removing_replicas": list(p.removing_replicas),
+                # KIP-966: eligible leader replicas and the last known leader (ISR topics).
+                "elr": list(p.elr),
+                "last_known_elr": list(p.last_known_elr),
                 # A quorum partition has no ISR: a replica with its log offline is missing.
+                # During a reassignment the replicas being added do not count yet (Kafka's
+                # replication factor of an ongoing reassignment).
                 "under_replicated": (
-                    bool(p.offline_replicas) if quorum else len(p.isr) < len(p.replicas)
+                    bool(p.offline_replicas)
+                    if quorum
+                    else len(p.isr) < len(p.replicas) - len(p.adding_replicas)
                 ),
             }
             for p in partitions

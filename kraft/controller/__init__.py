@@ -35,7 +35,8 @@ Decisions are made against the *pending* image (committed + produced-but-uncommi
 contract (a broker epoch is the offset of its registration record).
 
 The request handlers are also available as pure functions of a `MetadataImage` in the
-``*_control`` modules, and `place_replicas` / `PartitionChangeBuilder` can be used on their own.
+``*_control`` modules (and `kraft.controller.reassignment` for KIP-455 reassignments), and
+`place_replicas` / `PartitionChangeBuilder` can be used on their own.
 """
 
 from kraft.controller.cluster_control import PRODUCER_ID_BLOCK_SIZE, BrokerHeartbeatManager
@@ -49,6 +50,8 @@ from kraft.controller.messages import (
     AlterConfigsResourceResult,
     AlterPartitionData,
     AlterPartitionPartitionResult,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionTopic,
@@ -73,7 +76,15 @@ from kraft.controller.messages import (
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
     PartitionElectionResult,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopic,
+    ReassignableTopicResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     ReplicaElectionResult,
@@ -96,6 +107,8 @@ __all__ = [
     "AlterConfigsResourceResult",
     "AlterPartitionData",
     "AlterPartitionPartitionResult",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionTopic",
@@ -126,8 +139,16 @@ __all__ = [
     "ElectionType",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "OngoingPartitionReassignment",
+    "OngoingTopicReassignment",
     "PartitionChangeBuilder",
     "PartitionElectionResult",
+    "ReassignablePartition",
+    "ReassignablePartitionResponse",
+    "ReassignableTopic",
+    "ReassignableTopicResponse",
     "RegisterBrokerRequest",
     "RegisterBrokerResponse",
     "ReplicaElectionResult",

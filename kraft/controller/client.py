@@ -47,6 +47,8 @@ from kraft.controller.config_describe import DescribeConfigsRequest, DescribeCon
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -63,6 +65,8 @@ from kraft.controller.messages import (
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     TopicIdPartition,
@@ -104,6 +108,14 @@ _RPCS: dict[type, tuple[str, type]] = {
     CreatePartitionsRequest: ("CreatePartitions", CreatePartitionsResponse),
     AlterPartitionRequest: ("AlterPartition", AlterPartitionResponse),
     ElectLeadersRequest: ("ElectLeaders", ElectLeadersResponse),
+    AlterPartitionReassignmentsRequest: (
+        "AlterPartitionReassignments",
+        AlterPartitionReassignmentsResponse,
+    ),
+    ListPartitionReassignmentsRequest: (
+        "ListPartitionReassignments",
+        ListPartitionReassignmentsResponse,
+    ),
     IncrementalAlterConfigsRequest: ("IncrementalAlterConfigs", IncrementalAlterConfigsResponse),
     AllocateProducerIdsRequest: ("AllocateProducerIds", AllocateProducerIdsResponse),
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
@@ -194,8 +206,10 @@ class ControllerClient:
         configs: Mapping[str, str] | None = None,
         assignments: Sequence[Sequence[int]] = (),
         timeout: float | None = None,
+        as_broker: tuple[int, int] | None = None,
     ) -> CreatableTopicResult:
         """Create one topic; returns its result (topic id, partitions, replication factor).
+        ``as_broker``: ``(broker id, broker epoch)`` of a broker creating an internal topic.
 
         Raises:
             TopicAlreadyExistsError, InvalidReplicationFactorError, InvalidTopicError, ...:
@@ -210,9 +224,11 @@ class ControllerClient:
             assignments=tuple(tuple(a) for a in assignments),
             configs=dict(configs or {}),
         )
-        response: CreateTopicsResponse = self.send(
-            CreateTopicsRequest(topics=(topic,)), timeout=timeout
+        broker_id, broker_epoch = as_broker if as_broker is not None else (None, None)
+        request = CreateTopicsRequest(
+            topics=(topic,), broker_id=broker_id, broker_epoch=broker_epoch
         )
+        response: CreateTopicsResponse = self.send(request, timeout=timeout)
         (result,) = response.topics
         _raise_for(result.error_code, result.error_message)
         return result
@@ -290,9 +306,11 @@ class ControllerClient:
         incarnation_id: str | None = None,
         listeners: Sequence[Endpoint] = (),
         rack: str | None = None,
+        previous_broker_epoch: int | None = None,
         timeout: float | None = None,
     ) -> int:
-        """Register a broker (KIP-631); returns its broker epoch.
+        """Register a broker (KIP-631); returns its broker epoch. ``previous_broker_epoch``:
+        the epoch of its last clean shutdown (KIP-966), None after an unclean one.
 
         Raises:
             DuplicateBrokerRegistrationError: another live incarnation holds the id.
@@ -302,6 +320,7 @@ class ControllerClient:
             incarnation_id=incarnation_id or uuid.uuid4().hex,
             listeners=tuple(listeners),
             rack=rack,
+            previous_broker_epoch=previous_broker_epoch,
         )
         response: RegisterBrokerResponse = self.send(request, timeout=timeout)
         _raise_for(response.error_code, response.error_message)

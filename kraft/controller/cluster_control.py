@@ -18,7 +18,10 @@ A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``):
   until the old session expires; after a completed controlled shutdown the session is already
   over). The same incarnation registering again is a retry (Kafka's "amending" a
   registration): it gets a new broker epoch at once. A re-registering broker loses its ISR
-  memberships and leaderships in the same batch (its old process is gone).
+  memberships and leaderships in the same batch (its old process is gone). With eligible
+  leader replicas on (KIP-966), a registration whose ``previous_broker_epoch`` is not the
+  registered epoch (the broker did not shut down cleanly, so its logs may have lost committed
+  records) also takes the broker out of every ELR.
 - **Unfencing**: once a heartbeat reports a metadata offset >= the broker epoch (the broker has
   replayed its own registration, so it is caught up to it); offline partitions that can now
   elect a leader do so in the same batch.
@@ -138,7 +141,11 @@ class BrokerHeartbeatManager:
 
 
 def _fence_records(
-    image: MetadataImage, broker_id: int, *, controlled_shutdown: bool = False
+    image: MetadataImage,
+    broker_id: int,
+    *,
+    controlled_shutdown: bool = False,
+    elr_enabled: bool = False,
 ) -> list[MetadataRecord]:
     """Fence ``broker_id`` (or, with ``controlled_shutdown``, start its controlled shutdown) and,
     in the same batch, drop it from every ISR and move its leaderships (KIP-841).
@@ -157,7 +164,7 @@ def _fence_records(
             fenced=True,
             in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
         )
-    return [change, *remove_broker_from_partitions(image, broker_id)]
+    return [change, *remove_broker_from_partitions(image, broker_id, elr_enabled=elr_enabled)]
 
 
 def handle_register_broker(
@@ -167,6 +174,7 @@ def handle_register_broker(
     next_offset: int,
     heartbeats: BrokerHeartbeatManager,
     now_ms: int,
+    elr_enabled: bool = False,
 ) -> ControllerResult[RegisterBrokerResponse]:
     """Register a broker; ``next_offset`` is the log offset the batch will start at, which
     becomes the broker epoch (the ``RegisterBrokerRecord`` is the batch's first record)."""
@@ -202,9 +210,20 @@ def handle_register_broker(
             fenced=True,
         )
     ]
-    if existing is not None:
-        # The old incarnation is gone: it leaves every ISR and leadership (KIP-841).
-        records.extend(remove_broker_from_partitions(image, request.broker_id))
+    # KIP-966: clean if it names the epoch it had, or if it is the same process retrying (its
+    # logs never stopped; Kafka handles a shutdown only for a new incarnation).
+    clean = existing is not None and (
+        request.previous_broker_epoch == existing.broker_epoch
+        or request.incarnation_id == existing.incarnation_id
+    )
+    if existing is not None or (elr_enabled and not clean):
+        # The old incarnation is gone: it leaves every ISR and leadership (KIP-841), and every
+        # ELR unless it shut down cleanly (KIP-966).
+        records.extend(
+            remove_broker_from_partitions(
+                image, request.broker_id, elr_enabled=elr_enabled, unclean_shutdown=not clean
+            )
+        )
     heartbeats.touch(request.broker_id, now_ms, metadata_offset=-1)
     return ControllerResult(
         records=tuple(records), response=RegisterBrokerResponse(broker_epoch=next_offset)
@@ -217,6 +236,7 @@ def handle_broker_heartbeat(
     *,
     heartbeats: BrokerHeartbeatManager,
     now_ms: int,
+    elr_enabled: bool = False,
 ) -> ControllerResult[BrokerHeartbeatResponse]:
     """Keep the session alive and move the broker through its states (see module docstring)."""
     registration = image.broker(request.broker_id)
@@ -229,7 +249,9 @@ def handle_broker_heartbeat(
         )
     heartbeats.touch(request.broker_id, now_ms, request.current_metadata_offset)
     # Offline replicas first: the state changes below then see their leader moves.
-    offline_records = offline_replica_changes(image, request.broker_id, request.offline_replicas)
+    offline_records = offline_replica_changes(
+        image, request.broker_id, request.offline_replicas, elr_enabled=elr_enabled
+    )
     if offline_records:
         image = image.apply_batch(offline_records, image.last_offset + 1)
     broker_id = request.broker_id
@@ -245,22 +267,28 @@ def handle_broker_heartbeat(
                     broker_id=broker_id, broker_epoch=registration.broker_epoch, fenced=False
                 )
                 unfenced = image.apply(change, image.last_offset + 1)
-                records = [change, *elect_offline_leaders(unfenced)]
+                records = [change, *elect_offline_leaders(unfenced, elr_enabled=elr_enabled)]
                 fenced = False
         case BrokerState.UNFENCED:
             if request.want_fence:
-                records, fenced = _fence_records(image, broker_id), True
+                records, fenced = _fence_records(image, broker_id, elr_enabled=elr_enabled), True
             elif request.want_shutdown:
                 if _leads_anything(image, broker_id):
-                    records = _fence_records(image, broker_id, controlled_shutdown=True)
+                    records = _fence_records(
+                        image, broker_id, controlled_shutdown=True, elr_enabled=elr_enabled
+                    )
                 else:
-                    records, fenced, should_shut_down = _fence_records(image, broker_id), True, True
+                    records = _fence_records(image, broker_id, elr_enabled=elr_enabled)
+                    fenced, should_shut_down = True, True
         case BrokerState.CONTROLLED_SHUTDOWN:
             # NB: a broker cannot leave controlled shutdown; want_shutdown=False is ignored.
             if _leads_anything(image, broker_id):
-                records = list(remove_broker_from_partitions(image, broker_id))
+                records = list(
+                    remove_broker_from_partitions(image, broker_id, elr_enabled=elr_enabled)
+                )
             else:
-                records, fenced, should_shut_down = _fence_records(image, broker_id), True, True
+                records = _fence_records(image, broker_id, elr_enabled=elr_enabled)
+                fenced, should_shut_down = True, True
     if should_shut_down:
         # Its session ends here: a new incarnation may register without waiting for a timeout.
         heartbeats.remove(broker_id)
@@ -289,7 +317,11 @@ def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
 
 
 def fence_expired_brokers(
-    image: MetadataImage, heartbeats: BrokerHeartbeatManager, now_ms: int
+    image: MetadataImage,
+    heartbeats: BrokerHeartbeatManager,
+    now_ms: int,
+    *,
+    elr_enabled: bool = False,
 ) -> tuple[list[MetadataRecord], list[int]]:
     """Fence every unfenced broker whose session expired; returns (records, fenced ids).
 
@@ -302,7 +334,7 @@ def fence_expired_brokers(
     for broker_id in image.unfenced_broker_ids():
         if not heartbeats.session_expired(broker_id, now_ms):
             continue
-        batch = _fence_records(working, broker_id)
+        batch = _fence_records(working, broker_id, elr_enabled=elr_enabled)
         working = working.apply_batch(batch, base_offset=working.last_offset + 1)
         records.extend(batch)
         fenced.append(broker_id)
@@ -310,9 +342,14 @@ def fence_expired_brokers(
 
 
 def handle_unregister_broker(
-    image: MetadataImage, request: UnregisterBrokerRequest, *, heartbeats: BrokerHeartbeatManager
+    image: MetadataImage,
+    request: UnregisterBrokerRequest,
+    *,
+    heartbeats: BrokerHeartbeatManager,
+    elr_enabled: bool = False,
 ) -> ControllerResult[UnregisterBrokerResponse]:
-    """Remove a broker (KIP-500 UnregisterBroker); it first leaves every ISR and leadership."""
+    """Remove a broker (KIP-500 UnregisterBroker); it first leaves every ISR and leadership
+    (and every ELR: a removed broker is no candidate)."""
     registration = image.broker(request.broker_id)
     if registration is None:
         return ControllerResult(
@@ -322,7 +359,11 @@ def handle_unregister_broker(
                 error_message=f"broker {request.broker_id} is not registered",
             ),
         )
-    records: list[MetadataRecord] = list(remove_broker_from_partitions(image, request.broker_id))
+    records: list[MetadataRecord] = list(
+        remove_broker_from_partitions(
+            image, request.broker_id, elr_enabled=elr_enabled, unclean_shutdown=True
+        )
+    )
     records.append(
         UnregisterBrokerRecord(broker_id=request.broker_id, broker_epoch=registration.broker_epoch)
     )

@@ -18,12 +18,17 @@ A request changing more than 10,000 keys is refused whole, POLICY_VIOLATION for 
 (`kraft.controller.limits`); a value longer than `CONFIG_VALUE_MAX_CHARS` is INVALID_CONFIG.
 
 APPEND and SUBTRACT work on the current value of a LIST key (its dynamic value or its default).
+
+A change of ``min.insync.replicas`` (a topic's, or the cluster default) clears the eligible
+leader replicas of the partitions it applies to, in the same batch (KIP-966, as Kafka does:
+`kraft.controller.eligible_leaders.clear_elr_on_min_isr_change`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kraft.controller.eligible_leaders import clear_elr_on_min_isr_change
 from kraft.controller.limits import reject_incremental_alter_configs
 from kraft.controller.messages import (
     AlterableConfig,
@@ -91,9 +96,22 @@ def handle_incremental_alter_configs(
                 resource_type=resource.resource_type, resource_name=resource.resource_name
             )
         )
+    records.extend(clear_elr_on_min_isr_change(image, _min_isr_changed(image, records)))
     return ControllerResult(
         records=tuple(records), response=IncrementalAlterConfigsResponse(responses=tuple(results))
     )
+
+
+def _min_isr_changed(image: MetadataImage, records: list[MetadataRecord]) -> set[str]:
+    """The topics whose effective ``min.insync.replicas`` these config records may change."""
+    topics: set[str] = set()
+    for r in records:
+        if isinstance(r, ConfigRecord) and r.name == MIN_INSYNC_REPLICAS:
+            if r.resource_type is ConfigResourceType.TOPIC:
+                topics.add(r.resource_name)
+            elif r.resource_name == "":  # the cluster default applies to every topic
+                topics.update(image.topic_ids_by_name)
+    return topics
 
 
 def _alter_resource(

@@ -76,6 +76,8 @@ from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     AlterConfigsResourceResult,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -93,6 +95,8 @@ from kraft.controller.messages import (
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     UnregisterBrokerRequest,
@@ -102,6 +106,11 @@ from kraft.controller.partition_control import (
     elect_offline_leaders,
     handle_alter_partition,
     handle_elect_leaders,
+)
+from kraft.controller.reassignment import (
+    complete_reassignments,
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
 )
 from kraft.controller.result import ControllerResult
 from kraft.controller.topic_control import (
@@ -139,6 +148,10 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     """[leader.imbalance.per.broker.percentage] A broker's tolerated share of preferred
     partitions it does not lead."""
+    eligible_leader_replicas_enable: bool = True
+    """[eligible.leader.replicas.enable] KIP-966: keep replicas that left the ISR below
+    ``min.insync.replicas`` as eligible leaders (`kraft.controller.eligible_leaders`). Kafka
+    4.0's default is off, 4.1 turns it on for new clusters; kraft's is on."""
 
     def leader_balance(self) -> LeaderBalanceConfig:
         return LeaderBalanceConfig(
@@ -172,7 +185,8 @@ class ControllerCore:
         self._committed = image or MetadataImage.empty()
         self._pending = self._committed
         self._heartbeats = BrokerHeartbeatManager(self.config.broker_session_timeout_ms)
-        self._balancer = LeaderBalancer(self.config.leader_balance())
+        self._elr = self.config.eligible_leader_replicas_enable
+        self._balancer = LeaderBalancer(self.config.leader_balance(), elr_enabled=self._elr)
         self._topic_defaults = TopicDefaults(
             num_partitions=self.config.default_num_partitions,
             replication_factor=self.config.default_replication_factor,
@@ -184,6 +198,9 @@ class ControllerCore:
         # `tick` may have event-driven work then (an offline partition that can now have a
         # leader, e.g. after unclean.leader.election.enable was turned on).
         self._tick_wanted_at_ms: int | None = None
+        # KIP-455: a new active controller completes the reassignments whose ISR became
+        # complete under its predecessor (their completion record may have been lost).
+        self._reassignment_scan_wanted = False
         # Records produced but not yet replayed as committed: (offset, record), in log order.
         self._inflight: deque[tuple[int, MetadataRecord]] = deque()
         self._base_log: FilteringBoundLogger = log if log is not None else structlog.get_logger()
@@ -235,6 +252,7 @@ class ControllerCore:
         self._heartbeats.reset(list(self._committed.brokers), now_ms)
         self._balancer.reset(now_ms)
         self._tick_wanted_at_ms = now_ms  # a predecessor may have left offline partitions
+        self._reassignment_scan_wanted = True
         self._log = self._base_log.bind(component="controller", role="active", epoch=epoch)
         self._log.info("became_active", next_offset=next_offset)
 
@@ -289,11 +307,16 @@ class ControllerCore:
             next_offset=self._next_offset,
             heartbeats=self._heartbeats,
             now_ms=now_ms,
+            elr_enabled=self._elr,
         )
         response = result.response
         if response.error_code is ErrorCode.NONE:
             self._log.info(
-                "broker_registered", broker_id=request.broker_id, broker_epoch=response.broker_epoch
+                "broker_registered",
+                broker_id=request.broker_id,
+                broker_epoch=response.broker_epoch,
+                # KIP-966: None after an unclean shutdown (it then leaves every ELR).
+                previous_broker_epoch=request.previous_broker_epoch,
             )
         else:
             self._log.info(
@@ -310,7 +333,11 @@ class ControllerCore:
             return _rejected(BrokerHeartbeatResponse(error_code=_NOT_CONTROLLER))
         before = self._pending.broker(request.broker_id)
         result = handle_broker_heartbeat(
-            self._pending, request, heartbeats=self._heartbeats, now_ms=now_ms
+            self._pending,
+            request,
+            heartbeats=self._heartbeats,
+            now_ms=now_ms,
+            elr_enabled=self._elr,
         )
         self._append(result, now_ms)
         for record in result.records:
@@ -339,7 +366,9 @@ class ControllerCore:
     ) -> ControllerResult[UnregisterBrokerResponse]:
         if not self._active:
             return _rejected(UnregisterBrokerResponse(error_code=_NOT_CONTROLLER))
-        result = handle_unregister_broker(self._pending, request, heartbeats=self._heartbeats)
+        result = handle_unregister_broker(
+            self._pending, request, heartbeats=self._heartbeats, elr_enabled=self._elr
+        )
         if result.records:
             self._log.info("broker_unregistered", broker_id=request.broker_id)
         return self._append(result, now_ms)
@@ -416,6 +445,7 @@ class ControllerCore:
         result = handle_incremental_alter_configs(self._pending, request)
         if result.records:
             self._log.info("configs_altered", count=len(result.records))
+            self._reassignment_scan_wanted = True  # a lowered min.insync.replicas may unblock
         return self._append(result, now_ms)
 
     def handle_alter_partition_request(
@@ -423,7 +453,9 @@ class ControllerCore:
     ) -> ControllerResult[AlterPartitionResponse]:
         if not self._active:
             return _rejected(AlterPartitionResponse(error_code=_NOT_CONTROLLER))
-        result = handle_alter_partition(self._pending, request)
+        result = self._with_completed_reassignments(
+            handle_alter_partition(self._pending, request, elr_enabled=self._elr)
+        )
         for topic in result.response.topics:
             for p in topic.partitions:
                 if p.error_code is ErrorCode.NONE:
@@ -450,7 +482,7 @@ class ControllerCore:
     ) -> ControllerResult[ElectLeadersResponse]:
         if not self._active:
             return _rejected(ElectLeadersResponse(error_code=_NOT_CONTROLLER))
-        result = handle_elect_leaders(self._pending, request)
+        result = handle_elect_leaders(self._pending, request, elr_enabled=self._elr)
         if result.records:
             self._log.info(
                 "leaders_elected",
@@ -458,6 +490,34 @@ class ControllerCore:
                 partitions=len(result.records),
             )
         return self._append(result, now_ms)
+
+    def handle_alter_partition_reassignments_request(
+        self, request: AlterPartitionReassignmentsRequest, now_ms: int
+    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+        """KIP-455: start, replace or cancel reassignments (`kraft.controller.reassignment`)."""
+        if not self._active:
+            return _rejected(AlterPartitionReassignmentsResponse(error_code=_NOT_CONTROLLER))
+        result = handle_alter_partition_reassignments(self._pending, request)
+        for record in result.records:
+            assert isinstance(record, PartitionChangeRecord)
+            self._log.info(
+                "partition_reassignment_changed",
+                topic_id=record.topic_id,
+                partition=record.partition,
+                replicas=None if record.replicas is None else list(record.replicas),
+                adding_replicas=record.adding_replicas,
+                removing_replicas=record.removing_replicas,
+                leader=record.leader,
+            )
+        return self._append(result, now_ms)
+
+    def handle_list_partition_reassignments_request(
+        self, request: ListPartitionReassignmentsRequest, now_ms: int
+    ) -> ControllerResult[ListPartitionReassignmentsResponse]:
+        """KIP-455: the reassignments in progress, from the committed image (no records)."""
+        if not self._active:
+            return _rejected(ListPartitionReassignmentsResponse(error_code=_NOT_CONTROLLER))
+        return _rejected(handle_list_partition_reassignments(self._committed, request))
 
     def handle_allocate_producer_ids_request(
         self, request: AllocateProducerIdsRequest, now_ms: int
@@ -502,9 +562,11 @@ class ControllerCore:
         if not self._active:
             return ()
         self._tick_wanted_at_ms = None
-        records, fenced = fence_expired_brokers(self._pending, self._heartbeats, now_ms)
+        records, fenced = fence_expired_brokers(
+            self._pending, self._heartbeats, now_ms, elr_enabled=self._elr
+        )
         working = self._pending.apply_batch(records, self._next_offset)
-        records.extend(elect_offline_leaders(working))
+        records.extend(elect_offline_leaders(working, elr_enabled=self._elr))
         if (due := self._balancer.next_deadline_ms()) is not None and now_ms >= due:
             # Decide against the image this batch's earlier records leave behind.
             after = self._pending.apply_batch(records, self._next_offset) if records else working
@@ -512,6 +574,10 @@ class ControllerCore:
             if balanced:
                 self._log.info("leaders_rebalanced", partitions=len(balanced))
             records.extend(balanced)
+        if self._reassignment_scan_wanted:
+            self._reassignment_scan_wanted = False
+            after = self._pending.apply_batch(records, self._next_offset) if records else working
+            records.extend(complete_reassignments(after))
         if fenced:
             self._log.info(
                 "brokers_fenced_on_session_timeout",
@@ -541,6 +607,37 @@ class ControllerCore:
         return min(deadlines, default=None)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _with_completed_reassignments(
+        self, result: ControllerResult[AlterPartitionResponse]
+    ) -> ControllerResult[AlterPartitionResponse]:
+        """KIP-455: an ISR change that puts every target replica of a reassignment in sync
+        completes it, in the same batch (Kafka's builder does it in the same record; the
+        response still reports the ISR change, and the leader learns the rest from metadata).
+        """
+        touched = [
+            (r.topic_id, r.partition)
+            for r in result.records
+            if isinstance(r, PartitionChangeRecord)
+            and r.isr is not None
+            and (p := self._pending.partition(r.topic_id, r.partition)) is not None
+            and p.is_reassigning
+        ]
+        if not touched:
+            return result
+        after = self._pending.apply_batch(result.records, self._next_offset)
+        completions = complete_reassignments(after, touched)
+        for record in completions:
+            self._log.info(
+                "partition_reassignment_completed",
+                topic_id=record.topic_id,
+                partition=record.partition,
+                replicas=None if record.replicas is None else list(record.replicas),
+                leader=record.leader,
+            )
+        if not completions:
+            return result
+        return ControllerResult(records=(*result.records, *completions), response=result.response)
 
     def _append(self, result: ControllerResult[R], now_ms: int | None) -> ControllerResult[R]:
         """Fold the result's records into the pending image at the next offsets; a change

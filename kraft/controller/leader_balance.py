@@ -107,9 +107,14 @@ class LeaderBalancer:
     """When to check leader balance next, and the check itself (see the module docstring)."""
 
     def __init__(
-        self, config: LeaderBalanceConfig, *, max_elections: int = MAX_ELECTIONS_PER_CHECK
+        self,
+        config: LeaderBalanceConfig,
+        *,
+        max_elections: int = MAX_ELECTIONS_PER_CHECK,
+        elr_enabled: bool = False,
     ) -> None:
         self.config = config
+        self.elr_enabled = elr_enabled
         self.max_elections = max_elections
         self._next_check_ms: int | None = None
 
@@ -139,6 +144,7 @@ class LeaderBalancer:
         result = handle_elect_leaders(
             image,
             ElectLeadersRequest(election_type=ElectionType.PREFERRED, partitions=tuple(targets)),
+            elr_enabled=self.elr_enabled,
         )
         # More left than one check may move: come back soon (paced), else after the interval.
         more = len(targets) >= self.max_elections

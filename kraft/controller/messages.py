@@ -35,6 +35,10 @@ class RegisterBrokerRequest:
     incarnation_id: str
     listeners: tuple[Endpoint, ...] = ()
     rack: str | None = None
+    previous_broker_epoch: int | None = None
+    """KIP-966: the epoch this broker had at its last clean shutdown (None: it did not shut
+    down cleanly, or never ran); any other value than its registered epoch is an unclean
+    shutdown, which takes it out of every ELR (`kraft.controller.eligible_leaders`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +105,10 @@ class CreatableTopic:
 class CreateTopicsRequest:
     topics: tuple[CreatableTopic, ...]
     validate_only: bool = False
+    broker_id: int | None = None
+    """With ``broker_epoch``: a broker creating an internal topic on first use (the only way
+    an internal topic name is accepted; see `kraft.types.INTERNAL_TOPICS`)."""
+    broker_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,6 +331,78 @@ class ElectLeadersResponse:
     replica_election_results: tuple[ReplicaElectionResult, ...] = ()
 
 
+# -- AlterPartitionReassignments / ListPartitionReassignments (KIP-455) ------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignablePartition:
+    """``replicas``: the target replica list; ``None`` cancels the reassignment in progress."""
+
+    partition_index: int
+    replicas: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignableTopic:
+    name: str
+    partitions: tuple[ReassignablePartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsRequest:
+    topics: tuple[ReassignableTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignablePartitionResponse:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReassignableTopicResponse:
+    name: str
+    partitions: tuple[ReassignablePartitionResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionReassignmentsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    responses: tuple[ReassignableTopicResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsRequest:
+    """``partitions=None``: every partition with a reassignment in progress."""
+
+    partitions: tuple[TopicPartition, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OngoingPartitionReassignment:
+    """``replicas`` is the union of the original and target replicas (target first)."""
+
+    partition_index: int
+    replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OngoingTopicReassignment:
+    name: str
+    partitions: tuple[OngoingPartitionReassignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListPartitionReassignmentsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    topics: tuple[OngoingTopicReassignment, ...] = ()
+
+
 # -- AllocateProducerIds (KIP-730) -------------------------------------------------------------
 
 
@@ -351,6 +431,8 @@ ControllerRequest = (
     | AlterPartitionRequest
     | ElectLeadersRequest
     | AllocateProducerIdsRequest
+    | AlterPartitionReassignmentsRequest
+    | ListPartitionReassignmentsRequest
 )
 
 __all__ = [
@@ -361,6 +443,8 @@ __all__ = [
     "AlterConfigsResourceResult",
     "AlterPartitionData",
     "AlterPartitionPartitionResult",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionTopic",
@@ -386,7 +470,15 @@ __all__ = [
     "ElectionType",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "OngoingPartitionReassignment",
+    "OngoingTopicReassignment",
     "PartitionElectionResult",
+    "ReassignablePartition",
+    "ReassignablePartitionResponse",
+    "ReassignableTopic",
+    "ReassignableTopicResponse",
     "ReplicaElectionResult",
     "TopicIdPartition",
     "UnregisterBrokerRequest",

@@ -22,6 +22,10 @@ The rules, each a `PartitionChangeRecord` against the pending image:
   leaves ``offline_replicas``. It comes back as a follower and rejoins the ISR through the
   leader's AlterPartition once caught up, like any follower; a leaderless partition whose
   last ISR member it is elects it again in the same record.
+- With eligible leader replicas on (KIP-966), a replica reported offline also leaves the ELR
+  and does not join it: its log is being recovered and may miss committed records (the rule
+  KIP-966 applies to a broker that shut down uncleanly). The last ISR member then leaves the
+  ISR as a fenced one would, and an ELR member may lead.
 - An AlterPartition may not add an offline replica to the ISR (INELIGIBLE_REPLICA; see
   `kraft.controller.partition_control`).
 - Partitions that no longer exist, or that the broker does not replicate, are ignored.
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kraft.controller.eligible_leaders import elr_policy
 from kraft.controller.messages import TopicIdPartition
 from kraft.controller.partition_change import PartitionChangeBuilder
 from kraft.controller.partition_control import unclean_election_enabled
@@ -43,7 +48,11 @@ from kraft.metadata.records import PartitionChangeRecord
 
 
 def offline_replica_changes(
-    image: MetadataImage, broker_id: int, reported: Iterable[TopicIdPartition]
+    image: MetadataImage,
+    broker_id: int,
+    reported: Iterable[TopicIdPartition],
+    *,
+    elr_enabled: bool = False,
 ) -> list[PartitionChangeRecord]:
     """The records that bring every partition of ``broker_id`` in line with its report of
     offline replicas (see the module docstring); empty when nothing changes."""
@@ -58,8 +67,9 @@ def offline_replica_changes(
         quorum = is_quorum_topic(image, topic.name)
         if reported_offline:
             target_offline = (*partition.offline_replicas, broker_id)
-            # KIP-841: the last ISR member stays, so the partition can recover cleanly.
-            target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+            # KIP-841: the last ISR member stays, so the partition can recover cleanly (with
+            # ELR off: the builder keeps it).
+            target_isr = tuple(r for r in partition.isr if r != broker_id)
             if quorum:
                 target_isr = partition.isr  # no ISR: the replicas (voters), always
         else:
@@ -73,6 +83,13 @@ def offline_replica_changes(
                 is_acceptable_leader=image.is_active_broker,
                 unclean_allowed=unclean_election_enabled(image, topic.name),
                 leader_by_vote=quorum,
+                elr=elr_policy(
+                    image,
+                    topic.name,
+                    partition,
+                    enabled=elr_enabled,
+                    unclean_shutdown=(broker_id,) if reported_offline else (),
+                ),
             )
             .set_target_isr(target_isr)
             .set_target_offline_replicas(target_offline)

@@ -14,6 +14,13 @@ Election rules, in order (Kafka's ``PartitionChangeBuilder.electLeader``):
    ISR = [it] and the leader recovery state RECOVERING (KIP-704).
 5. Otherwise no leader (`NO_LEADER`): the partition is offline.
 
+With eligible leader replicas on (KIP-966, an `ElrPolicy` passed as ``elr``), an empty target
+ISR lets rule 3 take the first acceptable ELR member (it becomes the ISR alone), and, with ISR
+and ELR both empty, the last known leader (an unclean election, as rule 4's); the builder also
+keeps the ELR and the last known leader up to date. Those rules live in
+`kraft.controller.eligible_leaders`; `_elr_choice` and `_apply_elr` are the only places here
+that use them. Without a policy (ELR off) a change clears both fields.
+
 "Acceptable" means registered, unfenced and not in controlled shutdown (KIP-841); callers pass
 the predicate so a broker that is being fenced in the same batch is already excluded. A replica
 in the target ``offline_replicas`` (its broker reports its log offline) is never acceptable,
@@ -34,6 +41,12 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import Self, final
 
+from kraft.controller.eligible_leaders import (
+    ElrPolicy,
+    last_known_leader,
+    target_elr,
+    target_last_known_elr,
+)
 from kraft.metadata.delta import check_partition, merge_partition_change
 from kraft.metadata.image import PartitionRegistration
 from kraft.metadata.records import NO_LEADER, LeaderRecoveryState, PartitionChangeRecord
@@ -69,6 +82,7 @@ class PartitionChangeBuilder:
         is_acceptable_leader: Callable[[int], bool],
         unclean_allowed: bool = False,
         leader_by_vote: bool = False,
+        elr: ElrPolicy | None = None,
     ) -> None:
         self._current = current
         self._topic_id = topic_id
@@ -80,6 +94,7 @@ class PartitionChangeBuilder:
         self._election = Election.ONLINE
         self._target_recovery_state: LeaderRecoveryState | None = None
         self._target_offline: tuple[int, ...] = current.offline_replicas
+        self._elr = None if leader_by_vote else elr
 
     def set_target_isr(self, isr: Sequence[int]) -> Self:
         self._target_isr = tuple(isr)
@@ -100,9 +115,30 @@ class PartitionChangeBuilder:
     def _acceptable(self, replica: int) -> bool:
         return replica not in self._target_offline and self._is_acceptable(replica)
 
+    def _effective_target_isr(self) -> tuple[int, ...]:
+        """The target ISR; with ELR off, never empty (KIP-841): a partition left with an empty
+        ISR by ELR keeps its best candidate (an ELR member, else its last known leader)."""
+        isr, current = self._target_isr, self._current
+        if self._elr is None and not isr and not self._leader_by_vote:
+            return current.isr or current.elr[:1] or current.last_known_elr[:1]
+        return isr
+
+    def _elr_choice(self, isr: tuple[int, ...], elr: tuple[int, ...]) -> tuple[int, bool] | None:
+        """KIP-966's candidates after the ISR: an ELR member, then the last known leader."""
+        if self._elr is None or isr:
+            return None
+        for replica in self._current.replicas:
+            if replica in elr and self._acceptable(replica):
+                return replica, False
+        last = last_known_leader(self._current)
+        if not elr and last is not None and self._acceptable(last):
+            return last, True
+        return None
+
     def elect_leader(self) -> tuple[int, bool]:
         """The leader the rules above choose, and whether the choice is unclean."""
-        current, isr = self._current, self._target_isr
+        current, isr = self._current, self._effective_target_isr()
+        elr = () if self._elr is None else target_elr(current, isr, self._elr)
         if self._leader_by_vote:
             # Quorum mode: the Raft vote elects; an offline replica only stops leading.
             leader = current.leader
@@ -120,6 +156,8 @@ class PartitionChangeBuilder:
         for replica in current.replicas:
             if replica in isr and self._acceptable(replica):
                 return replica, False
+        if (choice := self._elr_choice(isr, elr)) is not None:
+            return choice
         if self._unclean_allowed or self._election is Election.UNCLEAN:
             for replica in current.replicas:
                 if self._acceptable(replica):
@@ -130,7 +168,7 @@ class PartitionChangeBuilder:
         """The change record, or ``None`` if the partition already is in the target state."""
         current = self._current
         leader, unclean = self.elect_leader()
-        isr = self._target_isr
+        isr = self._effective_target_isr()
         recovery_state = self._target_recovery_state
         if recovery_state is None:  # NB: not `or`: RECOVERED is 0, which is falsy
             recovery_state = current.leader_recovery_state
@@ -138,8 +176,11 @@ class PartitionChangeBuilder:
             # KIP-704: an unclean leader's log may lack committed data; only it is in sync.
             isr = (leader,)
             recovery_state = LeaderRecoveryState.RECOVERING
+        isr, elr, last_known = self._apply_elr(isr, leader, unclean)
         assert set(isr) <= set(current.replicas), (isr, current.replicas)
-        assert isr, "the ISR never becomes empty (KIP-841 keeps the last member)"
+        assert isr or self._elr is not None or not current.isr, (
+            "without ELR the ISR never becomes empty (KIP-841 keeps the last member)"
+        )
         offline = self._target_offline
         record = PartitionChangeRecord(
             topic_id=self._topic_id,
@@ -154,12 +195,16 @@ class PartitionChangeBuilder:
             leader_epoch=(
                 current.leader_epoch if self._leader_by_vote and leader != current.leader else None
             ),
+            eligible_leader_replicas=None if elr == current.elr else elr,
+            last_known_elr=None if last_known == current.last_known_elr else last_known,
         )
         if (
             record.isr is None
             and record.leader is None
             and record.leader_recovery_state is None
             and record.offline_replicas is None
+            and record.eligible_leader_replicas is None
+            and record.last_known_elr is None
         ):
             return None
         # Fail here, at decision time, rather than on replay on every node.
@@ -167,6 +212,21 @@ class PartitionChangeBuilder:
             merge_partition_change(current, record), f"{self._topic_id}-{self._partition}"
         )
         return record
+
+    def _apply_elr(
+        self, isr: tuple[int, ...], leader: int, unclean: bool
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """The ISR, ELR and last known leader once ``leader`` is elected (KIP-966)."""
+        current, policy = self._current, self._elr
+        if policy is None:
+            return isr, (), ()
+        elr = () if unclean else target_elr(current, isr, policy)
+        if leader != NO_LEADER and leader in elr:
+            # Elected from the ELR: it alone is in sync now; the others stay eligible.
+            isr, elr = (leader,), tuple(r for r in elr if r != leader)
+            if len(isr) >= policy.min_isr:
+                elr = ()  # its high watermark may move on alone now (rule 2)
+        return isr, elr, target_last_known_elr(current, isr, leader)
 
 
 __all__ = ["Election", "PartitionChangeBuilder"]

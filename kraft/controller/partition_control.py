@@ -10,12 +10,19 @@ moves its leaderships **in the same atomic batch** as the broker record; and an 
 that would add an ineligible broker is refused with INELIGIBLE_REPLICA. The one exception: the
 ISR never becomes empty. The last ISR member stays (with the leader set to `NO_LEADER`) so that
 when it comes back it can lead again without an unclean election.
+
+With eligible leader replicas (KIP-966, ``elr_enabled``; `kraft.controller.eligible_leaders`)
+that exception goes: the last member leaves the ISR for the ELR, which also keeps every replica
+that left the ISR while it was below ``min.insync.replicas``, and an ELR member leads when the
+ISR is empty. Each function here takes ``elr_enabled`` (the controller's
+``eligible.leader.replicas.enable``) and hands the builder an `ElrPolicy` when it is on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from kraft.controller.eligible_leaders import elr_policy
 from kraft.controller.limits import reject_elect_leaders
 from kraft.controller.messages import (
     AlterPartitionData,
@@ -50,26 +57,47 @@ def unclean_election_enabled(image: MetadataImage, topic_name: str) -> bool:
 
 
 def remove_broker_from_partitions(
-    image: MetadataImage, broker_id: int
+    image: MetadataImage,
+    broker_id: int,
+    *,
+    elr_enabled: bool = False,
+    unclean_shutdown: bool = False,
 ) -> list[PartitionChangeRecord]:
     """Drop ``broker_id`` from every ISR and move its leaderships (KIP-841).
 
     ``broker_id`` is treated as unable to lead whatever the image says, so this works both
     before and after the broker's own fence / shutdown record is applied. Quorum-mode
     partitions are left alone: they have no ISR, and their Raft group elects their leader.
+
+    With ``elr_enabled`` a replica leaving an ISR below min ISR joins the ELR (KIP-966), unless
+    ``unclean_shutdown``: its broker may have lost committed records, so it also leaves every
+    ELR it is in.
     """
 
     def acceptable(replica: int) -> bool:
         return replica != broker_id and image.is_active_broker(replica)
 
+    purge_elr = elr_enabled and unclean_shutdown
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
-        if broker_id not in partition.isr and partition.leader != broker_id:
+        if (
+            broker_id not in partition.isr
+            and partition.leader != broker_id
+            and not (purge_elr and broker_id in partition.elr)
+        ):
             continue
         if is_quorum_topic(image, topic.name):
             continue
-        # KIP-841: the last ISR member stays, so the partition can recover cleanly.
-        target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+        # KIP-841: the last ISR member stays, so the partition can recover cleanly (the
+        # builder keeps it unless ELR is on, which moves it to the ELR instead).
+        target_isr = tuple(r for r in partition.isr if r != broker_id)
+        policy = elr_policy(
+            image,
+            topic.name,
+            partition,
+            enabled=elr_enabled,
+            unclean_shutdown=(broker_id,) if unclean_shutdown else (),
+        )
         record = (
             PartitionChangeBuilder(
                 partition,
@@ -77,6 +105,7 @@ def remove_broker_from_partitions(
                 index,
                 is_acceptable_leader=acceptable,
                 unclean_allowed=unclean_election_enabled(image, topic.name),
+                elr=policy,
             )
             .set_target_isr(target_isr)
             .build()
@@ -87,11 +116,15 @@ def remove_broker_from_partitions(
 
 
 def elect_offline_leaders(
-    image: MetadataImage, *, is_acceptable: Callable[[int], bool] | None = None
+    image: MetadataImage,
+    *,
+    is_acceptable: Callable[[int], bool] | None = None,
+    elr_enabled: bool = False,
 ) -> list[PartitionChangeRecord]:
     """Elect a leader for every leaderless partition that now has an eligible replica (from the
-    ISR; outside it only where the topic enables unclean election). Quorum-mode partitions
-    wait for their Raft group's report instead (`kraft.controller.quorum_partitions`)."""
+    ISR; with ELR on, then from the ELR, then its last known leader; outside them only where
+    the topic enables unclean election). Quorum-mode partitions wait for their Raft group's
+    report instead (`kraft.controller.quorum_partitions`)."""
     acceptable = is_acceptable or image.is_active_broker
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
@@ -103,6 +136,7 @@ def elect_offline_leaders(
             index,
             is_acceptable_leader=acceptable,
             unclean_allowed=unclean_election_enabled(image, topic.name),
+            elr=elr_policy(image, topic.name, partition, enabled=elr_enabled),
         ).build()
         if record is not None and record.leader not in (None, NO_LEADER):
             records.append(record)
@@ -113,7 +147,7 @@ def elect_offline_leaders(
 
 
 def handle_alter_partition(
-    image: MetadataImage, request: AlterPartitionRequest
+    image: MetadataImage, request: AlterPartitionRequest, *, elr_enabled: bool = False
 ) -> ControllerResult[AlterPartitionResponse]:
     """Validate and apply a leader's ISR change, checking in Kafka's order.
 
@@ -143,7 +177,9 @@ def handle_alter_partition(
                 results.append(_error(data, ErrorCode.INVALID_REQUEST, "duplicate partition"))
                 continue
             seen.add(key)
-            result, record = _alter_one(image, request.broker_id, topic_data.topic_id, data)
+            result, record = _alter_one(
+                image, request.broker_id, topic_data.topic_id, data, elr_enabled
+            )
             results.append(result)
             if record is not None:
                 records.append(record)
@@ -164,7 +200,7 @@ def _error(
 
 
 def _alter_one(
-    image: MetadataImage, sender_id: int, topic_id: str, data: AlterPartitionData
+    image: MetadataImage, sender_id: int, topic_id: str, data: AlterPartitionData, elr_enabled: bool
 ) -> tuple[AlterPartitionPartitionResult, PartitionChangeRecord | None]:
     topic = image.topic_by_id(topic_id)
     if topic is None:
@@ -192,7 +228,11 @@ def _alter_one(
         return _error(data, code, f"{topic.name}-{data.partition}: {message}"), None
     record = (
         PartitionChangeBuilder(
-            partition, topic_id, data.partition, is_acceptable_leader=image.is_active_broker
+            partition,
+            topic_id,
+            data.partition,
+            is_acceptable_leader=image.is_active_broker,
+            elr=elr_policy(image, topic.name, partition, enabled=elr_enabled),
         )
         .set_target_isr(data.new_isr)
         .set_target_leader_recovery_state(data.leader_recovery_state)
@@ -281,7 +321,7 @@ def _ids(ids: Sequence[int], limit: int = 10) -> str:
 
 
 def handle_elect_leaders(
-    image: MetadataImage, request: ElectLeadersRequest
+    image: MetadataImage, request: ElectLeadersRequest, *, elr_enabled: bool = False
 ) -> ControllerResult[ElectLeadersResponse]:
     """Preferred or unclean election for the named partitions (or all partitions)."""
     rejection = reject_elect_leaders(request)
@@ -296,7 +336,7 @@ def handle_elect_leaders(
     records: list[MetadataRecord] = []
     by_topic: dict[str, list[PartitionElectionResult]] = {}
     for tp in targets:
-        code, message, record = _elect_one(image, tp, request.election_type)
+        code, message, record = _elect_one(image, tp, request.election_type, elr_enabled)
         if record is not None:
             records.append(record)
         if report_all or code is not ErrorCode.ELECTION_NOT_NEEDED:
@@ -318,7 +358,7 @@ _VOTE_ELECTS = "a quorum-mode partition's leader is elected by its Raft vote, no
 
 
 def _elect_one(
-    image: MetadataImage, tp: TopicPartition, election_type: ElectionType
+    image: MetadataImage, tp: TopicPartition, election_type: ElectionType, elr_enabled: bool
 ) -> tuple[ErrorCode, str, PartitionChangeRecord | None]:
     topic = image.topic(tp.topic)
     partition = None if topic is None else topic.partitions.get(tp.partition)
@@ -331,7 +371,11 @@ def _elect_one(
     if is_quorum_topic(image, topic.name):
         return ErrorCode.ELECTION_NOT_NEEDED, _VOTE_ELECTS, None
     builder = PartitionChangeBuilder(
-        partition, topic.topic_id, tp.partition, is_acceptable_leader=image.is_active_broker
+        partition,
+        topic.topic_id,
+        tp.partition,
+        is_acceptable_leader=image.is_active_broker,
+        elr=elr_policy(image, topic.name, partition, enabled=elr_enabled),
     )
     if election_type is ElectionType.PREFERRED:
         if partition.leader == partition.preferred_leader:

@@ -78,6 +78,7 @@ from kraft.controller.limits import (
 )
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     CreatePartitionsRequest,
@@ -85,10 +86,12 @@ from kraft.controller.messages import (
     DeleteTopicsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
 )
 from kraft.controller.node_config import ControllerNodeConfig
+from kraft.controller.reassignment import reject_alter_partition_reassignments
 from kraft.controller.result import ControllerResult
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.configs import REPLICATION_MODE
@@ -637,6 +640,25 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
             ElectLeadersRequest,
             lambda r: s.submit(r, lambda c: c.handle_elect_leaders_request),
             reject_elect_leaders,
+        )
+
+    async def AlterPartitionReassignments(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            AlterPartitionReassignmentsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_alter_partition_reassignments_request),
+            reject_alter_partition_reassignments,
+        )
+
+    async def ListPartitionReassignments(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            ListPartitionReassignmentsRequest,
+            lambda r: s.submit(r, lambda c: c.handle_list_partition_reassignments_request),
         )
 
     async def IncrementalAlterConfigs(self, request: Any, context: Any) -> Any:

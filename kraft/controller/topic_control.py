@@ -66,6 +66,7 @@ from kraft.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from kraft.types import INTERNAL_TOPICS
 from storage.errors import ErrorCode, KraftError
 
 TOPIC_NAME_MAX_LENGTH: Final = 249
@@ -202,8 +203,21 @@ def _place(
         raise _Rejected(exc.code, exc.message) from None
 
 
+def _from_live_broker(image: MetadataImage, request: CreateTopicsRequest) -> bool:
+    """The request says it comes from a registered, unfenced broker in its current epoch."""
+    if request.broker_id is None or request.broker_epoch is None:
+        return False
+    broker = image.broker(request.broker_id)
+    return broker is not None and not broker.fenced and broker.broker_epoch == request.broker_epoch
+
+
 def _create_one(
-    image: MetadataImage, topic: CreatableTopic, rng: random.Random, defaults: TopicDefaults
+    image: MetadataImage,
+    topic: CreatableTopic,
+    rng: random.Random,
+    defaults: TopicDefaults,
+    *,
+    internal_allowed: bool = False,
 ) -> tuple[list[MetadataRecord], CreatableTopicResult]:
     if (problem := validate_topic_name(topic.name)) is not None:
         raise _Rejected(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -212,6 +226,17 @@ def _create_one(
         # partition directories of a broker's log.dirs).
         raise _Rejected(
             ErrorCode.INVALID_REQUEST, f"creation of internal topic {topic.name} is prohibited"
+        )
+    if topic.name in INTERNAL_TOPICS and not internal_allowed:
+        # Kafka's brokers create __consumer_offsets themselves on first use, with its own
+        # partition count and configs, which the group coordinator relies on (kraft's: no
+        # retention, as only coordinator snapshots move its log start). A user's CreateTopics
+        # for it is refused; a broker's names the broker and its current epoch.
+        # TODO(#17): once callers are authenticated, require the broker's principal too.
+        raise _Rejected(
+            ErrorCode.INVALID_REQUEST,
+            f"creation of internal topic {topic.name} is prohibited: the brokers create it on "
+            f"first use",
         )
     if image.topic(topic.name) is not None:
         raise _Rejected(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
@@ -276,6 +301,7 @@ def handle_create_topics(
     if rejection is not None:
         return ControllerResult(records=(), response=rejection)
     counts = Counter(t.name for t in request.topics)
+    internal_allowed = _from_live_broker(image, request)
     working = image
     records: list[MetadataRecord] = []
     results: list[CreatableTopicResult] = []
@@ -285,7 +311,9 @@ def handle_create_topics(
                 raise _Rejected(
                     ErrorCode.INVALID_REQUEST, f"topic {quoted(topic.name)} appears more than once"
                 )
-            topic_records, result = _create_one(working, topic, rng, defaults)
+            topic_records, result = _create_one(
+                working, topic, rng, defaults, internal_allowed=internal_allowed
+            )
         except _Rejected as rejected:
             results.append(
                 CreatableTopicResult(

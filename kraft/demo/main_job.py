@@ -11,9 +11,14 @@ On the defaults, with nothing to configure:
 4. restart the killed broker and show it catch up and rejoin every ISR;
 5. consume the topic back and check every acknowledged record is there exactly once, at the
    partition and offset its acknowledgement gave;
-6. read the topic with the Spark data source (``spark``) and show records per partition and
+6. read the topic in a consumer group of 3 consumer processes, kill -9 one of them right after
+   it processed a batch, print the rebalance and its duration and the lag draining to 0, and
+   check that the group processed every acknowledged record at least once
+   (`kraft.demo.group_step`);
+7. read the topic with the Spark data source (``spark``) and show records per partition and
    min/max offsets (skipped, with a message, when the data source is not importable);
-7. print a summary; exit 1 if a record was lost or duplicated, or a step failed.
+8. print a summary; exit 1 if a record was lost or duplicated (or, in the group, never
+   processed), or a step failed.
 
 With ``--tls`` (``make demo TLS=1``) the cluster is mTLS on every port (`LocalCluster(tls=True)`:
 a CA and a certificate per node and client under the data directory), and the clients connect
@@ -29,46 +34,35 @@ Every process it starts is stopped at the end, on an error and on Ctrl-C or SIGT
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 import traceback
-from array import array
-from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from kraft.demo.console import Console, bar
+from kraft.demo import group_step
+from kraft.demo.acks import AckTracker, value_of
+from kraft.demo.console import Console
+from kraft.demo.report import DemoError, Summary, render_summary
+from kraft.demo.verify import consume_and_verify
 from kraft.demo.watch import ClientEvents, ClusterWatcher
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
 
 
-class RecordFuture(Protocol):
-    """What the demo uses of `replication.clients.RecordFuture` (kraft does not import the
-    clients' modules: they sit above it; the `kraft` facade names them lazily)."""
-
-    def done(self) -> bool: ...
-    def result(self, timeout: float | None = None) -> Any: ...
-    def exception(self, timeout: float | None = None) -> BaseException | None: ...
-
-
 TOPIC = "demo"
 PARTITIONS = 6
 REPLICATION_FACTOR = 3
 MIN_INSYNC_REPLICAS = 2
-VALUE_PREFIX = b"kraft-demo "
-"""Each value is ``kraft-demo <sequence number, 10 digits>``: 21 bytes, unique."""
 
 PRODUCER_OPTIONS: dict[str, Any] = {
     "acks": "all",
@@ -82,192 +76,8 @@ PRODUCER_OPTIONS: dict[str, Any] = {
 WINDOW = 50_000
 """Records sent but not yet acknowledged, at most (Kafka bounds this with buffer.memory)."""
 
-ACK_TIMEOUT_S = 120.0
-"""A record not acknowledged this long after it became the oldest pending one fails the demo."""
-
 FAILOVER_TIMEOUT_S = 60.0
 REJOIN_TIMEOUT_S = 90.0
-CONSUME_STALL_S = 60.0
-
-
-class DemoError(Exception):
-    """A step did not complete (the message says which and where the logs are)."""
-
-
-def value_of(seq: int) -> bytes:
-    return VALUE_PREFIX + b"%010d" % seq
-
-
-def seq_of(value: bytes | None) -> int:
-    """The sequence number in a demo value; -1 for anything else."""
-    if value is None or not value.startswith(VALUE_PREFIX):
-        return -1
-    try:
-        return int(value[len(VALUE_PREFIX) :])
-    except ValueError:
-        return -1
-
-
-@dataclass
-class Summary:
-    """What the demo measured; printed at the end and written by ``--summary-json``."""
-
-    records: int
-    acknowledged: int = 0
-    failed: int = 0
-    consumed: int = 0
-    lost: int = 0
-    duplicates: int = 0
-    misplaced: int = 0
-    unacknowledged_present: int = 0
-    foreign: int = 0
-    produce_s: float = 0.0
-    produce_records_per_s: float = 0.0
-    consume_s: float = 0.0
-    consume_records_per_s: float = 0.0
-    killed_broker: int | None = None
-    killed_leader_of: int = 0
-    fenced_after_s: float | None = None
-    failover_s: float | None = None
-    isr_shrunk_after_s: float | None = None
-    producer_retries: int = 0
-    rejoined_after_restart_s: float | None = None
-    spark: str = "not run"
-    spark_rows: int | None = None
-    phases_s: dict[str, float] = field(default_factory=dict)
-    total_s: float = 0.0
-    load_average: list[float] = field(default_factory=list)
-    pids: list[int] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            not self.errors
-            and self.lost == 0
-            and self.duplicates == 0
-            and self.misplaced == 0
-            and self.failed == 0
-        )
-
-
-class AckTracker(threading.Thread):
-    """Follows the futures of sent records in send order as they complete (the progress line
-    and the longest pause in acknowledgements); `resolve` then reads the partition and offset
-    each acknowledgement gave, or its error.
-
-    NB: while producing, only ``done()`` is called (cheap): resolving a future costs about as
-    much as sending its record, and this process's GIL is the producer's bottleneck.
-    """
-
-    def __init__(self, total: int, console: Console) -> None:
-        super().__init__(name="kraft-demo-acks", daemon=True)
-        self.total = total
-        self.futures: list[RecordFuture] = []
-        self.cursor = 0
-        """Every record before this index is done (acknowledged or failed)."""
-        self.partition_of = bytearray(b"\xff") * total
-        """Per sequence number: the acknowledged partition, 255 if not acknowledged."""
-        self.offset_of = array("q", [-1]) * total
-        self.failures: dict[str, int] = {}
-        self.failed = 0
-        self.started = time.monotonic()
-        self.stalled_s = 0.0
-        """The longest time no acknowledgement arrived (the producer's view of the failover)."""
-        self._console = console
-        self._stopping = threading.Event()
-        self._last_line = -1
-        self._samples: deque[tuple[float, int]] = deque()
-
-    def run(self) -> None:
-        last_progress = time.monotonic()
-        while not self._stopping.is_set():
-            before = self.cursor
-            futures, cursor = self.futures, self.cursor
-            end = len(futures)
-            while cursor < end and futures[cursor].done():
-                cursor += 1
-            self.cursor = cursor
-            now = time.monotonic()
-            if cursor != before or cursor == self.total:
-                self.stalled_s = max(self.stalled_s, now - last_progress)
-                last_progress = now
-            self._show(now)
-            if cursor == self.total:
-                return
-            self._stopping.wait(0.05)
-
-    def resolve(self) -> None:
-        """Read every (done) future's partition and offset, or its error; free the futures."""
-        from storage.errors import KraftError
-
-        partition_of, offset_of = self.partition_of, self.offset_of
-        for seq, future in enumerate(self.futures):
-            try:
-                md = future.result(0)
-            except KraftError as e:
-                self.failed += 1
-                name = type(e).__name__
-                self.failures[name] = self.failures.get(name, 0) + 1
-            else:
-                partition_of[seq] = md.partition
-                offset_of[seq] = md.offset
-        self.futures = []
-
-    def _show(self, now: float) -> None:
-        done, total = self.cursor, self.total
-        samples = self._samples
-        samples.append((now, done))
-        while len(samples) > 2 and now - samples[1][0] >= 1.0:
-            samples.popleft()  # keep about one second
-        then, done_then = samples[0]
-        rate = (done - done_then) / (now - then) if now > then else 0.0
-        text = (
-            f"  produce {bar(done, total)} {100 * done // max(total, 1):3d}%  "
-            f"{done:>{len(f'{total:,}')},}/{total:,} acknowledged  {rate:>9,.0f} records/s now"
-        )
-        tenth = 10 * done // max(total, 1)
-        line = tenth != self._last_line
-        self._last_line = tenth
-        self._console.progress(text, line=line)
-
-    def wait_for(self, index: int, act: Callable[[], None]) -> None:
-        """Block until record ``index`` is acknowledged (or failed), calling ``act`` meanwhile.
-
-        Raises:
-            DemoError: it took longer than ``ACK_TIMEOUT_S``.
-        """
-        deadline = time.monotonic() + ACK_TIMEOUT_S
-        while True:
-            future = self.futures[index]
-            if future.done():
-                return
-            act()
-            _wait_done(future, 0.05)
-            if time.monotonic() > deadline:
-                raise DemoError(f"record {index} not acknowledged within {ACK_TIMEOUT_S:.0f}s")
-
-    def wait_all(self, act: Callable[[], None]) -> None:
-        """Block until every record is resolved (the thread then ends), calling ``act``."""
-        deadline = time.monotonic() + ACK_TIMEOUT_S
-        while self.is_alive():
-            act()
-            self.join(timeout=0.05)
-            if time.monotonic() > deadline:
-                raise DemoError(
-                    f"{self.total - self.cursor} records not acknowledged within "
-                    f"{ACK_TIMEOUT_S:.0f}s"
-                )
-
-    def close(self) -> None:
-        self._stopping.set()
-        if self.is_alive():
-            self.join(timeout=5)
-
-
-def _wait_done(future: RecordFuture, timeout: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        future.exception(timeout)
 
 
 # -- the steps ------------------------------------------------------------------------------------
@@ -436,87 +246,11 @@ def await_rejoin(watcher: ClusterWatcher, summary: Summary, console: Console) ->
         console.say(f"   partition {index}: leader {p.leader}, ISR {list(p.isr)}")
 
 
-def consume_and_verify(
-    cluster: LocalCluster, tracker: AckTracker, summary: Summary, console: Console
-) -> None:
-    from kraft import Consumer, TopicPartition
-
-    total = summary.records
-    console.say(f"\n5. consuming {TOPIC!r} from the beginning and checking every record")
-    seen = bytearray(total)
-    partition_of, offset_of = tracker.partition_of, tracker.offset_of
-    consumed = foreign = misplaced = duplicates = 0
-    with Consumer(
-        cluster.bootstrap,
-        auto_offset_reset="earliest",
-        max_poll_records=20_000,
-        **cluster.client_security,
-    ) as consumer:
-        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
-        consumer.assign(tps)
-        consumer.seek_to_end(tps)
-        ends = {tp: consumer.position(tp, timeout=60) for tp in tps}
-        consumer.seek_to_beginning(tps)
-        end_total = sum(ends.values())
-        started = last = time.monotonic()
-        remaining = set(tps)
-        while remaining:
-            records = consumer.poll(timeout=1.0)
-            now = time.monotonic()
-            if records:
-                last = now
-            elif now - last > CONSUME_STALL_S:
-                raise DemoError(f"no record consumed for {CONSUME_STALL_S:.0f}s")
-            for r in records:
-                consumed += 1
-                seq = seq_of(r.value)
-                if not 0 <= seq < total:
-                    foreign += 1
-                    continue
-                if seen[seq]:
-                    duplicates += 1
-                else:
-                    seen[seq] = 1
-                    if partition_of[seq] != 255 and (
-                        partition_of[seq] != r.partition or offset_of[seq] != r.offset
-                    ):
-                        misplaced += 1
-            for tp in list(remaining):
-                if consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
-            console.progress(
-                f"  consume {bar(consumed, end_total)} {consumed:,}/{end_total:,} records"
-            )
-        seconds = time.monotonic() - started
-    acked = [i for i in range(total) if partition_of[i] != 255]
-    lost = sum(1 for i in acked if not seen[i])
-    summary.consumed = consumed
-    summary.lost = lost
-    summary.duplicates = duplicates
-    summary.misplaced = misplaced
-    summary.foreign = foreign
-    summary.unacknowledged_present = sum(
-        1 for i in range(total) if partition_of[i] == 255 and seen[i]
-    )
-    summary.consume_s = round(seconds, 3)
-    summary.consume_records_per_s = round(consumed / max(seconds, 1e-9), 1)
-    console.end_progress(
-        f"   consumed {consumed:,} records in {seconds:.1f}s "
-        f"({summary.consume_records_per_s:,.0f} records/s), up to the high watermarks "
-        f"{[ends[tp] for tp in tps]}"
-    )
-    console.say(
-        f"   acknowledged records: {len(acked):,}; found exactly once at their acknowledged "
-        f"partition and offset: {len(acked) - lost - misplaced:,}; lost: {lost}; "
-        f"duplicates: {duplicates}; misplaced: {misplaced}"
-    )
-
-
 def spark_aggregate(bootstrap: str, summary: Summary, console: Console, log_dir: Path) -> None:
     """Read the topic with the ``kraft`` Spark data source; records per partition, offsets."""
     from kraft.demo import spark_step
 
-    console.say("\n6. reading the topic with Spark (format 'kraft') into a DataFrame")
+    console.say("\n7. reading the topic with Spark (format 'kraft') into a DataFrame")
     started = time.monotonic()
     try:
         rows = spark_step.aggregate_by_partition(bootstrap, TOPIC, log_dir / "spark.log")
@@ -546,50 +280,6 @@ def spark_aggregate(bootstrap: str, summary: Summary, console: Console, log_dir:
         summary.spark = f"{summary.spark_rows:,} rows in {len(rows)} partitions, as consumed"
 
 
-# -- the report ----------------------------------------------------------------------------------
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}s"
-
-
-def render_summary(summary: Summary) -> str:
-    phases = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in summary.phases_s.items())
-    load = ", ".join(f"{x:.2f}" for x in summary.load_average)
-    lines = [
-        "",
-        "summary",
-        f"  records            {summary.records:,} produced with acks=all and idempotence; "
-        f"{summary.acknowledged:,} acknowledged, {summary.failed} failed",
-        f"  produce            {summary.produce_records_per_s:,.0f} records/s "
-        f"({summary.produce_s:.1f}s, failover included)",
-        f"  consume            {summary.consume_records_per_s:,.0f} records/s "
-        f"({summary.consumed:,} records in {summary.consume_s:.1f}s)",
-        f"  failover           broker {summary.killed_broker} (leader of "
-        f"{summary.killed_leader_of} partitions) killed; fenced after "
-        f"{_s(summary.fenced_after_s)}, new leaders after {_s(summary.failover_s)}, "
-        f"out of every ISR after {_s(summary.isr_shrunk_after_s)}; "
-        f"{summary.producer_retries} producer batch retries",
-        f"  recovery           back in every ISR {_s(summary.rejoined_after_restart_s)} "
-        f"after its restart",
-        f"  spark              {summary.spark}",
-        f"  lost = {summary.lost}",
-        f"  duplicates = {summary.duplicates}",
-        f"  misplaced = {summary.misplaced}",
-        f"  time               {summary.total_s:.1f}s in all: {phases}",
-        f"  load average       {load} (before the demo)",
-    ]
-    if summary.errors:
-        lines += [f"  FAILED: {error}" for error in summary.errors]
-    else:
-        lines.append(
-            "  OK: every acknowledged record was read back exactly once"
-            if summary.ok
-            else "  FAILED: see above"
-        )
-    return "\n".join(lines)
-
-
 # -- main ----------------------------------------------------------------------------------------
 
 
@@ -612,7 +302,13 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         f"{' (mTLS on every port)' if args.tls else ''}, one broker killed halfway; data and "
         f"logs in {data_dir}"
     )
-    cluster = LocalCluster(controllers=3, brokers=3, data_dir=data_dir, tls=args.tls)
+    cluster = LocalCluster(
+        controllers=3,
+        brokers=3,
+        data_dir=data_dir,
+        broker_config={"group.consumer.session.timeout.ms": str(group_step.SESSION_TIMEOUT_MS)},
+        tls=args.tls,
+    )
     watcher: ClusterWatcher | None = None
     tracker = AckTracker(args.records, console)
     try:
@@ -630,13 +326,17 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         phase("rejoin")
         summary.pids = sorted({*summary.pids, *cluster.pids()})
         watcher.close()
-        consume_and_verify(cluster, tracker, summary, console)
+        consume_and_verify(cluster, TOPIC, PARTITIONS, tracker, summary, console)
         phase("consume")
+        group_step.run_group(
+            cluster, TOPIC, PARTITIONS, tracker, summary, console, data_dir / "logs"
+        )
+        phase("group")
         if args.no_spark:
             summary.spark = "skipped (--no-spark)"
         elif args.tls:
             summary.spark = "skipped (--tls: the Spark data source has no TLS options yet)"
-            console.say(f"\n6. Spark: {summary.spark}")
+            console.say(f"\n7. Spark: {summary.spark}")
         else:
             spark_aggregate(cluster.bootstrap, summary, console, data_dir / "logs")
             phase("spark")

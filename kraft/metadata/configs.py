@@ -64,6 +64,13 @@ def validate_config(resource_type: ConfigResourceType, key: str, value: str) -> 
     return validate(scope, key, value)
 
 
+def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
+    """Kafka's ``Partition.effectiveMinIsr``: min.insync.replicas capped at the replica count.
+    The broker's high watermark stops below it (KIP-966's strict min ISR), and the controller's
+    ELR rules count with the same number (`kraft.controller.eligible_leaders`)."""
+    return max(1, min(min_insync_replicas, replication_factor))
+
+
 def check_min_insync_replicas(value: str | None, replication_factor: int) -> str | None:
     """Why a topic's ``min.insync.replicas`` cannot hold for its replication factor, or None.
 
@@ -164,6 +171,7 @@ __all__ = [
     "check_quorum_topic_config",
     "check_replication_mode_change",
     "config_defs",
+    "effective_min_isr",
     "parse_bool",
     "parse_int",
     "quoted",

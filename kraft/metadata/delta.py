@@ -71,12 +71,37 @@ def check_partition(p: PartitionRegistration, where: str) -> None:
         raise InvariantViolation(
             f"{where}: offline replicas {offline} not within {replicas} or leading"
         )
-    # KIP-704: a RECOVERING partition has exactly one ISR member, its (possibly offline) leader.
+    adding, removing = p.adding_replicas, p.removing_replicas
+    if (adding or removing) and (
+        not replica_set.issuperset(adding)
+        or not replica_set.issuperset(removing)
+        or not set(adding).isdisjoint(removing)
+        or len(set(adding)) != len(adding)
+        or len(set(removing)) != len(removing)
+        or len(removing) >= len(replicas)
+    ):
+        raise InvariantViolation(
+            f"{where}: adding {adding} / removing {removing} not disjoint subsets of {replicas}"
+        )
+    # KIP-704: a RECOVERING partition has exactly one ISR member, its (possibly offline) leader
+    # (none once ELR moved a fenced last member out of the ISR).
     if p.leader_recovery_state is not LeaderRecoveryState.RECOVERED and not (
-        len(isr) == 1 and leader in (NO_LEADER, isr[0])
+        (len(isr) == 1 and leader in (NO_LEADER, isr[0])) or (not isr and leader == NO_LEADER)
     ):
         raise InvariantViolation(
             f"{where}: RECOVERING partition must have ISR == [leader], got {isr}"
+        )
+    elr, last_known = p.elr, p.last_known_elr
+    # KIP-966: the ELR is outside the ISR, and both lists are replicas, without repeats.
+    if (elr or last_known) and (
+        len(set(elr)) != len(elr)
+        or not replica_set.issuperset(elr)
+        or not replica_set.issuperset(last_known)
+        or not set(elr).isdisjoint(isr)
+    ):
+        raise InvariantViolation(
+            f"{where}: ELR {elr} / last known ELR {last_known} not within {replicas} "
+            f"outside ISR {isr}"
         )
 
 
@@ -98,6 +123,10 @@ def merge_partition_change(
     offline = change.offline_replicas
     if offline is None:
         offline = current.offline_replicas
+    elr = (
+        current.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas
+    )
+    last_known = current.last_known_elr if change.last_known_elr is None else change.last_known_elr
     return PartitionRegistration(
         replicas=replicas,
         isr=current.isr if change.isr is None else change.isr,
@@ -111,6 +140,16 @@ def merge_partition_change(
         ),
         # NB: a replica moved off the partition (reassignment) takes its offline mark along.
         offline_replicas=tuple(r for r in offline if r in replicas),
+        adding_replicas=(
+            current.adding_replicas if change.adding_replicas is None else change.adding_replicas
+        ),
+        removing_replicas=(
+            current.removing_replicas
+            if change.removing_replicas is None
+            else change.removing_replicas
+        ),
+        elr=tuple(r for r in elr if r in replicas),
+        last_known_elr=tuple(r for r in last_known if r in replicas),
     )
 
 
@@ -232,6 +271,10 @@ class MetadataDelta:
                     partition_epoch=record.partition_epoch,
                     leader_recovery_state=record.leader_recovery_state,
                     offline_replicas=record.offline_replicas,
+                    adding_replicas=record.adding_replicas,
+                    removing_replicas=record.removing_replicas,
+                    elr=record.eligible_leader_replicas,
+                    last_known_elr=record.last_known_elr,
                 )
                 check_partition(registration, f"{record.topic_id}-{record.partition}")
                 self._w_partitions(record.topic_id)[record.partition] = registration

@@ -109,6 +109,13 @@ class PartitionRegistration:
     be offline). ``offline_replicas`` (a subset of ``replicas``) holds the replicas whose broker
     reports their log offline after a disk error; the leader is never one of them, and one is
     in the ISR only as its last member (KIP-841's rule for fenced brokers).
+
+    KIP-966: ``elr`` (eligible leader replicas) holds replicas outside the ISR that have every
+    committed record (they left the ISR while it was below ``min.insync.replicas``, so the
+    high watermark could not move past them); it is disjoint from the ISR. With ELR the ISR
+    may be empty (its last member moved to the ELR). ``last_known_elr`` is the last leader
+    of a partition whose ISR emptied, elected again only when ISR and ELR are both empty.
+    Both are subsets of ``replicas`` (`kraft.controller.eligible_leaders`).
     """
 
     replicas: tuple[int, ...]
@@ -118,6 +125,13 @@ class PartitionRegistration:
     partition_epoch: int = 0
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     offline_replicas: tuple[int, ...] = ()
+    # KIP-455: a reassignment in progress. ``replicas`` is then the union of the original and
+    # the target replicas (target first); the target is ``replicas`` minus ``removing_replicas``,
+    # the original is ``replicas`` minus ``adding_replicas`` (`kraft.controller.reassignment`).
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def is_online(self) -> bool:
@@ -126,6 +140,23 @@ class PartitionRegistration:
     @property
     def preferred_leader(self) -> int:
         return self.replicas[0] if self.replicas else NO_LEADER
+
+    @property
+    def is_reassigning(self) -> bool:
+        """A reassignment (KIP-455) is in progress."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the reassignment in progress completes (``replicas`` if none)."""
+        removing = self.removing_replicas
+        return tuple(r for r in self.replicas if r not in removing) if removing else self.replicas
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the reassignment in progress (``replicas`` if none)."""
+        adding = self.adding_replicas
+        return tuple(r for r in self.replicas if r not in adding) if adding else self.replicas
 
     def to_record(self, topic_id: str, partition: int) -> PartitionRecord:
         return PartitionRecord(
@@ -138,6 +169,10 @@ class PartitionRegistration:
             partition_epoch=self.partition_epoch,
             leader_recovery_state=self.leader_recovery_state,
             offline_replicas=self.offline_replicas,
+            adding_replicas=self.adding_replicas,
+            removing_replicas=self.removing_replicas,
+            eligible_leader_replicas=self.elr,
+            last_known_elr=self.last_known_elr,
         )
 
 
@@ -158,6 +193,14 @@ class PartitionDescription:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress adds."""
+    removing_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress removes."""
+    elr: tuple[int, ...] = ()
+    """KIP-966's eligible leader replicas (kafka-topics' ``Elr``)."""
+    last_known_elr: tuple[int, ...] = ()
+    """KIP-966's ``LastKnownElr``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,6 +323,10 @@ class MetadataImage:
                 offline_replicas=tuple(
                     r for r in p.replicas if not self._is_unfenced(r) or r in p.offline_replicas
                 ),
+                adding_replicas=p.adding_replicas,
+                removing_replicas=p.removing_replicas,
+                elr=p.elr,
+                last_known_elr=p.last_known_elr,
             )
             for index, p in sorted(topic.partitions.items())
         )

@@ -138,6 +138,15 @@ class PartitionRecord:
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     offline_replicas: tuple[int, ...] = ()
     """Replicas whose broker reported their log offline (see `PartitionChangeRecord`)."""
+    adding_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress adds (a subset of ``replicas``)."""
+    removing_replicas: tuple[int, ...] = ()
+    """KIP-455: the replicas a reassignment in progress removes (a subset of ``replicas``)."""
+    eligible_leader_replicas: tuple[int, ...] = ()
+    """KIP-966's ELR: replicas outside the ISR that still hold every committed record (see
+    `kraft.controller.eligible_leaders`)."""
+    last_known_elr: tuple[int, ...] = ()
+    """KIP-966's LastKnownElr: the last leader of a partition whose ISR and ELR emptied."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,10 +166,18 @@ class PartitionChangeRecord:
     offline_replicas: tuple[int, ...] | None = None
     """The replicas whose broker reports their log offline (a disk error): they may not lead
     and leave the ISR (KIP-858's offline log directories, kept per replica here)."""
+    adding_replicas: tuple[int, ...] | None = None
+    """KIP-455: the replicas a reassignment adds (``()``: none, the reassignment ended)."""
+    removing_replicas: tuple[int, ...] | None = None
+    """KIP-455: the replicas a reassignment removes (``()``: none)."""
     leader_epoch: int | None = None
     """Quorum-mode partitions only, with ``leader``: the leader epoch to record instead of a
     bump, the Raft epoch the leader won (never below the current one). The Raft group, not the
     controller, numbers a quorum partition's epochs."""
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    """KIP-966: the new ELR (see `PartitionRecord`)."""
+    last_known_elr: tuple[int, ...] | None = None
+    """KIP-966: the new LastKnownElr (see `PartitionRecord`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,13 +5,17 @@ The state gauges are pure functions of the image: a broker reports the partition
 (``LeaderCount``), those of them whose ISR is short of the replicas
 (``UnderReplicatedPartitions``) or of ``min.insync.replicas`` (``UnderMinIsrPartitionCount``);
 the active controller reports ``ActiveControllerCount`` 1 (the others 0), the partitions with
-no leader (``OfflinePartitionsCount``) and its fenced and active brokers. Every name, with its
-meaning and a sample alert, is in ``docs/operations.md`` ("Metrics").
+no leader (``OfflinePartitionsCount``) and its fenced and active brokers. The broker that
+coordinates a consumer group reports the group's committed offset and lag per partition
+(``kafka_consumergroup_current_offset`` and ``kafka_consumergroup_lag``, kafka-exporter's
+names: Kafka's brokers have no such metric, its consumers' ``records-lag`` and tools such as
+Burrow fill the gap). Every name, with its meaning and a sample alert, is in
+``docs/operations.md`` ("Metrics").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from kraft.metadata.image import MetadataImage
@@ -34,6 +38,9 @@ ACTIVE_BROKERS: Final = "kafka_controller_kafkacontroller_activebrokercount"
 TOPIC_COUNT: Final = "kafka_controller_kafkacontroller_globaltopiccount"
 GLOBAL_PARTITIONS: Final = "kafka_controller_kafkacontroller_globalpartitioncount"
 
+GROUP_LAG: Final = "kafka_consumergroup_lag"
+GROUP_OFFSET: Final = "kafka_consumergroup_current_offset"
+
 RAFT_LEADER: Final = "kafka_server_raftmetrics_current_leader"
 RAFT_EPOCH: Final = "kafka_server_raftmetrics_current_epoch"
 RAFT_HIGH_WATERMARK: Final = "kafka_server_raftmetrics_high_watermark"
@@ -52,6 +59,16 @@ CONTROLLER_GAUGES: Final = (
     GaugeSpec(ACTIVE_BROKERS, "registered brokers that are unfenced (active controller only)"),
     GaugeSpec(TOPIC_COUNT, "topics (active controller only)"),
     GaugeSpec(GLOBAL_PARTITIONS, "partitions (active controller only)"),
+)
+GROUP_LABELS: Final = ("consumergroup", "topic", "partition")
+GROUP_GAUGES: Final = (
+    GaugeSpec(
+        GROUP_LAG,
+        "records between a group's committed offset and the partition's high watermark "
+        "(on the group's coordinator)",
+        GROUP_LABELS,
+    ),
+    GaugeSpec(GROUP_OFFSET, "a group's committed offset (on its coordinator)", GROUP_LABELS),
 )
 RAFT_GAUGES: Final = (
     GaugeSpec(RAFT_LEADER, "the metadata quorum's leader as this node knows it (-1: none)"),
@@ -74,7 +91,10 @@ def broker_values(
             if registration.leader != node_id:
                 continue
             leading += 1
-            if len(registration.isr) < len(registration.replicas):
+            # Kafka's OngoingReassignmentState: the adding replicas do not count yet.
+            if len(registration.isr) < len(registration.replicas) - len(
+                registration.adding_replicas
+            ):
                 under += 1
             if len(registration.isr) < min_insync_replicas(topic.name):
                 under_min += 1
@@ -103,6 +123,25 @@ def controller_values(image: MetadataImage, *, active: bool) -> dict[str, GaugeV
     }
 
 
+def group_values(
+    committed: Iterable[tuple[str, str, int, int]],
+    high_watermark: Callable[[str, int], int | None],
+) -> dict[str, GaugeValue]:
+    """The consumer-group gauges from ``(group, topic, partition, committed offset)`` of the
+    groups this broker coordinates. Lag is ``high_watermark(topic, partition) - committed``
+    (at least 0, as a high watermark seen by a follower may trail a commit); a partition whose
+    high watermark this broker does not know (None) has no lag sample."""
+    offsets: dict[tuple[str, ...], float] = {}
+    lags: dict[tuple[str, ...], float] = {}
+    for group, topic, partition, offset in committed:
+        labels = (group, topic, str(partition))
+        offsets[labels] = offset
+        end = high_watermark(topic, partition)
+        if end is not None:
+            lags[labels] = max(0, end - offset)
+    return {GROUP_OFFSET: offsets, GROUP_LAG: lags}
+
+
 def raft_values(
     leader_id: int | None, epoch: int, high_watermark: int, log_end_offset: int
 ) -> dict[str, GaugeValue]:
@@ -117,8 +156,10 @@ def raft_values(
 __all__ = [
     "BROKER_GAUGES",
     "CONTROLLER_GAUGES",
+    "GROUP_GAUGES",
     "RAFT_GAUGES",
     "broker_values",
     "controller_values",
+    "group_values",
     "raft_values",
 ]

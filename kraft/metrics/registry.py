@@ -166,9 +166,13 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if not inspect.iscoroutinefunction(behaviour):
             return handler
         request = str(handler_call_details.method).rsplit("/", 1)[-1]
-        requests, observe = self._requests, self._latency.labels(request).observe
+        requests, latency = self._requests, self._latency
+        name_of: Callable[[Any], str] = (
+            _fetch_name if request == "Fetch" else (lambda _message: request)
+        )
 
         async def measured(message: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            name = name_of(message)
             started = time.perf_counter()
             status = "OK"
             try:
@@ -177,12 +181,18 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 status = "ERROR"
                 raise
             finally:
-                observe(time.perf_counter() - started)
-                requests.labels(request, status).inc()
+                latency.labels(name).observe(time.perf_counter() - started)
+                requests.labels(name, status).inc()
 
         return grpc.unary_unary_rpc_method_handler(
             measured, handler.request_deserializer, handler.response_serializer
         )
+
+
+def _fetch_name(message: Any) -> str:
+    """Kafka's RequestMetrics splits Fetch by who asks: a follower (its replica id, >= 0) or a
+    consumer (-1): FetchFollower and FetchConsumer."""
+    return "FetchFollower" if getattr(message, "replica_id", -1) >= 0 else "FetchConsumer"
 
 
 __all__ = [

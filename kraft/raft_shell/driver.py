@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from kraft.metrics.raft import RaftLatency
 from kraft.raft import RaftConfig, RaftNode
 from kraft.raft.errors import NotLeaderError
 from kraft.raft.messages import RaftMessage, SnapshotId
@@ -144,7 +145,10 @@ class RaftDriver:
         self.supervisor.on_death(self._on_loop_death)
         self.applier = Applier(state_machine or NullStateMachine())
         self.snapshots = Snapshots(storage, self.applier, snapshot_interval_bytes)
-        self.proposals = Proposals(self.not_leader_error)
+        self.latency = RaftLatency()
+        self.proposals = Proposals(
+            self.not_leader_error, clock=clock, on_committed=self.latency.committed
+        )
         self.listeners = LeaderListeners(self._log)
         self._node: RaftNode | None = None
         self._wake = _Wakeup()
@@ -332,6 +336,7 @@ class RaftDriver:
                     await self._handle_ready()
                     await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self.listeners.observe(node.leader_id, int(node.epoch))
+                self.latency.leader_observed(node.leader_id, now)
                 if self.snapshots.due():
                     self.snapshots.take(node)
                     self._wake.set()

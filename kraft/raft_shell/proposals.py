@@ -24,22 +24,33 @@ class _Proposal:
     last: int
     epoch: int
     future: asyncio.Future[int]
+    proposed_ms: int
 
 
 class Proposals:
     """Futures of proposals in offset order; each resolves with its first offset or fails
-    with the error ``not_leader()`` builds (the shell's NOT_CONTROLLER, with a leader hint)."""
+    with the error ``not_leader()`` builds (the shell's NOT_CONTROLLER, with a leader hint).
+    ``on_committed(ms)`` hears how long each committed proposal took (``clock`` milliseconds
+    from `add` to its commit)."""
 
-    def __init__(self, not_leader: Callable[[], Exception]) -> None:
+    def __init__(
+        self,
+        not_leader: Callable[[], Exception],
+        *,
+        clock: Callable[[], int] = lambda: 0,
+        on_committed: Callable[[int], None] = lambda _ms: None,
+    ) -> None:
         self._pending: deque[_Proposal] = deque()
         self._not_leader = not_leader
+        self._clock = clock
+        self._on_committed = on_committed
 
     def __len__(self) -> int:
         return len(self._pending)
 
     def add(self, first: int, count: int, epoch: int, future: asyncio.Future[int]) -> None:
         """Track entries [first, first + count) proposed in ``epoch``."""
-        self._pending.append(_Proposal(first, first + count - 1, epoch, future))
+        self._pending.append(_Proposal(first, first + count - 1, epoch, future, self._clock()))
 
     def committed(self, batch: AppliedBatch) -> None:
         """Settle proposals that end in the committed ``batch``."""
@@ -50,6 +61,7 @@ class Proposals:
                 continue
             if p.last >= batch.base_offset and batch.epoch == p.epoch:
                 p.future.set_result(p.first)
+                self._on_committed(self._clock() - p.proposed_ms)
             else:
                 p.future.set_exception(self._not_leader())
 

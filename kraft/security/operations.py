@@ -153,6 +153,8 @@ _RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
         _each(_R.TOPIC, _O.ALTER, (t.name for t in r.topics))
     ),
     "Controller/ElectLeaders": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/AlterPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/ListPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
     "Controller/IncrementalAlterConfigs": lambda r, _: Requirement(
         tuple(_config_need(_O.ALTER_CONFIGS, c) for c in r.resources)
     ),

@@ -52,6 +52,7 @@ from storage.config_registry import (
     BROKER_LOG_KEYS,
     DYNAMIC_BROKER_KEYS,
     INT_MAX,
+    LONG_MAX,
     NODE_KEYS,
     node_property_fields,
 )
@@ -106,6 +107,12 @@ class BrokerNodeConfig:
     """[replica.fetch.response.max.bytes] all partitions of one follower fetch response."""
     high_watermark_checkpoint_interval_ms: int = 5_000
     """[replica.high.watermark.checkpoint.interval.ms]"""
+    leader_replication_throttled_rate: int = LONG_MAX
+    """[leader.replication.throttled.rate] bytes/s to adding replicas (reassignment, KIP-455);
+    a dynamic broker config of the same name overrides it (`replication.broker.throttle`)."""
+    follower_replication_throttled_rate: int = LONG_MAX
+    """[follower.replication.throttled.rate] bytes/s fetched for this broker's adding
+    replicas; a dynamic broker config overrides it."""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     """[log.retention.check.interval.ms] how often retention runs over every replica."""
     log_cleaner_backoff_ms: int = 15_000

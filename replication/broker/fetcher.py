@@ -10,6 +10,11 @@ per leader broker, not per partition (docs/benchmarks.md: one RPC per partition 
 One request is in flight per leader; a fetch parked meanwhile waits for the next one (at most
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with
 NETWORK_EXCEPTION or REQUEST_TIMED_OUT (the cores back off by themselves).
+
+Throttling (``follower.replication.throttled.rate``, `replication.broker.throttle`): the fetch of
+a partition this broker is being added to by a reassignment asks for at most what the throttle
+allows; when it allows nothing, the partition stays parked out of the request until it does
+(Kafka's follower leaves throttled partitions out of its FetchRequest the same way).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.partition import follower_response
 from replication.broker.service import diverging_from_wire
+from replication.broker.throttle import ThrottleBucket
 from replication.core import FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import (
     BrokerFetchRequest,
@@ -36,6 +43,9 @@ SendFetch = Callable[[int, BrokerFetchRequest], Awaitable[BrokerFetchResponse]]
 """Send one Fetch to a leader broker id; raises `KraftError` on transport failure."""
 
 _log = structlog.get_logger("replication.broker.fetcher")
+
+_Batch = dict[TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]]
+"""Parked fetches by partition, with the future each waits on."""
 
 
 class LeaderFetcher:
@@ -61,8 +71,12 @@ class LeaderFetcher:
         max_bytes: int,
         min_bytes: int = 1,
         response_max_bytes: int = 10 << 20,
+        throttle: ThrottleBucket | None = None,
+        is_throttled: Callable[[TopicPartition], bool] | None = None,
     ) -> None:
         self.leader_id = leader_id
+        self._throttle = throttle
+        self._is_throttled = is_throttled
         self._replica_id = replica_id
         self._send = send
         self._max_wait_ms = max_wait_ms
@@ -102,19 +116,41 @@ class LeaderFetcher:
             self._wake.clear()
             await asyncio.sleep(0)  # partitions answered together re-fetch in this turn
             batch, self._parked = self._parked, {}
+            batch = self._hold_throttled(batch)
             if batch:
                 await self._fetch_batch(batch)
 
-    async def _fetch_batch(
-        self,
-        batch: dict[
-            TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]
-        ],
-    ) -> None:
+    def _hold_throttled(self, batch: _Batch) -> _Batch:
+        """Park again the throttled partitions while the follower throttle allows nothing,
+        with a wake-up when it will; the rest go now."""
+        throttle, is_throttled = self._throttle, self._is_throttled
+        if throttle is None or is_throttled is None or not throttle.limited:
+            return batch
+        now = clock_ms()
+        wait_ms = throttle.wait_ms(now)
+        if wait_ms == 0:
+            return batch
+        held = {tp: parked for tp, parked in batch.items() if is_throttled(tp)}
+        if not held:
+            return batch
+        for tp, parked in held.items():
+            self._parked.setdefault(tp, parked)  # NB: a newer fetch of tp replaced it already
+        asyncio.get_running_loop().call_later(wait_ms / 1000, self._wake.set)
+        return {tp: parked for tp, parked in batch.items() if tp not in held}
+
+    async def _fetch_batch(self, batch: _Batch) -> None:
         topics: dict[str, list[FetchPartition]] = {}
         epoch = -1
+        throttle, is_throttled = self._throttle, self._is_throttled
+        throttled: set[TopicPartition] = set()
+        if throttle is not None and is_throttled is not None and throttle.limited:
+            throttled = {tp for tp in batch if is_throttled(tp)}
+        allowance = throttle.available(clock_ms()) if throttled and throttle else 0
         for tp, (request, _) in batch.items():
             epoch = request.broker_epoch
+            max_bytes = self._max_bytes
+            if tp in throttled:
+                max_bytes = max(1, min(max_bytes, allowance))
             topics.setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=tp.partition,
@@ -122,7 +158,7 @@ class LeaderFetcher:
                     fetch_offset=request.fetch_offset,
                     last_fetched_epoch=request.last_fetched_epoch,
                     log_start_offset=request.log_start_offset,
-                    partition_max_bytes=self._max_bytes,
+                    partition_max_bytes=max_bytes,
                 )
             )
         wire = BrokerFetchRequest(
@@ -147,6 +183,8 @@ class LeaderFetcher:
                     parked = batch.get(tp)
                     if parked is None:
                         continue
+                    if tp in throttled and throttle is not None:
+                        throttle.record(len(data.records), clock_ms())
                     answers[tp] = follower_response(
                         parked[0],
                         error_code=data.error_code,

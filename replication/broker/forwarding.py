@@ -21,6 +21,7 @@ from kraft.controller.client import ControllerClient
 from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     CreatePartitionsRequest,
@@ -28,6 +29,7 @@ from kraft.controller.messages import (
     DeleteTopicsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
 )
@@ -99,6 +101,12 @@ class ForwardingControllerServicer(controller_pb2_grpc.ControllerServicer):  # t
 
     async def ElectLeaders(self, request: Any, context: Any) -> Any:
         return await self._forward(request, context, ElectLeadersRequest)
+
+    async def AlterPartitionReassignments(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, AlterPartitionReassignmentsRequest)
+
+    async def ListPartitionReassignments(self, request: Any, context: Any) -> Any:
+        return await self._forward(request, context, ListPartitionReassignmentsRequest)
 
     async def IncrementalAlterConfigs(self, request: Any, context: Any) -> Any:
         return await self._forward(request, context, IncrementalAlterConfigsRequest)

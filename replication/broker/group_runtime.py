@@ -115,6 +115,7 @@ class GroupRuntime:
         topics: the topic view the coordinator's assignors take (from the metadata image).
         snapshot_interval_records: ``group.coordinator.snapshot.interval.records``.
         node_id: for logs.
+        clock_ms: wall-clock milliseconds (tests inject; default `wall_clock_ms`).
     """
 
     def __init__(
@@ -125,7 +126,9 @@ class GroupRuntime:
         topics: Callable[[], Any],
         snapshot_interval_records: int,
         node_id: int,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
+        self._clock = clock_ms or _now_ms
         self._replicas = replicas
         self._new_coordinator = new_coordinator
         self._topics = topics
@@ -133,37 +136,38 @@ class GroupRuntime:
         self._shards: dict[int, _Shard] = {}
         self._logger = _log.bind(node_id=node_id)
         self._closed = False
+        self._seen_topics: Any = None
 
     # --- the loop -----------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Reconcile shards with leadership and run the coordinators' timers, forever."""
-        seen_topics: Any = None
         while not self._closed:
-            self.reconcile()
-            now_ms = _now_ms()
-            topics = self._topics() if self._shards else None
-            topics_changed = topics != seen_topics  # created or grown topics: reassign
-            seen_topics = topics
-            for shard in list(self._shards.values()):
-                coordinator = shard.coordinator
-                if coordinator is None or shard.lock.locked():
-                    continue
-                try:
-                    deadline = coordinator.next_deadline_ms()
-                    if (
-                        topics_changed
-                        or shard.fresh
-                        or (deadline is not None and deadline <= now_ms)
-                    ):
-                        shard.fresh = False
-                        await self._tick(shard, now_ms)
-                except Exception as e:  # a coordinator bug: not a reason to stop the broker
-                    self._logger.exception(
-                        "group_coordinator_failed", partition=shard.partition, error=repr(e)
-                    )
-                    self._drop(shard, "coordinator_failed")
+            await self.poll(self._clock())
             await asyncio.sleep(POLL_INTERVAL_S)
+
+    async def poll(self, now_ms: int) -> None:
+        """One round of `run`: reconcile shards with leadership, then tick each loaded
+        coordinator whose deadline passed, that was just loaded, or whose topics changed
+        (created or grown topics: reassign)."""
+        self.reconcile()
+        topics = self._topics() if self._shards else None
+        topics_changed = topics != self._seen_topics
+        self._seen_topics = topics
+        for shard in list(self._shards.values()):
+            coordinator = shard.coordinator
+            if coordinator is None or shard.lock.locked():
+                continue
+            try:
+                deadline = coordinator.next_deadline_ms()
+                if topics_changed or shard.fresh or (deadline is not None and deadline <= now_ms):
+                    shard.fresh = False
+                    await self._tick(shard, now_ms)
+            except Exception as e:  # a coordinator bug: not a reason to stop the broker
+                self._logger.exception(
+                    "group_coordinator_failed", partition=shard.partition, error=repr(e)
+                )
+                self._drop(shard, "coordinator_failed")
 
     def close(self) -> None:
         self._closed = True
@@ -266,6 +270,10 @@ class GroupRuntime:
     def loaded_coordinators(self) -> list[Coordinator]:
         return [s.coordinator for s in self._shards.values() if s.coordinator is not None]
 
+    def loading_partitions(self) -> list[int]:
+        """The offsets partitions led here whose groups are still being replayed."""
+        return sorted(p for p, s in self._shards.items() if s.coordinator is None)
+
     async def read(self, partition: int, run: Callable[[Coordinator], R]) -> R:
         """``run`` on the shard's coordinator, after the writes queued before it (read-only)."""
         shard = self.shard(partition)
@@ -284,7 +292,7 @@ class GroupRuntime:
         shard = self.shard(partition)
         async with shard.lock:
             coordinator = self._still_loaded(shard)
-            result = run(coordinator, _now_ms())
+            result = run(coordinator, self._clock())
             await self._append(shard, coordinator, list(result.records))
             return result.response
 
@@ -319,7 +327,8 @@ class GroupRuntime:
         first = -1
         for records in batches:
             batch = build_batch(
-                [SimpleRecord(key=k, value=v) for k, v in records], timestamp_ms=_now_ms()
+                [SimpleRecord(key=k, value=v) for k, v in records],
+                timestamp_ms=self._clock(),
             )
             done = await shard.replica.produce(-1, APPEND_TIMEOUT_MS, batch)
             if done.error_code is not ErrorCode.NONE:

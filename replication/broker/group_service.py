@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
-from kraft.types import OFFSETS_TOPIC
+from kraft.types import OFFSETS_TOPIC, TopicPartition
+from replication.broker.group_lag import GroupLag, list_latest_offsets
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
 from replication.group import (
     GroupConfig,
@@ -110,6 +111,15 @@ class GroupService:
             snapshot_interval_records=config.group_coordinator_snapshot_interval_records,
             node_id=server.node_id,
         )
+        self.lag = GroupLag(
+            committed=self.committed_offsets,
+            local_high_watermark=self._local_high_watermark,
+            leader_of=self._leader_of,
+            list_latest=lambda leader, tps: list_latest_offsets(
+                server.image, server.broker_stub, leader, tps
+            ),
+        )
+        """The lag metrics of the groups coordinated here (its `run` is a broker task)."""
         self._creating: asyncio.Task[None] | None = None
         self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
         self._logger = _log.bind(node_id=server.node_id)
@@ -351,9 +361,44 @@ class GroupService:
             ),
         )
 
+    def _local_high_watermark(self, tp: TopicPartition) -> int | None:
+        replica = self._server.replicas.get(tp)
+        return None if replica is None else replica.high_watermark
+
+    def _leader_of(self, tp: TopicPartition) -> int | None:
+        topic = self._server.image.topic(tp.topic)
+        registration = None if topic is None else topic.partitions.get(tp.partition)
+        return None if registration is None or registration.leader < 0 else registration.leader
+
+    def committed_offsets(self) -> list[tuple[str, str, int, int]]:
+        """``(group, topic, partition, committed offset)`` of every group coordinated here.
+
+        Raises:
+            RuntimeError: the event loop changed the groups during the copy (when called from
+                another thread, as the metrics endpoint does).
+        """
+        out = []
+        for coordinator in self.runtime.loaded_coordinators():
+            for group_id, group in list(_coordinator(coordinator).groups().items()):
+                for (topic, partition), value in list(group.offsets.items()):
+                    out.append((group_id, topic, partition, value.offset))
+        return out
+
     async def list_groups(self, request: ListGroupsRequest) -> ListGroupsResponse:
         """The groups of the coordinators loaded on this broker (Kafka's ListGroups goes to
-        every broker; the admin client merges)."""
+        every broker; the admin client merges).
+
+        While an offsets partition led here is still loading, its groups are not known yet:
+        the answer is COORDINATOR_LOAD_IN_PROGRESS (and no groups) rather than a list that
+        silently misses them, as Kafka's GroupCoordinatorService does (a read on a loading
+        shard fails the whole ListGroups); the admin client retries until the load is done.
+        """
+        loading = self.runtime.loading_partitions()
+        if loading:
+            return ListGroupsResponse(
+                error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                error_message=f"loading the groups of {OFFSETS_TOPIC} partitions {loading[:10]}",
+            )
         wanted = {s.lower() for s in request.states_filter}
         groups = []
         for coordinator in self.runtime.loaded_coordinators():

@@ -513,12 +513,14 @@ class PartitionReplica(NoDriverEvents):
         return first > entry.last_sequence + 1
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
+        """A follower's fetch: its position counts either way; ``read=False`` (a throttled
+        fetch, `replication.broker.throttle`) answers without records."""
         answer = self.driver.handle_follower_fetch(fetch, clock_ms())
         self._input()
         records = b""
-        if answer.read_offset is not None:
+        if answer.read_offset is not None and read:
             try:
                 records = self.read(answer.read_offset, max_bytes)
             except KraftError as e:

@@ -40,9 +40,10 @@ replicas' probe task sleeps until the next probe is due in the same way.
 *Replicas.* For every partition whose ``replicas`` include this broker: open its
 `PartitionReplica` under ``<log.dirs>/<topic>-<partition>/`` and let the registration decide
 leader or follower. Follower fetches go out batched per leader broker (`LeaderFetcher`).
-A partition this broker no longer replicates is stopped; a deleted topic's
-directory is removed. AlterPartition effects go to the controller and their results back to
-the leader core.
+A partition this broker no longer replicates (a deleted topic, or a reassignment moved
+it away, KIP-455) is stopped and its directory removed; so is, once after a restart, the
+directory of one it stopped hosting while it was down (a stray log). AlterPartition effects
+go to the controller and their results back to the leader core.
 
 *Offline replicas (disk errors).* A replica whose log hits a disk error (ENOSPC, EIO, a
 corrupt batch found on read) goes offline (`PartitionReplica.go_offline`): it leaves
@@ -84,7 +85,13 @@ from kraft.controller.messages import (
 )
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
-from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_values
+from kraft.metrics.kafka import (
+    BROKER_GAUGES,
+    GROUP_GAUGES,
+    RAFT_GAUGES,
+    broker_values,
+    raft_values,
+)
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer
@@ -93,6 +100,7 @@ from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
+from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
@@ -102,6 +110,12 @@ from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.retention import run_log_cleaner, run_retention
 from replication.broker.service import BrokerService, BrokerServicer
+from replication.broker.throttle import (
+    FOLLOWER_RATE_KEY,
+    LEADER_RATE_KEY,
+    ThrottleBucket,
+    throttled_rate,
+)
 from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
 from replication.codec import decode, encode
 from replication.core import (
@@ -188,6 +202,8 @@ class BrokerServer:
             node_id=config.node_id, role="broker"
         )
         self._incarnation_id = uuid.uuid4().hex
+        self._previous_broker_epoch: int | None = None
+        """KIP-966: the epoch of the last clean shutdown (`replication.broker.clean_shutdown`)."""
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0, tls=config.tls
         )
@@ -232,12 +248,18 @@ class BrokerServer:
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._fetchers: dict[int, LeaderFetcher] = {}
+        # Reassignment traffic only (KIP-455 with KIP-73 quotas): `replication.broker.throttle`.
+        self.leader_throttle = ThrottleBucket(config.leader_replication_throttled_rate, clock_ms())
+        self.follower_throttle = ThrottleBucket(
+            config.follower_replication_throttled_rate, clock_ms()
+        )
         # NB: own threads for the blocking controller calls, so forwarded admin requests (on
         # the default executor) can never starve the heartbeats into a fencing.
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
         self._reconcile_scheduled = False
         self._reconciled_image: MetadataImage | None = None
+        self._strays_checked = False
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -252,6 +274,7 @@ class BrokerServer:
 
     async def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self._previous_broker_epoch = take_previous_broker_epoch(self.config.data_dir)
         try:
             self.bound_port = bind(self._grpc, self.config.listen, self.config.tls)
         except RuntimeError as e:
@@ -262,7 +285,7 @@ class BrokerServer:
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
-            (*BROKER_GAUGES, *RAFT_GAUGES),
+            (*BROKER_GAUGES, *GROUP_GAUGES, *RAFT_GAUGES),
             self._metric_values,
             role="broker",
             node_id=self.node_id,
@@ -274,6 +297,7 @@ class BrokerServer:
             asyncio.create_task(self._tick_loop(), name="broker-tick"),
             asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
             asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
+            asyncio.create_task(self.groups.lag.run(), name="broker-group-lag"),
             asyncio.create_task(
                 run_retention(
                     lambda: self.replicas.values(),
@@ -322,6 +346,7 @@ class BrokerServer:
             **raft_values(
                 raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
             ),
+            **self.groups.lag.metric_values(),
         }
 
     async def stop(self) -> None:
@@ -336,6 +361,10 @@ class BrokerServer:
         for replica in self.replicas.values():
             replica.stop()
         self.replicas.clear()
+        if self.broker_epoch is not None:
+            # Every log is closed: the next start registers as a clean restart (KIP-966).
+            with contextlib.suppress(OSError):
+                write_clean_shutdown(self.config.data_dir, self.broker_epoch)
         await self.quorum.close()
         for fetcher in self._fetchers.values():
             await fetcher.close()
@@ -376,6 +405,13 @@ class BrokerServer:
                     incarnation_id=self._incarnation_id,
                     listeners=(listener,),
                     rack=self.config.rack,
+                    # KIP-966: this process's own epoch once it has one (its logs never
+                    # stopped), else the one its last clean shutdown recorded.
+                    previous_broker_epoch=(
+                        self.broker_epoch
+                        if self.broker_epoch is not None
+                        else self._previous_broker_epoch
+                    ),
                 )
             except KraftError as e:
                 self._log.info("registration_failed", error=e.code.name, message=e.message)
@@ -464,6 +500,7 @@ class BrokerServer:
             # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
             return
         brokers = self._broker_statuses()
+        self._update_throttles(image)
         self.quorum.update_addresses(image)
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
         # A pass that only continues opening replicas (the image is the one the last pass
@@ -509,18 +546,65 @@ class BrokerServer:
                     self._mark_offline(tp, topic.topic_id, repr(e))
             except KraftError as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        # A replica this broker no longer hosts (its topic was deleted, or a reassignment
+        # moved it away, KIP-455) is stopped and its log deleted: Kafka's StopReplica with
+        # delete, which KRaft brokers apply from the metadata delta.
         for tp in [tp for tp in self.replicas if tp not in wanted]:
             replica = self.replicas.pop(tp)
             replica.stop()
-            if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
-                shutil.rmtree(replica.log.directory, ignore_errors=True)
-            self._log.info("replica_removed", topic_partition=str(tp))
+            shutil.rmtree(replica.log.directory, ignore_errors=True)
+            self._log.info("replica_removed", topic_partition=str(tp), log_deleted=True)
         for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
-            gone = self.offline.remove(tp)
-            if gone is not None and image.topic_ids_by_name.get(tp.topic) != gone.topic_id:
-                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
-            self._log.info("offline_replica_removed", topic_partition=str(tp))
+            self.offline.remove(tp)
+            shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+            self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
+        if not self._strays_checked:
+            self._strays_checked = False
+            self._delete_stray_logs(wanted)
+
+    def _delete_stray_logs(self, wanted: set[TopicPartition]) -> None:
+        """Delete the partition directories this broker holds but no longer hosts: a replica
+        moved away (KIP-455) or a topic deleted while the broker was down. Once, at the first
+        reconcile of an image that holds this incarnation's registration, so the image is at
+        least as new as the broker's last knowledge (Kafka 3.7+ deletes such stray logs at
+        startup too)."""
+        try:
+            entries = list(self.config.data_dir.iterdir())
+        except OSError:
+            return
+        for directory in entries:
+            topic, sep, index = directory.name.rpartition("-")
+            if not sep or not index.isdigit() or not (directory / TOPIC_ID_FILE).is_file():
+                continue
+            tp = TopicPartition(topic, int(index))
+            if tp in wanted or tp in self.replicas or self.offline.get(tp) is not None:
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+            self._log.info("stray_log_deleted", topic_partition=str(tp))
+
+    def _update_throttles(self, image: MetadataImage) -> None:
+        """Dynamic ``leader/follower.replication.throttled.rate`` apply at once."""
+        now = clock_ms()
+        config = self.config
+        self.leader_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, LEADER_RATE_KEY, config.leader_replication_throttled_rate
+            ),
+            now,
+        )
+        self.follower_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, FOLLOWER_RATE_KEY, config.follower_replication_throttled_rate
+            ),
+            now,
+        )
+
+    def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
+        """``replica_id`` is being added to ``tp`` by a reassignment (its fetches are
+        throttled, `replication.broker.throttle`)."""
+        registration = self.image.partition_by_name(tp)
+        return registration is not None and replica_id in registration.adding_replicas
 
     # --- offline replicas ---------------------------------------------------------------------
 
@@ -674,6 +758,10 @@ class BrokerServer:
             stub = self._stubs[address] = broker_pb2_grpc.BrokerStub(channel)
         return stub
 
+    def broker_stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
+        """A stub of the broker at ``address`` (one cached channel per address)."""
+        return self._stub(address)
+
     async def _fetch_from_leader(self, request: FollowerFetchRequest) -> FollowerFetchResponse:
         """One partition's follower fetch, batched with the others led by the same broker."""
         fetcher = self._fetchers.get(request.leader_id)
@@ -686,6 +774,8 @@ class BrokerServer:
                 max_bytes=self.config.replica_fetch_max_bytes,
                 min_bytes=self.config.replica_fetch_min_bytes,
                 response_max_bytes=self.config.replica_fetch_response_max_bytes,
+                throttle=self.follower_throttle,
+                is_throttled=lambda tp: self.is_adding_replica(tp, self.node_id),
             )
         return await fetcher.fetch(request)
 
@@ -749,11 +839,13 @@ class BrokerServer:
     async def create_internal_topic(
         self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
     ) -> None:
-        """Create an internal topic (``__consumer_offsets``) through the active controller.
+        """Create an internal topic (``__consumer_offsets``) through the active controller, as
+        this broker in its current epoch (the controller refuses internal names otherwise).
 
         Raises:
             TopicAlreadyExistsError, KraftError: as `ControllerClient.create_topic`.
         """
+        epoch = self.broker_epoch if self.broker_epoch is not None else -1
         await self._blocking(
             self._control_executor,
             self._controllers.create_topic,
@@ -762,6 +854,7 @@ class BrokerServer:
             replication_factor,
             configs=configs,
             timeout=10.0,
+            as_broker=(self.node_id, epoch),
         )
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:

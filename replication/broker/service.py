@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import grpc
 
 from kraft._generated import broker_pb2, broker_pb2_grpc
+from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.group_servicer import GroupServicer
 from replication.codec import decode, encode
@@ -186,6 +187,15 @@ class BrokerService:
                 error_code=self._not_leader_code(tp),
                 current_leader=self._current_leader(tp),
             )
+        # KIP-455/KIP-73: an adding replica's fetch is reassignment traffic, within
+        # leader.replication.throttled.rate (`replication.broker.throttle`).
+        throttle = self._server.leader_throttle
+        throttled = throttle.limited and self._server.is_adding_replica(tp, request.replica_id)
+        read = True
+        if throttled:
+            allowance = throttle.available(clock_ms())
+            read = allowance > 0
+            max_bytes = min(max_bytes, max(allowance, 0))
         answer, records = replica.handle_follower_fetch(
             FollowerFetch(
                 replica_id=NodeId(request.replica_id),
@@ -196,7 +206,10 @@ class BrokerService:
                 log_start_offset=Offset(p.log_start_offset),
             ),
             max_bytes,
+            read=read,
         )
+        if throttled:
+            throttle.record(len(records), clock_ms())
         diverging = answer.diverging_epoch
         return FetchPartitionData(
             partition_index=p.partition,

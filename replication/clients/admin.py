@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Self
 
 from kraft.controller.client import ControllerClient
@@ -37,6 +38,8 @@ from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     CreatableTopicResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -46,6 +49,10 @@ from kraft.controller.messages import (
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ReassignablePartition,
+    ReassignableTopic,
 )
 from kraft.logs import ensure_configured
 from kraft.metadata.records import ConfigResourceType
@@ -67,6 +74,20 @@ from replication.clients.group_admin import (
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionReassignment:
+    """A reassignment in progress (Kafka's ``PartitionReassignment``): ``replicas`` holds the
+    original and the target replicas together (target first)."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 class AdminClient:
@@ -295,6 +316,83 @@ class AdminClient:
                 raise LeaderNotAvailableError(f"topic {name} has partitions without a leader")
             time.sleep(0.05)
 
+    def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, KraftError | None]:
+        """KIP-455 AlterPartitionReassignments (Kafka's ``Admin.alterPartitionReassignments``,
+        kafka-reassign-partitions.sh --execute / --cancel): move each partition to its target
+        replicas (the first one is the preferred leader), or cancel its reassignment (None).
+
+        The controller adds the new replicas, waits until they have caught up and joined the
+        ISR, then removes the old ones (moving leadership off a removed leader); follow it
+        with `list_partition_reassignments`. A new target for a partition already being
+        reassigned replaces the old one.
+
+        Returns:
+            Each partition's outcome: None when the reassignment started (or completed at
+            once, or was cancelled), else the error: `UnknownTopicOrPartitionError`,
+            `InvalidReplicaAssignmentError` (empty or duplicate target, unregistered broker,
+            a cancel that would shrink the ISR below min.insync.replicas),
+            `InvalidReplicationFactorError` (fewer replicas than min.insync.replicas),
+            `NoReassignmentInProgressError` (cancel) or `InvalidRequestError` (a
+            quorum-mode topic: its replicas are a Raft group's voters).
+
+        Raises:
+            KraftError: the request as a whole failed (e.g. POLICY_VIOLATION: too many
+                partitions in one request).
+        """
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for tp, replicas in reassignments.items():
+            by_topic.setdefault(tp.topic, []).append(
+                ReassignablePartition(
+                    partition_index=tp.partition,
+                    replicas=None if replicas is None else tuple(int(r) for r in replicas),
+                )
+            )
+        request = AlterPartitionReassignmentsRequest(
+            topics=tuple(
+                ReassignableTopic(name=name, partitions=tuple(ps)) for name, ps in by_topic.items()
+            )
+        )
+        response: AlterPartitionReassignmentsResponse = self._client.send(request, timeout=timeout)
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message)
+        out: dict[TopicPartition, KraftError | None] = {}
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition_index)
+                out[tp] = (
+                    None
+                    if p.error_code is ErrorCode.NONE
+                    else error_for(p.error_code, p.error_message or str(tp))
+                )
+        return out
+
+    def list_partition_reassignments(
+        self, partitions: Sequence[TopicPartition] | None = None, *, timeout: float | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """KIP-455 ListPartitionReassignments (Kafka's ``Admin.listPartitionReassignments``):
+        the reassignments in progress, of ``partitions`` or of every partition (None). A
+        partition that is not being reassigned is not in the answer."""
+        request = ListPartitionReassignmentsRequest(
+            partitions=None if partitions is None else tuple(partitions)
+        )
+        response: ListPartitionReassignmentsResponse = self._client.send(request, timeout=timeout)
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message)
+        return {
+            TopicPartition(topic.name, p.partition_index): PartitionReassignment(
+                replicas=p.replicas,
+                adding_replicas=p.adding_replicas,
+                removing_replicas=p.removing_replicas,
+            )
+            for topic in response.topics
+            for p in topic.partitions
+        }
+
     def elect_leaders(
         self,
         partitions: Sequence[TopicPartition] | None = None,
@@ -456,4 +554,4 @@ class AdminClient:
         return self._client.describe_quorum(timeout=timeout)
 
 
-__all__ = ["AdminClient"]
+__all__ = ["AdminClient", "PartitionReassignment"]

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +31,12 @@ from storage.errors import (
 if TYPE_CHECKING:
     from kraft.metadata.image import BrokerRegistration
     from replication.clients.network import BrokerNetwork
+
+
+_LIST_RETRIABLE = frozenset(
+    {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+)
+"""ListGroups errors the admin asks the same broker again for (Kafka's ListGroups handler)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,21 +89,38 @@ class GroupAdmin:
 
     def list_groups(self) -> list[GroupListing]:
         """Every consumer group, from every broker's loaded coordinators (Kafka's admin asks
-        every broker too)."""
+        every broker too). A broker still loading an offsets partition (just elected its
+        leader) is asked again until it has loaded, as Kafka's admin retries
+        COORDINATOR_LOAD_IN_PROGRESS, so the list does not miss the groups being loaded.
+
+        Raises:
+            CoordinatorLoadInProgressError, CoordinatorNotAvailableError: still so after the
+                admin's timeout.
+        """
         out: dict[str, GroupListing] = {}
         for broker in self._brokers():
             if broker.fenced or not broker.listeners:
                 continue
-            response = self._broker_network.call(
-                broker.listeners[0].address, "ListGroups", ListGroupsRequest(), ListGroupsResponse
-            )
-            if response.error_code is not ErrorCode.NONE:
-                raise error_for(response.error_code, response.error_message)
+            response = self._list_groups_of(broker.listeners[0].address)
             for group in response.groups:
                 out[group.group_id] = GroupListing(
                     group_id=group.group_id, state=group.group_state, coordinator=broker.broker_id
                 )
         return [out[k] for k in sorted(out)]
+
+    def _list_groups_of(self, address: str) -> ListGroupsResponse:
+        deadline = time.monotonic() + self._timeout
+        backoff_s = 0.05
+        while True:
+            response = self._broker_network.call(
+                address, "ListGroups", ListGroupsRequest(), ListGroupsResponse
+            )
+            if response.error_code is ErrorCode.NONE:
+                return response
+            if response.error_code not in _LIST_RETRIABLE or time.monotonic() >= deadline:
+                raise error_for(response.error_code, response.error_message)
+            time.sleep(min(backoff_s, max(0.0, deadline - time.monotonic())))
+            backoff_s = min(backoff_s * 2, 0.5)
 
     def describe_group(self, group_id: str) -> GroupDescription:
         """State, members and their assignments, and the coordinator.

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
+from kraft.metadata.configs import effective_min_isr
 from replication.core.log_view import NO_OFFSET
 
 NEVER_MS = -(1 << 62)
@@ -99,11 +100,6 @@ class ReplicaState:
             last_fetch_time_ms=now_ms if in_sync else NEVER_MS,
             last_caught_up_time_ms=caught_up,
         )
-
-
-def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
-    """Kafka's ``Partition.effectiveMinIsr``: min.insync.replicas capped at the replica count."""
-    return max(1, min(min_insync_replicas, replication_factor))
 
 
 def high_watermark_candidate(

@@ -63,6 +63,8 @@ class ClusterChecker:
         self.produced: dict[TopicPartition, set[bytes]] = {}
         self.consumed: dict[TopicPartition, dict[int, bytes | None]] = {}
         """tp -> offset -> the value every consumer read there."""
+        self.replicas_removed = 0
+        """Replicas a reassignment moved off a broker (KIP-455)."""
         self.quorum_winners: dict[tuple[TopicPartition, int], int] = {}
         """(tp, Raft epoch) -> the broker that won it (quorum-mode partitions)."""
         self.checks = 0
@@ -79,6 +81,13 @@ class ClusterChecker:
             del self._core_epoch[key]
         for key in [k for k in self._high_watermark if k[0] == broker_id]:
             del self._high_watermark[key]
+
+    def on_replica_removed(self, broker_id: int, tp: TopicPartition) -> None:
+        """A reassignment (KIP-455) moved ``tp`` off the broker, which deleted its log: a
+        later replica there starts afresh (its epochs and high watermark included)."""
+        self.replicas_removed += 1
+        self._core_epoch.pop((broker_id, tp), None)
+        self._high_watermark.pop((broker_id, tp), None)
 
     def on_leader_append(self, broker_id: int, tp: TopicPartition, epoch: int, base: int) -> None:
         self.checks += 1

@@ -403,14 +403,30 @@ class SimBroker:
             for b, r in image.brokers.items()
         }
         config = self.cluster.replication
+        wanted: set[TopicPartition] = set()
         for topic, index, registration in image.iter_partitions():
             if self.node_id not in registration.replicas:
                 continue
             tp = TopicPartition(topic.name, index)
+            wanted.add(tp)
             replica = self.replicas.get(tp)
             if replica is None:
                 replica = self._open_replica(tp, topic.topic_id)
             self._apply_registration(replica, registration, brokers, config)
+        # A replica a reassignment moved away (KIP-455): stopped and its log deleted, as the
+        # broker does (`BrokerServer._reconcile`).
+        now = self.cluster.clock.now_ms
+        for tp in [tp for tp in self.replicas if tp not in wanted]:
+            replica = self.replicas.pop(tp)
+            replica.driver.stop(now)
+            replica.driver.close()
+            self.disks.pop(tp, None)
+            self.parked.pop(tp, None)
+            self.cluster.checker.on_replica_removed(self.node_id, tp)
+        # A log left by a replica moved away while this broker was down: a stray, deleted as
+        # the broker deletes it once its image holds its registration.
+        for tp in [tp for tp in self.disks if tp not in wanted and tp not in self.replicas]:
+            del self.disks[tp]
 
     def _open_replica(self, tp: TopicPartition, topic_id: str) -> SimReplica:
         disk = self.disks.get(tp)
@@ -477,6 +493,7 @@ class SimBroker:
             broker_epoch=epoch,
             topics=(AlterPartitionTopic(topic_id=replica.topic_id, partitions=(data,)),),
         )
+        self.cluster.notify("alter_sent", self.node_id, replica.tp)
         self._send(self.router.target(), AlterReq(request, rpc))
 
     def _on_alter_response(self, alter: _PendingAlter, msg: AlterResp) -> None:
@@ -530,7 +547,10 @@ class SimBroker:
             return
         request = msg.request
         now = self.cluster.clock.now_ms
+        high_watermark = replica.high_watermark
         answer = replica.driver.handle_follower_fetch(request.as_follower_fetch(), now)
+        if replica.high_watermark > high_watermark:
+            self.cluster.notify("high_watermark_advanced", self.node_id, msg.tp)
         records = b""
         if answer.read_offset is not None:
             if park and answer.read_offset >= replica.log.log_end_offset:
@@ -627,6 +647,8 @@ class BrokerCluster:
         self.scheduler = Scheduler(self.clock)
         self.checker = checker
         self.clients: dict[int, Callable[[Envelope], None]] = {}
+        self.on_event: Callable[[str, int, TopicPartition | None], None] | None = None
+        """The targeted nemesis's trigger (`notify`)."""
         self.network = EnvelopeNetwork(
             scheduler=self.scheduler,
             rng=random.Random(self.rng.getrandbits(64)),
@@ -687,6 +709,15 @@ class BrokerCluster:
         if image.last_offset > self.image.last_offset:
             self.image = image
             self.checker.on_metadata(image)
+            self.notify("metadata", -1)
+
+    def notify(self, kind: str, node: int, tp: TopicPartition | None = None) -> None:
+        """Tell the targeted nemesis (`replication.sim.targeted`), if any, that ``kind``
+        (``high_watermark_advanced`` on a leader, ``alter_sent`` just before a broker sends an
+        AlterPartition, ``create_topics_sent`` just before the admin client sends CreateTopics
+        to ``node``, ``metadata`` as a new image commits) happened on ``node``."""
+        if self.on_event is not None:
+            self.on_event(kind, node, tp)
 
     def active_controller(self) -> SimController | None:
         active = [c for c in self.controllers.values() if c.is_active and not c.paused]

@@ -48,6 +48,8 @@ from replication.sim.messages import (
     CreateTopicsResp,
     HeartbeatReq,
     HeartbeatResp,
+    ReassignReq,
+    ReassignResp,
     RegisterReq,
     RegisterResp,
 )
@@ -107,6 +109,8 @@ class ClusterConfig:
     quorum_write_caching: bool = False
     """``quorum.write.caching=true`` on the quorum partitions: acknowledge before the fsync
     (a correlated power loss may then lose acknowledged writes: checker tests)."""
+    eligible_leader_replicas: bool = True
+    """The controllers' ``eligible.leader.replicas.enable`` (KIP-966)."""
 
     def replication_mode(self, partition: int) -> ReplicationMode:
         """The mode of partition ``partition`` of the topic (see ``mode``)."""
@@ -175,7 +179,8 @@ class SimController:
         self.cluster = cluster
         self.node_id = node_id
         self.core_config = ControllerConfig(
-            broker_session_timeout_ms=cluster.config.session_timeout_ms
+            broker_session_timeout_ms=cluster.config.session_timeout_ms,
+            eligible_leader_replicas_enable=cluster.config.eligible_leader_replicas,
         )
         self.core = self._new_core(None)
         self._standby = ControllerCore(rng=random.Random(0), config=self.core_config, log=QUIET)
@@ -353,6 +358,12 @@ class SimController:
                 msg.request,
                 lambda c: c.handle_create_topics_request,
                 lambda r: send(me, source, CreateTopicsResp(r, msg.rpc, self._leader_hint())),
+            )
+        elif isinstance(msg, ReassignReq):
+            self._submit(
+                msg.request,
+                lambda c: c.handle_alter_partition_reassignments_request,
+                lambda r: send(me, source, ReassignResp(r, msg.rpc, self._leader_hint())),
             )
         else:
             self.host.deliver(msg)  # type: ignore[arg-type]

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kraft.controller.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -65,6 +67,19 @@ class CreateTopicsReq:
 @dataclass(frozen=True, slots=True)
 class CreateTopicsResp:
     response: CreateTopicsResponse
+    rpc: int
+    leader: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignReq:
+    request: AlterPartitionReassignmentsRequest
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignResp:
+    response: AlterPartitionReassignmentsResponse
     rpc: int
     leader: int = -1
 
@@ -152,6 +167,8 @@ __all__ = [
     "PartitionRaft",
     "ProduceReq",
     "ProduceResp",
+    "ReassignReq",
+    "ReassignResp",
     "RegisterReq",
     "RegisterResp",
 ]

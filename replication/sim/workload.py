@@ -30,7 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import final
 
-from kraft.controller.messages import CreatableTopic, CreateTopicsRequest
+from kraft.controller.messages import (
+    AlterPartitionReassignmentsRequest,
+    CreatableTopic,
+    CreateTopicsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from kraft.sim.cluster_network import Envelope
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
@@ -44,6 +50,8 @@ from replication.sim.messages import (
     CreateTopicsResp,
     ProduceReq,
     ProduceResp,
+    ReassignReq,
+    ReassignResp,
 )
 from storage.errors import ErrorCode
 from storage.records import build_batch, iter_batches, offset_values, read_header
@@ -262,7 +270,9 @@ class TopicCreator:
         )
         self.rpc = cluster.next_rpc()
         self.deadline_ms = now + config.controller_request_timeout_ms
-        cluster.network.send(self.node_id, self.router.target(), CreateTopicsReq(request, self.rpc))
+        target = self.router.target()
+        cluster.notify("create_topics_sent", target)
+        cluster.network.send(self.node_id, target, CreateTopicsReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
         msg = envelope.payload
@@ -275,6 +285,89 @@ class TopicCreator:
         elif code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             self.done = True
         # else (too few unfenced brokers yet): retry on the next tick
+
+
+class Reassigner:
+    """An operator moving partitions (KIP-455) while the nemesis runs: every ``interval_ms``
+    it asks the controller quorum to move each partition to ``replication_factor`` brokers
+    drawn at random (or, one time in five, to cancel its reassignment), retrying an
+    unanswered or misrouted request. Per-partition refusals (a cancel that would shrink the
+    ISR below min.insync.replicas) are fine: the next round tries again."""
+
+    def __init__(
+        self,
+        cluster: BrokerCluster,
+        rng: random.Random,
+        *,
+        node_id: int,
+        start_ms: int,
+        end_ms: int,
+        interval_ms: tuple[int, int] = (150, 500),
+    ) -> None:
+        self.cluster = cluster
+        self.rng = rng
+        self.node_id = node_id
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.interval_ms = interval_ms
+        self.router = ControllerRouter(cluster.controller_ids, rng)
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.request: AlterPartitionReassignmentsRequest | None = None
+        self.started = 0
+        """Partition reassignments the controller accepted (started, replaced or cancelled)."""
+        cluster.clients[node_id] = self.deliver
+
+    def start(self) -> None:
+        self.cluster.scheduler.at(self.start_ms, self._next_round)
+
+    def _next_round(self) -> None:
+        if self.cluster.clock.now_ms >= self.end_ms:
+            return
+        config = self.cluster.config
+        brokers = list(range(1, config.brokers + 1))
+        partitions = []
+        for tp in self.cluster.topic_partitions():
+            target: tuple[int, ...] | None = None
+            if self.rng.random() >= 0.2:
+                target = tuple(self.rng.sample(brokers, config.replication_factor))
+            partitions.append(ReassignablePartition(partition_index=tp.partition, replicas=target))
+        self.request = AlterPartitionReassignmentsRequest(
+            topics=(ReassignableTopic(name=TOPIC, partitions=tuple(partitions)),)
+        )
+        self._send()
+
+    def _send(self) -> None:
+        cluster = self.cluster
+        assert self.request is not None
+        self.rpc = cluster.next_rpc()
+        self.deadline_ms = cluster.clock.now_ms + cluster.config.controller_request_timeout_ms
+        cluster.network.send(
+            self.node_id, self.router.target(), ReassignReq(self.request, self.rpc)
+        )
+        rpc = self.rpc
+        cluster.scheduler.at(self.deadline_ms, lambda: self._timeout(rpc))
+
+    def _timeout(self, rpc: int) -> None:
+        if rpc == self.rpc:
+            self.router.failed()
+            self._send()
+
+    def _schedule_next(self) -> None:
+        self.rpc = -1
+        self.cluster.scheduler.after(self.rng.randint(*self.interval_ms), self._next_round)
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        if not isinstance(msg, ReassignResp) or msg.rpc != self.rpc:
+            return
+        if msg.response.error_code is ErrorCode.NOT_CONTROLLER:
+            self.router.redirect(envelope.source, msg.leader)
+            self._send()
+            return
+        self.router.confirmed(envelope.source)
+        for topic in msg.response.responses:
+            self.started += sum(p.error_code is ErrorCode.NONE for p in topic.partitions)
+        self._schedule_next()
 
 
 # --- the nemesis --------------------------------------------------------------------------------
@@ -320,8 +413,11 @@ class Nemesis:
             ("isolate_controller", self._isolate_controller),
         ]
 
-    def start(self) -> None:
-        self.cluster.scheduler.at(self.start_ms, self._next)
+    def start(self, *, random_faults: bool = True) -> None:
+        """Inject random faults in the window (unless not ``random_faults``: then only the
+        targeted nemesis strikes) and heal everything at its end."""
+        if random_faults:
+            self.cluster.scheduler.at(self.start_ms, self._next)
         self.cluster.scheduler.at(self.end_ms, self.heal_all)
 
     def _next(self) -> None:
@@ -334,7 +430,7 @@ class Nemesis:
                 return
             self.tainted = None
         name, fault = self.rng.choice(self._faults)
-        if name == "power_loss" and not self._all_quorum() and not self._quiet():
+        if name == "power_loss" and not self.all_quorum() and not self.quiet():
             # NB: an ISR partition survives a power loss only while every other replica is
             # in sync (ISR needs no fsync because a crashed replica rejoins only after
             # catching up); a quorum partition fsyncs before it acknowledges, so power
@@ -343,9 +439,15 @@ class Nemesis:
         fault()
         self.stats.injected[name] = self.stats.injected.get(name, 0) + 1
 
-    def _later(self, low: int, high: int, action: Callable[[], None]) -> None:
+    def later(
+        self, low: int, high: int, action: Callable[[], None], rng: random.Random | None = None
+    ) -> None:
+        """Run ``action`` (a fault's end) ``low..high`` ms from now (drawn from ``rng``, by
+        default the nemesis's), by the end of the window at the latest; until then the fault
+        counts as active (`quiet` is False)."""
         self._active += 1
-        at = min(self.cluster.clock.now_ms + self.rng.randint(low, high), self.end_ms)
+        delay = (rng or self.rng).randint(low, high)
+        at = min(self.cluster.clock.now_ms + delay, self.end_ms)
 
         def run() -> None:
             self._active -= 1
@@ -356,7 +458,9 @@ class Nemesis:
     def _pick(self) -> SimBroker:
         return self.rng.choice(list(self.cluster.brokers.values()))
 
-    def _quiet(self) -> bool:
+    def quiet(self, *, full_isr: bool = True) -> bool:
+        """No fault active, every node up, the network healed, every partition led (and,
+        with ``full_isr``, every replica in its partition's ISR)."""
         cluster = self.cluster
         if self._active or not cluster.network.is_healed:
             return False
@@ -369,11 +473,11 @@ class Nemesis:
             if registration is None or cluster.leader_of(tp) < 0:
                 return False
             in_sync = cluster.in_sync(tp)
-            if in_sync is None or in_sync != set(registration.replicas):
+            if in_sync is None or (full_isr and in_sync != set(registration.replicas)):
                 return False
         return True
 
-    def _all_quorum(self) -> bool:
+    def all_quorum(self) -> bool:
         return all(self.cluster.is_quorum(tp) for tp in self.cluster.topic_partitions())
 
     def _back_in_every_isr(self, broker: SimBroker) -> bool:
@@ -390,14 +494,14 @@ class Nemesis:
     def _crash_restart(self) -> None:
         b = self._pick()
         b.crash(power_loss=False)
-        self._later(20, 800, lambda: self._restart(b))
+        self.later(20, 800, lambda: self._restart(b))
 
     def _power_loss(self) -> None:
         b = self._pick()
         b.crash(power_loss=True)
-        if not self._all_quorum():
+        if not self.all_quorum():
             self.tainted = b
-        self._later(20, 800, lambda: self._restart(b))
+        self.later(20, 800, lambda: self._restart(b))
 
     def _restart(self, b: SimBroker) -> None:
         if not b.up:
@@ -409,7 +513,7 @@ class Nemesis:
     def _controller_crash(self) -> None:
         c = self._pick_controller()
         c.crash()
-        self._later(20, 800, lambda: self._restart_controller(c))
+        self.later(20, 800, lambda: self._restart_controller(c))
 
     def _restart_controller(self, c: SimController) -> None:
         if not c.up:
@@ -418,13 +522,13 @@ class Nemesis:
     def _controller_pause(self) -> None:
         c = self._pick_controller()
         c.pause()
-        self._later(20, 800, c.resume)
+        self.later(20, 800, c.resume)
 
     def _isolate_controller(self) -> None:
         active = self.cluster.active_controller()
         node = active.node_id if active is not None else self._pick_controller().node_id
         self.cluster.network.isolate(node)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _groups(self) -> list[int]:
         ids = [*self.cluster.controllers, *self.cluster.brokers]
@@ -435,14 +539,14 @@ class Nemesis:
         ids = self._groups()
         cut = self.rng.randint(1, len(ids) - 1)
         self.cluster.network.partition(frozenset(ids[:cut]), frozenset(ids[cut:]))
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _one_way(self) -> None:
         ids = self._groups()
         src, others = ids[0], ids[1:]
         dests = frozenset(self.rng.sample(others, self.rng.randint(1, len(others))))
         self.cluster.network.block_one_way(src, dests)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _isolate_leader(self) -> None:
         tps = self.cluster.topic_partitions()
@@ -450,19 +554,19 @@ class Nemesis:
         if node < 0:
             node = self._pick().node_id
         self.cluster.network.isolate(node)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _packet_loss(self) -> None:
         loss = self.rng.uniform(0.05, 0.3)
         self.cluster.network.profile = self.base_profile.lossy(loss, delay_factor=3)
-        self._later(100, 800, self._restore_links)
+        self.later(100, 800, self._restore_links)
 
     def _slow_links(self) -> None:
         p = self.base_profile
         self.cluster.network.profile = LinkProfile(
             delay_min_ms=p.delay_min_ms, delay_max_ms=self.rng.choice((50, 150, 400))
         )
-        self._later(100, 800, self._restore_links)
+        self.later(100, 800, self._restore_links)
 
     def _restore_links(self) -> None:
         self.cluster.network.profile = self.base_profile
@@ -470,7 +574,7 @@ class Nemesis:
     def _pause(self) -> None:
         b = self._pick()
         b.pause()
-        self._later(20, 800, b.resume)
+        self.later(20, 800, b.resume)
 
     def heal_all(self) -> None:
         cluster = self.cluster
@@ -488,4 +592,12 @@ class Nemesis:
                 b.resume()
 
 
-__all__ = ["CLIENT_BASE_ID", "Consumer", "Nemesis", "NemesisStats", "Producer", "TopicCreator"]
+__all__ = [
+    "CLIENT_BASE_ID",
+    "Consumer",
+    "Nemesis",
+    "NemesisStats",
+    "Producer",
+    "Reassigner",
+    "TopicCreator",
+]

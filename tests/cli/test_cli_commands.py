@@ -7,6 +7,7 @@ cluster.json is left.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -174,6 +175,44 @@ def test_produce_from_stdin_then_consume(cluster: Cluster) -> None:
     assert out.stdout == "" and time.monotonic() - started < 15
 
 
+def test_console_properties_carry_headers_keys_timestamps_and_binary_safe_values(
+    cluster: Cluster,
+) -> None:
+    """kafka-console-producer's parse.* properties in, DefaultMessageFormatter's print.* out;
+    ``--offset -N`` (rpk's relative offset), ``--include REGEX`` and ``--encoding base64``."""
+    cluster.run("topics", "create", "console-a", "--partitions", "1", "--replication-factor", "1")
+    cluster.run("topics", "create", "console-b", "--partitions", "1", "--replication-factor", "1")
+    cluster.run(
+        "produce", "console-a", "--property", "parse.timestamp=true",
+        "--property", "parse.headers=true", "--property", "parse.key=true",
+        "--property", "null.marker=NULL",
+        stdin="1700000000000\tsrc:web,flag\tk1\tv1\n1700000000001\t\tNULL\tv2\n",
+    )  # fmt: skip
+    cluster.run("produce", "console-b", stdin="b1\nb2\nb3\n")
+    out = cluster.run(
+        "consume", "console-a", "--from-beginning", "--max-messages", "2",
+        "--property", "print.timestamp=true", "--property", "print.headers=true",
+        "--property", "print.key=true", "--property", "print.offset=true",
+    )  # fmt: skip
+    assert out.stdout.splitlines() == [
+        "CreateTime:1700000000000\tOffset:0\tsrc:web,flag:null\tk1\tv1",
+        "CreateTime:1700000000001\tOffset:1\tNO_HEADERS\tnull\tv2",
+    ]
+    out = cluster.run(
+        "consume", "console-b", "--partition", "0", "--offset", "-2", "--timeout", "2"
+    )
+    assert out.stdout.splitlines() == ["b2", "b3"]
+    out = cluster.run(
+        "consume", "--include", "console-.*", "--from-beginning", "--max-messages", "5",
+        "--json", "--encoding", "base64",
+    )  # fmt: skip
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted((r["topic"], base64.b64decode(r["value"])) for r in records) == [
+        ("console-a", b"v1"), ("console-a", b"v2"),
+        ("console-b", b"b1"), ("console-b", b"b2"), ("console-b", b"b3"),
+    ]  # fmt: skip
+
+
 def test_consume_from_an_offset_past_the_end_says_so(cluster: Cluster) -> None:
     """Not a silent start at the end: the offset is checked with ListOffsets first."""
     line = one_line_error(
@@ -297,6 +336,7 @@ def test_help_has_an_example_for_every_command(capsys: pytest.CaptureFixture[str
         ("topics", "delete"), ("topics", "alter-config"), ("produce",), ("consume",),
         ("compare",),
         ("topics", "alter"), ("topics", "offsets"), ("topics", "elect-leaders"),
+        ("topics", "reassign"),
         ("configs",), ("configs", "describe"), ("configs", "alter"),
     ):  # fmt: skip
         with pytest.raises(SystemExit) as exit_info:

@@ -66,6 +66,35 @@ def test_describe_marks_a_quorum_topic_and_its_leader_from_the_raft_vote(
     assert "Raft" not in events
 
 
+def test_describe_shows_the_eligible_leader_replicas_of_an_isr_topic(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    partition = PartitionDescription(
+        partition=0, leader=2, leader_epoch=7, replicas=(1, 2, 3), isr=(2,),
+        offline_replicas=(), elr=(1,), last_known_elr=(3,),
+    )  # fmt: skip
+    topic = TopicMetadata(name="events", topic_id="id", partitions=(partition,))
+
+    class _ElrSession(_Session):
+        def describe_cluster(self) -> DescribeClusterResponse:
+            return DescribeClusterResponse(topics=(topic,))
+
+    monkeypatch.setattr(topics, "AdminSession", _ElrSession)
+    args = argparse.Namespace(
+        topic=None,
+        under_replicated_partitions=False,
+        under_min_isr_partitions=False,
+        unavailable_partitions=False,
+        json=False,
+    )
+    assert topics.describe(args) == 0
+    assert "Isr: 2\tElr: 1\tLastKnownElr: 3" in capsys.readouterr().out
+    args.json = True
+    assert topics.describe(args) == 0
+    doc = json.loads(capsys.readouterr().out)[0]["partitions"][0]
+    assert (doc["elr"], doc["last_known_elr"]) == ([1], [3])
+
+
 def test_describe_json_names_the_mode_and_who_elects_the_leader(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,7 +18,7 @@ from kraft.cluster import LocalCluster
 from kraft.types import OFFSETS_TOPIC, TopicPartition
 from replication.clients import AdminClient, Consumer, Producer
 from replication.group import partition_for_group
-from storage.errors import FencedMemberEpochError, InvalidTopicError
+from storage.errors import FencedMemberEpochError, InvalidRequestError, InvalidTopicError
 from tests.broker.clusters import running_cluster
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
@@ -135,7 +135,9 @@ def test_a_member_that_stops_polling_loses_its_partitions_and_its_commit_is_refu
     other.close()
 
 
-def test_producing_to_the_offsets_topic_is_refused(cluster: LocalCluster) -> None:
+def test_the_brokers_create_the_offsets_topic_and_users_may_neither_produce_to_nor_create_it(
+    cluster: LocalCluster,
+) -> None:
     _topic(cluster, "refuse", 1)
     with _consumer(cluster, "g-refuse", "r") as c:
         c.subscribe(["refuse"])
@@ -144,6 +146,9 @@ def test_producing_to_the_offsets_topic_is_refused(cluster: LocalCluster) -> Non
         future = producer.send(OFFSETS_TOPIC, value=b"forged", partition=0)
         with pytest.raises(InvalidTopicError):
             future.result(timeout=30)
+    with AdminClient(cluster.bootstrap) as admin, pytest.raises(InvalidRequestError) as refused:
+        admin.create_topic(OFFSETS_TOPIC, 3, 1)  # a raw CreateTopics, as any user can send
+    assert "internal topic __consumer_offsets is prohibited" in str(refused.value)
 
 
 def test_committed_offsets_survive_the_coordinator_broker_and_snapshots_bound_the_log(

@@ -6,6 +6,7 @@ from kraft.controller import (
     AllocateProducerIdsRequest,
     AlterableConfig,
     AlterConfigsResource,
+    ControllerConfig,
     CreatableTopic,
     CreateTopicsRequest,
     IncrementalAlterConfigsRequest,
@@ -27,9 +28,10 @@ from tests.controller.harness import ControllerHarness
 
 
 def cluster_with_topic(
-    *brokers: int, rf: int, configs: dict[str, str] | None = None
+    *brokers: int, rf: int, configs: dict[str, str] | None = None, elr: bool = True
 ) -> ControllerHarness:
-    h = ControllerHarness()
+    """``elr=False``: eligible leader replicas off (KIP-841's rule: the last ISR member stays)."""
+    h = ControllerHarness(config=ControllerConfig(eligible_leader_replicas_enable=elr))
     h.start_brokers(*brokers)
     response = h.run(
         h.core.handle_create_topics_request,
@@ -180,7 +182,7 @@ def test_heartbeats_keep_the_session_alive() -> None:
 
 
 def test_fencing_the_last_isr_member_keeps_it_in_the_isr_without_leader() -> None:
-    h = cluster_with_topic(1, rf=1)
+    h = cluster_with_topic(1, rf=1, elr=False)
     h.tick(3_001)
     p = t0(h)
     assert (p.leader, p.isr) == (NO_LEADER, (1,))
@@ -188,7 +190,7 @@ def test_fencing_the_last_isr_member_keeps_it_in_the_isr_without_leader() -> Non
 
 
 def test_last_isr_member_coming_back_is_re_elected_in_its_unfence_batch() -> None:
-    h = cluster_with_topic(1, 2, rf=2)
+    h = cluster_with_topic(1, 2, rf=2, elr=False)
     h.tick(3_001)  # both fenced: ISR keeps the last one
     p = t0(h)
     assert p.leader == NO_LEADER and len(p.isr) == 1
@@ -221,7 +223,7 @@ def test_fencing_with_unclean_election_enabled_elects_an_out_of_sync_replica() -
 
 
 def test_without_unclean_election_the_partition_stays_offline() -> None:
-    h = cluster_with_topic(1, 2, rf=2)
+    h = cluster_with_topic(1, 2, rf=2, elr=False)
     leader, _ = _leader_alone_in_isr_then_dead(h)
     assert (t0(h).leader, t0(h).isr) == (NO_LEADER, (leader,))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kraft.controller import (
     BrokerHeartbeatRequest,
+    ControllerConfig,
     CreatableTopic,
     CreateTopicsRequest,
     ElectionType,
@@ -19,8 +20,11 @@ from storage.errors import ErrorCode
 from tests.controller.harness import ControllerHarness
 
 
-def cluster(rf: int = 3, configs: dict[str, str] | None = None) -> ControllerHarness:
-    h = ControllerHarness()
+def cluster(
+    rf: int = 3, configs: dict[str, str] | None = None, *, elr: bool = True
+) -> ControllerHarness:
+    """``elr=False``: eligible leader replicas off (KIP-841's rule: the last ISR member stays)."""
+    h = ControllerHarness(config=ControllerConfig(eligible_leader_replicas_enable=elr))
     h.start_brokers(1, 2, 3)
     response = h.run(
         h.core.handle_create_topics_request,
@@ -111,7 +115,7 @@ def test_an_offline_replica_is_never_elected_and_may_not_rejoin_the_isr_until_cl
 
 
 def test_the_last_isr_member_stays_leaderless_while_offline_and_leads_again_when_cleared() -> None:
-    h = cluster(rf=1, configs={"unclean.leader.election.enable": "true"})
+    h = cluster(rf=1, configs={"unclean.leader.election.enable": "true"}, elr=False)
     only = t0(h).leader
 
     heartbeat(h, only, T0)

@@ -402,3 +402,35 @@ def test_the_metadata_log_name_is_refused_as_a_topic() -> None:
     assert create(harness(1), CreatableTopic(name="__cluster_metadata")) == [
         ErrorCode.INVALID_REQUEST
     ]
+
+
+def _internal(
+    h: ControllerHarness, broker_id: int | None = None, broker_epoch: int | None = None
+) -> list[ErrorCode]:
+    response = h.run(
+        h.core.handle_create_topics_request,
+        CreateTopicsRequest(
+            topics=(CreatableTopic(name="__consumer_offsets", num_partitions=3),),
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+        ),
+    )
+    return [t.error_code for t in response.topics]
+
+
+def test_a_users_create_topics_for_the_offsets_topic_is_refused() -> None:
+    """The brokers create ``__consumer_offsets`` on first use with the partition count and
+    configs the group coordinator relies on; a user's CreateTopics for it (or a claim to be a
+    broker that does not match a live broker's current epoch) is INVALID_REQUEST."""
+    h = harness(1, 2)
+    epoch = h.image.brokers[1].broker_epoch
+    assert _internal(h) == [ErrorCode.INVALID_REQUEST]
+    assert _internal(h, broker_id=1, broker_epoch=epoch + 1) == [ErrorCode.INVALID_REQUEST]
+    assert _internal(h, broker_id=9, broker_epoch=epoch) == [ErrorCode.INVALID_REQUEST]
+    assert h.image.topic("__consumer_offsets") is None
+
+
+def test_a_live_broker_creates_the_offsets_topic_as_itself() -> None:
+    h = harness(1, 2)
+    epoch = h.image.brokers[1].broker_epoch
+    assert _internal(h, broker_id=1, broker_epoch=epoch) == [ErrorCode.NONE]

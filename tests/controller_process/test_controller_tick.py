@@ -140,7 +140,8 @@ def test_enabling_unclean_election_wakes_the_tick_that_elects_the_offline_partit
             assert await _heartbeat(server, 2, want_fence=True)  # out of the ISR
             assert await _heartbeat(server, 1, want_fence=True)  # the last ISR member
             assert not await _heartbeat(server, 2)  # back, but out of sync
-            await _until(lambda: _partition(server).isr == (1,), timeout=20)
+            # KIP-966 (ELR on by default): the fenced last member waits in the ELR.
+            await _until(lambda: (_partition(server).isr, _partition(server).elr) == ((), (1,)), 20)
             assert _partition(server).leader == NO_LEADER
             altered = await server.submit(
                 IncrementalAlterConfigsRequest(

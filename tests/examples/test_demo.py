@@ -1,5 +1,6 @@
-"""The main job (``python -m kraft.demo``) on a small run: the whole story (Spark included), a
-clean summary, and no process left behind (Spark's JVM included); Ctrl-C stops everything too."""
+"""The main job (``python -m kraft.demo``) on a small run: the whole story (the consumer group
+and Spark included), a clean summary, and no process left behind (Spark's JVM and the consumer
+processes included); Ctrl-C stops everything too."""
 
 from __future__ import annotations
 
@@ -77,6 +78,13 @@ def test_demo_loses_and_duplicates_nothing_and_leaves_nothing_running(tmp_path: 
         "is back in the ISR of every partition",
         "lost = 0",
         "duplicates = 0",
+        "consumer group 'demo-group': 3 consumer processes",
+        "the group is stable",
+        "kill -9 consumer 1",
+        "rebalance done: the survivors own every partition",
+        "lag 0: the group's committed offsets reached the log end offset",
+        "acknowledged records never processed: 0",
+        "at-least-once: a consumer commits only after processing",
         "reading the topic with Spark (format 'kraft')",
         "OK: every acknowledged record was read back exactly once",
     ):
@@ -84,11 +92,13 @@ def test_demo_loses_and_duplicates_nothing_and_leaves_nothing_running(tmp_path: 
     summary = json.loads(summary_path.read_text())
     assert summary["records"] == summary["acknowledged"] == summary["consumed"] == 20000
     assert summary["lost"] == summary["duplicates"] == summary["misplaced"] == 0
+    assert summary["group_missed"] == 0 and summary["group_rebalance_s"] is not None
+    assert summary["group_processed"] == 20000 + summary["group_duplicates"]
     assert summary["killed_broker"] in (101, 102, 103) and summary["killed_leader_of"] >= 2
     assert summary["failover_s"] is not None and summary["rejoined_after_restart_s"] is not None
     spark = summary["spark"]  # a partition the sticky partitioner skipped has no row
     assert spark.startswith("20,000 rows in ") and spark.endswith(", as consumed"), spark
-    assert len(summary["pids"]) >= 7  # 6 nodes and the restarted broker
+    assert len(summary["pids"]) >= 10  # 6 nodes, the restarted broker, 3 consumers
     assert not [p for p in summary["pids"] if _alive(p)]
     assert not processes_mentioning(str(data))
     assert not processes_mentioning("spark.app.name=kraft-demo")  # Spark's JVM is gone too

@@ -93,3 +93,13 @@ def test_every_server_counts_and_times_its_requests_per_rpc() -> None:
     assert 'kafka_network_requestmetrics_requests_total{request="Echo",status="ERROR"} 1.0' in text
     assert 'kafka_network_requestmetrics_totaltime_seconds_count{request="Echo"} 4.0' in text
     assert 'kafka_server_brokertopicmetrics_messagesin_total{topic="orders"} 5.0' in text
+
+
+def test_a_fetch_is_counted_as_a_follower_or_a_consumer_fetch_by_its_replica_id() -> None:
+    from types import SimpleNamespace
+
+    from kraft.metrics.registry import _fetch_name
+
+    assert _fetch_name(SimpleNamespace(replica_id=2)) == "FetchFollower"
+    assert _fetch_name(SimpleNamespace(replica_id=-1)) == "FetchConsumer"
+    assert _fetch_name(SimpleNamespace()) == "FetchConsumer"

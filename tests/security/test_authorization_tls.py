@@ -185,6 +185,10 @@ ADMIN_CALLS: dict[str, tuple[str, Any]] = {  # forwarded by the broker
     "DescribeConfigs": ("DescribeConfigs", controller_pb2.DescribeConfigsRequest(resources=[
         controller_pb2.DescribeConfigsResource(resource_type=2, resource_name="orders")])),
     "ElectLeaders": ("ElectLeaders", controller_pb2.ElectLeadersRequest(election_type=0)),
+    "AlterPartitionReassignments": ("AlterPartitionReassignments",
+        controller_pb2.AlterPartitionReassignmentsRequest()),
+    "ListPartitionReassignments": ("ListPartitionReassignments",
+        controller_pb2.ListPartitionReassignmentsRequest()),
     "CreateAcls": ("CreateAcls", controller_pb2.CreateAclsRequest()),
     "DeleteAcls": ("DeleteAcls", controller_pb2.DeleteAclsRequest()),
     "DescribeAcls": ("DescribeAcls", controller_pb2.DescribeAclsRequest(filter=ANY_FILTER)),
@@ -262,4 +266,4 @@ def test_every_rpc_refuses_every_caller_it_must_and_allows_the_others(setup: Set
             if got != outcome:
                 wrong.append(f"{name} by {caller}: {got}, expected {outcome}")
     assert wrong == [], "\n".join(wrong)
-    assert checked >= 5 * 23
+    assert checked >= 5 * 25

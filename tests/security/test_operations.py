@@ -214,6 +214,8 @@ def test_group_rpcs_need_kafkas_group_and_topic_operations() -> None:
         ("Controller/ElectLeaders", Op.ALTER),
         ("Controller/DescribeQuorum", Op.DESCRIBE),
         ("Controller/UnregisterBroker", Op.ALTER),
+        ("Controller/AlterPartitionReassignments", Op.ALTER),
+        ("Controller/ListPartitionReassignments", Op.DESCRIBE),
     ],
 )
 def test_cluster_admin_rpcs_need_their_cluster_operation(
