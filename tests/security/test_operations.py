@@ -465,3 +465,12 @@ def test_the_caller_is_the_mapped_certificate_subject_over_tls_else_anonymous(
     assert caller_of(_Context(no_certificate, "ipv4:10.0.0.7:1"), ON).principal == ANONYMOUS
     plaintext = {"transport_security_type": [b"insecure"]}
     assert caller_of(_Context(plaintext, "ipv6:[::1]:1"), ON) == Caller(ANONYMOUS, "::1", False)
+
+
+def test_operations_md_names_every_rpc_of_the_table() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    start = text.index("## Authorization: principals and ACLs")
+    section = text[start : text.index("\n## ", start + 1)]
+    named = [m for m in rules() if not m.startswith("Raft/")]
+    assert [m for m in named if m.split("/")[1] not in section] == []
+    assert "every Raft RPC" in section
