@@ -49,10 +49,9 @@ from replication.messages import (
     FetchPartitionData,
     FetchTopic,
 )
-from spark.columns import ColumnBuilder
 from spark.offsets import OffsetRange
 from spark.options import DEFAULT_FETCH_MAX_BYTES
-from spark.vectorized import decode_columns
+from storage.columnar import decode_arrow
 from storage.errors import (
     ErrorCode,
     KraftError,
@@ -161,9 +160,8 @@ class RangeFetcher:
             OffsetOutOfRangeError: data loss and ``fail_on_data_loss``.
             KraftError: the partition stayed unreadable for ``timeout_s``.
         """
-        builder = ColumnBuilder(r.topic, r.partition, include_headers=include_headers)
         for chunk in self.chunks(r):
-            batch = decode_columns(
+            batch = decode_arrow(
                 chunk.records,
                 chunk.position,
                 chunk.until,
@@ -171,9 +169,6 @@ class RangeFetcher:
                 r.partition,
                 include_headers=include_headers,
             )
-            if batch is None:  # compressed, with headers, or malformed: record by record
-                builder.add(chunk.records, chunk.position, chunk.until)
-                batch = builder.build()
             if batch.num_rows:
                 yield batch
 

@@ -11,9 +11,9 @@
           .load())
 
 Batch reads plan on the driver and read on executors, one Spark partition per `OffsetRange`,
-yielding Arrow batches in the Kafka source's exact schema (`spark.columns`); both sides are in
-`spark.batch_reader`. The options are Spark's Kafka source's (`spark.options`). The streaming
-reader is `spark.stream.KraftStreamReader`; the writers are in `spark.writer`.
+yielding Arrow batches in the Kafka source's exact schema (`storage.columnar.schema`); both
+sides are in `spark.batch_reader`. The options are Spark's Kafka source's (`spark.options`).
+The streaming reader is `spark.stream.KraftStreamReader`; the writers are in `spark.writer`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from spark.batch_reader import KraftBatchReader
-from spark.columns import schema_ddl
 from spark.options import ReadOptions, WriteOptions, lower_keys
 from spark.stream import KraftStreamReader
 from spark.writer import KraftArrowWriter, KraftStreamArrowWriter
+from storage.columnar.schema import schema_ddl
 
 
 class KraftDataSource(DataSource):

@@ -20,7 +20,6 @@ from replication.messages import (
     MetadataResponse,
     MetadataTopic,
 )
-from spark.columns import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ColumnBuilder
 from spark.fetcher import RangeFetcher
 from spark.offsets import OffsetRange, rate_limit, split_ranges
 from spark.options import (
@@ -32,7 +31,8 @@ from spark.options import (
     SubscribePattern,
     WriteOptions,
 )
-from spark.vectorized import decode_columns
+from storage.columnar.schema import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ColumnBuilder
+from storage.columnar.vectorized import decode_columns
 from storage.compression import Compression
 from storage.errors import ErrorCode, OffsetOutOfRangeError
 from storage.records import SimpleRecord, build_batch, iter_records

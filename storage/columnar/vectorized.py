@@ -22,7 +22,7 @@ response of 37k records in ~7.7 ms; the Python walk and the byte mask took ~15 m
 ~0.8 M/s record by record.
 
 A response it does not cover returns None and the caller decodes it record by record
-(`spark.columns.ColumnBuilder`): compressed batches, records with headers when the headers
+(`storage.columnar.schema.ColumnBuilder`): compressed batches, records with headers when the headers
 column is wanted, or anything malformed (the slow path then raises the precise
 `CorruptRecordError`).
 """
@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from spark.columns import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema
+from storage.columnar.schema import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema
 from storage.compression import Compression
 from storage.errors import CorruptRecordError
 from storage.records import (
