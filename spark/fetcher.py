@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Self
 
@@ -153,8 +153,11 @@ class RangeFetcher:
 
     # -- what tasks call ----------------------------------------------------------------------
 
-    def arrow_batches(self, r: OffsetRange, *, include_headers: bool) -> Iterator[pa.RecordBatch]:
-        """The records of ``r`` as RecordBatches in the Kafka source schema (one per Fetch).
+    def arrow_batches(
+        self, r: OffsetRange, *, include_headers: bool, columns: Sequence[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The records of ``r`` as RecordBatches in the Kafka source schema (one per Fetch),
+        or of only ``columns`` of it (see `storage.columnar.decode_arrow`).
 
         Raises:
             OffsetOutOfRangeError: data loss and ``fail_on_data_loss``.
@@ -168,6 +171,7 @@ class RangeFetcher:
                 r.topic,
                 r.partition,
                 include_headers=include_headers,
+                columns=columns,
             )
             if batch.num_rows:
                 yield batch

@@ -25,7 +25,17 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from spark.batch_reader import KraftBatchReader
 from spark.options import ReadOptions, WriteOptions, lower_keys
@@ -52,7 +62,25 @@ class KraftDataSource(DataSource):
         return lower_keys(self.options).get("includeheaders", "false").strip().lower() == "true"
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KraftBatchReader(ReadOptions.parse(self.options))
+        return KraftBatchReader(ReadOptions.parse(self.options), self._columns(schema))
+
+    def _columns(self, schema: StructType) -> list[str] | None:
+        """The columns of a user-specified schema (None: the source's own, all of them).
+
+        Raises:
+            ValueError: a column the source does not have, or of another type.
+        """
+        full = _source_types(self._include_headers())
+        names = [f.name for f in schema.fields]
+        if names == list(full):
+            return None
+        for f in schema.fields:
+            if full.get(f.name) != f.dataType:
+                raise ValueError(
+                    f"the kraft source has no column {f.name[:100]!r} of type "
+                    f"{f.dataType.simpleString()[:100]}: its columns are {self.schema()}"
+                )
+        return names
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KraftStreamReader(ReadOptions.parse(self.options, streaming=True))
@@ -62,6 +90,24 @@ class KraftDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return KraftStreamArrowWriter(WriteOptions.parse(self.options), schema)
+
+
+def _source_types(include_headers: bool) -> dict[str, DataType]:
+    """`schema_ddl` as Spark types, built without a SparkContext (a Python worker has none to
+    parse DDL with)."""
+    types: dict[str, DataType] = {
+        "key": BinaryType(),
+        "value": BinaryType(),
+        "topic": StringType(),
+        "partition": IntegerType(),
+        "offset": LongType(),
+        "timestamp": TimestampType(),
+        "timestampType": IntegerType(),
+    }
+    if include_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        types["headers"] = ArrayType(header)
+    return types
 
 
 __all__ = ["KraftDataSource"]

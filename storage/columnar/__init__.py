@@ -13,12 +13,17 @@ wanted. `require_arrow` says what to install when they are missing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 INSTALL_HINT = "pip install 'kraft[spark]'"
+
+HEADER_COLUMNS = frozenset({"topic", "partition", "offset", "timestampType"})
+"""The columns a batch header alone gives (where its offsets have no gaps): a query that
+needs only these (a ``count()``) decodes no record."""
 
 
 def require_arrow(feature: str) -> None:
@@ -35,18 +40,37 @@ def require_arrow(feature: str) -> None:
 
 
 def decode_arrow(
-    data: bytes, position: int, until: int, topic: str, partition: int, *, include_headers: bool
+    data: bytes,
+    position: int,
+    until: int,
+    topic: str,
+    partition: int,
+    *,
+    include_headers: bool,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """The records with offsets in ``[position, until)`` of ``data`` (whole v2 batches as a
     Fetch returns them; control batches skipped, a torn last batch ignored) as one RecordBatch
-    of `storage.columnar.schema.arrow_schema` (``include_headers`` adds ``headers``).
+    of `storage.columnar.schema.arrow_schema` (``include_headers`` adds ``headers``), or of
+    only ``columns`` of it, in that order. Columns in `HEADER_COLUMNS` alone are read from the
+    batch headers without decoding a record (where a batch's offsets have gaps, after
+    compaction, its records are decoded).
 
     Raises:
         CorruptRecordError: a malformed batch (CRCs are the caller's to check).
     """
     from storage.columnar.schema import ColumnBuilder
-    from storage.columnar.vectorized import decode_columns
+    from storage.columnar.vectorized import decode_columns, header_columns
 
+    if columns is not None:
+        if HEADER_COLUMNS.issuperset(columns):
+            batch = header_columns(data, position, until, topic, partition)
+            if batch is not None:
+                return batch.select(list(columns))
+        full = decode_arrow(
+            data, position, until, topic, partition, include_headers=include_headers
+        )
+        return full.select(list(columns))
     batch = decode_columns(data, position, until, topic, partition, include_headers=include_headers)
     if batch is None:  # compressed, with headers, or malformed: record by record
         builder = ColumnBuilder(topic, partition, include_headers=include_headers)
@@ -55,4 +79,4 @@ def decode_arrow(
     return batch
 
 
-__all__ = ["INSTALL_HINT", "decode_arrow", "require_arrow"]
+__all__ = ["HEADER_COLUMNS", "INSTALL_HINT", "decode_arrow", "require_arrow"]

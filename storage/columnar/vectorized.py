@@ -115,6 +115,53 @@ def decode_columns(
     return _build(topic, partition, include_headers, n, columns)
 
 
+def header_columns(
+    data: bytes, position: int, until: int, topic: str, partition: int
+) -> pa.RecordBatch | None:
+    """``topic, partition, offset, timestampType`` of the records with offsets in
+    ``[position, until)``, from the batch headers alone (no record decoded, no batch
+    decompressed); None when a batch's offsets have gaps (``record_count`` below its offset
+    span: a compacted batch), which only its records tell."""
+    bases: list[int] = []
+    counts: list[int] = []
+    types: list[int] = []
+    for _, header in iter_batches(data):
+        if header.next_offset <= position or header.is_control or header.base_offset >= until:
+            continue
+        if header.record_count != header.last_offset_delta + 1:
+            return None
+        bases.append(header.base_offset)
+        counts.append(header.record_count)
+        types.append(int(header.timestamp_type))
+    per_batch = np.asarray(counts, dtype=np.int64)
+    total = int(per_batch.sum())
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(
+        np.cumsum(per_batch) - per_batch, per_batch
+    )
+    offsets += np.repeat(np.asarray(bases, dtype=np.int64), per_batch)
+    timestamp_types = np.repeat(np.asarray(types, dtype=np.int32), per_batch)
+    keep = (offsets >= position) & (offsets < until)
+    if not keep.all():
+        offsets, timestamp_types = offsets[keep], timestamp_types[keep]
+    n = len(offsets)
+    arrays = [
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array(offsets, pa.int64()),
+        pa.array(timestamp_types, pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=_HEADER_SCHEMA)
+
+
+_HEADER_SCHEMA = pa.schema(
+    [
+        field
+        for field in arrow_schema(False)
+        if field.name in ("topic", "partition", "offset", "timestampType")
+    ]
+)
+
+
 def _build(
     topic: str, partition: int, include_headers: bool, n: int, columns: list[Any]
 ) -> pa.RecordBatch:
@@ -398,4 +445,4 @@ def _binary(buf: npt.NDArray[np.uint8], starts: Int64s, lengths: Int64s) -> pa.A
     )
 
 
-__all__ = ["decode_columns"]
+__all__ = ["decode_columns", "header_columns"]
