@@ -13,8 +13,9 @@ timeout passes:
 4. otherwise send ONE Fetch per leader broker carrying every assigned partition it leads
    (with ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH
    instead of serving data), all brokers at once, each a long poll of ``fetch.max.wait.ms``
-   (bounded by what is left of the poll's timeout), then decode the returned batches with
-   ``storage.records.record_tuples``.
+   (bounded by what is left of the poll's timeout); the returned batches' headers (and CRCs)
+   are checked then, their records decoded when handed out (`replication.clients.fetched`):
+   as `ConsumerRecord` objects by ``poll``, as one Arrow RecordBatch by ``poll_batch``.
 
 Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``none`` raises
 `OffsetOutOfRangeError` from poll); a stale-leader error (NOT_LEADER_OR_FOLLOWER,
