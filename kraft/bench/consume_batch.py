@@ -15,6 +15,15 @@ from typing import Any
 from kraft.bench.produce_consume import PARTITIONS, BenchError, _figures, _thread_cpu_s
 
 
+def import_arrow() -> None:
+    """Import what ``poll_batch`` and this harness use (pyarrow, its compute functions,
+    numpy, the decoder): about a second of CPU, once per process, kept out of the timing."""
+    import pyarrow.compute  # noqa: F401
+
+    import storage.columnar.schema
+    import storage.columnar.vectorized  # noqa: F401
+
+
 def consume_arrow(bootstrap: str, topic: str, records: int, max_records: int) -> dict[str, Any]:
     """Read ``records`` records of ``topic`` from the beginning with ``poll_batch``."""
     import pyarrow.compute as pc
@@ -70,4 +79,4 @@ def _check_offsets(batch: Any, next_offset: dict[int, int]) -> None:
         next_offset[p] = int(mine[-1]) + 1
 
 
-__all__ = ["consume_arrow"]
+__all__ = ["consume_arrow", "import_arrow"]

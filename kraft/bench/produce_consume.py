@@ -624,8 +624,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
             runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
             if args.batch:  # poll_batch over the same records, in the same run
-                from kraft.bench.consume_batch import consume_arrow
+                from kraft.bench.consume_batch import consume_arrow, import_arrow
 
+                import_arrow()  # NB: ~1 s of imports, not a cost per record: before the timing
                 say(f"consuming {args.records} records with poll_batch")
                 cpu = {}
                 with profiled("consume-batch", cluster), cpu_time(cpu, cluster):
