@@ -13,6 +13,8 @@ cluster, beside the raw gRPC streaming ceiling of this machine measured in the s
   records/s and MB/s from the first poll to the Nth record; latency = the duration of each
   ``poll()`` call that returned records. Without ``--bootstrap`` it first produces the N
   records itself (acks=all, not timed).
+  ``--batch`` then reads the same records with ``Consumer.poll_batch`` (Arrow), in the same
+  run (`kraft.bench.consume_batch`).
 - ceiling: a subprocess gRPC server on 127.0.0.1 and one client-streaming call pushing the
   same bytes (at least 32 MiB) in ``--ceiling-message-kib`` messages (16 KiB: a batch); the
   median of 3 such calls.
@@ -589,7 +591,10 @@ def render(result: dict[str, Any]) -> str:
                 f" {run['batches_per_request']} batches per request)"
             )
     if result["bench"] == "consume":
-        lines.append("  (consume latency: the duration of each poll() call that returned records)")
+        lines.append(
+            "  (consume latency: the duration of each poll() / poll_batch() call that returned"
+            " records)"
+        )
     else:
         lines.append(
             "  (produce latency: per record, acknowledgement callback minus send; it includes"
@@ -637,6 +642,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
             runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
+            if args.batch:  # poll_batch over the same records, in the same run
+                from kraft.bench.consume_batch import consume_arrow, import_arrow
+
+                import_arrow()  # NB: ~1 s of imports, not a cost per record: before the timing
+                say(f"consuming {args.records} records with poll_batch")
+                cpu = {}
+                with profiled("consume-batch", cluster), cpu_time(cpu, cluster):
+                    arrow = consume_arrow(bootstrap, topic, args.records, args.max_poll_records)
+                runs["consume poll_batch"] = arrow | _cpu_figures(cpu, args.records, arrow)
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
@@ -698,6 +712,11 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-poll-records", type=positive_int, default=5000, help="consume: max.poll.records"
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="consume: also read the same records with Consumer.poll_batch (Arrow)",
     )
     parser.add_argument(
         "--ceiling-message-kib", type=positive_int, default=16, help="gRPC ceiling message size"
