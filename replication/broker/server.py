@@ -63,7 +63,7 @@ import functools
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -83,6 +83,8 @@ from kraft.controller.messages import (
     AlterPartitionTopic,
 )
 from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata.changes import changed_partitions
+from kraft.metadata.image import PartitionRegistration, TopicImage
 from kraft.metadata.records import Endpoint
 from kraft.metrics.kafka import BROKER_GAUGES, RAFT_GAUGES, broker_values, raft_values
 from kraft.metrics.node import serve_node_metrics
@@ -235,6 +237,9 @@ class BrokerServer:
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
         self._reconcile_scheduled = False
         self._reconciled_image: MetadataImage | None = None
+        self._revisit: set[TopicPartition] = set()
+        """Partitions the next pass visits even if unchanged: left unopened by the last
+        (`MAX_REPLICA_OPENS_PER_RECONCILE`), or reopened by the offline probe."""
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -384,6 +389,7 @@ class BrokerServer:
                 for replica in self.replicas.values():
                     replica.stop()
                 self.replicas.clear()
+                self._reconciled_image = None  # the next pass visits every partition
             self.metadata_changed()
             return
 
@@ -461,18 +467,35 @@ class BrokerServer:
             return
         brokers = self._broker_statuses()
         self.quorum.update_addresses(image)
+        # Only what changed since the last pass (Kafka's ``localChanges``), plus the replicas
+        # an earlier pass left unopened: a pass over every partition for each applied batch
+        # (or each slice of `MAX_REPLICA_OPENS_PER_RECONCILE` opens) made a large topic
+        # O(partitions^2) and starved the heartbeats into a fencing.
+        previous, self._reconciled_image = self._reconciled_image, image
+        changed = None if previous is None else changed_partitions(previous, image)
+        full = changed is None
+        work: Iterable[tuple[TopicImage, int, PartitionRegistration]]
+        if changed is None:
+            self._revisit.clear()
+            work = image.iter_partitions()
+        else:
+            revisit = [
+                (topic, tp.partition, registration)
+                for tp in self._revisit
+                if (topic := image.topic(tp.topic)) is not None
+                and (registration := topic.partitions.get(tp.partition)) is not None
+            ]
+            self._revisit.clear()
+            work = [*changed, *revisit]
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
-        # A pass that only continues opening replicas (the image is the one the last pass
-        # applied) leaves the open ones alone: else each slice re-applies every registration,
-        # O(partitions^2) for a large topic.
-        continuation = image is self._reconciled_image
-        self._reconciled_image = image
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
-        for topic, index, registration in image.iter_partitions():
-            if self.node_id not in registration.replicas:
-                continue
+        for topic, index, registration in work:
             tp = TopicPartition(topic.name, index)
+            if self.node_id not in registration.replicas:
+                if not full and tp in self.replicas:
+                    self._remove_replica(tp, image)  # moved off this broker
+                continue
             wanted.add(tp)
             entry = self.offline.get(tp)
             if entry is not None and entry.topic_id != topic.topic_id:
@@ -489,13 +512,12 @@ class BrokerServer:
                     settings_by_topic[topic.name] = settings
                 if replica is None:
                     if opens_left == 0:
+                        self._revisit.add(tp)
                         self.metadata_changed()  # the rest on the next pass, after other work
                         continue
                     opens_left -= 1
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                     self.replicas[tp] = replica
-                elif continuation:
-                    continue
                 else:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)
@@ -505,18 +527,23 @@ class BrokerServer:
                     self._mark_offline(tp, topic.topic_id, repr(e))
             except KraftError as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        if not full:
+            return  # no topic came or went (else `changed_partitions` asks for a full pass)
         for tp in [tp for tp in self.replicas if tp not in wanted]:
-            replica = self.replicas.pop(tp)
-            replica.stop()
-            if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
-                shutil.rmtree(replica.log.directory, ignore_errors=True)
-            self._log.info("replica_removed", topic_partition=str(tp))
+            self._remove_replica(tp, image)
         for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
             gone = self.offline.remove(tp)
             if gone is not None and image.topic_ids_by_name.get(tp.topic) != gone.topic_id:
                 shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp))
             self._heartbeat_now.set()
+
+    def _remove_replica(self, tp: TopicPartition, image: MetadataImage) -> None:
+        replica = self.replicas.pop(tp)
+        replica.stop()
+        if image.topic_ids_by_name.get(tp.topic) != replica.topic_id:
+            shutil.rmtree(replica.log.directory, ignore_errors=True)
+        self._log.info("replica_removed", topic_partition=str(tp))
 
     # --- offline replicas ---------------------------------------------------------------------
 
@@ -579,6 +606,7 @@ class BrokerServer:
             topic_partition=str(tp),
             log_end_offset=replica.log.log_end_offset,
         )
+        self._revisit.add(tp)
         self.metadata_changed()  # reconcile gives it its role
         self._heartbeat_now.set()
 

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from kraft.metadata import PartitionChangeRecord
+from kraft.types import TopicPartition
+from replication.broker.partition import PartitionReplica
 from replication.broker.server import MAX_REPLICA_OPENS_PER_RECONCILE
 from tests.broker.test_dynamic_topic_config import _broker, _broker_config
-from tests.metadata.builders import ImageBuilder
+from tests.metadata.builders import ImageBuilder, topic_id_for
 
 PARTITIONS = MAX_REPLICA_OPENS_PER_RECONCILE * 2 + 5
 
@@ -31,5 +37,47 @@ def test_a_large_topic_is_opened_over_several_loop_turns_and_completely(tmp_path
                     break
                 await asyncio.sleep(0)
             assert len(b.replicas) == PARTITIONS
+
+    asyncio.run(run())
+
+
+def test_a_batch_that_changes_one_partition_revisits_that_partition_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka's ``localChanges``: before, every applied batch (an ISR change of one partition)
+    re-applied the registration of every replica the broker holds, O(partitions) per batch and
+    O(partitions^2) while a large topic settles."""
+    image = (
+        ImageBuilder()
+        .with_brokers(101, 102, 103)
+        .with_topic("wide", partitions=PARTITIONS, rf=3)
+        .build()
+    )
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            for _ in range(50):
+                if len(b.replicas) == PARTITIONS and not b._reconcile_scheduled:
+                    break
+                await asyncio.sleep(0)
+            assert len(b.replicas) == PARTITIONS
+            applied: list[TopicPartition] = []
+            original = PartitionReplica.apply_registration
+
+            def counting(replica: PartitionReplica, *args: Any, **kwargs: Any) -> None:
+                applied.append(replica.topic_partition)
+                original(replica, *args, **kwargs)
+
+            monkeypatch.setattr(PartitionReplica, "apply_registration", counting)
+            current = b.image.partition(topic_id_for("wide"), 4)
+            assert current is not None
+            change = PartitionChangeRecord(
+                topic_id=topic_id_for("wide"),
+                partition=4,
+                isr=tuple(r for r in current.isr if r != current.replicas[-1]),
+            )
+            b.image = b.image.apply(change, b.image.last_offset + 1)
+            b._reconcile()
+            assert applied == [TopicPartition("wide", 4)]
 
     asyncio.run(run())
