@@ -66,6 +66,10 @@ from storage.errors import ErrorCode
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 """Producer ids handed out per AllocateProducerIds request (KIP-730)."""
 
+FENCE_RECORDS_PER_BATCH: Final = 500
+"""Partition changes in one step of fencing a broker (`fence_one_expired_broker`): at ~0.1-0.5 ms
+per record to decide, encode and replay in Python, well under the Raft timeouts."""
+
 INCARNATION_ID_MAX_CHARS: Final = 64
 """A broker sends a UUID (36 characters, 32 in hex)."""
 MAX_LISTENERS: Final = 16
@@ -288,25 +292,43 @@ def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
     )
 
 
-def fence_expired_brokers(
-    image: MetadataImage, heartbeats: BrokerHeartbeatManager, now_ms: int
-) -> tuple[list[MetadataRecord], list[int]]:
-    """Fence every unfenced broker whose session expired; returns (records, fenced ids).
+def fence_one_expired_broker(
+    image: MetadataImage,
+    heartbeats: BrokerHeartbeatManager,
+    now_ms: int,
+    *,
+    max_records: int = FENCE_RECORDS_PER_BATCH,
+) -> tuple[list[MetadataRecord], int | None]:
+    """One step of fencing the first unfenced broker whose session expired (Kafka's
+    ``maybeFenceOneStaleBroker``, one broker per step); returns (records, the broker id if
+    this step fenced it, else None).
 
-    Each broker's records are computed against the image with the previous brokers' records
-    applied, so fencing two members of one ISR at once still leaves a consistent ISR.
+    A step holds at most ``max_records`` partition changes, the broker's leaderships first;
+    the step that finds fewer left holds the fence record too (one atomic batch, KIP-841, as
+    before when a broker leads few partitions). Until then the broker is not fenced and the caller
+    steps again: a broker leading thousands of partitions is fenced over several batches,
+    each a fraction of a second to decide, encode and replicate, instead of one batch of
+    ~10,000 records that held the controller's event loop for seconds and cost the quorum its
+    leader (which dropped the batch, and the next controller fenced again: a loop). Every
+    intermediate state is valid: the broker is merely out of some ISRs and leaderships.
     """
-    records: list[MetadataRecord] = []
-    fenced: list[int] = []
-    working = image
     for broker_id in image.unfenced_broker_ids():
         if not heartbeats.session_expired(broker_id, now_ms):
             continue
-        batch = _fence_records(working, broker_id)
-        working = working.apply_batch(batch, base_offset=working.last_offset + 1)
-        records.extend(batch)
-        fenced.append(broker_id)
-    return records, fenced
+        records: list[MetadataRecord] = list(
+            remove_broker_from_partitions(image, broker_id, limit=max_records)
+        )
+        if len(records) >= max_records:
+            return records, None
+        registration = image.brokers[broker_id]
+        fence = BrokerRegistrationChangeRecord(
+            broker_id=broker_id,
+            broker_epoch=registration.broker_epoch,
+            fenced=True,
+            in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
+        )
+        return [fence, *records], broker_id
+    return [], None
 
 
 def handle_unregister_broker(
@@ -358,9 +380,10 @@ def handle_allocate_producer_ids(
 
 
 __all__ = [
+    "FENCE_RECORDS_PER_BATCH",
     "PRODUCER_ID_BLOCK_SIZE",
     "BrokerHeartbeatManager",
-    "fence_expired_brokers",
+    "fence_one_expired_broker",
     "handle_allocate_producer_ids",
     "handle_broker_heartbeat",
     "handle_register_broker",

@@ -50,22 +50,33 @@ def unclean_election_enabled(image: MetadataImage, topic_name: str) -> bool:
 
 
 def remove_broker_from_partitions(
-    image: MetadataImage, broker_id: int
+    image: MetadataImage, broker_id: int, *, limit: int | None = None
 ) -> list[PartitionChangeRecord]:
     """Drop ``broker_id`` from every ISR and move its leaderships (KIP-841).
 
     ``broker_id`` is treated as unable to lead whatever the image says, so this works both
     before and after the broker's own fence / shutdown record is applied. Quorum-mode
     partitions are left alone: they have no ISR, and their Raft group elects their leader.
+
+    With ``limit``: at most that many records, the partitions ``broker_id`` leads first (they
+    have no working leader until moved), so a fencing can be paced over several batches
+    (`kraft.controller.cluster_control.fence_one_expired_broker`).
     """
 
     def acceptable(replica: int) -> bool:
         return replica != broker_id and image.is_active_broker(replica)
 
+    affected = [
+        (topic, index, partition)
+        for topic, index, partition in image.iter_partitions()
+        if broker_id in partition.isr or partition.leader == broker_id
+    ]
+    if limit is not None:
+        affected.sort(key=lambda entry: entry[2].leader != broker_id)  # stable: leaders first
     records: list[PartitionChangeRecord] = []
-    for topic, index, partition in image.iter_partitions():
-        if broker_id not in partition.isr and partition.leader != broker_id:
-            continue
+    for topic, index, partition in affected:
+        if limit is not None and len(records) >= limit:
+            break
         if is_quorum_topic(image, topic.name):
             continue
         # KIP-841: the last ISR member stays, so the partition can recover cleanly.
