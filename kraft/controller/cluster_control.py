@@ -66,9 +66,10 @@ from storage.errors import ErrorCode
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 """Producer ids handed out per AllocateProducerIds request (KIP-730)."""
 
-FENCE_RECORDS_PER_BATCH: Final = 500
-"""Partition changes in one step of fencing a broker (`fence_one_expired_broker`): at ~0.1-0.5 ms
-per record to decide, encode and replay in Python, well under the Raft timeouts."""
+PARTITION_CHANGES_PER_BATCH: Final = 500
+"""Partition changes in one automatic batch: a step of fencing a broker
+(`fence_one_expired_broker`), the elections of an unfencing or of a tick. At ~0.1-0.5 ms per
+record to decide, encode and replay in Python, a batch stays well under the Raft timeouts."""
 
 INCARNATION_ID_MAX_CHARS: Final = 64
 """A broker sends a UUID (36 characters, 32 in hex)."""
@@ -249,7 +250,9 @@ def handle_broker_heartbeat(
                     broker_id=broker_id, broker_epoch=registration.broker_epoch, fenced=False
                 )
                 unfenced = image.apply(change, image.last_offset + 1)
-                records = [change, *elect_offline_leaders(unfenced)]
+                # The rest, if any, in the ticks that follow (this change asks for one).
+                elected = elect_offline_leaders(unfenced, limit=PARTITION_CHANGES_PER_BATCH)
+                records = [change, *elected]
                 fenced = False
         case BrokerState.UNFENCED:
             if request.want_fence:
@@ -297,7 +300,7 @@ def fence_one_expired_broker(
     heartbeats: BrokerHeartbeatManager,
     now_ms: int,
     *,
-    max_records: int = FENCE_RECORDS_PER_BATCH,
+    max_records: int = PARTITION_CHANGES_PER_BATCH,
 ) -> tuple[list[MetadataRecord], int | None]:
     """One step of fencing the first unfenced broker whose session expired (Kafka's
     ``maybeFenceOneStaleBroker``, one broker per step); returns (records, the broker id if
@@ -380,7 +383,7 @@ def handle_allocate_producer_ids(
 
 
 __all__ = [
-    "FENCE_RECORDS_PER_BATCH",
+    "PARTITION_CHANGES_PER_BATCH",
     "PRODUCER_ID_BLOCK_SIZE",
     "BrokerHeartbeatManager",
     "fence_one_expired_broker",

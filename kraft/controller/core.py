@@ -63,6 +63,7 @@ from kraft.controller.acl_control import (
     handle_delete_acls,
 )
 from kraft.controller.cluster_control import (
+    PARTITION_CHANGES_PER_BATCH,
     BrokerHeartbeatManager,
     fence_one_expired_broker,
     handle_allocate_producer_ids,
@@ -492,7 +493,7 @@ class ControllerCore:
         """Periodic work, as one atomic batch (possibly empty; no response attached):
 
         - fence a broker silent for ``broker_session_timeout_ms``, with its ISR removals and
-          leader moves (KIP-841), one broker and at most ``FENCE_RECORDS_PER_BATCH`` partition
+          leader moves (KIP-841), one broker and at most ``PARTITION_CHANGES_PER_BATCH`` partition
           changes per tick (`fence_one_expired_broker`): its session stays expired, so the
           next tick comes at once and takes the next step;
         - elect leaders for offline partitions that now can have one (e.g. after
@@ -514,7 +515,10 @@ class ControllerCore:
                 broker_id, now_ms
             )
 
-        offline = elect_offline_leaders(working, is_acceptable=acceptable)
+        offline = elect_offline_leaders(
+            working, is_acceptable=acceptable, limit=PARTITION_CHANGES_PER_BATCH
+        )
+        more_offline = len(offline) >= PARTITION_CHANGES_PER_BATCH
         if offline:
             working = working.apply_batch(offline, self._next_offset + len(records), self._epoch)
             records.extend(offline)
@@ -533,8 +537,12 @@ class ControllerCore:
                 partition_changes=_count_partition_changes(records),
             )
         result = ControllerResult(records=tuple(records), response=None)
-        # NB: no tick wanted for the tick's own records: it elected on the image they make.
-        return self._append(result, None, after=working).records
+        # NB: no tick wanted for the tick's own records: it elected on the image they make,
+        # unless it left electable partitions for the next batch.
+        records_out = self._append(result, None, after=working).records
+        if more_offline:
+            self._tick_wanted_at_ms = now_ms
+        return records_out
 
     def next_deadline_ms(self) -> int | None:
         """When `tick` next has work (absolute, in the ``now_ms`` clock of the inputs; at or

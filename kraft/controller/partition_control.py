@@ -98,14 +98,20 @@ def remove_broker_from_partitions(
 
 
 def elect_offline_leaders(
-    image: MetadataImage, *, is_acceptable: Callable[[int], bool] | None = None
+    image: MetadataImage,
+    *,
+    is_acceptable: Callable[[int], bool] | None = None,
+    limit: int | None = None,
 ) -> list[PartitionChangeRecord]:
     """Elect a leader for every leaderless partition that now has an eligible replica (from the
-    ISR; outside it only where the topic enables unclean election). Quorum-mode partitions
+    ISR; outside it only where the topic enables unclean election); with ``limit``, for the
+    first that many only (the caller elects the rest in a later batch). Quorum-mode partitions
     wait for their Raft group's report instead (`kraft.controller.quorum_partitions`)."""
     acceptable = is_acceptable or image.is_active_broker
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
+        if limit is not None and len(records) >= limit:
+            break
         if partition.is_online or is_quorum_topic(image, topic.name):
             continue
         record = PartitionChangeBuilder(
