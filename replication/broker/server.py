@@ -143,6 +143,10 @@ MAX_REPLICA_OPENS_PER_RECONCILE = 32
 """Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
 wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
 the event loop (and with it heartbeats and fetches) for seconds."""
+RECONCILE_OPEN_BUDGET_S = 0.05
+"""...and a pass stops opening once it has spent this long: under load an open took ~30 ms
+(fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
+replicas heartbeated late enough to be fenced, again and again."""
 
 
 class _MetadataObserver:
@@ -488,6 +492,7 @@ class BrokerServer:
             self._revisit.clear()
             work = [*changed, *revisit]
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
+        opens_until = time.monotonic() + RECONCILE_OPEN_BUDGET_S
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in work:
@@ -511,7 +516,7 @@ class BrokerServer:
                     settings = resolve_topic_settings(image, topic.name, self.config)
                     settings_by_topic[topic.name] = settings
                 if replica is None:
-                    if opens_left == 0:
+                    if opens_left == 0 or time.monotonic() > opens_until:
                         self._revisit.add(tp)
                         self.metadata_changed()  # the rest on the next pass, after other work
                         continue
