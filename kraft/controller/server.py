@@ -154,6 +154,11 @@ class _MetadataStateMachine:
     def snapshot(self) -> bytes:
         return self._owner.core.committed_image.to_snapshot()
 
+    def snapshot_writer(self) -> Callable[[], bytes]:
+        """`snapshot` of the image as of now; immutable, so a worker thread may run it
+        (`kraft.raft_shell.snapshots.Snapshots.capture`)."""
+        return self._owner.core.committed_image.to_snapshot
+
     def restore(self, data: bytes) -> None:
         try:
             self._owner.on_snapshot(MetadataImage.from_snapshot(data))

@@ -171,6 +171,10 @@ class _MetadataObserver:
     def snapshot(self) -> bytes:
         return self._owner.image.to_snapshot()
 
+    def snapshot_writer(self) -> Callable[[], bytes]:
+        """`snapshot` of the image as of now; immutable, so a worker thread may run it."""
+        return self._owner.image.to_snapshot
+
     def restore(self, data: bytes) -> None:
         self._owner.image = MetadataImage.from_snapshot(data)
         self._owner.metadata_changed()
