@@ -773,8 +773,8 @@ async def serve(config: ControllerNodeConfig) -> int:
 
 def run_controller(config: ControllerNodeConfig) -> int:
     """The ``kraft controller`` entry point: serve until signalled; the exit code (under
-    cProfile with ``KRAFT_PROFILE_DIR``, `kraft.cluster.profiling`)."""
-    from kraft.cluster.profiling import run_profiled
+    cProfile with ``KRAFT_PROFILE_DIR``, `kraft.profiling`)."""
+    from kraft.profiling import run_profiled
 
     return run_profiled(f"controller-{config.node_id}", lambda: serve(config))
 

@@ -4,8 +4,7 @@ cProfile (``KRAFT_PROFILE_DIR``)."""
 
 from __future__ import annotations
 
-from kraft.cluster.process import PROFILE_DIR_ENV
-from kraft.cluster.profiling import run_profiled
+from kraft.profiling import PROFILE_DIR_ENV, run_profiled
 from kraft.supervision import serve_until_stopped
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.server import BrokerServer

@@ -12,8 +12,12 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Final
 
-from kraft.cluster.process import PROFILE_DIR_ENV
+PROFILE_DIR_ENV: Final = "KRAFT_PROFILE_DIR"
+"""When set, broker and controller processes run under cProfile (the event-loop thread, where
+every handler runs) and write ``<role>-<node id>-<pid>-<n>.pstats`` into that directory on
+SIGUSR2 (the profile since the previous dump, then it starts afresh) and on a clean shutdown."""
 
 
 class Profiling:
@@ -71,4 +75,4 @@ async def _run(serve: Callable[[], Awaitable[int]]) -> int:
     return await serve()
 
 
-__all__ = ["Profiling", "run_profiled"]
+__all__ = ["PROFILE_DIR_ENV", "Profiling", "run_profiled"]
