@@ -9,9 +9,12 @@ a partition whose registration is the same object was not either. The cost is O(
 the touched topics), not O(partitions of the cluster); a broker holding 10,000 partitions that
 applied an ISR change of one no longer revisits the other 9,999 (O(n^2) over a large create).
 
-Some changes concern every partition: a topic created or deleted, a broker registered, fenced
-or unfenced (every leader's view of its followers), a config changed (every topic may resolve
-it). For those `changed_partitions` answers None: the caller walks every partition, as before.
+Some changes concern every partition: a topic created or deleted, a config changed (every
+topic may resolve it). For those `changed_partitions` answers None: the caller walks every
+partition, as before. A broker registered, fenced or unfenced (``after.brokers is not
+before.brokers``) concerns only the replicas this broker leads (their view of the followers,
+KIP-841), which the caller updates itself: a full pass at each fencing of a 20,000-partition
+cluster held a broker's loop long enough to get it fenced in turn.
 """
 
 from __future__ import annotations
@@ -24,11 +27,10 @@ def changed_partitions(
 ) -> list[tuple[TopicImage, int, PartitionRegistration]] | None:
     """The partitions of ``after`` whose registration is not the one ``before`` holds, topics
     by name and partitions by index; None when the change is one every partition must see
-    (topics created or deleted, brokers or configs changed: see the module docstring), or
-    when ``after`` does not descend from ``before`` (a snapshot was loaded)."""
+    (topics created or deleted, configs changed: see the module docstring), or when
+    ``after`` does not descend from ``before`` (a snapshot was loaded)."""
     if (
         after.topic_ids_by_name is not before.topic_ids_by_name
-        or after.brokers is not before.brokers
         or after.configs is not before.configs
     ):
         return None

@@ -495,6 +495,13 @@ class BrokerServer:
             ]
             self._revisit.clear()
             work = [*changed, *revisit]
+            if previous is not None and image.brokers is not previous.brokers:
+                # A broker registered, fenced or unfenced: only the replicas this broker leads
+                # use the others' states (KIP-841), and the visited ones get them below.
+                visited = {TopicPartition(t.name, i) for t, i, _ in work}
+                for held_tp, held in self.replicas.items():
+                    if held.driver.is_leader and held_tp not in visited:
+                        held.update_brokers(brokers)
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
         opens_until = time.monotonic() + RECONCILE_OPEN_BUDGET_S
         wanted: set[TopicPartition] = set()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kraft.metadata import PartitionChangeRecord
+from kraft.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
 from kraft.types import TopicPartition
 from replication.broker.partition import PartitionReplica
 from replication.broker.server import (
@@ -110,5 +110,46 @@ def test_a_pass_stops_opening_replicas_once_its_time_budget_is_spent(
         async with _broker(_broker_config(tmp_path), image) as b:
             assert 0 < len(b.replicas) <= 3
             assert b._reconcile_scheduled, "the rest is scheduled, not dropped"
+
+    asyncio.run(run())
+
+
+def test_a_broker_fenced_updates_the_leaders_view_without_a_pass_over_every_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 20,000 partitions a full pass at each fencing held a broker's loop long enough to
+    get it fenced in turn, over and over. Only the replicas it leads use the brokers' states."""
+    image = (
+        ImageBuilder()
+        .with_brokers(101, 102, 103)
+        .with_topic("wide", partitions=PARTITIONS, rf=3)
+        .build()
+    )
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            for _ in range(500):
+                if len(b.replicas) == PARTITIONS and not b._reconcile_scheduled:
+                    break
+                await asyncio.sleep(0)
+            applied: list[TopicPartition] = []
+            updated: list[TopicPartition] = []
+            monkeypatch.setattr(
+                PartitionReplica,
+                "apply_registration",
+                lambda r, *a, **k: applied.append(r.topic_partition),
+            )
+            monkeypatch.setattr(
+                PartitionReplica,
+                "update_brokers",
+                lambda r, *a, **k: updated.append(r.topic_partition),
+            )
+            epoch = b.image.brokers[103].broker_epoch
+            fence = BrokerRegistrationChangeRecord(broker_id=103, broker_epoch=epoch, fenced=True)
+            b.image = b.image.apply(fence, b.image.last_offset + 1)
+            b._reconcile()
+            assert applied == []
+            leaders = {tp for tp, r in b.replicas.items() if r.driver.is_leader}
+            assert leaders and set(updated) == leaders and len(updated) == len(leaders)
 
     asyncio.run(run())

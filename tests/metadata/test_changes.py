@@ -82,14 +82,19 @@ def test_no_change_reports_nothing() -> None:
     assert changed_partitions(image, image) == []
 
 
-def test_changes_every_partition_must_see_ask_for_a_full_pass() -> None:
+def test_a_broker_change_alone_changes_no_partition() -> None:
+    """The caller updates its leaders' view of the brokers itself (not a full pass)."""
     before = _image()
     broker = before.brokers[1]
     fenced = before.apply(
         BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=broker.broker_epoch, fenced=True),
         before.last_offset + 1,
     )
-    assert changed_partitions(before, fenced) is None
+    assert changed_partitions(before, fenced) == []
+
+
+def test_changes_every_partition_must_see_ask_for_a_full_pass() -> None:
+    before = _image()
     configured = before.apply(
         ConfigRecord(
             resource_type=ConfigResourceType.TOPIC,
