@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
-from kraft.cluster.process import PROFILE_DIR_ENV
+from kraft.profiling import PROFILE_DIR_ENV
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
