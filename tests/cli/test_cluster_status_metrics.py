@@ -5,9 +5,14 @@ before. Over canned exposition texts and a stub controller client (no cluster)."
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+import pytest
+
 from kraft.cli._cluster_status import collect_status, render_status, stable_view
+from kraft.cli.cluster import _supervisor_argv
+from kraft.cli.cluster_prometheus import scrape_config
 from kraft.metrics.scrape import MetricsWatch
 from tests.controller_process.test_cluster_health import cluster_view
 from tests.metrics.test_scrape import ACTIVE_CONTROLLER_TEXT, BROKER_TEXT, canned_endpoint
@@ -77,3 +82,33 @@ def test_without_endpoints_the_status_is_todays(tmp_path: Path) -> None:
     text = render_status(doc)
     assert "LEADERS" not in text and "metrics" not in text
     assert "  BROKER     ADDRESS               PID      STATE" in text
+
+
+def test_prometheus_config_targets_each_endpoint_and_refuses_a_cluster_without_any(
+    tmp_path: Path,
+) -> None:
+    info = _info(tmp_path, "http://127.0.0.1:9001/metrics", "http://127.0.0.1:9002/metrics")
+    config = scrape_config(info, job="lab", interval="5s")
+    assert "  scrape_interval: 5s" in config and '  - job_name: "lab"' in config
+    assert '      - targets: ["127.0.0.1:9001"]' in config
+    assert '        labels: {role: broker, node_id: "101"}' in config
+    assert "102" not in config  # no endpoint, no target
+    with pytest.raises(ValueError, match="--no-metrics"):
+        scrape_config(_info(tmp_path, None, None))
+
+
+def test_up_no_metrics_reaches_the_detached_supervisor() -> None:
+    args = argparse.Namespace(
+        controllers=1,
+        brokers=1,
+        wait_timeout=5.0,
+        node_log_level="info",
+        base_port=None,
+        tls=False,
+        metrics=False,
+        broker_config=[],
+        controller_config=[],
+    )
+    assert "--no-metrics" in _supervisor_argv(args, Path("/tmp/x"))
+    args.metrics = True
+    assert "--no-metrics" not in _supervisor_argv(args, Path("/tmp/x"))
