@@ -7,7 +7,10 @@ process (as Prometheus would be: not the client's process) reads every endpoint 
 cluster every ``--scrape-interval`` seconds (1 s: 15 times Prometheus's default) for the whole
 run. The produce runs alternate (off, on, off, on, ...: ``--rounds`` of each), so a change of
 the machine's load shifts both alike; the figures are the median and the best of each, their
-ratios, and the CPU time a record costs the client and the three brokers.
+ratios, and the CPU time a record costs the client and the three brokers. On a loaded machine
+the throughput of two runs differs by far more than 3%, so it also measures what a scrape
+costs a broker directly: ``--scrape-cost-scrapes`` scrapes of one broker in a row, its CPU
+time per scrape, and the share of a core that is at the scrape interval.
 
 What "off" leaves on: the request counters and latency histograms of the gRPC interceptor and
 the event counters are counted on every node whether or not it serves them (the same code
@@ -23,6 +26,8 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from typing import Any
 
@@ -31,6 +36,7 @@ from kraft.bench.produce_consume import (
     REPLICATION_FACTOR,
     BenchError,
     _cpu_figures,
+    _process_cpu_s,
     cpu_time,
     ensure_topic,
     produce,
@@ -110,10 +116,42 @@ def run_metrics(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             scraper.kill()
             scraper.wait()
+        say(f"scrape cost: {SCRAPE_COST_SCRAPES} scrapes of broker {on.broker_ids[0]}")
+        result["scrape_cost"] = scrape_cost(on, args.scrape_interval)
     result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
     result["runs"] = runs
     result["summary"] = summarize(runs)
     return result
+
+
+SCRAPE_COST_SCRAPES = 200
+
+
+def scrape_cost(cluster: Any, interval_s: float) -> dict[str, Any]:
+    """CPU time one scrape costs a broker (state gauges, rendering, HTTP), from
+    `SCRAPE_COST_SCRAPES` scrapes in a row, and the share of one core that is when scraped
+    every ``interval_s`` seconds."""
+    broker = cluster.broker_ids[0]
+    pid = cluster.broker(broker).pid
+    url = f"http://{cluster.metrics_addresses[broker]}/metrics"
+    size = 0
+    before = _process_cpu_s(pid) if pid else None
+    started = time.perf_counter()
+    for _ in range(SCRAPE_COST_SCRAPES):
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            size = len(reply.read())
+    wall = time.perf_counter() - started
+    after = _process_cpu_s(pid) if pid else None
+    if before is None or after is None:
+        raise BenchError(f"no CPU time for broker {broker}")
+    cpu_ms = (after - before) / SCRAPE_COST_SCRAPES * 1000
+    return {
+        "scrapes": SCRAPE_COST_SCRAPES,
+        "exposition_bytes": size,
+        "broker_cpu_ms_per_scrape": round(cpu_ms, 3),
+        "wall_ms_per_scrape": round(wall / SCRAPE_COST_SCRAPES * 1000, 3),
+        "core_share_at_interval": round(cpu_ms / 1000 / interval_s, 5),
+    }
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -171,6 +209,14 @@ def render(result: dict[str, Any]) -> str:
         f"{s['round_ratios']}), {s['ratio_of_medians']:.3f}x (ratio of medians), "
         f"{s['ratio_best']:.3f}x (best); target >= {TARGET_RATIO}x: {verdict}"
     )
+    cost = result.get("scrape_cost")
+    if cost:
+        lines.append(
+            f"a scrape costs a broker {cost['broker_cpu_ms_per_scrape']:.2f} ms of CPU "
+            f"({cost['exposition_bytes']:,} B, {cost['wall_ms_per_scrape']:.2f} ms wall): "
+            f"{cost['core_share_at_interval']:.3%} of a core at one scrape every "
+            f"{result['scrape_interval_s']:g} s"
+        )
     return "\n".join(lines)
 
 
