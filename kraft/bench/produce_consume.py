@@ -731,7 +731,16 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "(kraft.bench.tls_overhead)",
     )
     parser.add_argument(
-        "--rounds", type=positive_int, default=3, help="--tls: runs of each, alternated"
+        "--metrics",
+        action="store_true",
+        help="produce: Prometheus endpoints on against off in the same run, scraped every "
+        "--scrape-interval s (kraft.bench.metrics_overhead)",
+    )
+    parser.add_argument(
+        "--scrape-interval", type=float, default=1.0, help="--metrics: seconds between scrapes"
+    )
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="--tls, --metrics: runs of each, alternated"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -742,6 +751,10 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
     args = build_parser(bench).parse_args(argv)
     if bench is not None:
         args.bench = bench
+    if args.metrics:
+        from kraft.bench.metrics_overhead import main_metrics
+
+        return main_metrics(args)
     if args.tls:
         from kraft.bench.tls_overhead import main_tls
 
