@@ -128,6 +128,10 @@ class Consumer:
         self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
         self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._backoff_until_ms: dict[int, int] = {}
+        """Brokers whose last Fetch or ListOffsets failed, until when they are not asked again
+        (``retry.backoff.ms``; a dead leader otherwise cost a failed call per loop of ``poll``:
+        thousands a second, each a warning)."""
         self._isolation = (
             READ_COMMITTED if config.isolation_level == "read_committed" else READ_UNCOMMITTED
         )
@@ -464,7 +468,8 @@ class Consumer:
                 continue
             by_leader.setdefault(leader, []).append(tp)
         for leader, tps in by_leader.items():
-            self._list_offsets(snapshot, leader, tps)
+            if not self._backing_off(leader):
+                self._list_offsets(snapshot, leader, tps)
 
     def _list_offsets(
         self, snapshot: ClusterSnapshot, leader: int, tps: list[TopicPartition]
@@ -478,6 +483,7 @@ class Consumer:
             )
         except KraftError as e:
             log.warning("list_offsets_failed", broker=leader, error=str(e))
+            self._back_off(leader)
             self._metadata.request_update()
             return
         for topic in response.topics:
@@ -507,6 +513,8 @@ class Consumer:
             leader = snapshot.leader_for(tp)
             if leader is None:
                 self._metadata.request_update()
+                continue
+            if self._backing_off(leader):
                 continue
             info = snapshot.partition(tp)
             positions[tp] = position
@@ -565,9 +573,22 @@ class Consumer:
         for leader, response, error in answered:
             if error is not None or response is None:
                 log.warning("fetch_failed", broker=leader, error=str(error))
+                self._back_off(leader)
                 self._metadata.request_update()
                 continue
             self._handle_fetch_response(response, positions)
+        return True
+
+    def _back_off(self, broker: int) -> None:
+        self._backoff_until_ms[broker] = self._clock() + self.config.retry_backoff_ms
+
+    def _backing_off(self, broker: int) -> bool:
+        until = self._backoff_until_ms.get(broker)
+        if until is None:
+            return False
+        if self._clock() >= until:
+            del self._backoff_until_ms[broker]
+            return False
         return True
 
     def _handle_fetch_response(
