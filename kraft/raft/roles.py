@@ -67,6 +67,9 @@ class ReplicaProgress:
     end_offset: int = -1
     """The replica's last valid fetch offset: everything below it is durable there."""
     last_fetch_ms: int = -1
+    caught_up_ms: int = -1
+    """The last fetch at or past the high watermark (KIP-853: a new voter must be caught up
+    within the fetch timeout)."""
 
 
 @dataclass(slots=True, kw_only=True)
