@@ -246,8 +246,7 @@ class Replication:
             self._outbox.send(self._fetch_response(req, position))
             return
         replica.end_offset = req.fetch_offset
-        if req.fetch_offset >= self._high_watermark:
-            replica.caught_up_ms = now_ms
+        self._note_caught_up(replica, req.fetch_offset, now_ms)
         if req.source in self._voters:
             self.maybe_advance_leader_high_watermark(leader, now_ms)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
@@ -259,6 +258,18 @@ class Replication:
                 leader.parked_fetches[req.source] = (req, now_ms + wait_ms)
                 return
         self._outbox.send(self._fetch_response(req, None))
+
+    def _note_caught_up(self, replica: ReplicaProgress, fetch_offset: int, now_ms: int) -> None:
+        """Kafka's ``ReplicaState.updateFetchState``: at the leader's end now, it is caught up
+        now; at the end the leader had at its previous fetch, it was then (under a steady
+        write load a fetcher is never at the moving end, yet keeps up)."""
+        log_end = self._raft_log.log_end_offset
+        if fetch_offset >= log_end:
+            replica.caught_up_ms = now_ms
+        elif fetch_offset >= replica.leader_end_at_last_fetch >= 0:
+            replica.caught_up_ms = max(replica.caught_up_ms, replica.last_valid_fetch_ms)
+        replica.leader_end_at_last_fetch = log_end
+        replica.last_valid_fetch_ms = now_ms
 
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaProgress:
         replica = leader.replicas.get(replica_id)

@@ -68,8 +68,11 @@ class ReplicaProgress:
     """The replica's last valid fetch offset: everything below it is durable there."""
     last_fetch_ms: int = -1
     caught_up_ms: int = -1
-    """The last fetch at or past the high watermark (KIP-853: a new voter must be caught up
-    within the fetch timeout)."""
+    """When the replica last held everything the leader had (KIP-853: a new voter must have
+    been caught up within the fetch timeout): Kafka's ``lastCaughtUpTimestamp``."""
+    leader_end_at_last_fetch: int = -1
+    last_valid_fetch_ms: int = -1
+    """When the leader's end was ``leader_end_at_last_fetch``."""
 
 
 @dataclass(slots=True, kw_only=True)

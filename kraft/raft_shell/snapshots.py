@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kraft.raft import RaftNode
 from kraft.raft.messages import SnapshotId
+from kraft.raft.voters import frame_snapshot
 from kraft.raft_shell.state_machine import Applier
 from kraft.raft_shell.storage import DriverStorage
 
@@ -37,7 +38,8 @@ class Snapshots:
         if end <= node.log_start_offset:
             return None
         sid = node.snapshot_id_at(end)
-        data = self._applier.state_machine.snapshot()
+        # KIP-853: a snapshot carries the voter set at its end (none while it is static).
+        data = frame_snapshot(node.voters_at(end), self._applier.state_machine.snapshot())
         self.last_snapshot_bytes = len(data)
         self._storage.save_snapshot(sid, data)
         node.snapshot_taken(sid)
