@@ -710,6 +710,10 @@ class Replication:
             build_voters_batch(epoch=leader.epoch, voters=voters, base_offset=base, now_ms=now_ms)
         )
         self.complete_parked_fetches(leader, now_ms, expired_only=False)
+        # NB: check-quorum starts afresh for the new set: a leader of one voter never moved
+        # its deadline (no voter fetched), and would resign the moment a second one joined.
+        leader.fetched_since_check.clear()
+        leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
         # The majority may have changed: a smaller one can commit what is there already.
         self.maybe_advance_leader_high_watermark(leader, now_ms)
         return Offset(base)

@@ -171,3 +171,14 @@ def test_a_removed_leader_resigns_once_the_removal_commits() -> None:
     assert ctx.node.high_watermark > offset
     assert ctx.node.role_name == "resigned"
     ctx.tick_until(lambda: ctx.node.role_name == "unattached")  # an observer from now on
+
+
+def test_a_one_voter_leader_that_adds_a_voter_does_not_resign_on_a_stale_check_quorum() -> None:
+    ctx = _single_voter_leader()
+    ctx.tick(10 * ctx.config.check_quorum_timeout_ms)  # alone: check-quorum does not apply
+    assert ctx.node.is_leader
+    _add_caught_up(ctx, 2)
+    ctx.tick(1)
+    assert ctx.node.is_leader  # the new voter gets a full check-quorum period to fetch
+    ctx.tick(ctx.config.check_quorum_timeout_ms)
+    assert ctx.node.role_name == "resigned"  # and then it must have fetched
