@@ -25,10 +25,9 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``; durable (file and directory entry) on return."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def write_synced(path: Path, data: bytes) -> None:
+    """Create or truncate ``path``, write ``data`` and fsync it (not its directory entry)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -36,6 +35,12 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``; durable (file and directory entry) on return."""
+    tmp = path.with_name(path.name + ".tmp")
+    write_synced(tmp, data)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.checkpoint import fsync_dir, read_offset, write_offset
+from storage.checkpoint import fsync_dir, read_offset, write_offset, write_synced
 from storage.compaction import (
     CLEANER_OFFSET_CHECKPOINT,
     OffsetMap,
@@ -170,14 +170,7 @@ def write_swap_file(directory: Path, base_offset: int, data: bytes) -> Path:
     """Steps 1-2: ``data`` durably in ``<base>.log.swap``; returns its path."""
     name = segment_file_name(base_offset)
     cleaned = directory / (name + CLEANED_SUFFIX)
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(cleaned, data)
     swap = directory / (name + SWAP_SUFFIX)
     os.replace(cleaned, swap)
     fsync_dir(directory)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from kraft.arguments import positive_int
+from kraft.arguments import non_negative_int, positive_int
 
 
 def _seconds(text: str) -> float:
@@ -37,7 +37,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--faults",
         default="kill,pause,partition",
-        help="comma-separated: kill, kill-controller, pause, stop, partition, roll, or all",
+        help="comma-separated: kill, kill-controller, pause, stop, partition, roll, delay, "
+        "bandwidth, stale-leader, lone-leader, or all",
     )
     p.add_argument("--brokers", type=positive_int, default=3, help="brokers (default 3)")
     p.add_argument("--partitions", type=positive_int, default=6, help="partitions (default 6)")
@@ -51,6 +52,18 @@ def add_parser(sub: Any) -> None:
         "--min-insync-replicas", type=positive_int, default=2, help="the topic's (default 2)"
     )
     p.add_argument("--unclean", action="store_true", help="unclean.leader.election.enable=true")
+    p.add_argument(
+        "--metadata-workers",
+        type=non_negative_int,
+        default=0,
+        help="threads creating, deleting and reconfiguring topics during the faults (default 0)",
+    )
+    p.add_argument(
+        "--group-members",
+        type=non_negative_int,
+        default=0,
+        help="consumer-group member slots reading the topic, joining and leaving (default 0)",
+    )
     p.add_argument("--out", default="nemesis-out", help="output directory (default nemesis-out)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=run)
@@ -79,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         acks=args.acks,
         min_insync_replicas=args.min_insync_replicas,
         unclean=args.unclean,
+        metadata_workers=args.metadata_workers,
+        group_members=args.group_members,
         out=Path(args.out),
     )
     from kraft.logs import configure_logging
@@ -111,4 +126,27 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {name}: {example}")
         for problem in result.replica_problems[:5]:
             print(f"  replicas: {problem}")
+        if args.metadata_workers:
+            meta = result.metadata
+            print(
+                f"metadata: {meta.ops:,} operations, {meta.acknowledged:,} acknowledged, "
+                f"{meta.indeterminate:,} indeterminate, {meta.final_topics} topics at the end; "
+                f"{'valid' if meta.valid else 'INVALID'}"
+            )
+            for name in meta.VIOLATIONS:
+                for example in getattr(meta, name)[:5]:
+                    print(f"  {name}: {example}")
+        if args.group_members:
+            groups = result.groups
+            print(
+                f"group: {groups.assignments:,} assignments, {groups.revocations:,} revocations "
+                f"({groups.lost_revocations} lost), {groups.commits_acknowledged:,} commits "
+                f"acknowledged ({groups.commits_failed:,} failed), "
+                f"{groups.checked_records:,} records checked processed, "
+                f"{len(groups.zombie_overlaps)} zombie overlaps; "
+                f"{'valid' if groups.valid else 'INVALID'}"
+            )
+            for name in groups.VIOLATIONS:
+                for example in getattr(groups, name)[:5]:
+                    print(f"  {name}: {example}")
     return 0 if result.valid else 1

@@ -1,4 +1,4 @@
-"""``kraft sim raft|cluster|group ...``: run the deterministic simulator over a range of seeds."""
+"""``kraft sim raft|cluster|power|group ...``: run the deterministic simulator over seeds."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="KIP-853: add and remove voters (among voters + observers) during the faults",
     )
+    r.add_argument("--processes", type=positive_int, default=None, help="worker processes")
     r.set_defaults(handler=_run_raft)
     c = ssub.add_parser(
         "cluster",
@@ -50,6 +51,24 @@ def add_parser(sub: Any) -> None:
         "--unsafe-hw-truncation",
         action="store_true",
         help="followers truncate to their HW (Kafka before KIP-101), to see the checker fail",
+    )
+    c.add_argument(
+        "--unsafe-answer-uncommitted-reads",
+        action="store_true",
+        help="the active controller answers from its uncommitted image, to see the checker fail",
+    )
+    c.add_argument(
+        "--quorum-write-caching",
+        action="store_true",
+        help="quorum partitions acknowledge before the fsync (with --mode quorum): a "
+        "correlated power loss loses acknowledged writes",
+    )
+    c.add_argument(
+        "--schedule",
+        choices=("mixed", "random", "targeted"),
+        default=None,
+        help="the nemesis: random and targeted faults together (mixed, the default), or "
+        "either alone",
     )
     c.add_argument(
         "--mode",
@@ -78,6 +97,22 @@ def add_parser(sub: Any) -> None:
         help="eligible.leader.replicas.enable=false on the controllers (as Kafka before 4.0)",
     )
     c.set_defaults(handler=_run_cluster)
+    w = ssub.add_parser(
+        "power",
+        help="seeds-to-failure of every deliberately unsafe switch (the simulators' power)",
+        epilog="example: kraft sim power --seeds 20 --processes 2",
+    )
+    w.add_argument("--seeds", type=positive_int, default=None, help="seeds per switch (10)")
+    w.add_argument("--start", type=seed_int, default=None, help="first seed")
+    w.add_argument("--processes", type=positive_int, default=None, help="worker processes")
+    w.add_argument("--switch", action="append", default=None, help="only this switch")
+    w.add_argument(
+        "--schedule",
+        choices=("mixed", "random", "targeted"),
+        default=None,
+        help="the cluster nemesis (random alone: without the targeted faults)",
+    )
+    w.set_defaults(handler=_run_power)
     g = ssub.add_parser(
         "group",
         help="consumer-group members against the group coordinator under faults",
@@ -94,7 +129,7 @@ def _run_raft(args: argparse.Namespace) -> int:
     from kraft.sim import cli_raft
 
     argv: list[str] = []
-    for name in ("seeds", "start", "seed", "voters", "observers"):
+    for name in ("seeds", "start", "seed", "voters", "observers", "processes"):
         value = getattr(args, name)
         if value is not None:
             argv += [f"--{name}", str(value)]
@@ -113,13 +148,32 @@ def _run_cluster(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             argv += [f"--{name}", str(value)]
-    if args.unsafe_hw_truncation:
-        argv.append("--unsafe-hw-truncation")
-    if args.reassign:
-        argv.append("--reassign")
-    if args.no_elr:
-        argv.append("--no-elr")
+    if args.schedule is not None:
+        argv += ["--schedule", args.schedule]
+    for flag in (
+        "unsafe_hw_truncation",
+        "unsafe_answer_uncommitted_reads",
+        "quorum_write_caching",
+        "reassign",
+        "no_elr",
+    ):
+        if getattr(args, flag):
+            argv.append("--" + flag.replace("_", "-"))
     result: int = cli_cluster(argv)
+    return result
+
+
+def _run_power(args: argparse.Namespace) -> int:
+    from replication.sim.power import cli_power
+
+    argv: list[str] = []
+    for name in ("seeds", "start", "processes", "schedule"):
+        value = getattr(args, name)
+        if value is not None:
+            argv += [f"--{name}", str(value)]
+    for switch in args.switch or ():
+        argv += ["--switch", switch]
+    result: int = cli_power(argv)
     return result
 
 

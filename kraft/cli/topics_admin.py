@@ -107,13 +107,13 @@ def elect_leaders(args: argparse.Namespace) -> int:
         )
         with session.reachable():
             results = session.admin.elect_leaders(targets, args.type)
-    elected = sorted((tp for tp, e in results.items() if e is None), key=_key)
+    elected = sorted((tp for tp, e in results.items() if e is None), key=tp_key)
     not_needed = sorted(
-        (tp for tp, e in results.items() if isinstance(e, ElectionNotNeededError)), key=_key
+        (tp for tp, e in results.items() if isinstance(e, ElectionNotNeededError)), key=tp_key
     )
     failed = {
         tp: e
-        for tp, e in sorted(results.items(), key=lambda i: _key(i[0]))
+        for tp, e in sorted(results.items(), key=lambda i: tp_key(i[0]))
         if e is not None and not isinstance(e, ElectionNotNeededError)
     }
     kind = args.type.upper()
@@ -122,9 +122,9 @@ def elect_leaders(args: argparse.Namespace) -> int:
             json.dumps(
                 {
                     "election_type": args.type,
-                    "elected": [_tp_doc(tp) for tp in elected],
-                    "not_needed": [_tp_doc(tp) for tp in not_needed],
-                    "failed": [_tp_doc(tp, e) for tp, e in failed.items()],
+                    "elected": [tp_doc(tp) for tp in elected],
+                    "not_needed": [tp_doc(tp) for tp in not_needed],
+                    "failed": [tp_doc(tp, e) for tp, e in failed.items()],
                 },
                 indent=2,
             )
@@ -132,9 +132,10 @@ def elect_leaders(args: argparse.Namespace) -> int:
     else:
         # The lines of Kafka's LeaderElectionCommand.
         if elected:
-            print(f"Successfully completed leader election ({kind}) for partitions {_tps(elected)}")
+            shown = tps_text(elected)
+            print(f"Successfully completed leader election ({kind}) for partitions {shown}")
         if not_needed:
-            print(f"Valid replica already elected for partitions {_tps(not_needed)}")
+            print(f"Valid replica already elected for partitions {tps_text(not_needed)}")
         if not elected and not not_needed and not failed:
             print(f"No partition needed a leader election ({kind}).")
         for tp, e in failed.items():
@@ -173,13 +174,13 @@ def offsets(args: argparse.Namespace) -> int:
             results = session.admin.list_offsets(dict.fromkeys(targets, spec))
     failed = 0
     rows: list[dict[str, Any]] = []
-    for tp in sorted(results, key=_key):
+    for tp in sorted(results, key=tp_key):
         result = results[tp]
         if isinstance(result, ListedOffset):
-            rows.append({**_tp_doc(tp), "offset": result.offset, "timestamp": result.timestamp})
+            rows.append({**tp_doc(tp), "offset": result.offset, "timestamp": result.timestamp})
         else:
             failed += 1
-            rows.append({**_tp_doc(tp, result)})
+            rows.append({**tp_doc(tp, result)})
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -190,16 +191,16 @@ def offsets(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _key(tp: TopicPartition) -> tuple[str, int]:
+def tp_key(tp: TopicPartition) -> tuple[str, int]:
     return (tp.topic, tp.partition)
 
 
-def _tps(tps: list[TopicPartition]) -> str:
+def tps_text(tps: list[TopicPartition]) -> str:
     shown = ", ".join(str(tp) for tp in tps[:50])
     return shown + (f" ... ({len(tps)} partitions)" if len(tps) > 50 else "")
 
 
-def _tp_doc(tp: TopicPartition, error: KraftError | None = None) -> dict[str, Any]:
+def tp_doc(tp: TopicPartition, error: KraftError | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
     if error is not None:
         doc["error"] = error.code.name

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.arguments import positive_int
 from kraft.cli._connect import AdminSession
+from kraft.cli.topics_admin import tp_doc, tp_key, tps_text
 
 if TYPE_CHECKING:
     from kraft.types import TopicPartition
-    from storage.errors import KraftError
 
 Action = Callable[[str, str, str], argparse.ArgumentParser]
 
@@ -164,7 +164,7 @@ def plan_json(assignment: Mapping[TopicPartition, Sequence[int]]) -> dict[str, A
         "version": PLAN_VERSION,
         "partitions": [
             {"topic": tp.topic, "partition": tp.partition, "replicas": list(assignment[tp])}
-            for tp in sorted(assignment, key=_key)
+            for tp in sorted(assignment, key=tp_key)
         ],
     }
 
@@ -197,15 +197,17 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
                     "", dict.fromkeys(_THROTTLE_KEYS, str(args.throttle))
                 )
             results = session.admin.alter_partition_reassignments(plan)
-    started = sorted((tp for tp, e in results.items() if e is None), key=_key)
-    failed = {tp: e for tp, e in sorted(results.items(), key=lambda i: _key(i[0])) if e is not None}
+    started = sorted((tp for tp, e in results.items() if e is None), key=tp_key)
+    failed = {
+        tp: e for tp, e in sorted(results.items(), key=lambda i: tp_key(i[0])) if e is not None
+    }
     if args.json:
         print(
             json.dumps(
                 {
                     "current": plan_json(current),
-                    "started": [_tp_doc(tp) for tp in started],
-                    "failed": [_tp_doc(tp, e) for tp, e in failed.items()],
+                    "started": [tp_doc(tp) for tp in started],
+                    "failed": [tp_doc(tp, e) for tp, e in failed.items()],
                     "throttle": args.throttle,
                 },
                 indent=2,
@@ -219,7 +221,7 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
         if args.throttle is not None:
             print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
         if started:
-            print(f"Successfully started partition reassignments for {_tps(started)}")
+            print(f"Successfully started partition reassignments for {tps_text(started)}")
         for tp, e in failed.items():
             print(f"Error reassigning partition {tp}: {e.message} ({e.code.name})")
     return 1 if failed else 0
@@ -233,7 +235,7 @@ def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
             ongoing = session.admin.list_partition_reassignments(list(plan))
         current = _current(session, list(plan))
         states: dict[TopicPartition, str] = {}
-        for tp in sorted(plan, key=_key):
+        for tp in sorted(plan, key=tp_key):
             if tp in ongoing:
                 states[tp] = "in_progress"
             elif tp not in current:
@@ -257,7 +259,7 @@ def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
     if args.json:
         rows = [
             {
-                **_tp_doc(tp),
+                **tp_doc(tp),
                 "status": states[tp],
                 "target": list(plan[tp]),
                 "replicas": list(current.get(tp, ())),
@@ -293,32 +295,32 @@ def _cancel(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]
 
     with AdminSession(args) as session, session.reachable():
         results = session.admin.alter_partition_reassignments(dict.fromkeys(plan))
-    cancelled = sorted((tp for tp, e in results.items() if e is None), key=_key)
+    cancelled = sorted((tp for tp, e in results.items() if e is None), key=tp_key)
     not_moving = sorted(
         (tp for tp, e in results.items() if isinstance(e, NoReassignmentInProgressError)),
-        key=_key,
+        key=tp_key,
     )
     failed = {
         tp: e
-        for tp, e in sorted(results.items(), key=lambda i: _key(i[0]))
+        for tp, e in sorted(results.items(), key=lambda i: tp_key(i[0]))
         if e is not None and not isinstance(e, NoReassignmentInProgressError)
     }
     if args.json:
         print(
             json.dumps(
                 {
-                    "cancelled": [_tp_doc(tp) for tp in cancelled],
-                    "not_in_progress": [_tp_doc(tp) for tp in not_moving],
-                    "failed": [_tp_doc(tp, e) for tp, e in failed.items()],
+                    "cancelled": [tp_doc(tp) for tp in cancelled],
+                    "not_in_progress": [tp_doc(tp) for tp in not_moving],
+                    "failed": [tp_doc(tp, e) for tp, e in failed.items()],
                 },
                 indent=2,
             )
         )
     else:
         if cancelled:
-            print(f"Successfully cancelled partition reassignments for: {_tps(cancelled)}")
+            print(f"Successfully cancelled partition reassignments for: {tps_text(cancelled)}")
         if not_moving:
-            print(f"None of these partitions was being reassigned: {_tps(not_moving)}")
+            print(f"None of these partitions was being reassigned: {tps_text(not_moving)}")
         for tp, e in failed.items():
             print(f"Error cancelling the reassignment of {tp}: {e.message} ({e.code.name})")
     return 1 if failed else 0
@@ -346,7 +348,7 @@ def generate_plan(
     """
     n = len(brokers)
     proposed: dict[TopicPartition, tuple[int, ...]] = {}
-    for tp in sorted(current, key=_key):
+    for tp in sorted(current, key=tp_key):
         factor = len(current[tp])
         if factor > n:
             raise ValueError(f"{tp} has {factor} replicas but --brokers names only {n} brokers")
@@ -379,23 +381,6 @@ def _generate(args: argparse.Namespace) -> int:
         print("\nProposed partition reassignment configuration")
         print(json.dumps(plan_json(proposed)))
     return 0
-
-
-def _key(tp: TopicPartition) -> tuple[str, int]:
-    return (tp.topic, tp.partition)
-
-
-def _tps(tps: list[TopicPartition]) -> str:
-    shown = ", ".join(str(tp) for tp in tps[:50])
-    return shown + (f" ... ({len(tps)} partitions)" if len(tps) > 50 else "")
-
-
-def _tp_doc(tp: TopicPartition, error: KraftError | None = None) -> dict[str, Any]:
-    doc: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
-    if error is not None:
-        doc["error"] = error.code.name
-        doc["message"] = error.message
-    return doc
 
 
 __all__ = ["add_action", "generate_plan", "plan_json", "read_plan"]

@@ -116,7 +116,8 @@ class LocalCluster:
             fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
             and ``"client"`` for this process's clients, which dial through it once
             `use_fault_network` is called). For fault runs: partitions without root.
-        metrics: give every node a Prometheus endpoint (``metrics.port``, a free port each;
+        metrics: give every node a Prometheus endpoint (``metrics.port``: a free port each,
+            or with ``base_port`` the ports after the nodes' own, in the same order;
             `metrics_addresses` lists them).
         tls: mTLS on every port (see the module docstring).
         tls_clients: names of extra client certificates to make (``tls=True``), besides
@@ -152,11 +153,11 @@ class LocalCluster:
             raise ValueError("brokers must be >= 0")
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
-        ports = (
-            free_ports(controllers + brokers)
-            if base_port is None
-            else [base_port + i for i in range(controllers + brokers)]
-        )
+        nodes = controllers + brokers
+        # NB: the metrics ports come from the same draw as the nodes' (two draws of free ports
+        # may return one port twice); with base_port they follow the nodes' ports.
+        drawn = nodes * (2 if metrics else 1)
+        ports = free_ports(drawn) if base_port is None else [base_port + i for i in range(drawn)]
         self.controller_ids = list(range(1, controllers + 1))
         self.controller_addresses = {
             node_id: f"127.0.0.1:{port}"
@@ -165,13 +166,13 @@ class LocalCluster:
         self.broker_ids = [BROKER_ID_BASE + i for i in range(1, brokers + 1)]
         self.broker_addresses = {
             broker_id: f"127.0.0.1:{port}"
-            for broker_id, port in zip(self.broker_ids, ports[controllers:], strict=True)
+            for broker_id, port in zip(self.broker_ids, ports[controllers:nodes], strict=True)
         }
         self.metrics_addresses: dict[int, str] = {}
         """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
         if metrics:
             node_ids = [*self.controller_ids, *self.broker_ids]
-            for node_id, port in zip(node_ids, free_ports(len(node_ids)), strict=True):
+            for node_id, port in zip(node_ids, ports[nodes:], strict=True):
                 self.metrics_addresses[node_id] = f"127.0.0.1:{port}"
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
@@ -209,7 +210,8 @@ class LocalCluster:
         sources: list[int | str] = [*addresses, CLIENT]
         # The proxies bind ports chosen here, none of the nodes' (which are free until the nodes
         # start): a proxy on port 0 once took a controller's port, and the controller failed.
-        node_ports = {int(a.rpartition(":")[2]) for a in addresses.values()}
+        taken = [*addresses.values(), *self.metrics_addresses.values()]
+        node_ports = {int(a.rpartition(":")[2]) for a in taken}
         links = len(sources) * len(addresses) - len(addresses)
         proxy_ports = iter(
             [p for p in free_ports(links + len(node_ports)) if p not in node_ports][:links]

@@ -160,6 +160,8 @@ class RaftDriver:
         self._node: RaftNode | None = None
         self._wake = _Wakeup()
         self._loop_task: asyncio.Task[None] | None = None
+        self._snapshot_task: asyncio.Task[None] | None = None
+        """An automatic snapshot being serialised off the loop (`_snapshot_off_loop`)."""
         self._running = False
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -350,6 +352,19 @@ class RaftDriver:
             raise self.not_leader_error() from None
         self._wake.set()
 
+    async def _snapshot_off_loop(self, sid: SnapshotId, serialize: Callable[[], bytes]) -> None:
+        """Serialise an automatic snapshot in a worker thread (`Snapshots.capture`), then save
+        it and trim the log back on the loop."""
+        try:
+            data = await asyncio.to_thread(serialize)
+            if self._running and self._node is not None:
+                self.snapshots.finish(self._node, sid, data)
+                self._wake.set()
+        except Exception as exc:
+            self.supervisor.fail(self._loop_task.get_name() if self._loop_task else "raft", exc)
+        finally:
+            self._snapshot_task = None
+
     async def take_snapshot(self) -> SnapshotId | None:
         """Snapshot the state machine at the last applied offset, then trim the log."""
         sid = self.snapshots.take(self.node)
@@ -394,9 +409,12 @@ class RaftDriver:
                     await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self.listeners.observe(node.leader_id, int(node.epoch))
                 self.latency.leader_observed(node.leader_id, now)
-                if self.snapshots.due():
-                    self.snapshots.take(node)
-                    self._wake.set()
+                if self.snapshots.due() and self._snapshot_task is None:
+                    captured = self.snapshots.capture(node)
+                    if captured is not None:
+                        self._snapshot_task = asyncio.create_task(
+                            self._snapshot_off_loop(*captured)
+                        )
                 delay_ms = node.next_deadline_ms() - clock()
                 if delay_ms > 0 and not self._wake.is_set():
                     await self._wake.wait(delay_ms / 1000)

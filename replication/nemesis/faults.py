@@ -25,6 +25,10 @@ Kinds (``--faults``):
   other replica is killed and the stale follower reconnects. With
   ``unclean.leader.election.enable`` it becomes the leader and the writes it missed are lost
   when the others return and truncate to it; without, the partition waits for its ISR.
+- ``delay``: every link to and from one node (a controller, a broker, or partition 0's
+  leader) delays what it carries by 50-500 ms each way (a congested or distant link);
+- ``bandwidth``: every link to and from one broker (or partition 0's leader) is throttled to
+  16-256 KiB/s each way (a saturated NIC): replication falls behind, the ISR shrinks;
 - ``lone-leader`` (targeted): partition 0's leader is cut from its followers (not from the
   controllers or clients) for 1.5 s, shorter than ``replica.lag.time.max.ms``, so they stay in
   its ISR while it acknowledges acks=1 writes alone; then it is killed and a follower is
@@ -47,8 +51,14 @@ FAULT_KINDS: Final = (
     "roll",
     "stale-leader",
     "lone-leader",
+    "delay",
+    "bandwidth",
 )
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
+DELAYS_MS: Final = (50, 100, 200, 500)
+"""What ``delay`` adds to every byte's way, each way."""
+RATES_BYTES_PER_S: Final = (16 * 1024, 64 * 1024, 256 * 1024)
+"""What ``bandwidth`` throttles links to, each way."""
 
 FAULT_SECONDS: Final = (4.0, 10.0)
 """The shortest and longest fault."""
@@ -71,10 +81,18 @@ class Fault:
     side_a: tuple[int, ...] = ()
     side_b: tuple[int, ...] = ()
     """For ``majority`` and ``bridge``: the two sides (a bridge node is on neither)."""
+    delay_ms: int = 0
+    """For ``delay``: the delay each way."""
+    rate_bytes_per_s: int | None = None
+    """For ``bandwidth``: the rate each way."""
 
     @property
     def label(self) -> str:
         what = f"{self.kind}:{self.shape}" if self.shape else self.kind
+        if self.delay_ms:
+            what += f":{self.delay_ms}ms"
+        if self.rate_bytes_per_s is not None:
+            what += f":{self.rate_bytes_per_s // 1024}KiB/s"
         targets = ",".join(map(str, self.targets))
         return f"{what}({targets})" if targets else what
 
@@ -138,6 +156,18 @@ def _fault(
             return Fault(start_s=start, end_s=end, kind=kind, targets=("active-controller",))
         case "roll":
             return Fault(start_s=start, end_s=end, kind=kind, targets=tuple(brokers))
+        case "delay":
+            choices: list[int | str] = [*controllers, *brokers, "leader"]
+            node = rng.choice(choices)
+            delay = rng.choice(DELAYS_MS)
+            return Fault(start_s=start, end_s=end, kind=kind, targets=(node,), delay_ms=delay)
+        case "bandwidth":
+            choices = [*brokers, "leader"]
+            node = rng.choice(choices)
+            rate = rng.choice(RATES_BYTES_PER_S)
+            return Fault(
+                start_s=start, end_s=end, kind=kind, targets=(node,), rate_bytes_per_s=rate
+            )
         case "partition":
             shape = rng.choice(PARTITION_SHAPES)
             nodes = [*controllers, *brokers]
@@ -185,8 +215,10 @@ def _fault(
 
 
 __all__ = [
+    "DELAYS_MS",
     "FAULT_KINDS",
     "PARTITION_SHAPES",
+    "RATES_BYTES_PER_S",
     "Fault",
     "parse_fault_kinds",
     "plan_faults",

@@ -39,6 +39,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
+from replication.nemesis.groups import (
+    GroupAssign,
+    GroupCommit,
+    GroupFinal,
+    GroupLeave,
+    GroupRevoke,
+)
+from replication.nemesis.metadata import MetaDone, MetaFinal, MetaOp
+
 SAMPLE_LIMIT: Final = 20
 """How many examples of each anomaly a report keeps (the counts are exact)."""
 
@@ -123,10 +132,43 @@ class FinalRead:
     """``(offset, value)`` in offset order."""
 
 
-Operation = Send | Ack | SendFailed | Poll | Seek | FinalRead
+Operation = (
+    Send
+    | Ack
+    | SendFailed
+    | Poll
+    | Seek
+    | FinalRead
+    | MetaOp
+    | MetaDone
+    | MetaFinal
+    | GroupAssign
+    | GroupRevoke
+    | GroupCommit
+    | GroupLeave
+    | GroupFinal
+)
+"""Every operation of a history: the writes and reads judged here, the metadata workload's
+(`replication.nemesis.metadata`) and the consumer group's (`replication.nemesis.groups`)."""
 
 _KINDS: Final[dict[str, type[Operation]]] = {
-    cls.kind: cls for cls in (Send, Ack, SendFailed, Poll, Seek, FinalRead)
+    cls.kind: cls
+    for cls in (
+        Send,
+        Ack,
+        SendFailed,
+        Poll,
+        Seek,
+        FinalRead,
+        MetaOp,
+        MetaDone,
+        MetaFinal,
+        GroupAssign,
+        GroupRevoke,
+        GroupCommit,
+        GroupLeave,
+        GroupFinal,
+    )
 }
 
 
@@ -148,6 +190,12 @@ def from_json(line: str) -> Operation:
         raise ValueError(f"not a history operation: {line[:80]!r}")
     if cls is FinalRead:
         data["records"] = tuple((int(o), str(v)) for o, v in data["records"])
+    elif cls is MetaFinal:
+        data["topics"] = tuple(data["topics"])
+    elif cls in (GroupAssign, GroupRevoke):
+        data["partitions"] = tuple(data["partitions"])
+    elif cls is GroupFinal:
+        data["offsets"] = {int(p): int(o) for p, o in data["offsets"].items()}
     try:
         return cls(**data)
     except TypeError as e:

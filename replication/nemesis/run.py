@@ -2,15 +2,20 @@
 
 1. Start the cluster with a fault proxy on every link (`LocalCluster(fault_network=True)`),
    create the topic (RF 3, ``min.insync.replicas=2`` unless told otherwise), and start the
-   workloads (`replication.nemesis.workload`), which record every operation into the
-   `History` (``history.jsonl``).
+   workloads (`replication.nemesis.workload`; with ``metadata_workers`` topics are created,
+   deleted and reconfigured alongside, `replication.nemesis.metadata`; with
+   ``group_members`` a consumer group reads the topic, members joining and leaving,
+   `replication.nemesis.groups`), which record every operation into the `History`
+   (``history.jsonl``). With a group, the faults start once it has formed.
 2. Play the schedule `plan_faults` drew from the seed: kills, pauses, controlled shutdowns,
-   rolling restarts and network partitions, one at a time, each healed before the next.
+   rolling restarts, network partitions, delayed and throttled links, one at a time, each
+   healed before the next.
 3. Heal everything, wait until the cluster is healthy, stop the producers (what stays
    unacknowledged is indeterminate) and the readers, then read every partition back from its
    log start to its high watermark (`FinalRead`).
-4. Check the history (`check_history`), then stop the brokers and compare every replica's
-   log below the high watermark, batch for batch (``replicas_identical``).
+4. Record the final metadata and the group's committed offsets, check the history
+   (`check_history`, `check_metadata`, `check_groups`), then stop the brokers and compare
+   every replica's log below the high watermark, batch for batch (``replicas_identical``).
 
 The result goes to ``summary.json`` and a timeline (``timeline.png``); the exit code of
 ``kraft nemesis`` is non-zero on any violation, and the summary names the seed to replay.
@@ -33,7 +38,21 @@ from kraft.cluster.local import LocalCluster
 from kraft.types import TopicPartition
 from replication.clients.consumer import Consumer
 from replication.nemesis.faults import Fault, plan_faults
+from replication.nemesis.groups import (
+    GroupAssign,
+    GroupReport,
+    GroupWorker,
+    check_groups,
+    read_final_offsets,
+)
 from replication.nemesis.history import FinalRead, History, HistoryReport, check_history
+from replication.nemesis.metadata import (
+    MetadataReport,
+    MetadataWorker,
+    MetaOp,
+    check_metadata,
+    read_final_metadata,
+)
 from replication.nemesis.replicas import compare_replica_logs
 from replication.nemesis.workload import ProducerWorker, ReaderWorker
 
@@ -57,6 +76,10 @@ class NemesisConfig:
     rate_per_producer: float = 200.0
     acks: str = "all"
     unclean: bool = False
+    metadata_workers: int = 0
+    """Threads creating, deleting and reconfiguring topics (`replication.nemesis.metadata`)."""
+    group_members: int = 0
+    """Member slots of a consumer group reading the topic (`replication.nemesis.groups`)."""
     out: Path = Path("nemesis-out")
 
 
@@ -77,13 +100,20 @@ class NemesisResult:
     config: dict[str, Any]
     faults: list[AppliedFault]
     report: HistoryReport
+    metadata: MetadataReport
+    groups: GroupReport
     replicas_identical: bool
     replica_problems: list[str]
     seconds: float
 
     @property
     def valid(self) -> bool:
-        return self.report.valid and self.replicas_identical
+        return (
+            self.report.valid
+            and self.metadata.valid
+            and self.groups.valid
+            and self.replicas_identical
+        )
 
     def summary(self) -> dict[str, Any]:
         by_kind: dict[str, int] = {}
@@ -97,6 +127,8 @@ class NemesisResult:
             "faults_by_kind": by_kind,
             "faults": [asdict(f) for f in self.faults],
             "history": self.report.as_dict(),
+            "metadata": self.metadata.as_dict(),
+            "groups": self.groups.as_dict(),
             "replicas_identical": self.replicas_identical,
             "replica_problems": self.replica_problems[:20],
             "config": self.config,
@@ -115,12 +147,14 @@ def replay_command(config: dict[str, Any]) -> str:
         "rate_per_producer": "--rate",
         "acks": "--acks",
         "min_insync_replicas": "--min-insync-replicas",
+        "metadata_workers": "--metadata-workers",
+        "group_members": "--group-members",
     }
     parts = [f"kraft nemesis --seed {config['seed']}", f"--faults {','.join(config['faults'])}"]
     parts += [
         f"{flag} {config[name]:g}" if isinstance(config[name], float) else f"{flag} {config[name]}"
         for name, flag in flags.items()
-        if config[name] != defaults[name] or name == "duration_s"
+        if config.get(name, defaults[name]) != defaults[name] or name == "duration_s"
     ]
     if config["unclean"]:
         parts.append("--unclean")
@@ -167,6 +201,11 @@ class _FaultPlayer:
                 return self._stale_leader()
             case "lone-leader", _:
                 return self._lone_leader()
+            case "delay" | "bandwidth", _:
+                target = fault.targets[0]
+                node = self._leader_of_partition_zero() if target == "leader" else target
+                net.slow(node, delay_ms=fault.delay_ms, rate_bytes_per_s=fault.rate_bytes_per_s)
+                return [str(node)]
             case "partition", "isolate":
                 net.isolate(fault.targets[0])
                 return [str(fault.targets[0])]
@@ -235,6 +274,8 @@ class _FaultPlayer:
             case "partition":
                 net.heal()
                 net.reset()  # a connection that lived through a blackhole starts afresh
+            case "delay" | "bandwidth":
+                net.heal()  # the bytes queued in the proxies drain at full speed
             case _:
                 pass
 
@@ -271,6 +312,9 @@ def run_nemesis(
     broker_config = {
         "replica.lag.time.max.ms": "3000",
         "unclean.leader.election.enable": "true" if config.unclean else "false",
+        # a member cut off by a fault is replaced within seconds, not Kafka's 45 s
+        "group.consumer.session.timeout.ms": "6000",
+        "group.consumer.heartbeat.interval.ms": "500",
     }
     applied: list[AppliedFault] = []
     with (
@@ -312,8 +356,34 @@ def run_nemesis(
             ReaderWorker(f"r{i}", cluster.bootstrap, TOPIC, config.partitions, history, clock_ms)
             for i in range(config.readers)
         ]
-        for worker in (*producers, *readers):
+        history_record: Callable[[Any], None] = history.record
+        metadata_workers = [
+            MetadataWorker(
+                f"m{i}",
+                cluster.bootstrap,
+                history_record,
+                clock_ms,
+                seed=config.seed * 1000 + i,
+                replication_factor=min(config.replication_factor, config.brokers),
+            )
+            for i in range(config.metadata_workers)
+        ]
+        group_workers = [
+            GroupWorker(
+                f"g{i}",
+                cluster.bootstrap,
+                TOPIC,
+                history_record,
+                clock_ms,
+                seed=config.seed * 1000 + 500 + i,
+            )
+            for i in range(config.group_members)
+        ]
+        for worker in (*producers, *readers, *metadata_workers, *group_workers):
             worker.start()
+        # The faults start once the group has formed (its coordinator loads the first time a
+        # member asks; that took ~30 s on 2 loaded cores): the schedule is shifted by it.
+        offset_s = _wait_for_group(history, started, progress) if group_workers else 0.0
         player = _FaultPlayer(cluster)
         schedule = plan_faults(
             config.seed,
@@ -323,19 +393,19 @@ def run_nemesis(
             brokers=cluster.broker_ids,
         )
         for fault in schedule:
-            _sleep_until(started, fault.start_s)
+            _sleep_until(started, offset_s + fault.start_s)
             record = AppliedFault(label=fault.label, kind=fault.kind, start_s=_since(started))
             progress(f"{record.start_s:6.1f}s  {fault.label}")
             try:
                 record.nodes = player.apply(fault)
-                _sleep_until(started, fault.end_s)
+                _sleep_until(started, offset_s + fault.end_s)
                 player.undo(fault, record.nodes)
             except Exception as e:
                 record.error = f"{type(e).__name__}: {str(e)[:200]}"
                 _logger.warning("nemesis_fault_failed", fault=fault.label, error=record.error)
             record.end_s = _since(started)
             applied.append(record)
-        _sleep_until(started, config.duration_s)
+        _sleep_until(started, offset_s + config.duration_s)
         progress(f"{_since(started):6.1f}s  healing everything")
         player.heal_all()
         cluster.wait_until_healthy(timeout=90)
@@ -343,11 +413,22 @@ def run_nemesis(
             producer.stop(flush_timeout_s=60)
         for reader in readers:
             reader.stop()
+        for group_worker in group_workers:
+            group_worker.stop()
+        for metadata_worker in metadata_workers:
+            metadata_worker.stop()
         progress(f"{_since(started):6.1f}s  reading every partition back")
         for final in _final_reads(cluster.bootstrap, config.partitions, clock_ms):
             history.record(final)
+        if metadata_workers:
+            created = [op.topic for op in history.operations if isinstance(op, MetaOp)]
+            history.record(read_final_metadata(cluster.bootstrap, created, clock_ms))
+        if group_workers:
+            history.record(read_final_offsets(cluster.bootstrap, TOPIC, clock_ms))
         history_file.flush()
         report = check_history(history.operations)
+        metadata_report = check_metadata(history.operations)
+        group_report = check_groups(history.operations, TOPIC)
         high_watermarks = {
             op.partition: op.high_watermark
             for op in history.operations
@@ -362,6 +443,8 @@ def run_nemesis(
         config={**asdict(config), "out": str(config.out)},
         faults=applied,
         report=report,
+        metadata=metadata_report,
+        groups=group_report,
         replicas_identical=not problems,
         replica_problems=problems,
         seconds=time.monotonic() - started,
@@ -412,6 +495,22 @@ def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -
                 )
             )
     return finals
+
+
+def _wait_for_group(
+    history: History, started: float, progress: Callable[[str], None], timeout_s: float = 90.0
+) -> float:
+    """Wait until a group member was assigned partitions (at most ``timeout_s``); the
+    seconds since ``started``."""
+    progress(f"{_since(started):6.1f}s  waiting for the consumer group to form")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(isinstance(op, GroupAssign) for op in history.operations):
+            break
+        threading.Event().wait(0.2)
+    else:
+        _logger.warning("nemesis_group_not_formed", timeout_s=timeout_s)
+    return _since(started)
 
 
 def _since(started: float) -> float:

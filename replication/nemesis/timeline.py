@@ -15,6 +15,21 @@ if TYPE_CHECKING:
     from replication.nemesis.run import AppliedFault
 
 
+FAULT_COLORS = {
+    "kill": "tab:red",
+    "kill-controller": "tab:brown",
+    "pause": "tab:gray",
+    "stop": "tab:pink",
+    "partition": "tab:orange",
+    "roll": "tab:olive",
+    "delay": "tab:cyan",
+    "bandwidth": "tab:purple",
+    "stale-leader": "black",
+    "lone-leader": "black",
+}
+"""The shade of each fault kind on the timeline (a legend names them)."""
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -65,9 +80,18 @@ def plot_timeline(
     bottom.plot(span, [polls.get(s, 0) for s in span], label="polled/s", color="tab:green")
     bottom.set_ylabel("reads/s")
     bottom.set_xlabel("seconds since start")
+    shaded: set[str] = set()
     for fault in faults:
+        color = FAULT_COLORS.get(fault.kind, "orange")
         for axis in (top, middle, bottom):
-            axis.axvspan(fault.start_s, fault.end_s or fault.start_s, color="orange", alpha=0.2)
+            axis.axvspan(
+                fault.start_s,
+                fault.end_s or fault.start_s,
+                color=color,
+                alpha=0.2,
+                label=fault.kind if axis is bottom and fault.kind not in shaded else None,
+            )
+        shaded.add(fault.kind)
         top.annotate(
             fault.label,
             (fault.start_s, 1.0),
@@ -76,6 +100,8 @@ def plot_timeline(
             fontsize=7,
             va="bottom",
         )
+    if shaded:
+        bottom.legend(loc="upper right", fontsize=7, ncols=min(len(shaded) + 1, 6))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -493,6 +493,7 @@ class SimBroker:
             broker_epoch=epoch,
             topics=(AlterPartitionTopic(topic_id=replica.topic_id, partitions=(data,)),),
         )
+        self.cluster.notify("alter_sent", self.node_id, replica.tp)
         self._send(self.router.target(), AlterReq(request, rpc))
 
     def _on_alter_response(self, alter: _PendingAlter, msg: AlterResp) -> None:
@@ -546,7 +547,10 @@ class SimBroker:
             return
         request = msg.request
         now = self.cluster.clock.now_ms
+        high_watermark = replica.high_watermark
         answer = replica.driver.handle_follower_fetch(request.as_follower_fetch(), now)
+        if replica.high_watermark > high_watermark:
+            self.cluster.notify("high_watermark_advanced", self.node_id, msg.tp)
         records = b""
         if answer.read_offset is not None:
             if park and answer.read_offset >= replica.log.log_end_offset:
@@ -643,6 +647,8 @@ class BrokerCluster:
         self.scheduler = Scheduler(self.clock)
         self.checker = checker
         self.clients: dict[int, Callable[[Envelope], None]] = {}
+        self.on_event: Callable[[str, int, TopicPartition | None], None] | None = None
+        """The targeted nemesis's trigger (`notify`)."""
         self.network = EnvelopeNetwork(
             scheduler=self.scheduler,
             rng=random.Random(self.rng.getrandbits(64)),
@@ -703,6 +709,15 @@ class BrokerCluster:
         if image.last_offset > self.image.last_offset:
             self.image = image
             self.checker.on_metadata(image)
+            self.notify("metadata", -1)
+
+    def notify(self, kind: str, node: int, tp: TopicPartition | None = None) -> None:
+        """Tell the targeted nemesis (`replication.sim.targeted`), if any, that ``kind``
+        (``high_watermark_advanced`` on a leader, ``alter_sent`` just before a broker sends an
+        AlterPartition, ``create_topics_sent`` just before the admin client sends CreateTopics
+        to ``node``, ``metadata`` as a new image commits) happened on ``node``."""
+        if self.on_event is not None:
+            self.on_event(kind, node, tp)
 
     def active_controller(self) -> SimController | None:
         active = [c for c in self.controllers.values() if c.is_active and not c.paused]

@@ -42,6 +42,7 @@ from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.replica import SimReplica
 from replication.sim.scenarios import NEVER_FLUSH_MS, SCENARIOS, LastReplicaStanding
+from replication.sim.targeted import TargetedNemesis
 from replication.sim.workload import (
     CLIENT_BASE_ID,
     Consumer,
@@ -63,6 +64,10 @@ A controller failover after the heal adds an election (~300-600 ms)."""
 SETTLE_STEP_MS = 50
 
 
+SCHEDULES = ("mixed", "random", "targeted")
+"""``--schedule``: the random nemesis and the targeted one together (the default), or either
+alone (`replication.sim.targeted`)."""
+
 MODES = ("isr", "quorum", "mixed")
 """``--mode``: every partition ISR, every partition a Raft group (quorum), or both side by
 side (even partitions quorum, odd ones ISR)."""
@@ -75,13 +80,22 @@ def replay_command(
     *,
     hw_truncation: bool,
     mode: str = "isr",
+    schedule: str = "mixed",
+    unsafe_answer_uncommitted_reads: bool = False,
+    quorum_write_caching: bool = False,
     reassign: bool = False,
     scenario: str | None = None,
     elr: bool = True,
 ) -> str:
     extra = " --unsafe-hw-truncation" if hw_truncation else ""
+    if unsafe_answer_uncommitted_reads:
+        extra += " --unsafe-answer-uncommitted-reads"
+    if quorum_write_caching:
+        extra += " --quorum-write-caching"
     if mode != "isr":
         extra += f" --mode {mode}"
+    if schedule != "mixed":
+        extra += f" --schedule {schedule}"
     if reassign:
         extra += " --reassign"
     if scenario is not None:
@@ -99,7 +113,10 @@ class ClusterSeedResult:
     brokers: int
     partitions: int
     hw_truncation: bool = False
+    unsafe_answer_uncommitted_reads: bool = False
+    quorum_write_caching: bool = False
     mode: str = "isr"
+    schedule: str = "mixed"
     reassign: bool = False
     reassignments: int = 0
     replicas_removed: int = 0
@@ -130,6 +147,9 @@ class ClusterSeedResult:
             self.partitions,
             hw_truncation=self.hw_truncation,
             mode=self.mode,
+            schedule=self.schedule,
+            unsafe_answer_uncommitted_reads=self.unsafe_answer_uncommitted_reads,
+            quorum_write_caching=self.quorum_write_caching,
             reassign=self.reassign,
             scenario=self.scenario,
             elr=self.elr,
@@ -180,14 +200,17 @@ def run_seed(
     unsafe_answer_uncommitted_reads: bool = False,
     mode: str = "isr",
     quorum_write_caching: bool = False,
+    schedule: str = "mixed",
     reassign: bool = False,
     scenario: str | None = None,
     elr: bool = True,
 ) -> ClusterSeedResult:
-    """Run one seed; never raises for a violation (it is in ``violation``). ``reassign``: an
-    operator moves the partitions to random brokers while the faults run (KIP-455);
-    ``scenario``: a scripted nemesis of `replication.sim.scenarios` instead of the random one;
-    ``elr``: the controllers' ``eligible.leader.replicas.enable``."""
+    """Run one seed; never raises for a violation (it is in ``violation``). ``schedule``: the
+    random nemesis, the targeted one or both; ``reassign``: an operator moves the partitions
+    to random brokers while the faults run (KIP-455); ``scenario``: a scripted nemesis of
+    `replication.sim.scenarios` instead of those; ``elr``: the controllers'
+    ``eligible.leader.replicas.enable``."""
+    assert schedule in SCHEDULES, schedule
     rng = random.Random(seed ^ 0xC1D5)
     strategy = (
         TruncationStrategy.HIGH_WATERMARK if hw_truncation else TruncationStrategy.LEADER_EPOCH
@@ -239,6 +262,7 @@ def run_seed(
     admin = TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1)
     admin.start(50)
     nemesis: Nemesis | LastReplicaStanding
+    targeted = None
     if scenario is None:
         nemesis = Nemesis(
             cluster,
@@ -249,7 +273,6 @@ def run_seed(
     else:
         assert scenario in SCENARIOS, scenario
         nemesis = LastReplicaStanding(cluster, start_ms=FAULTS_START_MS, end_ms=faults_end_ms)
-    nemesis.start()
     reassigner = None
     if reassign:
         reassigner = Reassigner(
@@ -259,13 +282,25 @@ def run_seed(
             start_ms=FAULTS_START_MS,
             end_ms=faults_end_ms,
         )
+    if isinstance(nemesis, Nemesis):
+        # NB: drawn after every other stream, so each of those replays as it did before.
+        targeted = TargetedNemesis(cluster, random.Random(rng.getrandbits(64)), base=nemesis)
+        nemesis.start(random_faults=schedule != "targeted")
+        if schedule != "random":
+            targeted.start()
+    else:
+        nemesis.start()
+    if reassigner is not None:
         reassigner.start()
     result = ClusterSeedResult(
         seed=seed,
         brokers=brokers,
         partitions=partitions,
         hw_truncation=hw_truncation,
+        unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
+        quorum_write_caching=quorum_write_caching,
         mode=mode,
+        schedule=schedule,
         reassign=reassign,
         scenario=scenario,
         elr=elr,
@@ -328,6 +363,27 @@ def run_seed(
         for tp, replica in leaders.items():
             checker.check_acked_on_leader(tp, replica.log, replica.high_watermark)
 
+        # Liveness of the ISR: with every broker up and the network healed, every follower
+        # catches up and its leader brings it back into the ISR. A leader stuck on an ISR
+        # change the controller lost (answered from an uncommitted image) never does.
+        def lagging() -> list[TopicPartition]:
+            out = []
+            for tp in cluster.topic_partitions():
+                registration = cluster.registration(tp)
+                in_sync = cluster.in_sync(tp)
+                if registration is None or in_sync != frozenset(registration.replicas):
+                    out.append(tp)
+            return out
+
+        while behind := lagging():
+            if cluster.clock.now_ms >= deadline:
+                raise InvariantViolated(
+                    "liveness",
+                    f"the ISR of {', '.join(map(str, behind))} did not grow back to every "
+                    f"replica within {LIVENESS_BOUND_MS} ms of the heal",
+                )
+            cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
+
     result.violation = run_guarded(run, cluster.clock)
     result.events = cluster.scheduler.events_run
     result.sim_time_ms = cluster.clock.now_ms
@@ -347,19 +403,36 @@ def run_seed(
     return result
 
 
-def _run_one(
-    args: tuple[int, int, int, bool, str, bool, str | None, bool],
-) -> ClusterSeedResult:
-    seed, brokers, partitions, hw_truncation, mode, reassign, scenario, elr = args
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeedOptions:
+    """What a seed range varies besides the seed (`run_seed`'s keyword arguments)."""
+
+    brokers: int = 3
+    partitions: int = 2
+    hw_truncation: bool = False
+    unsafe_answer_uncommitted_reads: bool = False
+    quorum_write_caching: bool = False
+    mode: str = "isr"
+    schedule: str = "mixed"
+    reassign: bool = False
+    scenario: str | None = None
+    elr: bool = True
+
+
+def _run_one(args: tuple[int, SeedOptions]) -> ClusterSeedResult:
+    seed, o = args
     return run_seed(
         seed,
-        brokers=brokers,
-        partitions=partitions,
-        hw_truncation=hw_truncation,
-        mode=mode,
-        reassign=reassign,
-        scenario=scenario,
-        elr=elr,
+        brokers=o.brokers,
+        partitions=o.partitions,
+        hw_truncation=o.hw_truncation,
+        unsafe_answer_uncommitted_reads=o.unsafe_answer_uncommitted_reads,
+        quorum_write_caching=o.quorum_write_caching,
+        mode=o.mode,
+        schedule=o.schedule,
+        reassign=o.reassign,
+        scenario=o.scenario,
+        elr=o.elr,
     )
 
 
@@ -373,16 +446,28 @@ def run_seeds(
     processes: int = 1,
     stop_on_violation: bool = True,
     mode: str = "isr",
+    schedule: str = "mixed",
+    unsafe_answer_uncommitted_reads: bool = False,
+    quorum_write_caching: bool = False,
     reassign: bool = False,
     scenario: str | None = None,
     elr: bool = True,
 ) -> ClusterSummary:
     """Run seeds ``start .. start + count - 1``."""
     t0 = time.perf_counter()
-    jobs = [
-        (s, brokers, partitions, hw_truncation, mode, reassign, scenario, elr)
-        for s in range(start, start + count)
-    ]
+    options = SeedOptions(
+        brokers=brokers,
+        partitions=partitions,
+        hw_truncation=hw_truncation,
+        unsafe_answer_uncommitted_reads=unsafe_answer_uncommitted_reads,
+        quorum_write_caching=quorum_write_caching,
+        mode=mode,
+        schedule=schedule,
+        reassign=reassign,
+        scenario=scenario,
+        elr=elr,
+    )
+    jobs = [(s, options) for s in range(start, start + count)]
     summary = ClusterSummary()
 
     def take(r: ClusterSeedResult) -> None:
@@ -409,7 +494,8 @@ def run_seeds(
 
 def cli_cluster(argv: Sequence[str] | None = None) -> int:
     """``kraft sim cluster [--seeds N [--start S] | --seed X] [--brokers B] [--partitions P]
-    [--mode isr|quorum|mixed] [--reassign] [--scenario last-replica-standing] [--no-elr]``.
+    [--mode isr|quorum|mixed] [--schedule mixed|random|targeted] [--reassign]
+    [--scenario last-replica-standing] [--no-elr] [--unsafe-...]``.
 
     Prints a one-line summary; on a violation prints it with the replay command and returns 1.
     """
@@ -423,11 +509,29 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         help="followers truncate to their high watermark (Kafka before KIP-101): loses data",
     )
     p.add_argument(
+        "--unsafe-answer-uncommitted-reads",
+        action="store_true",
+        help="the active controller answers a decision read from its uncommitted image at "
+        "once: a partition can wait forever",
+    )
+    p.add_argument(
+        "--quorum-write-caching",
+        action="store_true",
+        help="quorum partitions acknowledge before the fsync (quorum.write.caching=true): a "
+        "correlated power loss loses acknowledged writes (with --mode quorum)",
+    )
+    p.add_argument(
         "--mode",
         choices=MODES,
         default="isr",
         help="replication.mode of the partitions: isr, quorum (each a Raft group of its "
         "replicas), or mixed (even partitions quorum, odd ones ISR)",
+    )
+    p.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        default="mixed",
+        help="the nemesis: random and targeted faults (mixed), or either alone",
     )
     p.add_argument(
         "--reassign",
@@ -439,9 +543,10 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         "--scenario",
         choices=SCENARIOS,
         default=None,
-        help="scripted faults instead of the random nemesis: last-replica-standing (KIP-966: "
-        "the leader alone in the ISR loses power while an in-sync replica is cut off; it "
-        "loses acknowledged records without eligible leader replicas)",
+        help="scripted faults instead of the random and targeted nemesis: "
+        "last-replica-standing (KIP-966: the leader alone in the ISR loses power while an "
+        "in-sync replica is cut off; it loses acknowledged records without eligible leader "
+        "replicas)",
     )
     p.add_argument(
         "--no-elr",
@@ -459,7 +564,10 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
             brokers=args.brokers,
             partitions=args.partitions,
             hw_truncation=args.unsafe_hw_truncation,
+            unsafe_answer_uncommitted_reads=args.unsafe_answer_uncommitted_reads,
+            quorum_write_caching=args.quorum_write_caching,
             mode=args.mode,
+            schedule=args.schedule,
             reassign=args.reassign,
             scenario=args.scenario,
             elr=not args.no_elr,
@@ -473,8 +581,11 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         brokers=args.brokers,
         partitions=args.partitions,
         hw_truncation=args.unsafe_hw_truncation,
+        unsafe_answer_uncommitted_reads=args.unsafe_answer_uncommitted_reads,
+        quorum_write_caching=args.quorum_write_caching,
         processes=args.processes,
         mode=args.mode,
+        schedule=args.schedule,
         reassign=args.reassign,
         scenario=args.scenario,
         elr=not args.no_elr,
@@ -486,8 +597,10 @@ __all__ = [
     "FAULTS_END_MS",
     "LIVENESS_BOUND_MS",
     "MODES",
+    "SCHEDULES",
     "ClusterSeedResult",
     "ClusterSummary",
+    "SeedOptions",
     "cli_cluster",
     "replay_command",
     "run_seed",

@@ -270,7 +270,9 @@ class TopicCreator:
         )
         self.rpc = cluster.next_rpc()
         self.deadline_ms = now + config.controller_request_timeout_ms
-        cluster.network.send(self.node_id, self.router.target(), CreateTopicsReq(request, self.rpc))
+        target = self.router.target()
+        cluster.notify("create_topics_sent", target)
+        cluster.network.send(self.node_id, target, CreateTopicsReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
         msg = envelope.payload
@@ -411,8 +413,11 @@ class Nemesis:
             ("isolate_controller", self._isolate_controller),
         ]
 
-    def start(self) -> None:
-        self.cluster.scheduler.at(self.start_ms, self._next)
+    def start(self, *, random_faults: bool = True) -> None:
+        """Inject random faults in the window (unless not ``random_faults``: then only the
+        targeted nemesis strikes) and heal everything at its end."""
+        if random_faults:
+            self.cluster.scheduler.at(self.start_ms, self._next)
         self.cluster.scheduler.at(self.end_ms, self.heal_all)
 
     def _next(self) -> None:
@@ -425,7 +430,7 @@ class Nemesis:
                 return
             self.tainted = None
         name, fault = self.rng.choice(self._faults)
-        if name == "power_loss" and not self._all_quorum() and not self._quiet():
+        if name == "power_loss" and not self.all_quorum() and not self.quiet():
             # NB: an ISR partition survives a power loss only while every other replica is
             # in sync (ISR needs no fsync because a crashed replica rejoins only after
             # catching up); a quorum partition fsyncs before it acknowledges, so power
@@ -434,9 +439,15 @@ class Nemesis:
         fault()
         self.stats.injected[name] = self.stats.injected.get(name, 0) + 1
 
-    def _later(self, low: int, high: int, action: Callable[[], None]) -> None:
+    def later(
+        self, low: int, high: int, action: Callable[[], None], rng: random.Random | None = None
+    ) -> None:
+        """Run ``action`` (a fault's end) ``low..high`` ms from now (drawn from ``rng``, by
+        default the nemesis's), by the end of the window at the latest; until then the fault
+        counts as active (`quiet` is False)."""
         self._active += 1
-        at = min(self.cluster.clock.now_ms + self.rng.randint(low, high), self.end_ms)
+        delay = (rng or self.rng).randint(low, high)
+        at = min(self.cluster.clock.now_ms + delay, self.end_ms)
 
         def run() -> None:
             self._active -= 1
@@ -447,7 +458,9 @@ class Nemesis:
     def _pick(self) -> SimBroker:
         return self.rng.choice(list(self.cluster.brokers.values()))
 
-    def _quiet(self) -> bool:
+    def quiet(self, *, full_isr: bool = True) -> bool:
+        """No fault active, every node up, the network healed, every partition led (and,
+        with ``full_isr``, every replica in its partition's ISR)."""
         cluster = self.cluster
         if self._active or not cluster.network.is_healed:
             return False
@@ -460,11 +473,11 @@ class Nemesis:
             if registration is None or cluster.leader_of(tp) < 0:
                 return False
             in_sync = cluster.in_sync(tp)
-            if in_sync is None or in_sync != set(registration.replicas):
+            if in_sync is None or (full_isr and in_sync != set(registration.replicas)):
                 return False
         return True
 
-    def _all_quorum(self) -> bool:
+    def all_quorum(self) -> bool:
         return all(self.cluster.is_quorum(tp) for tp in self.cluster.topic_partitions())
 
     def _back_in_every_isr(self, broker: SimBroker) -> bool:
@@ -481,14 +494,14 @@ class Nemesis:
     def _crash_restart(self) -> None:
         b = self._pick()
         b.crash(power_loss=False)
-        self._later(20, 800, lambda: self._restart(b))
+        self.later(20, 800, lambda: self._restart(b))
 
     def _power_loss(self) -> None:
         b = self._pick()
         b.crash(power_loss=True)
-        if not self._all_quorum():
+        if not self.all_quorum():
             self.tainted = b
-        self._later(20, 800, lambda: self._restart(b))
+        self.later(20, 800, lambda: self._restart(b))
 
     def _restart(self, b: SimBroker) -> None:
         if not b.up:
@@ -500,7 +513,7 @@ class Nemesis:
     def _controller_crash(self) -> None:
         c = self._pick_controller()
         c.crash()
-        self._later(20, 800, lambda: self._restart_controller(c))
+        self.later(20, 800, lambda: self._restart_controller(c))
 
     def _restart_controller(self, c: SimController) -> None:
         if not c.up:
@@ -509,13 +522,13 @@ class Nemesis:
     def _controller_pause(self) -> None:
         c = self._pick_controller()
         c.pause()
-        self._later(20, 800, c.resume)
+        self.later(20, 800, c.resume)
 
     def _isolate_controller(self) -> None:
         active = self.cluster.active_controller()
         node = active.node_id if active is not None else self._pick_controller().node_id
         self.cluster.network.isolate(node)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _groups(self) -> list[int]:
         ids = [*self.cluster.controllers, *self.cluster.brokers]
@@ -526,14 +539,14 @@ class Nemesis:
         ids = self._groups()
         cut = self.rng.randint(1, len(ids) - 1)
         self.cluster.network.partition(frozenset(ids[:cut]), frozenset(ids[cut:]))
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _one_way(self) -> None:
         ids = self._groups()
         src, others = ids[0], ids[1:]
         dests = frozenset(self.rng.sample(others, self.rng.randint(1, len(others))))
         self.cluster.network.block_one_way(src, dests)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _isolate_leader(self) -> None:
         tps = self.cluster.topic_partitions()
@@ -541,19 +554,19 @@ class Nemesis:
         if node < 0:
             node = self._pick().node_id
         self.cluster.network.isolate(node)
-        self._later(100, 1200, self.cluster.network.heal)
+        self.later(100, 1200, self.cluster.network.heal)
 
     def _packet_loss(self) -> None:
         loss = self.rng.uniform(0.05, 0.3)
         self.cluster.network.profile = self.base_profile.lossy(loss, delay_factor=3)
-        self._later(100, 800, self._restore_links)
+        self.later(100, 800, self._restore_links)
 
     def _slow_links(self) -> None:
         p = self.base_profile
         self.cluster.network.profile = LinkProfile(
             delay_min_ms=p.delay_min_ms, delay_max_ms=self.rng.choice((50, 150, 400))
         )
-        self._later(100, 800, self._restore_links)
+        self.later(100, 800, self._restore_links)
 
     def _restore_links(self) -> None:
         self.cluster.network.profile = self.base_profile
@@ -561,7 +574,7 @@ class Nemesis:
     def _pause(self) -> None:
         b = self._pick()
         b.pause()
-        self._later(20, 800, b.resume)
+        self.later(20, 800, b.resume)
 
     def heal_all(self) -> None:
         cluster = self.cluster

@@ -54,9 +54,11 @@ def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits
     the high-watermark linger, and 0x2af before eligible leader replicas, which let another
     replica take over from the stuck leader there); when a timing change moves them, find new
     ones with
-    ``run_seed(s, unsafe_answer_uncommitted_reads=True)`` over a range of ``s``."""
-    assert run_seed(seed).violation is None
-    unsafe = run_seed(seed, unsafe_answer_uncommitted_reads=True)
+    ``run_seed(s, unsafe_answer_uncommitted_reads=True, schedule="random")`` over a range of
+    ``s`` (they are the random nemesis's; the targeted one hits it in most seeds, see
+    test_sim_power.py)."""
+    assert run_seed(seed, schedule="random").violation is None
+    unsafe = run_seed(seed, unsafe_answer_uncommitted_reads=True, schedule="random")
     assert unsafe.violation is not None and unsafe.violation.startswith("liveness"), unsafe.line()
 
 
@@ -77,7 +79,7 @@ def test_a_restarted_broker_acts_on_metadata_only_after_its_own_registration() -
     image still names it the leader of the old epoch. Acting on that image, it answered its
     followers' fetches with a diverging epoch ending at 0 and they truncated committed
     records. The shell now waits until its image holds its registration (KRaft's catch-up)."""
-    assert run_seed(0x9E).violation is None
+    assert run_seed(0x9E, schedule="random").violation is None
 
 
 HW_TRUNCATION_LOSES = (24, 82, 88)
@@ -91,7 +93,7 @@ def test_high_watermark_truncation_loses_acknowledged_or_committed_records() -> 
     own high watermark, these seeds expose two different batches at one committed offset;
     with leader-epoch truncation the same seeds are clean."""
     for seed in HW_TRUNCATION_LOSES:
-        r = run_seed(seed, hw_truncation=True)
+        r = run_seed(seed, hw_truncation=True, schedule="random")
         assert r.violation is not None, r.line()
         assert r.violation.startswith(
             (
@@ -101,8 +103,8 @@ def test_high_watermark_truncation_loses_acknowledged_or_committed_records() -> 
                 "consumer_reads_one_content",
             )
         ), r.violation
-        assert r.replay.endswith("--unsafe-hw-truncation")
-        assert run_seed(seed).violation is None
+        assert r.replay.endswith("--unsafe-hw-truncation --schedule random")
+        assert run_seed(seed, schedule="random").violation is None
 
 
 def test_cli_prints_a_summary_and_the_replay_command_on_failure(
@@ -111,8 +113,9 @@ def test_cli_prints_a_summary_and_the_replay_command_on_failure(
     assert cli_cluster(["--seeds", "3", "--start", "10"]) == 0
     assert capsys.readouterr().out.startswith("seeds=3 faults=")
     start = str(HW_TRUNCATION_LOSES[0] - 1)
-    assert cli_cluster(["--seeds", "3", "--start", start, "--unsafe-hw-truncation"]) == 1
+    argv = ["--seeds", "3", "--start", start, "--unsafe-hw-truncation", "--schedule", "random"]
+    assert cli_cluster(argv) == 1
     captured = capsys.readouterr()
     assert "violations=1" in captured.out
     assert "replay: kraft sim cluster --seed 0x" in captured.err
-    assert captured.err.rstrip().endswith("--unsafe-hw-truncation")
+    assert captured.err.rstrip().endswith("--unsafe-hw-truncation --schedule random")
