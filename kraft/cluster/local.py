@@ -122,6 +122,10 @@ class LocalCluster:
         tls: mTLS on every port (see the module docstring).
         tls_clients: names of extra client certificates to make (``tls=True``), besides
             ``client``'s (`client_security_of`).
+        initial_voters: KIP-853: run the controllers with
+            ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
+            them; the others start as observers until ``kraft quorum add-controller`` adds
+            them (None: every controller is a static voter, ``controller.quorum.voters``).
     """
 
     def __init__(
@@ -138,7 +142,11 @@ class LocalCluster:
         metrics: bool = False,
         tls: bool = False,
         tls_clients: tuple[str, ...] = (),
+        initial_voters: int | None = None,
     ) -> None:
+        if initial_voters is not None and not 1 <= initial_voters <= controllers:
+            raise ValueError("initial_voters must be between 1 and the number of controllers")
+        self.initial_voters = initial_voters
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
         if brokers < 0:
@@ -548,11 +556,15 @@ class LocalCluster:
         self._launcher.submit(start).result()
 
     def _controller_process(self, node_id: int) -> ManagedProcess:
+        voters = self.controller_addresses
+        if self.initial_voters is not None:
+            voters = {i: a for i, a in voters.items() if i <= self.initial_voters}
         config = ControllerNodeConfig(
             node_id=node_id,
-            voters=self.controller_addresses,
+            voters=voters,
             listen=self.controller_addresses[node_id],
             data_dir=self.controller_data_dir(node_id),
+            dynamic_voters=self.initial_voters is not None,
         )
         props = {
             **config.to_properties(),

@@ -101,15 +101,18 @@ from kraft.metrics.kafka import CONTROLLER_GAUGES, RAFT_GAUGES, controller_value
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer, clock_ms
+from kraft.raft_shell.voter_changes import add_raft_voter, remove_raft_voter
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
 from kraft.transport.controller_codec import (
+    AddRaftVoterRequest,
     CurrentLeader,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     QuorumReplica,
+    RemoveRaftVoterRequest,
     TopicMetadata,
     decode,
     encode_response,
@@ -213,6 +216,7 @@ class ControllerServer:
             seed=seed,
             supervisor=self.supervisor,
             tls=config.tls,
+            dynamic_voters=config.dynamic_voters,
         )
         self._tick_task: asyncio.Task[None] | None = None
         self._tick_wake = asyncio.Event()
@@ -729,6 +733,18 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
     async def DescribeQuorum(self, request: Any, context: Any) -> Any:
         s = self._server
         return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
+
+    async def AddRaftVoter(self, request: Any, context: Any) -> Any:
+        raft = self._server.raft
+        return await self._call(
+            request, context, AddRaftVoterRequest, lambda r: add_raft_voter(raft, r)
+        )
+
+    async def RemoveRaftVoter(self, request: Any, context: Any) -> Any:
+        raft = self._server.raft
+        return await self._call(
+            request, context, RemoveRaftVoterRequest, lambda r: remove_raft_voter(raft, r)
+        )
 
     async def DescribeConfigs(self, request: Any, context: Any) -> Any:
         s = self._server

@@ -109,6 +109,9 @@ class RaftDriver:
         clock: milliseconds that never go backwards (`clock_ms`).
         rng: the core's randomness (election jitter); seeded from ``seed`` if not given.
         supervisor: the process's `LoopSupervisor` (one of its own by default).
+        dynamic_voters: KIP-853: the voter set lives in the log and changes with `add_voter`
+            and `remove_voter`; ``voters`` are then the initial set (and the addresses to
+            reach them), used until the log carries a VotersRecord.
     """
 
     def __init__(
@@ -127,8 +130,12 @@ class RaftDriver:
         seed: int | None = None,
         supervisor: LoopSupervisor | None = None,
         logger: FilteringBoundLogger | None = None,
+        dynamic_voters: bool = False,
     ) -> None:
         self.node_id = NodeId(node_id)
+        self.dynamic_voters = dynamic_voters
+        self._voters_seen = -2
+        """The offset of the VotersRecord whose endpoints the transport last learnt."""
         self.voters = {NodeId(k): v for k, v in voters.items()}
         self.group = group
         self.config = config or RaftConfig()
@@ -197,7 +204,9 @@ class RaftDriver:
             rng=self._rng,
             now_ms=self._clock(),
             logger=self._log,
+            dynamic_voters=self.dynamic_voters,
         )
+        self._learn_voter_addresses()
         self._transport.register(self.group, self)
         self._running = True
         name = f"raft-loop-{self.node_id}"
@@ -256,6 +265,50 @@ class RaftDriver:
     def leader_address(self) -> str:
         lid = self.leader_id
         return self.voters.get(NodeId(lid), "") if lid is not None else ""
+
+    # --- KIP-853: voter changes ---------------------------------------------------------------
+
+    def add_voter(self, voter_id: int, endpoint: str) -> asyncio.Future[int]:
+        """Append a VotersRecord adding ``voter_id`` at ``endpoint`` (``host:port``); the
+        future gives its offset once committed (`RaftNode.add_voter` says what is refused).
+
+        Raises:
+            NotControllerError: not the leader. DuplicateVoterError, RequestTimedOutError
+            (retriable: not caught up, another change pending), InvalidRequestError.
+        """
+        return self._change_voters(lambda now: self.node.add_voter(NodeId(voter_id), endpoint, now))
+
+    def remove_voter(self, voter_id: int) -> asyncio.Future[int]:
+        """As `add_voter`, removing ``voter_id`` (VoterNotFoundError if it is not one)."""
+        return self._change_voters(lambda now: self.node.remove_voter(NodeId(voter_id), now))
+
+    def _change_voters(self, change: Callable[[int], int]) -> asyncio.Future[int]:
+        if self.supervisor.death is not None or not self._running:
+            raise LogClosedError("the replicated log was stopped")
+        try:
+            offset = change(self._clock())
+        except NotLeaderError:
+            raise self.not_leader_error() from None
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.proposals.add(offset, 1, int(self.node.epoch), fut)
+        self._learn_voter_addresses()
+        self._wake.set()
+        return fut
+
+    def _learn_voter_addresses(self) -> None:
+        """KIP-853: the endpoints in the latest VotersRecord are where those voters are
+        reached (the transport dials them; NOT_CONTROLLER names the leader's)."""
+        history = self.node.raft_log.voter_history
+        if history is None or history.latest_offset == self._voters_seen:
+            return
+        self._voters_seen = history.latest_offset
+        set_address = getattr(self._transport, "set_address", None)
+        for vid, endpoint in history.latest.items():
+            if not endpoint:
+                continue
+            self.voters[vid] = endpoint
+            if set_address is not None:
+                set_address(vid, endpoint)
 
     def not_leader_error(self) -> NotControllerError:
         lid = self.leader_id
@@ -321,7 +374,11 @@ class RaftDriver:
 
     def describe(self) -> QuorumStatus:
         """The quorum as this node sees it (Kafka's DescribeQuorum)."""
-        return describe_quorum(self.node, self.voters, self._clock())
+        return describe_quorum(self.node, self.node.voters, self._clock())
+
+    def voter_endpoints(self) -> dict[int, str]:
+        """The voter set in use (KIP-853: the latest in the log) with each voter's address."""
+        return {int(v): e or self.voters.get(v, "") for v, e in self.node.voter_endpoints.items()}
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -394,6 +451,8 @@ class RaftDriver:
         if rd.delete_log_before is not None:
             storage.delete_before(rd.delete_log_before)
         node.advance(rd)
+        if rd.entries or rd.install_snapshot is not None or rd.truncate_to is not None:
+            self._learn_voter_addresses()
         proposals.settle(
             is_leader=node.is_leader, epoch=int(node.epoch), high_watermark=int(node.high_watermark)
         )

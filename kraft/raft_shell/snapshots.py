@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from kraft.raft import RaftNode
 from kraft.raft.messages import SnapshotId
+from kraft.raft.voters import frame_snapshot
 from kraft.raft_shell.state_machine import Applier
 from kraft.raft_shell.storage import DriverStorage
 
@@ -49,17 +50,22 @@ class Snapshots:
         now that reads only immutable data, so the driver runs it in a worker thread: at
         10,000 partitions the metadata image takes ~1 s of one core to serialise under load,
         which on the event loop cost the quorum its leader. Else the bytes are taken here.
+        KIP-853: the bytes begin with the voter set at ``end`` when it lives in the log
+        (`frame_snapshot`; static voters: the state machine's bytes alone).
         """
         end = self._applier.applied_offset + 1
         if end <= node.log_start_offset:
             return None
         sid = node.snapshot_id_at(end)
+        voters = node.voters_at(end)
         writer = getattr(self._applier.state_machine, "snapshot_writer", None)
         if writer is None:
-            data = self._applier.state_machine.snapshot()
+            data = frame_snapshot(voters, self._applier.state_machine.snapshot())
             return sid, lambda: data
         serialize: Callable[[], bytes] = writer()
-        return sid, serialize
+        if voters is None:
+            return sid, serialize
+        return sid, lambda: frame_snapshot(voters, serialize())
 
     def finish(self, node: RaftNode, sid: SnapshotId, data: bytes) -> SnapshotId | None:
         """Save a captured snapshot and let the node trim its log below it; None (nothing

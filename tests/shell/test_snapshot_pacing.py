@@ -45,6 +45,9 @@ class _Node:
     def snapshot_taken(self, sid: SnapshotId) -> None:
         self.log_start_offset = sid.end_offset
 
+    def voters_at(self, end: int) -> None:
+        return None  # static voters: the snapshot carries no voters frame
+
 
 def test_the_next_snapshot_waits_for_as_many_applied_bytes_as_the_last_one_held() -> None:
     applier = _Applier(_StateMachine(size=10_000))
