@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, TextIO, cast
 
 LEVELS = {
     "debug": logging.DEBUG,
@@ -28,7 +28,9 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
     Args:
         level: minimum level: debug, info, warning, error or critical.
         json: force JSON (True) or key-value (False); by default JSON unless on a terminal.
-        stream: where to write (default ``sys.stderr``).
+        stream: where to write (default: whatever ``sys.stderr`` is when a line is written,
+            so a program or a test that swaps ``sys.stderr`` later, and closes its stand-in,
+            does not leave the logs writing to a closed file).
 
     Raises:
         ValueError: ``level`` is none of those.
@@ -38,7 +40,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
     threshold = LEVELS.get(level.lower())
     if threshold is None:
         raise ValueError(f"unknown log level {level[:40]!r}: expected one of {', '.join(LEVELS)}")
-    out = stream if stream is not None else sys.stderr
+    out = stream if stream is not None else _CurrentStderr()
     as_json = (not out.isatty()) if json is None else json
     renderer: Any = (
         structlog.processors.JSONRenderer()
@@ -55,9 +57,22 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(threshold),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, out)),
         cache_logger_on_first_use=False,
     )
+
+
+class _CurrentStderr:
+    """A file that is ``sys.stderr`` at each write (structlog keeps the file it is given)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 def quiet() -> None:

@@ -18,7 +18,7 @@ Usage::
 
 Who does what: the driver plans (`plan_ranges`: Metadata and ListOffsets through
 `OffsetLookup`, then `split_ranges`), executors fetch (`RangeFetcher`: Fetch from the
-partition's leader, decoding v2 batches straight into Arrow columns, `spark.columns`).
+partition's leader, decoding v2 batches straight into Arrow columns, `storage.columnar`).
 Streaming (`spark.stream`) keeps its offsets in Spark's checkpoint; writers (`spark.writer`)
 produce with ``acks=all``. docs/spark.md has the options, the schema and measured figures.
 
@@ -31,7 +31,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from spark.columns import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ColumnBuilder, schema_ddl
 from spark.fetcher import RangeFetcher, TopicRecord
 from spark.lookup import OffsetLookup
 from spark.offsets import OffsetRange, rate_limit, split_ranges
@@ -39,6 +38,12 @@ from spark.options import ReadOptions, WriteOptions
 from spark.planning import offset_ranges, plan_ranges
 from spark.rdd import topic_rdd
 from spark.session import local_session, register, stop_session
+from storage.columnar.schema import (
+    ARROW_SCHEMA,
+    ARROW_SCHEMA_WITH_HEADERS,
+    ColumnBuilder,
+    schema_ddl,
+)
 
 _LAZY = {
     "KraftDataSource": "spark.source",

@@ -27,8 +27,11 @@ class RangePartition(InputPartition):
         super().__init__(value)
 
 
-def read_range(options: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    """The executor side of both readers: the range's records as Arrow batches."""
+def read_range(
+    options: ReadOptions, partition: InputPartition, columns: Sequence[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The executor side of both readers: the range's records as Arrow batches (of only
+    ``columns`` when given: see `KraftBatchReader`)."""
     r = partition.value
     assert isinstance(r, OffsetRange), r
     with RangeFetcher(
@@ -36,14 +39,24 @@ def read_range(options: ReadOptions, partition: InputPartition) -> Iterator[pa.R
         fail_on_data_loss=options.fail_on_data_loss,
         fetch_max_bytes=options.fetch_max_bytes,
     ) as fetcher:
-        yield from fetcher.arrow_batches(r, include_headers=options.include_headers)
+        yield from fetcher.arrow_batches(
+            r, include_headers=options.include_headers, columns=columns
+        )
 
 
 class KraftBatchReader(DataSourceReader):
-    """Plans once, on the driver, when Spark asks for partitions."""
+    """Plans once, on the driver, when Spark asks for partitions.
 
-    def __init__(self, options: ReadOptions) -> None:
+    ``columns``: the columns of a user-specified schema (``.schema("offset bigint")``), a
+    subset of the source's, read instead of all of them. pyspark 4.3 gives a Python data
+    source's reader no column pruning (its `DataSourceReader` has ``pushFilters`` only), so
+    Spark asks for every column even for a ``count()``; a schema of only ``topic``,
+    ``partition``, ``offset`` or ``timestampType`` is read from the batch headers alone.
+    """
+
+    def __init__(self, options: ReadOptions, columns: Sequence[str] | None = None) -> None:
         self.options = options
+        self.columns = None if columns is None else tuple(columns)
 
     def partitions(self) -> Sequence[InputPartition]:
         with OffsetLookup(self.options.bootstrap) as lookup:
@@ -51,7 +64,7 @@ class KraftBatchReader(DataSourceReader):
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options, partition)
+        return read_range(self.options, partition, self.columns)
 
 
 __all__ = ["KraftBatchReader", "RangePartition", "read_range"]

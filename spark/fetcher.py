@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Self
 
@@ -49,10 +49,9 @@ from replication.messages import (
     FetchPartitionData,
     FetchTopic,
 )
-from spark.columns import ColumnBuilder
 from spark.offsets import OffsetRange
 from spark.options import DEFAULT_FETCH_MAX_BYTES
-from spark.vectorized import decode_columns
+from storage.columnar import decode_arrow
 from storage.errors import (
     ErrorCode,
     KraftError,
@@ -154,26 +153,26 @@ class RangeFetcher:
 
     # -- what tasks call ----------------------------------------------------------------------
 
-    def arrow_batches(self, r: OffsetRange, *, include_headers: bool) -> Iterator[pa.RecordBatch]:
-        """The records of ``r`` as RecordBatches in the Kafka source schema (one per Fetch).
+    def arrow_batches(
+        self, r: OffsetRange, *, include_headers: bool, columns: Sequence[str] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """The records of ``r`` as RecordBatches in the Kafka source schema (one per Fetch),
+        or of only ``columns`` of it (see `storage.columnar.decode_arrow`).
 
         Raises:
             OffsetOutOfRangeError: data loss and ``fail_on_data_loss``.
             KraftError: the partition stayed unreadable for ``timeout_s``.
         """
-        builder = ColumnBuilder(r.topic, r.partition, include_headers=include_headers)
         for chunk in self.chunks(r):
-            batch = decode_columns(
+            batch = decode_arrow(
                 chunk.records,
                 chunk.position,
                 chunk.until,
                 r.topic,
                 r.partition,
                 include_headers=include_headers,
+                columns=columns,
             )
-            if batch is None:  # compressed, with headers, or malformed: record by record
-                builder.add(chunk.records, chunk.position, chunk.until)
-                batch = builder.build()
             if batch.num_rows:
                 yield batch
 

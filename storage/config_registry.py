@@ -433,9 +433,23 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "controller.quorum.voters",
         _T.LIST,
         None,
-        "`id@host:port,...`, every voter (KIP-595)",
+        "`id@host:port,...`, every voter (KIP-595): a static voter set. Set this or "
+        "`controller.quorum.bootstrap.servers`",
         readers=_BC,
         shown_default="(required)",
+    ),
+    _node(
+        "controller.quorum.bootstrap.servers",
+        _T.LIST,
+        None,
+        "controllers only, instead of `controller.quorum.voters`: the voter set lives in the "
+        "metadata log and changes with `kraft quorum add-controller` / `remove-controller` "
+        "(KIP-853). `id@host:port,...` of the initial voters, the same on every controller; "
+        "a controller not in it starts as an observer until added. (Kafka's takes `host:port` "
+        "and the initial voters come from `kafka-storage format`; kraft's Raft transport "
+        "addresses peers by id.)",
+        readers=_C,
+        shown_default="(none)",
     ),
     _node(
         "listeners",

@@ -91,6 +91,8 @@ class ErrorCode(enum.IntEnum):
     FENCED_MEMBER_EPOCH = 110
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
     # kraft's own codes (no Kafka equivalent).
     LOG_CLOSED = 1000
     INVALID_OFFSET = 1001
@@ -626,6 +628,20 @@ class InconsistentVoterSetError(KraftError):
     """The sender's voter set differs from this node's (Kafka error 94)."""
 
     code = ErrorCode.INCONSISTENT_VOTER_SET
+
+
+@final
+class DuplicateVoterError(KraftError):
+    """The node to add is a voter already (Kafka error 126, KIP-853 AddRaftVoter)."""
+
+    code = ErrorCode.DUPLICATE_VOTER
+
+
+@final
+class VoterNotFoundError(KraftError):
+    """The node to remove is not a voter (Kafka error 127, KIP-853 RemoveRaftVoter)."""
+
+    code = ErrorCode.VOTER_NOT_FOUND
 
 
 @final

@@ -145,7 +145,9 @@ def load_log(directory: Path, config: LogConfig, io: FileIO) -> LoadedLog:
         cache = LeaderEpochCache(epoch_path, lambda: leo_holder[0], cache.entries)
     cache.truncate_from_end(log_end_offset)
     cache.truncate_from_start(log_start_offset)
-    if loaded_cache is None:
+    if loaded_cache is None and cache.entries:
+        # NB: a missing file reads as an empty cache, so a new log writes none (each write is
+        # two fsyncs: a broker opening 10,000 new replicas spent most of its time in them).
         cache.flush()
 
     recovery_point = log_end_offset if clean else min(recovery_point, log_end_offset)
@@ -170,7 +172,12 @@ def load_log(directory: Path, config: LogConfig, io: FileIO) -> LoadedLog:
         log_start_offset=log_start_offset,
         recovery_point=recovery_point,
         checkpointed_recovery_point=recovery_point_checkpoint,
-        checkpointed_log_start_offset=start_checkpoint,
+        # A missing checkpoint reads as the first segment's base: no need to write that one.
+        checkpointed_log_start_offset=(
+            log_start_offset
+            if start_checkpoint is None and log_start_offset == segments[0].base_offset
+            else start_checkpoint
+        ),
         epoch_cache=cache,
         had_clean_shutdown=clean,
         segments_recovered=recovered,

@@ -101,8 +101,15 @@ def test_the_per_layer_tables_derive_from_the_registry() -> None:
         assert DYNAMIC_BROKER_KEYS[broker_key].default == TOPIC_CONFIGS[topic_key].default
 
 
+def _names_a_key_or_field(value: str, names: set[str]) -> bool:
+    """A table's value: another key (a synonym) or a field name, not a config value such as
+    ``"3000"`` or ``"true"`` (a run's overrides are values, not a second table)."""
+    return value in names or (value.isidentifier() and value not in ("true", "false"))
+
+
 def _key_tables(tree: ast.AST, names: set[str]) -> list[int]:
-    """Lines of dict literals that map two or more config key names to string constants."""
+    """Lines of dict literals that map two or more config key names to other key names or
+    field names (a second table of keys)."""
     lines = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
@@ -114,6 +121,7 @@ def _key_tables(tree: ast.AST, names: set[str]) -> list[int]:
             and k.value in names
             and isinstance(v, ast.Constant)
             and isinstance(v.value, str)
+            and _names_a_key_or_field(v.value, names)
         ]
         if len(pairs) >= 2:
             lines.append(node.lineno)
@@ -228,3 +236,11 @@ def test_a_controller_property_outside_its_registry_range_stops_the_controller(
             {**_VOTERS, "node.id": "1", "log.dirs": "d", key: value}
         )
     assert key in caught.value.message
+
+
+def test_the_table_check_sees_a_table_of_fields_but_not_a_runs_overrides() -> None:
+    names = {"min.insync.replicas", "retention.ms"}
+    table = ast.parse('T = {"min.insync.replicas": "min_insync_replicas", "retention.ms": "r"}')
+    overrides = ast.parse('C = {"min.insync.replicas": "2", "retention.ms": "3000"}')
+    assert _key_tables(table, names) == [1]
+    assert _key_tables(overrides, names) == []

@@ -739,6 +739,40 @@ class DescribeQuorumResponse(_message.Message):
     current_leader: CurrentLeader
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., voters: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[QuorumReplica, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
 
+class AddRaftVoterRequest(_message.Message):
+    __slots__ = ("voter_id", "endpoint")
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    endpoint: str
+    def __init__(self, voter_id: _Optional[int] = ..., endpoint: _Optional[str] = ...) -> None: ...
+
+class AddRaftVoterResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
+class RemoveRaftVoterRequest(_message.Message):
+    __slots__ = ("voter_id",)
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    voter_id: int
+    def __init__(self, voter_id: _Optional[int] = ...) -> None: ...
+
+class RemoveRaftVoterResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
 class AclBinding(_message.Message):
     __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
     RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]

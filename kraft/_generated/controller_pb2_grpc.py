@@ -95,6 +95,16 @@ class ControllerStub:
                 request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
                 _registered_method=True)
+        self.AddRaftVoter = channel.unary_unary(
+                '/kraft.v1.Controller/AddRaftVoter',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.AddRaftVoterRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.AddRaftVoterResponse.FromString,
+                _registered_method=True)
+        self.RemoveRaftVoter = channel.unary_unary(
+                '/kraft.v1.Controller/RemoveRaftVoter',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterResponse.FromString,
+                _registered_method=True)
         self.DescribeConfigs = channel.unary_unary(
                 '/kraft.v1.Controller/DescribeConfigs',
                 request_serializer=kraft_dot_v1_dot_controller__pb2.DescribeConfigsRequest.SerializeToString,
@@ -202,6 +212,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DescribeConfigs(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -300,6 +322,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeQuorum,
                     request_deserializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.SerializeToString,
+            ),
+            'AddRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddRaftVoter,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.AddRaftVoterRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.AddRaftVoterResponse.SerializeToString,
+            ),
+            'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveRaftVoter,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterResponse.SerializeToString,
             ),
             'DescribeConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeConfigs,
@@ -656,6 +688,60 @@ class Controller:
             '/kraft.v1.Controller/DescribeQuorum',
             kraft_dot_v1_dot_controller__pb2.DescribeQuorumRequest.SerializeToString,
             kraft_dot_v1_dot_controller__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/AddRaftVoter',
+            kraft_dot_v1_dot_controller__pb2.AddRaftVoterRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.AddRaftVoterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/RemoveRaftVoter',
+            kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.RemoveRaftVoterResponse.FromString,
             options,
             channel_credentials,
             insecure,

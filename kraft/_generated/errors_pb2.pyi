@@ -80,6 +80,8 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FENCED_MEMBER_EPOCH: _ClassVar[ErrorCode]
     UNSUPPORTED_ASSIGNOR: _ClassVar[ErrorCode]
     STALE_MEMBER_EPOCH: _ClassVar[ErrorCode]
+    DUPLICATE_VOTER: _ClassVar[ErrorCode]
+    VOTER_NOT_FOUND: _ClassVar[ErrorCode]
     LOG_CLOSED: _ClassVar[ErrorCode]
     INVALID_OFFSET: _ClassVar[ErrorCode]
     SSL_AUTHENTICATION_FAILED: _ClassVar[ErrorCode]
@@ -155,6 +157,8 @@ NEW_LEADER_ELECTED: ErrorCode
 FENCED_MEMBER_EPOCH: ErrorCode
 UNSUPPORTED_ASSIGNOR: ErrorCode
 STALE_MEMBER_EPOCH: ErrorCode
+DUPLICATE_VOTER: ErrorCode
+VOTER_NOT_FOUND: ErrorCode
 LOG_CLOSED: ErrorCode
 INVALID_OFFSET: ErrorCode
 SSL_AUTHENTICATION_FAILED: ErrorCode

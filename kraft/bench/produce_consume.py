@@ -13,6 +13,8 @@ cluster, beside the raw gRPC streaming ceiling of this machine measured in the s
   records/s and MB/s from the first poll to the Nth record; latency = the duration of each
   ``poll()`` call that returned records. Without ``--bootstrap`` it first produces the N
   records itself (acks=all, not timed).
+  ``--batch`` then reads the same records with ``Consumer.poll_batch`` (Arrow), in the same
+  run (`kraft.bench.consume_batch`).
 - ceiling: a subprocess gRPC server on 127.0.0.1 and one client-streaming call pushing the
   same bytes (at least 32 MiB) in ``--ceiling-message-kib`` messages (16 KiB: a batch); the
   median of 3 such calls.
@@ -43,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
-from kraft.cluster.process import PROFILE_DIR_ENV
+from kraft.profiling import PROFILE_DIR_ENV
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
@@ -589,7 +591,10 @@ def render(result: dict[str, Any]) -> str:
                 f" {run['batches_per_request']} batches per request)"
             )
     if result["bench"] == "consume":
-        lines.append("  (consume latency: the duration of each poll() call that returned records)")
+        lines.append(
+            "  (consume latency: the duration of each poll() / poll_batch() call that returned"
+            " records)"
+        )
     else:
         lines.append(
             "  (produce latency: per record, acknowledgement callback minus send; it includes"
@@ -637,6 +642,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with profiled("consume", cluster), cpu_time(cpu, cluster):
                 runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
             runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
+            if args.batch:  # poll_batch over the same records, in the same run
+                from kraft.bench.consume_batch import consume_arrow, import_arrow
+
+                import_arrow()  # NB: ~1 s of imports, not a cost per record: before the timing
+                say(f"consuming {args.records} records with poll_batch")
+                cpu = {}
+                with profiled("consume-batch", cluster), cpu_time(cpu, cluster):
+                    arrow = consume_arrow(bootstrap, topic, args.records, args.max_poll_records)
+                runs["consume poll_batch"] = arrow | _cpu_figures(cpu, args.records, arrow)
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
     ceiling = grpc_ceiling(args.records * args.record_size, args.ceiling_message_kib * 1024)
@@ -700,6 +714,11 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "--max-poll-records", type=positive_int, default=5000, help="consume: max.poll.records"
     )
     parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="consume: also read the same records with Consumer.poll_batch (Arrow)",
+    )
+    parser.add_argument(
         "--ceiling-message-kib", type=positive_int, default=16, help="gRPC ceiling message size"
     )
     from kraft.bench.replication_modes import add_arguments
@@ -712,7 +731,16 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "(kraft.bench.tls_overhead)",
     )
     parser.add_argument(
-        "--rounds", type=positive_int, default=3, help="--tls: runs of each, alternated"
+        "--metrics",
+        action="store_true",
+        help="produce: Prometheus endpoints on against off in the same run, scraped every "
+        "--scrape-interval s (kraft.bench.metrics_overhead)",
+    )
+    parser.add_argument(
+        "--scrape-interval", type=float, default=1.0, help="--metrics: seconds between scrapes"
+    )
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="--tls, --metrics: runs of each, alternated"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -723,6 +751,10 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
     args = build_parser(bench).parse_args(argv)
     if bench is not None:
         args.bench = bench
+    if args.metrics:
+        from kraft.bench.metrics_overhead import main_metrics
+
+        return main_metrics(args)
     if args.tls:
         from kraft.bench.tls_overhead import main_tls
 

@@ -15,9 +15,11 @@ rounds that interleave the sources (so a burst of load from elsewhere hits all o
 median reported; rows/s and MB/s (MB of record values, 10**6 bytes). The ratios kraft /
 JSON-lines and kraft / Parquet are the figures to watch: the target is to read at least as
 fast as Spark reads JSON lines.
+Also timed: ``count()`` of the kraft source read with a schema of one header column
+(``.schema("offset bigint")``), which decodes no record (`spark.source`).
 # NB: count() needs no column: Parquet answers from its footers and Spark does not parse JSON
-# lines for it, while a Python data source has no column pruning and decodes everything; the
-# scan and write.parquet read the values in every source.
+# lines for it, while a Python data source has no column pruning (pyspark 4.3) and decodes
+# every column it declares; the scan and write.parquet read the values in every source.
 
     kraft bench spark --records 1000000 --json
 """
@@ -148,6 +150,14 @@ def run(
                         "timestamp timestamp, timestampType int"
                     ).json(jsonl),
                 }
+                # count() of a schema of one header column: no record decoded (spark.source)
+                offsets_only = (
+                    session.read.format("kraft")
+                    .schema("offset bigint")
+                    .option("kraft.bootstrap", cluster.bootstrap)
+                    .option("subscribe", TOPIC)
+                )
+                offsets_only.load().count()  # warm-up, untimed
                 megabytes = records * record_size / 1e6
                 for name, load in sources.items():
                     # Warm-up, untimed, the same for every source: one of each timed query.
@@ -161,6 +171,7 @@ def run(
                 times: dict[str, dict[str, list[float]]] = {
                     name: {"count": [], "scan": [], "write": []} for name in sources
                 }
+                offsets_counts: list[float] = []
                 for _ in range(rounds):  # interleaved, so a burst of load hits every source
                     for name, load in sources.items():
                         count_s, count = _timed(load().count)
@@ -174,6 +185,10 @@ def run(
                         write_s, _ = _timed(partial(writer.parquet, out))
                         times[name]["count"].append(count_s)
                         times[name]["write"].append(write_s)
+                        if name == "kraft":
+                            count_s, count = _timed(offsets_only.load().count)
+                            assert count == records, f"offsets only: {count} rows, not {records}"
+                            offsets_counts.append(count_s)
                 for name, measured in times.items():
                     count_s = statistics.median(measured["count"])
                     scan_s = statistics.median(measured["scan"])
@@ -192,6 +207,10 @@ def run(
                         "scan_s_all": [round(t, 3) for t in measured["scan"]],
                         "write_parquet_s_all": [round(t, 3) for t in measured["write"]],
                     }
+                count_s = statistics.median(offsets_counts)
+                result["kraft"]["count_offset_schema_s"] = round(count_s, 3)
+                result["kraft"]["count_offset_schema_rows_per_s"] = round(records / count_s)
+                result["kraft"]["count_offset_schema_s_all"] = [round(t, 3) for t in offsets_counts]
             finally:
                 _spark().stop_session(session)
     finally:
@@ -201,6 +220,10 @@ def run(
         for what in ("count", "scan", "write_parquet"):
             key = f"{what}_rows_per_s"
             result[f"kraft_vs_{base}_{what}"] = round(result["kraft"][key] / result[base][key], 2)
+    for base in ("jsonl", "parquet"):
+        result[f"kraft_offset_schema_vs_{base}_count"] = round(
+            result["kraft"]["count_offset_schema_rows_per_s"] / result[base]["count_rows_per_s"], 2
+        )
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return result
 
@@ -227,6 +250,12 @@ def _print(result: dict[str, Any]) -> None:
             f"scan x{result[f'kraft_vs_{base}_scan']}, "
             f"write.parquet x{result[f'kraft_vs_{base}_write_parquet']}"
         )
+    print(
+        '  kraft, schema "offset bigint": count'
+        f" {result['kraft']['count_offset_schema_rows_per_s']:,}"
+        f" rows/s: x{result['kraft_offset_schema_vs_jsonl_count']} of jsonl,"
+        f" x{result['kraft_offset_schema_vs_parquet_count']} of parquet"
+    )
     print(
         "  NB: count() needs no column: Parquet reads only footers and JSON skips parsing, "
         "kraft decodes every record (no column pruning for Python data sources); scan = "

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.cli._cluster_status import (
     collect_status,
+    metrics_urls,
     node_pid,
     pid_alive,
     render_status,
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from kraft.security.tls import TlsConfig
 
 CLUSTER_FILE = "cluster.json"
+_RATE_INTERVAL_S = 1.0
+"""``cluster status``: the messages-in rate is measured over at least this long."""
 LOG_FILE = "cluster.log"
 LOCK_FILE = ".cluster.lock"
 DATA_DIR_ENV = "KRAFT_DATA_DIR"
@@ -70,6 +73,11 @@ brokers (controlled shutdown), then the controllers, and exits 0. With --detach 
 runs in the background (output in DIR/cluster.log); the command returns 0 once it is
 healthy, having written DIR/cluster.json and printed the addresses. Controllers listen on
 --base-port, --base-port+1, ...; brokers (ids 101, 102, ...) on the ports after them.
+Every node serves Prometheus metrics (metrics.port; --no-metrics: none): on free ports, or
+with --base-port on the ports after the nodes' own. cluster.json gives each node's
+"metrics_url"; the status view reads them (partition counts per broker, messages in per
+second, the active controller's offline partitions and fenced brokers), and
+`kraft cluster prometheus-config` prints a Prometheus scrape config for them.
 With --tls every port is mTLS: a CA and a certificate per node and for the client ("client")
 are made in DIR/certs, cluster.json's "security" gives the client settings, and --detach prints
 the KRAFT_SECURITY_PROTOCOL / KRAFT_SSL_* variables the other commands read.
@@ -143,6 +151,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="mTLS on every port (certificates made in DIR/certs; see below)",
     )
+    up_p.add_argument(
+        "--no-metrics",
+        dest="metrics",
+        action="store_false",
+        help="no Prometheus endpoints (by default every node serves one; see below)",
+    )
     up_p.add_argument("--json", action="store_true", help="with --detach: print cluster.json")
     up_p.add_argument("--supervise", action="store_true", help=argparse.SUPPRESS)
     up_p.set_defaults(handler=up)
@@ -151,7 +165,13 @@ def add_parser(sub: Any) -> None:
         "status",
         help="print the cluster's status once",
         description="Print the status of the cluster in --data-dir (from its cluster.json).",
-        epilog="example:\n  kraft cluster status --data-dir /tmp/kraft --json\n",
+        epilog=(
+            "example:\n  kraft cluster status --data-dir /tmp/kraft --json\n\n"
+            "Nodes with a metrics endpoint (cluster.json's metrics_url) are scraped twice, a\n"
+            "second apart (the messages-in rate): per broker its leaders, replicas,\n"
+            "under-replicated and under-min-ISR partitions; the active controller's offline\n"
+            "partitions and active and fenced brokers.\n"
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _data_dir_argument(status_p)
@@ -180,6 +200,10 @@ def add_parser(sub: Any) -> None:
         help="seconds before SIGKILL (default 30)",
     )
     down_p.set_defaults(handler=down)
+
+    from kraft.cli.cluster_prometheus import add_parser as add_prometheus_parser
+
+    add_prometheus_parser(csub, _data_dir_argument)
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -315,6 +339,7 @@ def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
         controller_config=parse_key_values(args.controller_config, "--controller-config"),
         broker_config=parse_key_values(args.broker_config, "--broker-config"),
         log_level=args.node_log_level,
+        metrics=args.metrics,
         tls=args.tls,
     )
     say: Callable[[str], None] = _say if not view else _print
@@ -356,6 +381,11 @@ def _say(message: str) -> None:
     print(f"{stamp} kraft cluster: {message}", flush=True)
 
 
+def _metrics_url(cluster: LocalCluster, node_id: int) -> str | None:
+    address = cluster.metrics_addresses.get(node_id)
+    return f"http://{address}/metrics" if address else None
+
+
 def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
     return {
         "bootstrap": cluster.bootstrap,
@@ -365,11 +395,17 @@ def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
                 "id": i,
                 "address": cluster.controller_addresses[i],
                 "pid": cluster.controller(i).pid,
+                "metrics_url": _metrics_url(cluster, i),
             }
             for i in cluster.controller_ids
         ],
         "brokers": [
-            {"id": b, "address": cluster.broker_addresses[b], "pid": cluster.broker(b).pid}
+            {
+                "id": b,
+                "address": cluster.broker_addresses[b],
+                "pid": cluster.broker(b).pid,
+                "metrics_url": _metrics_url(cluster, b),
+            }
             for b in cluster.broker_ids
         ],
         "supervisor_pid": os.getpid(),
@@ -420,14 +456,16 @@ def _watch(info: dict[str, Any]) -> None:
 
 def _live_view(info: dict[str, Any]) -> None:
     from kraft.controller.client import ControllerClient
+    from kraft.metrics.scrape import MetricsWatch
 
     tty = sys.stdout.isatty()
     last = ""
+    watch = MetricsWatch()  # each refresh's messages-in rate: since the one before
     with ControllerClient(
         info["controller_bootstrap"], timeout=2.0, request_timeout=1.0, tls=_info_tls(info)
     ) as c:
         while True:
-            doc = collect_status(info, c)
+            doc = collect_status(info, c, watch)
             text = render_status(doc, max_partitions=40 if tty else None)
             if tty:
                 footer = "\n(refreshing every second; Ctrl-C stops the cluster)"
@@ -467,6 +505,8 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
         argv += ["--base-port", str(args.base_port)]
     if args.tls:
         argv.append("--tls")
+    if not args.metrics:
+        argv.append("--no-metrics")
     for item in args.broker_config:
         argv += ["--broker-config", item]
     for item in args.controller_config:
@@ -613,6 +653,7 @@ def _info_tls(info: dict[str, Any]) -> TlsConfig | None:
 
 def status(args: argparse.Namespace) -> int:
     from kraft.controller.client import ControllerClient
+    from kraft.metrics.scrape import MetricsWatch
 
     data_dir = Path(args.data_dir).resolve()
     info = _read_info(data_dir)
@@ -620,13 +661,15 @@ def status(args: argparse.Namespace) -> int:
         raise ValueError(
             f"the cluster in {data_dir} is not running (every pid in {CLUSTER_FILE} is gone)"
         )
+    watch = MetricsWatch()
+    watch.refresh(metrics_urls(info))  # the messages-in rate needs two scrapes: one now
     with ControllerClient(
         info["controller_bootstrap"],
         timeout=args.timeout,
         request_timeout=min(args.timeout, 2.0),
         tls=_info_tls(info),
     ) as client:
-        doc = collect_status(info, client)
+        doc = collect_status(info, client, watch, rate_interval=_RATE_INTERVAL_S)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

@@ -51,7 +51,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--min-insync-replicas", type=positive_int, default=2, help="the topic's (default 2)"
     )
-    p.add_argument("--unclean", action="store_true", help="unclean.leader.election.enable=true")
+    p.add_argument(
+        "--unclean",
+        action="store_true",
+        help="unclean.leader.election.enable=true, and eligible.leader.replicas.enable=false "
+        "(with KIP-966's eligible leader replicas a stale replica is never elected)",
+    )
     p.add_argument(
         "--metadata-workers",
         type=non_negative_int,

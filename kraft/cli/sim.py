@@ -18,13 +18,20 @@ def add_parser(sub: Any) -> None:
     r = ssub.add_parser(
         "raft",
         help="Raft quorum under faults",
-        epilog="example: kraft sim raft --seeds 1000 --start 0 --voters 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example: kraft sim raft --seeds 1000 --start 0 --voters 5\n"
+        "         kraft sim raft --seeds 1000 --membership --observers 2",
     )
     r.add_argument("--seeds", type=positive_int, default=None, help="how many seeds to run")
     r.add_argument("--start", type=seed_int, default=None, help="first seed")
     r.add_argument("--seed", type=seed_int, default=None, help="replay one seed")
     r.add_argument("--voters", type=positive_int, default=None, help="3 or 5 voters")
     r.add_argument("--observers", type=non_negative_int, default=None, help="observers (brokers)")
+    r.add_argument(
+        "--membership",
+        action="store_true",
+        help="KIP-853: add and remove voters (among voters + observers) during the faults",
+    )
     r.add_argument("--processes", type=positive_int, default=None, help="worker processes")
     r.set_defaults(handler=_run_raft)
     c = ssub.add_parser(
@@ -126,6 +133,8 @@ def _run_raft(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             argv += [f"--{name}", str(value)]
+    if args.membership:
+        argv.append("--membership")
     result: int = cli_raft(argv)
     return result
 

@@ -207,6 +207,7 @@ def check_cluster_health(
     if leader < 0:
         problems.append("the metadata quorum has no leader")
     voters = {v.replica_id: v for v in quorum.voters}
+    observers = {v.replica_id: v for v in quorum.observers}
     registered = {b.broker_id: b for b in cluster.brokers}
     for node in nodes:
         answer = answers.get(node.node_id)
@@ -219,6 +220,11 @@ def check_cluster_health(
                 state = "leader"
             elif voter is not None and voter.last_fetch_timestamp_ms >= now - RECENT_FETCH_MS:
                 state = "follower"
+            elif (
+                node.node_id in observers
+                and observers[node.node_id].last_fetch_timestamp_ms >= now - RECENT_FETCH_MS
+            ):
+                state = "observer"  # KIP-853: a controller not (yet) in the voter set
             else:
                 state = "not fetching"
                 problems.append(f"controller {node.node_id} does not follow leader {leader}")

@@ -116,11 +116,16 @@ class LocalCluster:
             fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
             and ``"client"`` for this process's clients, which dial through it once
             `use_fault_network` is called). For fault runs: partitions without root.
-        metrics: give every node a Prometheus endpoint (``metrics.port``, a free port each;
+        metrics: give every node a Prometheus endpoint (``metrics.port``: a free port each,
+            or with ``base_port`` the ports after the nodes' own, in the same order;
             `metrics_addresses` lists them).
         tls: mTLS on every port (see the module docstring).
         tls_clients: names of extra client certificates to make (``tls=True``), besides
             ``client``'s (`client_security_of`).
+        initial_voters: KIP-853: run the controllers with
+            ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
+            them; the others start as observers until ``kraft quorum add-controller`` adds
+            them (None: every controller is a static voter, ``controller.quorum.voters``).
     """
 
     def __init__(
@@ -137,18 +142,22 @@ class LocalCluster:
         metrics: bool = False,
         tls: bool = False,
         tls_clients: tuple[str, ...] = (),
+        initial_voters: int | None = None,
     ) -> None:
+        if initial_voters is not None and not 1 <= initial_voters <= controllers:
+            raise ValueError("initial_voters must be between 1 and the number of controllers")
+        self.initial_voters = initial_voters
         if controllers < 1:
             raise ValueError("a cluster needs at least one controller")
         if brokers < 0:
             raise ValueError("brokers must be >= 0")
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
-        ports = (
-            free_ports(controllers + brokers)
-            if base_port is None
-            else [base_port + i for i in range(controllers + brokers)]
-        )
+        nodes = controllers + brokers
+        # NB: the metrics ports come from the same draw as the nodes' (two draws of free ports
+        # may return one port twice); with base_port they follow the nodes' ports.
+        drawn = nodes * (2 if metrics else 1)
+        ports = free_ports(drawn) if base_port is None else [base_port + i for i in range(drawn)]
         self.controller_ids = list(range(1, controllers + 1))
         self.controller_addresses = {
             node_id: f"127.0.0.1:{port}"
@@ -157,13 +166,13 @@ class LocalCluster:
         self.broker_ids = [BROKER_ID_BASE + i for i in range(1, brokers + 1)]
         self.broker_addresses = {
             broker_id: f"127.0.0.1:{port}"
-            for broker_id, port in zip(self.broker_ids, ports[controllers:], strict=True)
+            for broker_id, port in zip(self.broker_ids, ports[controllers:nodes], strict=True)
         }
         self.metrics_addresses: dict[int, str] = {}
         """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
         if metrics:
             node_ids = [*self.controller_ids, *self.broker_ids]
-            for node_id, port in zip(node_ids, free_ports(len(node_ids)), strict=True):
+            for node_id, port in zip(node_ids, ports[nodes:], strict=True):
                 self.metrics_addresses[node_id] = f"127.0.0.1:{port}"
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
@@ -201,7 +210,8 @@ class LocalCluster:
         sources: list[int | str] = [*addresses, CLIENT]
         # The proxies bind ports chosen here, none of the nodes' (which are free until the nodes
         # start): a proxy on port 0 once took a controller's port, and the controller failed.
-        node_ports = {int(a.rpartition(":")[2]) for a in addresses.values()}
+        taken = [*addresses.values(), *self.metrics_addresses.values()]
+        node_ports = {int(a.rpartition(":")[2]) for a in taken}
         links = len(sources) * len(addresses) - len(addresses)
         proxy_ports = iter(
             [p for p in free_ports(links + len(node_ports)) if p not in node_ports][:links]
@@ -546,11 +556,15 @@ class LocalCluster:
         self._launcher.submit(start).result()
 
     def _controller_process(self, node_id: int) -> ManagedProcess:
+        voters = self.controller_addresses
+        if self.initial_voters is not None:
+            voters = {i: a for i, a in voters.items() if i <= self.initial_voters}
         config = ControllerNodeConfig(
             node_id=node_id,
-            voters=self.controller_addresses,
+            voters=voters,
             listen=self.controller_addresses[node_id],
             data_dir=self.controller_data_dir(node_id),
+            dynamic_voters=self.initial_voters is not None,
         )
         props = {
             **config.to_properties(),

@@ -42,11 +42,6 @@ _live_lock = threading.Lock()
 PARENT_PID_ENV = "KRAFT_PARENT_PID"
 """Set for every `ManagedProcess` child: the pid it must not outlive (see `die_with_parent`)."""
 
-PROFILE_DIR_ENV = "KRAFT_PROFILE_DIR"
-"""When set, the broker process runs under cProfile (its event-loop thread, where every
-handler runs) and writes ``broker-<node id>-<pid>-<n>.pstats`` into that directory on SIGUSR2
-(the profile since the previous dump, then it starts afresh) and on a clean shutdown."""
-
 
 def die_with_parent() -> None:
     """In a child started by `ManagedProcess`: ask the kernel for SIGKILL when the parent dies

@@ -77,11 +77,15 @@ from kraft.metadata.records import Endpoint
 from kraft.security.tls import TlsConfig
 from kraft.transport.channels import client_channel, map_grpc_errors, parse_bootstrap_servers
 from kraft.transport.controller_codec import (
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
     CurrentLeader,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
     TopicMetadata,
     decode_response,
     encode,
@@ -120,6 +124,8 @@ _RPCS: dict[type, tuple[str, type]] = {
     AllocateProducerIdsRequest: ("AllocateProducerIds", AllocateProducerIdsResponse),
     DescribeClusterRequest: ("DescribeCluster", DescribeClusterResponse),
     DescribeQuorumRequest: ("DescribeQuorum", DescribeQuorumResponse),
+    AddRaftVoterRequest: ("AddRaftVoter", AddRaftVoterResponse),
+    RemoveRaftVoterRequest: ("RemoveRaftVoter", RemoveRaftVoterResponse),
     DescribeConfigsRequest: ("DescribeConfigs", DescribeConfigsResponse),
     CreateAclsRequest: ("CreateAcls", CreateAclsResponse),
     DeleteAclsRequest: ("DeleteAcls", DeleteAclsResponse),
@@ -288,6 +294,32 @@ class ControllerClient:
         response: DescribeQuorumResponse = self.send(DescribeQuorumRequest(), timeout=timeout)
         _raise_for(response.error_code, response.error_message)
         return response
+
+    def add_raft_voter(self, voter_id: int, endpoint: str, *, timeout: float | None = None) -> None:
+        """KIP-853 AddRaftVoter: make controller ``voter_id`` (running as an observer, at
+        ``endpoint``) a voter; returns once the change has committed. Retriable refusals (not
+        caught up yet, another change in progress) are retried within ``timeout``.
+
+        Raises:
+            DuplicateVoterError, InvalidRequestError: refused; RequestTimedOutError: not done
+                within ``timeout``.
+        """
+        self._change_voters(AddRaftVoterRequest(voter_id=voter_id, endpoint=endpoint), timeout)
+
+    def remove_raft_voter(self, voter_id: int, *, timeout: float | None = None) -> None:
+        """KIP-853 RemoveRaftVoter; as `add_raft_voter` (VoterNotFoundError: not a voter)."""
+        self._change_voters(RemoveRaftVoterRequest(voter_id=voter_id), timeout)
+
+    def _change_voters(self, request: Any, timeout: float | None) -> None:
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            response = self.send(request, timeout=max(0.1, remaining))
+            if response.error_code is ErrorCode.REQUEST_TIMED_OUT and remaining > 0.2:
+                time.sleep(0.1)  # retriable: not caught up yet, or a change in progress
+                continue
+            _raise_for(response.error_code, response.error_message)
+            return
 
     def active_controller(self, *, timeout: float | None = None) -> tuple[int, str]:
         """(node id, address) of the active controller."""

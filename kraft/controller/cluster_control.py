@@ -69,6 +69,11 @@ from storage.errors import ErrorCode
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 """Producer ids handed out per AllocateProducerIds request (KIP-730)."""
 
+PARTITION_CHANGES_PER_BATCH: Final = 500
+"""Partition changes in one automatic batch: a step of fencing a broker
+(`fence_one_expired_broker`), the elections of an unfencing or of a tick. At ~0.1-0.5 ms per
+record to decide, encode and replay in Python, a batch stays well under the Raft timeouts."""
+
 INCARNATION_ID_MAX_CHARS: Final = 64
 """A broker sends a UUID (36 characters, 32 in hex)."""
 MAX_LISTENERS: Final = 16
@@ -267,7 +272,11 @@ def handle_broker_heartbeat(
                     broker_id=broker_id, broker_epoch=registration.broker_epoch, fenced=False
                 )
                 unfenced = image.apply(change, image.last_offset + 1)
-                records = [change, *elect_offline_leaders(unfenced, elr_enabled=elr_enabled)]
+                # The rest, if any, in the ticks that follow (this change asks for one).
+                elected = elect_offline_leaders(
+                    unfenced, elr_enabled=elr_enabled, limit=PARTITION_CHANGES_PER_BATCH
+                )
+                records = [change, *elected]
                 fenced = False
         case BrokerState.UNFENCED:
             if request.want_fence:
@@ -316,29 +325,46 @@ def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
     )
 
 
-def fence_expired_brokers(
+def fence_one_expired_broker(
     image: MetadataImage,
     heartbeats: BrokerHeartbeatManager,
     now_ms: int,
     *,
+    max_records: int = PARTITION_CHANGES_PER_BATCH,
     elr_enabled: bool = False,
-) -> tuple[list[MetadataRecord], list[int]]:
-    """Fence every unfenced broker whose session expired; returns (records, fenced ids).
+) -> tuple[list[MetadataRecord], int | None]:
+    """One step of fencing the first unfenced broker whose session expired (Kafka's
+    ``maybeFenceOneStaleBroker``, one broker per step); returns (records, the broker id if
+    this step fenced it, else None).
 
-    Each broker's records are computed against the image with the previous brokers' records
-    applied, so fencing two members of one ISR at once still leaves a consistent ISR.
+    A step holds at most ``max_records`` partition changes, the broker's leaderships first;
+    the step that finds fewer left holds the fence record too (one atomic batch, KIP-841, as
+    before when a broker leads few partitions). Until then the broker is not fenced and the caller
+    steps again: a broker leading thousands of partitions is fenced over several batches,
+    each a fraction of a second to decide, encode and replicate, instead of one batch of
+    ~10,000 records that held the controller's event loop for seconds and cost the quorum its
+    leader (which dropped the batch, and the next controller fenced again: a loop). Every
+    intermediate state is valid: the broker is merely out of some ISRs and leaderships.
     """
-    records: list[MetadataRecord] = []
-    fenced: list[int] = []
-    working = image
     for broker_id in image.unfenced_broker_ids():
         if not heartbeats.session_expired(broker_id, now_ms):
             continue
-        batch = _fence_records(working, broker_id, elr_enabled=elr_enabled)
-        working = working.apply_batch(batch, base_offset=working.last_offset + 1)
-        records.extend(batch)
-        fenced.append(broker_id)
-    return records, fenced
+        records: list[MetadataRecord] = list(
+            remove_broker_from_partitions(
+                image, broker_id, elr_enabled=elr_enabled, limit=max_records
+            )
+        )
+        if len(records) >= max_records:
+            return records, None
+        registration = image.brokers[broker_id]
+        fence = BrokerRegistrationChangeRecord(
+            broker_id=broker_id,
+            broker_epoch=registration.broker_epoch,
+            fenced=True,
+            in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
+        )
+        return [fence, *records], broker_id
+    return [], None
 
 
 def handle_unregister_broker(
@@ -399,9 +425,10 @@ def handle_allocate_producer_ids(
 
 
 __all__ = [
+    "PARTITION_CHANGES_PER_BATCH",
     "PRODUCER_ID_BLOCK_SIZE",
     "BrokerHeartbeatManager",
-    "fence_expired_brokers",
+    "fence_one_expired_broker",
     "handle_allocate_producer_ids",
     "handle_broker_heartbeat",
     "handle_register_broker",

@@ -63,8 +63,9 @@ from kraft.controller.acl_control import (
     handle_delete_acls,
 )
 from kraft.controller.cluster_control import (
+    PARTITION_CHANGES_PER_BATCH,
     BrokerHeartbeatManager,
-    fence_expired_brokers,
+    fence_one_expired_broker,
     handle_allocate_producer_ids,
     handle_broker_heartbeat,
     handle_register_broker,
@@ -551,42 +552,71 @@ class ControllerCore:
     def tick(self, now_ms: int) -> tuple[MetadataRecord, ...]:
         """Periodic work, as one atomic batch (possibly empty; no response attached):
 
-        - fence brokers silent for ``broker_session_timeout_ms``, with their ISR removals and
-          leader moves (KIP-841);
+        - fence a broker silent for ``broker_session_timeout_ms``, with its ISR removals and
+          leader moves (KIP-841), one broker and at most ``PARTITION_CHANGES_PER_BATCH`` partition
+          changes per tick (`fence_one_expired_broker`): its session stays expired, so the
+          next tick comes at once and takes the next step;
         - elect leaders for offline partitions that now can have one (e.g. after
-          ``unclean.leader.election.enable`` was turned on for a topic);
+          ``unclean.leader.election.enable`` was turned on for a topic), at most
+          ``PARTITION_CHANGES_PER_BATCH`` per tick;
         - when a leader-balance check is due, elect preferred leaders where a broker's
           imbalance exceeds ``leader.imbalance.per.broker.percentage``
-          (`kraft.controller.leader_balance`).
+          (`kraft.controller.leader_balance`);
+        - complete the reassignments a change made complete (KIP-455).
         """
         if not self._active:
             return ()
         self._tick_wanted_at_ms = None
-        records, fenced = fence_expired_brokers(
+        records, fenced = fence_one_expired_broker(
             self._pending, self._heartbeats, now_ms, elr_enabled=self._elr
         )
-        working = self._pending.apply_batch(records, self._next_offset)
-        records.extend(elect_offline_leaders(working, elr_enabled=self._elr))
+        working = self._pending.apply_batch(records, self._next_offset, self._epoch)
+
+        def acceptable(broker_id: int) -> bool:
+            # NB: not a broker whose fencing is under way (its session expired): electing it
+            # again would undo the step that just moved its leaderships.
+            return working.is_active_broker(broker_id) and not self._heartbeats.session_expired(
+                broker_id, now_ms
+            )
+
+        offline = elect_offline_leaders(
+            working,
+            is_acceptable=acceptable,
+            elr_enabled=self._elr,
+            limit=PARTITION_CHANGES_PER_BATCH,
+        )
+        more_offline = len(offline) >= PARTITION_CHANGES_PER_BATCH
+        if offline:
+            working = working.apply_batch(offline, self._next_offset + len(records), self._epoch)
+            records.extend(offline)
         if (due := self._balancer.next_deadline_ms()) is not None and now_ms >= due:
             # Decide against the image this batch's earlier records leave behind.
-            after = self._pending.apply_batch(records, self._next_offset) if records else working
-            balanced = self._balancer.maybe_balance(after, now_ms)
+            balanced = self._balancer.maybe_balance(working, now_ms)
             if balanced:
                 self._log.info("leaders_rebalanced", partitions=len(balanced))
+                base = self._next_offset + len(records)
+                working = working.apply_batch(balanced, base, self._epoch)
             records.extend(balanced)
         if self._reassignment_scan_wanted:
             self._reassignment_scan_wanted = False
-            after = self._pending.apply_batch(records, self._next_offset) if records else working
-            records.extend(complete_reassignments(after))
-        if fenced:
+            completed = complete_reassignments(working)
+            if completed:
+                base = self._next_offset + len(records)
+                working = working.apply_batch(completed, base, self._epoch)
+            records.extend(completed)
+        if fenced is not None:
             self._log.info(
                 "brokers_fenced_on_session_timeout",
-                broker_ids=fenced,
+                broker_ids=[fenced],
                 partition_changes=_count_partition_changes(records),
             )
         result = ControllerResult(records=tuple(records), response=None)
-        # NB: no tick wanted for the tick's own records: it elected on the image they make.
-        return self._append(result, None).records
+        # NB: no tick wanted for the tick's own records: it elected on the image they make,
+        # unless it left electable partitions for the next batch.
+        records_out = self._append(result, None, after=working).records
+        if more_offline:
+            self._tick_wanted_at_ms = now_ms
+        return records_out
 
     def next_deadline_ms(self) -> int | None:
         """When `tick` next has work (absolute, in the ``now_ms`` clock of the inputs; at or
@@ -639,15 +669,25 @@ class ControllerCore:
             return result
         return ControllerResult(records=(*result.records, *completions), response=result.response)
 
-    def _append(self, result: ControllerResult[R], now_ms: int | None) -> ControllerResult[R]:
-        """Fold the result's records into the pending image at the next offsets; a change
-        made at ``now_ms`` (None: by `tick`) asks for a tick (see `next_deadline_ms`)."""
+    def _append(
+        self,
+        result: ControllerResult[R],
+        now_ms: int | None,
+        *,
+        after: MetadataImage | None = None,
+    ) -> ControllerResult[R]:
+        """Fold the result's records into the pending image at the next offsets (``after``: the
+        image they make, if the caller already built it); a change made at ``now_ms`` (None:
+        by `tick`) asks for a tick (see `next_deadline_ms`)."""
         records = result.records
         if records:
             assert self._active
             if now_ms is not None and self._tick_wanted_at_ms is None:
                 self._tick_wanted_at_ms = now_ms
-            self._pending = self._pending.apply_batch(records, self._next_offset, self._epoch)
+            if after is None:
+                after = self._pending.apply_batch(records, self._next_offset, self._epoch)
+            assert after.last_offset == self._next_offset + len(records) - 1
+            self._pending = after
             self._inflight.extend(enumerate(records, start=self._next_offset))
             self._next_offset += len(records)
         return result

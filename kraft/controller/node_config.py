@@ -19,7 +19,9 @@ This is the one place that turns Kafka's dotted keys into snake_case fields (STY
 
 Keys read (unknown keys are ignored, as Kafka ignores keys meant for other components):
 
-- ``node.id``; ``controller.quorum.voters`` (``id@host:port,...``, KIP-595);
+- ``node.id``; ``controller.quorum.voters`` (``id@host:port,...``, KIP-595), or
+  ``controller.quorum.bootstrap.servers`` (the same syntax: the initial voters of a voter set
+  that then lives in the log and changes, KIP-853);
 - ``listeners`` (``NAME://host:port,...``; the first one is served; default: this node's
   address in the voters) ;
 - ``metadata.log.dir``, else the first of ``log.dirs`` (``log.dir``): the Raft data directory;
@@ -102,6 +104,9 @@ class ControllerNodeConfig:
     tls: TlsConfig | None = None
     """[listeners=SSL://, ssl.*] the controller serves TLS and dials the other voters with its
     certificate (`kraft.security.tls.node_tls`); None: plaintext."""
+    dynamic_voters: bool = False
+    """[controller.quorum.bootstrap.servers] KIP-853: ``voters`` is the initial set; the set
+    in use is the latest in the metadata log (`kraft quorum add-controller`)."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerNodeConfig:
@@ -110,7 +115,18 @@ class ControllerNodeConfig:
         Raises:
             InvalidConfigError: a required key is missing or a value is malformed.
         """
-        missing = [k for k in ("node.id", "controller.quorum.voters") if not props.get(k)]
+        static, bootstrap = (
+            props.get("controller.quorum.voters"),
+            props.get("controller.quorum.bootstrap.servers"),
+        )
+        if static and bootstrap:
+            raise InvalidConfigError(
+                "set controller.quorum.voters (static) or controller.quorum.bootstrap.servers "
+                "(dynamic, KIP-853), not both"
+            )
+        missing = [k for k in ("node.id",) if not props.get(k)]
+        if not static and not bootstrap:
+            missing.append("controller.quorum.voters")
         data_dir = (
             props.get("metadata.log.dir")
             or (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
@@ -120,7 +136,7 @@ class ControllerNodeConfig:
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
         node_id = int_property(props, "node.id", -1)
-        voters = parse_voters(props["controller.quorum.voters"])
+        voters = parse_voters(str(static or bootstrap))
         listeners = props.get("listeners", "").strip()
         listen = listener_address(listeners) if listeners else voters.get(node_id, "")
         if not listen:
@@ -142,6 +158,7 @@ class ControllerNodeConfig:
             metrics_port=metrics_port_property(props),
             authorization=AuthorizationSettings.from_properties(props),
             tls=node_tls(props),
+            dynamic_voters=bool(bootstrap),
             **node_fields,
         )
 
@@ -150,7 +167,11 @@ class ControllerNodeConfig:
         return {
             "process.roles": "controller",
             "node.id": str(self.node_id),
-            "controller.quorum.voters": format_voters(self.voters),
+            (
+                "controller.quorum.bootstrap.servers"
+                if self.dynamic_voters
+                else "controller.quorum.voters"
+            ): format_voters(self.voters),
             "listeners": f"{'CONTROLLER' if self.tls is None else 'SSL'}://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{k: str(getattr(self.controller, f)) for k, f in _CONTROLLER_FIELDS.items()},

@@ -62,6 +62,7 @@ def remove_broker_from_partitions(
     *,
     elr_enabled: bool = False,
     unclean_shutdown: bool = False,
+    limit: int | None = None,
 ) -> list[PartitionChangeRecord]:
     """Drop ``broker_id`` from every ISR and move its leaderships (KIP-841).
 
@@ -72,20 +73,29 @@ def remove_broker_from_partitions(
     With ``elr_enabled`` a replica leaving an ISR below min ISR joins the ELR (KIP-966), unless
     ``unclean_shutdown``: its broker may have lost committed records, so it also leaves every
     ELR it is in.
+
+    With ``limit``: at most that many records, the partitions ``broker_id`` leads first (they
+    have no working leader until moved), so a fencing can be paced over several batches
+    (`kraft.controller.cluster_control.fence_one_expired_broker`).
     """
 
     def acceptable(replica: int) -> bool:
         return replica != broker_id and image.is_active_broker(replica)
 
     purge_elr = elr_enabled and unclean_shutdown
+    affected = [
+        (topic, index, partition)
+        for topic, index, partition in image.iter_partitions()
+        if broker_id in partition.isr
+        or partition.leader == broker_id
+        or (purge_elr and broker_id in partition.elr)
+    ]
+    if limit is not None:
+        affected.sort(key=lambda entry: entry[2].leader != broker_id)  # stable: leaders first
     records: list[PartitionChangeRecord] = []
-    for topic, index, partition in image.iter_partitions():
-        if (
-            broker_id not in partition.isr
-            and partition.leader != broker_id
-            and not (purge_elr and broker_id in partition.elr)
-        ):
-            continue
+    for topic, index, partition in affected:
+        if limit is not None and len(records) >= limit:
+            break
         if is_quorum_topic(image, topic.name):
             continue
         # KIP-841: the last ISR member stays, so the partition can recover cleanly (the
@@ -120,14 +130,18 @@ def elect_offline_leaders(
     *,
     is_acceptable: Callable[[int], bool] | None = None,
     elr_enabled: bool = False,
+    limit: int | None = None,
 ) -> list[PartitionChangeRecord]:
     """Elect a leader for every leaderless partition that now has an eligible replica (from the
     ISR; with ELR on, then from the ELR, then its last known leader; outside them only where
-    the topic enables unclean election). Quorum-mode partitions wait for their Raft group's
-    report instead (`kraft.controller.quorum_partitions`)."""
+    the topic enables unclean election); with ``limit``, for the first that many only (the
+    caller elects the rest in a later batch). Quorum-mode partitions wait for their Raft
+    group's report instead (`kraft.controller.quorum_partitions`)."""
     acceptable = is_acceptable or image.is_active_broker
     records: list[PartitionChangeRecord] = []
     for topic, index, partition in image.iter_partitions():
+        if limit is not None and len(records) >= limit:
+            break
         if partition.is_online or is_quorum_topic(image, topic.name):
             continue
         record = PartitionChangeBuilder(

@@ -96,13 +96,34 @@ def record_from_dict(obj: Mapping[str, Any]) -> MetadataRecord:
 # Field conversion, driven by the dataclasses' type hints.
 
 
+# NB: on the hot path of every metadata change (a fencing or a create writes thousands of
+# records; every follower and broker decodes them), so each dataclass's fields and each type
+# hint's converter are worked out once and cached.
+
+_FieldSpec = tuple[str, Any, bool]
+"""(name, default, has a default)"""
+_FIELDS: dict[type, tuple[_FieldSpec, ...]] = {}
+_SCALARS: Final = (int, str, bool, type(None))
+
+
+def _fields(cls: type) -> tuple[_FieldSpec, ...]:
+    specs = _FIELDS.get(cls)
+    if specs is None:
+        specs = tuple(
+            (f.name, f.default, f.default is not dataclasses.MISSING)
+            for f in dataclasses.fields(cls)
+        )
+        _FIELDS[cls] = specs
+    return specs
+
+
 def _fields_to_dict(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for field in dataclasses.fields(obj):
-        value = getattr(obj, field.name)
-        if field.default is not dataclasses.MISSING and value == field.default:
+    for name, default, has_default in _fields(type(obj)):
+        value = getattr(obj, name)
+        if has_default and value == default:
             continue  # NB: defaults are omitted; decoding fills them back in.
-        out[field.name] = _value_to_json(value)
+        out[name] = value if type(value) in _SCALARS else _value_to_json(value)
     return out
 
 
@@ -110,7 +131,7 @@ def _value_to_json(value: Any) -> Any:
     if isinstance(value, enum.IntEnum):
         return int(value)
     if isinstance(value, tuple):
-        return [_value_to_json(v) for v in value]
+        return [v if type(v) in _SCALARS else _value_to_json(v) for v in value]
     if dataclasses.is_dataclass(value):
         return _fields_to_dict(value)
     return value
@@ -127,58 +148,123 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
+_Converter = typing.Callable[[Any, str], Any]
+_DECODERS: dict[type, tuple[frozenset[str], tuple[tuple[str, bool, _Converter], ...]]] = {}
+
+
+def _decoder(cls: type) -> tuple[frozenset[str], tuple[tuple[str, bool, _Converter], ...]]:
+    decoder = _DECODERS.get(cls)
+    if decoder is None:
+        hints = _hints(cls)
+        specs = _fields(cls)
+        decoder = (
+            frozenset(name for name, _, _ in specs),
+            tuple((name, has_default, _converter(hints[name])) for name, _, has_default in specs),
+        )
+        _DECODERS[cls] = decoder
+    return decoder
+
+
 def _dataclass_from_dict(cls: type, body: Mapping[str, Any]) -> Any:
-    hints = _hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(body) - names
-    if unknown:
+    names, fields = _decoder(cls)
+    if not names.issuperset(body):
+        unknown = set(body) - names
         raise InvalidRecordError(f"{cls.__name__} has unknown fields {sorted(unknown)}")
     kwargs: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        if field.name not in body:
-            if field.default is dataclasses.MISSING:
-                raise InvalidRecordError(f"{cls.__name__} is missing field {field.name!r}")
+    for name, has_default, convert in fields:
+        if name not in body:
+            if not has_default:
+                raise InvalidRecordError(f"{cls.__name__} is missing field {name!r}")
             continue
-        kwargs[field.name] = _value_from_json(hints[field.name], body[field.name], field.name)
+        kwargs[name] = convert(body[name], name)
     return cls(**kwargs)
 
 
 def _value_from_json(hint: Any, raw: Any, where: str) -> Any:
+    return _converter(hint)(raw, where)
+
+
+_CONVERTERS: dict[Any, _Converter] = {}
+
+
+def _converter(hint: Any) -> _Converter:
+    """The function that checks and converts a JSON value to ``hint`` (cached per hint)."""
+    convert = _CONVERTERS.get(hint)
+    if convert is None:
+        convert = _make_converter(hint)
+        _CONVERTERS[hint] = convert
+    return convert
+
+
+def _make_converter(hint: Any) -> _Converter:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(hint)
-        if raw is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _value_from_json(inner, raw, where)
+        nullable = type(None) in args
+        (inner_hint,) = [a for a in args if a is not type(None)]
+        inner = _converter(inner_hint)
+
+        def optional(raw: Any, where: str) -> Any:
+            if raw is None and nullable:
+                return None
+            return inner(raw, where)
+
+        return optional
     if origin is tuple:
-        if not isinstance(raw, list):
-            raise InvalidRecordError(f"field {where!r} must be a list, got {raw!r}")
         (item_hint, _ellipsis) = typing.get_args(hint)
-        return tuple(_value_from_json(item_hint, item, where) for item in raw)
+        item = _converter(item_hint)
+
+        def sequence(raw: Any, where: str) -> Any:
+            if not isinstance(raw, list):
+                raise InvalidRecordError(f"field {where!r} must be a list, got {raw!r}")
+            return tuple(item(v, where) for v in raw)
+
+        return sequence
     if isinstance(hint, type) and issubclass(hint, enum.IntEnum):
-        if not isinstance(raw, int) or isinstance(raw, bool):
-            raise InvalidRecordError(f"field {where!r} must be an integer enum, got {raw!r}")
-        try:
-            return hint(raw)
-        except ValueError:
-            raise InvalidRecordError(f"field {where!r}: {raw} is not a {hint.__name__}") from None
+        enum_type = hint
+
+        def int_enum(raw: Any, where: str) -> Any:
+            if not isinstance(raw, int) or isinstance(raw, bool):
+                raise InvalidRecordError(f"field {where!r} must be an integer enum, got {raw!r}")
+            try:
+                return enum_type(raw)
+            except ValueError:
+                message = f"field {where!r}: {raw} is not a {enum_type.__name__}"
+                raise InvalidRecordError(message) from None
+
+        return int_enum
     if hint is Endpoint:
-        if not isinstance(raw, dict):
-            raise InvalidRecordError(f"field {where!r} must be an object, got {raw!r}")
-        return _dataclass_from_dict(Endpoint, raw)
+
+        def endpoint(raw: Any, where: str) -> Any:
+            if not isinstance(raw, dict):
+                raise InvalidRecordError(f"field {where!r} must be an object, got {raw!r}")
+            return _dataclass_from_dict(Endpoint, raw)
+
+        return endpoint
     if hint is bool:
-        if not isinstance(raw, bool):
-            raise InvalidRecordError(f"field {where!r} must be a boolean, got {raw!r}")
-        return raw
+
+        def boolean(raw: Any, where: str) -> Any:
+            if not isinstance(raw, bool):
+                raise InvalidRecordError(f"field {where!r} must be a boolean, got {raw!r}")
+            return raw
+
+        return boolean
     if hint is int:
-        if not isinstance(raw, int) or isinstance(raw, bool):
-            raise InvalidRecordError(f"field {where!r} must be an integer, got {raw!r}")
-        return raw
+
+        def integer(raw: Any, where: str) -> Any:
+            if type(raw) is not int:  # NB: not a bool (a subclass of int)
+                raise InvalidRecordError(f"field {where!r} must be an integer, got {raw!r}")
+            return raw
+
+        return integer
     if hint is str:
-        if not isinstance(raw, str):
-            raise InvalidRecordError(f"field {where!r} must be a string, got {raw!r}")
-        return raw
+
+        def string(raw: Any, where: str) -> Any:
+            if not isinstance(raw, str):
+                raise InvalidRecordError(f"field {where!r} must be a string, got {raw!r}")
+            return raw
+
+        return string
     raise AssertionError(f"codec does not know how to decode {hint!r}")  # programmer error
 
 

@@ -12,14 +12,18 @@ changes nothing; a refused response is dropped.
   never negative; a candidate's last epoch is below the epoch it campaigns in, and a
   fetcher's last fetched epoch is not above the epoch it fetches in (Kafka's
   ``handleVoteRequest`` / ``validateFetchRequest``).
-- **Voters only** (Kafka's ``validateVoterOnlyRequest``, KIP-595; the voter set is static
-  here, KIP-853 reconfiguration is not implemented): Vote, BeginQuorumEpoch and
-  EndQuorumEpoch must come from a voter, and be sent to a voter, else
-  INCONSISTENT_VOTER_SET. BeginQuorumEpoch and EndQuorumEpoch speak for their ``leader_id``,
-  which must be their sender.
+- **Voters only** (Kafka's ``validateVoterOnlyRequest``, KIP-595), with a static voter set:
+  Vote, BeginQuorumEpoch and EndQuorumEpoch must come from a voter, and be sent to a voter,
+  else INCONSISTENT_VOTER_SET. With the voter set in the log (KIP-853) they are let in from
+  anyone (Raft thesis §4.1: a replica's set may be stale, and refusing a candidate or a
+  leader its log does not know yet can leave a quorum unable to elect); the candidate counts
+  votes against its own set, pre-vote (KIP-996) keeps removed voters from disrupting, and
+  only authenticated transport binds an id to a node. BeginQuorumEpoch and EndQuorumEpoch
+  speak for their ``leader_id``, which must be their sender.
 - **Observers** may send Fetch and FetchSnapshot only; the leader counts an observer's fetch
   offset for nothing (the high watermark is a majority of *voters*).
-- **Responses** come only from voters: we send requests to voters only, so a response from
+- **Responses** come only from voters, or from the leader we fetch from (KIP-853: it may
+  have left the voter set in our log): we send requests to no one else, so a response from
   anyone else is forged or misrouted, and is dropped before its epoch can move us.
 
 NB: identity is what a message *claims*. A peer that claims a voter's id passes these rules;
@@ -60,7 +64,11 @@ def epoch_in_range(epoch: int) -> bool:
 
 
 def request_error(
-    msg: RaftMessage, *, voters: frozenset[NodeId], local_is_voter: bool
+    msg: RaftMessage,
+    *,
+    voters: frozenset[NodeId],
+    local_is_voter: bool,
+    dynamic: bool = False,
 ) -> ErrorCode | None:
     """Why the core must refuse request ``msg`` without looking further, or None."""
     if not epoch_in_range(msg.epoch) or msg.source < 0:
@@ -90,7 +98,11 @@ def request_error(
             snapshot = msg.snapshot_id
             if snapshot.end_offset < 0 or snapshot.epoch < 0 or msg.max_bytes < 0:
                 return ErrorCode.INVALID_REQUEST
-    if isinstance(msg, _VOTER_ONLY) and (msg.source not in voters or not local_is_voter):
+    if (
+        isinstance(msg, _VOTER_ONLY)
+        and not dynamic
+        and (msg.source not in voters or not local_is_voter)
+    ):
         return ErrorCode.INCONSISTENT_VOTER_SET
     return None
 

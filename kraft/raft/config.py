@@ -106,6 +106,8 @@ class UnsafeOptions:
 
     commit_without_majority: bool = False
     """The leader advances its high watermark to its own log end, ignoring the voters."""
+    concurrent_voter_changes: bool = False
+    """KIP-853 AddVoter/RemoveVoter skip the one-uncommitted-change-at-a-time rule."""
 
 
 __all__ = ["RaftConfig", "UnsafeOptions"]

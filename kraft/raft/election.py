@@ -62,7 +62,7 @@ class Election:
     the new role, start fetching from a new leader.
     """
 
-    __slots__ = ("_config", "_id", "_outbox", "_quorum", "_raft_log", "_replication", "_voters")
+    __slots__ = ("_config", "_id", "_outbox", "_quorum", "_raft_log", "_replication")
 
     def __init__(
         self,
@@ -75,7 +75,6 @@ class Election:
     ) -> None:
         self._quorum = quorum
         self._id = quorum.local_id
-        self._voters = quorum.voters
         self._config = config
         self._raft_log = raft_log
         self._outbox = outbox
@@ -84,6 +83,10 @@ class Election:
     @property
     def _logger(self) -> FilteringBoundLogger:
         return self._quorum.logger
+
+    @property
+    def _voters(self) -> frozenset[NodeId]:
+        return self._quorum.voters
 
     # --- following ----------------------------------------------------------------------------
 
@@ -101,13 +104,13 @@ class Election:
             self._replication.drop_leader_state(role, "higher_epoch")
         self._quorum.transition_to_unattached(epoch, now_ms)
         self._logger.info("became_unattached")
-        if not self._quorum.is_voter:
+        if not self._quorum.campaigns:
             self._replication.schedule_probe(now_ms)
 
     def on_higher_epoch(self, epoch: Epoch, leader_id: NodeId | None, now_ms: int) -> None:
         """Any message from a higher epoch moves us there (Raft §5.1)."""
         assert epoch > self._quorum.epoch
-        if leader_id is not None and leader_id != self._id and leader_id in self._voters:
+        if leader_id is not None and self._quorum.may_follow(leader_id):
             self.become_follower(epoch, leader_id, now_ms)
         else:
             self.become_unattached(epoch, now_ms)
@@ -121,8 +124,7 @@ class Election:
         if (
             epoch == self._quorum.epoch
             and leader_id is not None
-            and leader_id != self._id
-            and leader_id in self._voters
+            and self._quorum.may_follow(leader_id)
             and isinstance(role, Unattached | Prospective | Candidate)
             # NB: a prospective that gave up on its leader does not follow it again just
             # because peers still name it (Kafka: only when no leader is known); it returns to
@@ -255,7 +257,9 @@ class Election:
     def handle_vote_request(self, req: VoteRequest, now_ms: int) -> None:
         granted = False
         error = ErrorCode.NONE
-        if req.source not in self._voters or not self._quorum.is_voter:
+        if not self._quorum.dynamic and (
+            req.source not in self._voters or not self._quorum.is_voter
+        ):
             error = ErrorCode.INCONSISTENT_VOTER_SET
         elif req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
@@ -351,7 +355,7 @@ class Election:
 
     def handle_begin_quorum_epoch_request(self, req: BeginQuorumEpochRequest, now_ms: int) -> None:
         error = ErrorCode.NONE
-        if req.leader_id not in self._voters or req.leader_id == self._id:
+        if not self._quorum.may_follow(req.leader_id):
             error = ErrorCode.INCONSISTENT_VOTER_SET
         elif req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
@@ -388,7 +392,7 @@ class Election:
         error = ErrorCode.NONE
         if req.epoch < self._quorum.epoch:
             error = ErrorCode.FENCED_LEADER_EPOCH
-        elif self._quorum.is_voter:
+        elif self._quorum.campaigns:
             if req.epoch > self._quorum.epoch:
                 self.on_higher_epoch(req.epoch, None, now_ms)
             backoff = self._end_epoch_backoff_ms(req.preferred_successors)

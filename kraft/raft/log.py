@@ -28,11 +28,18 @@ Kafka's v2 format, with the Raft epoch as its partition leader epoch).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, final
 
 from kraft.raft.messages import SnapshotId
-from kraft.types import Epoch, Offset
+from kraft.raft.voters import (
+    SNAPSHOT_FRAME_BYTES_MAX,
+    VoterHistory,
+    parse_voters_batch,
+    split_snapshot,
+)
+from kraft.types import Epoch, NodeId, Offset
+from storage.errors import CorruptRecordError
 from storage.records import BatchHeader, read_header
 
 
@@ -97,10 +104,22 @@ class RaftLog:
         "_snapshot_id",
         "_storage",
         "_truncated_since_handoff",
+        "voter_history",
     )
 
-    def __init__(self, storage: RaftStorage, *, cache_bytes_max: int = 32 << 20) -> None:
+    def __init__(
+        self,
+        storage: RaftStorage,
+        *,
+        cache_bytes_max: int = 32 << 20,
+        static_voters: frozenset[NodeId] = frozenset(),
+        dynamic_voters: bool = False,
+    ) -> None:
         self._storage = storage
+        self.voter_history: VoterHistory | None = (
+            VoterHistory(static_voters) if dynamic_voters else None
+        )
+        """KIP-853: the voter sets in this log; None when the voters are static config."""
         self._cache_bytes_max = cache_bytes_max
         self._log_start: int = storage.log_start_offset()
         self._snapshot_id: SnapshotId | None = storage.latest_snapshot_id()
@@ -122,6 +141,8 @@ class RaftLog:
         ]
         self._truncate_epochs_from_start(self._log_start)
         self._restore_snapshot_epoch()
+        if self.voter_history is not None:
+            self._load_voter_history()
 
     # --- accessors ----------------------------------------------------------------------------
 
@@ -198,6 +219,8 @@ class RaftLog:
         self._batches.append(batch)
         self._mem_bytes += len(batch)
         self._log_end = header.next_offset
+        if header.is_control and self.voter_history is not None:
+            self._note_voters(header.base_offset, batch)
         return header
 
     def truncate_to(self, offset: int) -> Offset:
@@ -237,6 +260,8 @@ class RaftLog:
         while self._epochs and self._epochs[-1][1] >= offset:
             self._epochs.pop()
         self._restore_snapshot_epoch()
+        if self.voter_history is not None:
+            self.voter_history.truncate(offset)  # KIP-853: back to the set before the cut
         return Offset(offset)
 
     def take_unpersisted(self) -> tuple[Offset | None, tuple[bytes, ...], Offset]:
@@ -308,6 +333,8 @@ class RaftLog:
         if offset <= self._log_start:
             return
         self._log_start = offset
+        if self.voter_history is not None:
+            self.voter_history.advance_start(offset)
         keep = bisect.bisect_right(self._bases, offset) - 1
         if keep > 0:
             for b in self._batches[:keep]:
@@ -316,7 +343,9 @@ class RaftLog:
             self._mem_start = self._bases[0]
         self._truncate_epochs_from_start(offset)
 
-    def install_snapshot(self, snapshot_id: SnapshotId) -> None:
+    def install_snapshot(
+        self, snapshot_id: SnapshotId, voters: Mapping[NodeId, str] | None = None
+    ) -> None:
         """A follower replaces its whole log by a snapshot fetched from the leader (KIP-630)."""
         offset = snapshot_id.end_offset
         self._snapshot_id = snapshot_id
@@ -329,6 +358,49 @@ class RaftLog:
         self._pending_truncate = None
         self._truncated_since_handoff = None
         self._epochs = [(snapshot_id.epoch, offset)]
+        if self.voter_history is not None:
+            # ``voters``: read from the first chunk; if that was too short to hold the frame,
+            # the shell's copy is read once written (`load_snapshot_voters`).
+            self.voter_history.reset(voters)
+
+    def load_snapshot_voters(self) -> None:
+        """KIP-853: take the voter set at the log start from the latest snapshot's frame."""
+        history = self.voter_history
+        snapshot = self._snapshot_id
+        if history is None or snapshot is None:
+            return
+        try:
+            head = self._storage.read_snapshot(snapshot, 0, SNAPSHOT_FRAME_BYTES_MAX)
+            voters, _ = split_snapshot(head)
+        except CorruptRecordError:
+            voters = None
+        if voters is not None and not history.from_log:
+            history.reset(voters)
+
+    def _note_voters(self, offset: int, batch: bytes) -> None:
+        assert self.voter_history is not None
+        try:
+            voters = parse_voters_batch(batch)
+        except CorruptRecordError:
+            voters = None  # NB: a leader wrote it; a bad one is ignored, never a crash
+        if voters is not None:
+            self.voter_history.append(offset, voters)
+
+    def _load_voter_history(self) -> None:
+        # Kafka's KRaftControlRecordStateMachine: the snapshot's set, then every VotersRecord
+        # in the log after it.
+        if self._snapshot_id is not None and self._snapshot_id.end_offset >= self._log_start:
+            self.load_snapshot_voters()
+        pos = self._log_start
+        while pos < self._log_end:
+            batches = self._storage.read(Offset(pos), Offset(self._log_end), 1 << 20)
+            if not batches:
+                break
+            for batch in batches:
+                header = read_header(batch)
+                if header.is_control and header.next_offset > pos:
+                    self._note_voters(header.base_offset, batch)
+                pos = max(pos, header.next_offset)
 
     def _restore_snapshot_epoch(self) -> None:
         # NB: with every batch at the log start gone, the log ends in the snapshot's epoch:

@@ -73,12 +73,19 @@ from kraft.raft.roles import (
     Follower,
     Leader,
     Prospective,
+    ReplicaProgress,
     Resigned,
     Role,
     Unattached,
 )
 from kraft.types import Epoch, NodeId, Offset
-from storage.errors import ErrorCode
+from storage.errors import (
+    DuplicateVoterError,
+    ErrorCode,
+    InvalidRequestError,
+    RequestTimedOutError,
+    VoterNotFoundError,
+)
 
 
 @final
@@ -95,6 +102,9 @@ class RaftNode:
         now_ms: the shell's clock now; deadlines are relative to it.
         logger: a structlog logger; rebound with node id, role and epoch.
         unsafe: deliberate bugs for checker tests; leave unset.
+        dynamic_voters: KIP-853: the voter set lives in the log (VotersRecord control batches,
+            changed by `add_voter` / `remove_voter`); ``voters`` is used only while the log
+            and snapshot carry none. False: ``voters`` is fixed (``controller.quorum.voters``).
     """
 
     def __init__(
@@ -109,15 +119,21 @@ class RaftNode:
         now_ms: int,
         logger: FilteringBoundLogger | None = None,
         unsafe: UnsafeOptions | None = None,
+        dynamic_voters: bool = False,
     ) -> None:
         self._id = node_id
-        self._voters = frozenset(voters)
         self._config = config
-        self._raft_log = RaftLog(log, cache_bytes_max=config.log_cache_bytes_max)
+        self._raft_log = RaftLog(
+            log,
+            cache_bytes_max=config.log_cache_bytes_max,
+            static_voters=frozenset(voters),
+            dynamic_voters=dynamic_voters,
+        )
         base = logger if logger is not None else structlog.get_logger("kraft.raft")
         self._quorum = QuorumState(
             local_id=node_id,
-            voters=self._voters,
+            voters=frozenset(voters),
+            history=self._raft_log.voter_history,
             config=config,
             rng=rng,
             persisted=persisted_state,
@@ -143,6 +159,8 @@ class RaftNode:
             outbox=self._outbox,
             replication=self._replication,
         )
+        self._quorum.high_watermark_fn = lambda: self._replication.high_watermark
+        self._unsafe = unsafe or UnsafeOptions()
         self._delete_log_before: Offset | None = None
         self._in_flight: Ready | None = None
         self._now_ms = now_ms
@@ -160,7 +178,33 @@ class RaftNode:
 
     @property
     def voters(self) -> frozenset[NodeId]:
-        return self._voters
+        """The voter set in use (KIP-853: the latest in the log, committed or not)."""
+        return self._quorum.voters
+
+    @property
+    def _voters(self) -> frozenset[NodeId]:
+        return self._quorum.voters
+
+    @property
+    def dynamic_voters(self) -> bool:
+        """Whether the voter set lives in the log (KIP-853)."""
+        return self._quorum.dynamic
+
+    @property
+    def voter_endpoints(self) -> dict[NodeId, str]:
+        """The voter set in use with the endpoints its VotersRecord gave ("" if unknown)."""
+        history = self._raft_log.voter_history
+        if history is None:
+            return {v: "" for v in self._voters}
+        return history.latest
+
+    def voters_at(self, end_offset: int) -> dict[NodeId, str] | None:
+        """The voter set of the log below ``end_offset``, for a snapshot ending there to carry
+        (`kraft.raft.voters.frame_snapshot`); None while the voters are configuration."""
+        history = self._raft_log.voter_history
+        if history is None:
+            return None
+        return history.at(end_offset)
 
     @property
     def epoch(self) -> Epoch:
@@ -225,7 +269,12 @@ class RaftNode:
             self._logger.warning("dropped_misaddressed", source=msg.source, dest=msg.destination)
             return
         if isinstance(msg, REQUEST_TYPES):
-            error = request_error(msg, voters=self._voters, local_is_voter=self._quorum.is_voter)
+            error = request_error(
+                msg,
+                voters=self._voters,
+                local_is_voter=self._quorum.is_voter,
+                dynamic=self._quorum.dynamic,
+            )
             if error is not None:
                 # KIP-595: refused before any handler runs, so it changes no state.
                 self._logger.warning(
@@ -237,7 +286,9 @@ class RaftNode:
                 )
                 self._outbox.send(self._error_response(msg, error))
                 return
-        elif not response_admitted(msg, voters=self._voters):
+        elif not response_admitted(
+            msg, voters=self._voters | {self._quorum.leader_id or msg.destination}
+        ):
             self._logger.warning(
                 "dropped_response",
                 kind=type(msg).__name__,
@@ -277,6 +328,7 @@ class RaftNode:
                 self._replication.handle_fetch_snapshot_request(msg, now_ms)
             case _:
                 self._logger.warning("dropped_unknown_message", kind=type(msg).__name__)
+        self._maybe_resign_removed_leader(now_ms)
 
     def tick(self, now_ms: int) -> None:
         """Let time pass: fire every deadline at or before ``now_ms``."""
@@ -341,11 +393,125 @@ class RaftNode:
         role = self._quorum.role
         if not isinstance(role, Leader):
             raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
-        successors = sorted(
-            (v for v in self._voters if v != self._id),
-            key=lambda v: (-role.replicas[v].end_offset, v),
+        self._election.resign(role, self._successors(role), now_ms, "graceful")
+
+    def _successors(self, role: Leader) -> tuple[NodeId, ...]:
+        """The other voters, most caught up first (KIP-595 preferred successors)."""
+        none = ReplicaProgress()
+        return tuple(
+            sorted(
+                (v for v in self._voters if v != self._id),
+                key=lambda v: (-role.replicas.get(v, none).end_offset, v),
+            )
         )
-        self._election.resign(role, tuple(successors), now_ms, "graceful")
+
+    # --- KIP-853: voter changes ---------------------------------------------------------------
+
+    def add_voter(self, voter_id: NodeId, endpoint: str, now_ms: int) -> Offset:
+        """Append a VotersRecord that adds ``voter_id`` (KIP-853 AddRaftVoter, leader side).
+
+        The node must be fetching from this leader as an observer and be caught up (a fetch at
+        or past the high watermark within the last ``fetch_timeout_ms``, Kafka's rule), so that
+        the new majority can go on committing at once.
+
+        Returns:
+            The record's offset: the change is done when the high watermark passes it.
+
+        Raises:
+            NotLeaderError: not the leader.
+            DuplicateVoterError: it is a voter already.
+            RequestTimedOutError: retriable: another change is uncommitted, this leader has not
+                committed in its epoch yet, or the node is not caught up.
+            InvalidRequestError: the voter set is static configuration, or a bad id.
+        """
+        leader = self._voter_change_leader(now_ms)
+        if voter_id < 0:
+            raise InvalidRequestError(f"bad voter id {voter_id}")
+        if voter_id in self._voters:
+            raise DuplicateVoterError(f"node {voter_id} is a voter already")
+        replica = leader.replicas.get(voter_id)
+        hwm = self._replication.high_watermark
+        if (
+            replica is None
+            or replica.caught_up_ms < 0
+            or replica.caught_up_ms < now_ms - self._config.fetch_timeout_ms
+        ):
+            fetched = "never fetched" if replica is None else f"fetched to {replica.end_offset}"
+            raise RequestTimedOutError(
+                f"node {voter_id} is not caught up ({fetched}, high watermark {hwm}); "
+                "start it as an observer and retry"
+            )
+        voters = self.voter_endpoints
+        voters[voter_id] = endpoint[:255]
+        return self._append_voters(leader, voters, now_ms, added=voter_id)
+
+    def remove_voter(self, voter_id: NodeId, now_ms: int) -> Offset:
+        """Append a VotersRecord without ``voter_id`` (KIP-853 RemoveRaftVoter, leader side).
+        A leader that removes itself leads until the record commits, then resigns.
+
+        Raises:
+            NotLeaderError, RequestTimedOutError, InvalidRequestError: as `add_voter`.
+            VoterNotFoundError: it is not a voter.
+        """
+        leader = self._voter_change_leader(now_ms)
+        if voter_id not in self._voters:
+            raise VoterNotFoundError(f"node {voter_id} is not a voter")
+        if self._voters == {voter_id}:
+            raise InvalidRequestError(f"node {voter_id} is the last voter")
+        voters = self.voter_endpoints
+        del voters[voter_id]
+        return self._append_voters(leader, voters, now_ms, removed=voter_id)
+
+    def _voter_change_leader(self, now_ms: int) -> Leader:
+        self._observe_time(now_ms)
+        history = self._raft_log.voter_history
+        if history is None:
+            raise InvalidRequestError(
+                "the voter set is static (controller.quorum.voters); "
+                "start the quorum with controller.quorum.bootstrap.servers to change it"
+            )
+        role = self._quorum.role
+        if type(role) is not Leader:
+            raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
+        hwm = self._replication.high_watermark
+        if hwm <= role.epoch_start_offset:
+            # Ongaro's fix (raft-dev, 2015), kept by KIP-853: a new leader first commits an
+            # entry of its own epoch, so no change from an older epoch is still pending.
+            raise RequestTimedOutError("the leader has not committed in its epoch yet; retry")
+        if history.latest_offset >= hwm and not self._unsafe.concurrent_voter_changes:
+            raise RequestTimedOutError("another voter change is not committed yet; retry")
+        return role
+
+    def _append_voters(
+        self,
+        leader: Leader,
+        voters: dict[NodeId, str],
+        now_ms: int,
+        *,
+        added: NodeId | None = None,
+        removed: NodeId | None = None,
+    ) -> Offset:
+        offset = self._replication.append_voters(leader, voters, now_ms)
+        self._logger.info(
+            "voter_change_appended",
+            offset=offset,
+            added=added,
+            removed=removed,
+            voters=sorted(voters),
+        )
+        return offset
+
+    def _maybe_resign_removed_leader(self, now_ms: int) -> None:
+        """KIP-853: a leader no longer in the voter set steps down once that set commits."""
+        role = self._quorum.role
+        history = self._raft_log.voter_history
+        if (
+            type(role) is Leader
+            and history is not None
+            and not self._quorum.is_voter
+            and self._replication.high_watermark > history.latest_offset
+        ):
+            self._election.resign(role, self._successors(role), now_ms, "removed_from_voters")
 
     def snapshot_taken(self, snapshot_id: SnapshotId) -> None:
         """The application saved a snapshot of everything below ``snapshot_id.end_offset``.
@@ -420,6 +586,7 @@ class RaftNode:
         role = self._quorum.role
         if isinstance(role, Leader):
             self._replication.maybe_advance_leader_high_watermark(role, self._now_ms)
+            self._maybe_resign_removed_leader(self._now_ms)
         else:
             self._replication.maybe_send_fetch(self._now_ms)
 
@@ -428,7 +595,7 @@ class RaftNode:
         role = self._quorum.role
         match role:
             case Unattached():
-                if self._quorum.is_voter:
+                if self._quorum.campaigns:
                     return role.election_deadline_ms
                 return self._replication.probe_at_ms
             case Prospective():
@@ -440,7 +607,7 @@ class RaftNode:
                 deadlines = [min((d for _, d in role.parked_fetches.values()), default=1 << 62)]
                 if role.linger_deadline_ms is not None:
                     deadlines.append(role.linger_deadline_ms)
-                if len(self._voters) > 1:
+                if self._voters != {self._id}:
                     deadlines.append(role.check_quorum_deadline_ms)
                 if role.unacked_begin_epoch:
                     deadlines.append(role.begin_epoch_retry_at_ms)
@@ -492,7 +659,7 @@ class RaftNode:
         raise AssertionError(f"not a request: {req!r}")  # pragma: no cover
 
     def _poll_unattached(self, role: Unattached, now_ms: int) -> None:
-        if self._quorum.is_voter:
+        if self._quorum.campaigns:
             if now_ms >= role.election_deadline_ms:
                 self._election.become_prospective(now_ms, reason="election_timeout")
         else:
@@ -521,7 +688,7 @@ class RaftNode:
     def _poll_leader(self, role: Leader, now_ms: int) -> None:
         if role.linger_deadline_ms is not None and now_ms >= role.linger_deadline_ms:
             self._replication.drain_accumulator(role, now_ms)
-        if len(self._voters) > 1 and now_ms >= role.check_quorum_deadline_ms:
+        if self._voters != {self._id} and now_ms >= role.check_quorum_deadline_ms:
             # KIP-595 check-quorum: no majority has fetched from us recently; step down.
             self._election.resign(role, (), now_ms, "check_quorum_expired")
             return
@@ -531,7 +698,7 @@ class RaftNode:
 
     def _poll_follower(self, role: Follower, now_ms: int) -> None:
         if now_ms >= role.fetch_deadline_ms:
-            if self._quorum.is_voter:
+            if self._quorum.campaigns:
                 # NB: every follower of a dead leader times out at about the same moment (the
                 # leader answered their parked fetches together); pre-voting at once, they
                 # grant each other and split the vote. A random backoff lets one go first.
@@ -550,6 +717,9 @@ class RaftNode:
 
     def _poll_resigned(self, role: Resigned, now_ms: int) -> None:
         if now_ms >= role.election_deadline_ms:
+            if not self._quorum.campaigns:  # KIP-853: removed; it stays on as an observer
+                self._election.become_unattached(role.epoch, now_ms)
+                return
             self._election.become_prospective(now_ms, reason="election_timeout")
         elif role.unacked and now_ms >= role.retry_at_ms:
             self._election.send_end_quorum_epoch(role, now_ms)

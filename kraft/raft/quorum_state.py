@@ -25,6 +25,7 @@ role's name and epoch, so whoever logs next names the role it is in.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import NoReturn, final
 
 import structlog
@@ -44,6 +45,7 @@ from kraft.raft.roles import (
     Role,
     Unattached,
 )
+from kraft.raft.voters import VoterHistory
 from kraft.types import Epoch, NodeId
 
 
@@ -54,12 +56,14 @@ class QuorumState:
     __slots__ = (
         "_base_logger",
         "_config",
+        "_history",
         "_last_hard_state",
         "_rng",
         "_role",
+        "_static_voters",
+        "high_watermark_fn",
         "local_id",
         "logger",
-        "voters",
     )
 
     def __init__(
@@ -72,6 +76,7 @@ class QuorumState:
         persisted: HardState,
         now_ms: int,
         logger: FilteringBoundLogger | None = None,
+        history: VoterHistory | None = None,
     ) -> None:
         assert voters, "a quorum needs voters"
         self._base_logger: FilteringBoundLogger = (
@@ -81,18 +86,21 @@ class QuorumState:
         )
         self.logger = self._base_logger  # rebound with role and epoch by every transition
         self.local_id = local_id
-        self.voters = voters
+        self._static_voters = voters
+        self._history = history
+        self.high_watermark_fn: Callable[[], int] = lambda: 0
+        """The node's high watermark (set by `RaftNode` once replication exists)."""
         self._config = config
         self._rng = rng
         self._last_hard_state = persisted
         epoch = persisted.epoch
         # On restart: a former leader resigns (it lost its leader state); a follower resumes
         # fetching; anyone else is unattached and keeps its vote (never votes twice, §5.2).
-        if persisted.leader_id == local_id and self.is_voter:
+        if persisted.leader_id == local_id and self.campaigns:
             self.role = Resigned(
                 epoch=epoch,
                 preferred_successors=(),
-                unacked=set(voters - {local_id}),
+                unacked=set(self.voters - {local_id}),
                 retry_at_ms=now_ms,
                 election_deadline_ms=now_ms + self.random_election_timeout_ms(),
             )
@@ -125,6 +133,41 @@ class QuorumState:
     @property
     def epoch(self) -> Epoch:
         return self.role.epoch
+
+    @property
+    def voters(self) -> frozenset[NodeId]:
+        """The voter set in use: KIP-853's latest one in the log, else the static one."""
+        return self._history.ids if self._history is not None else self._static_voters
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the voter set comes from the log (KIP-853), not only from configuration."""
+        return self._history is not None
+
+    def may_follow(self, leader_id: NodeId) -> bool:
+        """Whether a leader named for an epoch may be followed. KIP-853: with the voter set in
+        the log ours may be stale (a leader being removed leads until the change commits; a
+        joining node knows no voters yet), so any other node may be; statically, voters only."""
+        if leader_id == self.local_id:
+            return False
+        return self.dynamic or leader_id in self.voters
+
+    @property
+    def campaigns(self) -> bool:
+        """Whether this node stands for election: a voter, or (KIP-853) one that the latest,
+        not yet committed, VotersRecord in its log removes. NB: such a removed leader may
+        hold the only copy of that record; were it to stop campaigning, the voters whose
+        logs lack the record would need its vote and never get it (their logs are behind),
+        and the quorum could elect no one. Elected, it leads until the record commits, then
+        resigns; its own vote never counts in a set it is not in."""
+        if self.is_voter:
+            return True
+        history = self._history
+        return (
+            history is not None
+            and history.latest_offset >= self.high_watermark_fn()
+            and self.local_id in history.previous_ids
+        )
 
     @property
     def is_voter(self) -> bool:
@@ -195,15 +238,18 @@ class QuorumState:
     def transition_to_unattached(self, epoch: Epoch, now_ms: int) -> Unattached:
         """To a higher epoch with no known leader (or, for an observer whose fetches time out,
         to the same epoch)."""
+        # KIP-853: a leader removed from the voters, once resigned, is an observer too.
         same_epoch_observer = (
-            epoch == self.epoch and not self.is_voter and isinstance(self.role, Follower)
+            epoch == self.epoch and not self.is_voter and isinstance(self.role, Follower | Resigned)
         )
         if epoch <= self.epoch and not same_epoch_observer:
             self._refuse(f"unattached in epoch {epoch}")
         self._check_epoch(epoch)
         role = Unattached(
             epoch=epoch,
-            voted_for=None,
+            # NB: in the same epoch the vote stays (a voter removed while following may have
+            # voted in it: Raft §5.2, one vote per epoch, also across a restart).
+            voted_for=self.hard_state().voted_for if epoch == self.epoch else None,
             election_deadline_ms=now_ms + self.random_election_timeout_ms(),
         )
         self.role = role
@@ -211,7 +257,7 @@ class QuorumState:
 
     def transition_to_unattached_voted(self, epoch: Epoch, candidate: NodeId, now_ms: int) -> None:
         """Record a vote for ``candidate`` in ``epoch`` (Raft §5.2: one vote per epoch)."""
-        if not self.is_voter or candidate not in self.voters:
+        if not self.dynamic and (not self.is_voter or candidate not in self.voters):
             self._refuse("vote by or for a non-voter")
         role = self.role
         if epoch < self.epoch:
@@ -230,7 +276,7 @@ class QuorumState:
     def transition_to_prospective(self, now_ms: int, *, backoff_ms: int = 0) -> Prospective:
         """KIP-996: a voter that lost its leader (or an election) asks for pre-votes."""
         role = self.role
-        if not self.is_voter:
+        if not self.campaigns:
             self._refuse("observers never campaign")
         voted_for: NodeId | None = None
         leader: NodeId | None = None
@@ -289,7 +335,7 @@ class QuorumState:
     def transition_to_follower(self, epoch: Epoch, leader_id: NodeId, now_ms: int) -> Follower:
         """Follow ``leader_id``: in a higher epoch, or in ours if we knew no leader in it."""
         role = self.role
-        if leader_id == self.local_id or leader_id not in self.voters:
+        if not self.may_follow(leader_id):
             self._refuse(f"follow {leader_id}")
         if epoch < self.epoch:
             self._refuse(f"follow in past epoch {epoch}")
@@ -326,7 +372,7 @@ class QuorumState:
     @property
     def can_campaign(self) -> bool:
         """Whether the next epoch still fits the wire (a voter's only way up is +1)."""
-        return self.is_voter and self.epoch < EPOCH_MAX
+        return self.campaigns and self.epoch < EPOCH_MAX
 
     def _check_epoch(self, epoch: int) -> None:
         if epoch > EPOCH_MAX:

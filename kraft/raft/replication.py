@@ -30,7 +30,7 @@ leader epoch: the batch, not the record, is the unit the core moves around.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import final
 
 from structlog.typing import FilteringBoundLogger
@@ -50,6 +50,7 @@ from kraft.raft.quorum import has_majority, next_high_watermark
 from kraft.raft.quorum_state import QuorumState
 from kraft.raft.ready import SnapshotChunk
 from kraft.raft.roles import Follower, Leader, ReplicaProgress
+from kraft.raft.voters import build_voters_batch, split_snapshot
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import CorruptRecordError, ErrorCode
 from storage.records import (
@@ -89,9 +90,9 @@ class Replication:
         "_raft_log",
         "_rng",
         "_snapshot_chunks",
+        "_snapshot_voters",
         "_storage",
         "_unsafe",
-        "_voters",
         "probe_at_ms",
     )
 
@@ -109,7 +110,6 @@ class Replication:
     ) -> None:
         self._quorum = quorum
         self._id = quorum.local_id
-        self._voters = quorum.voters
         self._config = config
         self._storage = storage
         self._raft_log = raft_log
@@ -131,6 +131,9 @@ class Replication:
         self._snapshot_chunks: list[SnapshotChunk] = []
         self._install_snapshot: SnapshotId | None = None
         self._install_in_flight = False
+        # KIP-853: the voters frame of the snapshot being fetched, read from its first chunk
+        # ("unknown": that chunk was too short to hold it; read from storage once installed).
+        self._snapshot_voters: dict[NodeId, str] | str | None = None
         # An unattached observer asks a random voter who leads, once per request timeout.
         self._probe_correlation_id: int | None = None
         self.probe_at_ms = now_ms
@@ -163,8 +166,15 @@ class Replication:
         self._install_in_flight = install is not None
         return chunks, install
 
+    @property
+    def _voters(self) -> frozenset[NodeId]:
+        return self._quorum.voters
+
     def ready_done(self) -> None:
         """The shell finished the `Ready` in flight (any snapshot install in it is done)."""
+        if self._install_in_flight and self._snapshot_voters == "unknown":
+            self._raft_log.load_snapshot_voters()
+            self._snapshot_voters = None
         self._install_in_flight = False
 
     def take_committed(self) -> tuple[bytes, ...]:
@@ -236,6 +246,7 @@ class Replication:
             self._outbox.send(self._fetch_response(req, position))
             return
         replica.end_offset = req.fetch_offset
+        self._note_caught_up(replica, req.fetch_offset, now_ms)
         if req.source in self._voters:
             self.maybe_advance_leader_high_watermark(leader, now_ms)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
@@ -248,6 +259,18 @@ class Replication:
                 return
         self._outbox.send(self._fetch_response(req, None))
 
+    def _note_caught_up(self, replica: ReplicaProgress, fetch_offset: int, now_ms: int) -> None:
+        """Kafka's ``ReplicaState.updateFetchState``: at the leader's end now, it is caught up
+        now; at the end the leader had at its previous fetch, it was then (under a steady
+        write load a fetcher is never at the moving end, yet keeps up)."""
+        log_end = self._raft_log.log_end_offset
+        if fetch_offset >= log_end:
+            replica.caught_up_ms = now_ms
+        elif fetch_offset >= replica.leader_end_at_last_fetch >= 0:
+            replica.caught_up_ms = max(replica.caught_up_ms, replica.last_valid_fetch_ms)
+        replica.leader_end_at_last_fetch = log_end
+        replica.last_valid_fetch_ms = now_ms
+
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaProgress:
         replica = leader.replicas.get(replica_id)
         if replica is None:  # an observer's first fetch
@@ -258,7 +281,8 @@ class Replication:
             leader.unacked_begin_epoch.discard(replica_id)  # it knows who leads
             leader.fetched_since_check.add(replica_id)
             # KIP-595 check-quorum: the deadline moves once a majority has fetched.
-            if has_majority(len(leader.fetched_since_check) + 1, len(self._voters)):
+            me = 1 if self._quorum.is_voter else 0  # KIP-853: a leader being removed
+            if has_majority(len(leader.fetched_since_check) + me, len(self._voters)):
                 leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
                 leader.fetched_since_check.clear()
         return replica
@@ -347,10 +371,13 @@ class Replication:
             if new is not None and new <= self._high_watermark:
                 new = None
         else:
-            ends = [log.durable_end_offset] + [
+            # KIP-853: a leader removed by an uncommitted VotersRecord leads on, but its own
+            # log counts for the majority only while it is a voter.
+            ends: list[int] = [log.durable_end_offset] if self._quorum.is_voter else []
+            ends += [
                 r.end_offset
                 for v, r in leader.replicas.items()
-                if v in self._voters and r.end_offset >= 0
+                if v in self._voters and r.end_offset >= 0 and v != self._id
             ]
             new = next_high_watermark(
                 current=self._high_watermark,
@@ -585,6 +612,11 @@ class Replication:
             return
         follower.last_fetched_ok_ms = now_ms
         follower.fetch_deadline_ms = now_ms + self._config.fetch_timeout_ms
+        if resp.position == 0 and self._raft_log.voter_history is not None:
+            try:
+                self._snapshot_voters = split_snapshot(resp.data)[0]
+            except CorruptRecordError:
+                self._snapshot_voters = "unknown"
         self._snapshot_chunks.append(SnapshotChunk(snapshot, resp.position, resp.data))
         follower.snapshot_position += len(resp.data)
         if follower.snapshot_position >= resp.size_bytes:
@@ -594,7 +626,10 @@ class Replication:
 
     def _install_fetched_snapshot(self, snapshot: SnapshotId) -> None:
         """KIP-630: the snapshot replaces the whole log; everything in it is committed."""
-        self._raft_log.install_snapshot(snapshot)
+        voters = self._snapshot_voters
+        self._raft_log.install_snapshot(snapshot, voters if isinstance(voters, dict) else None)
+        if voters != "unknown":
+            self._snapshot_voters = None
         self._install_snapshot = snapshot
         self._high_watermark = max(self._high_watermark, snapshot.end_offset)
         self._applied = max(self._applied, snapshot.end_offset)
@@ -605,7 +640,7 @@ class Replication:
         self.probe_at_ms = now_ms
 
     def poll_probe(self, now_ms: int) -> None:
-        if not self._quorum.is_voter and now_ms >= self.probe_at_ms:
+        if not self._quorum.campaigns and now_ms >= self.probe_at_ms:
             self._send_probe(now_ms)
 
     # --- leader: the accumulator --------------------------------------------------------------
@@ -663,6 +698,24 @@ class Replication:
         set_partition_leader_epoch(buf, leader.epoch)
         log.append(bytes(buf))
         self.complete_parked_fetches(leader, now_ms, expired_only=False)
+        return Offset(base)
+
+    def append_voters(self, leader: Leader, voters: Mapping[NodeId, str], now_ms: int) -> Offset:
+        """KIP-853: append a VotersRecord after whatever the accumulator holds; the log takes
+        the new set at once (committed or not). Returns its offset."""
+        self.drain_accumulator(leader, now_ms)
+        log = self._raft_log
+        base = log.log_end_offset
+        log.append(
+            build_voters_batch(epoch=leader.epoch, voters=voters, base_offset=base, now_ms=now_ms)
+        )
+        self.complete_parked_fetches(leader, now_ms, expired_only=False)
+        # NB: check-quorum starts afresh for the new set: a leader of one voter never moved
+        # its deadline (no voter fetched), and would resign the moment a second one joined.
+        leader.fetched_since_check.clear()
+        leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
+        # The majority may have changed: a smaller one can commit what is there already.
+        self.maybe_advance_leader_high_watermark(leader, now_ms)
         return Offset(base)
 
     def drop_leader_state(self, leader: Leader, reason: str) -> None:

@@ -67,6 +67,12 @@ class ReplicaProgress:
     end_offset: int = -1
     """The replica's last valid fetch offset: everything below it is durable there."""
     last_fetch_ms: int = -1
+    caught_up_ms: int = -1
+    """When the replica last held everything the leader had (KIP-853: a new voter must have
+    been caught up within the fetch timeout): Kafka's ``lastCaughtUpTimestamp``."""
+    leader_end_at_last_fetch: int = -1
+    last_valid_fetch_ms: int = -1
+    """When the leader's end was ``leader_end_at_last_fetch``."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -41,7 +41,7 @@ def describe_quorum(node: RaftNode, voters: Collection[int], now_ms: int) -> Quo
                 log_end_offset=log_end_offset,
                 lag=0,
                 last_fetch_ms_ago=0,
-                is_voter=True,
+                is_voter=node.node_id in voters,  # KIP-853: a leader being removed is not
             )
         )
         for replica_id, state in sorted(role.replicas.items()):

@@ -109,6 +109,9 @@ class RaftDriver:
         clock: milliseconds that never go backwards (`clock_ms`).
         rng: the core's randomness (election jitter); seeded from ``seed`` if not given.
         supervisor: the process's `LoopSupervisor` (one of its own by default).
+        dynamic_voters: KIP-853: the voter set lives in the log and changes with `add_voter`
+            and `remove_voter`; ``voters`` are then the initial set (and the addresses to
+            reach them), used until the log carries a VotersRecord.
     """
 
     def __init__(
@@ -127,8 +130,12 @@ class RaftDriver:
         seed: int | None = None,
         supervisor: LoopSupervisor | None = None,
         logger: FilteringBoundLogger | None = None,
+        dynamic_voters: bool = False,
     ) -> None:
         self.node_id = NodeId(node_id)
+        self.dynamic_voters = dynamic_voters
+        self._voters_seen = -2
+        """The offset of the VotersRecord whose endpoints the transport last learnt."""
         self.voters = {NodeId(k): v for k, v in voters.items()}
         self.group = group
         self.config = config or RaftConfig()
@@ -153,6 +160,8 @@ class RaftDriver:
         self._node: RaftNode | None = None
         self._wake = _Wakeup()
         self._loop_task: asyncio.Task[None] | None = None
+        self._snapshot_task: asyncio.Task[None] | None = None
+        """An automatic snapshot being serialised off the loop (`_snapshot_off_loop`)."""
         self._running = False
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -195,7 +204,9 @@ class RaftDriver:
             rng=self._rng,
             now_ms=self._clock(),
             logger=self._log,
+            dynamic_voters=self.dynamic_voters,
         )
+        self._learn_voter_addresses()
         self._transport.register(self.group, self)
         self._running = True
         name = f"raft-loop-{self.node_id}"
@@ -255,6 +266,50 @@ class RaftDriver:
         lid = self.leader_id
         return self.voters.get(NodeId(lid), "") if lid is not None else ""
 
+    # --- KIP-853: voter changes ---------------------------------------------------------------
+
+    def add_voter(self, voter_id: int, endpoint: str) -> asyncio.Future[int]:
+        """Append a VotersRecord adding ``voter_id`` at ``endpoint`` (``host:port``); the
+        future gives its offset once committed (`RaftNode.add_voter` says what is refused).
+
+        Raises:
+            NotControllerError: not the leader. DuplicateVoterError, RequestTimedOutError
+            (retriable: not caught up, another change pending), InvalidRequestError.
+        """
+        return self._change_voters(lambda now: self.node.add_voter(NodeId(voter_id), endpoint, now))
+
+    def remove_voter(self, voter_id: int) -> asyncio.Future[int]:
+        """As `add_voter`, removing ``voter_id`` (VoterNotFoundError if it is not one)."""
+        return self._change_voters(lambda now: self.node.remove_voter(NodeId(voter_id), now))
+
+    def _change_voters(self, change: Callable[[int], int]) -> asyncio.Future[int]:
+        if self.supervisor.death is not None or not self._running:
+            raise LogClosedError("the replicated log was stopped")
+        try:
+            offset = change(self._clock())
+        except NotLeaderError:
+            raise self.not_leader_error() from None
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.proposals.add(offset, 1, int(self.node.epoch), fut)
+        self._learn_voter_addresses()
+        self._wake.set()
+        return fut
+
+    def _learn_voter_addresses(self) -> None:
+        """KIP-853: the endpoints in the latest VotersRecord are where those voters are
+        reached (the transport dials them; NOT_CONTROLLER names the leader's)."""
+        history = self.node.raft_log.voter_history
+        if history is None or history.latest_offset == self._voters_seen:
+            return
+        self._voters_seen = history.latest_offset
+        set_address = getattr(self._transport, "set_address", None)
+        for vid, endpoint in history.latest.items():
+            if not endpoint:
+                continue
+            self.voters[vid] = endpoint
+            if set_address is not None:
+                set_address(vid, endpoint)
+
     def not_leader_error(self) -> NotControllerError:
         lid = self.leader_id
         return NotControllerError(
@@ -297,6 +352,19 @@ class RaftDriver:
             raise self.not_leader_error() from None
         self._wake.set()
 
+    async def _snapshot_off_loop(self, sid: SnapshotId, serialize: Callable[[], bytes]) -> None:
+        """Serialise an automatic snapshot in a worker thread (`Snapshots.capture`), then save
+        it and trim the log back on the loop."""
+        try:
+            data = await asyncio.to_thread(serialize)
+            if self._running and self._node is not None:
+                self.snapshots.finish(self._node, sid, data)
+                self._wake.set()
+        except Exception as exc:
+            self.supervisor.fail(self._loop_task.get_name() if self._loop_task else "raft", exc)
+        finally:
+            self._snapshot_task = None
+
     async def take_snapshot(self) -> SnapshotId | None:
         """Snapshot the state machine at the last applied offset, then trim the log."""
         sid = self.snapshots.take(self.node)
@@ -306,7 +374,11 @@ class RaftDriver:
 
     def describe(self) -> QuorumStatus:
         """The quorum as this node sees it (Kafka's DescribeQuorum)."""
-        return describe_quorum(self.node, self.voters, self._clock())
+        return describe_quorum(self.node, self.node.voters, self._clock())
+
+    def voter_endpoints(self) -> dict[int, str]:
+        """The voter set in use (KIP-853: the latest in the log) with each voter's address."""
+        return {int(v): e or self.voters.get(v, "") for v, e in self.node.voter_endpoints.items()}
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -337,9 +409,12 @@ class RaftDriver:
                     await asyncio.sleep(0)  # one Ready at a time, then let the peers in
                 self.listeners.observe(node.leader_id, int(node.epoch))
                 self.latency.leader_observed(node.leader_id, now)
-                if self.snapshots.due():
-                    self.snapshots.take(node)
-                    self._wake.set()
+                if self.snapshots.due() and self._snapshot_task is None:
+                    captured = self.snapshots.capture(node)
+                    if captured is not None:
+                        self._snapshot_task = asyncio.create_task(
+                            self._snapshot_off_loop(*captured)
+                        )
                 delay_ms = node.next_deadline_ms() - clock()
                 if delay_ms > 0 and not self._wake.is_set():
                     await self._wake.wait(delay_ms / 1000)
@@ -376,6 +451,8 @@ class RaftDriver:
         if rd.delete_log_before is not None:
             storage.delete_before(rd.delete_log_before)
         node.advance(rd)
+        if rd.entries or rd.install_snapshot is not None or rd.truncate_to is not None:
+            self._learn_voter_addresses()
         proposals.settle(
             is_leader=node.is_leader, epoch=int(node.epoch), high_watermark=int(node.high_watermark)
         )

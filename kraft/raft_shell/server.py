@@ -69,8 +69,10 @@ class RaftServer:
         transport: GrpcRaftTransport | None = None,
         group: str = METADATA_GROUP,
         tls: TlsConfig | None = None,
+        dynamic_voters: bool = False,
     ) -> None:
         self.node_id = NodeId(node_id)
+        self.dynamic_voters = dynamic_voters
         self.voters = {NodeId(k): v for k, v in voters.items()}
         self.data_dir = Path(data_dir)
         self.listen = listen
@@ -156,6 +158,7 @@ class RaftServer:
             clock=clock_ms,
             seed=self._seed,
             supervisor=self.supervisor,
+            dynamic_voters=self.dynamic_voters,
         )
         for fn in self._leader_listeners:
             driver.add_leader_listener(fn)
@@ -215,6 +218,8 @@ class RaftServer:
         return -1 if self._driver is None else self._driver.high_watermark
 
     def leader_address(self) -> str:
+        if self._driver is not None:
+            return self._driver.leader_address()  # NB: knows voters added since (KIP-853)
         lid = self.leader_id
         return self.voters.get(NodeId(lid), "") if lid is not None else ""
 

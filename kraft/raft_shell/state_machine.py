@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kraft.raft.messages import SnapshotId
+from kraft.raft.voters import split_snapshot
 from storage.records import offset_values, read_header
 
 
@@ -69,6 +70,7 @@ class Applier:
 
     def restore(self, snapshot_id: SnapshotId, data: bytes) -> None:
         """Load a snapshot: the state machine now holds everything below its end offset."""
+        _, data = split_snapshot(data)  # KIP-853: the voters frame is the Raft core's
         self.state_machine.restore(data)
         self.applied_offset = snapshot_id.end_offset - 1
         self.bytes_since_snapshot = 0

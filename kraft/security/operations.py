@@ -163,6 +163,9 @@ _RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
     ),
     "Controller/DescribeCluster": lambda r, _: Requirement(),  # filtered: `filter_response`
     "Controller/DescribeQuorum": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    # KIP-853: an operator's request (a new controller's own UpdateRaftVoter is not one here).
+    "Controller/AddRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "Controller/RemoveRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
     "Controller/CreateAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
     "Controller/DeleteAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
     "Controller/DescribeAcls": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),

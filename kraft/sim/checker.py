@@ -15,6 +15,11 @@
   epoch below E committed (Raft §5.4 Leader Completeness). NB: a stale leader of a lower
   epoch may legitimately lack batches committed in higher epochs.
 - ``epoch_fits_wire``: no node sends an epoch outside int32 (``0..EPOCH_MAX``).
+- ``voter_sets_overlap`` (KIP-853): on every log, each voter set and the one before it have
+  no two disjoint majorities (one voter changes at a time), and so do a leader's latest set
+  and its committed one (no second change while one is uncommitted), so an old-set majority
+  and a new-set majority cannot elect two leaders or commit two histories. The majority checks
+  above use the voter set the leader is using, as it changes.
 - ``outsider_ignored``: no node ever enters an epoch at or above `FORGED_EPOCH_MIN`, which
   only the nemesis's outsider sends (forged messages from ids outside the voter set).
 """
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING, final
 from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.messages import RaftMessage, VoteRequest, VoteResponse
 from kraft.raft.quorum import majority_size
+from kraft.raft.voters import VoterHistory
 from kraft.types import NodeId
 
 if TYPE_CHECKING:
@@ -44,6 +50,15 @@ class InvariantViolated(AssertionError):
         super().__init__(f"{invariant}: {detail}")
         self.invariant = invariant
         self.detail = detail
+
+
+def majorities_can_be_disjoint(a: frozenset[NodeId], b: frozenset[NodeId]) -> bool:
+    """Whether some majority of ``a`` and some majority of ``b`` share no node: each takes
+    its own nodes first, and the shared ones must cover what is left of both."""
+    shared = len(a & b)
+    need_a = max(0, majority_size(len(a)) - len(a - b))
+    need_b = max(0, majority_size(len(b)) - len(b - a))
+    return need_a + need_b <= shared
 
 
 @final
@@ -66,6 +81,9 @@ class RaftChecker:
         self.checks = 0
         self._sent_epoch: dict[NodeId, int] = {}
         self._votes: dict[tuple[NodeId, int], NodeId] = {}
+        self._voter_record_seen: dict[NodeId, int] = {}
+        self.voter_changes_seen = 0
+        """VotersRecords checked by ``voter_sets_overlap`` (a node's new latest record)."""
 
     def fail(self, invariant: str, detail: str) -> None:
         raise InvariantViolated(invariant, detail)
@@ -122,6 +140,13 @@ class RaftChecker:
         if durable_epoch < self._durable_epoch.get(nid, -1):
             self.fail("monotonic_epoch", f"node {nid} synced epoch went back to {durable_epoch}")
         self._durable_epoch[nid] = durable_epoch
+        history = node.raft_log.voter_history
+        if history is not None and history.latest_offset != self._voter_record_seen.get(nid, -1):
+            self._voter_record_seen[nid] = history.latest_offset
+            if history.latest_offset >= 0:
+                self._check_voter_change(nid, history.latest_offset, history)
+                if node.is_leader:
+                    self._check_against_committed(nid, node.high_watermark, history)
         is_leader = node.is_leader
         if is_leader:
             holder = self.leaders_by_epoch.setdefault(epoch, nid)
@@ -137,6 +162,30 @@ class RaftChecker:
         if is_leader and hw > prev:
             self._check_on_majority(n, max(prev, node.log_start_offset), hw, nodes)
         self._high_watermark[nid] = hw
+
+    def _check_voter_change(self, nid: NodeId, offset: int, history: VoterHistory) -> None:
+        self.voter_changes_seen += 1
+        before = history.at(offset)
+        old = frozenset(before) if before is not None else self.voters
+        new = history.ids
+        if majorities_can_be_disjoint(old, new):
+            self.fail(
+                "voter_sets_overlap",
+                f"node {nid}: voter set {sorted(new)} at offset {offset} after {sorted(old)} "
+                "admits two disjoint majorities",
+            )
+
+    def _check_against_committed(self, nid: NodeId, hwm: int, history: VoterHistory) -> None:
+        # A leader's new set against its committed one: two uncommitted changes in a row
+        # would each overlap the one before, yet not the committed set.
+        committed = history.at(hwm)
+        old = frozenset(committed) if committed is not None else self.voters
+        if majorities_can_be_disjoint(old, history.ids):
+            self.fail(
+                "voter_sets_overlap",
+                f"leader {nid}: voter set {sorted(history.ids)} and the committed "
+                f"{sorted(old)} admit two disjoint majorities",
+            )
 
     def _check_leader_completeness(self, n: SimNode) -> None:
         node = n.node
@@ -160,14 +209,17 @@ class RaftChecker:
         assert node is not None
         if low >= high:
             return
-        need = majority_size(len(self.voters))
+        voters = node.voters  # KIP-853: the set the leader counts, the latest in its log
+        need = majority_size(len(voters))
         for batch in node.raft_log.read(low, 1 << 40, end_offset=high):
             base = int.from_bytes(batch[:8], "big", signed=True)
             if base not in self.commit_epochs:
                 next_offset = base + int.from_bytes(batch[23:27], "big") + 1
                 self.commit_epochs[base] = (next_offset, zlib.crc32(batch), node.epoch)
             holders = 0
-            for v in self.voters:
+            for v in voters:
+                if v not in nodes:
+                    continue
                 img = nodes[v].disk.durable
                 if img.log_start > base or img.batch_at(base) == batch:
                     holders += 1
@@ -175,7 +227,7 @@ class RaftChecker:
                 self.fail(
                     "high_watermark_on_majority",
                     f"leader {n.node_id} epoch {node.epoch} high watermark {high} covers batch "
-                    f"at {base} durable on only {holders} of {len(self.voters)} voters",
+                    f"at {base} durable on only {holders} of {len(voters)} voters",
                 )
 
     def on_apply(self, nid: NodeId, base: int, next_offset: int, batch: bytes, digest: int) -> None:
@@ -191,4 +243,4 @@ class RaftChecker:
             self.fail("committed_identical", f"node {nid} state differs at offset {offset}")
 
 
-__all__ = ["FORGED_EPOCH_MIN", "InvariantViolated", "RaftChecker"]
+__all__ = ["FORGED_EPOCH_MIN", "InvariantViolated", "RaftChecker", "majorities_can_be_disjoint"]

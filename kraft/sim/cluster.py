@@ -14,7 +14,7 @@ import logging
 import random
 import struct
 import zlib
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -23,6 +23,7 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.raft import RaftConfig, RaftNode, Ready, SnapshotId, UnsafeOptions
 from kraft.raft.messages import RaftMessage
+from kraft.raft.voters import frame_snapshot, split_snapshot
 from kraft.sim.checker import RaftChecker
 from kraft.sim.disk import SimDisk
 from kraft.sim.network import LinkProfile, SimNetwork
@@ -109,13 +110,17 @@ class SimNode:
         return header
 
 
-def encode_app_snapshot(app: AppState, payload: bytes) -> bytes:
-    """A snapshot: ``(applied, digest)``, then the state machine's own ``payload``."""
-    return _SNAPSHOT_HEAD.pack(app.applied, app.digest) + payload
+def encode_app_snapshot(
+    app: AppState, payload: bytes, voters: Mapping[NodeId, str] | None = None
+) -> bytes:
+    """A snapshot: the voter set at its end if it came from the log (KIP-853,
+    `frame_snapshot`), ``(applied, digest)``, then the state machine's own ``payload``."""
+    return frame_snapshot(voters, _SNAPSHOT_HEAD.pack(app.applied, app.digest) + payload)
 
 
 def decode_app_snapshot(data: bytes) -> tuple[AppState, bytes]:
-    """The inverse of `encode_app_snapshot`."""
+    """The inverse of `encode_app_snapshot` (the voters frame is the core's to read)."""
+    _, data = split_snapshot(data)
     applied, digest = _SNAPSHOT_HEAD.unpack_from(data)
     return AppState(applied=int(applied), digest=int(digest)), data[_SNAPSHOT_HEAD.size :]
 
@@ -155,8 +160,12 @@ class SimCluster:
         snapshot_every_records: int = 200,
         unsafe: UnsafeOptions | None = None,
         log_level: int = logging.CRITICAL,
+        dynamic_voters: bool = False,
     ) -> None:
         self.seed = seed
+        self.dynamic_voters = dynamic_voters
+        """KIP-853: the voter set lives in the log and changes (`kraft.sim.membership`);
+        ``voters`` is the initial set every node is configured with."""
         self.rng = random.Random(seed)
         self.clock = SimClock()
         self.scheduler = Scheduler(self.clock)
@@ -180,6 +189,8 @@ class SimCluster:
                 ),
             )
         self.checker = RaftChecker(self.voter_ids)
+        self.ever_voters: set[NodeId] = set(self.voter_ids)
+        """Every node any log has named a voter: never wiped (it may hold a vote)."""
         self.snapshot_every_records = snapshot_every_records
         self.unsafe = unsafe
         self.logger = sim_logger(self.clock, seed, log_level)
@@ -203,6 +214,7 @@ class SimCluster:
             now_ms=self.clock.now_ms,
             logger=self.logger,
             unsafe=self.unsafe,
+            dynamic_voters=self.dynamic_voters,
         )
         assert n.node.high_watermark == n.app.applied, "app state and core disagree on restart"
         self.checker.on_start(n)
@@ -278,6 +290,11 @@ class SimCluster:
             n.wake_at = deadline
             inc = n.incarnation
             self.scheduler.at(deadline, lambda: self._wake(n, inc, deadline))
+        if self.dynamic_voters:
+            for v in node.voters - self.ever_voters:
+                self.ever_voters.add(v)
+                if v in self.nodes:
+                    self.nodes[v].is_voter = True
         self.checker.after_event(n, self.nodes)
 
     def _wake(self, n: SimNode, incarnation: int, deadline: int) -> None:
@@ -334,7 +351,8 @@ class SimCluster:
         if app.applied - node.log_start_offset < self.snapshot_every_records:
             return
         sid: SnapshotId = node.snapshot_id_at(app.applied)
-        n.disk.save_snapshot(sid, encode_app_snapshot(app, SNAPSHOT_FILLER))
+        voters = node.voters_at(sid.end_offset)
+        n.disk.save_snapshot(sid, encode_app_snapshot(app, SNAPSHOT_FILLER, voters))
         n.disk.sync()
         node.snapshot_taken(sid)
         self._after_activity(n)

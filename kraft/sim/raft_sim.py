@@ -21,6 +21,7 @@ from kraft.raft import RaftConfig, UnsafeOptions
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.cluster import DiskProfile, SimCluster
 from kraft.sim.faults import Nemesis, Workload
+from kraft.sim.membership import MembershipChanger
 from kraft.sim.network import LinkProfile
 from kraft.sim.seeds import (
     add_seed_arguments,
@@ -37,8 +38,9 @@ LIVENESS_BOUND_MS = 4000
 SETTLE_STEP_MS = 100
 
 
-def replay_command(seed: int, voters: int, observers: int) -> str:
-    return f"kraft sim raft --seed {seed:#x} --voters {voters} --observers {observers}"
+def replay_command(seed: int, voters: int, observers: int, membership: bool = False) -> str:
+    extra = " --membership" if membership else ""
+    return f"kraft sim raft --seed {seed:#x} --voters {voters} --observers {observers}{extra}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -54,15 +56,19 @@ class SeedResult:
     elections: int = 0
     recovery_ms: int | None = None
     violation: str | None = None
+    membership: bool = False
+    voter_changes: int = 0
+    """KIP-853: VotersRecords the leaders appended (``--membership`` runs)."""
 
     @property
     def replay(self) -> str:
-        return replay_command(self.seed, self.voters, self.observers)
+        return replay_command(self.seed, self.voters, self.observers, self.membership)
 
     def line(self) -> str:
         return (
             f"seed={self.seed:#x} voters={self.voters} observers={self.observers} "
             f"faults={self.faults} commits={self.commits} elections={self.elections} "
+            f"voter_changes={self.voter_changes} "
             f"events={self.events} sim_time_ms={self.sim_time_ms} "
             f"recovery_ms={self.recovery_ms} violation={self.violation or 'none'}"
         )
@@ -75,14 +81,15 @@ class Summary:
     commits: int = 0
     events: int = 0
     elections: int = 0
+    voter_changes: int = 0
     violations: list[SeedResult] = field(default_factory=list)
     wall_s: float = 0.0
 
     def line(self) -> str:
         return (
             f"seeds={self.seeds_run} faults={self.faults} commits={self.commits} "
-            f"elections={self.elections} events={self.events} "
-            f"violations={len(self.violations)} wall={self.wall_s:.1f}s"
+            f"elections={self.elections} voter_changes={self.voter_changes} "
+            f"events={self.events} violations={len(self.violations)} wall={self.wall_s:.1f}s"
         )
 
 
@@ -95,8 +102,13 @@ def run_seed(
     unsafe: UnsafeOptions | None = None,
     disk: DiskProfile | None = None,
     log_level: int = logging.CRITICAL,
+    membership: bool = False,
 ) -> SeedResult:
-    """Run one seed; never raises for a violation (it is in ``SeedResult.violation``)."""
+    """Run one seed; never raises for a violation (it is in ``SeedResult.violation``).
+
+    ``membership``: KIP-853: the voter set lives in the log, and a `MembershipChanger` adds
+    and removes voters (among all ``voters + observers`` nodes) while the nemesis runs.
+    """
     rng = random.Random(seed ^ 0x5EED)
     link = LinkProfile(
         delay_min_ms=1,
@@ -113,15 +125,26 @@ def run_seed(
         unsafe=unsafe,
         disk=disk,
         log_level=log_level,
+        dynamic_voters=membership,
     )
     workload = Workload(cluster, random.Random(rng.getrandbits(64)), interval_ms=(5, 40))
     nemesis = Nemesis(
         cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
     )
-    result = SeedResult(seed=seed, voters=voters, observers=observers)
+    result = SeedResult(seed=seed, voters=voters, observers=observers, membership=membership)
     deadline = faults_end_ms + LIVENESS_BOUND_MS
     workload.start(50, deadline)
     nemesis.start()
+    changer: MembershipChanger | None = None
+    if membership:
+        changer = MembershipChanger(
+            cluster,
+            random.Random(rng.getrandbits(64)),
+            start_ms=FAULTS_START_MS // 2,
+            end_ms=faults_end_ms,
+            max_voters=min(5, voters + observers),
+        )
+        changer.start()
 
     def run() -> None:
         cluster.scheduler.run_until(faults_end_ms)
@@ -147,6 +170,7 @@ def run_seed(
     result.proposals = len(workload.proposed)
     result.commits = len(workload.committed)
     result.elections = len(cluster.checker.leaders_by_epoch)
+    result.voter_changes = changer.stats.appended if changer is not None else 0
     return result
 
 
@@ -181,9 +205,9 @@ def failover_ms(seed: int, *, voters: int = 3, config: RaftConfig | None = None)
     raise AssertionError(f"seed {seed}: no new leader within 10 s")
 
 
-def _run_one(args: tuple[int, int, int]) -> SeedResult:
-    seed, voters, observers = args
-    return run_seed(seed, voters=voters, observers=observers)
+def _run_one(args: tuple[int, int, int, bool]) -> SeedResult:
+    seed, voters, observers, membership = args
+    return run_seed(seed, voters=voters, observers=observers, membership=membership)
 
 
 def run_seeds(
@@ -194,11 +218,14 @@ def run_seeds(
     observers: int = 1,
     processes: int = 1,
     stop_on_violation: bool = True,
+    membership: bool = False,
 ) -> Summary:
-    """Run ``count`` seeds from ``start``; ``voters=None`` alternates 3 and 5 by seed."""
+    """Run ``count`` seeds from ``start``; ``voters=None`` alternates 3 and 5 by seed (with
+    ``membership``, 1 and 3: the changer grows and shrinks the set among all the nodes)."""
     t0 = time.perf_counter()
+    sizes = (1, 3) if membership else (3, 5)
     jobs = [
-        (s, voters if voters is not None else (3 if s % 2 == 0 else 5), observers)
+        (s, voters if voters is not None else sizes[s % 2], observers, membership)
         for s in range(start, start + count)
     ]
     summary = Summary()
@@ -209,6 +236,7 @@ def run_seeds(
         summary.commits += r.commits
         summary.events += r.events
         summary.elections += r.elections
+        summary.voter_changes += r.voter_changes
         if r.violation is not None:
             summary.violations.append(r)
 
@@ -235,11 +263,22 @@ def cli_raft(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--voters", type=positive_int, default=None)
     p.add_argument("--observers", type=non_negative_int, default=1)
     p.add_argument("--verbose", action="store_true", help="print the nodes' log events")
+    p.add_argument(
+        "--membership",
+        action="store_true",
+        help="KIP-853: add and remove voters (among voters + observers) during the faults",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
     if args.seed is not None:
         voters = args.voters if args.voters is not None else 3
         level = logging.INFO if args.verbose else logging.CRITICAL
-        r = run_seed(args.seed, voters=voters, observers=args.observers, log_level=level)
+        r = run_seed(
+            args.seed,
+            voters=voters,
+            observers=args.observers,
+            log_level=level,
+            membership=args.membership,
+        )
         return report_seed(r)
     summary = run_seeds(
         args.start,
@@ -247,6 +286,7 @@ def cli_raft(argv: Sequence[str] | None = None) -> int:
         voters=args.voters,
         observers=args.observers,
         processes=args.processes,
+        membership=args.membership,
     )
     return report_summary(summary)
 

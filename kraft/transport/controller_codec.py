@@ -119,6 +119,33 @@ class DescribeQuorumResponse:
     observers: tuple[QuorumReplica, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddRaftVoterRequest:
+    """KIP-853: add ``voter_id``, reached at ``endpoint`` (``host:port``), to the quorum."""
+
+    voter_id: int
+    endpoint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddRaftVoterResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveRaftVoterRequest:
+    """KIP-853: remove ``voter_id`` from the quorum."""
+
+    voter_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveRaftVoterResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
 # -- the converter ---------------------------------------------------------------------------------
 
 
@@ -259,12 +286,16 @@ def _item(value: Any, hint: Any) -> Any:
 
 
 __all__ = [
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
     "CurrentLeader",
     "DescribeClusterRequest",
     "DescribeClusterResponse",
     "DescribeQuorumRequest",
     "DescribeQuorumResponse",
     "QuorumReplica",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
     "TopicMetadata",
     "decode",
     "decode_response",

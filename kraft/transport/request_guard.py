@@ -105,34 +105,49 @@ def _guard_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
 class RejectUnparseable(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """See the module docstring."""
 
+    def __init__(self) -> None:
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_deserializer is None:
-            return handler
-        behaviour = handler.unary_unary or handler.stream_stream or handler.unary_stream
-        if behaviour is not None and not (
-            inspect.iscoroutinefunction(behaviour) or inspect.isasyncgenfunction(behaviour)
-        ):
-            return handler  # a sync servicer (grpc's health): grpc runs it as it is
-        deserializer = _guard_deserializer(handler.request_deserializer)
-        serializer = handler.response_serializer
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _guard_unary(handler.unary_unary), deserializer, serializer
-            )
-        if handler.stream_stream is not None:
-            return grpc.stream_stream_rpc_method_handler(
-                _guard_stream(handler.stream_stream), deserializer, serializer
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _guard_unary(handler.unary_stream), deserializer, serializer
-            )
+        # One guarded handler per method, built on its first call (a server's handlers are
+        # fixed once it starts): per RPC, a dict lookup.
+        method = handler_call_details.method
+        handler = self._handlers.get(method)
+        if handler is None:
+            handler = _guarded(await continuation(handler_call_details))
+            if handler is not None:  # NB: an unknown method is not kept (any name can come)
+                self._handlers[method] = handler
         return handler
+
+
+def _guarded(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """``handler`` with its deserializer and behaviour guarded (see the module docstring)."""
+    if handler is None or handler.request_deserializer is None:
+        return handler
+    behaviour = handler.unary_unary or handler.stream_stream or handler.unary_stream
+    if behaviour is not None and not (
+        inspect.iscoroutinefunction(behaviour) or inspect.isasyncgenfunction(behaviour)
+    ):
+        return handler  # a sync servicer (grpc's health): grpc runs it as it is
+    deserializer = _guard_deserializer(handler.request_deserializer)
+    serializer = handler.response_serializer
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            _guard_unary(handler.unary_unary), deserializer, serializer
+        )
+    if handler.stream_stream is not None:
+        return grpc.stream_stream_rpc_method_handler(
+            _guard_stream(handler.stream_stream), deserializer, serializer
+        )
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            _guard_unary(handler.unary_stream), deserializer, serializer
+        )
+    return handler
 
 
 __all__ = ["RejectUnparseable"]

@@ -4,12 +4,7 @@ cProfile (``KRAFT_PROFILE_DIR``)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-from pathlib import Path
-
-from kraft.cluster.process import PROFILE_DIR_ENV
+from kraft.profiling import PROFILE_DIR_ENV, run_profiled
 from kraft.supervision import serve_until_stopped
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.server import BrokerServer
@@ -29,54 +24,9 @@ async def serve(config: BrokerNodeConfig) -> int:
     )
 
 
-class _Profiling:
-    """The ``KRAFT_PROFILE_DIR`` profiler of one broker process."""
-
-    def __init__(self, directory: Path, node_id: int) -> None:
-        import cProfile
-
-        self._new = cProfile.Profile
-        self._profile = cProfile.Profile()
-        self._directory = directory
-        self._prefix = f"broker-{node_id}-{os.getpid()}"
-        self._dumps = 0
-
-    def start(self) -> None:
-        self._profile.enable()
-
-    def dump(self) -> Path:
-        """Write the profile so far and start a fresh one; the file written."""
-        self._profile.disable()
-        self._directory.mkdir(parents=True, exist_ok=True)
-        path = self._directory / f"{self._prefix}-{self._dumps}.pstats"
-        self._dumps += 1
-        self._profile.dump_stats(path)
-        self._profile = self._new()
-        self._profile.enable()
-        return path
-
-    def stop(self) -> Path:
-        path = self.dump()
-        self._profile.disable()
-        return path
-
-
 def run_broker(config: BrokerNodeConfig) -> int:
     """The ``kraft broker`` entry point: serve until signalled; the exit code."""
-    directory = os.environ.get(PROFILE_DIR_ENV)
-    if not directory:
-        return asyncio.run(serve(config))
-    profiling = _Profiling(Path(directory), config.node_id)
-
-    async def profiled() -> int:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, profiling.dump)
-        return await serve(config)
-
-    profiling.start()
-    try:
-        return asyncio.run(profiled())
-    finally:
-        profiling.stop()
+    return run_profiled(f"broker-{config.node_id}", lambda: serve(config))
 
 
 __all__ = ["PROFILE_DIR_ENV", "run_broker", "serve"]

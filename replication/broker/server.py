@@ -64,7 +64,7 @@ import functools
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -84,6 +84,8 @@ from kraft.controller.messages import (
     AlterPartitionTopic,
 )
 from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata.changes import changed_partitions
+from kraft.metadata.image import PartitionRegistration, TopicImage
 from kraft.metadata.records import Endpoint
 from kraft.metrics.kafka import (
     BROKER_GAUGES,
@@ -156,6 +158,10 @@ MAX_REPLICA_OPENS_PER_RECONCILE = 32
 """Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
 wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
 the event loop (and with it heartbeats and fetches) for seconds."""
+RECONCILE_OPEN_BUDGET_S = 0.05
+"""...and a pass stops opening once it has spent this long: under load an open took ~30 ms
+(fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
+replicas heartbeated late enough to be fenced, again and again."""
 
 
 class _MetadataObserver:
@@ -179,6 +185,10 @@ class _MetadataObserver:
 
     def snapshot(self) -> bytes:
         return self._owner.image.to_snapshot()
+
+    def snapshot_writer(self) -> Callable[[], bytes]:
+        """`snapshot` of the image as of now; immutable, so a worker thread may run it."""
+        return self._owner.image.to_snapshot
 
     def restore(self, data: bytes) -> None:
         self._owner.image = MetadataImage.from_snapshot(data)
@@ -260,6 +270,9 @@ class BrokerServer:
         self._reconcile_scheduled = False
         self._reconciled_image: MetadataImage | None = None
         self._strays_checked = False
+        self._revisit: set[TopicPartition] = set()
+        """Partitions the next pass visits even if unchanged: left unopened by the last
+        (`MAX_REPLICA_OPENS_PER_RECONCILE`), or reopened by the offline probe."""
         self._closed = False
         self._shutdown_allowed = asyncio.Event()
         self._heartbeat_now = asyncio.Event()
@@ -424,6 +437,7 @@ class BrokerServer:
                 for replica in self.replicas.values():
                     replica.stop()
                 self.replicas.clear()
+                self._reconciled_image = None  # the next pass visits every partition
             self.metadata_changed()
             return
 
@@ -502,18 +516,43 @@ class BrokerServer:
         brokers = self._broker_statuses()
         self._update_throttles(image)
         self.quorum.update_addresses(image)
+        # Only what changed since the last pass (Kafka's ``localChanges``), plus the replicas
+        # an earlier pass left unopened: a pass over every partition for each applied batch
+        # (or each slice of `MAX_REPLICA_OPENS_PER_RECONCILE` opens) made a large topic
+        # O(partitions^2) and starved the heartbeats into a fencing.
+        previous, self._reconciled_image = self._reconciled_image, image
+        changed = None if previous is None else changed_partitions(previous, image)
+        full = changed is None
+        work: Iterable[tuple[TopicImage, int, PartitionRegistration]]
+        if changed is None:
+            self._revisit.clear()
+            work = image.iter_partitions()
+        else:
+            revisit = [
+                (topic, tp.partition, registration)
+                for tp in self._revisit
+                if (topic := image.topic(tp.topic)) is not None
+                and (registration := topic.partitions.get(tp.partition)) is not None
+            ]
+            self._revisit.clear()
+            work = [*changed, *revisit]
+            if previous is not None and image.brokers is not previous.brokers:
+                # A broker registered, fenced or unfenced: only the replicas this broker leads
+                # use the others' states (KIP-841), and the visited ones get them below.
+                visited = {TopicPartition(t.name, i) for t, i, _ in work}
+                for held_tp, held in self.replicas.items():
+                    if held.driver.is_leader and held_tp not in visited:
+                        held.update_brokers(brokers)
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
-        # A pass that only continues opening replicas (the image is the one the last pass
-        # applied) leaves the open ones alone: else each slice re-applies every registration,
-        # O(partitions^2) for a large topic.
-        continuation = image is self._reconciled_image
-        self._reconciled_image = image
+        opens_until = time.monotonic() + RECONCILE_OPEN_BUDGET_S
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
-        for topic, index, registration in image.iter_partitions():
-            if self.node_id not in registration.replicas:
-                continue
+        for topic, index, registration in work:
             tp = TopicPartition(topic.name, index)
+            if self.node_id not in registration.replicas:
+                if not full and tp in self.replicas:
+                    self._remove_replica(tp)  # moved off this broker
+                continue
             wanted.add(tp)
             entry = self.offline.get(tp)
             if entry is not None and entry.topic_id != topic.topic_id:
@@ -529,14 +568,13 @@ class BrokerServer:
                     settings = resolve_topic_settings(image, topic.name, self.config)
                     settings_by_topic[topic.name] = settings
                 if replica is None:
-                    if opens_left == 0:
+                    if opens_left == 0 or time.monotonic() > opens_until:
+                        self._revisit.add(tp)
                         self.metadata_changed()  # the rest on the next pass, after other work
                         continue
                     opens_left -= 1
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                     self.replicas[tp] = replica
-                elif continuation:
-                    continue
                 else:
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)
@@ -546,22 +584,25 @@ class BrokerServer:
                     self._mark_offline(tp, topic.topic_id, repr(e))
             except KraftError as e:
                 self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
-        # A replica this broker no longer hosts (its topic was deleted, or a reassignment
-        # moved it away, KIP-455) is stopped and its log deleted: Kafka's StopReplica with
-        # delete, which KRaft brokers apply from the metadata delta.
+        if not self._strays_checked:
+            # Once, on the first pass (a full one), against every partition the image puts
+            # here: not the pass's `wanted`, which leaves out replicas not yet opened.
+            self._strays_checked = True
+            hosted = {
+                TopicPartition(t.name, i)
+                for t, i, p in image.iter_partitions()
+                if self.node_id in p.replicas
+            }
+            self._delete_stray_logs(hosted)
+        if not full:
+            return  # no topic came or went (else `changed_partitions` asks for a full pass)
         for tp in [tp for tp in self.replicas if tp not in wanted]:
-            replica = self.replicas.pop(tp)
-            replica.stop()
-            shutil.rmtree(replica.log.directory, ignore_errors=True)
-            self._log.info("replica_removed", topic_partition=str(tp), log_deleted=True)
+            self._remove_replica(tp)
         for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
             self.offline.remove(tp)
             shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
-        if not self._strays_checked:
-            self._strays_checked = False
-            self._delete_stray_logs(wanted)
 
     def _delete_stray_logs(self, wanted: set[TopicPartition]) -> None:
         """Delete the partition directories this broker holds but no longer hosts: a replica
@@ -605,6 +646,15 @@ class BrokerServer:
         throttled, `replication.broker.throttle`)."""
         registration = self.image.partition_by_name(tp)
         return registration is not None and replica_id in registration.adding_replicas
+
+    def _remove_replica(self, tp: TopicPartition) -> None:
+        """A replica this broker no longer hosts (its topic was deleted, or a reassignment moved
+        it away, KIP-455) is stopped and its log deleted: Kafka's StopReplica with delete,
+        which KRaft brokers apply from the metadata delta."""
+        replica = self.replicas.pop(tp)
+        replica.stop()
+        shutil.rmtree(replica.log.directory, ignore_errors=True)
+        self._log.info("replica_removed", topic_partition=str(tp), log_deleted=True)
 
     # --- offline replicas ---------------------------------------------------------------------
 
@@ -667,6 +717,7 @@ class BrokerServer:
             topic_partition=str(tp),
             log_end_offset=replica.log.log_end_offset,
         )
+        self._revisit.add(tp)
         self.metadata_changed()  # reconcile gives it its role
         self._heartbeat_now.set()
 

@@ -13,8 +13,9 @@ timeout passes:
 4. otherwise send ONE Fetch per leader broker carrying every assigned partition it leads
    (with ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH
    instead of serving data), all brokers at once, each a long poll of ``fetch.max.wait.ms``
-   (bounded by what is left of the poll's timeout), then decode the returned batches with
-   ``storage.records.record_tuples``.
+   (bounded by what is left of the poll's timeout); the returned batches' headers (and CRCs)
+   are checked then, their records decoded when handed out (`replication.clients.fetched`):
+   as `ConsumerRecord` objects by ``poll``, as one Arrow RecordBatch by ``poll_batch``.
 
 Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``none`` raises
 `OffsetOutOfRangeError` from poll); a stale-leader error (NOT_LEADER_OR_FOLLOWER,
@@ -41,10 +42,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import structlog
 
@@ -52,6 +51,12 @@ from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.consumer_groups import ConsumerCoordinator, OwnedPartitions, Rebalance
+from replication.clients.fetched import (
+    ConsumerRecord,
+    FetchedPartition,
+    decode_partition_records,
+    scan_partition_batches,
+)
 from replication.clients.group_membership import GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork, Cancellable
@@ -75,103 +80,17 @@ from storage.errors import (
     OffsetOutOfRangeError,
     error_for,
 )
-from storage.records import (
-    BATCH_HEADER_SIZE,
-    BatchHeader,
-    Header,
-    compute_crc,
-    read_header,
-    record_tuples,
-)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = structlog.get_logger("kraft.consumer")
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
 
 _STALE_METADATA = METADATA_ERRORS | {ErrorCode.OFFSET_NOT_AVAILABLE}
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerRecord:
-    """One record as ``poll`` returns it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-    headers: tuple[Header, ...] = ()
-
-
-class _Fetched:
-    """Decoded records of one partition from one Fetch, handed out by poll; ``error`` is a
-    corrupt batch met after them (raised once the records are out, until a seek)."""
-
-    __slots__ = ("error", "next_offset", "records")
-
-    def __init__(
-        self,
-        records: deque[ConsumerRecord],
-        next_offset: int,
-        error: CorruptRecordError | None = None,
-    ) -> None:
-        self.records = records
-        self.next_offset = next_offset
-        self.error = error
-
-
-def decode_partition_records(
-    tp: TopicPartition, data: bytes, position: int, *, check_crcs: bool = True
-) -> tuple[deque[ConsumerRecord], int, CorruptRecordError | None]:
-    """The records at or after ``position`` in a Fetch's record bytes, the offset to fetch
-    next (past control batches too), and the error of a corrupt batch if one stopped the
-    decoding. A torn last batch is ignored: the next fetch gets it.
-
-    As Kafka's ``CompletedFetch``: the records of the batches before a corrupt one are
-    returned, and the error names the offset where consumption stopped (the batch's CRC is
-    checked when ``check_crcs``, Kafka's ``check.crcs``).
-    """
-    records: deque[ConsumerRecord] = deque()
-    append = records.append
-    next_offset = position
-    topic, partition = tp.topic, tp.partition
-    record = ConsumerRecord
-    pos, end = 0, len(data)
-    while end - pos >= BATCH_HEADER_SIZE:
-        header: BatchHeader | None = None
-        try:
-            header = read_header(data, pos)
-            size = header.size_bytes
-            if end - pos < size:
-                break
-            if header.next_offset <= position:
-                pos += size
-                continue
-            if check_crcs and compute_crc(data, pos, size) != header.crc:
-                raise CorruptRecordError("CRC mismatch")
-            decoded = () if header.is_control else record_tuples(data, pos)
-        except KraftError as e:  # the header, CRC, codec or records of a batch
-            bad_end = header.next_offset if header is not None else -1
-            where = max(next_offset, header.base_offset) if header is not None else next_offset
-            return (
-                records,
-                next_offset,
-                CorruptRecordError(
-                    f"corrupt record batch in {tp} at offset {where}"
-                    + (f" (up to {bad_end})" if bad_end > where else "")
-                    + f": {e.message[:200]}; seek past it to continue",
-                    topic=topic,
-                    partition=partition,
-                    offset=where,
-                    next_offset=bad_end if bad_end > where else -1,
-                ),
-            )
-        next_offset = max(next_offset, header.next_offset)
-        for offset, timestamp_ms, key, value, headers in decoded:
-            if offset >= position:
-                append(record(topic, partition, offset, key, value, timestamp_ms, headers))
-        pos += size
-    return records, next_offset, None
 
 
 class Consumer:
@@ -207,8 +126,12 @@ class Consumer:
         self._lock = threading.RLock()
         self._positions: dict[TopicPartition, int | None] = {}
         self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
-        self._buffer: dict[TopicPartition, _Fetched] = {}
+        self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._backoff_until_ms: dict[int, int] = {}
+        """Brokers whose last Fetch or ListOffsets failed, until when they are not asked again
+        (``retry.backoff.ms``; a dead leader otherwise cost a failed call per loop of ``poll``:
+        thousands a second, each a warning)."""
         self._isolation = (
             READ_COMMITTED if config.isolation_level == "read_committed" else READ_UNCOMMITTED
         )
@@ -386,6 +309,53 @@ class Consumer:
             OffsetOutOfRangeError: a position is out of range and ``auto.offset.reset=none``.
             KraftError: a partition error that no retry can fix (e.g. authorization).
         """
+        return self._poll(timeout, self._take_buffered, list)
+
+    def poll_batch(
+        self, timeout: float = 1.0, max_records: int | None = None, *, include_headers: bool = True
+    ) -> pa.RecordBatch:
+        """What ``poll`` returns, as ONE `pyarrow.RecordBatch` in the Kafka source's schema
+        (Spark's: ``key, value, topic, partition, offset, timestamp, timestampType[, headers]``,
+        see `storage.columnar.schema`), decoded without a Python object per record by the
+        Spark reader's decoder (`storage.columnar.decode_arrow`). At most ``max_records``
+        rows (default ``max.poll.records``), in offset order per partition; zero rows when
+        none arrived within ``timeout`` seconds. Positions, errors and the group's side are
+        ``poll``'s; the two can be mixed.
+
+        Raises:
+            ImportError: pyarrow or numpy is missing (``pip install 'kraft[spark]'``).
+            CorruptRecordError, OffsetOutOfRangeError, KraftError: as ``poll``.
+        """
+        from storage.columnar import require_arrow
+
+        require_arrow("Consumer.poll_batch")
+        import pyarrow as pa
+
+        from storage.columnar.schema import arrow_schema, empty_batch
+
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit <= 0:
+            raise ValueError(f"max_records must be > 0, not {max_records}")
+
+        def take() -> list[pa.RecordBatch]:
+            return self._take_buffered_arrow(limit, include_headers)
+
+        def join(parts: list[pa.RecordBatch]) -> pa.RecordBatch:
+            if not parts:
+                return empty_batch(include_headers)
+            if len(parts) == 1:
+                return parts[0]
+            table = pa.Table.from_batches(parts, schema=arrow_schema(include_headers))
+            return table.combine_chunks().to_batches()[0]
+
+        return self._poll(timeout, take, join)
+
+    def _poll(
+        self,
+        timeout: float,
+        take: Callable[[], list[_T]],
+        join: Callable[[list[_T]], _R],
+    ) -> _R:
         deadline = time.monotonic() + max(0.0, timeout)
         with self._lock:
             if self._closed:
@@ -395,9 +365,9 @@ class Consumer:
             if self._coordinator is not None:
                 self._coordinator.poll()
             while True:
-                records = self._take_buffered()
+                records = take()
                 if records:
-                    return records
+                    return join(records)
                 if not others_first:
                     self._raise_partition_error()
                 others_first = False
@@ -405,36 +375,57 @@ class Consumer:
                 self._reset_positions()
                 left_ms = int((deadline - time.monotonic()) * 1000)
                 sent = self._fetch(max(0, left_ms))
-                records = self._take_buffered()
+                records = take()
                 if records or time.monotonic() >= deadline:
-                    return records
+                    return join(records)
                 if not sent:  # nothing fetchable (no leader, no position): back off a bit
                     time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, left_ms) / 1000))
 
     def _take_buffered(self) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
         budget = self.config.max_poll_records
+        positions = self._positions
         for tp in list(self._buffer):
             fetched = self._buffer[tp]
-            records = fetched.records
+            records = fetched.records(positions[tp] or 0)
             while records and budget > 0:
                 record = records.popleft()
                 out.append(record)
-                self._positions[tp] = record.offset + 1
+                positions[tp] = record.offset + 1
                 budget -= 1
             if not records:
-                self._positions[tp] = max(self._positions[tp] or 0, fetched.next_offset)
-                if fetched.error is None:
-                    del self._buffer[tp]
-                # else: it stays (not fetched again) until a seek: see _raise_partition_error
+                self._drained(tp, fetched)
             if budget == 0:
                 break
         return out
 
+    def _take_buffered_arrow(self, budget: int, include_headers: bool) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        positions = self._positions
+        for tp in list(self._buffer):
+            fetched = self._buffer[tp]
+            rows = fetched.arrow(positions[tp] or 0, budget, include_headers=include_headers)
+            if rows.num_rows:
+                out.append(rows)
+                positions[tp] = rows.column(4)[-1].as_py() + 1  # the offset column
+                budget -= rows.num_rows
+            if not fetched.rows_left():
+                self._drained(tp, fetched)
+            if budget == 0:
+                break
+        return out
+
+    def _drained(self, tp: TopicPartition, fetched: FetchedPartition) -> None:
+        """Every record of ``fetched`` is out: the position moves past its control batches."""
+        self._positions[tp] = max(self._positions[tp] or 0, fetched.next_offset)
+        if fetched.error is None:
+            del self._buffer[tp]
+        # else: it stays (not fetched again) until a seek: see _raise_partition_error
+
     def _raise_partition_error(self) -> None:
         """Raise the error of the first partition whose buffered records are all out."""
         for fetched in self._buffer.values():
-            if fetched.error is not None and not fetched.records:
+            if fetched.error is not None and not fetched.left():
                 self._raised_last_poll = True
                 raise fetched.error
 
@@ -477,7 +468,8 @@ class Consumer:
                 continue
             by_leader.setdefault(leader, []).append(tp)
         for leader, tps in by_leader.items():
-            self._list_offsets(snapshot, leader, tps)
+            if not self._backing_off(leader):
+                self._list_offsets(snapshot, leader, tps)
 
     def _list_offsets(
         self, snapshot: ClusterSnapshot, leader: int, tps: list[TopicPartition]
@@ -491,6 +483,7 @@ class Consumer:
             )
         except KraftError as e:
             log.warning("list_offsets_failed", broker=leader, error=str(e))
+            self._back_off(leader)
             self._metadata.request_update()
             return
         for topic in response.topics:
@@ -520,6 +513,8 @@ class Consumer:
             leader = snapshot.leader_for(tp)
             if leader is None:
                 self._metadata.request_update()
+                continue
+            if self._backing_off(leader):
                 continue
             info = snapshot.partition(tp)
             positions[tp] = position
@@ -578,9 +573,22 @@ class Consumer:
         for leader, response, error in answered:
             if error is not None or response is None:
                 log.warning("fetch_failed", broker=leader, error=str(error))
+                self._back_off(leader)
                 self._metadata.request_update()
                 continue
             self._handle_fetch_response(response, positions)
+        return True
+
+    def _back_off(self, broker: int) -> None:
+        self._backoff_until_ms[broker] = self._clock() + self.config.retry_backoff_ms
+
+    def _backing_off(self, broker: int) -> bool:
+        until = self._backoff_until_ms.get(broker)
+        if until is None:
+            return False
+        if self._clock() >= until:
+            del self._backoff_until_ms[broker]
+            return False
         return True
 
     def _handle_fetch_response(
@@ -606,20 +614,24 @@ class Consumer:
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
-            records, next_offset, error = decode_partition_records(
+            fetched = scan_partition_batches(
                 tp, part.records, position, check_crcs=self.config.check_crcs
             )
-            if records or next_offset > position or error is not None:
-                self._buffer[tp] = _Fetched(records, next_offset, error)
-            if error is not None:
-                log.warning("corrupt_batch_fetched", tp=str(tp), offset=error.offset)
+            if fetched is not None:
+                self._buffer[tp] = fetched
+                if fetched.error is not None:
+                    log.warning("corrupt_batch_fetched", tp=str(tp), offset=fetched.error.offset)
             return
         if code is ErrorCode.CORRUPT_MESSAGE:  # the broker could not read its log there
             # NB: Kafka's consumer raises this too ("Encountered corrupt message when
             # fetching offset"), where other retriable errors are retried.
             detail = (part.error_message or "corrupt batch")[:200]
-            self._buffer[tp] = _Fetched(
-                deque(),
+            self._buffer[tp] = FetchedPartition(
+                tp,
+                b"",
+                0,
+                0,
+                position,
                 position,
                 CorruptRecordError(
                     f"the broker found a corrupt batch in {tp} at offset {position}: {detail}; "

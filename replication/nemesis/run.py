@@ -325,6 +325,12 @@ def run_nemesis(
             data_dir=out / "cluster",
             fault_network=True,
             broker_config=broker_config,
+            # NB: --unclean shows what an unclean election of a stale replica loses, as Kafka
+            # before 4.0 did it: with eligible leader replicas (KIP-966, on by default) the
+            # fenced ISR members stay eligible and the stale replica is never elected.
+            controller_config={"eligible.leader.replicas.enable": "false"}
+            if config.unclean
+            else None,
         ) as cluster,
     ):
         history = History(history_file)

@@ -60,14 +60,15 @@ def test_bench_produce_runs_acks_all_and_1() -> None:
 
 @pytest.mark.process
 @pytest.mark.timeout(40)
-def test_bench_consume_reads_every_record() -> None:
-    report = _bench("consume", "--records", str(RECORDS))
+def test_bench_consume_reads_every_record_with_poll_and_poll_batch() -> None:
+    report = _bench("consume", "--records", str(RECORDS), "--batch")
     _check_common(report)
     assert report["bench"] == "consume"
-    run = report["runs"]["consume"]
-    assert run["records"] >= RECORDS
-    assert run["value_bytes"] == run["records"] * 100
-    assert run["polls"] >= 1
+    assert set(report["runs"]) == {"consume", "consume poll_batch"}
+    for run in report["runs"].values():
+        assert run["records"] >= RECORDS
+        assert run["value_bytes"] == run["records"] * 100
+        assert run["polls"] >= 1
 
 
 def test_bench_produce_consume_help_names_the_options(

@@ -46,4 +46,5 @@ def test_bench_spark_reports_rates_and_ratios_for_every_source() -> None:
         assert figures[source]["scan_rows_per_s"] > 0
         assert figures[source]["write_parquet_rows_per_s"] > 0
     assert figures["kraft_vs_jsonl_scan"] > 0
+    assert figures["kraft"]["count_offset_schema_rows_per_s"] > 0
     assert len(figures["load_average"]) == 3

@@ -120,6 +120,26 @@ def test_cluster_status_reports_a_healthy_cluster(cluster: Cluster) -> None:
     assert [b["state"] for b in doc["brokers"]] == ["unfenced"] * 3
     text = cluster.run("cluster", "status", "--data-dir", str(cluster.data_dir)).stdout
     assert "healthy" in text and f"Quorum: leader {doc['quorum']['leader_id']}" in text
+    # Read from the nodes' metrics endpoints (cluster up serves them by default).
+    metrics = doc["metrics"]
+    assert metrics["active_controller"] == doc["quorum"]["leader_id"]
+    assert (metrics["active_brokers"], metrics["fenced_brokers"]) == (3, 0)
+    assert metrics["offline_partitions"] == 0 and metrics["under_replicated_partitions"] == 0
+    assert all(b["metrics"]["leader_count"] is not None for b in doc["brokers"])
+    assert "metrics of active controller" in text and "LEADERS" in text
+
+
+def test_cluster_json_lists_the_metrics_endpoints_and_prometheus_config_scrapes_them(
+    cluster: Cluster,
+) -> None:
+    nodes = [*cluster.info["controllers"], *cluster.info["brokers"]]
+    urls = [n["metrics_url"] for n in nodes]
+    assert all(url.startswith("http://127.0.0.1:") and url.endswith("/metrics") for url in urls)
+    assert len(set(urls)) == 6
+    config = cluster.run("cluster", "prometheus-config", "--data-dir", str(cluster.data_dir)).stdout
+    for url in urls:
+        assert f'"{url.split("/")[2]}"' in config
+    assert '  - job_name: "kraft"' in config and 'labels: {role: broker, node_id: "101"}' in config
 
 
 def test_topics_create_list_describe(cluster: Cluster) -> None:

@@ -130,3 +130,29 @@ def test_a_retry_backing_off_from_a_dead_leader_goes_to_its_successor_at_once() 
     finally:
         producer.close(timeout=5)
     assert [value for _, _, value in cluster.records(tp)] == [b"a", b"b"]
+
+
+def test_a_dead_leader_is_asked_again_after_retry_backoff_not_on_every_loop_of_poll() -> None:
+    """A killed leader refuses at once; the consumer used to ask it again on every pass of
+    ``poll``'s loop (thousands of failed Fetches a second, each a warning line). Kafka's
+    consumer waits out a backoff per node."""
+    cluster = FakeCluster(brokers=3, topics={"t": 3})
+    tp = TopicPartition("t", 0)  # led by broker 1
+    consumer = Consumer(
+        cluster.bootstrap,
+        network=FakeNetwork(cluster, request_timeout_s=5),
+        auto_offset_reset="earliest",
+        retry_backoff_ms=100,
+    )
+    try:
+        consumer.assign([tp])
+        consumer.poll(timeout=0.3)  # a position and a first Fetch
+        cluster.dead.add(1)
+        consumer.poll(timeout=1.0)
+        refused = cluster.stats.refused.get("Fetch", 0) + cluster.stats.refused.get(
+            "ListOffsets", 0
+        )
+        assert 1 <= refused <= 15, f"{refused} calls to the dead leader in 1 s"
+    finally:
+        cluster.dead.discard(1)
+        consumer.close()

@@ -55,7 +55,9 @@ def test_the_demo_path_produces_and_reads_back_every_record_over_mtls(
 ) -> None:
     from kraft.demo.console import Console
     from kraft.demo.main_job import (
+        PARTITIONS,
         PRODUCER_OPTIONS,
+        TOPIC,
         AckTracker,
         Summary,
         consume_and_verify,
@@ -84,7 +86,7 @@ def test_the_demo_path_produces_and_reads_back_every_record_over_mtls(
     tracker.close()
     tracker.resolve()
     assert tracker.failed == 0, tracker.failures
-    consume_and_verify(cluster, tracker, summary, console)
+    consume_and_verify(cluster, TOPIC, PARTITIONS, tracker, summary, console)
     assert (summary.consumed, summary.lost, summary.duplicates, summary.misplaced) == (
         total,
         0,

@@ -97,3 +97,33 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
     config = ControllerNodeConfig.from_properties(properties_from_args(args))
     assert (config.node_id, config.data_dir, config.listen) == (3, Path("/e"), "127.0.0.1:9093")
     assert config.controller.broker_session_timeout_ms == 7000
+
+
+def test_bootstrap_servers_make_the_voter_set_dynamic_and_round_trip() -> None:
+    props = {
+        "node.id": "4",
+        "controller.quorum.bootstrap.servers": "1@127.0.0.1:9091",
+        "listeners": "CONTROLLER://127.0.0.1:9094",
+        "log.dirs": "/tmp/c4",
+    }
+    config = ControllerNodeConfig.from_properties(props)
+    assert config.dynamic_voters and dict(config.voters) == {1: "127.0.0.1:9091"}
+    again = ControllerNodeConfig.from_properties(config.to_properties())
+    assert again.dynamic_voters and again.voters == config.voters
+    static = ControllerNodeConfig.from_properties(
+        {**props, "node.id": "1", "listeners": ""}
+        | {"controller.quorum.voters": VOTERS, "controller.quorum.bootstrap.servers": ""}
+    )
+    assert not static.dynamic_voters
+
+
+def test_static_voters_and_bootstrap_servers_together_are_refused() -> None:
+    with pytest.raises(InvalidConfigError, match="not both"):
+        ControllerNodeConfig.from_properties(
+            {
+                "node.id": "1",
+                "controller.quorum.voters": VOTERS,
+                "controller.quorum.bootstrap.servers": VOTERS,
+                "log.dirs": "/tmp/c1",
+            }
+        )

@@ -95,12 +95,14 @@ class RaftTestContext:
         self.sent += out
         return out
 
-    def restart(self, *, seed: int = 1) -> None:
-        """Crash (losing unsynced writes) and start again from the disk."""
+    def restart(self, *, seed: int = 1, voters: frozenset[NodeId] | None = None) -> None:
+        """Crash (losing unsynced writes) and start again from the disk (``voters``: the
+        configured set, default the one in use)."""
         self.disk.crash()
         self.node = RaftNode(
             self.id,
-            voters=self.node.voters,
+            voters=self.node.voters if voters is None else voters,
+            dynamic_voters=self.node.dynamic_voters,
             config=self.config,
             log=self.disk,
             persisted_state=self.disk.hard_state,
@@ -214,6 +216,7 @@ class RaftNodeBuilder:
     _hard_state: HardState = field(default_factory=HardState)
     _batches: list[bytes] = field(default_factory=list)
     _unsafe: UnsafeOptions | None = None
+    dynamic_voters: bool = False
 
     def with_config(self, **overrides: Any) -> RaftNodeBuilder:
         self.config = RaftConfig(**overrides)
@@ -259,6 +262,7 @@ class RaftNodeBuilder:
             now_ms=0,
             logger=QUIET,
             unsafe=self._unsafe,
+            dynamic_voters=self.dynamic_voters,
         )
         ctx = RaftTestContext(node=node, disk=disk, config=self.config)
         ctx.drain()

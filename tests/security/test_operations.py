@@ -216,6 +216,8 @@ def test_group_rpcs_need_kafkas_group_and_topic_operations() -> None:
         ("Controller/UnregisterBroker", Op.ALTER),
         ("Controller/AlterPartitionReassignments", Op.ALTER),
         ("Controller/ListPartitionReassignments", Op.DESCRIBE),
+        ("Controller/AddRaftVoter", Op.ALTER),
+        ("Controller/RemoveRaftVoter", Op.ALTER),
     ],
 )
 def test_cluster_admin_rpcs_need_their_cluster_operation(

@@ -81,6 +81,26 @@ def test_options_are_case_insensitive_and_headers_off_by_default(
     assert df.count() == 600
 
 
+def test_a_schema_of_some_columns_reads_only_those(
+    session: Any, cluster: LocalCluster, events: str
+) -> None:
+    def load(schema: str) -> Any:
+        reader = session.read.format("kraft").schema(schema)
+        return (
+            reader.option("kraft.bootstrap", cluster.bootstrap).option("subscribe", events).load()
+        )
+
+    df = load("offset bigint, partition int")  # from the batch headers alone
+    assert df.count() == 600
+    got = sorted((r.partition, r.offset) for r in df.collect())
+    assert got == sorted(
+        (r.partition, r.offset)
+        for r in read(session, cluster.bootstrap, subscribe=events).collect()
+    )
+    with pytest.raises(Exception, match="no column 'offset' of type int"):
+        load("offset int").count()
+
+
 def test_json_offsets_and_assign_are_honoured(
     session: Any, cluster: LocalCluster, events: str
 ) -> None:

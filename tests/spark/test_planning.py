@@ -20,7 +20,6 @@ from replication.messages import (
     MetadataResponse,
     MetadataTopic,
 )
-from spark.columns import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ColumnBuilder
 from spark.fetcher import RangeFetcher
 from spark.offsets import OffsetRange, rate_limit, split_ranges
 from spark.options import (
@@ -32,7 +31,9 @@ from spark.options import (
     SubscribePattern,
     WriteOptions,
 )
-from spark.vectorized import decode_columns
+from storage.columnar import decode_arrow
+from storage.columnar.schema import ARROW_SCHEMA, ARROW_SCHEMA_WITH_HEADERS, ColumnBuilder
+from storage.columnar.vectorized import decode_columns, header_columns
 from storage.compression import Compression
 from storage.errors import ErrorCode, OffsetOutOfRangeError
 from storage.records import SimpleRecord, build_batch, iter_records
@@ -353,3 +354,40 @@ def test_fetcher_reports_a_range_past_the_end_of_a_truncated_log() -> None:
     fetcher = RangeFetcher("fake:1", network=network, timeout_s=0.2, max_wait_ms=0)  # type: ignore[arg-type]
     with fetcher, pytest.raises(OffsetOutOfRangeError, match=r"offsets \[30, 50\)"):
         list(fetcher.records(OffsetRange("t", 0, 20, 50)))
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [["offset"], ["partition", "offset"], ["timestampType", "topic"], ["value", "offset"]],
+)
+def test_a_subset_of_columns_equals_those_of_the_full_decode(columns: list[str]) -> None:
+    batches = [*_batches()]
+    data = b"".join(batches)
+    full = decode_arrow(data, 50, 104, "t", 3, include_headers=True)
+    part = decode_arrow(data, 50, 104, "t", 3, include_headers=True, columns=columns)
+    assert part.schema.names == columns
+    assert part.equals(full.select(columns))
+
+
+def test_header_columns_decode_no_record_but_refuse_a_batch_with_offset_gaps() -> None:
+    plain = build_batch([b"a%d" % i for i in range(10)], timestamp_ms=1_000, base_offset=0)
+    compressed = build_batch(
+        [b"z"] * 5, timestamp_ms=1_000, base_offset=10, compression=Compression.ZSTD
+    )
+    broken = bytearray(compressed)
+    broken[61:] = b"\x00" * (len(broken) - 61)  # records unreadable: the header is enough
+    got = header_columns(plain + bytes(broken), 3, 100, "t", 1)
+    assert got is not None and got.column("offset").to_pylist() == list(range(3, 15))
+    gapped = bytearray(plain)
+    gapped[23:27] = (12).to_bytes(4, "big")  # last offset delta 12 for 10 records: compacted
+    assert header_columns(bytes(gapped), 0, 100, "t", 1) is None
+
+
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_the_source_types_are_its_ddl(include_headers: bool) -> None:
+    from spark.source import _source_types
+    from storage.columnar.schema import schema_ddl
+
+    # Parsing the DDL needs a JVM: compare the types' simple strings, spaces aside.
+    built = ",".join(f"{n} {t.simpleString()}" for n, t in _source_types(include_headers).items())
+    assert built.replace(" ", "") == schema_ddl(include_headers).replace(" ", "")

@@ -38,6 +38,10 @@ MESSAGE_CLASSES: list[type[Any]] = [
     codec.DescribeClusterResponse,
     codec.DescribeQuorumRequest,
     codec.DescribeQuorumResponse,
+    codec.AddRaftVoterRequest,
+    codec.AddRaftVoterResponse,
+    codec.RemoveRaftVoterRequest,
+    codec.RemoveRaftVoterResponse,
     config_describe.DescribeConfigsRequest,
     config_describe.DescribeConfigsResponse,
     *(

@@ -13,7 +13,7 @@ This is the general path (compressed batches, records with headers): it decodes 
 storage's `record_tuples` (uncompressed batches in place, one tuple per record). Offsets and
 timestamps go to ``array('q')`` buffers that Arrow wraps without a copy; topic, partition and
 timestamp type are built per batch, not per record. The common case takes the numpy path in
-`spark.vectorized` instead.
+`storage.columnar.vectorized` instead.
 """
 
 from __future__ import annotations

@@ -1,0 +1,242 @@
+"""``kraft bench produce --metrics``: the cost of the Prometheus endpoints, against a cluster
+without them, in the same run (issue 17's target: at least 0.97x the throughput).
+
+Two local clusters of 3 controllers and 3 brokers run side by side: one with
+``LocalCluster(metrics=True)`` (every node serves ``metrics.port``) and one without. A scraper
+process (as Prometheus would be: not the client's process) reads every endpoint of the first
+cluster every ``--scrape-interval`` seconds (1 s: 15 times Prometheus's default) for the whole
+run. The produce runs alternate (off, on, off, on, ...: ``--rounds`` of each), so a change of
+the machine's load shifts both alike; the figures are the median and the best of each, their
+ratios, and the CPU time a record costs the client and the three brokers. On a loaded machine
+the throughput of two runs differs by far more than 3%, so it also measures what a scrape
+costs a broker directly: ``--scrape-cost-scrapes`` scrapes of one broker in a row, its CPU
+time per scrape, and the share of a core that is at the scrape interval.
+
+What "off" leaves on: the request counters and latency histograms of the gRPC interceptor and
+the event counters are counted on every node whether or not it serves them (the same code
+runs in both clusters); what differs is the endpoint, the state gauges walked at each scrape,
+and the scrapes themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from typing import Any
+
+from kraft.bench.produce_consume import (
+    PARTITIONS,
+    REPLICATION_FACTOR,
+    BenchError,
+    _cpu_figures,
+    _process_cpu_s,
+    cpu_time,
+    ensure_topic,
+    produce,
+)
+
+TARGET_RATIO = 0.97
+"""Throughput with metrics / without that issue 17 asks for, at least."""
+
+_SCRAPER = """
+import sys, time, urllib.request
+urls, interval = sys.argv[2:], float(sys.argv[1])
+while True:
+    started = time.monotonic()
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:
+                reply.read()
+        except OSError:
+            pass
+    time.sleep(max(0.0, interval - (time.monotonic() - started)))
+"""
+
+
+def run_metrics(args: argparse.Namespace) -> dict[str, Any]:
+    from kraft import LocalCluster
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    result: dict[str, Any] = {
+        "bench": "produce --metrics",
+        "records": args.records,
+        "record_size": args.record_size,
+        "rounds": args.rounds,
+        "scrape_interval_s": args.scrape_interval,
+        "partitions": PARTITIONS,
+        "replication_factor": REPLICATION_FACTOR,
+        "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
+    }
+    say("starting two local clusters (3 controllers, 3 brokers each): metrics off and on")
+    with LocalCluster(3, 3) as off, LocalCluster(3, 3, metrics=True) as on:
+        off.wait_until_healthy(timeout=90)
+        on.wait_until_healthy(timeout=90)
+        urls = [f"http://{a}/metrics" for a in on.metrics_addresses.values()]
+        scraper = subprocess.Popen(
+            [sys.executable, "-c", _SCRAPER, str(args.scrape_interval), *urls],
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            clusters = {"off": off, "on": on}
+            topics: dict[str, str] = {}
+            for name, cluster in clusters.items():
+                topics[name] = f"bench-{uuid.uuid4().hex[:8]}"
+                ensure_topic(cluster.bootstrap, topics[name], say)
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in clusters}
+            for round_ in range(1, args.rounds + 1):
+                for name, cluster in clusters.items():
+                    cpu: dict[str, Any] = {}
+                    with cpu_time(cpu, cluster):
+                        run = produce(
+                            cluster.bootstrap,
+                            topics[name],
+                            args.records,
+                            args.record_size,
+                            "all",
+                            args.window,
+                            args.linger_ms,
+                            args.batch_size,
+                        )
+                    run |= _cpu_figures(cpu, args.records, run)
+                    runs[name].append(run)
+                    say(
+                        f"round {round_}/{args.rounds} metrics {name}: "
+                        f"{run['records_per_s']:,.0f} records/s, p50 {run['p50_ms']:.2f} ms"
+                    )
+        finally:
+            scraper.kill()
+            scraper.wait()
+        say(f"scrape cost: {SCRAPE_COST_SCRAPES} scrapes of broker {on.broker_ids[0]}")
+        result["scrape_cost"] = scrape_cost(on, args.scrape_interval)
+    result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
+    result["runs"] = runs
+    result["summary"] = summarize(runs)
+    return result
+
+
+SCRAPE_COST_SCRAPES = 200
+
+
+def scrape_cost(cluster: Any, interval_s: float) -> dict[str, Any]:
+    """CPU time one scrape costs a broker (state gauges, rendering, HTTP), from
+    `SCRAPE_COST_SCRAPES` scrapes in a row, and the share of one core that is when scraped
+    every ``interval_s`` seconds."""
+    broker = cluster.broker_ids[0]
+    pid = cluster.broker(broker).pid
+    url = f"http://{cluster.metrics_addresses[broker]}/metrics"
+    size = 0
+    before = _process_cpu_s(pid) if pid else None
+    started = time.perf_counter()
+    for _ in range(SCRAPE_COST_SCRAPES):
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            size = len(reply.read())
+    wall = time.perf_counter() - started
+    after = _process_cpu_s(pid) if pid else None
+    if before is None or after is None:
+        raise BenchError(f"no CPU time for broker {broker}")
+    cpu_ms = (after - before) / SCRAPE_COST_SCRAPES * 1000
+    return {
+        "scrapes": SCRAPE_COST_SCRAPES,
+        "exposition_bytes": size,
+        "broker_cpu_ms_per_scrape": round(cpu_ms, 3),
+        "wall_ms_per_scrape": round(wall / SCRAPE_COST_SCRAPES * 1000, 3),
+        "core_share_at_interval": round(cpu_ms / 1000 / interval_s, 5),
+    }
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians and bests of each arm; ``ratio_median`` is the median of the per-round ratios
+    (on / off of the same round: the two runs of a round saw nearly the same load)."""
+    summary: dict[str, Any] = {}
+    for name, rs in runs.items():
+        rates = [r["records_per_s"] for r in rs]
+        summary[name] = {
+            "median_records_per_s": statistics.median(rates),
+            "best_records_per_s": max(rates),
+            "median_p50_ms": statistics.median(r["p50_ms"] for r in rs),
+            "median_brokers_cpu_us_per_record": statistics.median(
+                r["brokers_cpu_us_per_record"] or 0.0 for r in rs
+            ),
+        }
+    ratios = [
+        on["records_per_s"] / off["records_per_s"]
+        for off, on in zip(runs["off"], runs["on"], strict=True)
+    ]
+    summary["round_ratios"] = [round(r, 3) for r in ratios]
+    summary["ratio_median"] = round(statistics.median(ratios), 3)
+    summary["ratio_of_medians"] = round(
+        summary["on"]["median_records_per_s"] / summary["off"]["median_records_per_s"], 3
+    )
+    summary["ratio_best"] = round(
+        summary["on"]["best_records_per_s"] / summary["off"]["best_records_per_s"], 3
+    )
+    summary["target_met"] = summary["ratio_median"] >= TARGET_RATIO
+    return summary
+
+
+def render(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    lines = [
+        f"kraft bench {result['bench']}: {result['records']} records of "
+        f"{result['record_size']} B, acks=all, {PARTITIONS} partitions, "
+        f"RF={REPLICATION_FACTOR}, {result['rounds']} alternated runs of each, every endpoint "
+        f"scraped every {result['scrape_interval_s']:g} s",
+        f"load average before: {result['load_average']['before']}, "
+        f"after: {result['load_average']['after']}",
+        "",
+        f"{'metrics':<10}{'median records/s':>18}{'best records/s':>16}{'median p50 ms':>15}"
+        f"{'brokers µs/rec':>16}",
+    ]
+    for name in ("off", "on"):
+        row = s[name]
+        lines.append(
+            f"{name:<10}{row['median_records_per_s']:>18,.0f}{row['best_records_per_s']:>16,.0f}"
+            f"{row['median_p50_ms']:>15.2f}{row['median_brokers_cpu_us_per_record']:>16.1f}"
+        )
+    verdict = "met" if s["target_met"] else "MISSED"
+    lines.append(
+        f"on / off: {s['ratio_median']:.3f}x (median of the rounds' ratios "
+        f"{s['round_ratios']}), {s['ratio_of_medians']:.3f}x (ratio of medians), "
+        f"{s['ratio_best']:.3f}x (best); target >= {TARGET_RATIO}x: {verdict}"
+    )
+    cost = result.get("scrape_cost")
+    if cost:
+        lines.append(
+            f"a scrape costs a broker {cost['broker_cpu_ms_per_scrape']:.2f} ms of CPU "
+            f"({cost['exposition_bytes']:,} B, {cost['wall_ms_per_scrape']:.2f} ms wall): "
+            f"{cost['core_share_at_interval']:.3%} of a core at one scrape every "
+            f"{result['scrape_interval_s']:g} s"
+        )
+    return "\n".join(lines)
+
+
+def main_metrics(args: argparse.Namespace) -> int:
+    from storage.errors import KraftError
+
+    if args.bench != "produce" or args.bootstrap or args.tls:
+        print(
+            "kraft bench: --metrics is for produce, starts its own clusters (no --bootstrap),"
+            " and does not combine with --tls",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        result = run_metrics(args)
+    except (BenchError, KraftError, TimeoutError) as e:
+        print(f"kraft bench produce --metrics: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+__all__ = ["TARGET_RATIO", "main_metrics", "run_metrics", "summarize"]
