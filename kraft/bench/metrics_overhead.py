@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -31,13 +30,13 @@ import urllib.request
 import uuid
 from typing import Any
 
+from kraft.bench.ab import alternate
+from kraft.bench.ab import summarize as ab_summarize
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
     BenchError,
-    _cpu_figures,
     _process_cpu_s,
-    cpu_time,
     ensure_topic,
     produce,
 )
@@ -92,27 +91,22 @@ def run_metrics(args: argparse.Namespace) -> dict[str, Any]:
             for name, cluster in clusters.items():
                 topics[name] = f"bench-{uuid.uuid4().hex[:8]}"
                 ensure_topic(cluster.bootstrap, topics[name], say)
-            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in clusters}
-            for round_ in range(1, args.rounds + 1):
-                for name, cluster in clusters.items():
-                    cpu: dict[str, Any] = {}
-                    with cpu_time(cpu, cluster):
-                        run = produce(
-                            cluster.bootstrap,
-                            topics[name],
-                            args.records,
-                            args.record_size,
-                            "all",
-                            args.window,
-                            args.linger_ms,
-                            args.batch_size,
-                        )
-                    run |= _cpu_figures(cpu, args.records, run)
-                    runs[name].append(run)
-                    say(
-                        f"round {round_}/{args.rounds} metrics {name}: "
-                        f"{run['records_per_s']:,.0f} records/s, p50 {run['p50_ms']:.2f} ms"
-                    )
+            runs = alternate(
+                clusters,
+                args.rounds,
+                lambda name, cluster: produce(
+                    cluster.bootstrap,
+                    topics[name],
+                    args.records,
+                    args.record_size,
+                    "all",
+                    args.window,
+                    args.linger_ms,
+                    args.batch_size,
+                ),
+                args.records,
+                lambda msg: say("metrics " + msg),
+            )
         finally:
             scraper.kill()
             scraper.wait()
@@ -155,33 +149,8 @@ def scrape_cost(cluster: Any, interval_s: float) -> dict[str, Any]:
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Medians and bests of each arm; ``ratio_median`` is the median of the per-round ratios
-    (on / off of the same round: the two runs of a round saw nearly the same load)."""
-    summary: dict[str, Any] = {}
-    for name, rs in runs.items():
-        rates = [r["records_per_s"] for r in rs]
-        summary[name] = {
-            "median_records_per_s": statistics.median(rates),
-            "best_records_per_s": max(rates),
-            "median_p50_ms": statistics.median(r["p50_ms"] for r in rs),
-            "median_brokers_cpu_us_per_record": statistics.median(
-                r["brokers_cpu_us_per_record"] or 0.0 for r in rs
-            ),
-        }
-    ratios = [
-        on["records_per_s"] / off["records_per_s"]
-        for off, on in zip(runs["off"], runs["on"], strict=True)
-    ]
-    summary["round_ratios"] = [round(r, 3) for r in ratios]
-    summary["ratio_median"] = round(statistics.median(ratios), 3)
-    summary["ratio_of_medians"] = round(
-        summary["on"]["median_records_per_s"] / summary["off"]["median_records_per_s"], 3
-    )
-    summary["ratio_best"] = round(
-        summary["on"]["best_records_per_s"] / summary["off"]["best_records_per_s"], 3
-    )
-    summary["target_met"] = summary["ratio_median"] >= TARGET_RATIO
-    return summary
+    """`kraft.bench.ab.summarize` of metrics on against off."""
+    return ab_summarize(runs, "off", "on", TARGET_RATIO)
 
 
 def render(result: dict[str, Any]) -> str:

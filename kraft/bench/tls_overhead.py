@@ -16,18 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import uuid
 from typing import Any
 
+from kraft.bench.ab import alternate, summarize
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
     BenchError,
-    _cpu_figures,
     consume,
-    cpu_time,
     ensure_topic,
     produce,
 )
@@ -91,39 +89,16 @@ def run_tls(args: argparse.Namespace) -> dict[str, Any]:
                     5,
                     security=security,
                 )
-        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in clusters}
-        for round_ in range(1, args.rounds + 1):
-            for name, (cluster, security) in clusters.items():
-                cpu: dict[str, Any] = {}
-                with cpu_time(cpu, cluster):
-                    run = _one(args, cluster.bootstrap, topics[name], security)
-                run |= _cpu_figures(cpu, args.records, run)
-                runs[name].append(run)
-                say(
-                    f"round {round_}/{args.rounds} {name}: {run['records_per_s']:,.0f} records/s,"
-                    f" p50 {run['p50_ms']:.2f} ms"
-                )
+        runs = alternate(
+            {name: cluster for name, (cluster, _) in clusters.items()},
+            args.rounds,
+            lambda name, cluster: _one(args, cluster.bootstrap, topics[name], clusters[name][1]),
+            args.records,
+            say,
+        )
     result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
     result["runs"] = runs
-    summary: dict[str, Any] = {}
-    for name, rs in runs.items():
-        rates = [r["records_per_s"] for r in rs]
-        summary[name] = {
-            "median_records_per_s": statistics.median(rates),
-            "best_records_per_s": max(rates),
-            "median_p50_ms": statistics.median(r["p50_ms"] for r in rs),
-            "median_client_cpu_us_per_record": statistics.median(
-                r["client_cpu_us_per_record"] for r in rs
-            ),
-            "median_brokers_cpu_us_per_record": statistics.median(
-                r["brokers_cpu_us_per_record"] or 0.0 for r in rs
-            ),
-        }
-    p, t = summary["plaintext"], summary["tls"]
-    summary["ratio_median"] = round(t["median_records_per_s"] / p["median_records_per_s"], 3)
-    summary["ratio_best"] = round(t["best_records_per_s"] / p["best_records_per_s"], 3)
-    summary["target_met"] = summary["ratio_median"] >= TARGET_RATIO
-    result["summary"] = summary
+    result["summary"] = summarize(runs, "plaintext", "tls", TARGET_RATIO)
     return result
 
 
