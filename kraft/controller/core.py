@@ -237,6 +237,14 @@ class ControllerCore:
     def inflight_count(self) -> int:
         return len(self._inflight)
 
+    def skip_to(self, next_offset: int) -> None:
+        """Raft appended entries the core did not make (a KIP-853 voter change's control
+        batch): this controller's next batch lands at ``next_offset``, not where the core
+        counted. Without it the next batch's records carried offsets one short of where Raft
+        put them, and the replay's check killed the controller."""
+        if self._active and next_offset > self._next_offset:
+            self._next_offset = next_offset
+
     def broker_last_contact_ms(self, broker_id: int) -> int | None:
         return self._heartbeats.last_contact_ms(broker_id)
 

@@ -746,15 +746,21 @@ class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: igno
         return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
 
     async def AddRaftVoter(self, request: Any, context: Any) -> Any:
-        raft = self._server.raft
+        s = self._server
         return await self._call(
-            request, context, AddRaftVoterRequest, lambda r: add_raft_voter(raft, r)
+            request,
+            context,
+            AddRaftVoterRequest,
+            lambda r: add_raft_voter(s.raft, r, s.core.skip_to),
         )
 
     async def RemoveRaftVoter(self, request: Any, context: Any) -> Any:
-        raft = self._server.raft
+        s = self._server
         return await self._call(
-            request, context, RemoveRaftVoterRequest, lambda r: remove_raft_voter(raft, r)
+            request,
+            context,
+            RemoveRaftVoterRequest,
+            lambda r: remove_raft_voter(s.raft, r, s.core.skip_to),
         )
 
     async def DescribeConfigs(self, request: Any, context: Any) -> Any:

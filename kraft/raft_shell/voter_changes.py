@@ -29,7 +29,11 @@ COMMIT_WAIT_S: Final = 10.0
 record stays in the log and commits or is truncated later; `describe` tells which)."""
 
 
-async def add_raft_voter(raft: RaftServer, request: AddRaftVoterRequest) -> AddRaftVoterResponse:
+async def add_raft_voter(
+    raft: RaftServer,
+    request: AddRaftVoterRequest,
+    on_appended: Callable[[int], None] = lambda _log_end: None,
+) -> AddRaftVoterResponse:
     try:
         (endpoint,) = parse_bootstrap_servers(request.endpoint, "--controller-address")
     except (KraftError, ValueError):
@@ -38,23 +42,33 @@ async def add_raft_voter(raft: RaftServer, request: AddRaftVoterRequest) -> AddR
             error_message=f"bad controller address {request.endpoint[:100]!r}: want HOST:PORT",
         )
     code, message = await _change(
-        raft, lambda: raft.driver.add_voter(request.voter_id, endpoint), request.voter_id
+        raft,
+        lambda: raft.driver.add_voter(request.voter_id, endpoint),
+        request.voter_id,
+        on_appended,
     )
     return AddRaftVoterResponse(error_code=code, error_message=message)
 
 
 async def remove_raft_voter(
-    raft: RaftServer, request: RemoveRaftVoterRequest
+    raft: RaftServer,
+    request: RemoveRaftVoterRequest,
+    on_appended: Callable[[int], None] = lambda _log_end: None,
 ) -> RemoveRaftVoterResponse:
     code, message = await _change(
-        raft, lambda: raft.driver.remove_voter(request.voter_id), request.voter_id
+        raft, lambda: raft.driver.remove_voter(request.voter_id), request.voter_id, on_appended
     )
     return RemoveRaftVoterResponse(error_code=code, error_message=message)
 
 
 async def _change(
-    raft: RaftServer, start: Callable[[], asyncio.Future[int]], voter_id: int
+    raft: RaftServer,
+    start: Callable[[], asyncio.Future[int]],
+    voter_id: int,
+    on_appended: Callable[[int], None],
 ) -> tuple[ErrorCode, str]:
+    """``on_appended(log end offset)`` runs right after the record is appended, before any
+    await: the controller's core counts the offset the control batch took (`skip_to`)."""
     if not raft.dynamic_voters:
         return ErrorCode.INVALID_REQUEST, (
             "this quorum's voters are static (controller.quorum.voters); start the controllers "
@@ -66,6 +80,7 @@ async def _change(
         return ErrorCode.NOT_CONTROLLER, e.message
     except KraftError as e:
         return e.code, e.message
+    on_appended(int(raft.node.log_end_offset))
     try:
         await asyncio.wait_for(asyncio.shield(future), COMMIT_WAIT_S)
     except TimeoutError:

@@ -288,3 +288,24 @@ def test_next_deadline_is_the_next_session_expiry() -> None:
     assert h.core.next_deadline_ms() == 1_001  # broker 1 last heard at 0: expires after 1000
     assert h.tick(1_000) == ()
     assert h.tick(1_001) != ()
+
+
+def test_a_control_batch_raft_appended_moves_the_cores_next_offset() -> None:
+    """A KIP-853 voter change is a control batch the core did not make: the next batch lands
+    one offset later, and the core must count it (else the replay's offset check killed the
+    controller: found by the dynamic-quorum process test in a fresh-clone run)."""
+    from kraft.controller.messages import RegisterBrokerRequest
+    from kraft.metadata import decode_record, encode_record
+    from tests.controller.harness import ControllerHarness
+
+    h = ControllerHarness()
+    h.register(1)
+    control_offset = h.core.next_offset  # Raft put a VotersRecord here
+    h.core.skip_to(control_offset + 1)
+    result = h.core.handle_register_broker_request(
+        RegisterBrokerRequest(broker_id=2, incarnation_id="inc-2"), h.now_ms
+    )
+    decoded = [decode_record(encode_record(r)) for r in result.records]
+    h.core.replay_batch(decoded, control_offset + 1, h.epoch)  # where Raft put them
+    assert h.core.committed_image.broker(2) is not None
+    assert h.core.inflight_count == 0
