@@ -115,3 +115,16 @@ def test_the_command_takes_a_scenario_list() -> None:
 
     args = build_parser().parse_args(["--quick", "--scenarios", "steady,failures", "--out", "x"])
     assert args.scenarios == ["steady", "failures"] and args.quick and args.out == "x"
+
+
+def test_a_phase_accepts_only_if_a_late_record_is_acknowledged_within_it() -> None:
+    """2 of 3 quorum replicas down: records sent late in the phase were acknowledged only after
+    the restart; the full run of 2026-11-26 called that "accepting"."""
+    from kraft.compare.scenarios import phase_row
+    from kraft.compare.workload import Send
+
+    after_restart = [Send(seq=i, sent_s=7.0 + i / 10, acked_s=8.5) for i in range(5)]
+    row = phase_row("2 replicas killed", after_restart, 0.0, 8.0)
+    assert (row["sent"], row["acked"], row["accepting"]) == (5, 5, False)
+    within = [*after_restart, Send(seq=9, sent_s=6.0, acked_s=6.1)]
+    assert phase_row("1 replica killed", within, 0.0, 8.0)["accepting"] is True
