@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from kraft.security.guard import peer_host
 from replication.codec import decode, encode
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,
@@ -27,10 +28,8 @@ if TYPE_CHECKING:
 
 def _peer_host(context: Any) -> str:
     """``ipv4:127.0.0.1:5555`` -> ``/127.0.0.1`` (Kafka's CLIENT-HOST shows ``/host``)."""
-    peer = str(context.peer() or "")
-    _, _, rest = peer.partition(":")
-    host = rest.rpartition(":")[0] if rest.count(":") else rest
-    return f"/{host.strip('[]')}" if host else ""
+    host = peer_host(str(context.peer() or ""))
+    return f"/{host}" if host else ""
 
 
 class GroupServicer:
