@@ -464,7 +464,7 @@ class Nemesis:
         cluster = self.cluster
         if self._active or not cluster.network.is_healed:
             return False
-        if any(not b.up or b.paused for b in cluster.brokers.values()):
+        if any(not self.registered(b) for b in cluster.brokers.values()):
             return False
         if any(not c.up or c.paused for c in cluster.controllers.values()):
             return False
@@ -480,8 +480,24 @@ class Nemesis:
     def all_quorum(self) -> bool:
         return all(self.cluster.is_quorum(tp) for tp in self.cluster.topic_partitions())
 
+    def registered(self, broker: SimBroker) -> bool:
+        """The broker runs and its current incarnation is registered and unfenced in the
+        committed metadata. A restarted broker that has not registered yet still holds the ISR
+        seats of the incarnation that crashed (until the controller fences it), and KIP-966
+        drops it from the eligible leaders once it registers after that unclean shutdown: it
+        does not count as a healthy ISR member then, and a power loss on another member would
+        strike outside what Kafka promises without fsync."""
+        if not broker.up or broker.paused or broker.broker_epoch is None:
+            return False
+        registration = self.cluster.image.broker(broker.node_id)
+        return (
+            registration is not None
+            and registration.broker_epoch == broker.broker_epoch
+            and registration.is_active
+        )
+
     def _back_in_every_isr(self, broker: SimBroker) -> bool:
-        if not broker.up:
+        if not self.registered(broker):
             return False
         for tp in self.cluster.topic_partitions():
             if self.cluster.registration(tp) is None:
