@@ -60,16 +60,25 @@ def add_parser(sub: Any) -> None:
     )
     gsub = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
         return gsub.add_parser(  # type: ignore[no-any-return]
-            name, help=help_text, description=help_text[0].upper() + help_text[1:] + "."
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            epilog="example:\n" + "".join(f"  {e}\n" for e in examples),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
 
-    ls = action("list", "list the consumer groups")
+    ls = action("list", "list the consumer groups", "kraft groups list --json")
     _common(ls)
     ls.set_defaults(handler=list_groups)
 
-    d = action("describe", "show a group's offsets and lag, members, or state")
+    d = action(
+        "describe",
+        "show a group's offsets and lag, members, or state",
+        "kraft groups describe billing",
+        "kraft groups describe billing --members",
+    )
     d.add_argument("group")
     view = d.add_mutually_exclusive_group()
     view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
@@ -78,7 +87,12 @@ def add_parser(sub: Any) -> None:
     _common(d)
     d.set_defaults(handler=describe)
 
-    r = action("reset-offsets", "plan (and with --execute write) new committed offsets")
+    r = action(
+        "reset-offsets",
+        "plan (and with --execute write) new committed offsets",
+        "kraft groups reset-offsets billing --topic events --to-earliest",
+        "kraft groups reset-offsets billing --topic events:0,1 --shift-by -10 --execute",
+    )
     r.add_argument("group")
     which = r.add_mutually_exclusive_group(required=True)
     which.add_argument(
@@ -95,7 +109,9 @@ def add_parser(sub: Any) -> None:
     _common(r)
     r.set_defaults(handler=reset_offsets)
 
-    x = action("delete", "delete an empty group and its committed offsets")
+    x = action(
+        "delete", "delete an empty group and its committed offsets", "kraft groups delete billing"
+    )
     x.add_argument("group")
     _common(x)
     x.set_defaults(handler=delete)

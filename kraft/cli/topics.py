@@ -138,7 +138,7 @@ def add_parser(sub: Any) -> None:
     x = action("delete", "delete a topic", "kraft topics delete events")
     x.add_argument("topic")
     x.add_argument("--if-exists", action="store_true", help="succeed if there is no such topic")
-    _common(x)
+    _common(x, json_output=True)
     x.set_defaults(handler=delete)
 
     a = action(
@@ -162,7 +162,7 @@ def add_parser(sub: Any) -> None:
         metavar="KEY",
         help="return a config to its default (repeatable)",
     )
-    _common(a)
+    _common(a, json_output=True)
     a.set_defaults(handler=alter_config)
 
     from kraft.cli import topics_admin, topics_reassign
@@ -293,9 +293,14 @@ def delete(args: argparse.Namespace) -> int:
                 session.admin.delete_topic(args.topic)
         except UnknownTopicOrPartitionError:
             if args.if_exists:
+                if args.json:
+                    print(json.dumps({"topic": args.topic, "deleted": False}))
                 return 0
             raise UnknownTopicOrPartitionError(f"unknown topic {args.topic!r}") from None
-    print(f"Deleted topic {args.topic}.")
+    if args.json:
+        print(json.dumps({"topic": args.topic, "deleted": True}))
+    else:
+        print(f"Deleted topic {args.topic}.")
     return 0
 
 
@@ -311,6 +316,10 @@ def alter_config(args: argparse.Namespace) -> int:
                 session.admin.alter_topic_config(args.topic, configs, args.delete_config)
         except UnknownTopicOrPartitionError:
             raise UnknownTopicOrPartitionError(f"unknown topic {args.topic!r}") from None
+    if args.json:
+        doc = {"topic": args.topic, "set": configs, "deleted": list(args.delete_config)}
+        print(json.dumps(doc))
+        return 0
     changes = [f"{k}={v}" for k, v in configs.items()] + [f"-{k}" for k in args.delete_config]
     print(f"Altered configs of topic {args.topic}: {', '.join(changes)}.")
     return 0
