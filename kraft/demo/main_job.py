@@ -22,11 +22,12 @@ On the defaults, with nothing to configure:
 
 With ``--tls`` (``make demo TLS=1``) the cluster is mTLS on every port (`LocalCluster(tls=True)`:
 a CA and a certificate per node and client under the data directory), and the clients connect
-with the ``client`` certificate; the Spark step is skipped (the data source has no TLS options
-yet). With ``--tls --authorizer`` (``make demo AUTHORIZER=1``) every node authorizes every call
-as well (`LocalCluster(authorizer=True)`): the ``client`` certificate is no super user, so
-right after creating the topic the ``admin`` certificate grants it exactly the ACLs the demo's
-clients need, and prints them (`kraft.demo.acl_step`).
+with the ``client`` certificate; the Spark step is skipped (the data source takes TLS options,
+docs/spark.md, but the demo does not pass them yet). With ``--tls --authorizer`` (``make demo
+AUTHORIZER=1``) every node authorizes every call as well (`LocalCluster(authorizer=True)`): the
+``client`` certificate is no super user, so right after creating the topic the ``admin``
+certificate grants it exactly the ACLs the demo's clients need, and prints them
+(`kraft.demo.acl_step`).
 
 Every process it starts is stopped at the end, on an error and on Ctrl-C or SIGTERM.
 
@@ -346,7 +347,10 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         if args.no_spark:
             summary.spark = "skipped (--no-spark)"
         elif args.tls:
-            summary.spark = "skipped (--tls: the Spark data source has no TLS options yet)"
+            summary.spark = (
+                "skipped (--tls: the demo does not run Spark over TLS yet; the data source "
+                "takes kafka.security.protocol and kafka.ssl.* options, docs/spark.md)"
+            )
             console.say(f"\n7. Spark: {summary.spark}")
         else:
             spark_aggregate(cluster.bootstrap, summary, console, data_dir / "logs")
