@@ -1,5 +1,6 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   run the main job (make demo TLS=1: mTLS on every port, python -m kraft.demo --tls)
+#   make demo   run the main job (make demo TLS=1: mTLS on every port, python -m kraft.demo --tls;
+#               make demo AUTHORIZER=1: mTLS and ACLs, python -m kraft.demo --tls --authorizer)
 #   make test   run the whole test suite
 # Each creates or refreshes the project-local virtual environment .venv first.
 
@@ -27,7 +28,7 @@ java:
 	  fi; }
 
 demo: $(STAMP) java
-	$(PY) -m kraft.demo $(if $(TLS),--tls)
+	$(PY) -m kraft.demo $(if $(or $(TLS),$(AUTHORIZER)),--tls) $(if $(AUTHORIZER),--authorizer)
 
 test: $(STAMP) java
 	$(PY) -m ruff check .

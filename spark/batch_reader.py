@@ -38,6 +38,7 @@ def read_range(
         options.bootstrap,
         fail_on_data_loss=options.fail_on_data_loss,
         fetch_max_bytes=options.fetch_max_bytes,
+        tls=options.tls(),
     ) as fetcher:
         yield from fetcher.arrow_batches(
             r, include_headers=options.include_headers, columns=columns
@@ -59,7 +60,7 @@ class KraftBatchReader(DataSourceReader):
         self.columns = None if columns is None else tuple(columns)
 
     def partitions(self) -> Sequence[InputPartition]:
-        with OffsetLookup(self.options.bootstrap) as lookup:
+        with OffsetLookup(self.options.bootstrap, tls=self.options.tls()) as lookup:
             ranges = plan_ranges(self.options, lookup)
         return [RangePartition(r) for r in ranges]
 

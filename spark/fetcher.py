@@ -38,6 +38,7 @@ import pyarrow as pa
 import structlog
 
 from kraft.logs import ensure_configured
+from kraft.security.tls import TlsConfig
 from kraft.types import TopicPartition
 from replication.clients.metadata import ClusterSnapshot, snapshot_from_response
 from replication.clients.network import BrokerNetwork
@@ -121,6 +122,7 @@ class RangeFetcher:
         timeout_s: how long the fetcher may go without progress before it gives up.
         max_wait_ms: the broker's long poll when the range is not all committed yet.
         network: a `BrokerNetwork` to use (tests); closed with the fetcher.
+        tls: the client's TLS settings (`kraft.security.tls`; None: plaintext).
     """
 
     def __init__(
@@ -132,13 +134,14 @@ class RangeFetcher:
         timeout_s: float = 60.0,
         max_wait_ms: int = 500,
         network: BrokerNetwork | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         ensure_configured()  # warning-level logs to stderr unless the app set structlog
         self.fail_on_data_loss = fail_on_data_loss
         self.fetch_max_bytes = fetch_max_bytes
         self.timeout_s = timeout_s
         self.max_wait_ms = max_wait_ms
-        self._network = network or BrokerNetwork(bootstrap, request_timeout_s=30.0)
+        self._network = network or BrokerNetwork(bootstrap, request_timeout_s=30.0, tls=tls)
         self._snapshot = ClusterSnapshot()
         self._attempt = 0
 

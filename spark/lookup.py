@@ -18,6 +18,7 @@ from typing import Self
 import structlog
 
 from kraft.logs import ensure_configured
+from kraft.security.tls import TlsConfig
 from kraft.types import TopicPartition
 from replication.clients.metadata import ClusterSnapshot, snapshot_from_response
 from replication.clients.network import BrokerNetwork
@@ -59,12 +60,15 @@ class OffsetLookup:
     Args:
         bootstrap: ``host:port,...`` of (some of) the brokers.
         timeout_s: how long one question may take, retries included.
+        tls: the client's TLS settings (`kraft.security.tls`; None: plaintext).
     """
 
-    def __init__(self, bootstrap: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, bootstrap: str, *, timeout_s: float = 30.0, tls: TlsConfig | None = None
+    ) -> None:
         ensure_configured()  # warning-level logs to stderr unless the app set structlog
         self.timeout_s = timeout_s
-        self._network = BrokerNetwork(bootstrap, request_timeout_s=min(10.0, timeout_s))
+        self._network = BrokerNetwork(bootstrap, request_timeout_s=min(10.0, timeout_s), tls=tls)
         self._snapshot = ClusterSnapshot()
 
     def __enter__(self) -> Self:

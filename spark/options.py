@@ -16,7 +16,12 @@ are one option. Values keep Kafka's forms:
 - ``minPartitions``, ``maxRecordsPerPartition``, ``maxOffsetsPerTrigger`` (streaming),
   ``failOnDataLoss`` (default true), ``includeHeaders`` (default false);
 - ``kraft.bootstrap`` (or Kafka's ``kafka.bootstrap.servers``): ``host:port,...`` of brokers;
-  ``kraft.fetch.max.bytes``: bytes one Fetch may return (default 4 MiB).
+  ``kraft.fetch.max.bytes``: bytes one Fetch may return (default 4 MiB);
+- TLS, as Spark's Kafka source passes ``kafka.``-prefixed client configs, with kraft's client
+  names (kafka-python's, `kraft.security.tls.client_tls`): ``kafka.security.protocol``
+  (``PLAINTEXT`` or ``SSL``), ``kafka.ssl.cafile``, ``kafka.ssl.certfile`` and
+  ``kafka.ssl.keyfile`` (PEM files, readable where the driver and the executors run). The
+  writer passes every ``kafka.*`` option to its `Producer`, so the same four work there.
 
 Every bad value raises `ValueError` naming the option, before any task runs.
 """
@@ -27,15 +32,25 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from kraft.types import TopicPartition
+
+if TYPE_CHECKING:
+    from kraft.security.tls import TlsConfig
 
 EARLIEST = -2
 LATEST = -1
 DEFAULT_FETCH_MAX_BYTES = 4 << 20
 
 _BOOTSTRAP_KEYS = ("kraft.bootstrap", "kafka.bootstrap.servers", "bootstrap")
+SECURITY_OPTIONS: Final = {
+    "kafka.security.protocol": "security_protocol",
+    "kafka.ssl.cafile": "ssl_cafile",
+    "kafka.ssl.certfile": "ssl_certfile",
+    "kafka.ssl.keyfile": "ssl_keyfile",
+}
+"""The reader's TLS options -> the client settings they set (kafka-python's names)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +109,18 @@ class ReadOptions:
     include_headers: bool = False
     timestamp_strategy: Literal["error", "latest"] = "error"
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    security: Mapping[str, str] = field(default_factory=dict)
+    """The TLS client settings (kafka-python's names; empty: plaintext)."""
+
+    def tls(self) -> TlsConfig | None:
+        """The TLS config of `security` (None: plaintext); reads the PEM files.
+
+        Raises:
+            InvalidConfigError: a file cannot be read or is not PEM.
+        """
+        from kraft.security.tls import client_tls
+
+        return client_tls(**self.security) if self.security else None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], *, streaming: bool = False) -> ReadOptions:
@@ -126,6 +153,7 @@ class ReadOptions:
             include_headers=_bool(opts, "includeheaders", False),
             timestamp_strategy="error" if strategy == "error" else "latest",
             fetch_max_bytes=_positive_int(opts, "kraft.fetch.max.bytes") or DEFAULT_FETCH_MAX_BYTES,
+            security=security_options(opts),
         )
 
 
@@ -154,6 +182,30 @@ class WriteOptions:
             topic=None if topic is None else topic.strip(),
             producer=producer,
         )
+
+
+def security_options(opts: Mapping[str, str]) -> dict[str, str]:
+    """The TLS options (`SECURITY_OPTIONS`), checked: the files are read once here, on the
+    driver, so a bad one fails the query before any task runs.
+
+    Raises:
+        ValueError: a bad protocol, a certificate without its key, an unreadable or non-PEM
+            file (the message names the option).
+    """
+    from kraft.security.tls import client_tls
+    from storage.errors import InvalidConfigError
+
+    security = {name: opts[key].strip() for key, name in SECURITY_OPTIONS.items() if key in opts}
+    if not security:
+        return {}
+    try:
+        client_tls(**security)
+    except InvalidConfigError as e:
+        message = e.message
+        for key, name in SECURITY_OPTIONS.items():
+            message = message.replace(name, key)
+        raise ValueError(f"option {message}") from None
+    return security
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:
@@ -297,4 +349,5 @@ __all__ = [
     "WriteOptions",
     "bootstrap_option",
     "lower_keys",
+    "security_options",
 ]

@@ -52,7 +52,7 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicPartition, int] | None = None
 
     def _lookup(self) -> OffsetLookup:
-        return OffsetLookup(self.options.bootstrap)
+        return OffsetLookup(self.options.bootstrap, tls=self.options.tls())
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         with self._lookup() as lookup:

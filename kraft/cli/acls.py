@@ -214,11 +214,10 @@ def _print(args: argparse.Namespace, bindings: tuple[AclBinding, ...] | list[Acl
     if args.json:
         print(json.dumps([_doc(b) for b in bindings]))
         return
+    from kraft.security.acls import format_acl
+
     for b in bindings:
-        print(
-            f"{b.resource_type.name}:{b.resource_name} ({b.pattern_type.name})  {b.principal}  "
-            f"host={b.host}  {b.operation.name}  {b.permission_type.name}"
-        )
+        print(format_acl(b))
 
 
 def add(args: argparse.Namespace) -> int:

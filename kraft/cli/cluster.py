@@ -64,6 +64,7 @@ examples:
   kraft cluster up --controllers 3 --brokers 3 --data-dir /tmp/kraft
   kraft cluster up --data-dir /tmp/kraft --detach
   kraft cluster up --data-dir /tmp/kraft --detach --tls
+  kraft cluster up --data-dir /tmp/kraft --detach --tls --authorizer --tls-clients alice
   kraft cluster up --data-dir /tmp/kraft --base-port 9091 \\
       --broker-config replica.lag.time.max.ms=5000 --controller-config num.partitions=6
 
@@ -80,7 +81,13 @@ second, the active controller's offline partitions and fenced brokers), and
 `kraft cluster prometheus-config` prints a Prometheus scrape config for them.
 With --tls every port is mTLS: a CA and a certificate per node and for the client ("client")
 are made in DIR/certs, cluster.json's "security" gives the client settings, and --detach prints
-the KRAFT_SECURITY_PROTOCOL / KRAFT_SSL_* variables the other commands read.
+the KRAFT_SECURITY_PROTOCOL / KRAFT_SSL_* variables the other commands read
+(`eval "$(kraft cluster env)"` sets them). --tls-clients alice,bob makes more client
+certificates (cluster.json's "clients"; `kraft cluster env --client alice`).
+With --authorizer (needs --tls) every node authorizes every call (authorizer.class.name, Kafka's
+StandardAuthorizer rules): super.users are the nodes and the "admin" certificate, which is the
+one cluster.json's "security" and `kraft cluster env` give; the other certificates may do
+nothing until `kraft acls add` grants it (allow.everyone.if.no.acl.found=false).
 """
 
 
@@ -152,6 +159,17 @@ def add_parser(sub: Any) -> None:
         help="mTLS on every port (certificates made in DIR/certs; see below)",
     )
     up_p.add_argument(
+        "--tls-clients",
+        default="",
+        metavar="NAME[,NAME...]",
+        help="with --tls: more client certificates (CN=NAME), besides client's (and admin's)",
+    )
+    up_p.add_argument(
+        "--authorizer",
+        action="store_true",
+        help="with --tls: authorize every call by ACLs; the admin certificate is a super user",
+    )
+    up_p.add_argument(
         "--no-metrics",
         dest="metrics",
         action="store_false",
@@ -201,9 +219,11 @@ def add_parser(sub: Any) -> None:
     )
     down_p.set_defaults(handler=down)
 
+    from kraft.cli.cluster_env import add_parser as add_env_parser
     from kraft.cli.cluster_prometheus import add_parser as add_prometheus_parser
 
     add_prometheus_parser(csub, _data_dir_argument)
+    add_env_parser(csub, _data_dir_argument)
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -298,7 +318,9 @@ def _lock_data_dir(data_dir: Path) -> int:
 
 def up(args: argparse.Namespace) -> int:
     from kraft.cli._connect import parse_key_values
+    from kraft.cli.cluster_env import check_security_arguments
 
+    check_security_arguments(args)
     if args.controllers < 1 or args.brokers < 0:
         raise ValueError("--controllers must be >= 1 and --brokers >= 0")
     if args.base_port is not None and not 0 < args.base_port < 65536:
@@ -327,6 +349,7 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
     from kraft.cli._connect import parse_key_values
+    from kraft.cli.cluster_env import tls_client_names
     from kraft.cluster import LocalCluster
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -341,6 +364,8 @@ def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
         log_level=args.node_log_level,
         metrics=args.metrics,
         tls=args.tls,
+        tls_clients=tls_client_names(args),
+        authorizer=getattr(args, "authorizer", False),
     )
     say: Callable[[str], None] = _say if not view else _print
     info: dict[str, Any] | None = None
@@ -387,6 +412,8 @@ def _metrics_url(cluster: LocalCluster, node_id: int) -> str | None:
 
 
 def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
+    from kraft.cli.cluster_env import security_info
+
     return {
         "bootstrap": cluster.bootstrap,
         "controller_bootstrap": cluster.controller_bootstrap,
@@ -412,7 +439,7 @@ def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
         "data_dir": str(data_dir),
         "log": str(data_dir / LOG_FILE),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "security": cluster.client_security,
+        **security_info(cluster),
     }
 
 
@@ -505,6 +532,10 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
         argv += ["--base-port", str(args.base_port)]
     if args.tls:
         argv.append("--tls")
+    if getattr(args, "tls_clients", ""):
+        argv += ["--tls-clients", args.tls_clients]
+    if getattr(args, "authorizer", False):
+        argv.append("--authorizer")
     if not args.metrics:
         argv.append("--no-metrics")
     for item in args.broker_config:
@@ -515,6 +546,7 @@ def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
 
 
 def _detach(args: argparse.Namespace, data_dir: Path) -> int:
+    from kraft.cli.cluster_env import identity_note
     from kraft.cluster.process import PARENT_PID_ENV
     from kraft.security.tls import security_exports
 
@@ -562,6 +594,7 @@ def _detach(args: argparse.Namespace, data_dir: Path) -> int:
         f"  export KRAFT_BOOTSTRAP={info['bootstrap']}\n"
         f"  export KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}\n"
         + "".join(f"  export {line}\n" for line in security_exports(info.get("security", {})))
+        + identity_note(info, data_dir)
         + "Stop it with:\n"
         f"  kraft cluster down --data-dir {data_dir}"
     )

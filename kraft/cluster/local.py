@@ -43,6 +43,20 @@ certificate) to pass to a client::
         with Producer(cluster.bootstrap, **cluster.client_security) as producer: ...
         alice = cluster.client_security_of("alice")
 
+With ``authorizer=True`` as well, every node runs Kafka's StandardAuthorizer rules
+(`kraft.security`): ``authorizer.class.name`` is set, ``super.users`` lists the nodes'
+certificate principals (``User:CN=controller-1`` ..., ``User:CN=broker-101`` ...) and an
+``admin`` client's (``User:CN=admin``: the operator identity Kafka deployments keep), and
+``allow.everyone.if.no.acl.found`` stays false. The cluster's own calls (`controller_client`,
+`create_topic`, `health`) and `admin_security` use the ``admin`` certificate; `client_security`
+(``User:CN=client``) and the ``tls_clients`` may do nothing until ACLs grant it::
+
+    with LocalCluster(tls=True, authorizer=True, tls_clients=("alice",)) as cluster:
+        cluster.wait_until_healthy()
+        with AdminClient(cluster.bootstrap, **cluster.admin_security) as admin:
+            admin.create_acls([AclBinding(..., principal="User:CN=alice", ...)])
+        with Producer(cluster.bootstrap, **cluster.client_security_of("alice")) as producer: ...
+
 Processes are started from one long-lived launcher thread that the cluster owns: Linux's
 ``PR_SET_PDEATHSIG`` fires when the *thread* that started a child exits (see
 `kraft.cluster.process`), so ``start_broker`` is safe to call from any thread, even a
@@ -89,6 +103,8 @@ CLIENT = "client"
 """The fault network's name for this process's clients (the source of client links)."""
 TLS_CLIENT = "client"
 """The name (and ``CN``) of the certificate of the cluster's own clients (``tls=True``)."""
+TLS_ADMIN = "admin"
+"""The name (and ``CN``) of the super-user client certificate (``authorizer=True``)."""
 
 
 LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
@@ -122,6 +138,9 @@ class LocalCluster:
         tls: mTLS on every port (see the module docstring).
         tls_clients: names of extra client certificates to make (``tls=True``), besides
             ``client``'s (`client_security_of`).
+        authorizer: authorization on every node, with the nodes and ``admin`` as super users
+            (see the module docstring; needs ``tls=True``: without client certificates
+            every caller is ``User:ANONYMOUS``).
         initial_voters: KIP-853: run the controllers with
             ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
             them; the others start as observers until ``kraft quorum add-controller`` adds
@@ -142,8 +161,14 @@ class LocalCluster:
         metrics: bool = False,
         tls: bool = False,
         tls_clients: tuple[str, ...] = (),
+        authorizer: bool = False,
         initial_voters: int | None = None,
     ) -> None:
+        if authorizer and not tls:
+            raise ValueError(
+                "authorizer=True needs tls=True: without client certificates every caller is "
+                "User:ANONYMOUS (kraft has no SASL), so no principal could be granted anything"
+            )
         if initial_voters is not None and not 1 <= initial_voters <= controllers:
             raise ValueError("initial_voters must be between 1 and the number of controllers")
         self.initial_voters = initial_voters
@@ -188,10 +213,12 @@ class LocalCluster:
         self.certs: CertSet | None = None
         """The CA and certificates (``tls=True``)."""
         self.tls: TlsConfig | None = None
-        """This process's clients' TLS settings (the ``client`` certificate)."""
+        """This process's clients' TLS settings (`admin_security`'s certificate)."""
+        self.authorizer = authorizer
         if tls:
-            self.certs = self._make_certs(tls_clients)
-            self.tls = client_tls(**self.client_security)
+            admin = (TLS_ADMIN,) if authorizer else ()
+            self.certs = self._make_certs((*admin, *(c for c in tls_clients if c != TLS_ADMIN)))
+            self.tls = client_tls(**self.admin_security)
         self._dial_maps: dict[int | str, dict[str, str]] = {}
         if fault_network:
             self._start_fault_network()
@@ -258,6 +285,34 @@ class LocalCluster:
     def client_security(self) -> dict[str, str]:
         """`client_security_of` the cluster's own ``client`` certificate."""
         return self.client_security_of(TLS_CLIENT)
+
+    @property
+    def admin_security(self) -> dict[str, str]:
+        """The client settings of a super user: the ``admin`` certificate's with
+        ``authorizer=True``, else `client_security`."""
+        return self.client_security_of(TLS_ADMIN if self.authorizer else TLS_CLIENT)
+
+    @property
+    def super_users(self) -> list[str]:
+        """``super.users`` of every node (``authorizer=True``): the nodes' certificate
+        principals and ``admin``'s, as the DEFAULT ``ssl.principal.mapping.rules`` map them."""
+        names = [
+            *(f"controller-{i}" for i in self.controller_ids),
+            *(f"broker-{b}" for b in self.broker_ids),
+            TLS_ADMIN,
+        ]
+        return [f"User:CN={name}" for name in names]
+
+    def _authorizer_properties(self) -> dict[str, str]:
+        """``authorizer.class.name`` and ``super.users`` (``authorizer=True``), else {}."""
+        if not self.authorizer:
+            return {}
+        from kraft.security.settings import STANDARD_AUTHORIZER
+
+        return {
+            "authorizer.class.name": STANDARD_AUTHORIZER,
+            "super.users": ";".join(self.super_users),
+        }
 
     def _tls_properties(self, name: str, address: str) -> dict[str, str]:
         """A node's listener and ``ssl.*`` keys (``tls=True``), else {}."""
@@ -569,6 +624,7 @@ class LocalCluster:
         props = {
             **config.to_properties(),
             **self._tls_properties(f"controller-{node_id}", self.controller_addresses[node_id]),
+            **self._authorizer_properties(),
             **self._metrics_property(node_id),
             **self._extra,
         }
@@ -601,6 +657,7 @@ class LocalCluster:
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
             **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id]),
+            **self._authorizer_properties(),
             **self._metrics_property(broker_id),
             **self._broker_extra,
         }
@@ -628,4 +685,4 @@ def _launcher() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-launcher")
 
 
-__all__ = ["BROKER_ID_BASE", "CLIENT", "TLS_CLIENT", "LocalCluster"]
+__all__ = ["BROKER_ID_BASE", "CLIENT", "TLS_ADMIN", "TLS_CLIENT", "LocalCluster"]

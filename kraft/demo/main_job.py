@@ -22,12 +22,17 @@ On the defaults, with nothing to configure:
 
 With ``--tls`` (``make demo TLS=1``) the cluster is mTLS on every port (`LocalCluster(tls=True)`:
 a CA and a certificate per node and client under the data directory), and the clients connect
-with the ``client`` certificate; the Spark step is skipped (the data source has no TLS options
-yet).
+with the ``client`` certificate; the Spark step is skipped (the data source takes TLS options,
+docs/spark.md, but the demo does not pass them yet). With ``--tls --authorizer`` (``make demo
+AUTHORIZER=1``) every node authorizes every call as well (`LocalCluster(authorizer=True)`): the
+``client`` certificate is no super user, so right after creating the topic the ``admin``
+certificate grants it exactly the ACLs the demo's clients need, and prints them
+(`kraft.demo.acl_step`).
 
 Every process it starts is stopped at the end, on an error and on Ctrl-C or SIGTERM.
 
-    python -m kraft.demo [--records N] [--no-spark] [--tls] [--data-dir DIR] [--summary-json PATH]
+    python -m kraft.demo [--records N] [--no-spark] [--tls [--authorizer]] [--data-dir DIR]
+                         [--summary-json PATH]
     python -m kraft.demo --storage     # the storage demo: a torn log survives recovery
 """
 
@@ -48,7 +53,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from kraft.demo import group_step
+from kraft.demo import acl_step, group_step
 from kraft.demo.acks import AckTracker, value_of
 from kraft.demo.console import Console
 from kraft.demo.report import DemoError, Summary, render_summary
@@ -285,6 +290,7 @@ def spark_aggregate(bootstrap: str, summary: Summary, console: Console, log_dir:
 
 def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
     from kraft.cluster import LocalCluster
+    from kraft.security.acls import format_acl
 
     summary = Summary(records=args.records, load_average=[round(x, 2) for x in os.getloadavg()])
     client_events = ClientEvents()
@@ -299,7 +305,9 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
 
     console.say(
         f"kraft demo: {args.records:,} records through a 3-controller, 3-broker cluster"
-        f"{' (mTLS on every port)' if args.tls else ''}, one broker killed halfway; data and "
+        f"{' (mTLS on every port)' if args.tls else ''}"
+        f"{' (and ACLs: the authorizer on every node)' if args.authorizer else ''}, one broker "
+        f"killed halfway; data and "
         f"logs in {data_dir}"
     )
     cluster = LocalCluster(
@@ -308,6 +316,7 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         data_dir=data_dir,
         broker_config={"group.consumer.session.timeout.ms": str(group_step.SESSION_TIMEOUT_MS)},
         tls=args.tls,
+        authorizer=args.authorizer,
     )
     watcher: ClusterWatcher | None = None
     tracker = AckTracker(args.records, console)
@@ -318,6 +327,9 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
             cluster.controller_bootstrap, TOPIC, console, client_events, tls=cluster.tls
         )
         create_topic(cluster, watcher, console)
+        if args.authorizer:
+            granted = acl_step.grant(cluster, TOPIC, group_step.GROUP, console)
+            summary.acls_granted = [format_acl(b) for b in granted]
         watcher.start()
         phase("topic")
         produce(cluster, watcher, tracker, client_events, summary, console)
@@ -335,7 +347,10 @@ def run(args: argparse.Namespace, console: Console, data_dir: Path) -> Summary:
         if args.no_spark:
             summary.spark = "skipped (--no-spark)"
         elif args.tls:
-            summary.spark = "skipped (--tls: the Spark data source has no TLS options yet)"
+            summary.spark = (
+                "skipped (--tls: the demo does not run Spark over TLS yet; the data source "
+                "takes kafka.security.protocol and kafka.ssl.* options, docs/spark.md)"
+            )
             console.say(f"\n7. Spark: {summary.spark}")
         else:
             spark_aggregate(cluster.bootstrap, summary, console, data_dir / "logs")
@@ -363,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m kraft.demo",
         description="kraft's main job: 3 controllers, 3 brokers, 1,000,000 records with "
         "acks=all, a leader killed halfway, zero loss, Spark.",
-        epilog="example: python -m kraft.demo --records 100000 --no-spark --tls",
+        epilog="example: python -m kraft.demo --records 100000 --no-spark --tls --authorizer",
     )
     parser.add_argument("--records", type=int, default=1_000_000, help="default 1,000,000")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark step")
@@ -371,6 +386,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tls",
         action="store_true",
         help="mTLS on every port: certificates made in the data dir, clients use them",
+    )
+    parser.add_argument(
+        "--authorizer",
+        action="store_true",
+        help="with --tls: ACLs on every node; the demo's clients get exactly the ACLs they need",
     )
     parser.add_argument(
         "--data-dir", default=None, help="keep data and logs here (default: a temporary dir)"
@@ -390,6 +410,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     if args.records < 2:
         parser.error("--records must be at least 2")
+    if args.authorizer and not args.tls:
+        parser.error(
+            "--authorizer needs --tls: without client certificates every caller is "
+            "User:ANONYMOUS, so no principal could be granted anything"
+        )
     signal.signal(signal.SIGTERM, _on_sigterm)
     console = Console()
     own_dir = args.data_dir is None

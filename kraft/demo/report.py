@@ -40,6 +40,8 @@ class Summary:
     group_rebalance_s: float | None = None
     group_session_timeout_ms: int = 0
     group_s: float = 0.0
+    acls_granted: list[str] = field(default_factory=list)
+    """``--authorizer``: the ACLs granted to the demo's clients (`kraft.demo.acl_step`)."""
     spark: str = "not run"
     spark_rows: int | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
@@ -89,6 +91,14 @@ def render_summary(summary: Summary) -> str:
         f"{summary.group_processed:,} records processed, {summary.group_missed} acknowledged "
         f"ones missed, {summary.group_duplicates:,} processed twice (at-least-once)",
         f"  spark              {summary.spark}",
+        *(
+            [
+                f"  acls               the clients (User:CN=client, no super user) were granted "
+                f"{len(summary.acls_granted)} ACLs, and nothing was refused"
+            ]
+            if summary.acls_granted
+            else []
+        ),
         f"  lost = {summary.lost}",
         f"  duplicates = {summary.duplicates}",
         f"  misplaced = {summary.misplaced}",

@@ -98,6 +98,16 @@ class AclBinding:
         return self.resource_name in (name, WILDCARD)
 
 
+def format_acl(binding: AclBinding) -> str:
+    """One line naming an ACL, as ``kraft acls`` prints it:
+    ``TOPIC:events (LITERAL)  User:CN=alice  host=*  WRITE  ALLOW``."""
+    b = binding
+    return (
+        f"{b.resource_type.name}:{b.resource_name} ({b.pattern_type.name})  {b.principal}  "
+        f"host={b.host}  {b.operation.name}  {b.permission_type.name}"
+    )
+
+
 def binding_problem(binding: AclBinding) -> str | None:
     """Why ``binding`` cannot be stored (Kafka's ``AclControlManager.validateNewAcl``), or None."""
     if binding.resource_type == ResourceType.ANY:
@@ -167,4 +177,5 @@ __all__ = [
     "PatternType",
     "ResourceType",
     "binding_problem",
+    "format_acl",
 ]

@@ -12,7 +12,10 @@ applies on a node as soon as that node has replayed the record.
 
 *Refusal.* gRPC PERMISSION_DENIED with ``TOPIC_AUTHORIZATION_FAILED: ...`` (or GROUP_,
 CLUSTER_); clients raise the matching `storage.errors` class (`authorization_error`). Listings
-are filtered instead (`kraft.security.operations.filter_response`).
+are filtered instead (`kraft.security.operations.filter_response`), and a request naming
+topics of which only some are refused is answered per topic, as Kafka does: the servicer runs
+without the refused ones, which get TOPIC_AUTHORIZATION_FAILED in its response
+(`kraft.security.per_topic`).
 
 *Nodes.* Node-to-node RPCs need CLUSTER_ACTION on the cluster, which super users have: over
 TLS, list the nodes' certificate principals in ``super.users``. On a plaintext listener every
@@ -48,7 +51,9 @@ from kraft.security.operations import (
     filter_response,
     filters,
     requirement,
+    rule_key,
 )
+from kraft.security.per_topic import answer_refused, without
 from kraft.security.principals import MappingRule, principal_of_auth_context
 from kraft.security.settings import AuthorizationSettings
 from storage.errors import (
@@ -77,6 +82,20 @@ class Caller:
 class Refusal:
     code: ErrorCode
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the guard decided for one call: refused whole (``refusal``), or allowed with the
+    named topics in ``refused_topics`` answered TOPIC_AUTHORIZATION_FAILED (per topic)."""
+
+    refusal: Refusal | None = None
+    refused_topics: frozenset[str] = frozenset()
+    why: str = ""
+    """The refused topics' message, before the topic's quoted name."""
+
+
+_ALLOWED: Final = Decision()
 
 
 def peer_host(peer: str) -> str:
@@ -133,7 +152,8 @@ class AccessGuard:
         self._built_from: Mapping[str, AclBinding] | None = None
         self._authorizer = Authorizer((), settings.authorizer)
 
-    def _topic_name(self, topic_id: str) -> str | None:
+    def topic_name(self, topic_id: str) -> str | None:
+        """The name of topic ``topic_id`` in the node's image (None: unknown)."""
         topic = self._image().topic_by_id(topic_id)
         return None if topic is None else str(topic.name)
 
@@ -160,31 +180,55 @@ class AccessGuard:
         )
 
     def check(self, method: str, request: Any, caller: Caller) -> Refusal | None:
-        """None when ``caller`` may call ``method`` with ``request``, else why not."""
+        """None when ``caller`` may call ``method`` with ``request`` (perhaps with some of
+        its topics refused: `decide`), else why not."""
+        return self.decide(method, request, caller).refusal
+
+    def decide(self, method: str, request: Any, caller: Caller) -> Decision:
+        """Whether ``caller`` may call ``method`` with ``request``, whole or per topic."""
         if not self.enabled or method.lstrip("/").split("/")[0] in PUBLIC_SERVICES:
-            return None
-        required = requirement(method, request, self._topic_name)
+            return _ALLOWED
+        required = requirement(method, request, self.topic_name)
         if required is None:
-            return Refusal(
-                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                f"{method[:_QUOTE_MAX]} is not an authorized method",
+            return Decision(
+                Refusal(
+                    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    f"{method[:_QUOTE_MAX]} is not an authorized method",
+                )
             )
         if required.node and not caller.tls:
-            return None  # plaintext: nodes cannot be told from clients (module docstring)
-        for group in required.groups:
+            return _ALLOWED  # plaintext: nodes cannot be told from clients (module docstring)
+        topics = required.topics or (None,) * len(required.groups)
+        first: tuple[Need, Refusal] | None = None
+        refused: dict[str, None] = {}
+        for group, topic in zip(required.groups, topics, strict=True):
             if not any(self.may(caller, need) for need in group):
-                need = group[0]
-                what = (
-                    f"any {need.resource_type.name.lower()}"
-                    if need.name is None
-                    else f"{need.resource_type.name.lower()} {need.name[:_QUOTE_MAX]!r}"
-                )
-                return Refusal(
-                    error_of(need),
-                    f"{caller.principal[:_QUOTE_MAX]} (from {caller.host}) may not "
-                    f"{need.operation.name} {what}",
-                )
-        return None
+                refusal = self._refusal(caller, group[0])
+                if topic is None:
+                    return Decision(refusal)
+                first = first or (group[0], refusal)
+                refused[topic] = None
+        if first is None:
+            return _ALLOWED
+        need, refusal = first
+        if len(refused) == len({t for t in topics if t is not None}):
+            return Decision(refusal)  # nothing left to answer: refused whole
+        who = f"{caller.principal[:_QUOTE_MAX]} (from {caller.host})"
+        why = f"{who} may not {need.operation.name} topic"
+        return Decision(refused_topics=frozenset(refused), why=why)
+
+    @staticmethod
+    def _refusal(caller: Caller, need: Need) -> Refusal:
+        what = (
+            f"any {need.resource_type.name.lower()}"
+            if need.name is None
+            else f"{need.resource_type.name.lower()} {need.name[:_QUOTE_MAX]!r}"
+        )
+        return Refusal(
+            error_of(need),
+            f"{caller.principal[:_QUOTE_MAX]} (from {caller.host}) may not "
+            f"{need.operation.name} {what}",
+        )
 
     def filter(self, method: str, request: Any, response: Any, caller: Caller) -> None:
         """Hide from ``response`` what ``caller`` may not describe (listings only)."""
@@ -214,6 +258,38 @@ async def _refuse(context: Any, refusal: Refusal, method: str, caller: Caller) -
     await context.abort(grpc.StatusCode.PERMISSION_DENIED, detail)
 
 
+async def _answer_per_topic(
+    guard: AccessGuard,
+    behaviour: Callable[[Any, Any], Awaitable[Any]],
+    method: str,
+    request: Any,
+    context: Any,
+    caller: Caller,
+    decision: Decision,
+) -> Any:
+    """Run ``behaviour`` without the refused topics, then answer those TOPIC_AUTHORIZATION_
+    FAILED in its response (`kraft.security.per_topic`)."""
+    key, refused = rule_key(method), decision.refused_topics
+    _log.info(
+        "topics_refused",
+        method=method,
+        principal=caller.principal[:_QUOTE_MAX],
+        host=caller.host,
+        topics=sorted(t[:_QUOTE_MAX] for t in refused)[:10],
+    )
+    response = await behaviour(without(key, request, refused, guard.topic_name), context)
+    answer_refused(
+        key,
+        request,
+        refused,
+        response,
+        lambda topic: f"{decision.why} {topic[:_QUOTE_MAX]!r}",
+        guard.topic_name,
+    )
+    guard.filter(method, request, response, caller)
+    return response
+
+
 @final
 class AuthorizeCalls(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Applies an `AccessGuard` to every async method of the server (see the module doc)."""
@@ -235,9 +311,13 @@ class AuthorizeCalls(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             async def unary(request: Any, context: Any) -> Any:
                 caller = caller_of(context, guard.settings)
-                refusal = guard.check(method, request, caller)
-                if refusal is not None:
-                    await _refuse(context, refusal, method, caller)
+                decision = guard.decide(method, request, caller)
+                if decision.refusal is not None:
+                    await _refuse(context, decision.refusal, method, caller)
+                if decision.refused_topics:
+                    return await _answer_per_topic(
+                        guard, behaviour, method, request, context, caller, decision
+                    )
                 response = await behaviour(request, context)
                 guard.filter(method, request, response, caller)
                 return response
@@ -266,6 +346,7 @@ __all__ = [
     "AccessGuard",
     "AuthorizeCalls",
     "Caller",
+    "Decision",
     "Refusal",
     "authorization_error",
     "caller_of",

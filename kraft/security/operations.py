@@ -14,8 +14,12 @@ listeners).
 from listings (Metadata, DescribeCluster, ListGroups, OffsetFetch of every topic), and answers
 TOPIC_AUTHORIZATION_FAILED for a topic the caller named but may not describe, as Kafka does.
 
-One deviation from Kafka: a request naming several resources is refused whole when one of them
-is refused (Kafka answers per topic or group); the error names the first one refused.
+Per topic, as Kafka: Produce, Fetch, ListOffsets, OffsetCommit, CreateTopics and DeleteTopics
+name their topics in `Requirement.topics`; when only some of a request's topics are refused,
+those get TOPIC_AUTHORIZATION_FAILED in the answer and the others a normal one
+(`kraft.security.per_topic`). A request whose every named topic is refused, or that misses a
+permission on anything else (its group, the cluster), is refused whole; the error names the
+first one refused.
 
 Pure: the functions read the request's fields (duck-typed proto messages) and, for listings,
 edit the response in place; no I/O.
@@ -51,6 +55,9 @@ class Requirement:
     groups: tuple[tuple[Need, ...], ...] = ()
     node: bool = False
     """A node-to-node RPC (CLUSTER_ACTION on the cluster)."""
+    topics: tuple[str | None, ...] = ()
+    """Per group, the topic it is about when the method answers per topic (else None, or
+    empty): an unmet group of a topic refuses that topic only (`kraft.security.per_topic`)."""
 
 
 PUBLIC_SERVICES: Final = frozenset({"grpc.health.v1.Health"})
@@ -68,6 +75,15 @@ def _each(resource_type: ResourceType, operation: AclOperation, names: Iterable[
     return tuple((Need(resource_type, operation, n),) for n in dict.fromkeys(names))
 
 
+def _per_topic(
+    resource_type: ResourceType, operation: AclOperation, names: Iterable[str], *head: Any
+) -> Requirement:
+    """``head`` groups (met or the request is refused), then one group per named topic."""
+    unique = list(dict.fromkeys(names))
+    groups = (*head, *((Need(resource_type, operation, n),) for n in unique))
+    return Requirement(groups, topics=(*(None for _ in head), *unique))
+
+
 def _node() -> Requirement:
     return Requirement(((_cluster(_O.CLUSTER_ACTION),),), node=True)
 
@@ -82,7 +98,7 @@ def _config_need(operation: AclOperation, resource: Any) -> tuple[Need, ...]:
 def _fetch(r: Any, _: TopicNameOf) -> Requirement:
     if r.replica_id >= 0:  # a follower (Kafka: CLUSTER_ACTION on the cluster)
         return _node()
-    return Requirement(_each(_R.TOPIC, _O.READ, (t.topic for t in r.topics)))
+    return _per_topic(_R.TOPIC, _O.READ, (t.topic for t in r.topics))
 
 
 def _heartbeat(r: Any) -> Requirement:
@@ -98,22 +114,21 @@ def _create_topics(r: Any, _: TopicNameOf) -> Requirement:
         # A broker creating ``__consumer_offsets`` for its group coordinator: a node's request
         # (Kafka's broker does it with its own, super-user, principal).
         return _node()
-    return Requirement(tuple((Need(_R.TOPIC, _O.CREATE, n), _cluster(_O.CREATE)) for n in names))
+    groups = tuple((Need(_R.TOPIC, _O.CREATE, n), _cluster(_O.CREATE)) for n in names)
+    return Requirement(groups, topics=tuple(names))
 
 
 def _delete_topics(r: Any, topic_name: TopicNameOf) -> Requirement:
     names = [*r.topic_names, *(n for i in r.topic_ids if (n := topic_name(i)) is not None)]
-    return Requirement(_each(_R.TOPIC, _O.DELETE, names))
+    return _per_topic(_R.TOPIC, _O.DELETE, names)
 
 
 _RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
     # -- kraft.v1.Broker (KafkaApis) ----------------------------------------------------------
-    "Broker/Produce": lambda r, _: Requirement(
-        _each(_R.TOPIC, _O.WRITE, (t.name for t in r.topic_data))
-    ),
+    "Broker/Produce": lambda r, _: _per_topic(_R.TOPIC, _O.WRITE, (t.name for t in r.topic_data)),
     "Broker/Fetch": _fetch,
-    "Broker/ListOffsets": lambda r, _: Requirement(
-        _each(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics))
+    "Broker/ListOffsets": lambda r, _: _per_topic(
+        _R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)
     ),
     "Broker/Metadata": lambda r, _: Requirement(),  # filtered: `filter_response`
     # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
@@ -124,11 +139,8 @@ _RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
         _each(_R.GROUP, _O.DESCRIBE, r.coordinator_keys)
     ),
     "Broker/ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
-    "Broker/OffsetCommit": lambda r, _: Requirement(
-        (
-            (Need(_R.GROUP, _O.READ, r.group_id),),
-            *_each(_R.TOPIC, _O.READ, (t.name for t in r.topics)),
-        )
+    "Broker/OffsetCommit": lambda r, _: _per_topic(
+        _R.TOPIC, _O.READ, (t.name for t in r.topics), (Need(_R.GROUP, _O.READ, r.group_id),)
     ),
     "Broker/OffsetFetch": lambda r, _: Requirement(
         (

@@ -147,3 +147,35 @@ def test_a_client_certificate_from_another_ca_is_refused_at_the_handshake(
         admin.list_topics()
     assert "refused the TLS handshake" in refused.value.message
     assert "not signed by a CA it trusts" in refused.value.message
+
+
+def test_the_spark_source_reads_over_mtls_with_its_kafka_ssl_options(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The data source's driver side (planning) and executor side (`read_range`) called
+    directly, without a JVM: the ``kafka.security.protocol`` / ``kafka.ssl.*`` options reach
+    every connection; without them the TLS port refuses the source at the handshake; a bad
+    file fails the query before any task runs, naming the option."""
+    pytest.importorskip("pyspark")
+    from spark.batch_reader import KraftBatchReader
+    from spark.options import ReadOptions
+
+    with AdminClient(cluster.bootstrap, **cluster.client_security) as admin:
+        admin.create_topic("spark-tls", partitions=2, replication_factor=3)
+        admin.wait_for_leaders("spark-tls")
+    with Producer(cluster.bootstrap, **cluster.client_security) as producer:
+        for i in range(40):
+            producer.send("spark-tls", b"v%d" % i)
+        producer.flush()
+    plain = {"kraft.bootstrap": cluster.bootstrap, "subscribe": "spark-tls"}
+    # Spark lower-cases the keys; ssl_cafile -> kafka.ssl.cafile
+    ssl = {f"KAFKA.{k.replace('_', '.').upper()}": v for k, v in cluster.client_security.items()}
+    reader = KraftBatchReader(ReadOptions.parse({**plain, **ssl}))
+    batches = [batch for p in reader.partitions() for batch in reader.read(p)]
+    values = sorted(v for batch in batches for v in batch.column("value").to_pylist())
+    assert values == sorted(b"v%d" % i for i in range(40))
+    with pytest.raises(SslAuthenticationFailedError, match="requires TLS"):
+        KraftBatchReader(ReadOptions.parse(plain)).partitions()
+    missing = str(tmp_path / "nowhere.pem")
+    with pytest.raises(ValueError, match=r"option kafka\.ssl\.cafile: cannot read"):
+        ReadOptions.parse({**plain, **ssl, "kafka.ssl.cafile": missing})

@@ -1,21 +1,37 @@
-"""The README's local-cluster example runs as written."""
+"""The README's examples run as written: the local-cluster Python example, and the Security
+section's walk-through on ``kraft cluster up --tls --authorizer`` (its ``sh`` block, line by
+line)."""
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def readme_blocks(language: str, section: str | None = None) -> list[str]:
+    """The README's fenced ``language`` blocks (of the ``## section`` only, if given)."""
+    text = (ROOT / "README.md").read_text()
+    if section is not None:
+        start = text.index(f"\n## {section}")
+        end = text.find("\n## ", start + 1)
+        text = text[start : end if end >= 0 else len(text)]
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
 @pytest.mark.process
 def test_readme_local_cluster_example_runs(tmp_path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    (example,) = [b for b in blocks if "LocalCluster(" in b]
+    (example,) = [b for b in readme_blocks("python") if "LocalCluster(" in b]
     result = subprocess.run(
         [sys.executable, "-c", example],
         capture_output=True,
@@ -26,3 +42,100 @@ def test_readme_local_cluster_example_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("RecordMetadata(topic='events'"), result.stdout
     assert result.stderr == "", result.stderr  # a library prints nothing unasked
+
+
+# -- the README's shell walk-throughs --------------------------------------------------------
+
+
+class Shell:
+    """Runs a README ``sh`` block line by line, the ``kraft`` commands in this process (a
+    subprocess per command costs seconds of start-up on a loaded machine): ``kraft ...``,
+    ``seq A B | kraft ...``, ``kraft ... | wc -l``, ``export K=V`` and
+    ``eval "$(kraft ...)"``. A line whose comment says ``# refused: CODE`` must fail with
+    CODE on stderr; every other line must succeed. Anything else is not in the subset and
+    fails the test (the README must stay runnable)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+        self._monkeypatch = monkeypatch
+        self._capsys = capsys
+        for key in [k for k in os.environ if k.startswith("KRAFT_")]:
+            monkeypatch.delenv(key)
+
+    def kraft(self, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+        from kraft.cli import main
+
+        data = io.BytesIO(stdin.encode())
+        self._monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(data))
+        self._capsys.readouterr()
+        code = main(argv)
+        out = self._capsys.readouterr()
+        return code, out.out, out.err
+
+    def export(self, words: list[str]) -> None:
+        for word in words:
+            name, _, value = word.partition("=")
+            self._monkeypatch.setenv(name, value)
+
+    def run(self, line: str) -> str:
+        """Run one line; its stdout."""
+        refused = re.search(r"#\s*refused:\s*(\w+)", line)
+        words = shlex.split(line, comments=True)
+        stdin, count = "", False
+        if words[:1] == ["seq"] and "|" in words:
+            cut = words.index("|")
+            low, high = int(words[1]), int(words[2])
+            stdin = "".join(f"{n}\n" for n in range(low, high + 1))
+            words = words[cut + 1 :]
+        if words[-3:] == ["|", "wc", "-l"]:
+            count, words = True, words[:-3]
+        if words[0] == "export":
+            self.export(words[1:])
+            return ""
+        if words[0] == "eval" and len(words) == 2 and words[1].startswith("$(kraft "):
+            code, out, err = self.kraft(shlex.split(words[1][len("$(kraft ") : -1]))
+            assert code == 0, f"{line}\n{err}"
+            self.export([w for w in shlex.split(out) if w != "export"])
+            return out
+        assert words[0] == "kraft" and "|" not in words, f"not in the subset: {line}"
+        code, out, err = self.kraft(words[1:], stdin)
+        if refused:
+            assert code == 1 and refused.group(1) in err, f"{line}: not refused\n{out}{err}"
+        else:
+            assert code == 0, f"{line}\n{out}{err}"
+        return f"{len(out.splitlines())}\n" if count else out
+
+
+@pytest.fixture
+def _restore_logging() -> Iterator[None]:
+    """``kraft.cli.main`` configures structlog to write to the stderr of the moment: leave it
+    as it was (a stream pytest closes after the test must not stay configured)."""
+    configured, saved = structlog.is_configured(), structlog.get_config()
+    yield
+    if configured:
+        structlog.configure(**saved)
+    else:
+        structlog.reset_defaults()
+
+
+@pytest.mark.process
+@pytest.mark.timeout(240)
+@pytest.mark.usefixtures("_restore_logging")
+def test_readme_security_walk_through_runs_on_a_tls_cluster_with_the_authorizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = readme_blocks("sh", "Security")
+    data_dir = str(tmp_path / "kcs")
+    lines = [line.replace("/tmp/kcs", data_dir) for line in block.splitlines() if line.strip()]
+    assert any("--tls --authorizer" in line for line in lines)
+    shell = Shell(monkeypatch, capsys)
+    outputs: dict[str, str] = {}
+    try:
+        for line in lines:
+            outputs[line] = shell.run(line)
+    finally:
+        if (tmp_path / "kcs" / "cluster.json").exists():
+            shell.kraft(["cluster", "down", "--data-dir", data_dir])
+    consumed = next(out for line, out in outputs.items() if "kraft consume" in line)
+    assert consumed == "100\n"  # the 100 records alice produced, read back by her
+    assert os.environ["KRAFT_SSL_CERTFILE"].endswith("alice.pem")
+    assert not (tmp_path / "kcs" / "cluster.json").exists()  # cluster down ran

@@ -126,6 +126,27 @@ def _denies(principal: str) -> list[AclBinding]:
     ]
 
 
+DAVE = "User:CN=dave"
+
+
+def _partial_grants(principal: str) -> list[AclBinding]:
+    """Some topics, not others: ``orders`` and every ``dave-`` topic, and group ``g``."""
+    prefixed = AclBinding(
+        resource_type=ResourceType.TOPIC,
+        resource_name="dave-",
+        pattern_type=PatternType.PREFIXED,
+        principal=principal,
+        host="*",
+        operation=AclOperation.ALL,
+        permission_type=AclPermissionType.ALLOW,
+    )
+    return [
+        _acl(ResourceType.TOPIC, "orders", principal),
+        prefixed,
+        _acl(ResourceType.GROUP, "g", principal, AclOperation.READ),
+    ]
+
+
 class Setup:
     def __init__(self, cluster: LocalCluster, tls: dict[str, TlsConfig | None]) -> None:
         self.cluster = cluster
@@ -140,7 +161,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         brokers=1,
         data_dir=data_dir,
         tls=True,
-        tls_clients=("alice", "mallory", "nobody", "bob"),
+        tls_clients=("alice", "mallory", "nobody", "bob", "dave"),
         broker_config=AUTH,
         controller_config=AUTH,
     ) as cluster:
@@ -162,6 +183,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                     *_grants("User:CN=alice"),
                     *_grants("User:CN=mallory"),
                     *_denies("User:CN=mallory"),
+                    *_partial_grants(DAVE),
                 ]
             )
             # A group to list and describe (an admin commit creates it).
@@ -289,6 +311,79 @@ def test_every_rpc_refuses_every_caller_it_must_and_allows_the_others(setup: Set
                 wrong.append(f"{name} by {caller}: {got}, expected {outcome}")
     assert wrong == [], "\n".join(wrong)
     assert checked >= 5 * 25
+
+
+# -- per-topic answers ----------------------------------------------------------------------------
+
+B, C = broker_pb2, controller_pb2
+PER_TOPIC_CALLS: dict[str, tuple[str, str, Any]] = {  # dave may use orders and dave-*, not secret
+    "Produce": ("broker", "Produce", B.ProduceRequest(acks=1, timeout_ms=1000, topic_data=[
+        B.ProduceTopicData(name=n, partition_data=[B.ProducePartitionData(index=0)])
+        for n in ("orders", "secret")])),
+    "Fetch": ("broker", "Fetch", B.BrokerFetchRequest(replica_id=-1, max_bytes=1000, topics=[
+        B.FetchTopic(topic=n, partitions=[B.FetchPartition(
+            partition=0, current_leader_epoch=-1, partition_max_bytes=1000)])
+        for n in ("orders", "secret")])),
+    "ListOffsets": ("broker", "ListOffsets", B.ListOffsetsRequest(replica_id=-1, topics=[
+        B.ListOffsetsTopic(name=n, partitions=[B.ListOffsetsPartition(partition_index=0)])
+        for n in ("orders", "secret")])),
+    "Metadata": ("broker", "Metadata", B.MetadataRequest(topics=["orders", "secret"])),
+    "OffsetCommit": ("broker", "OffsetCommit", B.OffsetCommitRequest(
+        group_id="g", generation_id_or_member_epoch=-1, topics=[
+            B.OffsetCommitRequestTopic(name=n, partitions=[
+                B.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])
+            for n in ("orders", "secret")])),
+    "CreateTopics": ("controller", "CreateTopics", C.CreateTopicsRequest(
+        validate_only=True, topics=[
+            C.CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+            for n in ("dave-new", "secret")])),
+    "DeleteTopics": ("controller", "DeleteTopics", C.DeleteTopicsRequest(
+        topic_names=["dave-ghost", "secret"])),
+}  # fmt: skip
+
+
+def _topic_errors(method: str, response: Any) -> dict[str, set[int]]:
+    """topic -> the error codes the response gives it (per partition or per topic)."""
+    if method == "Produce":
+        return {t.name: {p.error_code for p in t.partition_responses} for t in response.responses}
+    if method == "Fetch":
+        return {t.topic: {p.error_code for p in t.partitions} for t in response.responses}
+    if method in ("ListOffsets", "OffsetCommit"):
+        return {t.name: {p.error_code for p in t.partitions} for t in response.topics}
+    return {t.name: {t.error_code} for t in response.topics}
+
+
+@pytest.mark.parametrize("name", list(PER_TOPIC_CALLS))
+def test_a_request_naming_a_refused_topic_and_allowed_ones_is_answered_per_topic(
+    setup: Setup, name: str
+) -> None:
+    """As Kafka: TOPIC_AUTHORIZATION_FAILED for the refused topic, a normal answer (whatever
+    the operation says: NONE, TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION, ...) for the
+    allowed one."""
+    cluster = setup.cluster
+    service, method, request = PER_TOPIC_CALLS[name]
+    dave = client_tls(**cluster.client_security_of("dave"))
+    address = cluster.bootstrap.split(",")[0]
+    stubs: dict[str, Any] = {
+        "broker": broker_pb2_grpc.BrokerStub,
+        "controller": controller_pb2_grpc.ControllerStub,
+    }
+
+    def answer() -> dict[str, set[int]]:
+        channel = client_channel(address, dave)
+        try:
+            response = getattr(stubs[service](channel), method)(request, timeout=15)
+        except grpc.RpcError as e:  # refused whole: the ACLs are not applied yet
+            raise translate_rpc_error(e, address, "broker", dave) from None
+        finally:
+            channel.close()
+        return _topic_errors(method, response)
+
+    errors, _ = _until(answer, "dave's ACLs")  # applied on the broker within the bound
+    failed = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    assert errors.pop("secret") == {failed}, errors
+    (allowed,) = errors.values()
+    assert failed not in allowed and allowed, errors
 
 
 # -- grants, denies and revocations with real clients --------------------------------------------
