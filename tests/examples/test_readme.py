@@ -50,7 +50,7 @@ def test_readme_local_cluster_example_runs(tmp_path: Path) -> None:
 class Shell:
     """Runs a README ``sh`` block line by line, the ``kraft`` commands in this process (a
     subprocess per command costs seconds of start-up on a loaded machine): ``kraft ...``,
-    ``seq A B | kraft ...``, ``kraft ... | wc -l``, ``export K=V`` and
+    ``seq A B | kraft ...``, ``kraft ... | wc -l``, ``kraft ... | tail -N``, ``export K=V`` and
     ``eval "$(kraft ...)"``. A line whose comment says ``# refused: CODE`` must fail with
     CODE on stderr; every other line must succeed. Anything else is not in the subset and
     fails the test (the README must stay runnable)."""
@@ -86,8 +86,11 @@ class Shell:
             low, high = int(words[1]), int(words[2])
             stdin = "".join(f"{n}\n" for n in range(low, high + 1))
             words = words[cut + 1 :]
+        tail = 0
         if words[-3:] == ["|", "wc", "-l"]:
             count, words = True, words[:-3]
+        elif len(words) > 3 and words[-3:-1] == ["|", "tail"] and words[-1].startswith("-"):
+            tail, words = int(words[-1][1:]), words[:-3]
         if words[0] == "export":
             self.export(words[1:])
             return ""
@@ -102,6 +105,8 @@ class Shell:
             assert code == 1 and refused.group(1) in err, f"{line}: not refused\n{out}{err}"
         else:
             assert code == 0, f"{line}\n{out}{err}"
+        if tail:
+            return "".join(f"{x}\n" for x in out.splitlines()[-tail:])
         return f"{len(out.splitlines())}\n" if count else out
 
 
@@ -139,3 +144,33 @@ def test_readme_security_walk_through_runs_on_a_tls_cluster_with_the_authorizer(
     assert consumed == "100\n"  # the 100 records alice produced, read back by her
     assert os.environ["KRAFT_SSL_CERTFILE"].endswith("alice.pem")
     assert not (tmp_path / "kcs" / "cluster.json").exists()  # cluster down ran
+
+
+@pytest.mark.process
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("_restore_logging")
+def test_readme_cli_walk_through_runs_as_admin_on_a_tls_cluster_with_the_authorizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "A cluster from the command line" exactly as written, on ``cluster up --tls
+    --authorizer``: ``kraft cluster env`` gives the admin identity, so every step works."""
+    (block,) = readme_blocks("sh", "A cluster from the command line")
+    data_dir = str(tmp_path / "kc")
+    lines = [line.replace("/tmp/kc", data_dir) for line in block.splitlines() if line.strip()]
+    up = next(i for i, line in enumerate(lines) if line.startswith("kraft cluster up"))
+    lines[up] = lines[up].replace(" --detach", " --tls --authorizer --detach")
+    shell = Shell(monkeypatch, capsys)
+    outputs: dict[str, str] = {}
+    try:
+        for line in lines:
+            outputs[line] = shell.run(line)
+    finally:
+        if (tmp_path / "kc" / "cluster.json").exists():
+            shell.kraft(["cluster", "down", "--data-dir", data_dir])
+    assert os.environ["KRAFT_SSL_CERTFILE"].endswith("admin.pem")
+    consumed = next(out for line, out in outputs.items() if "kraft consume" in line)
+    assert consumed.splitlines()[-1].endswith("1000")  # the last of the 1,000 records
+    described = next(out for line, out in outputs.items() if "topics describe" in line)
+    assert described.count("\tPartition: ") == 6, described  # all 6, each with its leader
+    assert "Leader: -1" not in described, described
+    assert not (tmp_path / "kc" / "cluster.json").exists()  # cluster down ran
