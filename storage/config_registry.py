@@ -442,13 +442,15 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "controller.quorum.bootstrap.servers",
         _T.LIST,
         None,
-        "controllers only, instead of `controller.quorum.voters`: the voter set lives in the "
+        "instead of `controller.quorum.voters`: the voter set lives in the "
         "metadata log and changes with `kraft quorum add-controller` / `remove-controller` "
         "(KIP-853). `id@host:port,...` of the initial voters, the same on every controller; "
-        "a controller not in it starts as an observer until added. (Kafka's takes `host:port` "
+        "a controller not in it starts as an observer until added. A broker needs at least "
+        "one reachable voter in it: it learns the voter set and their endpoints from the log "
+        "and its controller channel follows them. (Kafka's takes `host:port` "
         "and the initial voters come from `kafka-storage format`; kraft's Raft transport "
         "addresses peers by id.)",
-        readers=_C,
+        readers=_BC,
         shown_default="(none)",
     ),
     _node(
