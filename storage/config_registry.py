@@ -855,6 +855,29 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         field="log_cleaner_backoff_ms",
         min_value=1,
     ),
+    _node(
+        "log.cleaner.threads",
+        _T.INT,
+        "1",
+        "worker threads the log cleaner cleans in, one log each at a time, off the broker's "
+        "event loop (the swap onto the live log is applied on the loop; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_threads",
+        min_value=1,
+    ),
+    _node(
+        "log.cleaner.dedupe.buffer.size",
+        _T.LONG,
+        "134217728",
+        "memory for the cleaner's key maps, shared by its threads: a pass maps the keys of "
+        "as much of a log's dirty part as fits and cleans that prefix, the next pass goes on "
+        "(an entry costs ~128 bytes here, 24 in Kafka's packed map; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_dedupe_buffer_size",
+        min_value=1,
+    ),
     # -- consumer groups (KIP-848): the offsets topic and the group coordinator ------------------
     _node(
         "offsets.topic.num.partitions",

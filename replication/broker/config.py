@@ -122,6 +122,10 @@ class BrokerNodeConfig:
     VotersRecord, and its controller channel follows them (`replication.broker.controllers`)."""
     log_cleaner_backoff_ms: int = 15_000
     """[log.cleaner.backoff.ms] how often the log cleaner runs over the compacted replicas."""
+    log_cleaner_threads: int = 1
+    """[log.cleaner.threads] worker threads the cleaner's passes run in."""
+    log_cleaner_dedupe_buffer_size: int = 128 << 20
+    """[log.cleaner.dedupe.buffer.size] bytes of key maps, shared by the cleaner threads."""
     offsets_topic_num_partitions: int = 50
     """[offsets.topic.num.partitions]"""
     offsets_topic_replication_factor: int = 3

@@ -103,6 +103,7 @@ from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
 from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
+from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.controllers import ControllerDiscovery
 from replication.broker.fetcher import LeaderFetcher
@@ -111,7 +112,7 @@ from replication.broker.group_service import GroupService
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
-from replication.broker.retention import run_log_cleaner, run_retention
+from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
 from replication.broker.throttle import (
     FOLLOWER_RATE_KEY,
@@ -330,7 +331,9 @@ class BrokerServer:
                 name="broker-retention",
             ),
             asyncio.create_task(
-                run_log_cleaner(
+                LogCleaner(
+                    self.config.log_cleaner_threads, self.config.log_cleaner_dedupe_buffer_size
+                ).run(
                     lambda: self.replicas.values(),
                     self.config.log_cleaner_backoff_ms,
                     wall_clock_ms,
