@@ -18,29 +18,39 @@ Its end is the *first uncleanable offset*. The *first dirty offset* is where the
 ended (the ``cleaner-offset-checkpoint``; the log start offset when there is none). A pass
 runs only when the dirty part is at least ``min.cleanable.dirty.ratio`` of the range's bytes.
 
-*What is kept* (`OffsetMap`, `keeps`). The cleaner maps each key of the cleanable range to its
-latest offset there, then keeps a record if its offset is that latest one. A latest record
-that is a tombstone (null value) is kept until ``delete.retention.ms`` after its timestamp,
-so a consumer that reads the log from its start within that time sees the delete. Records
-without a key are kept (the leader refuses them on a compacted topic, as Kafka does). Records
-past the first uncleanable offset are never touched, so a key whose newest record lies there
+*What is kept* (`OffsetMap`, `keeps`), Kafka's two-pass clean. The cleaner maps each key of
+the *dirty* part (from the first dirty offset on) to its latest offset there, then rewrites the
+range from the log start to where the map ends and keeps a record unless the map holds a newer
+offset of its key. The part before the first dirty offset was cleaned by earlier passes, so it
+holds one record per key already; a key there that the dirty part updates goes with that
+update. A latest record that is a tombstone (null value) is kept until ``delete.retention.ms``
+after its timestamp, so a consumer that reads the log from its start within that time sees the
+delete. Records without a key are kept (the leader refuses them on a compacted topic, as Kafka
+does). Records past the map's end are never touched, so a key whose newest record lies there
 keeps its older records in the range too, until a later pass.
 
-NB (deviations from Kafka): kraft maps the keys of the whole cleanable range on each pass,
-not only of its dirty part, so the map holds every distinct key of the range (Kafka bounds
-its map by ``log.cleaner.dedupe.buffer.size`` and cleans in several passes). A tombstone's
-age is its own timestamp, not KIP-534's delete horizon stamped in the batch by an earlier
-pass. Batches whose records are all removed are not dropped: each run of them (in one leader
-epoch) becomes one empty 61-byte batch covering their offsets, and a producer's last batch
-keeps its own header, so batch offsets stay contiguous (followers, readers and recovery need
-no change). Kafka drops such batches (keeping only a producer's last), which leaves holes
-between batches.
+*The bound* (``log.cleaner.dedupe.buffer.size``, Kafka's ``SkimpyOffsetMap``). The map holds
+an MD5 digest of each key (16 bytes, as Kafka's) and its offset, and at most as many entries
+as the buffer pays for at `OFFSET_MAP_ENTRY_BYTES` each. `map_keys` stops before the first
+batch that does not fit, and that batch's base offset ends the pass: a pass that does not fit
+cleans a prefix of the dirty part, checkpoints its end, and the next pass continues from there
+(it always takes at least one batch, so every pass moves on). A digest collision makes the
+cleaner drop an older record of another key with the same digest (Kafka accepts the same
+risk with the same hash).
+
+NB (deviations from Kafka): a tombstone's age is its own timestamp, not KIP-534's delete
+horizon stamped in the batch by an earlier pass. Batches whose records are all removed are not
+dropped: each run of them (in one leader epoch) becomes one empty 61-byte batch covering their
+offsets, and a producer's last batch keeps its own header, so batch offsets stay contiguous
+(followers, readers and recovery need no change). Kafka drops such batches (keeping only a
+producer's last), which leaves holes between batches.
 
 Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
 """
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +58,7 @@ from dataclasses import dataclass
 import google_crc32c
 
 from storage.compression import Compression, compress
-from storage.config import LogConfig
+from storage.config import LONG_MAX, LogConfig
 from storage.records import (
     BATCH_HEADER_SIZE,
     CRC_START,
@@ -129,26 +139,55 @@ def plan_compaction(
     )
 
 
+OFFSET_MAP_ENTRY_BYTES = 128
+"""What one `OffsetMap` entry costs in memory here (a 16-byte digest and an offset in a
+Python dict: ~128 bytes measured with tracemalloc; Kafka's packed map pays 24)."""
+
+
 class OffsetMap:
-    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, exact),
-    and each producer id's last batch there (whose header an emptied batch keeps)."""
+    """Each key's latest offset in the part of the log a pass maps (Kafka's
+    ``SkimpyOffsetMap``: keyed by an MD5 digest of the key), each producer id's last batch in
+    the range the pass cleans (whose header an emptied batch keeps), and where that range
+    ends.
 
-    __slots__ = ("_latest", "last_batch_of_producer")
+    Args:
+        capacity: the most keys it holds (None: unbounded); see `map_keys`.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_latest", "capacity", "end_offset", "last_batch_of_producer")
+
+    def __init__(self, capacity: int | None = None) -> None:
         self._latest: dict[bytes, int] = {}
+        self.capacity = capacity
+        self.end_offset = LONG_MAX
+        """Records at or past it are outside this pass: `keeps` keeps them."""
         self.last_batch_of_producer: dict[int, int] = {}
-        """producer id -> base offset of its last batch in the cleanable range."""
+        """producer id -> base offset of its last batch in the cleaned range."""
+
+    @classmethod
+    def for_buffer(cls, buffer_bytes: int | None) -> OffsetMap:
+        """A map that fits ``log.cleaner.dedupe.buffer.size`` (None: unbounded)."""
+        if buffer_bytes is None:
+            return cls()
+        return cls(max(1, buffer_bytes // OFFSET_MAP_ENTRY_BYTES))
 
     def put(self, key: bytes, offset: int) -> None:
         """Record ``key`` at ``offset``; offsets come in increasing order."""
-        self._latest[key] = offset
+        self._latest[_digest(key)] = offset
 
     def get(self, key: bytes) -> int | None:
-        return self._latest.get(key)
+        return self._latest.get(_digest(key))
+
+    def has_room(self, keys: int) -> bool:
+        """Whether ``keys`` more (new) keys surely fit."""
+        return self.capacity is None or len(self._latest) + keys <= self.capacity
 
     def __len__(self) -> int:
         return len(self._latest)
+
+
+def _digest(key: bytes) -> bytes:
+    return hashlib.md5(key, usedforsecurity=False).digest()
 
 
 def keeps(
@@ -161,15 +200,13 @@ def keeps(
     delete_retention_ms: int,
     now_ms: int,
 ) -> bool:
-    """Whether the cleaner keeps this record of the cleanable range (see "What is kept")."""
-    if key is None:
-        return True
+    """Whether the cleaner keeps this record of the cleaned range (see "What is kept")."""
+    if key is None or offset >= offsets.end_offset:
+        return True  # no key, or beyond the range this pass cleans
     latest = offsets.get(key)
-    if latest is None or offset > latest:
-        return True  # not in the map: beyond the range the map covers
-    if offset < latest:
+    if latest is not None and offset < latest:
         return False  # a newer record of the key follows
-    if value is None:  # the latest record is a tombstone
+    if value is None:  # the latest record of its key (mapped, or in the clean part)
         return now_ms - timestamp_ms <= delete_retention_ms
     return True
 
@@ -180,20 +217,33 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
 _CODEC_MASK = 0x07
 
 
-def map_keys(data: bytes, offsets: OffsetMap, *, end_offset: int) -> None:
-    """Put every keyed record below ``end_offset`` of ``data`` (whole batches) in ``offsets``.
+def map_keys(
+    data: bytes, offsets: OffsetMap, *, end_offset: int, start_offset: int = 0
+) -> int | None:
+    """Map the keyed records of ``data`` (whole batches) in ``[start_offset, end_offset)``
+    into ``offsets``, and note each producer's last batch below ``end_offset``.
+
+    Returns:
+        None if every batch fitted; else the base offset of the first batch that did not (the
+        map is full: the pass ends there). A batch always fits into an empty map.
 
     Raises:
         CorruptRecordError: a batch does not decode.
     """
     for pos, header in iter_batches(data):
         if header.base_offset >= end_offset:
-            return
+            return None
+        mapped = header.next_offset > start_offset
+        if mapped and len(offsets) and not offsets.has_room(header.record_count):
+            return header.base_offset
         if header.producer_id != NO_PRODUCER_ID:
             offsets.last_batch_of_producer[header.producer_id] = header.base_offset
+        if not mapped:
+            continue  # the clean part: its keys are unique already
         for offset, _ts, key, _value, _headers in record_tuples(data, pos):
-            if key is not None and offset < end_offset:
+            if key is not None and start_offset <= offset < end_offset:
                 offsets.put(key, offset)
+    return None
 
 
 def clean_batches(
@@ -325,6 +375,7 @@ def _batch(fields: tuple[int, ...], count: int, body: bytes) -> bytes:
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
+    "OFFSET_MAP_ENTRY_BYTES",
     "CompactionPlan",
     "OffsetMap",
     "clean_batches",

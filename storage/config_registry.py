@@ -442,13 +442,15 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "controller.quorum.bootstrap.servers",
         _T.LIST,
         None,
-        "controllers only, instead of `controller.quorum.voters`: the voter set lives in the "
+        "instead of `controller.quorum.voters`: the voter set lives in the "
         "metadata log and changes with `kraft quorum add-controller` / `remove-controller` "
         "(KIP-853). `id@host:port,...` of the initial voters, the same on every controller; "
-        "a controller not in it starts as an observer until added. (Kafka's takes `host:port` "
+        "a controller not in it starts as an observer until added. A broker needs at least "
+        "one reachable voter in it: it learns the voter set and their endpoints from the log "
+        "and its controller channel follows them. (Kafka's takes `host:port` "
         "and the initial voters come from `kafka-storage format`; kraft's Raft transport "
         "addresses peers by id.)",
-        readers=_C,
+        readers=_BC,
         shown_default="(none)",
     ),
     _node(
@@ -851,6 +853,29 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         readers=_B,
         owner=_BROKER,
         field="log_cleaner_backoff_ms",
+        min_value=1,
+    ),
+    _node(
+        "log.cleaner.threads",
+        _T.INT,
+        "1",
+        "worker threads the log cleaner cleans in, one log each at a time, off the broker's "
+        "event loop (the swap onto the live log is applied on the loop; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_threads",
+        min_value=1,
+    ),
+    _node(
+        "log.cleaner.dedupe.buffer.size",
+        _T.LONG,
+        "134217728",
+        "memory for the cleaner's key maps, shared by its threads: a pass maps the keys of "
+        "as much of a log's dirty part as fits and cleans that prefix, the next pass goes on "
+        "(an entry costs ~128 bytes here, 24 in Kafka's packed map; docs/compaction.md)",
+        readers=_B,
+        owner=_BROKER,
+        field="log_cleaner_dedupe_buffer_size",
         min_value=1,
     ),
     # -- consumer groups (KIP-848): the offsets topic and the group coordinator ------------------

@@ -48,7 +48,7 @@ import structlog
 
 from storage.checkpoint import fsync_dir
 from storage.config import LogConfig
-from storage.errors import InvalidOffsetError, KafkaStorageError, OffsetOutOfRangeError
+from storage.errors import InvalidOffsetError, KafkaStorageError, KraftError, OffsetOutOfRangeError
 from storage.file_io import FileIO, file_io_for, storage_error
 from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
@@ -58,7 +58,16 @@ from storage.log_append import (
     checked_single_batch,
     prepare_leader_append,
 )
-from storage.log_cleaner import CleanResult, clean_log
+from storage.log_cleaner import (
+    CleanJob,
+    CleanOutput,
+    CleanResult,
+    apply_clean,
+    discard_clean,
+    is_current,
+    prepare_clean,
+    run_clean,
+)
 from storage.log_health import LogHealth, maps_storage_errors
 from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
 from storage.log_offsets import LogOffsets
@@ -582,15 +591,23 @@ class SegmentedLog:
             self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
         return plan.segments_to_delete
 
-    @maps_storage_errors
-    def compact(self, now_ms: int | None = None, *, high_watermark: int) -> CleanResult | None:
-        """One log-cleaner pass if ``cleanup.policy`` includes ``compact``: keep the latest
-        record of each key in the cleanable segments (never the active one, never at or past
-        ``high_watermark``, never younger than ``min.compaction.lag.ms``), tombstones until
-        ``delete.retention.ms``, when the dirty ratio reaches ``min.cleanable.dirty.ratio``.
-        Offsets, segment bases and the log end offset do not change. Durable on return (a
-        crash midway is finished by recovery). See `storage.compaction` and
-        `storage.log_cleaner`.
+    def compact(
+        self,
+        now_ms: int | None = None,
+        *,
+        high_watermark: int,
+        offset_map_bytes: int | None = None,
+    ) -> CleanResult | None:
+        """One log-cleaner pass on this thread if ``cleanup.policy`` includes ``compact``: keep
+        the latest record of each key in the cleanable segments (never the active one, never
+        at or past ``high_watermark``, never younger than ``min.compaction.lag.ms``),
+        tombstones until ``delete.retention.ms``, when the dirty ratio reaches
+        ``min.cleanable.dirty.ratio``; with ``offset_map_bytes``
+        (``log.cleaner.dedupe.buffer.size``) only the dirty prefix whose keys fit. Offsets,
+        segment bases and the log end offset do not change. Durable on return (a crash midway
+        is finished by recovery). See `storage.compaction` and `storage.log_cleaner`.
+        `prepare_compaction` and `finish_compaction` split it around `run_clean`, which may
+        run in a worker thread.
 
         Returns:
             What the pass did, or None if there was nothing to clean.
@@ -598,27 +615,60 @@ class SegmentedLog:
         Raises:
             KafkaStorageError: a disk error (the log fails: see "Disk errors").
             LogClosedError: the log is closed.
+            CorruptRecordError: a segment does not decode.
         """
+        job = self.prepare_compaction(now_ms, high_watermark, offset_map_bytes)
+        if job is None:
+            return None
+        output: CleanOutput | Exception
+        try:
+            output = run_clean(job)
+        except (OSError, KraftError) as e:
+            output = e
+        return self.finish_compaction(job, output)
+
+    @maps_storage_errors
+    def prepare_compaction(
+        self, now_ms: int | None, high_watermark: int, offset_map_bytes: int | None = None
+    ) -> CleanJob | None:
+        """Plan a pass (`storage.log_cleaner.prepare_clean`; None: nothing to clean)."""
         self._health.check_open()
-        result = clean_log(
+        return prepare_clean(
             self._directory,
             self._segments,
             self._config,
             log_start_offset=self._offsets.log_start_offset,
             high_watermark=min(high_watermark, self.log_end_offset),
             now_ms=self._clock_ms() if now_ms is None else now_ms,
+            offset_map_bytes=offset_map_bytes,
         )
-        if result is not None:
-            self._log.info(
-                "log_compacted",
-                segments_cleaned=result.segments_cleaned,
-                segments_rewritten=result.segments_rewritten,
-                records_removed=result.records_removed,
-                bytes_before=result.bytes_before,
-                bytes_after=result.bytes_after,
-                end_offset=result.end_offset,
-                dirty_ratio=round(result.dirty_ratio, 3),
-            )
+
+    @maps_storage_errors
+    def finish_compaction(
+        self, job: CleanJob, output: CleanOutput | Exception
+    ) -> CleanResult | None:
+        """Swap a pass's output in (`storage.log_cleaner.apply_clean`), or raise its error;
+        None if the log changed under the pass (retention, a truncation) or closed: dropped."""
+        health = self._health
+        if health.closed or health.failed is not None or not is_current(self._segments, job):
+            if not isinstance(output, Exception):
+                discard_clean(output)
+            self._log.info("log_compaction_dropped", reason="log_changed_during_the_pass")
+            return None
+        if isinstance(output, Exception):
+            raise output
+        result = apply_clean(self._segments, job, output)
+        self._log.info(
+            "log_compacted",
+            segments_cleaned=result.segments_cleaned,
+            segments_rewritten=result.segments_rewritten,
+            records_removed=result.records_removed,
+            bytes_before=result.bytes_before,
+            bytes_after=result.bytes_after,
+            end_offset=result.end_offset,
+            keys_mapped=result.keys_mapped,
+            dirty_ratio=round(result.dirty_ratio, 3),
+        )
         return result
 
     def _after_start_moved(self, deleted: int, *, reason: str) -> None:

@@ -169,7 +169,7 @@ class FetchSnapshotResponse(_message.Message):
     def __init__(self, header: _Optional[_Union[RaftHeader, _Mapping]] = ..., error: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., leader_id: _Optional[int] = ..., snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., size_bytes: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class RaftEnvelope(_message.Message):
-    __slots__ = ("vote_request", "vote_response", "begin_quorum_epoch_request", "begin_quorum_epoch_response", "end_quorum_epoch_request", "end_quorum_epoch_response", "fetch_request", "fetch_response", "fetch_snapshot_request", "fetch_snapshot_response", "group")
+    __slots__ = ("vote_request", "vote_response", "begin_quorum_epoch_request", "begin_quorum_epoch_response", "end_quorum_epoch_request", "end_quorum_epoch_response", "fetch_request", "fetch_response", "fetch_snapshot_request", "fetch_snapshot_response", "group", "leader_endpoint")
     VOTE_REQUEST_FIELD_NUMBER: _ClassVar[int]
     VOTE_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     BEGIN_QUORUM_EPOCH_REQUEST_FIELD_NUMBER: _ClassVar[int]
@@ -181,6 +181,7 @@ class RaftEnvelope(_message.Message):
     FETCH_SNAPSHOT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     FETCH_SNAPSHOT_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     vote_request: VoteRequest
     vote_response: VoteResponse
     begin_quorum_epoch_request: BeginQuorumEpochRequest
@@ -192,4 +193,5 @@ class RaftEnvelope(_message.Message):
     fetch_snapshot_request: FetchSnapshotRequest
     fetch_snapshot_response: FetchSnapshotResponse
     group: str
-    def __init__(self, vote_request: _Optional[_Union[VoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[VoteResponse, _Mapping]] = ..., begin_quorum_epoch_request: _Optional[_Union[BeginQuorumEpochRequest, _Mapping]] = ..., begin_quorum_epoch_response: _Optional[_Union[BeginQuorumEpochResponse, _Mapping]] = ..., end_quorum_epoch_request: _Optional[_Union[EndQuorumEpochRequest, _Mapping]] = ..., end_quorum_epoch_response: _Optional[_Union[EndQuorumEpochResponse, _Mapping]] = ..., fetch_request: _Optional[_Union[FetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[FetchResponse, _Mapping]] = ..., fetch_snapshot_request: _Optional[_Union[FetchSnapshotRequest, _Mapping]] = ..., fetch_snapshot_response: _Optional[_Union[FetchSnapshotResponse, _Mapping]] = ..., group: _Optional[str] = ...) -> None: ...
+    leader_endpoint: str
+    def __init__(self, vote_request: _Optional[_Union[VoteRequest, _Mapping]] = ..., vote_response: _Optional[_Union[VoteResponse, _Mapping]] = ..., begin_quorum_epoch_request: _Optional[_Union[BeginQuorumEpochRequest, _Mapping]] = ..., begin_quorum_epoch_response: _Optional[_Union[BeginQuorumEpochResponse, _Mapping]] = ..., end_quorum_epoch_request: _Optional[_Union[EndQuorumEpochRequest, _Mapping]] = ..., end_quorum_epoch_response: _Optional[_Union[EndQuorumEpochResponse, _Mapping]] = ..., fetch_request: _Optional[_Union[FetchRequest, _Mapping]] = ..., fetch_response: _Optional[_Union[FetchResponse, _Mapping]] = ..., fetch_snapshot_request: _Optional[_Union[FetchSnapshotRequest, _Mapping]] = ..., fetch_snapshot_response: _Optional[_Union[FetchSnapshotResponse, _Mapping]] = ..., group: _Optional[str] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...

@@ -144,7 +144,9 @@ class LocalCluster:
         initial_voters: KIP-853: run the controllers with
             ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
             them; the others start as observers until ``kraft quorum add-controller`` adds
-            them (None: every controller is a static voter, ``controller.quorum.voters``).
+            them, and the brokers bootstrap from the same initial voters and follow the
+            voter set in the log (None: every controller is a static voter,
+            ``controller.quorum.voters``, and so is every broker's list).
     """
 
     def __init__(
@@ -648,10 +650,21 @@ class LocalCluster:
         )
 
     def _broker_process(self, broker_id: int) -> ManagedProcess:
+        # KIP-853: with a dynamic quorum the brokers too know only the initial voters, and
+        # follow the voter set in the metadata log.
+        quorum = (
+            {
+                "controller.quorum.bootstrap.servers": format_voters(
+                    {i: a for i, a in self.controller_addresses.items() if i <= self.initial_voters}
+                )
+            }
+            if self.initial_voters is not None
+            else {"controller.quorum.voters": format_voters(self.controller_addresses)}
+        )
         props = {
             "process.roles": "broker",
             "node.id": str(broker_id),
-            "controller.quorum.voters": format_voters(self.controller_addresses),
+            **quorum,
             "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}",
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),

@@ -201,6 +201,19 @@ class ControllerClient:
         for channel in channels:
             channel.close()
 
+    def set_addresses(self, addresses: Sequence[str], *, leader: str | None = None) -> None:
+        """Where the controllers are now (a broker's view of the voter set, KIP-853).
+
+        Later calls go to ``leader`` if given (and it did not just fail), else to the last
+        active controller while it is still listed, else round-robin over ``addresses``.
+        """
+        with self._lock:
+            self.addresses = list(addresses) or self.addresses
+            if leader is not None and not self._recently_failed(leader):
+                self._leader = leader
+            elif self._leader not in self.addresses:
+                self._leader = None
+
     # -- topics --------------------------------------------------------------------------------
 
     def create_topic(

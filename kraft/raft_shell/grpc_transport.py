@@ -12,6 +12,11 @@ The unary RPCs of raft.proto are served too, for tools, for the metadata group o
 inbound request is delivered and its handler waits for the response with the same (source,
 correlation id). A lost message is never retried here: the core's own timeouts do that.
 
+KIP-853 leader endpoints: a response that names a leader carries the leader's ``host:port``
+as the sender knows it (``RaftEnvelope.leader_endpoint``), and a node that has no address for
+that leader takes it (`learn_leader_endpoint`; a known address is never replaced): an
+observer whose log predates a new voter, redirected to it, can then reach it.
+
 Stream identity (issue 10), per peer and whatever the group: the first message on an inbound
 stream binds it to the sender id it claims; later messages claiming another id are dropped,
 as are responses (an inbound stream carries requests only). A response goes back on the
@@ -69,6 +74,9 @@ _REQUESTS: frozenset[type] = frozenset(
 
 _QUOTE_MAX = 60
 """At most this much of a peer's group name is quoted in a log event."""
+
+_ENDPOINT_MAX = 255
+"""The longest leader endpoint taken from a peer (a VotersRecord endpoint's bound too)."""
 
 _ReplyKey = tuple[str, int, int]
 """(group, requester, correlation id): where an answer goes."""
@@ -177,7 +185,7 @@ class GrpcRaftTransport:
             route = self._reply_routes.pop(key, None)
             if route is not None:
                 route.pending.pop(key, None)
-                route.send(to_envelope(msg, group))
+                route.send(to_envelope(msg, group, self._leader_endpoint(msg)))
             return
         link = self._links.get(msg.destination)
         now_s = time.monotonic()
@@ -195,6 +203,31 @@ class GrpcRaftTransport:
                 silent_after_s=2 * self._request_timeout_ms / 1000,
             )
         link.send(to_envelope(msg, group), now_s)
+
+    # --- KIP-853: leader endpoints ---------------------------------------------------------------
+
+    def _leader_endpoint(self, msg: RaftMessage) -> str:
+        """Where the leader a response names listens, as we know it ("" if unknown)."""
+        leader_id = getattr(msg, "leader_id", None)
+        return "" if leader_id is None else self._addresses.get(NodeId(leader_id), "")
+
+    def learn_leader_endpoint(self, msg: RaftMessage, endpoint: str) -> bool:
+        """A response named a leader we have no address for, and where it listens (Kafka's
+        NodeEndpoints): dial it there. An address we know is never replaced this way (the
+        metadata log's VotersRecord is the authority). True if it was learnt."""
+        leader_id = getattr(msg, "leader_id", None)
+        if leader_id is None or not endpoint or leader_id == self.node_id:
+            return False
+        if NodeId(leader_id) in self._addresses:
+            return False
+        self._addresses[NodeId(leader_id)] = endpoint[:_ENDPOINT_MAX]
+        self._log.info(
+            "leader_endpoint_learnt",
+            leader_id=leader_id,
+            endpoint=endpoint[:_QUOTE_MAX],
+            peer=int(msg.source),
+        )
+        return True
 
     # --- serving ------------------------------------------------------------------------------
 
@@ -451,6 +484,7 @@ class _Link:
                         )
                     continue
                 self._unanswered_since = None
+                self._transport.learn_leader_endpoint(msg, envelope.leader_endpoint)
                 self._transport._deliver(envelope_group(envelope), msg)
         except grpc.aio.AioRpcError:
             pass

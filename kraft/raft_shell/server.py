@@ -223,6 +223,11 @@ class RaftServer:
         lid = self.leader_id
         return self.voters.get(NodeId(lid), "") if lid is not None else ""
 
+    def voter_endpoints(self) -> dict[int, str]:
+        """The voter set in use (KIP-853: the latest in the log) with each voter's address;
+        empty before `start`."""
+        return {} if self._driver is None else self._driver.voter_endpoints()
+
     def not_leader_error(self) -> NotControllerError:
         return self.driver.not_leader_error()
 

@@ -334,11 +334,16 @@ _ENVELOPE_FIELDS: dict[type, str] = {
 }
 
 
-def to_envelope(m: RaftMessage, group: str = METADATA_GROUP) -> pb.RaftEnvelope:
-    """Wrap any core message of Raft group ``group`` for the Stream RPC."""
+def to_envelope(
+    m: RaftMessage, group: str = METADATA_GROUP, leader_endpoint: str = ""
+) -> pb.RaftEnvelope:
+    """Wrap any core message of Raft group ``group`` for the Stream RPC, with the
+    ``host:port`` of the leader a response names (KIP-853), if known."""
     envelope = pb.RaftEnvelope(**{_ENVELOPE_FIELDS[type(m)]: to_proto(m)})
     if group != METADATA_GROUP:
         envelope.group = group
+    if leader_endpoint:
+        envelope.leader_endpoint = leader_endpoint
     return envelope
 
 

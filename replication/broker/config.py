@@ -12,7 +12,8 @@ The one place that turns the broker's dotted Kafka keys into snake_case fields (
     broker.heartbeat.interval.ms=500
     replica.lag.time.max.ms=30000
 
-Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters``, ``listeners``
+Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters`` (or
+``controller.quorum.bootstrap.servers``, KIP-853: the voters then come from the log), ``listeners``
 (the first one is served), ``advertised.listeners`` (the first one is registered with the
 controller and handed to clients and other brokers; default: the listener, which then must not
 be the meta-address ``0.0.0.0``), ``log.dirs`` (the first directory), ``broker.rack``,
@@ -78,7 +79,7 @@ class BrokerNodeConfig:
     node_id: NodeId
     """[node.id] must differ from every controller id (one Raft id space)."""
     voters: Mapping[int, str]
-    """[controller.quorum.voters]"""
+    """[controller.quorum.voters] or [controller.quorum.bootstrap.servers] (``dynamic_voters``)."""
     listen: str
     """[listeners] host:port the Broker and Controller-forwarding services are served on."""
     advertised_listener: str | None = None
@@ -115,8 +116,16 @@ class BrokerNodeConfig:
     replicas; a dynamic broker config overrides it."""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     """[log.retention.check.interval.ms] how often retention runs over every replica."""
+    dynamic_voters: bool = False
+    """[controller.quorum.bootstrap.servers] KIP-853: ``voters`` are only where to start; the
+    broker's metadata observer learns the voter set and their endpoints from the log's
+    VotersRecord, and its controller channel follows them (`replication.broker.controllers`)."""
     log_cleaner_backoff_ms: int = 15_000
     """[log.cleaner.backoff.ms] how often the log cleaner runs over the compacted replicas."""
+    log_cleaner_threads: int = 1
+    """[log.cleaner.threads] worker threads the cleaner's passes run in."""
+    log_cleaner_dedupe_buffer_size: int = 128 << 20
+    """[log.cleaner.dedupe.buffer.size] bytes of key maps, shared by the cleaner threads."""
     offsets_topic_num_partitions: int = 50
     """[offsets.topic.num.partitions]"""
     offsets_topic_replication_factor: int = 3
@@ -202,7 +211,18 @@ class BrokerNodeConfig:
         Raises:
             InvalidConfigError: a required key is missing or a value is malformed.
         """
-        missing = [k for k in ("node.id", "controller.quorum.voters") if not props.get(k)]
+        static, bootstrap = (
+            props.get("controller.quorum.voters"),
+            props.get("controller.quorum.bootstrap.servers"),
+        )
+        if static and bootstrap:
+            raise InvalidConfigError(
+                "set controller.quorum.voters (static) or controller.quorum.bootstrap.servers "
+                "(dynamic, KIP-853), not both"
+            )
+        missing = [k for k in ("node.id",) if not props.get(k)]
+        if not static and not bootstrap:
+            missing.append("controller.quorum.voters")
         data_dir = (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
         if not data_dir:
             missing.append("log.dirs")
@@ -212,7 +232,7 @@ class BrokerNodeConfig:
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
         node_id = int_property(props, "node.id", -1)
-        voters = parse_voters(props["controller.quorum.voters"])
+        voters = parse_voters(static or bootstrap or "")
         if node_id in voters:
             raise InvalidConfigError(
                 f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
@@ -228,6 +248,7 @@ class BrokerNodeConfig:
         return cls(
             node_id=NodeId(node_id),
             voters=voters,
+            dynamic_voters=not static,
             listen=listener_address(listeners),
             advertised_listener=listener_address(advertised) if advertised else None,
             data_dir=Path(data_dir),
@@ -248,7 +269,11 @@ class BrokerNodeConfig:
         props = {
             "process.roles": "broker",
             "node.id": str(self.node_id),
-            "controller.quorum.voters": format_voters(self.voters),
+            (
+                "controller.quorum.bootstrap.servers"
+                if self.dynamic_voters
+                else "controller.quorum.voters"
+            ): format_voters(self.voters),
             "listeners": f"{self._protocol}://{self.listen}",
             "log.dirs": str(self.data_dir),
             **{key: str(getattr(self, field)) for key, field in _INT_FIELDS.items()},

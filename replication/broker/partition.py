@@ -87,6 +87,7 @@ from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
 from storage.log import SegmentedLog
+from storage.log_cleaner import CleanJob, CleanOutput
 from storage.records import BatchHeader, read_header
 
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
@@ -637,6 +638,31 @@ class PartitionReplica(NoDriverEvents):
         high_watermark = self.high_watermark
         with self.driver.storage_guard():
             result = self.log.compact(now_ms, high_watermark=high_watermark)
+        return 0 if result is None else result.records_removed
+
+    def prepare_compaction(self, now_ms: int, offset_map_bytes: int | None) -> CleanJob | None:
+        """`apply_compaction` in three steps, for a cleaner thread: this plans a pass (on the
+        loop), `storage.log_cleaner.run_clean` runs it in any thread, `finish_compaction`
+        swaps it in (on the loop). None: nothing to clean.
+
+        Raises:
+            KafkaStorageError: on a disk error (the replica went offline).
+        """
+        if self._quorum is not None or self.log.closed or not self.log.config.compact:
+            return None
+        high_watermark = self.high_watermark
+        with self.driver.storage_guard():
+            return self.log.prepare_compaction(now_ms, high_watermark, offset_map_bytes)
+
+    def finish_compaction(self, job: CleanJob, output: CleanOutput | Exception) -> int:
+        """Swap a pass in (or raise its error); the records removed (0: the pass was dropped,
+        the log having changed or closed meanwhile).
+
+        Raises:
+            KafkaStorageError: on a disk error (the replica went offline).
+        """
+        with self.driver.storage_guard():
+            result = self.log.finish_compaction(job, output)
         return 0 if result is None else result.records_removed
 
     # --- follower fetcher ---------------------------------------------------------------------

@@ -21,10 +21,11 @@ watermark (Kafka: the log start offset must not pass the high watermark). The lo
 offset moves to the first remaining segment; followers also adopt the leader's log start
 offset from fetch responses. Consumers fetching below it get OFFSET_OUT_OF_RANGE.
 
-*Compaction.* Every ``log.cleaner.backoff.ms`` (Kafka's default 15000) the broker calls
-`PartitionReplica.apply_compaction` on each replica whose ``cleanup.policy`` includes
-``compact``, leader or follower (each replica cleans its own log, as in Kafka): one log-cleaner
-pass below the replica's high watermark (`storage.log.SegmentedLog.compact`).
+*Compaction.* Every ``log.cleaner.backoff.ms`` (Kafka's default 15000) the broker's
+`replication.broker.cleaner.LogCleaner` runs one log-cleaner pass on each replica whose
+``cleanup.policy`` includes ``compact``, leader or follower (each replica cleans its own log,
+as in Kafka), below the replica's high watermark, in worker threads. `apply_compaction` here
+is the same pass on the caller's thread (`PartitionReplica.apply_compaction`).
 """
 
 from __future__ import annotations
@@ -95,18 +96,6 @@ def apply_compaction(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
     return removed
 
 
-async def run_log_cleaner(
-    replicas: Callable[[], Iterable[PartitionReplica]],
-    backoff_ms: int,
-    clock_ms: Callable[[], int],
-) -> None:
-    """Clean the compacted logs of ``replicas()`` every ``backoff_ms`` until cancelled
-    (Kafka's ``log.cleaner.backoff.ms``)."""
-    while True:
-        await asyncio.sleep(backoff_ms / 1000)
-        apply_compaction(list(replicas()), clock_ms())
-
-
 async def run_retention(
     replicas: Callable[[], Iterable[PartitionReplica]],
     interval_ms: int,
@@ -122,7 +111,6 @@ __all__ = [
     "apply_compaction",
     "apply_retention",
     "resolve_log_config",
-    "run_log_cleaner",
     "run_retention",
     "topic_keys_of_dynamic_broker_defaults",
 ]

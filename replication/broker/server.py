@@ -103,14 +103,16 @@ from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
 from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
+from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
+from replication.broker.controllers import ControllerDiscovery
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
 from replication.broker.group_service import GroupService
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
-from replication.broker.retention import run_log_cleaner, run_retention
+from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService, BrokerServicer
 from replication.broker.throttle import (
     FOLLOWER_RATE_KEY,
@@ -253,7 +255,16 @@ class BrokerServer:
             state_machine=_MetadataObserver(self),
             supervisor=self.supervisor,
             tls=config.tls,
+            dynamic_voters=config.dynamic_voters,
         )
+        # KIP-853: the controller channel follows the voters the observer reads in the log.
+        self._discovery = ControllerDiscovery(
+            self.raft.voter_endpoints,
+            lambda: self.raft.leader_id,
+            lambda addresses, leader: self._controllers.set_addresses(addresses, leader=leader),
+            logger=self._log,
+        )
+        self.raft.add_leader_listener(self._follow_controllers)
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -320,7 +331,9 @@ class BrokerServer:
                 name="broker-retention",
             ),
             asyncio.create_task(
-                run_log_cleaner(
+                LogCleaner(
+                    self.config.log_cleaner_threads, self.config.log_cleaner_dedupe_buffer_size
+                ).run(
                     lambda: self.replicas.values(),
                     self.config.log_cleaner_backoff_ms,
                     wall_clock_ms,
@@ -397,6 +410,9 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(fn, *args, **kwargs))
 
+    def _follow_controllers(self, _leader: int | None, _epoch: int) -> None:
+        self._discovery.refresh()
+
     def controller_leader_id(self) -> int | None:
         return self.raft.leader_id
 
@@ -410,6 +426,7 @@ class BrokerServer:
         protocol = "PLAINTEXT" if self.config.tls is None else "SSL"
         listener = Endpoint(name=protocol, host=host, port=int(port), security_protocol=protocol)
         while True:
+            self._discovery.refresh()
             try:
                 epoch = await self._blocking(
                     self._lifecycle_executor,
@@ -449,6 +466,7 @@ class BrokerServer:
             assert epoch is not None
             want_shutdown = self.stopping
             self._heartbeat_now.clear()
+            self._discovery.refresh()
             try:
                 response = await self._blocking(
                     self._lifecycle_executor,

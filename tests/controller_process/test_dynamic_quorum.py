@@ -1,7 +1,11 @@
 """KIP-853 with real processes: a controller quorum grows from one voter to three, then a
-voter is replaced (a fourth added, the first removed), while a producer writes with
-``acks=all`` through the brokers: metadata stays available and no acknowledged record is
-lost. The `kraft quorum` commands are the operator's path (`ControllerClient` underneath)."""
+voter is replaced (a fourth added, the first removed and stopped), while a producer writes
+with ``acks=all`` through the brokers: metadata stays available and no acknowledged record is
+lost. The brokers bootstrap from the first controller only
+(``controller.quorum.bootstrap.servers``): they learn the new voters from the metadata log,
+so once the only controller they were configured with is gone they still heartbeat (stay
+unfenced) and forward admin requests. The `kraft quorum` commands are the operator's path
+(`ControllerClient` underneath)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,11 @@ def _voters(cluster: LocalCluster) -> set[int]:
     return {r.replica_id for r in cluster.controller_client().describe_quorum(timeout=10).voters}
 
 
+def _unfenced_brokers(cluster: LocalCluster) -> set[int]:
+    brokers = cluster.controller_client().describe_cluster(timeout=10).brokers
+    return {b.broker_id for b in brokers if not b.fenced}
+
+
 def _quorum(cluster: LocalCluster, *argv: str) -> None:
     code = kraft_main(
         ["quorum", *argv, "--bootstrap-controller", cluster.controller_bootstrap, "--json"]
@@ -34,12 +43,13 @@ def _quorum(cluster: LocalCluster, *argv: str) -> None:
 def test_a_quorum_grows_from_one_to_three_and_replaces_a_voter_under_acks_all_writes(
     tmp_path: Path,
 ) -> None:
+    session_timeout_s = 2.5
     with LocalCluster(
         controllers=4,
         brokers=2,
         initial_voters=1,
         data_dir=tmp_path / "cluster",
-        controller_config={"broker.session.timeout.ms": "4000"},
+        controller_config={"broker.session.timeout.ms": str(int(session_timeout_s * 1000))},
         broker_config={"broker.heartbeat.interval.ms": "250"},
     ) as cluster:
         cluster.start_controller(1)
@@ -85,8 +95,11 @@ def test_a_quorum_grows_from_one_to_three_and_replaces_a_voter_under_acks_all_wr
             )
             _quorum(cluster, "remove-controller", "--controller-id", "1")
             assert _voters(cluster) == {2, 3, 4}
+            # The brokers' only configured controller goes: they must have followed the log.
+            cluster.kill_controller(1)
+            stopped_at = time.monotonic()
             before = len(acked)
-            with AdminClient(cluster.bootstrap) as admin:  # metadata still takes writes
+            with AdminClient(cluster.bootstrap) as admin:  # forwarded by a broker to 2, 3 or 4
                 admin.create_topic("after", partitions=1, replication_factor=2)
                 admin.wait_for_leaders("after", timeout=30)
             deadline = time.monotonic() + 20
@@ -104,3 +117,10 @@ def test_a_quorum_grows_from_one_to_three_and_replaces_a_voter_under_acks_all_wr
             while not set(acked) <= values and time.monotonic() < deadline:
                 values.update(int(r.value or b"") for r in consumer.poll(timeout=0.5))
         assert set(acked) <= values, "an acknowledged record was lost"
+        # A broker whose heartbeats stopped reaching the controller is fenced one session
+        # timeout later (and stays so): past it, both must be unfenced.
+        time.sleep(max(0.0, stopped_at + session_timeout_s + 0.5 - time.monotonic()))
+        deadline = time.monotonic() + 15
+        while _unfenced_brokers(cluster) != set(cluster.broker_ids):
+            assert time.monotonic() < deadline, "a broker stopped heartbeating"
+            time.sleep(0.05)

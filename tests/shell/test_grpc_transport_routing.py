@@ -146,3 +146,32 @@ def test_a_peer_that_moves_gets_a_new_channel() -> None:
         await transport.close()
 
     asyncio.run(main())
+
+
+def test_a_response_names_its_leaders_endpoint_and_an_observer_dials_it_there() -> None:
+    """KIP-853 (Kafka's NodeEndpoints): voter 1 answers an observer's fetch naming leader 4,
+    which joined after the observer last read the log; the answer carries 4's address, and the
+    observer, which had none for 4, takes it (a known address is never replaced)."""
+
+    async def main() -> None:
+        voter = GrpcRaftTransport(1, {1: "h:1", 4: "h:4"})
+        voter.register(METADATA_GROUP, _Inbox())
+        route = _Route()
+        request = _fetch(101, cid=3)
+        assert voter._admit_on_stream(route, METADATA_GROUP, request)
+        voter.send(METADATA_GROUP, dataclasses.replace(_answer(request), leader_id=NodeId(4)))
+        [envelope] = _drain(route)
+        assert envelope.leader_endpoint == "h:4"
+        answer = from_envelope(envelope)
+        assert answer is not None
+
+        observer = GrpcRaftTransport(101, {1: "h:1"})
+        assert observer._stub(NodeId(4)) is None  # nowhere to send 4 a fetch
+        assert observer.learn_leader_endpoint(answer, envelope.leader_endpoint)
+        assert observer._stub(NodeId(4)) is not None
+        assert not observer.learn_leader_endpoint(answer, "elsewhere:9")  # 4 is known now
+        assert observer._addresses[NodeId(4)] == "h:4"
+        await voter.close()
+        await observer.close()
+
+    asyncio.run(main())
