@@ -11,6 +11,14 @@ A leader hint from a response (KIP-951's ``current_leader``) is applied at once 
 `update_leader`, when its epoch is newer than the cached one, so a produce retry can go to the
 new leader before the next Metadata round trip.
 
+Leader epochs never go back (KIP-320, Kafka's ``Metadata.updateLatestMetadata``): a Metadata
+response may come from a broker whose own image is behind (one that was cut from the
+controllers and still believes it leads at an older epoch), and a partition it reports at an
+older leader epoch than the cached one keeps the cached leader. Taking it would send fetches
+to that stale leader with its old epoch, which it accepts, and answer them from its old log:
+a consumer's position past that log's end comes back OFFSET_OUT_OF_RANGE and is reset by
+``auto.offset.reset``. A topic whose id changed (deleted and created again) starts afresh.
+
 Readers see an immutable `ClusterSnapshot` swapped in whole, so lookups need no lock; the
 writers (the shells' I/O paths) serialise on a lock of their own.
 
@@ -58,6 +66,8 @@ class ClusterSnapshot:
     """Topics the last response reported an error for (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
     cluster_id: str = ""
     controller_id: int = -1
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
+    """Topic name -> topic id, where the response named one."""
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.topics.get(topic)
@@ -125,6 +135,7 @@ def snapshot_from_response(response: MetadataResponse) -> ClusterSnapshot:
     return ClusterSnapshot(
         brokers={b.node_id: b.address for b in response.brokers},
         topics=topics,
+        topic_ids={t.name: t.topic_id for t in response.topics if t.name in topics and t.topic_id},
         topic_errors=errors,
         cluster_id=response.cluster_id,
         controller_id=response.controller_id,
@@ -186,18 +197,26 @@ class MetadataCache:
         return max(0, last + self.max_age_ms - now_ms)
 
     def update(self, response: MetadataResponse, now_ms: int) -> ClusterSnapshot:
-        """Apply a Metadata response (it replaces the picture of the topics it names)."""
+        """Apply a Metadata response (it replaces the picture of the topics it names, except
+        partitions it reports at an older leader epoch than the cached one: see the module
+        docstring)."""
         fresh = snapshot_from_response(response)
         with self._lock:
             old = self.snapshot
             topics = dict(old.topics)
+            topic_ids = dict(old.topic_ids)
             errors = dict(old.topic_errors)
             for name in {t.name for t in response.topics}:
                 topics.pop(name, None)
+                topic_ids.pop(name, None)
                 errors.pop(name, None)
-            topics.update(fresh.topics)
+            for name, parts in fresh.topics.items():
+                cached = old.topics.get(name)
+                same_topic = old.topic_ids.get(name, "") == fresh.topic_ids.get(name, "")
+                topics[name] = parts if cached is None or not same_topic else _newest(cached, parts)
+            topic_ids.update(fresh.topic_ids)
             errors.update(fresh.topic_errors)
-            self.snapshot = replace(fresh, topics=topics, topic_errors=errors)
+            self.snapshot = replace(fresh, topics=topics, topic_ids=topic_ids, topic_errors=errors)
             self._last_refresh_ms = now_ms
             self._update_requested = any(
                 p.leader_id < 0 for parts in fresh.topics.values() for p in parts
@@ -220,6 +239,19 @@ class MetadataCache:
             self.snapshot = replace(snap, topics={**snap.topics, tp.topic: tuple(parts)})
             self.version += 1
             return True
+
+
+def _newest(
+    cached: tuple[PartitionInfo, ...], fresh: tuple[PartitionInfo, ...]
+) -> tuple[PartitionInfo, ...]:
+    """``fresh``, except that a partition it reports at an older leader epoch than ``cached``
+    keeps the cached one (KIP-320: "Got metadata for an older epoch ..., not updating")."""
+    return tuple(
+        cached[p.partition]
+        if p.partition < len(cached) and 0 <= p.leader_epoch < cached[p.partition].leader_epoch
+        else p
+        for p in fresh
+    )
 
 
 __all__ = ["ClusterSnapshot", "MetadataCache", "PartitionInfo", "snapshot_from_response"]
