@@ -14,7 +14,8 @@ new leader before the next Metadata round trip.
 Leader epochs never go back (KIP-320, Kafka's ``Metadata.updateLatestMetadata``): a Metadata
 response may come from a broker whose own image is behind (one that was cut from the
 controllers and still believes it leads at an older epoch), and a partition it reports at an
-older leader epoch than the cached one keeps the cached leader. Taking it would send fetches
+older leader epoch than the newest seen keeps the newest seen (even if a response in between
+reported the topic in error). Taking it would send fetches
 to that stale leader with its old epoch, which it accepts, and answer them from its old log:
 a consumer's position past that log's end comes back OFFSET_OUT_OF_RANGE and is reset by
 ``auto.offset.reset``. A topic whose id changed (deleted and created again) starts afresh.
@@ -66,8 +67,6 @@ class ClusterSnapshot:
     """Topics the last response reported an error for (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
     cluster_id: str = ""
     controller_id: int = -1
-    topic_ids: Mapping[str, str] = field(default_factory=dict)
-    """Topic name -> topic id, where the response named one."""
 
     def partition_count(self, topic: str) -> int | None:
         parts = self.topics.get(topic)
@@ -135,7 +134,6 @@ def snapshot_from_response(response: MetadataResponse) -> ClusterSnapshot:
     return ClusterSnapshot(
         brokers={b.node_id: b.address for b in response.brokers},
         topics=topics,
-        topic_ids={t.name: t.topic_id for t in response.topics if t.name in topics and t.topic_id},
         topic_errors=errors,
         cluster_id=response.cluster_id,
         controller_id=response.controller_id,
@@ -161,6 +159,8 @@ class MetadataCache:
         self._last_refresh_ms: int | None = None
         self.version = 0
         """Incremented by every applied response: waiters compare it."""
+        self._seen: dict[TopicPartition, tuple[str, PartitionInfo]] = {}
+        """The partition info at the newest leader epoch seen, with its topic's id."""
 
     @property
     def topics(self) -> frozenset[str]:
@@ -198,25 +198,21 @@ class MetadataCache:
 
     def update(self, response: MetadataResponse, now_ms: int) -> ClusterSnapshot:
         """Apply a Metadata response (it replaces the picture of the topics it names, except
-        partitions it reports at an older leader epoch than the cached one: see the module
+        partitions it reports at an older leader epoch than seen before: see the module
         docstring)."""
         fresh = snapshot_from_response(response)
+        topic_ids = {t.name: t.topic_id for t in response.topics}
         with self._lock:
             old = self.snapshot
             topics = dict(old.topics)
-            topic_ids = dict(old.topic_ids)
             errors = dict(old.topic_errors)
             for name in {t.name for t in response.topics}:
                 topics.pop(name, None)
-                topic_ids.pop(name, None)
                 errors.pop(name, None)
             for name, parts in fresh.topics.items():
-                cached = old.topics.get(name)
-                same_topic = old.topic_ids.get(name, "") == fresh.topic_ids.get(name, "")
-                topics[name] = parts if cached is None or not same_topic else _newest(cached, parts)
-            topic_ids.update(fresh.topic_ids)
+                topics[name] = tuple(self._newest(name, topic_ids[name], p) for p in parts)
             errors.update(fresh.topic_errors)
-            self.snapshot = replace(fresh, topics=topics, topic_ids=topic_ids, topic_errors=errors)
+            self.snapshot = replace(fresh, topics=topics, topic_errors=errors)
             self._last_refresh_ms = now_ms
             self._update_requested = any(
                 p.leader_id < 0 for parts in fresh.topics.values() for p in parts
@@ -236,22 +232,26 @@ class MetadataCache:
                 return False
             parts = list(snap.topics[tp.topic])
             parts[tp.partition] = replace(info, leader_id=leader_id, leader_epoch=leader_epoch)
+            seen = self._seen.get(tp)
+            self._seen[tp] = ("" if seen is None else seen[0], parts[tp.partition])
             self.snapshot = replace(snap, topics={**snap.topics, tp.topic: tuple(parts)})
             self.version += 1
             return True
 
-
-def _newest(
-    cached: tuple[PartitionInfo, ...], fresh: tuple[PartitionInfo, ...]
-) -> tuple[PartitionInfo, ...]:
-    """``fresh``, except that a partition it reports at an older leader epoch than ``cached``
-    keeps the cached one (KIP-320: "Got metadata for an older epoch ..., not updating")."""
-    return tuple(
-        cached[p.partition]
-        if p.partition < len(cached) and 0 <= p.leader_epoch < cached[p.partition].leader_epoch
-        else p
-        for p in fresh
-    )
+    def _newest(self, topic: str, topic_id: str, info: PartitionInfo) -> PartitionInfo:
+        """``info``, unless it is at an older leader epoch than the newest seen for this
+        partition of the same topic id: then that one. KIP-320, as Kafka's
+        ``Metadata.updateLatestMetadata`` ("Got metadata for an older epoch ..., not
+        updating"); the newest seen survives a response that reported the topic in error."""
+        tp = TopicPartition(topic, info.partition)
+        seen = self._seen.get(tp)
+        if info.leader_epoch < 0:  # no epoch to compare (Kafka: forget the last seen one)
+            self._seen.pop(tp, None)
+            return info
+        if seen is not None and seen[0] == topic_id and info.leader_epoch < seen[1].leader_epoch:
+            return seen[1]
+        self._seen[tp] = (topic_id, info)
+        return info
 
 
 __all__ = ["ClusterSnapshot", "MetadataCache", "PartitionInfo", "snapshot_from_response"]

@@ -184,6 +184,14 @@ def test_metadata_at_an_older_leader_epoch_keeps_the_cached_leader() -> None:
     snap = cache.update(metadata_response(leader=2, epoch=4), now_ms=100)
     assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (1, 5)  # type: ignore[union-attr]
     assert snap.partition(TopicPartition("t", 1)).leader_epoch == 3  # type: ignore[union-attr]
+    cache.update(  # a broker that does not know the topic yet (still loading its image)
+        MetadataResponse(
+            topics=(MetadataTopic(name="t", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),)
+        ),
+        now_ms=150,
+    )
+    snap = cache.update(metadata_response(leader=2, epoch=4), now_ms=160)
+    assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (1, 5)  # type: ignore[union-attr]
     snap = cache.update(metadata_response(leader=2, epoch=5), now_ms=200)  # the same epoch
     assert snap.leader_for(tp) == 2
     snap = cache.update(metadata_response(leader=1, epoch=6), now_ms=300)
