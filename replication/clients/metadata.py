@@ -13,12 +13,12 @@ new leader before the next Metadata round trip.
 
 Leader epochs never go back (KIP-320, Kafka's ``Metadata.updateLatestMetadata``): a Metadata
 response may come from a broker whose own image is behind (one that was cut from the
-controllers and still believes it leads at an older epoch), and a partition it reports at an
-older leader epoch than the newest seen keeps the newest seen (even if a response in between
-reported the topic in error). Taking it would send fetches
-to that stale leader with its old epoch, which it accepts, and answer them from its old log:
-a consumer's position past that log's end comes back OFFSET_OUT_OF_RANGE and is reset by
-``auto.offset.reset``. A topic whose id changed (deleted and created again) starts afresh.
+controllers and still believes it leads at an older epoch). A partition it reports at an
+older leader epoch than the newest seen keeps the newest seen, even if a response in between
+reported the topic in error. Taking the older one would send fetches to the stale leader
+with its own old epoch, which it accepts and answers from its old log: a consumer position
+past that log's end comes back OFFSET_OUT_OF_RANGE and is reset by ``auto.offset.reset``. A
+topic whose id changed (deleted and created again) starts afresh.
 
 Readers see an immutable `ClusterSnapshot` swapped in whole, so lookups need no lock; the
 writers (the shells' I/O paths) serialise on a lock of their own.
