@@ -654,7 +654,12 @@ class Consumer:
                     f"fetch position {position} is out of range for {tp}{detail}",
                     log_start_offset=part.log_start_offset,
                 )
-            log.info("offset_out_of_range_reset", tp=str(tp), position=position)
+            log.warning(
+                "offset_out_of_range_reset",
+                tp=str(tp),
+                position=position,
+                detail=(part.error_message or "")[:200],
+            )
             self._positions[tp] = None
             self._resets.pop(tp, None)  # reset by the policy on the next round
         elif code in _STALE_METADATA or error_for(code).retriable:

@@ -11,6 +11,15 @@ A leader hint from a response (KIP-951's ``current_leader``) is applied at once 
 `update_leader`, when its epoch is newer than the cached one, so a produce retry can go to the
 new leader before the next Metadata round trip.
 
+Leader epochs never go back (KIP-320, Kafka's ``Metadata.updateLatestMetadata``): a Metadata
+response may come from a broker whose own image is behind (one that was cut from the
+controllers and still believes it leads at an older epoch). A partition it reports at an
+older leader epoch than the newest seen keeps the newest seen, even if a response in between
+reported the topic in error. Taking the older one would send fetches to the stale leader
+with its own old epoch, which it accepts and answers from its old log: a consumer position
+past that log's end comes back OFFSET_OUT_OF_RANGE and is reset by ``auto.offset.reset``. A
+topic whose id changed (deleted and created again) starts afresh.
+
 Readers see an immutable `ClusterSnapshot` swapped in whole, so lookups need no lock; the
 writers (the shells' I/O paths) serialise on a lock of their own.
 
@@ -150,6 +159,8 @@ class MetadataCache:
         self._last_refresh_ms: int | None = None
         self.version = 0
         """Incremented by every applied response: waiters compare it."""
+        self._seen: dict[TopicPartition, tuple[str, PartitionInfo]] = {}
+        """The partition info at the newest leader epoch seen, with its topic's id."""
 
     @property
     def topics(self) -> frozenset[str]:
@@ -186,8 +197,11 @@ class MetadataCache:
         return max(0, last + self.max_age_ms - now_ms)
 
     def update(self, response: MetadataResponse, now_ms: int) -> ClusterSnapshot:
-        """Apply a Metadata response (it replaces the picture of the topics it names)."""
+        """Apply a Metadata response (it replaces the picture of the topics it names, except
+        partitions it reports at an older leader epoch than seen before: see the module
+        docstring)."""
         fresh = snapshot_from_response(response)
+        topic_ids = {t.name: t.topic_id for t in response.topics}
         with self._lock:
             old = self.snapshot
             topics = dict(old.topics)
@@ -195,7 +209,8 @@ class MetadataCache:
             for name in {t.name for t in response.topics}:
                 topics.pop(name, None)
                 errors.pop(name, None)
-            topics.update(fresh.topics)
+            for name, parts in fresh.topics.items():
+                topics[name] = tuple(self._newest(name, topic_ids[name], p) for p in parts)
             errors.update(fresh.topic_errors)
             self.snapshot = replace(fresh, topics=topics, topic_errors=errors)
             self._last_refresh_ms = now_ms
@@ -217,9 +232,26 @@ class MetadataCache:
                 return False
             parts = list(snap.topics[tp.topic])
             parts[tp.partition] = replace(info, leader_id=leader_id, leader_epoch=leader_epoch)
+            seen = self._seen.get(tp)
+            self._seen[tp] = ("" if seen is None else seen[0], parts[tp.partition])
             self.snapshot = replace(snap, topics={**snap.topics, tp.topic: tuple(parts)})
             self.version += 1
             return True
+
+    def _newest(self, topic: str, topic_id: str, info: PartitionInfo) -> PartitionInfo:
+        """``info``, unless it is at an older leader epoch than the newest seen for this
+        partition of the same topic id: then that one. KIP-320, as Kafka's
+        ``Metadata.updateLatestMetadata`` ("Got metadata for an older epoch ..., not
+        updating"); the newest seen survives a response that reported the topic in error."""
+        tp = TopicPartition(topic, info.partition)
+        seen = self._seen.get(tp)
+        if info.leader_epoch < 0:  # no epoch to compare (Kafka: forget the last seen one)
+            self._seen.pop(tp, None)
+            return info
+        if seen is not None and seen[0] == topic_id and info.leader_epoch < seen[1].leader_epoch:
+            return seen[1]
+        self._seen[tp] = (topic_id, info)
+        return info
 
 
 __all__ = ["ClusterSnapshot", "MetadataCache", "PartitionInfo", "snapshot_from_response"]

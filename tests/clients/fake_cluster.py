@@ -8,7 +8,8 @@ real broker exists. Faults are injected by the test: lost responses (the broker 
 request, the client sees a network error), moved leaders, random delays that reorder
 in-flight requests, per-partition errors, paused brokers (a call to one waits, as a call to a
 SIGSTOPped process does, until the broker resumes, the call's deadline passes or the caller
-cancels it).
+cancels it), stale brokers (one whose picture stopped when it was cut from the controllers:
+it answers Metadata, Fetch and ListOffsets from its own old leaders, epochs and log).
 
 It is a test double, not a broker: no replication, no disk, acks are not honoured.
 """
@@ -62,6 +63,16 @@ class _ProducerEntry:
 
 
 @dataclass
+class _View:
+    """What a broker believes: the partitions' leaders and epochs, and its copy of the logs."""
+
+    leaders: dict[TopicPartition, tuple[int, int]]
+    logs: dict[TopicPartition, list[bytes]]
+    log_end: dict[TopicPartition, int]
+    log_start: dict[TopicPartition, int]
+
+
+@dataclass
 class Stats:
     produce_requests: int = 0
     produce_partitions: list[int] = field(default_factory=list)
@@ -105,6 +116,8 @@ class FakeCluster:
         """Brokers that answer nothing until `resume`."""
         self.dead: set[int] = set()
         """Brokers whose calls fail at once with NetworkError (a killed process)."""
+        self.stale: dict[int, _View] = {}
+        """Brokers answering from the picture they had when `make_stale` froze it."""
         self._unpaused = threading.Condition(self.lock)
         for name, count in (topics or {"t": 3}).items():
             self.create_topic(name, count)
@@ -135,6 +148,24 @@ class FakeCluster:
     def wake_waiters(self) -> None:
         with self.lock:
             self._unpaused.notify_all()
+
+    def make_stale(self, node: int) -> None:
+        """From now on ``node`` answers from what it knows now (leaders, epochs, logs), as a
+        broker cut from the controllers and from the other brokers does; `refresh` ends it."""
+        with self.lock:
+            self.stale[node] = _View(
+                dict(self.leaders),
+                {tp: list(log) for tp, log in self.logs.items()},
+                dict(self.log_end),
+                dict(self.log_start),
+            )
+
+    def refresh(self, node: int) -> None:
+        with self.lock:
+            self.stale.pop(node, None)
+
+    def _view(self, node: int) -> _View:
+        return self.stale.get(node) or _View(self.leaders, self.logs, self.log_end, self.log_start)
 
     def move_leader(self, tp: TopicPartition, leader: int) -> None:
         with self.lock:
@@ -186,6 +217,7 @@ class FakeCluster:
         with self.lock:
             self.stats.metadata_requests += 1
             names = request.topics or tuple(self.partitions)
+            view = self._view(node)
             topics = []
             for name in names:
                 if name not in self.partitions:
@@ -195,7 +227,7 @@ class FakeCluster:
                     continue
                 parts = []
                 for p in range(self.partitions[name]):
-                    leader, epoch = self.leaders[TopicPartition(name, p)]
+                    leader, epoch = view.leaders[TopicPartition(name, p)]
                     replicas = tuple(self.addresses)
                     parts.append(
                         MetadataPartition(
@@ -315,7 +347,8 @@ class FakeCluster:
         def answer(code: ErrorCode, **kw: Any) -> FetchPartitionData:
             return FetchPartitionData(partition_index=tp.partition, error_code=code, **kw)
 
-        leader, leader_epoch = self.leaders[tp]
+        view = self._view(node)
+        leader, leader_epoch = view.leaders[tp]
         hint = LeaderIdAndEpoch(leader_id=leader, leader_epoch=leader_epoch)
         if epoch >= 0 and epoch < leader_epoch:
             return answer(ErrorCode.FENCED_LEADER_EPOCH, current_leader=hint)
@@ -323,11 +356,11 @@ class FakeCluster:
             return answer(ErrorCode.UNKNOWN_LEADER_EPOCH)
         if leader != node:
             return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER, current_leader=hint)
-        end, start = self.log_end[tp], self.log_start[tp]
+        end, start = view.log_end[tp], view.log_start[tp]
         if not start <= offset <= end:
             return answer(ErrorCode.OFFSET_OUT_OF_RANGE, log_start_offset=start, high_watermark=end)
         chunks = []
-        for batch in self.logs[tp]:
+        for batch in view.logs[tp]:
             for _, header in iter_batches(batch):
                 if header.last_offset >= offset:
                     chunks.append(batch)
@@ -341,12 +374,13 @@ class FakeCluster:
     def _ListOffsets(self, node: int, request: ListOffsetsRequest) -> ListOffsetsResponse:
         with self.lock:
             self.stats.list_offsets_requests += 1
+            view = self._view(node)
             topics = []
             for topic in request.topics:
                 parts = []
                 for p in topic.partitions:
                     tp = TopicPartition(topic.name, p.partition_index)
-                    offset = self.log_start[tp] if p.timestamp == -2 else self.log_end[tp]
+                    offset = view.log_start[tp] if p.timestamp == -2 else view.log_end[tp]
                     parts.append(
                         ListOffsetsPartitionResponse(partition_index=tp.partition, offset=offset)
                     )

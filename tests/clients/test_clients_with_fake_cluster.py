@@ -245,6 +245,40 @@ def test_consumer_follows_a_leader_change_with_fenced_epochs(cluster: FakeCluste
         assert [r.value for r in consume_all(consumer, 1)] == [b"b"]
 
 
+def test_a_stale_leader_heard_after_a_failover_does_not_reset_the_consumer_position(
+    cluster: FakeCluster,
+) -> None:
+    """The nemesis's stale-leader run (docs/guarantees.md): broker 2 led partition 1 at epoch
+    0, was cut off before any write and still believes it leads with an empty log; broker 3
+    took over at epoch 1 and the consumer read 5 records from it. Broker 3 dies; the only
+    broker answering Metadata is broker 2, from its old image (leader 2, epoch 0). The
+    consumer must keep its epoch-1 leader (KIP-320) instead of fetching offset 5 from broker
+    2 at epoch 0, which broker 2 accepts and answers OFFSET_OUT_OF_RANGE, and then re-reading
+    the partition from offset 0 by auto.offset.reset=earliest."""
+    tp = TopicPartition("t", 1)
+    assert cluster.leaders[tp] == (2, 0)
+    cluster.make_stale(2)
+    cluster.move_leader(tp, leader=3)
+    with make_producer(cluster) as producer:
+        for i in range(5):
+            producer.send("t", value=b"%d" % i, partition=1)
+        producer.flush()
+    with make_consumer(cluster) as consumer:
+        consumer.assign([tp])
+        assert [r.offset for r in consume_all(consumer, 5)] == [0, 1, 2, 3, 4]
+        cluster.dead |= {1, 3}  # the new leader, and a broker that would answer truthfully
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:  # rounds of failed fetches and stale metadata
+            assert consumer.poll(timeout=0.1) == []
+        assert consumer.position(tp) == 5
+        cluster.move_leader(tp, leader=3)  # it comes back and is elected at epoch 2
+        cluster.refresh(2)
+        cluster.dead.clear()
+        with make_producer(cluster) as producer:
+            producer.send("t", value=b"5", partition=1).result(5)
+        assert [r.offset for r in consume_all(consumer, 1)] == [5]
+
+
 def test_consumer_sends_one_fetch_per_broker_for_all_its_partitions(cluster: FakeCluster) -> None:
     with make_producer(cluster) as producer:
         for i in range(60):

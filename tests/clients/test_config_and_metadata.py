@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kraft.types import TopicPartition
@@ -169,6 +171,47 @@ def test_a_newer_leader_hint_applies_at_once_and_an_older_one_is_ignored() -> No
     assert cache.snapshot.leader_for(tp) == 2
     assert not cache.update_leader(tp, 9, 7)  # unknown broker: refresh instead
     assert cache.needs_update(1_000)
+
+
+def test_metadata_at_an_older_leader_epoch_keeps_the_cached_leader() -> None:
+    """KIP-320 (Kafka's ``Metadata.updateLatestMetadata``): a broker whose image is behind
+    (cut from the controllers, it still believes it leads at epoch 4) answers Metadata; its
+    partition 0 at epoch 4 must not replace the cached leader at epoch 5, or the client
+    fetches from the stale leader, which accepts epoch 4 and answers from its old log."""
+    cache = MetadataCache()
+    tp = TopicPartition("t", 0)
+    cache.update(metadata_response(leader=1, epoch=5), now_ms=0)
+    snap = cache.update(metadata_response(leader=2, epoch=4), now_ms=100)
+    assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (1, 5)  # type: ignore[union-attr]
+    assert snap.partition(TopicPartition("t", 1)).leader_epoch == 3  # type: ignore[union-attr]
+    cache.update(  # a broker that does not know the topic yet (still loading its image)
+        MetadataResponse(
+            topics=(MetadataTopic(name="t", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),)
+        ),
+        now_ms=150,
+    )
+    snap = cache.update(metadata_response(leader=2, epoch=4), now_ms=160)
+    assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (1, 5)  # type: ignore[union-attr]
+    snap = cache.update(metadata_response(leader=2, epoch=5), now_ms=200)  # the same epoch
+    assert snap.leader_for(tp) == 2
+    snap = cache.update(metadata_response(leader=1, epoch=6), now_ms=300)
+    assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (1, 6)  # type: ignore[union-attr]
+
+
+def test_a_recreated_topic_starts_its_leader_epochs_afresh() -> None:
+    """A topic deleted and created again has a new id and leader epochs from 0: Kafka resets
+    the last seen epoch when the topic id changes."""
+
+    def response(topic_id: str, leader: int, epoch: int) -> MetadataResponse:
+        old = metadata_response(leader=leader, epoch=epoch)
+        return replace(old, topics=(replace(old.topics[0], topic_id=topic_id),))
+
+    cache = MetadataCache()
+    tp = TopicPartition("t", 0)
+    cache.update(response("id-1", leader=1, epoch=5), now_ms=0)
+    assert cache.update(response("id-1", leader=2, epoch=0), now_ms=100).leader_for(tp) == 1
+    snap = cache.update(response("id-2", leader=2, epoch=0), now_ms=200)
+    assert (snap.leader_for(tp), snap.partition(tp).leader_epoch) == (2, 0)  # type: ignore[union-attr]
 
 
 def test_fetched_records_below_the_position_and_control_batches_are_skipped() -> None:

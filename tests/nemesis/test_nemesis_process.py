@@ -60,7 +60,10 @@ def test_an_unclean_election_of_a_stale_replica_loses_writes_and_a_clean_one_doe
         result = run_nemesis(
             NemesisConfig(
                 seed=4,
-                duration_s=12,
+                # NB: this schedule's one fault (3.0-8.4 s) ends later anyway: it starts once
+                # the cluster is up and waits for the stale replica to leave the ISR; 12 s
+                # only added an idle wait before the heal.
+                duration_s=9,
                 faults=("stale-leader",),
                 unclean=unclean,
                 out=tmp_path / ("unclean" if unclean else "clean"),
@@ -69,14 +72,11 @@ def test_an_unclean_election_of_a_stale_replica_loses_writes_and_a_clean_one_doe
         assert [f.kind for f in result.faults] == ["stale-leader"]
         assert not result.faults[0].error, result.faults[0].error
         if not unclean:
-            # NB: not `result.valid`: in about 1 run in 3 a reader's consumer reset a
-            # partition to offset 0 (auto.offset.reset) right after the two ISR members came
-            # back, and the checker counts that as non-monotonic polls. What answered
-            # OFFSET_OUT_OF_RANGE is not found yet (docs/guarantees.md, "Open findings");
-            # the claim here is about acknowledged writes.
-            report = result.report
-            assert (report.duplicated.count, report.inconsistent_offsets.count) == (0, 0)
-            assert result.replicas_identical, result.replica_problems
+            # The whole history, reads too: when the stale replica comes back it answers
+            # Metadata from its old image for a moment (its partitions at their old epochs,
+            # with its old log); a reader that took it reset to offset 0 (docs/guarantees.md,
+            # KIP-320).
+            assert result.valid, (result.report.violations(), result.replica_problems)
         return result.report.lost.count
 
     assert run(unclean=True) > 0
