@@ -65,6 +65,7 @@ from kraft.controller.acl_control import (
 from kraft.controller.cluster_control import (
     PARTITION_CHANGES_PER_BATCH,
     BrokerHeartbeatManager,
+    controlled_shutdown_tick,
     fence_one_expired_broker,
     handle_allocate_producer_ids,
     handle_broker_heartbeat,
@@ -564,6 +565,8 @@ class ControllerCore:
           leader moves (KIP-841), one broker and at most ``PARTITION_CHANGES_PER_BATCH`` partition
           changes per tick (`fence_one_expired_broker`): its session stays expired, so the
           next tick comes at once and takes the next step;
+        - else one step of a controlled shutdown under way (`controlled_shutdown_tick`, at most
+          ``PARTITION_CHANGES_PER_BATCH`` partition changes), the next tick at once;
         - elect leaders for offline partitions that now can have one (e.g. after
           ``unclean.leader.election.enable`` was turned on for a topic), at most
           ``PARTITION_CHANGES_PER_BATCH`` per tick;
@@ -578,6 +581,11 @@ class ControllerCore:
         records, fenced = fence_one_expired_broker(
             self._pending, self._heartbeats, now_ms, elr_enabled=self._elr
         )
+        more_shutdown = bool(records) and fenced is None  # a fencing step: more may be left
+        if not records:
+            # One step of a controlled shutdown under way (its heartbeats take steps too).
+            shutdown, more_shutdown = controlled_shutdown_tick(self._pending, elr_enabled=self._elr)
+            records.extend(shutdown)
         working = self._pending.apply_batch(records, self._next_offset, self._epoch)
 
         def acceptable(broker_id: int) -> bool:
@@ -622,7 +630,7 @@ class ControllerCore:
         # NB: no tick wanted for the tick's own records: it elected on the image they make,
         # unless it left electable partitions for the next batch.
         records_out = self._append(result, None, after=working).records
-        if more_offline:
+        if more_offline or more_shutdown:
             self._tick_wanted_at_ms = now_ms
         return records_out
 
