@@ -205,6 +205,8 @@ class ControllerCore:
         self._reassignment_scan_wanted = False
         # Records produced but not yet replayed as committed: (offset, record), in log order.
         self._inflight: deque[tuple[int, MetadataRecord]] = deque()
+        self._heard_since_active: set[int] = set()
+        """Brokers whose heartbeat this core answered since it became active."""
         self._base_log: FilteringBoundLogger = log if log is not None else structlog.get_logger()
         self._log = self._base_log.bind(component="controller", role="standby")
 
@@ -259,6 +261,7 @@ class ControllerCore:
         self._active, self._epoch, self._next_offset = True, epoch, next_offset
         self._pending = self._committed
         self._inflight.clear()
+        self._heard_since_active.clear()
         self._heartbeats.reset(list(self._committed.brokers), now_ms)
         self._balancer.reset(now_ms)
         self._tick_wanted_at_ms = now_ms  # a predecessor may have left offline partitions
@@ -342,6 +345,11 @@ class ControllerCore:
         if not self._active:
             return _rejected(BrokerHeartbeatResponse(error_code=_NOT_CONTROLLER))
         before = self._pending.broker(request.broker_id)
+        if request.broker_id not in self._heard_since_active:
+            # The first heartbeat this controller answers for the broker: `kraft bench
+            # metadata` times a failover up to here (one event per broker and activation).
+            self._heard_since_active.add(request.broker_id)
+            self._log.info("broker_heartbeat_resumed", broker_id=request.broker_id)
         result = handle_broker_heartbeat(
             self._pending,
             request,
