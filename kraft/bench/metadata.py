@@ -274,6 +274,7 @@ def measure(
             result.update(_failover_phases(cluster, active, epoch_killed, killed_at))
             result["controller_elections_total"] = _quorum_epoch(client) - epoch_before
             progress("controller failed over")
+            result.update(_loop_stalls(cluster))
 
 
 def _failover_phases(
@@ -327,6 +328,35 @@ def _failover_phases(
     if len(brokers) >= len(cluster.broker_ids):
         phases["failover_all_brokers_heard_seconds"] = round(max(brokers.values()) - killed_at, 3)
     return phases
+
+
+def _loop_stalls(cluster: LocalCluster) -> dict[str, int]:
+    """The controllers' ``event_loop_stalled`` events over the run (a wake-up of their stall
+    watch 200 ms or more late; `kraft.controller.server.LOOP_STALL_LOG_MS`): how many, and the
+    worst, of the active controller and of the standbys."""
+    counts = {"active": 0, "standby": 0}
+    worst = {"active": 0, "standby": 0}
+    for node_id in cluster.controller_ids:
+        try:
+            text = cluster.controller_log(node_id).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if '"event_loop_stalled"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            role = "active" if event.get("active") else "standby"
+            counts[role] += 1
+            worst[role] = max(worst[role], int(event.get("late_ms", 0)))
+    return {
+        "loop_stalls_active_controller": counts["active"],
+        "loop_stall_max_ms_active_controller": worst["active"],
+        "loop_stalls_standby_controllers": counts["standby"],
+        "loop_stall_max_ms_standby_controllers": worst["standby"],
+    }
 
 
 def _wall(timestamp: str) -> float:

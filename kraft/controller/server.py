@@ -130,6 +130,13 @@ MAX_TICK_SLEEP_MS = 5_000
 """The longest the tick task sleeps without a wake or a deadline: the bound on the delay a
 missed wake could cause."""
 
+LOOP_STALL_LOG_MS = 200
+"""A wake-up of the stall watch (every `_STALL_WATCH_S`) this much later than asked is logged
+as ``event_loop_stalled``: something held the event loop (or the CPU was not ours) long enough
+to put Raft's 250 ms fetch timeout at risk. ``kraft bench metadata`` counts them."""
+
+_STALL_WATCH_S = 0.05
+
 OFF_LOOP_DECODE_BYTES = 256 * 1024
 """A request at least this large is decoded (and checked against `kraft.controller.limits`)
 in a worker thread: the event loop keeps answering Raft and heartbeats meanwhile."""
@@ -223,6 +230,7 @@ class ControllerServer:
             dynamic_voters=config.dynamic_voters,
         )
         self._tick_task: asyncio.Task[None] | None = None
+        self._stall_task: asyncio.Task[None] | None = None
         self._tick_wake = asyncio.Event()
         self._last_batch: tuple[int, asyncio.Future[int]] | None = None
         """The epoch and commit future of the newest batch this node proposed."""
@@ -252,6 +260,9 @@ class ControllerServer:
             self._tick_loop(), name=f"controller-tick-{self.node_id}"
         )
         self.supervisor.watch(self._tick_task)
+        self._stall_task = asyncio.create_task(
+            self._stall_watch(), name=f"controller-stall-watch-{self.node_id}"
+        )
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
@@ -285,10 +296,11 @@ class ControllerServer:
         self._stopped = True
         self.supervisor.close()
         self.raft.set_serving(False)
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tick_task
+        for task in (self._tick_task, self._stall_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.raft.stop(graceful=graceful)
         self.core.resign()
         await self._grpc.stop(grace=0.2)
@@ -505,6 +517,17 @@ class ControllerServer:
         )
 
     # -- time ----------------------------------------------------------------------------------
+
+    async def _stall_watch(self) -> None:
+        """Log ``event_loop_stalled`` when a short sleep wakes `LOOP_STALL_LOG_MS` late."""
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(_STALL_WATCH_S)
+            late_ms = (time.monotonic() - before - _STALL_WATCH_S) * 1000
+            if late_ms >= LOOP_STALL_LOG_MS:
+                self._log.warning(
+                    "event_loop_stalled", late_ms=round(late_ms), active=self.core.is_active
+                )
 
     def wake_tick(self) -> None:
         """An input changed the core: the tick task recomputes its deadline at once."""

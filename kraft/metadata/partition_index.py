@@ -18,7 +18,7 @@ must not depend on the process's string hash seed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, final
 
@@ -33,10 +33,6 @@ Key = tuple[str, int]
 _EMPTY: Final[frozenset[Key]] = frozenset()
 
 
-def _leader(p: PartitionRegistration) -> tuple[int, ...]:
-    return (p.leader,)
-
-
 def _isr(p: PartitionRegistration) -> tuple[int, ...]:
     return p.isr
 
@@ -47,14 +43,6 @@ def _elr(p: PartitionRegistration) -> tuple[int, ...]:
 
 def _offline(p: PartitionRegistration) -> tuple[int, ...]:
     return p.offline_replicas
-
-
-_KINDS: Final[tuple[tuple[str, Callable[[PartitionRegistration], tuple[int, ...]]], ...]] = (
-    ("by_leader", _leader),
-    ("by_isr", _isr),
-    ("by_elr", _elr),
-    ("by_offline", _offline),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,69 +86,91 @@ class PartitionIndex:
 
 @final
 class PartitionIndexBuilder:
-    """Folds partition changes into a copy of a base index (one batch; `build` once)."""
+    """Folds partition changes into a copy of a base index (one batch; `build` once).
+
+    NB: on the hot path of every applied partition record (a 1,000-partition create applies
+    2,000 of them on the active controller), hence the field-by-field comparisons."""
 
     def __init__(self, base: PartitionIndex) -> None:
         self._base = base
-        # Copied sets, by kind and broker: they become the new index's at build().
-        self._copies: dict[str, dict[int, set[Key]]] = {}
+        # Copied sets by broker, per kind: they become the new index's at build().
+        self._leader: dict[int, set[Key]] = {}
+        self._isr: dict[int, set[Key]] = {}
+        self._elr: dict[int, set[Key]] = {}
+        self._offline: dict[int, set[Key]] = {}
         self._reassigning: set[Key] | None = None
 
-    def _w(self, kind: str, broker_id: int) -> set[Key]:
-        copies = self._copies.setdefault(kind, {})
+    @staticmethod
+    def _w(copies: dict[int, set[Key]], base: Mapping[int, Set[Key]], broker_id: int) -> set[Key]:
         current = copies.get(broker_id)
         if current is None:
-            base: Mapping[int, Set[Key]] = getattr(self._base, kind)
-            current = set(base.get(broker_id, _EMPTY))
-            copies[broker_id] = current
+            current = copies[broker_id] = set(base.get(broker_id, _EMPTY))
         return current
+
+    def _move(
+        self,
+        copies: dict[int, set[Key]],
+        base: Mapping[int, Set[Key]],
+        key: Key,
+        before: tuple[int, ...],
+        after: tuple[int, ...],
+    ) -> None:
+        for broker_id in before:
+            if broker_id not in after:
+                self._w(copies, base, broker_id).discard(key)
+        for broker_id in after:
+            if broker_id not in before:
+                self._w(copies, base, broker_id).add(key)
 
     def update(
         self, key: Key, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
         """``key`` changed from ``old`` to ``new`` (None: did not exist / removed)."""
-        for kind, members in _KINDS:
-            before = members(old) if old is not None else ()
-            after = members(new) if new is not None else ()
-            if before == after:
-                continue
-            for broker_id in before:
-                if broker_id not in after:
-                    self._w(kind, broker_id).discard(key)
-            for broker_id in after:
-                if broker_id not in before:
-                    self._w(kind, broker_id).add(key)
+        base = self._base
+        old_leader = () if old is None else (old.leader,)
+        new_leader = () if new is None else (new.leader,)
+        if old_leader != new_leader:
+            self._move(self._leader, base.by_leader, key, old_leader, new_leader)
+        for copies, kind_base, members in (
+            (self._isr, base.by_isr, _isr),
+            (self._elr, base.by_elr, _elr),
+            (self._offline, base.by_offline, _offline),
+        ):
+            before = () if old is None else members(old)
+            after = () if new is None else members(new)
+            if before != after:
+                self._move(copies, kind_base, key, before, after)
         was = old is not None and old.is_reassigning
         now = new is not None and new.is_reassigning
         if was != now:
             if self._reassigning is None:
-                self._reassigning = set(self._base.reassigning)
+                self._reassigning = set(base.reassigning)
             (self._reassigning.add if now else self._reassigning.discard)(key)
 
     def build(self) -> PartitionIndex:
         base = self._base
-        if not self._copies and self._reassigning is None:
+        copies = (self._leader, self._isr, self._elr, self._offline)
+        if not any(copies) and self._reassigning is None:
             return base
-        maps: dict[str, Mapping[int, Set[Key]]] = {}
-        for kind, _ in _KINDS:
-            copies = self._copies.get(kind)
-            if not copies:
-                maps[kind] = getattr(base, kind)
-                continue
-            merged = dict(getattr(base, kind))
-            for broker_id, members in copies.items():
-                if members:
-                    merged[broker_id] = members
-                else:
-                    merged.pop(broker_id, None)  # NB: no empty sets: equal to a fresh build
-            maps[kind] = merged
         return PartitionIndex(
-            by_leader=maps["by_leader"],
-            by_isr=maps["by_isr"],
-            by_elr=maps["by_elr"],
-            by_offline=maps["by_offline"],
+            by_leader=_merged(base.by_leader, self._leader),
+            by_isr=_merged(base.by_isr, self._isr),
+            by_elr=_merged(base.by_elr, self._elr),
+            by_offline=_merged(base.by_offline, self._offline),
             reassigning=base.reassigning if self._reassigning is None else self._reassigning,
         )
+
+
+def _merged(base: Mapping[int, Set[Key]], copies: dict[int, set[Key]]) -> Mapping[int, Set[Key]]:
+    if not copies:
+        return base
+    merged = dict(base)
+    for broker_id, members in copies.items():
+        if members:
+            merged[broker_id] = members
+        else:
+            merged.pop(broker_id, None)  # NB: no empty sets: equal to a fresh build
+    return merged
 
 
 def sorted_keys(keys: Iterable[Key], topics: Mapping[str, TopicImage]) -> list[Key]:
