@@ -39,7 +39,9 @@ A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``):
   DUPLICATE_BROKER_REGISTRATION until the ticks have fenced it; the broker retries.
 
 Heartbeat times are *soft state* in `BrokerHeartbeatManager`: not replicated, rebuilt (every
-broker touched "now") when a controller becomes active, like Kafka's.
+unfenced broker touched "now"; a fenced one has no session until it heartbeats, so a restarted
+incarnation of a dead, fenced broker registers at once) when a controller becomes active, like
+Kafka's.
 """
 
 from __future__ import annotations
