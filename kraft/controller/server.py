@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -855,7 +856,30 @@ def run_controller(config: ControllerNodeConfig) -> int:
     cProfile with ``KRAFT_PROFILE_DIR``, `kraft.profiling`)."""
     from kraft.profiling import run_profiled
 
+    threshold = os.environ.get(SLOW_CALLBACK_ENV)
+    if threshold:
+        _log_slow_callbacks(float(threshold))
     return run_profiled(f"controller-{config.node_id}", lambda: serve(config))
+
+
+SLOW_CALLBACK_ENV = "KRAFT_SLOW_CALLBACK_MS"
+"""When set (milliseconds), a controller process logs ``slow_callback`` for every event-loop
+callback that ran that long, naming it (a task's coroutine, a gRPC callback...): which step held
+the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench metadata``)."""
+
+
+def _log_slow_callbacks(threshold_ms: float) -> None:
+    log = structlog.get_logger("kraft.controller")
+    run = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.events.Handle) -> None:
+        start = time.perf_counter()
+        run(handle)
+        took_ms = (time.perf_counter() - start) * 1000
+        if took_ms >= threshold_ms:
+            log.warning("slow_callback", took_ms=round(took_ms), callback=repr(handle)[:300])
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
 
 __all__ = [
