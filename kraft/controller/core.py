@@ -205,6 +205,8 @@ class ControllerCore:
         self._reassignment_scan_wanted = False
         # Records produced but not yet replayed as committed: (offset, record), in log order.
         self._inflight: deque[tuple[int, MetadataRecord]] = deque()
+        # The in-flight batches: (base offset, record count, the pending image after them).
+        self._inflight_batches: deque[tuple[int, int, MetadataImage]] = deque()
         self._heard_since_active: set[int] = set()
         """Brokers whose heartbeat this core answered since it became active."""
         self._base_log: FilteringBoundLogger = log if log is not None else structlog.get_logger()
@@ -262,6 +264,7 @@ class ControllerCore:
         self._active, self._epoch, self._next_offset = True, epoch, next_offset
         self._pending = self._committed
         self._inflight.clear()
+        self._inflight_batches.clear()
         self._heard_since_active.clear()
         # NB: unfenced brokers only (Kafka's activation registers fenced ones without a
         # valid session): a fresh session for a fenced, dead broker made its restarted
@@ -282,6 +285,7 @@ class ControllerCore:
         self._active, self._epoch, self._next_offset = False, -1, -1
         self._pending = self._committed
         self._inflight.clear()
+        self._inflight_batches.clear()
         self._tick_wanted_at_ms = None
         self._log.info("resigned", dropped_records=dropped)
         self._log = self._base_log.bind(component="controller", role="standby")
@@ -292,6 +296,27 @@ class ControllerCore:
         While active, it must be the oldest in-flight record: only this controller writes.
         """
         self.replay_batch((record,), offset, epoch)
+
+    def replay_own_batch(self, base_offset: int, count: int, epoch: int) -> bool:
+        """Commit this active controller's oldest in-flight batch without decoding or replaying
+        it, if that is the batch at ``base_offset`` (``count`` records, our ``epoch``): the
+        committed image becomes the pending image that batch left (the same fold; Kafka's
+        active controller does not replay its own records either). False: not ours, or not
+        active; the caller decodes and calls `replay_batch`.
+
+        Before, the active controller decoded and replayed each of its own batches a second
+        time on its event loop (~0.25 s for a 1,000-partition create under load), besides
+        deciding it: the stall that cost the quorum its leader."""
+        if not self._active or epoch != self._epoch or not self._inflight_batches:
+            return False
+        base, n, after = self._inflight_batches[0]
+        if base != base_offset or n != count:
+            return False
+        self._inflight_batches.popleft()
+        for _ in range(n):
+            self._inflight.popleft()
+        self._committed = after
+        return True
 
     def replay_batch(
         self, records: Sequence[MetadataRecord], base_offset: int, epoch: int | None = None
@@ -306,6 +331,11 @@ class ControllerCore:
             assert self._inflight, f"committed record at {base_offset + i} was not produced here"
             expected = self._inflight.popleft()
             assert expected == (base_offset + i, record), (expected, base_offset + i, record)
+        while self._inflight_batches and (
+            self._inflight_batches[0][0] + self._inflight_batches[0][1]
+            <= base_offset + len(records)
+        ):
+            self._inflight_batches.popleft()
 
     def load_snapshot(self, image: MetadataImage) -> None:
         """Replace the committed image (a standby catching up from a snapshot, KIP-630)."""
@@ -718,6 +748,7 @@ class ControllerCore:
             assert after.last_offset == self._next_offset + len(records) - 1
             self._pending = after
             self._inflight.extend(enumerate(records, start=self._next_offset))
+            self._inflight_batches.append((self._next_offset, len(records), after))
             self._next_offset += len(records)
         return result
 

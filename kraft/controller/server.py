@@ -335,6 +335,8 @@ class ControllerServer:
             return
         if not records:
             return
+        if core.replay_own_batch(records[0][0], len(records), epoch):
+            return  # our own batch: the core has its image already, nothing to decode
         decoded: list[MetadataRecord] = [decode_record(value) for _, value in records]
         core.replay_batch(decoded, records[0][0], epoch)
 
