@@ -611,6 +611,16 @@ class ControllerServer:
                 await asyncio.wait_for(wake.wait(), min(sleep_ms, MAX_TICK_SLEEP_MS) / 1000)
 
 
+def _callback_name(handle: asyncio.events.Handle) -> str:
+    """The task a callback steps (its coroutine's name), else the callback's repr."""
+    callback = getattr(handle, "_callback", None)
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        coro = owner.get_coro()
+        return f"task {owner.get_name()}: {getattr(coro, '__qualname__', repr(coro))}"[:300]
+    return repr(handle)[:300]
+
+
 def _encode_all(records: tuple[MetadataRecord, ...]) -> list[bytes]:
     return [encode_record(r) for r in records]
 
@@ -969,7 +979,7 @@ def _log_slow_callbacks(threshold_ms: float) -> None:
         run(handle)
         took_ms = (time.perf_counter() - start) * 1000
         if took_ms >= threshold_ms:
-            log.warning("slow_callback", took_ms=round(took_ms), callback=repr(handle)[:300])
+            log.warning("slow_callback", took_ms=round(took_ms), callback=_callback_name(handle))
 
     asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
