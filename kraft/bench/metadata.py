@@ -16,7 +16,9 @@ Starts a `LocalCluster` (3 controllers, 3 brokers by default), then:
    offline, as in Kafka without unclean election);
 4. **broker restart**: start it again; the time until the controller has it unfenced;
 5. **controller failover**: SIGKILL the active controller; the time until a write (a
-   cluster-default config SET, idempotent) commits on the new one.
+   cluster-default config SET, idempotent) commits on the new one, and its parts from the
+   surviving controllers' logs: the new Raft leader elected, its controller active, and every
+   broker's first heartbeat it answered (``failover_*_seconds``).
 
 Every figure is measured from the client side, by polling DescribeCluster every 50 ms.
 
@@ -250,6 +252,8 @@ def measure(
             progress("restarted broker unfenced")
             # 5. controller failover
             active = cluster.active_controller_id(timeout=30)
+            epoch_killed = _quorum_epoch(client)
+            killed_at = time.time()
             cluster.kill_controller(active)
             probes = [0]
 
@@ -260,8 +264,106 @@ def measure(
             result["controller_failover_seconds"] = round(
                 _wait("a write after the active controller's kill", written, timeout_s), 3
             )
+            # Its parts, from the survivors' logs (wall clock, same machine): the new Raft
+            # leader elected, its controller active, every broker's first heartbeat answered.
+            _wait(
+                "every broker heard by the new controller",
+                lambda: len(_failover_phases(cluster, active, epoch_killed, killed_at)) >= 3,
+                timeout_s,
+            )
+            result.update(_failover_phases(cluster, active, epoch_killed, killed_at))
             result["controller_elections_total"] = _quorum_epoch(client) - epoch_before
             progress("controller failed over")
+            result.update(_loop_stalls(cluster))
+
+
+def _failover_phases(
+    cluster: LocalCluster, killed: int, epoch_killed: int, killed_at: float
+) -> dict[str, float]:
+    """Seconds from the kill (``killed_at``, wall clock) to the first ``became_leader`` of a
+    newer epoch, the ``controller_activated`` of that epoch, and the last of the brokers'
+    first heartbeats it answered (``broker_heartbeat_resumed``), read from the surviving
+    controllers' JSON logs; only the phases seen so far."""
+    elected: tuple[float, int] | None = None
+    activated: dict[int, float] = {}
+    heard: dict[int, dict[int, float]] = {}
+    for node_id in cluster.controller_ids:
+        if node_id == killed:
+            continue
+        try:
+            lines = cluster.controller_log(node_id).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines[-20_000:]:
+            if (
+                '"became_leader"' not in line
+                and '"controller_activated"' not in line
+                and ('"broker_heartbeat_resumed"' not in line)
+            ):
+                continue
+            try:
+                event = json.loads(line)
+                at = _wall(event["timestamp"])
+            except (ValueError, KeyError):
+                continue
+            if at < killed_at:
+                continue
+            epoch = event.get("epoch", -1)
+            if event["event"] == "became_leader" and epoch > epoch_killed:
+                if elected is None or at < elected[0]:
+                    elected = (at, epoch)
+            elif event["event"] == "controller_activated" and epoch > epoch_killed:
+                activated.setdefault(epoch, at)
+            elif event["event"] == "broker_heartbeat_resumed":
+                heard.setdefault(epoch, {}).setdefault(event["broker_id"], at)
+    phases: dict[str, float] = {}
+    if elected is None:
+        return phases
+    phases["failover_elected_seconds"] = round(elected[0] - killed_at, 3)
+    epoch = min((e for e in activated if e >= elected[1]), default=None)
+    if epoch is None:
+        return phases
+    phases["failover_activated_seconds"] = round(activated[epoch] - killed_at, 3)
+    brokers = heard.get(epoch, {})
+    if len(brokers) >= len(cluster.broker_ids):
+        phases["failover_all_brokers_heard_seconds"] = round(max(brokers.values()) - killed_at, 3)
+    return phases
+
+
+def _loop_stalls(cluster: LocalCluster) -> dict[str, int]:
+    """The controllers' ``event_loop_stalled`` events over the run (a wake-up of their stall
+    watch 200 ms or more late; `kraft.controller.server.LOOP_STALL_LOG_MS`): how many, and the
+    worst, of the active controller and of the standbys."""
+    counts = {"active": 0, "standby": 0}
+    worst = {"active": 0, "standby": 0}
+    for node_id in cluster.controller_ids:
+        try:
+            text = cluster.controller_log(node_id).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if '"event_loop_stalled"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            role = "active" if event.get("active") else "standby"
+            counts[role] += 1
+            worst[role] = max(worst[role], int(event.get("late_ms", 0)))
+    return {
+        "loop_stalls_active_controller": counts["active"],
+        "loop_stall_max_ms_active_controller": worst["active"],
+        "loop_stalls_standby_controllers": counts["standby"],
+        "loop_stall_max_ms_standby_controllers": worst["standby"],
+    }
+
+
+def _wall(timestamp: str) -> float:
+    """A structlog ISO timestamp (UTC) as seconds since the epoch."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def main(argv: list[str] | None = None) -> int:

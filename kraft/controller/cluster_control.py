@@ -27,14 +27,21 @@ A broker's life, as the controller sees it (Kafka's ``BrokerHeartbeatManager``):
   elect a leader do so in the same batch.
 - **Fencing** (``want_fence``, or no heartbeat for ``broker.session.timeout.ms``): the fence
   record, the ISR removals and the leader moves form one batch (KIP-841).
-- **Controlled shutdown** (``want_shutdown``): if the broker leads partitions, it enters
-  CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move away (one batch). Once it
-  leads nothing, ``should_shut_down`` is true and it is fenced (KIP-631, Kafka's
-  ``SHUTDOWN_NOW``). Quorum-mode partitions do not hold it back: their Raft groups move their
-  leadership (`kraft.controller.quorum_partitions`).
+- **Controlled shutdown** (``want_shutdown``): if the broker leads partitions (or is in more
+  ISRs than one batch holds), it enters CONTROLLED_SHUTDOWN: its leaderships move away, then it
+  leaves every ISR, in steps of at most `PARTITION_CHANGES_PER_BATCH` partition changes (one
+  per heartbeat and per tick, `controlled_shutdown_step`). Once none is left,
+  ``should_shut_down`` is true and it is fenced (KIP-631, Kafka's ``SHUTDOWN_NOW``).
+  Quorum-mode partitions do not hold it back: their Raft groups move their leadership
+  (`kraft.controller.quorum_partitions`).
+- **Re-registration** of a broker whose previous incarnation is still unfenced and in more
+  ISRs or leaderships than one batch holds (its paced fencing is under way) is refused with
+  DUPLICATE_BROKER_REGISTRATION until the ticks have fenced it; the broker retries.
 
 Heartbeat times are *soft state* in `BrokerHeartbeatManager`: not replicated, rebuilt (every
-broker touched "now") when a controller becomes active, like Kafka's.
+unfenced broker touched "now"; a fenced one has no session until it heartbeats, so a restarted
+incarnation of a dead, fenced broker registers at once) when a controller becomes active, like
+Kafka's.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from kraft.metadata.image import BrokerState, MetadataImage
 from kraft.metadata.records import (
     BrokerRegistrationChangeRecord,
     MetadataRecord,
+    PartitionChangeRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
@@ -146,30 +154,15 @@ class BrokerHeartbeatManager:
 
 
 def _fence_records(
-    image: MetadataImage,
-    broker_id: int,
-    *,
-    controlled_shutdown: bool = False,
-    elr_enabled: bool = False,
+    image: MetadataImage, broker_id: int, *, elr_enabled: bool = False
 ) -> list[MetadataRecord]:
-    """Fence ``broker_id`` (or, with ``controlled_shutdown``, start its controlled shutdown) and,
-    in the same batch, drop it from every ISR and move its leaderships (KIP-841).
-
-    A fenced broker is plain FENCED: fencing also ends a controlled shutdown.
-    """
-    registration = image.brokers[broker_id]
-    if controlled_shutdown:
-        change = BrokerRegistrationChangeRecord(
-            broker_id=broker_id, broker_epoch=registration.broker_epoch, in_controlled_shutdown=True
-        )
-    else:
-        change = BrokerRegistrationChangeRecord(
-            broker_id=broker_id,
-            broker_epoch=registration.broker_epoch,
-            fenced=True,
-            in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
-        )
-    return [change, *remove_broker_from_partitions(image, broker_id, elr_enabled=elr_enabled)]
+    """Fence ``broker_id`` and, in the same batch, drop it from every ISR and move its
+    leaderships (KIP-841). A fenced broker is plain FENCED: fencing also ends a controlled
+    shutdown."""
+    return [
+        _fence_record(image, broker_id),
+        *remove_broker_from_partitions(image, broker_id, elr_enabled=elr_enabled),
+    ]
 
 
 def handle_register_broker(
@@ -205,6 +198,26 @@ def handle_register_broker(
                 error_message=f"broker {request.broker_id} is registered by a live incarnation",
             ),
         )
+    if existing is not None and not existing.fenced:
+        left = remove_broker_from_partitions(
+            image, request.broker_id, elr_enabled=elr_enabled, limit=PARTITION_CHANGES_PER_BATCH
+        )
+        if len(left) >= PARTITION_CHANGES_PER_BATCH:
+            # Its previous incarnation still leads or is in sync for many partitions (its
+            # fencing is under way, one bounded batch per tick): removing them all in this
+            # registration's batch is the unbounded batch that pacing avoids. The broker
+            # retries (as after any refused registration) and registers once the ticks are
+            # done. NB: the same code as a live session's: the old incarnation still counts.
+            return ControllerResult(
+                records=(),
+                response=RegisterBrokerResponse(
+                    error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+                    error_message=(
+                        f"broker {request.broker_id}'s previous incarnation is still being "
+                        "fenced; retry"
+                    ),
+                ),
+            )
     records: list[MetadataRecord] = [
         RegisterBrokerRecord(
             broker_id=request.broker_id,
@@ -282,19 +295,26 @@ def handle_broker_heartbeat(
             if request.want_fence:
                 records, fenced = _fence_records(image, broker_id, elr_enabled=elr_enabled), True
             elif request.want_shutdown:
-                if _leads_anything(image, broker_id):
-                    records = _fence_records(
-                        image, broker_id, controlled_shutdown=True, elr_enabled=elr_enabled
-                    )
-                else:
-                    records = _fence_records(image, broker_id, elr_enabled=elr_enabled)
+                step = controlled_shutdown_step(image, broker_id, elr_enabled=elr_enabled)
+                if len(step) < PARTITION_CHANGES_PER_BATCH and not _leads_anything(
+                    image, broker_id
+                ):
+                    records = [_fence_record(image, broker_id), *step]
                     fenced, should_shut_down = True, True
+                else:
+                    registration_change = BrokerRegistrationChangeRecord(
+                        broker_id=broker_id,
+                        broker_epoch=registration.broker_epoch,
+                        in_controlled_shutdown=True,
+                    )
+                    records = [registration_change, *step]
         case BrokerState.CONTROLLED_SHUTDOWN:
             # NB: a broker cannot leave controlled shutdown; want_shutdown=False is ignored.
-            if _leads_anything(image, broker_id):
-                records = list(
-                    remove_broker_from_partitions(image, broker_id, elr_enabled=elr_enabled)
-                )
+            # Its leaderships and ISR memberships leave in bounded steps (this heartbeat's,
+            # and the ticks' between heartbeats); it is fenced once none is left.
+            step = controlled_shutdown_step(image, broker_id, elr_enabled=elr_enabled)
+            if step:
+                records = list(step)
             else:
                 records = _fence_records(image, broker_id, elr_enabled=elr_enabled)
                 fenced, should_shut_down = True, True
@@ -315,13 +335,57 @@ def _heartbeat_error(code: ErrorCode, message: str) -> ControllerResult[BrokerHe
     )
 
 
+def _fence_record(image: MetadataImage, broker_id: int) -> BrokerRegistrationChangeRecord:
+    registration = image.brokers[broker_id]
+    return BrokerRegistrationChangeRecord(
+        broker_id=broker_id,
+        broker_epoch=registration.broker_epoch,
+        fenced=True,
+        in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
+    )
+
+
+def controlled_shutdown_step(
+    image: MetadataImage,
+    broker_id: int,
+    *,
+    elr_enabled: bool = False,
+    max_records: int = PARTITION_CHANGES_PER_BATCH,
+) -> list[PartitionChangeRecord]:
+    """One bounded step of a controlled shutdown (KIP-631): at most ``max_records`` of the
+    broker's leaderships (first) and ISR memberships move (empty: none left). Before, the
+    first heartbeat asking to shut down moved them all in one batch (~10,000 records for a
+    broker of a 10,000-partition RF-3 cluster: the unbounded batch that paced fencing
+    avoids). Between the steps the broker is in CONTROLLED_SHUTDOWN: no election picks it and
+    no AlterPartition adds it back, though it stays in the ISRs not yet visited."""
+    return remove_broker_from_partitions(
+        image, broker_id, elr_enabled=elr_enabled, limit=max_records
+    )
+
+
+def controlled_shutdown_tick(
+    image: MetadataImage, *, elr_enabled: bool = False
+) -> tuple[list[PartitionChangeRecord], bool]:
+    """A tick's share of the controlled shutdowns under way: one step of the first broker in
+    CONTROLLED_SHUTDOWN that has one left (the rest waits for the next tick or its
+    heartbeat); returns (records, whether a full step was taken, so more may be left)."""
+    for broker_id in sorted(image.brokers):
+        if image.brokers[broker_id].state is not BrokerState.CONTROLLED_SHUTDOWN:
+            continue
+        step = controlled_shutdown_step(image, broker_id, elr_enabled=elr_enabled)
+        if step:
+            return step, len(step) >= PARTITION_CHANGES_PER_BATCH
+    return [], False
+
+
 def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
     """Whether ``broker_id`` leads a partition the controller must move before it stops. A
     quorum partition's leader is not one: it resigns to its Raft group as it stops its replicas
     (EndQuorumEpoch, KIP-595), and the group elects the next one at once."""
+    topics = image.topics_by_id
     return any(
-        p.leader == broker_id and not is_quorum_topic(image, topic.name)
-        for topic, _, p in image.iter_partitions()
+        not is_quorum_topic(image, topics[topic_id].name)
+        for topic_id, _ in image.partition_index.led_by(broker_id)
     )
 
 
@@ -356,14 +420,7 @@ def fence_one_expired_broker(
         )
         if len(records) >= max_records:
             return records, None
-        registration = image.brokers[broker_id]
-        fence = BrokerRegistrationChangeRecord(
-            broker_id=broker_id,
-            broker_epoch=registration.broker_epoch,
-            fenced=True,
-            in_controlled_shutdown=False if registration.in_controlled_shutdown else None,
-        )
-        return [fence, *records], broker_id
+        return [_fence_record(image, broker_id), *records], broker_id
     return [], None
 
 
@@ -428,6 +485,8 @@ __all__ = [
     "PARTITION_CHANGES_PER_BATCH",
     "PRODUCER_ID_BLOCK_SIZE",
     "BrokerHeartbeatManager",
+    "controlled_shutdown_step",
+    "controlled_shutdown_tick",
     "fence_one_expired_broker",
     "handle_allocate_producer_ids",
     "handle_broker_heartbeat",

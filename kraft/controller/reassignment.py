@@ -57,6 +57,7 @@ from kraft.controller.result import ControllerResult
 from kraft.metadata.configs import MIN_INSYNC_REPLICAS, quoted
 from kraft.metadata.delta import check_partition, merge_partition_change
 from kraft.metadata.image import MetadataImage, PartitionRegistration, TopicImage
+from kraft.metadata.partition_index import sorted_keys
 from kraft.metadata.records import NO_LEADER, MetadataRecord, PartitionChangeRecord
 from storage.errors import ErrorCode
 
@@ -249,7 +250,7 @@ def complete_reassignments(
     """`complete_reassignment` for each (topic id, partition) named, or for every partition
     being reassigned (``None``: a scan, when a controller becomes active)."""
     if partitions is None:
-        partitions = [(t.topic_id, i) for t, i, p in image.iter_partitions() if p.is_reassigning]
+        partitions = sorted_keys(image.partition_index.reassigning, image.topics_by_id)
     records: list[PartitionChangeRecord] = []
     for topic_id, index in partitions:
         topic = image.topic_by_id(topic_id)

@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -129,6 +130,17 @@ MIN_TICK_INTERVAL_MS = 5
 MAX_TICK_SLEEP_MS = 5_000
 """The longest the tick task sleeps without a wake or a deadline: the bound on the delay a
 missed wake could cause."""
+
+LOOP_STALL_LOG_MS = 200
+"""A wake-up of the stall watch (every `_STALL_WATCH_S`) this much later than asked is logged
+as ``event_loop_stalled``: something held the event loop (or the CPU was not ours) long enough
+to put Raft's 250 ms fetch timeout at risk. ``kraft bench metadata`` counts them."""
+
+_STALL_WATCH_S = 0.05
+
+OFF_LOOP_ENCODE_RECORDS = 200
+"""A decided batch of at least this many records is encoded in a worker thread
+(`ControllerServer._propose_in_order`)."""
 
 OFF_LOOP_DECODE_BYTES = 256 * 1024
 """A request at least this large is decoded (and checked against `kraft.controller.limits`)
@@ -223,8 +235,11 @@ class ControllerServer:
             dynamic_voters=config.dynamic_voters,
         )
         self._tick_task: asyncio.Task[None] | None = None
+        self._stall_task: asyncio.Task[None] | None = None
         self._tick_wake = asyncio.Event()
         self._last_batch: tuple[int, asyncio.Future[int]] | None = None
+        self._propose_turn: asyncio.Future[None] | None = None
+        """Done once the newest decided batch was proposed (`_propose_in_order`)."""
         """The epoch and commit future of the newest batch this node proposed."""
         self._describe_cache: tuple[MetadataImage, object, Message] | None = None
         """The last `describe_cluster_message`: its image, its key, the encoded answer."""
@@ -252,6 +267,9 @@ class ControllerServer:
             self._tick_loop(), name=f"controller-tick-{self.node_id}"
         )
         self.supervisor.watch(self._tick_task)
+        self._stall_task = asyncio.create_task(
+            self._stall_watch(), name=f"controller-stall-watch-{self.node_id}"
+        )
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
@@ -285,10 +303,11 @@ class ControllerServer:
         self._stopped = True
         self.supervisor.close()
         self.raft.set_serving(False)
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tick_task
+        for task in (self._tick_task, self._stall_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.raft.stop(graceful=graceful)
         self.core.resign()
         await self._grpc.stop(grace=0.2)
@@ -322,6 +341,8 @@ class ControllerServer:
             return
         if not records:
             return
+        if core.replay_own_batch(records[0][0], len(records), epoch):
+            return  # our own batch: the core has its image already, nothing to decode
         decoded: list[MetadataRecord] = [decode_record(value) for _, value in records]
         core.replay_batch(decoded, records[0][0], epoch)
 
@@ -371,14 +392,31 @@ class ControllerServer:
         self.wake_tick()  # the decision may have changed the core's deadline
         if not result.records:
             return await self._after_pending_commits(request, handler, result.response)
-        payload = [encode_record(r) for r in result.records]
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[int] = loop.create_future()
+        # NB: set before any await: a record-less answer decided meanwhile waits for this batch.
+        self._last_batch = (epoch, outcome)
         try:
-            # NB: no await between the decision and the propose: batches keep the core's order.
-            committed = self.raft.propose_nowait(payload)
-        except NotControllerError:
-            self._resign("propose_rejected")
+            if len(result.records) < OFF_LOOP_ENCODE_RECORDS and self._propose_turn is None:
+                # NB: no await between the decision and the propose: batches keep the core's
+                # order (nothing decided earlier is still waiting to be proposed).
+                committed = self.raft.propose_nowait(_encode_all(result.records))
+            else:
+                previous, turn = self._propose_turn, loop.create_future()
+                self._propose_turn = turn
+                proposal = asyncio.ensure_future(
+                    self._propose_in_order(result.records, epoch, previous, turn)
+                )
+                proposal.add_done_callback(lambda p: _settle_proposal(outcome, p))
+                # NB: shielded: once decided, the batch must be proposed (or the core resign)
+                # even if this request is cancelled, or the next batch would land misplaced.
+                committed = await asyncio.shield(proposal)
+        except NotControllerError as e:
+            _settle(outcome, e)
+            if core.epoch == epoch:
+                self._resign("propose_rejected")
             return handler(self._standby)(request, clock_ms()).response
-        self._last_batch = (epoch, committed)
+        committed.add_done_callback(lambda f: _settle_from(outcome, f))
         try:
             base = await committed
         except (NotControllerError, LogClosedError):
@@ -391,6 +429,39 @@ class ControllerServer:
                 self._resign("batch_misplaced")
             return handler(self._standby)(request, clock_ms()).response
         return result.response
+
+    async def _propose_in_order(
+        self,
+        records: tuple[MetadataRecord, ...],
+        epoch: int,
+        previous: asyncio.Future[None] | None,
+        turn: asyncio.Future[None],
+    ) -> asyncio.Future[int]:
+        """Encode ``records`` and propose them as one batch once the batch decided before them
+        was proposed (``previous`` done; the core counts on its batches landing in the order
+        it made them); ``turn`` is done once this one was. A batch of
+        `OFF_LOOP_ENCODE_RECORDS` or more is encoded in a worker thread, so the loop goes on
+        answering Raft fetches and heartbeats meanwhile (a 1,000-partition create took 50-80 ms
+        to encode under load).
+
+        Raises:
+            NotControllerError: this node stopped being the active controller of ``epoch``
+                before the batch was proposed, or Raft refused it.
+        """
+        try:
+            if len(records) >= OFF_LOOP_ENCODE_RECORDS:
+                payload = await asyncio.to_thread(_encode_all, records)
+            else:
+                payload = _encode_all(records)
+            if previous is not None:
+                await previous  # NB: never fails: only ever given a result
+            if not self.core.is_active or self.core.epoch != epoch:
+                raise NotControllerError("leadership changed before the batch was proposed")
+            return self.raft.propose_nowait(payload)
+        finally:
+            if self._propose_turn is turn:
+                self._propose_turn = None
+            turn.set_result(None)
 
     async def _after_pending_commits(
         self,
@@ -506,6 +577,17 @@ class ControllerServer:
 
     # -- time ----------------------------------------------------------------------------------
 
+    async def _stall_watch(self) -> None:
+        """Log ``event_loop_stalled`` when a short sleep wakes `LOOP_STALL_LOG_MS` late."""
+        while True:
+            before = time.monotonic()
+            await asyncio.sleep(_STALL_WATCH_S)
+            late_ms = (time.monotonic() - before - _STALL_WATCH_S) * 1000
+            if late_ms >= LOOP_STALL_LOG_MS:
+                self._log.warning(
+                    "event_loop_stalled", late_ms=round(late_ms), active=self.core.is_active
+                )
+
     def wake_tick(self) -> None:
         """An input changed the core: the tick task recomputes its deadline at once."""
         self._tick_wake.set()
@@ -527,6 +609,50 @@ class ControllerServer:
             sleep_ms = MAX_TICK_SLEEP_MS if deadline is None else deadline - now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), min(sleep_ms, MAX_TICK_SLEEP_MS) / 1000)
+
+
+def _callback_name(handle: asyncio.events.Handle) -> str:
+    """The task a callback steps (its coroutine's name), else the callback's repr."""
+    callback = getattr(handle, "_callback", None)
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        coro = owner.get_coro()
+        return f"task {owner.get_name()}: {getattr(coro, '__qualname__', repr(coro))}"[:300]
+    return repr(handle)[:300]
+
+
+def _encode_all(records: tuple[MetadataRecord, ...]) -> list[bytes]:
+    return [encode_record(r) for r in records]
+
+
+def _settle(outcome: asyncio.Future[int], error: BaseException) -> None:
+    if not outcome.done():
+        outcome.set_exception(error)
+        outcome.exception()  # NB: retrieved: only a record-less answer may wait on it
+
+
+def _settle_proposal(
+    outcome: asyncio.Future[int], proposal: asyncio.Future[asyncio.Future[int]]
+) -> None:
+    """A proposal that failed fails ``outcome`` (its error is retrieved here: the request that
+    made it may have been cancelled); one that succeeded settles it when it commits."""
+    if proposal.cancelled():
+        _settle(outcome, NotControllerError("the proposal was cancelled"))
+    elif (error := proposal.exception()) is not None:
+        _settle(outcome, error)
+    else:
+        proposal.result().add_done_callback(lambda f: _settle_from(outcome, f))
+
+
+def _settle_from(outcome: asyncio.Future[int], committed: asyncio.Future[int]) -> None:
+    if outcome.done():
+        return
+    if committed.cancelled():
+        _settle(outcome, NotControllerError("the batch was cancelled"))
+    elif (error := committed.exception()) is not None:
+        _settle(outcome, error)
+    else:
+        outcome.set_result(committed.result())
 
 
 def _tick_handler(core: ControllerCore) -> Callable[[None, int], ControllerResult[None]]:
@@ -832,7 +958,30 @@ def run_controller(config: ControllerNodeConfig) -> int:
     cProfile with ``KRAFT_PROFILE_DIR``, `kraft.profiling`)."""
     from kraft.profiling import run_profiled
 
+    threshold = os.environ.get(SLOW_CALLBACK_ENV)
+    if threshold:
+        _log_slow_callbacks(float(threshold))
     return run_profiled(f"controller-{config.node_id}", lambda: serve(config))
+
+
+SLOW_CALLBACK_ENV = "KRAFT_SLOW_CALLBACK_MS"
+"""When set (milliseconds), a controller process logs ``slow_callback`` for every event-loop
+callback that ran that long, naming it (a task's coroutine, a gRPC callback...): which step held
+the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench metadata``)."""
+
+
+def _log_slow_callbacks(threshold_ms: float) -> None:
+    log = structlog.get_logger("kraft.controller")
+    run = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.events.Handle) -> None:
+        start = time.perf_counter()
+        run(handle)
+        took_ms = (time.perf_counter() - start) * 1000
+        if took_ms >= threshold_ms:
+            log.warning("slow_callback", took_ms=round(took_ms), callback=_callback_name(handle))
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
 
 __all__ = [

@@ -305,7 +305,8 @@ def handle_create_topics(
     working = image
     records: list[MetadataRecord] = []
     results: list[CreatableTopicResult] = []
-    for topic in request.topics:
+    last = len(request.topics) - 1
+    for position, topic in enumerate(request.topics):
         try:
             if counts[topic.name] > 1:
                 raise _Rejected(
@@ -329,8 +330,11 @@ def handle_create_topics(
             )
         else:
             records.extend(topic_records)
-            # Later topics of the same request must see this one (collisions, ids).
-            working = working.apply_batch(topic_records, base_offset=working.last_offset + 1)
+            if position < last:
+                # Later topics of the same request must see this one (collisions, ids). NB:
+                # not after the last one: the core applies the whole batch to its pending
+                # image anyway (a second pass cost ~35% of deciding a 1,000-partition create).
+                working = working.apply_batch(topic_records, base_offset=working.last_offset + 1)
         results.append(result)
     return ControllerResult(
         records=tuple(records), response=CreateTopicsResponse(topics=tuple(results))

@@ -21,6 +21,7 @@ from kraft.metadata.image import (
     PartitionRegistration,
     TopicImage,
 )
+from kraft.metadata.partition_index import PartitionIndexBuilder
 from kraft.metadata.records import (
     NO_LEADER,
     AccessControlEntryRecord,
@@ -167,6 +168,7 @@ class MetadataDelta:
         self._configs: dict[tuple[ConfigResourceType, str], dict[str, str]] | None = None
         self._next_producer_id = base.next_producer_id
         self._acls: dict[str, AclBinding] | None = None
+        self._index = PartitionIndexBuilder(base.partition_index)
         self._built = False
 
     # -- copy-on-write accessors --------------------------------------------------------------
@@ -277,7 +279,13 @@ class MetadataDelta:
                     last_known_elr=record.last_known_elr,
                 )
                 check_partition(registration, f"{record.topic_id}-{record.partition}")
-                self._w_partitions(record.topic_id)[record.partition] = registration
+                partitions = self._w_partitions(record.topic_id)
+                self._index.update(
+                    (record.topic_id, record.partition),
+                    partitions.get(record.partition),
+                    registration,
+                )
+                partitions[record.partition] = registration
             case PartitionChangeRecord():
                 partitions = self._w_partitions(record.topic_id)
                 current_partition = partitions.get(record.partition)
@@ -295,13 +303,16 @@ class MetadataDelta:
                 )
                 merged = merge_partition_change(current_partition, record)
                 check_partition(merged, where)
+                self._index.update((record.topic_id, record.partition), current_partition, merged)
                 partitions[record.partition] = merged
             case RemoveTopicRecord():
                 topic = self._w_topics().pop(record.topic_id, None)
                 _check(topic is not None, f"remove of unknown topic id {record.topic_id}")
                 assert topic is not None
                 del self._w_names()[topic.name]
-                self._partitions.pop(record.topic_id, None)
+                written = self._partitions.pop(record.topic_id, None)
+                for index, partition in (topic.partitions if written is None else written).items():
+                    self._index.update((record.topic_id, index), partition, None)
                 self._w_configs().pop((ConfigResourceType.TOPIC, topic.name), None)
             case ConfigRecord():
                 key = (record.resource_type, record.resource_name)
@@ -352,6 +363,7 @@ class MetadataDelta:
             acls=base.acls if self._acls is None else self._acls,
             last_offset=last_offset,
             last_epoch=last_epoch,
+            index=self._index.build(),
         )
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kraft.metadata.codec import record_from_dict, record_to_dict
 from kraft.metadata.configs import CLUSTER_DEFAULT_RESOURCE, TOPIC_CONFIGS, resolve_topic_configs
+from kraft.metadata.partition_index import PartitionIndex
 from kraft.metadata.records import (
     NO_LEADER,
     AccessControlEntryRecord,
@@ -226,10 +227,24 @@ class MetadataImage:
     # The offset and epoch of the last applied record (-1 before the first one).
     last_offset: int = -1
     last_epoch: int = -1
+    index: PartitionIndex | None = field(default=None, compare=False, repr=False)
+    """Partitions by broker (`kraft.metadata.partition_index`), derived from ``topics_by_id``:
+    kept by `MetadataDelta`, or built on first use (`partition_index`) for an image made
+    directly."""
 
     @staticmethod
     def empty() -> MetadataImage:
         return MetadataImage()
+
+    @property
+    def partition_index(self) -> PartitionIndex:
+        """Which partitions each broker leads, is in the ISR / ELR / offline replicas of, and
+        the leaderless and reassigning ones (`kraft.metadata.partition_index`)."""
+        index = self.index
+        if index is None:
+            index = PartitionIndex.of(self.topics_by_id)
+            object.__setattr__(self, "index", index)  # NB: derived state, built once
+        return index
 
     # -- applying records ---------------------------------------------------------------------
 
@@ -300,13 +315,16 @@ class MetadataImage:
                 yield topic, index, topic.partitions[index]
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
-        return [
-            TopicPartition(t.name, i) for t, i, p in self.iter_partitions() if p.leader == broker_id
-        ]
+        return self._named(self.partition_index.led_by(broker_id))
 
     def offline_partitions(self) -> list[TopicPartition]:
         """Partitions without a leader (Kafka's OfflinePartitionsCount)."""
-        return [TopicPartition(t.name, i) for t, i, p in self.iter_partitions() if not p.is_online]
+        return self._named(self.partition_index.leaderless())
+
+    def _named(self, keys: Iterable[tuple[str, int]]) -> list[TopicPartition]:
+        """Index keys as topic partitions, in `iter_partitions` order."""
+        topics = self.topics_by_id
+        return sorted(TopicPartition(topics[t].name, i) for t, i in keys)
 
     def describe_topic(self, name: str) -> TopicDescription | None:
         """Leader, leader epoch, replicas and ISR of every partition of ``name``."""

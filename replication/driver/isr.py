@@ -143,7 +143,13 @@ class IsrPartitionDriver:
             snapshots=snapshots,
             checkpoint=checkpoint,
             producer_state=self._producer_state,
-            checkpointed_high_watermark=checkpointed,
+            # NB: no file means the high watermark a reopen computes above: a new replica has
+            # nothing to write until it moves (before, the first checkpoint pass after a
+            # 10,000-partition create fsynced one file per new replica on the broker's event
+            # loop, and its heartbeats came late enough to be fenced).
+            checkpointed_high_watermark=(
+                self._high_watermark if checkpointed is None else checkpointed
+            ),
             logger=self._logger,
         )
         self._core: PartitionLeader | PartitionFollower | None = None

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from kraft.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
+from kraft.metadata import BrokerRegistrationChangeRecord, MetadataImage, PartitionChangeRecord
+from kraft.metadata.image import TopicImage
 from kraft.types import TopicPartition
-from replication.broker.partition import PartitionReplica
+from replication.broker.partition import FileCheckpoint, PartitionReplica
 from replication.broker.server import (
     MAX_REPLICA_OPENS_PER_RECONCILE,
     RECONCILE_OPEN_BUDGET_S,
@@ -151,5 +152,62 @@ def test_a_broker_fenced_updates_the_leaders_view_without_a_pass_over_every_part
             assert applied == []
             leaders = {tp for tp, r in b.replicas.items() if r.driver.is_leader}
             assert leaders and set(updated) == leaders and len(updated) == len(leaders)
+
+    asyncio.run(run())
+
+
+def test_a_pass_walks_one_slice_of_the_unopened_replicas_not_all_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: every pass walked every replica still to open (thousands at 10,000 partitions)
+    to open one slice of them: O(n^2 / slice) for a large topic."""
+    partitions = MAX_REPLICA_OPENS_PER_RECONCILE * 6
+    image = (
+        ImageBuilder()
+        .with_brokers(101, 102, 103)
+        .with_topic("wide", partitions=partitions, rf=3)
+        .build()
+    )
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            pending = len(b._revisit)
+            assert pending >= 4 * MAX_REPLICA_OPENS_PER_RECONCILE
+            looked_up: list[str] = []
+            original = MetadataImage.topic
+
+            def counting(self: MetadataImage, name: str) -> TopicImage | None:
+                looked_up.append(name)
+                return original(self, name)
+
+            monkeypatch.setattr(MetadataImage, "topic", counting)
+            b._reconcile()
+            assert len(looked_up) <= MAX_REPLICA_OPENS_PER_RECONCILE
+            assert pending - MAX_REPLICA_OPENS_PER_RECONCILE <= len(b._revisit) < pending
+            assert b._reconcile_scheduled, "the rest is scheduled, not dropped"
+
+    asyncio.run(run())
+
+
+def test_new_replicas_write_no_high_watermark_checkpoint_until_it_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the first checkpoint pass after a large create wrote (and fsynced) one file per
+    new replica on the broker's event loop, though a missing file already means that value."""
+    image = (
+        ImageBuilder().with_brokers(101, 102, 103).with_topic("wide", partitions=8, rf=3).build()
+    )
+    written: list[int] = []
+    monkeypatch.setattr(FileCheckpoint, "write", lambda self, offset: written.append(offset))
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            for _ in range(500):
+                if len(b.replicas) == 8:
+                    break
+                await asyncio.sleep(0)
+            for replica in b.replicas.values():
+                replica.checkpoint_high_watermark()
+            assert written == []
 
     asyncio.run(run())

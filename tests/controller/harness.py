@@ -69,9 +69,18 @@ class ControllerHarness:
         return result
 
     def commit(self) -> None:
+        """Commit what was proposed, as the server does: the active core takes its own batch's
+        pending image (`ControllerCore.replay_own_batch`); checked here against a replay of the
+        records through the codec, as a standby applies them."""
         for base, records in self.uncommitted:
             decoded = [decode_record(encode_record(r)) for r in records]
-            self.core.replay_batch(decoded, base, self.epoch)
+            before = self.core.committed_image
+            if self.core.replay_own_batch(base, len(records), self.epoch):
+                replayed = before.apply_batch(decoded, base, self.epoch)
+                assert self.core.committed_image == replayed
+                assert self.core.committed_image.partition_index == replayed.partition_index
+            else:
+                self.core.replay_batch(decoded, base, self.epoch)
         self.uncommitted.clear()
 
     def run(self, handler: Callable[[Req, int], ControllerResult[R]], request: Req) -> R:

@@ -7,7 +7,9 @@ After every step, in both the committed and the pending image:
 - a partition without a leader keeps exactly one ISR member (the last one);
 - leader epochs and partition epochs never go backwards;
 - a standby that replays the committed log (through the codec) has the same image, and the
-  image survives a snapshot round-trip.
+  image survives a snapshot round-trip;
+- the partition index the deltas keep (`kraft.metadata.partition_index`) equals one built
+  from scratch.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kraft.metadata import (
     decode_record,
     encode_record,
 )
+from kraft.metadata.partition_index import PartitionIndex
 from storage.errors import ErrorCode
 from tests.controller.harness import ControllerHarness
 
@@ -245,6 +248,11 @@ class ControllerMachine(RuleBasedStateMachine):
     def isr_holds_only_active_brokers(self) -> None:
         self._check_image(self.h.core.committed_image)
         self._check_image(self.h.core.pending_image)
+
+    @invariant()
+    def the_partition_index_kept_by_the_deltas_equals_a_fresh_build(self) -> None:
+        for image in (self.h.core.committed_image, self.h.core.pending_image):
+            assert image.partition_index == PartitionIndex.of(image.topics_by_id)
 
     @invariant()
     def epochs_never_go_backwards(self) -> None:

@@ -143,3 +143,71 @@ def test_an_answer_resting_on_uncommitted_records_waits_for_them(tmp_path: Path)
                 await s.stop(graceful=False)
 
     asyncio.run(main())
+
+
+def test_batches_encoded_off_the_loop_are_proposed_in_the_order_they_were_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large batch is encoded in a worker thread (`OFF_LOOP_ENCODE_RECORDS`); a batch decided
+    after it, whose encoding finishes first, must still land after it (the core counts on its
+    order: a misplaced batch fails the replay and kills the controller)."""
+    import threading
+
+    import kraft.controller.server as server_module
+    from kraft.controller.messages import (
+        AlterableConfig,
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+    from kraft.metadata.records import ConfigResourceType
+
+    monkeypatch.setattr(server_module, "OFF_LOOP_ENCODE_RECORDS", 1)  # every batch threaded
+    first_started = threading.Event()
+    encode = server_module._encode_all
+
+    def slow_first(records: tuple[object, ...]) -> list[bytes]:
+        if not first_started.is_set():
+            first_started.set()
+            time.sleep(0.3)  # the first batch's encoding finishes last
+        return encode(records)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(server_module, "_encode_all", slow_first)
+    port = free_ports(1)[0]
+    config = ControllerNodeConfig(
+        node_id=1, voters={1: f"127.0.0.1:{port}"}, listen=f"127.0.0.1:{port}", data_dir=tmp_path
+    )
+
+    def retention(value: int) -> IncrementalAlterConfigsRequest:
+        return IncrementalAlterConfigsRequest(
+            resources=(
+                AlterConfigsResource(
+                    resource_type=ConfigResourceType.BROKER,
+                    resource_name="",
+                    configs=(AlterableConfig(name="log.retention.ms", value=str(value)),),
+                ),
+            )
+        )
+
+    async def main() -> None:
+        server = ControllerServer(config, seed=1)
+        await server.start()
+        try:
+            await _until(lambda: server.is_active)
+            submit = functools.partial(
+                server.submit, handler=lambda c: c.handle_incremental_alter_configs_request
+            )
+            answers = await asyncio.gather(
+                submit(retention(1000)), submit(retention(2000)), submit(retention(3000))
+            )
+            assert all(r.error_code.name == "NONE" for a in answers for r in a.responses)
+            await _until(lambda: server.core.inflight_count == 0)
+            assert server.supervisor.death is None, "a misplaced batch fails the replay"
+            image = server.core.committed_image
+            assert (
+                image.dynamic_configs(ConfigResourceType.BROKER, "")["log.retention.ms"] == "3000"
+            )
+            assert server.is_active, "a misplaced batch would have failed the replay"
+        finally:
+            await server.stop()
+
+    asyncio.run(main())

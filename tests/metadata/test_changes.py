@@ -71,6 +71,7 @@ def test_an_untouched_topic_is_not_walked_so_the_cost_is_that_of_the_changed_top
         configs=base.configs,
         last_offset=base.last_offset,
         last_epoch=base.last_epoch,
+        index=base.partition_index,  # the same partitions: not rebuilt from the guarded map
     )
     after = _isr_change(before, "b", 3)
     changed = changed_partitions(before, after)
