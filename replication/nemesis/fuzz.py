@@ -50,7 +50,7 @@ VIOLATION_CODES: Final = {
 EXAMPLES: Final = 5
 J = TypeVar("J")
 R = TypeVar("R")
-DEFAULT_CONCURRENCY: Final = 8
+DEFAULT_CONCURRENCY: Final = 64
 """Calls in flight at once (measured: see docs/guarantees.md, ``kraft fuzz``)."""
 CHECK_EVERY: Final = 200
 """Answered calls between two checks that every node process still runs."""
