@@ -43,7 +43,7 @@ def _repeated_elements(message: Message) -> int:
     return count
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(rng=st.randoms(use_true_random=False), index=st.integers(0, len(METHODS) - 1))
 def test_a_payload_carries_at_most_the_budget_of_repeated_elements(
     rng: random.Random, index: int
