@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
@@ -13,7 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft.cluster.local import LocalCluster
-from replication.nemesis.fuzz import drive_calls, fuzz_cluster, replay_payload, rpc_methods
+from replication.nemesis.fuzz import (
+    _Caller,
+    drive_calls,
+    fuzz_cluster,
+    replay_payload,
+    rpc_methods,
+)
 from replication.nemesis.fuzz_messages import PAYLOAD_KINDS, REPEATED_BUDGET, PayloadFuzzer
 
 METHODS = list(rpc_methods())
@@ -106,6 +116,33 @@ def test_a_node_that_dies_stops_the_run_and_the_call_that_killed_it_is_a_suspect
     assert "call#437" in suspects
     assert len(suspects) <= 50 + 2 * 4
     assert recorded == list(range(len(recorded))) and len(recorded) < 600
+
+
+def test_a_stream_the_server_keeps_open_past_the_timeout_is_a_hang() -> None:
+    # The fuzzer used to count a stream open at its deadline as answered ("OK").
+    released = threading.Event()
+
+    def never_ends(requests: Iterator[bytes], context: Any) -> Iterator[bytes]:
+        for _ in requests:
+            pass
+        released.wait(10)  # the half-closed stream is never ended
+        return iter(())
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    handler = grpc.stream_stream_rpc_method_handler(never_ends)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("kraft.v1.Raft", {"Stream": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    caller = _Caller()
+    try:
+        status = caller.stream(f"127.0.0.1:{port}", "/kraft.v1.Raft/Stream", [b"x"], 0.5)
+    finally:
+        released.set()
+        caller.close()
+        server.stop(None)
+    assert status == "DEADLINE_EXCEEDED"
 
 
 def test_a_call_replays_from_its_seed_method_and_number() -> None:
