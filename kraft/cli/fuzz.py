@@ -25,6 +25,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--calls", type=positive_int, default=1000, help="calls per RPC (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="the payloads' seed (default 0)")
+    p.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help="calls in flight at once (default: replication.nemesis.fuzz.DEFAULT_CONCURRENCY)",
+    )
     p.add_argument("--brokers", type=positive_int, default=3, help="brokers (default 3)")
     p.add_argument(
         "--rpc",
@@ -40,7 +46,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kraft.cluster.local import LocalCluster
-    from replication.nemesis.fuzz import fuzz_cluster
+    from replication.nemesis.fuzz import DEFAULT_CONCURRENCY, fuzz_cluster
 
     progress = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     with LocalCluster(controllers=3, brokers=args.brokers) as cluster:
@@ -49,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
             cluster,
             calls_per_rpc=args.calls,
             seed=args.seed,
+            concurrency=args.concurrency or DEFAULT_CONCURRENCY,
             oversized=args.oversized,
             methods=args.rpc,
             progress=progress,
@@ -57,9 +64,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         violations = sum(o.violations for o in report.per_rpc.values())
+        suspects = (
+            f" (one of {len(report.crash_suspects)} calls: {', '.join(report.crash_suspects)})"
+            if report.crash_suspects
+            else ""
+        )
         print(
             f"\n{report.calls:,} calls to {len(report.per_rpc)} RPCs in {report.seconds:.0f}s; "
-            f"handler errors and hangs: {violations}; crashed: {report.crashed or 0}; "
+            f"handler errors and hangs: {violations}; crashed: {report.crashed or 0}"
+            f"{suspects}; "
             f"unhealthy: {report.unhealthy or 0}; acknowledged data intact: "
             f"{report.data_intact} {report.data_problem}\n"
             f"{'VALID' if report.valid else 'INVALID'} (seed {report.seed})"
