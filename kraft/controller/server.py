@@ -50,17 +50,14 @@ import dataclasses
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
-import grpc
 import structlog
 from google.protobuf.message import Message
 
 from kraft._generated import controller_pb2_grpc
 from kraft.controller.acl_control import (
-    CreateAclsRequest,
-    DeleteAclsRequest,
     DescribeAclsRequest,
     DescribeAclsResponse,
     describe_acls,
@@ -71,30 +68,10 @@ from kraft.controller.config_describe import (
     describe_configs,
 )
 from kraft.controller.core import ControllerCore
-from kraft.controller.limits import (
-    reject_create_partitions,
-    reject_create_topics,
-    reject_delete_topics,
-    reject_elect_leaders,
-    reject_incremental_alter_configs,
-)
-from kraft.controller.messages import (
-    AllocateProducerIdsRequest,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionRequest,
-    BrokerHeartbeatRequest,
-    CreatePartitionsRequest,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    ElectLeadersRequest,
-    IncrementalAlterConfigsRequest,
-    ListPartitionReassignmentsRequest,
-    RegisterBrokerRequest,
-    UnregisterBrokerRequest,
-)
 from kraft.controller.node_config import ControllerNodeConfig
-from kraft.controller.reassignment import reject_alter_partition_reassignments
 from kraft.controller.result import ControllerResult
+from kraft.controller.service import OFF_LOOP_DECODE_BYTES, ControllerServicer
+from kraft.loop_watch import SLOW_CALLBACK_ENV, log_slow_callbacks, watch_stalls
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.configs import REPLICATION_MODE
 from kraft.metadata.records import MetadataRecord
@@ -102,24 +79,20 @@ from kraft.metrics.kafka import CONTROLLER_GAUGES, RAFT_GAUGES, controller_value
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
 from kraft.raft_shell import RaftServer, clock_ms
-from kraft.raft_shell.voter_changes import add_raft_voter, remove_raft_voter
 from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
 from kraft.transport.controller_codec import (
-    AddRaftVoterRequest,
     CurrentLeader,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     QuorumReplica,
-    RemoveRaftVoterRequest,
     TopicMetadata,
-    decode,
     encode_response,
 )
-from storage.errors import ErrorCode, KraftError, LogClosedError, NotControllerError
+from storage.errors import ErrorCode, LogClosedError, NotControllerError
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -131,20 +104,9 @@ MAX_TICK_SLEEP_MS = 5_000
 """The longest the tick task sleeps without a wake or a deadline: the bound on the delay a
 missed wake could cause."""
 
-LOOP_STALL_LOG_MS = 200
-"""A wake-up of the stall watch (every `_STALL_WATCH_S`) this much later than asked is logged
-as ``event_loop_stalled``: something held the event loop (or the CPU was not ours) long enough
-to put Raft's 250 ms fetch timeout at risk. ``kraft bench metadata`` counts them."""
-
-_STALL_WATCH_S = 0.05
-
 OFF_LOOP_ENCODE_RECORDS = 200
 """A decided batch of at least this many records is encoded in a worker thread
 (`ControllerServer._propose_in_order`)."""
-
-OFF_LOOP_DECODE_BYTES = 256 * 1024
-"""A request at least this large is decoded (and checked against `kraft.controller.limits`)
-in a worker thread: the event loop keeps answering Raft and heartbeats meanwhile."""
 
 
 class _MetadataStateMachine:
@@ -218,7 +180,7 @@ class ControllerServer:
             config.socket_request_max_bytes,
             guard=AccessGuard(config.authorization, lambda: self.core.committed_image),
         )
-        controller_pb2_grpc.add_ControllerServicer_to_server(_ControllerServicer(self), self._grpc)
+        controller_pb2_grpc.add_ControllerServicer_to_server(ControllerServicer(self), self._grpc)
         self.raft = RaftServer(
             config.node_id,
             config.voters,
@@ -268,7 +230,8 @@ class ControllerServer:
         )
         self.supervisor.watch(self._tick_task)
         self._stall_task = asyncio.create_task(
-            self._stall_watch(), name=f"controller-stall-watch-{self.node_id}"
+            watch_stalls(self._log, lambda: self.core.is_active),
+            name=f"controller-stall-watch-{self.node_id}",
         )
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
@@ -577,17 +540,6 @@ class ControllerServer:
 
     # -- time ----------------------------------------------------------------------------------
 
-    async def _stall_watch(self) -> None:
-        """Log ``event_loop_stalled`` when a short sleep wakes `LOOP_STALL_LOG_MS` late."""
-        while True:
-            before = time.monotonic()
-            await asyncio.sleep(_STALL_WATCH_S)
-            late_ms = (time.monotonic() - before - _STALL_WATCH_S) * 1000
-            if late_ms >= LOOP_STALL_LOG_MS:
-                self._log.warning(
-                    "event_loop_stalled", late_ms=round(late_ms), active=self.core.is_active
-                )
-
     def wake_tick(self) -> None:
         """An input changed the core: the tick task recomputes its deadline at once."""
         self._tick_wake.set()
@@ -609,16 +561,6 @@ class ControllerServer:
             sleep_ms = MAX_TICK_SLEEP_MS if deadline is None else deadline - now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), min(sleep_ms, MAX_TICK_SLEEP_MS) / 1000)
-
-
-def _callback_name(handle: asyncio.events.Handle) -> str:
-    """The task a callback steps (its coroutine's name), else the callback's repr."""
-    callback = getattr(handle, "_callback", None)
-    owner = getattr(callback, "__self__", None)
-    if isinstance(owner, asyncio.Task):
-        coro = owner.get_coro()
-        return f"task {owner.get_name()}: {getattr(coro, '__qualname__', repr(coro))}"[:300]
-    return repr(handle)[:300]
 
 
 def _encode_all(records: tuple[MetadataRecord, ...]) -> list[bytes]:
@@ -711,233 +653,6 @@ def _describe_cluster_message(
     return encode_response(_describe_cluster(image, request, node_id, controller_id), leader)
 
 
-class _ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignore[misc]
-    """The ``kraft.v1.Controller`` service: decode, submit to the server, encode."""
-
-    def __init__(self, server: ControllerServer) -> None:
-        self._server = server
-
-    async def _call(
-        self,
-        request: Any,
-        context: grpc.aio.ServicerContext,
-        cls: type[Req],
-        run: Callable[[Req], Awaitable[Any]],
-        reject: Callable[[Req], object | None] | None = None,
-    ) -> Any:
-        """Decode, answer a request out of bounds at once (``reject``, a pure check from
-        `kraft.controller.limits`), else ``run`` it. A large request is decoded, checked and
-        its rejection encoded in a worker thread, never on the loop that runs Raft."""
-        off_loop = request.ByteSize() >= OFF_LOOP_DECODE_BYTES
-        try:
-            if off_loop:
-                decoded, early = await asyncio.to_thread(_decode_and_check, request, cls, reject)
-            else:
-                decoded, early = _decode_and_check(request, cls, reject)
-        except KraftError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
-            raise  # pragma: no cover - abort raises
-        leader = self._server.current_leader()
-        if early is not None:
-            if off_loop:
-                return await asyncio.to_thread(encode_response, early, leader)
-            return encode_response(early, leader)
-        response = await run(decoded)
-        return encode_response(response, self._server.current_leader())
-
-    async def BrokerRegistration(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            RegisterBrokerRequest,
-            lambda r: s.submit(r, lambda c: c.handle_register_broker_request),
-        )
-
-    async def BrokerHeartbeat(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            BrokerHeartbeatRequest,
-            lambda r: s.submit(r, lambda c: c.handle_broker_heartbeat_request),
-        )
-
-    async def UnregisterBroker(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            UnregisterBrokerRequest,
-            lambda r: s.submit(r, lambda c: c.handle_unregister_broker_request),
-        )
-
-    async def CreateTopics(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            CreateTopicsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_create_topics_request),
-            lambda r: reject_create_topics(r, s.core.config.default_num_partitions),
-        )
-
-    async def DeleteTopics(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            DeleteTopicsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_delete_topics_request),
-            reject_delete_topics,
-        )
-
-    async def CreatePartitions(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            CreatePartitionsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_create_partitions_request),
-            reject_create_partitions,
-        )
-
-    async def AlterPartition(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            AlterPartitionRequest,
-            lambda r: s.submit(r, lambda c: c.handle_alter_partition_request),
-        )
-
-    async def ElectLeaders(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            ElectLeadersRequest,
-            lambda r: s.submit(r, lambda c: c.handle_elect_leaders_request),
-            reject_elect_leaders,
-        )
-
-    async def AlterPartitionReassignments(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            AlterPartitionReassignmentsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_alter_partition_reassignments_request),
-            reject_alter_partition_reassignments,
-        )
-
-    async def ListPartitionReassignments(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            ListPartitionReassignmentsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_list_partition_reassignments_request),
-        )
-
-    async def IncrementalAlterConfigs(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            IncrementalAlterConfigsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_incremental_alter_configs_request),
-            reject_incremental_alter_configs,
-        )
-
-    async def AllocateProducerIds(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            AllocateProducerIdsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_allocate_producer_ids_request),
-        )
-
-    async def DescribeCluster(self, request: Any, context: Any) -> Any:
-        try:
-            decoded = decode(request, DescribeClusterRequest)
-        except KraftError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
-            raise  # pragma: no cover - abort raises
-        return await self._server.describe_cluster_message(decoded)
-
-    async def DescribeQuorum(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(request, context, DescribeQuorumRequest, _now(s.describe_quorum))
-
-    async def AddRaftVoter(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            AddRaftVoterRequest,
-            lambda r: add_raft_voter(s.raft, r, s.core.skip_to),
-        )
-
-    async def RemoveRaftVoter(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            RemoveRaftVoterRequest,
-            lambda r: remove_raft_voter(s.raft, r, s.core.skip_to),
-        )
-
-    async def DescribeConfigs(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            DescribeConfigsRequest,
-            _now(s.describe_configs),
-        )
-
-    async def CreateAcls(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            CreateAclsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_create_acls_request),
-        )
-
-    async def DeleteAcls(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(
-            request,
-            context,
-            DeleteAclsRequest,
-            lambda r: s.submit(r, lambda c: c.handle_delete_acls_request),
-        )
-
-    async def DescribeAcls(self, request: Any, context: Any) -> Any:
-        s = self._server
-        return await self._call(request, context, DescribeAclsRequest, _now(s.describe_acls))
-
-
-def _decode_and_check(
-    request: Any, cls: type[Req], reject: Callable[[Req], object | None] | None
-) -> tuple[Req, object | None]:
-    """Decode ``request`` and run the pure bounds check (either thread)."""
-    decoded = decode(request, cls)
-    return decoded, None if reject is None else reject(decoded)
-
-
-def _now(fn: Callable[[Req], Resp]) -> Callable[[Req], Awaitable[Resp]]:
-    """Wrap a synchronous read as the coroutine `_ControllerServicer._call` expects."""
-
-    async def run(request: Req) -> Resp:
-        return fn(request)
-
-    return run
-
-
 # -- the process ---------------------------------------------------------------------------------
 
 
@@ -960,33 +675,14 @@ def run_controller(config: ControllerNodeConfig) -> int:
 
     threshold = os.environ.get(SLOW_CALLBACK_ENV)
     if threshold:
-        _log_slow_callbacks(float(threshold))
+        log_slow_callbacks(float(threshold))
     return run_profiled(f"controller-{config.node_id}", lambda: serve(config))
-
-
-SLOW_CALLBACK_ENV = "KRAFT_SLOW_CALLBACK_MS"
-"""When set (milliseconds), a controller process logs ``slow_callback`` for every event-loop
-callback that ran that long, naming it (a task's coroutine, a gRPC callback...): which step held
-the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench metadata``)."""
-
-
-def _log_slow_callbacks(threshold_ms: float) -> None:
-    log = structlog.get_logger("kraft.controller")
-    run = asyncio.events.Handle._run
-
-    def timed(handle: asyncio.events.Handle) -> None:
-        start = time.perf_counter()
-        run(handle)
-        took_ms = (time.perf_counter() - start) * 1000
-        if took_ms >= threshold_ms:
-            log.warning("slow_callback", took_ms=round(took_ms), callback=_callback_name(handle))
-
-    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
 
 __all__ = [
     "MAX_TICK_SLEEP_MS",
     "MIN_TICK_INTERVAL_MS",
+    "OFF_LOOP_DECODE_BYTES",
     "ControllerServer",
     "run_controller",
     "serve",
