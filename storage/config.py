@@ -59,7 +59,7 @@ class LogConfig:
     meaning unlimited; ``flush_messages`` >= 1; ...).
     """
 
-    # NB: 64 MiB, not Kafka's 1 GiB: the registry (storage/config_registry.py) says why.
+    # NB: 64 MiB, not Kafka's 1 GiB: the registry (storage/config_topic_keys.py) says why.
     segment_bytes: int = _default("segment_bytes")
     """``segment.bytes``: roll when an append would make the active segment larger."""
     segment_ms: int = _default("segment_ms")

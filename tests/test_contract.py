@@ -192,7 +192,7 @@ def test_the_cycle_rule_sees_a_cycle() -> None:
 
 DRIVER_SHELLS = [
     "replication/broker/partition.py",
-    "replication/sim/cluster.py",
+    "replication/sim/broker.py",
     "tests/replication/harness.py",
 ]
 """The broker, ``kraft sim cluster`` and the replication test harness: each opens its

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kraft.bench.produce_consume import _cpu_figures, cpu_time
+from kraft.bench.cpu import _cpu_figures, cpu_time
 
 Run = dict[str, Any]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kraft.bench.produce_consume import PARTITIONS, BenchError, _figures, _thread_cpu_s
+from kraft.bench.cpu import _thread_cpu_s
+from kraft.bench.produce_consume import PARTITIONS, BenchError, _figures
 
 
 def import_arrow() -> None:

@@ -32,11 +32,11 @@ from typing import Any
 
 from kraft.bench.ab import alternate
 from kraft.bench.ab import summarize as ab_summarize
+from kraft.bench.cpu import _process_cpu_s
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
     BenchError,
-    _process_cpu_s,
     ensure_topic,
     produce,
 )

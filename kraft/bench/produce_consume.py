@@ -28,12 +28,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import cProfile
 import itertools
 import json
 import os
-import pstats
-import signal
 import subprocess
 import sys
 import threading
@@ -41,11 +38,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
-from kraft.profiling import PROFILE_DIR_ENV
+from kraft.bench.cpu import _cpu_figures, _thread_cpu_s, cpu_time, profiled
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
@@ -369,168 +365,6 @@ def consume(
     out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
     out["_threads_at_end"] = threads
     return out
-
-
-# -- profiling (KRAFT_PROFILE_DIR) ----------------------------------------------------------------
-
-
-class ClientProfile:
-    """cProfile of every thread of this process (the caller, the producer's sender, gRPC's
-    callback threads) while a timed run lasts; written as ``client-<name>.pstats``."""
-
-    def __init__(self, directory: Path) -> None:
-        self._directory = directory
-        self._profiles: list[cProfile.Profile] = []
-        self._lock = threading.Lock()
-
-    def _hook(self, *_: object) -> None:
-        # The first profile event of a new thread: give the thread its own profiler.
-        profile = cProfile.Profile()
-        with self._lock:
-            self._profiles.append(profile)
-        profile.enable()
-
-    @contextlib.contextmanager
-    def run(self, name: str) -> Iterator[None]:
-        self._profiles = []
-        threading.setprofile(self._hook)
-        main = cProfile.Profile()
-        self._profiles.append(main)
-        main.enable()
-        try:
-            yield
-        finally:
-            main.disable()
-            threading.setprofile(None)
-            self._directory.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                profiles = list(self._profiles)
-            stats = pstats.Stats(profiles[0])
-            for other in profiles[1:]:
-                with contextlib.suppress(TypeError):  # a thread that never called anything
-                    stats.add(other)
-            stats.dump_stats(self._directory / f"client-{name}.pstats")
-
-
-def signal_brokers(cluster: Any) -> None:
-    """SIGUSR2 to every broker of a local cluster run under KRAFT_PROFILE_DIR: each writes
-    the profile since its previous dump and starts a fresh one."""
-    for broker_id in cluster.broker_ids:
-        pid = cluster.broker(broker_id).pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGUSR2)
-    time.sleep(0.5)
-
-
-def _process_cpu_s(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` so far (Linux /proc), None if unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _thread_cpu_s() -> dict[int, tuple[str, float]]:
-    """tid -> (name, user + system CPU seconds) of every thread of this process (Linux
-    /proc/self/task; empty elsewhere). Python threads are named by their ``threading`` name,
-    native ones (gRPC's C core) by their kernel name."""
-    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
-    main = threading.main_thread().native_id
-    out: dict[int, tuple[str, float]] = {}
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    tick = os.sysconf("SC_CLK_TCK")
-    for tid_text in tids:
-        try:
-            stat = Path(f"/proc/self/task/{tid_text}/stat").read_text()
-        except OSError:
-            continue
-        tid = int(tid_text)
-        comm, _, rest = stat.partition("(")[2].rpartition(")")
-        fields = rest.split()
-        name = "main (send + harness)" if tid == main else names.get(tid, f"native: {comm}")
-        out[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
-def _thread_figures(
-    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
-) -> dict[str, float]:
-    """CPU seconds per thread name (threads of one name summed) from ``before`` to ``after``
-    (`_thread_cpu_s` snapshots; a thread that ended in between is not counted)."""
-    spent: dict[str, float] = {}
-    for tid, (name, cpu) in after.items():
-        base = before.get(tid, (name, 0.0))[1]
-        if name.startswith("Thread-") or name.startswith("ThreadPoolExecutor"):
-            name = "python threads (gRPC callbacks)"
-        spent[name] = round(spent.get(name, 0.0) + cpu - base, 3)
-    return {k: v for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0}
-
-
-@contextlib.contextmanager
-def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
-    """CPU seconds spent during the block by this process (the client, all its threads) and
-    by every broker of a local cluster; stored into ``out["cpu_s"]``. On a shared, loaded
-    machine these are steadier than records/s: they are what a record costs, not how much
-    of the cores the run got."""
-    pids = {}
-    if cluster is not None:
-        for broker_id in cluster.broker_ids:
-            pid = cluster.broker(broker_id).pid
-            if pid is not None:
-                pids[f"broker-{broker_id}"] = pid
-    before_client = os.times()
-    before_threads = _thread_cpu_s()
-    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
-    yield
-    after_client = os.times()
-    out["client_threads_before"] = before_threads
-    cpu: dict[str, float] = {
-        "client": round(
-            after_client.user + after_client.system - before_client.user - before_client.system, 3
-        )
-    }
-    for name, pid in pids.items():
-        start, end = before[name], _process_cpu_s(pid)
-        if start is not None and end is not None:
-            cpu[name] = round(end - start, 3)
-    out["cpu_s"] = cpu
-
-
-@contextlib.contextmanager
-def profiled(name: str, cluster: Any) -> Iterator[None]:
-    """Profile the client and (local cluster) the brokers for the duration of a timed run."""
-    directory = os.environ.get(PROFILE_DIR_ENV)
-    if not directory:
-        yield
-        return
-    if cluster is not None:
-        signal_brokers(cluster)  # everything before the run goes into the previous dump
-    with ClientProfile(Path(directory)).run(name):
-        yield
-    if cluster is not None:
-        signal_brokers(cluster)
-
-
-def _cpu_figures(cpu: dict[str, Any], records: int, run: dict[str, Any]) -> dict[str, Any]:
-    """CPU µs per record: the client's (also per thread), and the brokers' summed (all three
-    replicas)."""
-    spent = cpu.get("cpu_s", {})
-    brokers = sum(v for k, v in spent.items() if k.startswith("broker-"))
-    end = run.pop("_threads_at_end", None)
-    threads = _thread_figures(cpu["client_threads_before"], end) if end else {}
-    return {
-        "cpu_s": spent,
-        "client_threads_cpu_us_per_record": {
-            k: round(v / records * 1e6, 2) for k, v in threads.items()
-        },
-        "client_cpu_us_per_record": round(spent.get("client", 0.0) / records * 1e6, 2),
-        "brokers_cpu_us_per_record": round(brokers / records * 1e6, 2) if brokers else None,
-    }
 
 
 # -- report --------------------------------------------------------------------------------------

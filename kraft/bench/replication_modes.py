@@ -19,15 +19,8 @@ import argparse
 import time
 from typing import Any
 
-from kraft.bench.produce_consume import (
-    BenchError,
-    _cpu_figures,
-    _figures,
-    cpu_time,
-    ensure_topic,
-    produce,
-    profiled,
-)
+from kraft.bench.cpu import _cpu_figures, cpu_time, profiled
+from kraft.bench.produce_consume import BenchError, _figures, ensure_topic, produce
 
 ISR_CONFIG = {"min.insync.replicas": "2"}
 QUORUM_CONFIG = {"replication.mode": "quorum"}

@@ -113,9 +113,119 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def produce(bootstrap: str, records: int, record_size: int) -> float:
+    """Create `TOPIC` and produce the ``records`` values into it (acks=all); the seconds."""
+    produce_s, _ = _timed(lambda: _produce(bootstrap, _values(records, record_size)))
+    return produce_s
+
+
+def measure(
+    session: Any,
+    bootstrap: str,
+    directory: Path,
+    records: int,
+    record_size: int,
+    rounds: int = 3,
+    *,
+    warm_up: bool = True,
+) -> dict[str, Any]:
+    """With the records in `TOPIC` on ``bootstrap`` (`produce`): write them as a Parquet and
+    a JSON-lines file into ``directory``, time each source with ``session`` and return the
+    figures (the module docstring says what is timed). ``warm_up=False`` skips the untimed
+    warm-up queries: the figures are then present but not comparable (the smoke test, on the
+    Spark tests' shared session)."""
+    result: dict[str, Any] = {}
+    parquet, jsonl = _write_files(bootstrap, directory)
+    sources: dict[str, Callable[[], Any]] = {
+        "kraft": lambda: (
+            session.read.format("kraft")
+            .option("kraft.bootstrap", bootstrap)
+            .option("subscribe", TOPIC)
+            .load()
+        ),
+        "parquet": lambda: session.read.parquet(parquet),
+        "jsonl": lambda: session.read.schema(
+            "key string, value string, topic string, partition int, offset bigint, "
+            "timestamp timestamp, timestampType int"
+        ).json(jsonl),
+    }
+    # count() of a schema of one header column: no record decoded (spark.source)
+    offsets_only = (
+        session.read.format("kraft")
+        .schema("offset bigint")
+        .option("kraft.bootstrap", bootstrap)
+        .option("subscribe", TOPIC)
+    )
+    if warm_up:
+        offsets_only.load().count()  # warm-up, untimed
+        for name, load in sources.items():
+            # Warm-up, untimed, the same for every source: one of each timed query.
+            # limit(10) alone started one Python worker, and the first timed round
+            # then paid for the other, for the JIT of the write path and more: it
+            # ran 2-3x slower than the next rounds, for every source.
+            load().limit(10).collect()
+            load().count()
+            load().selectExpr("sum(length(value)) AS n").collect()
+            load().write.mode("overwrite").parquet(str(directory / f"out-{name}"))
+    megabytes = records * record_size / 1e6
+    times: dict[str, dict[str, list[float]]] = {
+        name: {"count": [], "scan": [], "write": []} for name in sources
+    }
+    offsets_counts: list[float] = []
+    for _ in range(rounds):  # interleaved, so a burst of load hits every source
+        for name, load in sources.items():
+            count_s, count = _timed(load().count)
+            assert count == records, f"{name} counted {count} rows, not {records}"
+            scan = load().selectExpr("sum(length(value)) AS n")
+            scan_s, scanned = _timed(scan.collect)
+            assert scanned[0].n == records * record_size, f"{name}: {scanned}"
+            times[name]["scan"].append(scan_s)
+            writer = load().write.mode("overwrite")
+            out = str(directory / f"out-{name}")
+            write_s, _ = _timed(partial(writer.parquet, out))
+            times[name]["count"].append(count_s)
+            times[name]["write"].append(write_s)
+            if name == "kraft":
+                count_s, count = _timed(offsets_only.load().count)
+                assert count == records, f"offsets only: {count} rows, not {records}"
+                offsets_counts.append(count_s)
+    for name, measured in times.items():
+        count_s = statistics.median(measured["count"])
+        scan_s = statistics.median(measured["scan"])
+        write_s = statistics.median(measured["write"])
+        result[name] = {
+            "count_s": round(count_s, 3),
+            "count_rows_per_s": round(records / count_s),
+            "count_mb_per_s": round(megabytes / count_s, 1),
+            "scan_s": round(scan_s, 3),
+            "scan_rows_per_s": round(records / scan_s),
+            "scan_mb_per_s": round(megabytes / scan_s, 1),
+            "write_parquet_s": round(write_s, 3),
+            "write_parquet_rows_per_s": round(records / write_s),
+            "write_parquet_mb_per_s": round(megabytes / write_s, 1),
+            "count_s_all": [round(t, 3) for t in measured["count"]],
+            "scan_s_all": [round(t, 3) for t in measured["scan"]],
+            "write_parquet_s_all": [round(t, 3) for t in measured["write"]],
+        }
+    count_s = statistics.median(offsets_counts)
+    result["kraft"]["count_offset_schema_s"] = round(count_s, 3)
+    result["kraft"]["count_offset_schema_rows_per_s"] = round(records / count_s)
+    result["kraft"]["count_offset_schema_s_all"] = [round(t, 3) for t in offsets_counts]
+    for base in ("jsonl", "parquet"):
+        for what in ("count", "scan", "write_parquet"):
+            key = f"{what}_rows_per_s"
+            result[f"kraft_vs_{base}_{what}"] = round(result["kraft"][key] / result[base][key], 2)
+    for base in ("jsonl", "parquet"):
+        result[f"kraft_offset_schema_vs_{base}_count"] = round(
+            result["kraft"]["count_offset_schema_rows_per_s"] / result[base]["count_rows_per_s"], 2
+        )
+    return result
+
+
 def run(
     records: int, record_size: int, master: str, keep_dir: str | None = None, rounds: int = 3
 ) -> dict[str, Any]:
+    """`measure` on a fresh `LocalCluster` (1 controller, 3 brokers) and SparkSession."""
     from kraft.cluster import LocalCluster
 
     directory = Path(keep_dir or tempfile.mkdtemp(prefix="kraft-bench-spark-"))
@@ -130,100 +240,17 @@ def run(
     try:
         with LocalCluster(controllers=1, brokers=3, data_dir=directory / "cluster") as cluster:
             cluster.wait_until_healthy(timeout=60)
-            produce_s, _ = _timed(
-                lambda: _produce(cluster.bootstrap, _values(records, record_size))
-            )
-            result["produce_s"] = round(produce_s, 2)
+            result["produce_s"] = round(produce(cluster.bootstrap, records, record_size), 2)
             session = _spark().local_session(master, "kraft-bench-spark")
             try:
-                parquet, jsonl = _write_files(cluster.bootstrap, directory)
-                sources: dict[str, Callable[[], Any]] = {
-                    "kraft": lambda: (
-                        session.read.format("kraft")
-                        .option("kraft.bootstrap", cluster.bootstrap)
-                        .option("subscribe", TOPIC)
-                        .load()
-                    ),
-                    "parquet": lambda: session.read.parquet(parquet),
-                    "jsonl": lambda: session.read.schema(
-                        "key string, value string, topic string, partition int, offset bigint, "
-                        "timestamp timestamp, timestampType int"
-                    ).json(jsonl),
-                }
-                # count() of a schema of one header column: no record decoded (spark.source)
-                offsets_only = (
-                    session.read.format("kraft")
-                    .schema("offset bigint")
-                    .option("kraft.bootstrap", cluster.bootstrap)
-                    .option("subscribe", TOPIC)
+                result |= measure(
+                    session, cluster.bootstrap, directory, records, record_size, rounds
                 )
-                offsets_only.load().count()  # warm-up, untimed
-                megabytes = records * record_size / 1e6
-                for name, load in sources.items():
-                    # Warm-up, untimed, the same for every source: one of each timed query.
-                    # limit(10) alone started one Python worker, and the first timed round
-                    # then paid for the other, for the JIT of the write path and more: it
-                    # ran 2-3x slower than the next rounds, for every source.
-                    load().limit(10).collect()
-                    load().count()
-                    load().selectExpr("sum(length(value)) AS n").collect()
-                    load().write.mode("overwrite").parquet(str(directory / f"out-{name}"))
-                times: dict[str, dict[str, list[float]]] = {
-                    name: {"count": [], "scan": [], "write": []} for name in sources
-                }
-                offsets_counts: list[float] = []
-                for _ in range(rounds):  # interleaved, so a burst of load hits every source
-                    for name, load in sources.items():
-                        count_s, count = _timed(load().count)
-                        assert count == records, f"{name} counted {count} rows, not {records}"
-                        scan = load().selectExpr("sum(length(value)) AS n")
-                        scan_s, scanned = _timed(scan.collect)
-                        assert scanned[0].n == records * record_size, f"{name}: {scanned}"
-                        times[name]["scan"].append(scan_s)
-                        writer = load().write.mode("overwrite")
-                        out = str(directory / f"out-{name}")
-                        write_s, _ = _timed(partial(writer.parquet, out))
-                        times[name]["count"].append(count_s)
-                        times[name]["write"].append(write_s)
-                        if name == "kraft":
-                            count_s, count = _timed(offsets_only.load().count)
-                            assert count == records, f"offsets only: {count} rows, not {records}"
-                            offsets_counts.append(count_s)
-                for name, measured in times.items():
-                    count_s = statistics.median(measured["count"])
-                    scan_s = statistics.median(measured["scan"])
-                    write_s = statistics.median(measured["write"])
-                    result[name] = {
-                        "count_s": round(count_s, 3),
-                        "count_rows_per_s": round(records / count_s),
-                        "count_mb_per_s": round(megabytes / count_s, 1),
-                        "scan_s": round(scan_s, 3),
-                        "scan_rows_per_s": round(records / scan_s),
-                        "scan_mb_per_s": round(megabytes / scan_s, 1),
-                        "write_parquet_s": round(write_s, 3),
-                        "write_parquet_rows_per_s": round(records / write_s),
-                        "write_parquet_mb_per_s": round(megabytes / write_s, 1),
-                        "count_s_all": [round(t, 3) for t in measured["count"]],
-                        "scan_s_all": [round(t, 3) for t in measured["scan"]],
-                        "write_parquet_s_all": [round(t, 3) for t in measured["write"]],
-                    }
-                count_s = statistics.median(offsets_counts)
-                result["kraft"]["count_offset_schema_s"] = round(count_s, 3)
-                result["kraft"]["count_offset_schema_rows_per_s"] = round(records / count_s)
-                result["kraft"]["count_offset_schema_s_all"] = [round(t, 3) for t in offsets_counts]
             finally:
                 _spark().stop_session(session)
     finally:
         if keep_dir is None:
             shutil.rmtree(directory, ignore_errors=True)
-    for base in ("jsonl", "parquet"):
-        for what in ("count", "scan", "write_parquet"):
-            key = f"{what}_rows_per_s"
-            result[f"kraft_vs_{base}_{what}"] = round(result["kraft"][key] / result[base][key], 2)
-    for base in ("jsonl", "parquet"):
-        result[f"kraft_offset_schema_vs_{base}_count"] = round(
-            result["kraft"]["count_offset_schema_rows_per_s"] / result[base]["count_rows_per_s"], 2
-        )
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return result
 

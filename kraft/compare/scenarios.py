@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kraft.bench.produce_consume import _cpu_figures as cpu_figures
-from kraft.bench.produce_consume import cpu_time, percentiles, produce
+from kraft.bench.cpu import _cpu_figures as cpu_figures
+from kraft.bench.cpu import cpu_time
+from kraft.bench.produce_consume import percentiles, produce
 from kraft.compare.modes import Arena, Mode
 from kraft.compare.workload import (
     Clock,

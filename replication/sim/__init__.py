@@ -16,8 +16,9 @@ From Python: ``run_seed(seed)`` returns a `ClusterSeedResult`; ``run_seeds(start
 `ClusterSummary`; ``cli_cluster(argv)`` is the command line.
 """
 
+from replication.sim.broker import SimBroker
 from replication.sim.checker import ClusterChecker
-from replication.sim.cluster import BrokerCluster, SimBroker
+from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig, ControllerRouter, SimController
 from replication.sim.run import (
     ClusterSeedResult,

@@ -25,7 +25,7 @@ from replication.driver import (
 )
 
 if TYPE_CHECKING:
-    from replication.sim.cluster import SimBroker
+    from replication.sim.broker import SimBroker
 
 
 @dataclass(slots=True)

@@ -34,7 +34,8 @@ from typing import Final, final
 
 from kraft.sim.checker import InvariantViolated
 from kraft.types import TopicPartition
-from replication.sim.cluster import BrokerCluster, SimBroker
+from replication.sim.broker import SimBroker
+from replication.sim.cluster import BrokerCluster
 from replication.sim.workload import NemesisStats
 
 SCENARIOS: Final = ("last-replica-standing",)

@@ -46,7 +46,8 @@ from typing import Final, final
 
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
-from replication.sim.cluster import BrokerCluster, SimBroker
+from replication.sim.broker import SimBroker
+from replication.sim.cluster import BrokerCluster
 from replication.sim.workload import Nemesis
 
 TARGETED_KINDS: Final = (

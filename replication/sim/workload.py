@@ -41,7 +41,8 @@ from kraft.sim.cluster_network import Envelope
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
 from replication.core import ACKS_ALL
-from replication.sim.cluster import BrokerCluster, SimBroker
+from replication.sim.broker import SimBroker
+from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import TOPIC, ControllerRouter, SimController
 from replication.sim.messages import (
     ConsumeReq,
