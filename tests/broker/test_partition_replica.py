@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
+from replication.broker import partition as partition_module
 from replication.broker.partition import PartitionReplica, follower_response
 from replication.core import (
     AlterPartitionSend,
@@ -161,6 +164,43 @@ def test_an_idempotent_batch_that_overtook_its_predecessor_waits_for_it(tmp_path
             assert (first.error_code, first.base_offset) == (ErrorCode.NONE, 0)
             done = await asyncio.wait_for(second, timeout=5)
             assert (done.error_code, done.base_offset) == (ErrorCode.NONE, 5)
+        finally:
+            pair.close()
+
+    asyncio.run(run())
+
+
+def test_a_new_producers_batch_whose_predecessor_never_came_is_refused_not_taken_as_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kraft nemesis` at a load of 60: a batch of a producer the leader did not know yet
+    overtook its predecessors by more than the wait and was accepted (KIP-360 lets an unknown
+    producer start at any sequence), so its record landed before records sent earlier. Now it
+    is refused OUT_OF_ORDER_SEQUENCE_NUMBER (the producer retries it after its predecessor),
+    and the predecessor, arriving late, still starts the producer at 0."""
+    monkeypatch.setattr(partition_module, "SEQUENCE_REORDER_WAIT_MS", 50)
+
+    async def run() -> None:
+        pair = Pair(tmp_path)
+        pair.leader.apply_registration(
+            PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
+            BROKERS,
+            ReplicationConfig(),
+        )
+        try:
+            ahead = await pair.leader.produce(
+                1, 5_000, batch(b"b", producer_id=7, producer_epoch=0, base_sequence=5, count=5)
+            )
+            assert ahead.error_code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert pair.leader.log.log_end_offset == 0  # nothing appended
+            first = await pair.leader.produce(
+                1, 5_000, batch(b"a", producer_id=7, producer_epoch=0, base_sequence=0, count=5)
+            )
+            assert (first.error_code, first.base_offset) == (ErrorCode.NONE, 0)
+            retried = await pair.leader.produce(
+                1, 5_000, batch(b"b", producer_id=7, producer_epoch=0, base_sequence=5, count=5)
+            )
+            assert (retried.error_code, retried.base_offset) == (ErrorCode.NONE, 5)
         finally:
             pair.close()
 
