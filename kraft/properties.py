@@ -72,6 +72,25 @@ def parse_voters(spec: str) -> dict[int, str]:
     return voters
 
 
+def quorum_property(props: Mapping[str, str]) -> tuple[str | None, bool]:
+    """Where a node finds the controller quorum: ``controller.quorum.voters`` (a static voter
+    set) or ``controller.quorum.bootstrap.servers`` (KIP-853: the voters then live in the
+    metadata log), never both. Returns the spec (None when neither is set) and whether the
+    voter set is dynamic.
+
+    Raises:
+        InvalidConfigError: both are set.
+    """
+    static = props.get("controller.quorum.voters")
+    bootstrap = props.get("controller.quorum.bootstrap.servers")
+    if static and bootstrap:
+        raise InvalidConfigError(
+            "set controller.quorum.voters (static) or controller.quorum.bootstrap.servers "
+            "(dynamic, KIP-853), not both"
+        )
+    return (static or bootstrap or None), bool(bootstrap) and not static
+
+
 def format_voters(voters: Mapping[int, str]) -> str:
     """The inverse of `parse_voters`."""
     return ",".join(f"{node_id}@{address}" for node_id, address in sorted(voters.items()))
@@ -122,5 +141,6 @@ __all__ = [
     "listener_address",
     "load_properties",
     "parse_voters",
+    "quorum_property",
     "write_properties",
 ]

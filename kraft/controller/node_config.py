@@ -48,6 +48,7 @@ from kraft.properties import (
     listener_address,
     metrics_port_property,
     parse_voters,
+    quorum_property,
 )
 from kraft.raft import RaftConfig
 from kraft.security.settings import AuthorizationSettings
@@ -115,17 +116,9 @@ class ControllerNodeConfig:
         Raises:
             InvalidConfigError: a required key is missing or a value is malformed.
         """
-        static, bootstrap = (
-            props.get("controller.quorum.voters"),
-            props.get("controller.quorum.bootstrap.servers"),
-        )
-        if static and bootstrap:
-            raise InvalidConfigError(
-                "set controller.quorum.voters (static) or controller.quorum.bootstrap.servers "
-                "(dynamic, KIP-853), not both"
-            )
+        quorum, dynamic = quorum_property(props)
         missing = [k for k in ("node.id",) if not props.get(k)]
-        if not static and not bootstrap:
+        if quorum is None:
             missing.append("controller.quorum.voters")
         data_dir = (
             props.get("metadata.log.dir")
@@ -136,7 +129,7 @@ class ControllerNodeConfig:
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
         node_id = int_property(props, "node.id", -1)
-        voters = parse_voters(str(static or bootstrap))
+        voters = parse_voters(str(quorum))
         listeners = props.get("listeners", "").strip()
         listen = listener_address(listeners) if listeners else voters.get(node_id, "")
         if not listen:
@@ -158,7 +151,7 @@ class ControllerNodeConfig:
             metrics_port=metrics_port_property(props),
             authorization=AuthorizationSettings.from_properties(props),
             tls=node_tls(props),
-            dynamic_voters=bool(bootstrap),
+            dynamic_voters=dynamic,
             **node_fields,
         )
 

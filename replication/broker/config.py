@@ -41,6 +41,7 @@ from kraft.properties import (
     listener_address,
     metrics_port_property,
     parse_voters,
+    quorum_property,
 )
 from kraft.raft import RaftConfig
 from kraft.security.settings import AuthorizationSettings
@@ -211,17 +212,9 @@ class BrokerNodeConfig:
         Raises:
             InvalidConfigError: a required key is missing or a value is malformed.
         """
-        static, bootstrap = (
-            props.get("controller.quorum.voters"),
-            props.get("controller.quorum.bootstrap.servers"),
-        )
-        if static and bootstrap:
-            raise InvalidConfigError(
-                "set controller.quorum.voters (static) or controller.quorum.bootstrap.servers "
-                "(dynamic, KIP-853), not both"
-            )
+        quorum, dynamic = quorum_property(props)
         missing = [k for k in ("node.id",) if not props.get(k)]
-        if not static and not bootstrap:
+        if quorum is None:
             missing.append("controller.quorum.voters")
         data_dir = (props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
         if not data_dir:
@@ -232,7 +225,7 @@ class BrokerNodeConfig:
         if missing:
             raise InvalidConfigError(f"missing required config: {', '.join(missing)}")
         node_id = int_property(props, "node.id", -1)
-        voters = parse_voters(static or bootstrap or "")
+        voters = parse_voters(quorum or "")
         if node_id in voters:
             raise InvalidConfigError(
                 f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
@@ -248,7 +241,7 @@ class BrokerNodeConfig:
         return cls(
             node_id=NodeId(node_id),
             voters=voters,
-            dynamic_voters=not static,
+            dynamic_voters=dynamic,
             listen=listener_address(listeners),
             advertised_listener=listener_address(advertised) if advertised else None,
             data_dir=Path(data_dir),

@@ -10,7 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -122,28 +122,51 @@ def _restore_logging() -> Iterator[None]:
         structlog.reset_defaults()
 
 
+def run_walk_through(
+    section: str,
+    data_dir: Path,
+    shell: Shell,
+    edit: Callable[[list[str]], None] = lambda lines: None,
+) -> dict[str, str]:
+    """Run the README section's ``sh`` block line by line (its ``/tmp/...`` data directory
+    moved to ``data_dir``, the lines changed by ``edit``); each line's stdout. The cluster is
+    brought down even if a line fails."""
+    (block,) = readme_blocks("sh", section)
+    readme_dir = re.search(r"--data-dir (/tmp/\w+)", block)
+    assert readme_dir is not None, f"{section}: no --data-dir /tmp/... in its block"
+    lines = [
+        line.replace(readme_dir.group(1), str(data_dir))
+        for line in block.splitlines()
+        if line.strip()
+    ]
+    edit(lines)
+    outputs: dict[str, str] = {}
+    try:
+        for line in lines:
+            outputs[line] = shell.run(line)
+    finally:
+        if (data_dir / "cluster.json").exists():
+            shell.kraft(["cluster", "down", "--data-dir", str(data_dir)])
+    assert not (data_dir / "cluster.json").exists()  # cluster down ran
+    return outputs
+
+
+def _output_of(outputs: dict[str, str], command: str) -> str:
+    return next(out for line, out in outputs.items() if command in line)
+
+
 @pytest.mark.process
 @pytest.mark.timeout(240)
 @pytest.mark.usefixtures("_restore_logging")
 def test_readme_security_walk_through_runs_on_a_tls_cluster_with_the_authorizer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (block,) = readme_blocks("sh", "Security")
-    data_dir = str(tmp_path / "kcs")
-    lines = [line.replace("/tmp/kcs", data_dir) for line in block.splitlines() if line.strip()]
-    assert any("--tls --authorizer" in line for line in lines)
-    shell = Shell(monkeypatch, capsys)
-    outputs: dict[str, str] = {}
-    try:
-        for line in lines:
-            outputs[line] = shell.run(line)
-    finally:
-        if (tmp_path / "kcs" / "cluster.json").exists():
-            shell.kraft(["cluster", "down", "--data-dir", data_dir])
-    consumed = next(out for line, out in outputs.items() if "kraft consume" in line)
-    assert consumed == "100\n"  # the 100 records alice produced, read back by her
+    def check(lines: list[str]) -> None:
+        assert any("--tls --authorizer" in line for line in lines)
+
+    outputs = run_walk_through("Security", tmp_path / "kcs", Shell(monkeypatch, capsys), check)
+    assert _output_of(outputs, "kraft consume") == "100\n"  # alice's 100 records, read by her
     assert os.environ["KRAFT_SSL_CERTFILE"].endswith("alice.pem")
-    assert not (tmp_path / "kcs" / "cluster.json").exists()  # cluster down ran
 
 
 @pytest.mark.process
@@ -154,23 +177,16 @@ def test_readme_cli_walk_through_runs_as_admin_on_a_tls_cluster_with_the_authori
 ) -> None:
     """ "A cluster from the command line" exactly as written, on ``cluster up --tls
     --authorizer``: ``kraft cluster env`` gives the admin identity, so every step works."""
-    (block,) = readme_blocks("sh", "A cluster from the command line")
-    data_dir = str(tmp_path / "kc")
-    lines = [line.replace("/tmp/kc", data_dir) for line in block.splitlines() if line.strip()]
-    up = next(i for i, line in enumerate(lines) if line.startswith("kraft cluster up"))
-    lines[up] = lines[up].replace(" --detach", " --tls --authorizer --detach")
-    shell = Shell(monkeypatch, capsys)
-    outputs: dict[str, str] = {}
-    try:
-        for line in lines:
-            outputs[line] = shell.run(line)
-    finally:
-        if (tmp_path / "kc" / "cluster.json").exists():
-            shell.kraft(["cluster", "down", "--data-dir", data_dir])
+
+    def secure(lines: list[str]) -> None:
+        up = next(i for i, line in enumerate(lines) if line.startswith("kraft cluster up"))
+        lines[up] = lines[up].replace(" --detach", " --tls --authorizer --detach")
+
+    section = "A cluster from the command line"
+    outputs = run_walk_through(section, tmp_path / "kc", Shell(monkeypatch, capsys), secure)
     assert os.environ["KRAFT_SSL_CERTFILE"].endswith("admin.pem")
-    consumed = next(out for line, out in outputs.items() if "kraft consume" in line)
+    consumed = _output_of(outputs, "kraft consume")
     assert consumed.splitlines()[-1].endswith("1000")  # the last of the 1,000 records
-    described = next(out for line, out in outputs.items() if "topics describe" in line)
+    described = _output_of(outputs, "topics describe")
     assert described.count("\tPartition: ") == 6, described  # all 6, each with its leader
     assert "Leader: -1" not in described, described
-    assert not (tmp_path / "kc" / "cluster.json").exists()  # cluster down ran
