@@ -16,7 +16,7 @@ def test_a_fixed_seed_run_with_kills_pauses_and_partitions_is_valid(tmp_path: Pa
     result = run_nemesis(
         NemesisConfig(
             seed=11,
-            duration_s=45,
+            duration_s=60,
             faults=("kill", "pause", "partition", "kill-controller"),
             rate_per_producer=150,
             out=tmp_path,
