@@ -15,11 +15,11 @@ from kraft.metadata import BrokerRegistrationChangeRecord, MetadataImage, Partit
 from kraft.metadata.image import TopicImage
 from kraft.types import TopicPartition
 from replication.broker.partition import FileCheckpoint, PartitionReplica
-from replication.broker.server import (
+from replication.broker.replica_manager import (
     MAX_REPLICA_OPENS_PER_RECONCILE,
     RECONCILE_OPEN_BUDGET_S,
-    BrokerServer,
 )
+from replication.broker.server import BrokerServer
 from tests.broker.test_dynamic_topic_config import _broker, _broker_config
 from tests.metadata.builders import ImageBuilder, topic_id_for
 

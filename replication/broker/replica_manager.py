@@ -1,0 +1,373 @@
+"""`ReplicaManager`: the half of `BrokerServer` that keeps the broker's partition replicas in
+line with the metadata image, Kafka's ``ReplicaManager.applyDelta``.
+
+After each image change (coalesced into one pass per event-loop turn) `_reconcile` visits the
+partitions that changed (Kafka's ``localChanges``): it opens the replicas this broker now hosts
+(a bounded slice per pass, so heartbeats keep flowing while a large topic appears), gives each
+its role and live topic configs, stops and deletes those moved away or deleted (KIP-455), and
+once per incarnation deletes stray logs. Replicas a disk error took offline are probed with
+backoff and reopened (`replication.broker.offline`). The reassignment throttles follow the
+dynamic configs. A mixin: the state it reads is `BrokerServer`'s, declared below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from kraft.metadata import MetadataImage
+from kraft.metadata.changes import changed_partitions
+from kraft.metadata.image import PartitionRegistration, TopicImage
+from kraft.raft_shell.clock import clock_ms
+from kraft.types import NodeId, TopicPartition
+from replication.broker.config import BrokerNodeConfig
+from replication.broker.offline import OfflineReplicas
+from replication.broker.partition import PartitionReplica
+from replication.broker.quorum_host import QuorumHost
+from replication.broker.throttle import (
+    FOLLOWER_RATE_KEY,
+    LEADER_RATE_KEY,
+    ThrottleBucket,
+    throttled_rate,
+)
+from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
+from replication.core import (
+    AlterPartitionSend,
+    BrokerStatus,
+    FollowerFetchRequest,
+    FollowerFetchResponse,
+)
+from storage.errors import KafkaStorageError, KraftError
+from storage.file_io import probe_log_directory
+
+MIN_TICK_INTERVAL_MS = 5
+"""The least time between two passes of the tick task, however often inputs wake it."""
+MAX_TICK_SLEEP_MS = 5_000
+"""The longest the tick and probe tasks sleep without a wake or a deadline: the bound on the
+delay a missed wake could cause."""
+TOPIC_ID_FILE = "topic_id"
+
+MAX_REPLICA_OPENS_PER_RECONCILE = 32
+"""Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
+wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
+the event loop (and with it heartbeats and fetches) for seconds."""
+RECONCILE_OPEN_BUDGET_S = 0.05
+"""...and a pass stops opening once it has spent this long: under load an open took ~30 ms
+(fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
+replicas heartbeated late enough to be fenced, again and again."""
+
+
+class ReplicaManager:
+    """The replicas' half of `BrokerServer` (see the module docstring)."""
+
+    config: BrokerNodeConfig
+    node_id: NodeId
+    image: MetadataImage
+    replicas: dict[TopicPartition, PartitionReplica]
+    offline: OfflineReplicas
+    broker_epoch: int | None
+    quorum: QuorumHost
+    leader_throttle: ThrottleBucket
+    follower_throttle: ThrottleBucket
+    _log: Any
+    _closed: bool
+    _heartbeat_now: asyncio.Event
+    _tick_wake: asyncio.Event
+    _probe_wake: asyncio.Event
+    _touched: set[PartitionReplica]
+    _reconcile_scheduled: bool
+    _reconciled_image: MetadataImage | None
+    _strays_checked: bool
+    _revisit: set[TopicPartition]
+    _fetch_from_leader: Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
+    _send_alter_partition: Callable[[PartitionReplica, AlterPartitionSend], None]
+
+    def metadata_changed(self) -> None:
+        if not self._reconcile_scheduled:
+            self._reconcile_scheduled = True
+            asyncio.get_running_loop().call_soon(self._reconcile)
+
+    def _broker_statuses(self) -> dict[int, BrokerStatus]:
+        return {
+            b: BrokerStatus(
+                broker_epoch=r.broker_epoch,
+                fenced=r.fenced,
+                in_controlled_shutdown=r.in_controlled_shutdown,
+            )
+            for b, r in self.image.brokers.items()
+        }
+
+    def _reconcile(self) -> None:
+        self._reconcile_scheduled = False
+        self._tick_wake.set()  # replicas may come, go or change role: deadlines move
+        epoch = self.broker_epoch
+        if epoch is None or self._closed:
+            return
+        image = self.image
+        if image.last_offset < epoch:
+            # Act on partition metadata only once the image holds our own registration (its
+            # offset is the broker epoch): before it, a restarted broker still sees the
+            # leaderships of its previous incarnation, and leading an old epoch on a log that
+            # lost its tail would make followers truncate committed records (found by
+            # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
+            return
+        brokers = self._broker_statuses()
+        self._update_throttles(image)
+        self.quorum.update_addresses(image)
+        # Only what changed since the last pass (Kafka's ``localChanges``), plus the replicas
+        # an earlier pass left unopened: a pass over every partition for each applied batch
+        # (or each slice of `MAX_REPLICA_OPENS_PER_RECONCILE` opens) made a large topic
+        # O(partitions^2) and starved the heartbeats into a fencing.
+        previous, self._reconciled_image = self._reconciled_image, image
+        changed = None if previous is None else changed_partitions(previous, image)
+        full = changed is None
+        work: Iterable[tuple[TopicImage, int, PartitionRegistration]]
+        if changed is None:
+            self._revisit.clear()
+            work = image.iter_partitions()
+        else:
+            # NB: one slice of the replicas left unopened, not all of them: a pass opens at
+            # most a slice anyway, and walking thousands of pending ones per pass made the
+            # opening of a large topic O(n^2 / slice) (py-spy: the broker's largest consumer
+            # at 10,000 partitions). The rest stay for the next passes.
+            taken = list(itertools.islice(self._revisit, MAX_REPLICA_OPENS_PER_RECONCILE))
+            self._revisit.difference_update(taken)
+            if self._revisit:
+                self.metadata_changed()
+            revisit = [
+                (topic, tp.partition, registration)
+                for tp in taken
+                if (topic := image.topic(tp.topic)) is not None
+                and (registration := topic.partitions.get(tp.partition)) is not None
+            ]
+            work = [*changed, *revisit]
+            if previous is not None and image.brokers is not previous.brokers:
+                # A broker registered, fenced or unfenced: only the replicas this broker leads
+                # use the others' states (KIP-841), and the visited ones get them below.
+                visited = {TopicPartition(t.name, i) for t, i, _ in work}
+                for held_tp, held in self.replicas.items():
+                    if held.driver.is_leader and held_tp not in visited:
+                        held.update_brokers(brokers)
+        opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
+        opens_until = time.monotonic() + RECONCILE_OPEN_BUDGET_S
+        wanted: set[TopicPartition] = set()
+        settings_by_topic: dict[str, TopicSettings] = {}
+        for topic, index, registration in work:
+            tp = TopicPartition(topic.name, index)
+            if self.node_id not in registration.replicas:
+                if not full and tp in self.replicas:
+                    self._remove_replica(tp)  # moved off this broker
+                continue
+            wanted.add(tp)
+            entry = self.offline.get(tp)
+            if entry is not None and entry.topic_id != topic.topic_id:
+                self.offline.remove(tp)  # a deleted topic's replica: the new one starts afresh
+                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+                self._heartbeat_now.set()
+            elif entry is not None:
+                continue  # reopened by the probe (`_offline_probe_loop`), not here
+            replica = self.replicas.get(tp)
+            try:
+                settings = settings_by_topic.get(topic.name)
+                if settings is None:
+                    settings = resolve_topic_settings(image, topic.name, self.config)
+                    settings_by_topic[topic.name] = settings
+                if replica is None:
+                    if opens_left == 0 or time.monotonic() > opens_until:
+                        self._revisit.add(tp)
+                        self.metadata_changed()  # the rest on the next pass, after other work
+                        continue
+                    opens_left -= 1
+                    replica = self._open_replica(tp, topic.topic_id, epoch, settings)
+                    self.replicas[tp] = replica
+                else:
+                    # Dynamic topic configs apply live, as in Kafka (no restart).
+                    replica.update_log_config(settings.log)
+                replica.apply_registration(registration, brokers, settings.replication)
+            except (KafkaStorageError, OSError) as e:
+                if tp not in self.offline:  # the log did not even open
+                    self._mark_offline(tp, topic.topic_id, repr(e))
+            except KraftError as e:
+                self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        if not self._strays_checked:
+            # Once, on the first pass (a full one), against every partition the image puts
+            # here: not the pass's `wanted`, which leaves out replicas not yet opened.
+            self._strays_checked = True
+            hosted = {
+                TopicPartition(t.name, i)
+                for t, i, p in image.iter_partitions()
+                if self.node_id in p.replicas
+            }
+            self._delete_stray_logs(hosted)
+        if not full:
+            return  # no topic came or went (else `changed_partitions` asks for a full pass)
+        for tp in [tp for tp in self.replicas if tp not in wanted]:
+            self._remove_replica(tp)
+        for tp in [tp for tp in self.offline.partitions() if tp not in wanted]:
+            self.offline.remove(tp)
+            shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+            self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
+            self._heartbeat_now.set()
+
+    def _delete_stray_logs(self, wanted: set[TopicPartition]) -> None:
+        """Delete the partition directories this broker holds but no longer hosts: a replica
+        moved away (KIP-455) or a topic deleted while the broker was down. Once, at the first
+        reconcile of an image that holds this incarnation's registration, so the image is at
+        least as new as the broker's last knowledge (Kafka 3.7+ deletes such stray logs at
+        startup too)."""
+        try:
+            entries = list(self.config.data_dir.iterdir())
+        except OSError:
+            return
+        for directory in entries:
+            topic, sep, index = directory.name.rpartition("-")
+            if not sep or not index.isdigit() or not (directory / TOPIC_ID_FILE).is_file():
+                continue
+            tp = TopicPartition(topic, int(index))
+            if tp in wanted or tp in self.replicas or self.offline.get(tp) is not None:
+                continue
+            shutil.rmtree(directory, ignore_errors=True)
+            self._log.info("stray_log_deleted", topic_partition=str(tp))
+
+    def _update_throttles(self, image: MetadataImage) -> None:
+        """Dynamic ``leader/follower.replication.throttled.rate`` apply at once."""
+        now = clock_ms()
+        config = self.config
+        self.leader_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, LEADER_RATE_KEY, config.leader_replication_throttled_rate
+            ),
+            now,
+        )
+        self.follower_throttle.set_rate(
+            throttled_rate(
+                image, self.node_id, FOLLOWER_RATE_KEY, config.follower_replication_throttled_rate
+            ),
+            now,
+        )
+
+    def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
+        """``replica_id`` is being added to ``tp`` by a reassignment (its fetches are
+        throttled, `replication.broker.throttle`)."""
+        registration = self.image.partition_by_name(tp)
+        return registration is not None and replica_id in registration.adding_replicas
+
+    def _remove_replica(self, tp: TopicPartition) -> None:
+        """A replica this broker no longer hosts (its topic was deleted, or a reassignment moved
+        it away, KIP-455) is stopped and its log deleted: Kafka's StopReplica with delete,
+        which KRaft brokers apply from the metadata delta."""
+        replica = self.replicas.pop(tp)
+        replica.stop()
+        shutil.rmtree(replica.log.directory, ignore_errors=True)
+        self._log.info("replica_removed", topic_partition=str(tp), log_deleted=True)
+
+    # --- offline replicas ---------------------------------------------------------------------
+
+    def _replica_dir(self, tp: TopicPartition) -> Path:
+        return self.config.data_dir / f"{tp.topic}-{tp.partition}"
+
+    def _mark_offline(self, tp: TopicPartition, topic_id: str, error: str) -> None:
+        self.offline.add(tp, topic_id, error, time.monotonic())
+        self._log.error("replica_offline", topic_partition=str(tp), error=error)
+        self._heartbeat_now.set()
+        self._probe_wake.set()
+
+    def _replica_went_offline(self, replica: PartitionReplica, error: KafkaStorageError) -> None:
+        """`PartitionReplica`'s ``on_offline``: a disk error took ``replica`` offline."""
+        tp = replica.topic_partition
+        if self.replicas.get(tp) is not replica:
+            return  # already stopped or replaced
+        del self.replicas[tp]
+        self._mark_offline(tp, replica.topic_id, error.message)
+
+    async def _offline_probe_loop(self) -> None:
+        """Probe each offline replica when its backoff ends (woken when one goes offline)."""
+        wake = self._probe_wake
+        while True:
+            wake.clear()
+            for tp, entry in self.offline.due(time.monotonic()):
+                if self.offline.get(tp) is entry:
+                    self._probe_offline_replica(tp, entry.topic_id)
+            next_probe_s = self.offline.next_probe_s()
+            sleep_s = MAX_TICK_SLEEP_MS / 1000
+            if next_probe_s is not None:
+                sleep_s = min(sleep_s, max(next_probe_s - time.monotonic(), 0.0))
+            sleep_s = max(sleep_s, MIN_TICK_INTERVAL_MS / 1000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), sleep_s)
+
+    def _probe_offline_replica(self, tp: TopicPartition, topic_id: str) -> None:
+        """Try to reopen an offline replica: the directory must take a write, then its log
+        is recovered from disk. On failure, wait twice as long (up to the maximum)."""
+        epoch, image = self.broker_epoch, self.image
+        if epoch is None or self._closed or image.topic_ids_by_name.get(tp.topic) is None:
+            return  # not registered yet, stopping, or the topic is going (reconcile drops it)
+        try:
+            probe_log_directory(self._replica_dir(tp))
+            settings = resolve_topic_settings(image, tp.topic, self.config)
+            replica = self._open_replica(tp, topic_id, epoch, settings)
+        except (KraftError, OSError) as e:
+            wait_ms = self.offline.probe_failed(tp, repr(e), time.monotonic())
+            self._log.info(
+                "offline_replica_probe_failed",
+                topic_partition=str(tp),
+                error=repr(e),
+                next_probe_in_ms=wait_ms,
+            )
+            return
+        self.offline.remove(tp)
+        self.replicas[tp] = replica
+        self._log.warning(
+            "replica_back_online",
+            topic_partition=str(tp),
+            log_end_offset=replica.log.log_end_offset,
+        )
+        self._revisit.add(tp)
+        self.metadata_changed()  # reconcile gives it its role
+        self._heartbeat_now.set()
+
+    def _open_replica(
+        self, tp: TopicPartition, topic_id: str, epoch: int, settings: TopicSettings
+    ) -> PartitionReplica:
+        directory = self._replica_dir(tp)
+        id_file = directory / TOPIC_ID_FILE
+        if directory.exists() and (not id_file.exists() or id_file.read_text() != topic_id):
+            shutil.rmtree(directory)  # a deleted topic's leftovers under the same name
+        directory.mkdir(parents=True, exist_ok=True)
+        id_file.write_text(topic_id)
+        return PartitionReplica(
+            topic_partition=tp,
+            topic_id=topic_id,
+            directory=Path(directory),
+            log_config=settings.log,
+            local_id=self.node_id,
+            broker_epoch=epoch,
+            fetch_from_leader=self._fetch_from_leader,
+            send_alter_partition=self._send_alter_partition,
+            on_offline=self._replica_went_offline,
+            on_input=self._replica_input,
+            replication_mode=settings.mode,  # picks the partition driver
+            quorum=self.quorum,
+            write_caching=settings.write_caching,
+        )
+
+    def _replica_input(self, replica: PartitionReplica) -> None:
+        """A replica's ``on_input``: its deadline may have moved; wake the tick task."""
+        self._touched.add(replica)
+        self._tick_wake.set()
+
+
+__all__ = [
+    "MAX_REPLICA_OPENS_PER_RECONCILE",
+    "MAX_TICK_SLEEP_MS",
+    "MIN_TICK_INTERVAL_MS",
+    "RECONCILE_OPEN_BUDGET_S",
+    "TOPIC_ID_FILE",
+    "ReplicaManager",
+]
