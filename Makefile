@@ -9,13 +9,27 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-storage java clean
+.PHONY: demo test lint lock bench-storage java clean
 
-$(STAMP): pyproject.toml
+# Installs are reproducible: every package at the exact version and hash of requirements.lock
+# (made from pyproject.toml's ranges by `make lock`), installed by the uv that the lock names.
+LOCK := requirements.lock
+UV   := $(VENV)/bin/uv
+UV_VERSION := $(shell sed -n 's/^uv==\([^ ]*\).*/\1/p' $(LOCK))
+
+$(STAMP): $(LOCK) pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,dev,bench,compare]'
+	@$(UV) --version 2>/dev/null | grep -q " $(UV_VERSION)$$" || $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(UV) pip sync --quiet --python $(PY) --require-hashes $(LOCK)
+	$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $(STAMP)
+
+# Refresh the lock after changing a range in pyproject.toml (tests/test_lock.py checks it).
+lock:
+	@test -x $(UV) || { test -x $(PY) || $(PYTHON) -m venv $(VENV); $(PY) -m pip install --quiet "uv==$(UV_VERSION)"; }
+	$(UV) pip compile pyproject.toml --all-extras --generate-hashes --python-version 3.11 \
+	  --quiet --custom-compile-command "make lock" -o $(LOCK)
+	$(PY) -m tests.lockcheck --stamp $(LOCK)
 
 # PySpark needs Java 17+. Say so in one line; as root, install Debian's JRE ourselves.
 java:

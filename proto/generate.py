@@ -3,6 +3,12 @@
     python proto/generate.py            # rewrite kraft/_generated
     python proto/generate.py --check    # exit 1 if the committed code is stale
 
+`--check` compares what the contract is made of, not the generator's text: each module's
+serialized file descriptor (every message, field, enum and service), the gRPC method paths, and
+the names the type stubs declare. So a patch release of grpcio-tools (which rewrites its version
+line) passes, and a changed .proto fails. The generator itself is pinned in requirements.lock,
+and `runtime_floors()` tells which grpcio and protobuf the generated code demands at import.
+
 The generated modules are flattened into ``kraft._generated`` and their cross-file imports
 rewritten (``from kraft.v1 import x_pb2`` -> ``from kraft._generated import x_pb2``), because a
 top-level ``kraft.v1`` would clash with our own ``kraft`` package.
@@ -10,6 +16,7 @@ top-level ``kraft.v1`` would clash with our own ``kraft`` package.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 import tempfile
@@ -56,13 +63,44 @@ def generate() -> dict[str, str]:
     return files
 
 
+def contract(files: dict[str, str]) -> dict[str, object]:
+    """What the generated modules mean, without the generator's version or layout."""
+    meaning: dict[str, object] = {}
+    for name, text in sorted(files.items()):
+        if name.endswith("_pb2.py"):
+            found = re.search(r"AddSerializedFile\((b'.*?')\)", text, flags=re.S)
+            meaning[name] = None if found is None else ast.literal_eval(found.group(1))
+        elif name.endswith("_pb2_grpc.py"):
+            meaning[name] = sorted(set(re.findall(r"'(/[\w.]+/\w+)'", text)))
+        elif name.endswith(".pyi"):
+            meaning[name] = sorted(set(re.findall(r"^\s*(?:class \w+|\w+: \S+)", text, re.M)))
+        else:
+            meaning[name] = text
+    return meaning
+
+
+def runtime_floors(files: dict[str, str]) -> dict[str, str]:
+    """The lowest grpcio and protobuf that the generated modules accept at import."""
+    floors: dict[str, str] = {}
+    for text in files.values():
+        if found := re.search(r"GRPC_GENERATED_VERSION = '([\d.]+)'", text):
+            floors["grpcio"] = found.group(1)
+        if found := re.search(r"# Protobuf Python Version: ([\d.]+)", text):
+            floors["protobuf"] = found.group(1)
+    return floors
+
+
+def committed() -> dict[str, str]:
+    return {p.name: p.read_text() for p in OUT.glob("*.py*") if p.is_file()}
+
+
 def main(argv: list[str]) -> int:
     files = generate()
     if "--check" in argv:
-        current = {p.name: p.read_text() for p in OUT.glob("*.py*") if p.is_file()}
-        if current != files:
+        current, fresh = contract(committed()), contract(files)
+        if current != fresh:
             stale = sorted(
-                set(current) ^ set(files) | {n for n in files if current.get(n) != files[n]}
+                set(current) ^ set(fresh) | {n for n in fresh if current.get(n) != fresh[n]}
             )
             print(
                 f"kraft/_generated is stale against proto/: {stale}; run python proto/generate.py"

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import pickle
 import random
 import subprocess
@@ -30,6 +31,24 @@ def test_generated_code_is_fresh_against_proto() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pyproject_floors_admit_only_runtimes_the_generated_code_accepts() -> None:
+    """A library user gets grpcio and protobuf from pyproject's ranges, not from the lock: the
+    generated modules refuse to import below the versions they were generated for."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    from tests.lockcheck import ranges
+
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "proto" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    floors = {r.name: r for r in map(Requirement, ranges()) if r.name in {"grpcio", "protobuf"}}
+    for name, needed in generate.runtime_floors(generate.committed()).items():
+        lowest = min(Version(s.version) for s in floors[name].specifier if s.operator == ">=")
+        assert lowest >= Version(needed), f"pyproject.toml: {name}>={needed} (generated code)"
 
 
 def test_proto_and_python_error_codes_are_the_same_enum() -> None:

@@ -6,7 +6,7 @@ import warnings
 
 from kraft._generated import raft_pb2 as kraft_dot_v1_dot_raft__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
