@@ -48,7 +48,8 @@ Interop with KIP-848 groups of the same partition (Kafka 4.x's rules where kraft
   `ClassicGroupManager.has_group` -> GROUP_ID_NOT_FOUND, as Kafka answers when it does not
   upgrade a classic group; an Empty one is released first with `take_over_empty_group`.
 * OffsetCommit / TxnOffsetCommit for a classic group: `validate_offset_commit` gives the
-  generation and member check (NONE: commit as an admin commit of the KIP-848 offsets path).
+  generation and member check (NONE: commit as an admin commit of the KIP-848 offsets path);
+  `offset_expiry` says when its offsets may expire (the retention check).
 """
 
 from .manager import ClassicGroupManager, ConsumerGroupLookup
@@ -82,6 +83,7 @@ from .types import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from .views import OffsetExpiry, subscribed_topics
 
 __all__ = [
     "CLASSIC_GROUP_METADATA",
@@ -107,6 +109,7 @@ __all__ = [
     "LeaveGroupResponse",
     "ListedGroup",
     "MemberIdentity",
+    "OffsetExpiry",
     "Protocol",
     "Record",
     "Reply",
@@ -115,4 +118,5 @@ __all__ = [
     "SyncGroupRequest",
     "SyncGroupResponse",
     "is_classic_record",
+    "subscribed_topics",
 ]

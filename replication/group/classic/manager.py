@@ -542,6 +542,12 @@ class ClassicGroupManager:
             self._groups, group_id, member_id, generation_id, group_instance_id, transactional
         )
 
+    def offset_expiry(self, group_id: str) -> views.OffsetExpiry | None:
+        """When ``group_id``'s offsets may expire (for the offsets retention check); None if
+        it is not a classic group here."""
+        group = self._groups.get(group_id)
+        return None if group is None else views.offset_expiry(group)
+
     def describe_groups(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
         return views.describe_groups(self._groups, group_ids)
 

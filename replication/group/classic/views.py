@@ -1,8 +1,12 @@
-"""Reads of the classic groups: DescribeGroups, ListGroups and the OffsetCommit check."""
+"""Reads of the classic groups: DescribeGroups, ListGroups, the OffsetCommit check and when
+their offsets may expire."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from storage.errors import ErrorCode
 
@@ -11,6 +15,7 @@ from .rebalance import validate_member
 from .types import ClassicGroupState, DescribedGroup, DescribedMember, ListedGroup
 
 S = ClassicGroupState
+CONSUMER_PROTOCOL_TYPE: Final = "consumer"
 
 
 def validate_offset_commit(
@@ -80,3 +85,51 @@ def list_groups(groups: Mapping[str, ClassicGroup]) -> list[ListedGroup]:
         ListedGroup(group_id=gid, protocol_type=g.protocol_type or "", state=g.state)
         for gid, g in sorted(groups.items())
     ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetExpiry:
+    """When a classic group's committed offsets may expire (``offsets.retention.minutes``),
+    Kafka's ``ClassicGroup.offsetExpirationCondition``: none while it rebalances or when its
+    members' subscriptions cannot be read; in Empty, counted from when it became Empty; in
+    Stable, counted from each commit, for topics no member subscribes to."""
+
+    expires: bool
+    since_ms: int | None = None  # None: from each offset's commit time
+    subscribed_topics: frozenset[str] = frozenset()
+
+
+NEVER: Final = OffsetExpiry(expires=False)
+
+
+def offset_expiry(group: ClassicGroup) -> OffsetExpiry:
+    if group.state is S.EMPTY:
+        return OffsetExpiry(expires=True, since_ms=group.state_timestamp_ms)
+    if group.state is not S.STABLE or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return NEVER
+    topics: set[str] = set()
+    for m in group.members.values():
+        parsed = subscribed_topics(m.metadata(group.protocol_name))
+        if parsed is None:
+            return NEVER
+        topics |= parsed
+    return OffsetExpiry(expires=True, subscribed_topics=frozenset(topics))
+
+
+def subscribed_topics(subscription: bytes) -> set[str] | None:
+    """The topics of a consumer protocol subscription (the v0 prefix every version shares:
+    int16 version, then an int32-counted array of int16-length strings); None if unreadable."""
+    try:
+        (count,) = struct.unpack_from(">i", subscription, 2)
+        pos, topics = 6, set()
+        if count < 0 or count > len(subscription):
+            return None
+        for _ in range(count):
+            (size,) = struct.unpack_from(">h", subscription, pos)
+            if size < 0 or pos + 2 + size > len(subscription):
+                return None
+            topics.add(subscription[pos + 2 : pos + 2 + size].decode())
+            pos += 2 + size
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None

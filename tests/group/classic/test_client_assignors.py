@@ -17,7 +17,7 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolSubscription,
 )
 
-from replication.group.classic import Protocol
+from replication.group.classic import MemberIdentity, OffsetExpiry, Protocol, subscribed_topics
 from tests.group.classic.harness import Harness
 
 TOPICS = {"orders": 5, "payments": 3}
@@ -89,3 +89,27 @@ def test_kafka_python_assignors_run_on_what_the_coordinator_forwards(
         owned.extend((t, p) for t, ps in decoded.assigned_partitions for p in ps)
     everything = [(t, p) for t, n in TOPICS.items() for p in range(n)]
     assert sorted(owned) == sorted(everything)  # each partition exactly once
+
+
+def test_offsets_expire_only_for_topics_no_stable_member_subscribes_to() -> None:
+    h = Harness()
+    protos = [Protocol(name="range", metadata=subscription(RangePartitionAssignor, {"orders"}))]
+    h.stable_group(1)  # its subscription is no consumer protocol one
+    assert h.mgr.offset_expiry("g") == OffsetExpiry(expires=False)
+    mid, handle = h.new_member(group="real", protos=protos, client_id="x")
+    assert h.mgr.offset_expiry("real") == OffsetExpiry(expires=False)  # rebalancing
+    h.tick_until_answered([handle])
+    h.sync(mid, h.join_answer(handle).generation_id, {mid: b""}, group="real")
+    assert h.mgr.offset_expiry("real") == OffsetExpiry(
+        expires=True, subscribed_topics=frozenset({"orders"})
+    )
+    h.leave(MemberIdentity(member_id=mid), group="real")
+    assert h.mgr.offset_expiry("real") == OffsetExpiry(expires=True, since_ms=h.now)
+    assert h.mgr.offset_expiry("unknown") is None
+
+
+@pytest.mark.parametrize("assignor", [RangePartitionAssignor, CooperativeStickyAssignor])
+def test_subscribed_topics_reads_every_consumer_protocol_version(assignor: Any) -> None:
+    assert subscribed_topics(subscription(assignor, {"a", "b\u00e9"})) == {"a", "b\u00e9"}
+    assert subscribed_topics(b"\x00\x00\x00\x00\x00\x09\x00") is None
+    assert subscribed_topics(b"") is None
