@@ -412,6 +412,8 @@ class ClassicGroupManager:
         return out.effects()
 
     def _validate_sync(self, group: ClassicGroup | None, req: SyncGroupRequest) -> int | None:
+        if not req.group_id:
+            return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state is S.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         code = rebalance.validate_member(group, req.member_id, req.group_instance_id)
@@ -446,6 +448,8 @@ class ClassicGroupManager:
         return out.effects()
 
     def _heartbeat(self, req: HeartbeatRequest, now_ms: int) -> int:
+        if not req.group_id:
+            return ErrorCode.INVALID_GROUP_ID
         group = self._groups.get(req.group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -469,7 +473,8 @@ class ClassicGroupManager:
         out = Out()
         group = self._groups.get(req.group_id)
         if group is None:
-            out.reply(handle, LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+            code = ErrorCode.UNKNOWN_MEMBER_ID if req.group_id else ErrorCode.INVALID_GROUP_ID
+            out.reply(handle, LeaveGroupResponse(error_code=code))
             return out.effects()
         results: list[LeaveGroupMemberResponse] = []
         left = False

@@ -118,6 +118,7 @@ def test_leave_group_answers_each_member() -> None:
     assert h.leave(MemberIdentity(member_id=b), group="other").error_code == (
         ErrorCode.UNKNOWN_MEMBER_ID
     )
+    assert h.leave(MemberIdentity(member_id=b), group="").error_code == ErrorCode.INVALID_GROUP_ID
 
 
 def test_a_member_whose_session_expires_is_removed_and_the_group_rebalances() -> None:
@@ -167,6 +168,7 @@ def test_heartbeat_errors() -> None:
     h = Harness()
     (a, b), gen = h.stable_group(2)
     assert h.heartbeat(a, gen, group="unknown") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(a, gen, group="") == ErrorCode.INVALID_GROUP_ID
     assert h.heartbeat("stranger", gen) == ErrorCode.UNKNOWN_MEMBER_ID
     assert h.heartbeat(a, gen + 1) == ErrorCode.ILLEGAL_GENERATION
     assert h.heartbeat(a, gen - 1) == ErrorCode.ILLEGAL_GENERATION
@@ -182,6 +184,7 @@ def test_sync_errors_and_a_parked_sync_told_to_rejoin() -> None:
     assert h.sync_answer(h.sync(a, gen + 5)).error_code == ErrorCode.ILLEGAL_GENERATION
     assert h.sync_answer(h.sync("x", gen)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert h.sync_answer(h.sync(a, gen, group="nope")).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.sync_answer(h.sync(a, gen, group="")).error_code == ErrorCode.INVALID_GROUP_ID
     assert h.sync_answer(h.sync(b, gen)).assignment == f"assign-{b}".encode()  # Stable
     ha, hb = h.join(a), h.join(b)
     assert h.sync_answer(h.sync(b, gen)).error_code == ErrorCode.ILLEGAL_GENERATION
