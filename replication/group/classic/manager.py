@@ -473,8 +473,8 @@ class ClassicGroupManager:
         out = Out()
         group = self._groups.get(req.group_id)
         if group is None:
-            code = ErrorCode.UNKNOWN_MEMBER_ID if req.group_id else ErrorCode.INVALID_GROUP_ID
-            out.reply(handle, LeaveGroupResponse(error_code=code))
+            error = ErrorCode.UNKNOWN_MEMBER_ID if req.group_id else ErrorCode.INVALID_GROUP_ID
+            out.reply(handle, LeaveGroupResponse(error_code=error))
             return out.effects()
         results: list[LeaveGroupMemberResponse] = []
         left = False

@@ -18,8 +18,8 @@ from typing import Final
 
 from storage.errors import ErrorCode
 
-Record = tuple[bytes, bytes | None]
-"""One keyed, latest-wins record of the offsets partition; value None is a tombstone."""
+# one keyed, latest-wins record of the offsets partition, shared with the KIP-848 coordinator
+from ..types import Record as Record
 
 UNKNOWN_MEMBER_ID: Final = ""
 """A JoinGroup with this member id is a first join (``JoinGroupRequest.UNKNOWN_MEMBER_ID``)."""

@@ -8,7 +8,7 @@ what the coordinator last told them and rejoin after an error), the invariants h
   decreases, and never falls below one a member was told;
 * Stable only when every member holds the leader's assignment of this generation; at rest
   (Empty, CompletingRebalance, Stable) the group is exactly what its record says;
-* replaying the log rebuilds exactly the persisted groups;
+* replaying the log rebuilds exactly the persisted groups (a failover replays it too);
 * a SyncGroup answered without error hands out what the leader assigned to that member.
 """
 
@@ -117,6 +117,8 @@ class Model:
         elif kind == "leave" and c.member_id:
             h.leave(MemberIdentity(member_id=c.member_id, group_instance_id=c.instance_id))
             c.member_id, c.generation = "", -1
+        elif kind == "kick" and c.instance_id is not None:  # an admin removes a static member
+            h.leave(MemberIdentity(member_id="", group_instance_id=c.instance_id))
         elif kind == "tick":
             h.tick(arg * 500)
         elif kind == "failover":
@@ -209,6 +211,7 @@ op = st.one_of(
     st.tuples(st.just("sync"), st.integers(0, CLIENTS - 1), st.just(0)),
     st.tuples(st.just("hb"), st.integers(0, CLIENTS - 1), st.just(0)),
     st.tuples(st.just("leave"), st.integers(0, CLIENTS - 1), st.just(0)),
+    st.tuples(st.just("kick"), st.sampled_from(sorted(STATIC)), st.just(0)),
     st.tuples(st.just("tick"), st.just(0), st.integers(0, 24)),
     st.tuples(st.just("failover"), st.just(0), st.just(0)),
 )
