@@ -100,6 +100,9 @@ class ClassicGroup:
     members: dict[str, ClassicMember] = field(default_factory=dict)
     """In join order: when the leader leaves, the first remaining member leads."""
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    awaiting_join_count: int = 0  # members with a parked JoinGroup
+    protocol_counts: dict[str, int] = field(default_factory=dict)
+    """How many members support each protocol (Kafka's ``supportedProtocols``)."""
     # volatile -------------------------------------------------------------------------------
     pending_members: dict[str, int] = field(default_factory=dict)
     """KIP-394: member ids handed out with MEMBER_ID_REQUIRED -> when they expire."""
@@ -135,12 +138,17 @@ class ClassicGroup:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        self._count_protocols(member.protocols, 1)
+        self.awaiting_join_count += member.awaiting_join
         self.pending_members.pop(member.member_id, None)
 
     def remove(self, member_id: str) -> ClassicMember | None:
         member = self.members.pop(member_id, None)
-        if member is not None and member.group_instance_id is not None:
-            self.static_members.pop(member.group_instance_id, None)
+        if member is not None:
+            self._count_protocols(member.protocols, -1)
+            self.awaiting_join_count -= member.awaiting_join
+            if member.group_instance_id is not None:
+                self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.pending_members.pop(member_id, None)
@@ -151,6 +159,7 @@ class ClassicGroup:
         """The new incarnation of a static member takes the old one's place (and assignment);
         the caller answers the old one's parked requests first."""
         old = self.members.pop(old_id)
+        assert not old.awaiting_join and not old.awaiting_sync  # answered (fenced) first
         new = ClassicMember(
             member_id=new_id,
             group_instance_id=instance_id,
@@ -169,8 +178,32 @@ class ClassicGroup:
         self.pending_sync.discard(old_id)
         return new
 
+    def park_join(self, member: ClassicMember, handle: object) -> None:
+        assert handle is not None and member.join_handle is None
+        member.join_handle = handle
+        self.awaiting_join_count += 1
+
+    def unpark_join(self, member: ClassicMember) -> object | None:
+        """Take the member's parked JoinGroup handle, if any (to answer it)."""
+        handle, member.join_handle = member.join_handle, None
+        self.awaiting_join_count -= handle is not None
+        return handle
+
+    def set_protocols(self, member: ClassicMember, protocols: tuple[Protocol, ...]) -> None:
+        self._count_protocols(member.protocols, -1)
+        member.protocols = protocols
+        self._count_protocols(protocols, 1)
+
+    def _count_protocols(self, protocols: tuple[Protocol, ...], delta: int) -> None:
+        for p in protocols:
+            count = self.protocol_counts.get(p.name, 0) + delta
+            if count:
+                self.protocol_counts[p.name] = count
+            else:
+                del self.protocol_counts[p.name]
+
     def has_all_members_joined(self) -> bool:
-        return not self.pending_members and all(m.awaiting_join for m in self.members.values())
+        return not self.pending_members and self.awaiting_join_count == len(self.members)
 
     def maybe_elect_new_joined_leader(self) -> bool:
         """Kafka's ``maybeElectNewJoinedLeader``: the leader must be a member that rejoined."""
@@ -191,11 +224,8 @@ class ClassicGroup:
 
     def candidate_protocols(self) -> set[str]:
         """The protocols every member supports."""
-        names: set[str] | None = None
-        for m in self.members.values():
-            mine = {p.name for p in m.protocols}
-            names = mine if names is None else names & mine
-        return names or set()
+        everyone = len(self.members)
+        return {name for name, count in self.protocol_counts.items() if count == everyone}
 
     def supports_protocols(self, protocol_type: str, names: set[str]) -> bool:
         if self.state is S.EMPTY:
@@ -265,6 +295,7 @@ class ClassicGroup:
                 protocols=mv.protocols,
                 assignment=mv.assignment,
             )
+            group._count_protocols(mv.protocols, 1)
             if mv.group_instance_id is not None:
                 group.static_members[mv.group_instance_id] = mv.member_id
         group.leader_id = value.leader if value.leader in group.members else None

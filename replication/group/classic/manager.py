@@ -130,9 +130,9 @@ class ClassicGroupManager:
         self._orphans.clear()
         for group in self._groups.values():
             for member in group.members.values():
-                if member.join_handle is not None:
-                    out.reply(member.join_handle, rebalance.join_error(error, member.member_id))
-                    member.join_handle = None
+                join = group.unpark_join(member)
+                if join is not None:
+                    out.reply(join, rebalance.join_error(error, member.member_id))
                 if member.sync_handle is not None:
                     out.reply(member.sync_handle, SyncGroupResponse(error_code=error))
                     member.sync_handle = None
@@ -205,7 +205,7 @@ class ClassicGroupManager:
         """Kafka's ``acceptJoiningMember``: ``group.max.size`` counts members."""
         limit = self.config.max_size
         member = group.members.get(member_id)
-        if group.state in (S.EMPTY, S.DEAD):
+        if group.state in (S.EMPTY, S.DEAD) or len(group.members) < limit:
             return True
         if group.state is S.PREPARING_REBALANCE:
             awaiting = sum(1 for m in group.members.values() if m.awaiting_join)
@@ -313,15 +313,15 @@ class ClassicGroupManager:
         handle: object,
         now_ms: int,
     ) -> None:
-        member.protocols = req.protocols
+        group.set_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        if member.join_handle is not None:
+        superseded = group.unpark_join(member)
+        if superseded is not None:
             out.reply(
-                member.join_handle,
-                rebalance.join_error(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id),
+                superseded, rebalance.join_error(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
             )
-        member.join_handle = handle
+        group.park_join(member, handle)
         rebalance.maybe_prepare_rebalance_or_complete_join(self.config, out, group, now_ms)
 
     def _replace_static_member(
@@ -342,7 +342,7 @@ class ClassicGroupManager:
         leader_before = group.leader_id
         member = group.replace_static_member(req.group_instance_id, old_id, new_id)
         member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
-        member.protocols = req.protocols
+        group.set_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         if group.state is S.STABLE:
@@ -363,13 +363,13 @@ class ClassicGroupManager:
                     )
                 out.reply(handle, response)
                 return
-            member.join_handle = handle
+            group.park_join(member, handle)
             rebalance.maybe_prepare_rebalance_or_complete_join(self.config, out, group, now_ms)
         elif group.state is S.COMPLETING_REBALANCE:
-            member.join_handle = handle
+            group.park_join(member, handle)
             rebalance.prepare_rebalance(self.config, out, group, now_ms)
         else:
-            member.join_handle = handle
+            group.park_join(member, handle)
             rebalance.maybe_complete_join_phase(out, group, now_ms)
 
     # --- SyncGroup -----------------------------------------------------------------------------

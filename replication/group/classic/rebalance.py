@@ -111,9 +111,9 @@ def reply_error(out: Out, handle: object, is_join: bool, code: int) -> None:
 def fence_parked(out: Out, group: ClassicGroup, member_id: str) -> None:
     """Answer FENCED_INSTANCE_ID to the parked requests of a replaced static member."""
     member = group.members[member_id]
-    if member.join_handle is not None:
-        out.reply(member.join_handle, join_error(FENCED_INSTANCE_ID, member_id))
-        member.join_handle = None
+    join = group.unpark_join(member)
+    if join is not None:
+        out.reply(join, join_error(FENCED_INSTANCE_ID, member_id))
     if member.sync_handle is not None:
         out.reply(member.sync_handle, SyncGroupResponse(error_code=FENCED_INSTANCE_ID))
         member.sync_handle = None
@@ -214,9 +214,9 @@ def complete_join(out: Out, group: ClassicGroup, now_ms: int) -> None:
     group.transition_to(S.COMPLETING_REBALANCE, now_ms)
     out.persist(group)  # before any member learns the generation: a new coordinator keeps it
     for m in group.members.values():
-        if m.join_handle is not None:
-            out.reply(m.join_handle, join_response(group, m.member_id))
-            m.join_handle = None
+        join = group.unpark_join(m)
+        if join is not None:
+            out.reply(join, join_response(group, m.member_id))
         m.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
         m.is_new = False
         group.pending_sync.add(m.member_id)

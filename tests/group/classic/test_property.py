@@ -180,6 +180,12 @@ class Model:
         group = mgr.groups().get("g")
         if group is None:
             return
+        counts: dict[str, int] = {}
+        for m in group.members.values():
+            for p in m.protocols:
+                counts[p.name] = counts.get(p.name, 0) + 1
+        assert group.protocol_counts == counts
+        assert group.awaiting_join_count == sum(m.awaiting_join for m in group.members.values())
         assert group.generation_id >= self.last_generation, "the generation went back"
         assert group.generation_id >= self.max_told, "a generation a member knows was lost"
         self.last_generation = group.generation_id
