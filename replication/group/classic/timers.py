@@ -28,7 +28,7 @@ from .rebalance import Out
 from .types import ClassicGroupConfig, ClassicGroupState
 
 S = ClassicGroupState
-MAX_FIRINGS_PER_TICK = 100_000
+MAX_PASSES = 1_000
 
 
 def next_deadline_ms(group: ClassicGroup) -> int | None:
@@ -48,12 +48,16 @@ def next_deadline_ms(group: ClassicGroup) -> int | None:
 
 
 def run_due(config: ClassicGroupConfig, out: Out, group: ClassicGroup, now_ms: int) -> None:
-    """Fire the group's due timers, earliest first, until none is due."""
+    """Fire the group's due timers, earliest first; then those the firings made due."""
     if not group.timers_armed:
         _arm_after_load(config, out, group, now_ms)
-    for _ in range(MAX_FIRINGS_PER_TICK):
-        if not _fire_one(config, out, group, now_ms):
+    for _ in range(MAX_PASSES):
+        due = _due(group, now_ms)
+        if not due:
             return
+        for at, kind, member_id in due:  # one sort per pass: expiring n members is O(n log n)
+            if _still_due(group, at, kind, member_id):
+                _fire(config, out, group, kind, member_id, now_ms)
     raise AssertionError(f"timers of group {group.group_id} keep firing at {now_ms}")
 
 
@@ -69,36 +73,57 @@ def _arm_after_load(config: ClassicGroupConfig, out: Out, group: ClassicGroup, n
         rebalance.prepare_rebalance(config, out, group, now_ms)  # group.max.size was lowered
 
 
-def _fire_one(config: ClassicGroupConfig, out: Out, group: ClassicGroup, now_ms: int) -> bool:
-    """Fire the earliest due timer of ``group``; False if none is due."""
-    due: list[tuple[int, int, str]] = []  # (deadline, kind order, member id)
-    due.extend((at, 0, mid) for mid, at in group.pending_members.items() if at <= now_ms)
+PENDING_MEMBER, HEARTBEAT, JOIN_PHASE, SYNC = range(4)
+
+
+def _due(group: ClassicGroup, now_ms: int) -> list[tuple[int, int, str]]:
+    """The due timers as (deadline, kind, member id), earliest first."""
+    due = [(at, PENDING_MEMBER, mid) for mid, at in group.pending_members.items() if at <= now_ms]
     due.extend(
-        (m.heartbeat_deadline_ms, 1, mid)
+        (m.heartbeat_deadline_ms, HEARTBEAT, mid)
         for mid, m in group.members.items()
         if m.heartbeat_deadline_ms is not None and m.heartbeat_deadline_ms <= now_ms
     )
     if group.join_deadline_ms is not None and group.join_deadline_ms <= now_ms:
-        due.append((group.join_deadline_ms, 2, ""))
+        due.append((group.join_deadline_ms, JOIN_PHASE, ""))
     if group.sync_deadline is not None and group.sync_deadline[0] <= now_ms:
-        due.append((group.sync_deadline[0], 3, ""))
-    if not due:
-        return False
-    _, kind, member_id = min(due)
-    if kind == 0:
+        due.append((group.sync_deadline[0], SYNC, ""))
+    return sorted(due)
+
+
+def _still_due(group: ClassicGroup, at: int, kind: int, member_id: str) -> bool:
+    """Whether an earlier firing of this pass left this timer as it was."""
+    if kind == PENDING_MEMBER:
+        return group.pending_members.get(member_id) == at
+    if kind == HEARTBEAT:
+        member = group.members.get(member_id)
+        return member is not None and member.heartbeat_deadline_ms == at
+    if kind == JOIN_PHASE:
+        return group.join_deadline_ms == at
+    return group.sync_deadline is not None and group.sync_deadline[0] == at
+
+
+def _fire(
+    config: ClassicGroupConfig,
+    out: Out,
+    group: ClassicGroup,
+    kind: int,
+    member_id: str,
+    now_ms: int,
+) -> None:
+    if kind == PENDING_MEMBER:
         del group.pending_members[member_id]
         if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
             rebalance.complete_join(out, group, now_ms)
-    elif kind == 1:
+    elif kind == HEARTBEAT:
         member = group.members[member_id]
         member.heartbeat_deadline_ms = None
         if not member.has_satisfied_heartbeat():
             rebalance.remove_member_and_update(config, out, group, member_id, now_ms)
-    elif kind == 2:
+    elif kind == JOIN_PHASE:
         _join_phase_expired(config, out, group, now_ms)
     else:
         _sync_expired(config, out, group, now_ms)
-    return True
 
 
 def _join_phase_expired(
