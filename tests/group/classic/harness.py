@@ -26,6 +26,7 @@ from replication.group.classic import (
     SyncGroupResponse,
     is_classic_record,
 )
+from tests.group.helpers import Shell
 
 RANGE = (Protocol(name="range", metadata=b"sub"),)
 
@@ -39,11 +40,18 @@ class Harness:
         self,
         config: ClassicGroupConfig | None = None,
         consumer_groups: ConsumerGroupLookup | None = None,
+        *,
+        kip848: Shell | None = None,
     ) -> None:
+        """``kip848``: a KIP-848 coordinator's shell sharing the partition (its log; the
+        records that are not classic are replayed into it)."""
         self.config = config or ClassicGroupConfig()
+        self.kip848 = kip848
+        if kip848 is not None:
+            consumer_groups = kip848.coord.groups().get
         self.consumer_groups = consumer_groups
         self.mgr = ClassicGroupManager(self.config, consumer_groups=consumer_groups)
-        self.log: list[Record] = []
+        self.log: list[Record] = [] if kip848 is None else kip848.log
         self.now = 1_000
         self.answers: dict[int, Response] = {}
         self.issued = 0
@@ -56,6 +64,8 @@ class Harness:
             self.log.append((key, value))
             if is_classic_record(key):
                 self.mgr.replay(key, value)  # its own record: changes nothing
+            elif self.kip848 is not None:
+                self.kip848.coord.replay(key, value)
         for reply in fx.replies:
             assert isinstance(reply.handle, int)
             assert reply.handle not in self.answers, f"handle {reply.handle} answered twice"

@@ -223,12 +223,12 @@ def test_an_empty_consumer_group_becomes_a_classic_group_and_keeps_its_offsets()
     kip848.offset_commit("m1", r.member_epoch, {("a", 0): 7})
     kip848.hb("m1", -1)  # leaves: an empty consumer group
     assert kip848.coord.groups()["g"].has_metadata
-    h = Harness(consumer_groups=kip848.coord.groups().get)
+    h = Harness(kip848=kip848)
+    before = len(h.log)
     first = h.join(client_id="c")
-    consumer_records = [(k, v) for k, v in h.log if not is_classic_record(k)]
+    consumer_records = [(k, v) for k, v in h.log[before:] if not is_classic_record(k)]
     assert consumer_records and all(v is None for _, v in consumer_records)
     assert {decode_consumer_key(k).group_id for k, _ in consumer_records} == {"g"}
-    kip848.commit(consumer_records)
     assert not kip848.coord.groups()["g"].has_metadata
     assert kip848.coord.groups()["g"].offsets[("a", 0)].offset == 7
     assert h.join_answer(first).error_code != ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -246,3 +246,28 @@ def test_an_empty_classic_group_is_released_for_a_consumer_group() -> None:
     assert all(is_classic_record(key) for key, _ in h.log)
     with pytest.raises(CorruptRecordError):
         GroupCoordinator(Shell().config).replay(*h.log[-1])
+
+
+def test_one_partition_hosts_both_kinds_and_a_new_leader_rebuilds_both_by_routing() -> None:
+    """The integration the package docstring describes: one log for the KIP-848 coordinator
+    and the classic manager; classic offset commits pass `validate_offset_commit`, then go
+    through the KIP-848 offsets path as admin commits; a failover replays the one log, each
+    record to its coordinator."""
+    kip848 = Shell(a=2)
+    h = Harness(kip848=kip848)  # one partition, one log
+    kip848.hb("m1", 0, group="modern", subscribe=["a"])
+    (a, _), gen = h.stable_group(2, group="classic")
+    assert h.mgr.validate_offset_commit("classic", a, gen) == ErrorCode.NONE
+    committed = kip848.offset_commit("", -1, {("a", 0): 42}, group="classic")
+    assert committed.partitions[0].error_code == ErrorCode.NONE
+    assert h.mgr.validate_offset_commit("modern", "m1", 1) is None  # KIP-848's to check
+
+    fresh_kip848 = GroupCoordinator(kip848.config)
+    fresh_classic = ClassicGroupManager(consumer_groups=fresh_kip848.groups().get)
+    for key, value in kip848.log:
+        (fresh_classic if is_classic_record(key) else fresh_kip848).replay(key, value)
+    assert persisted(fresh_classic) == persisted(h.mgr)
+    assert set(fresh_kip848.groups()) == {"modern", "classic"}  # classic: its offsets only
+    assert fresh_kip848.groups()["classic"].offsets[("a", 0)].offset == 42
+    assert not fresh_kip848.groups()["classic"].has_metadata
+    assert fresh_kip848.groups()["modern"].members.keys() == {"m1"}
