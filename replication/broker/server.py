@@ -62,7 +62,7 @@ import asyncio
 import contextlib
 import functools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -70,7 +70,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from kraft._generated import broker_pb2_grpc, controller_pb2_grpc
+from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
@@ -97,13 +97,15 @@ from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
+from replication.broker.api.broker_api import BrokerApi
 from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
 from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.controllers import ControllerDiscovery
 from replication.broker.fetcher import LeaderFetcher
-from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.group_lag import list_latest_offsets
 from replication.broker.group_service import GroupService
+from replication.broker.grpc.adapter import API_SERVICES, GrpcPeers, add_broker_api_to_server
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
@@ -113,7 +115,7 @@ from replication.broker.replica_manager import (
     ReplicaManager,
 )
 from replication.broker.retention import run_retention
-from replication.broker.service import BrokerService, BrokerServicer
+from replication.broker.service import BrokerService
 from replication.broker.throttle import (
     ThrottleBucket,
 )
@@ -197,14 +199,17 @@ class BrokerServer(ReplicaManager):
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0, tls=config.tls
         )
-        self._grpc = aio_server(guard=AccessGuard(config.authorization, lambda: self.image))
-        self._service = BrokerService(self)
+        guard = AccessGuard(config.authorization, lambda: self.image)
+        # The Broker and forwarded Controller calls are authorized and measured by the API
+        # layer (`replication.broker.api`); the interceptors keep the others (Raft, health).
+        self._grpc = aio_server(guard=guard, api_services=API_SERVICES)
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
-        broker_pb2_grpc.add_BrokerServicer_to_server(
-            BrokerServicer(self._service, self.groups), self._grpc
-        )
-        controller_pb2_grpc.add_ControllerServicer_to_server(
-            ForwardingControllerServicer(self._controllers), self._grpc
+        self.api = BrokerApi(BrokerService(self), self.groups, guard, self._controllers)
+        """The broker's APIs, which every transport calls (`replication.broker.api`)."""
+        add_broker_api_to_server(
+            self._grpc,
+            self.api,
+            GrpcPeers(config.authorization, "SSL" if config.tls is not None else "PLAINTEXT"),
         )
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
@@ -636,6 +641,12 @@ class BrokerServer(ReplicaManager):
             timeout=10.0,
             as_broker=(self.node_id, epoch),
         )
+
+    async def list_latest_offsets(
+        self, leader_id: int, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """`replication.broker.api.host.GroupHost.list_latest_offsets`, over gRPC."""
+        return await list_latest_offsets(self.image, self.broker_stub, leader_id, partitions)
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
         epoch = self.broker_epoch if self.broker_epoch is not None else -1
