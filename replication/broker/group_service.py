@@ -69,7 +69,7 @@ from storage.errors import (
 )
 
 if TYPE_CHECKING:
-    from replication.broker.api.host import GroupHost
+    from replication.broker.host import GroupHost
 
 R = TypeVar("R")
 

@@ -663,7 +663,7 @@ class BrokerServer:
     async def list_latest_offsets(
         self, leader_id: int, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """`replication.broker.api.host.GroupHost.list_latest_offsets`, over gRPC."""
+        """`replication.broker.host.GroupHost.list_latest_offsets`, over gRPC."""
         return await list_latest_offsets(self.image, self.broker_stub, leader_id, partitions)
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
-from replication.broker.api.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -56,7 +56,7 @@ from replication.messages import (
 from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
-    from replication.broker.api.host import ReplicaHost
+    from replication.broker.host import ReplicaHost
     from replication.broker.partition import PartitionReplica
 
 

@@ -28,8 +28,8 @@ from kraft.security.settings import STANDARD_AUTHORIZER
 from kraft.types import TopicPartition
 from replication.broker.api import RequestContext
 from replication.broker.api.authorization import Refused
-from replication.broker.api.limits import MAX_PARTITIONS_PER_REQUEST
 from replication.broker.config import BrokerNodeConfig
+from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST
 from replication.broker.server import BrokerServer
 from replication.group_messages import (
     ConsumerGroupHeartbeatRequest,

@@ -2,7 +2,7 @@
 
 Each handler is ``async def <api>(self, request, ctx: RequestContext) -> response`` on the
 dataclasses of `replication.messages` and `replication.group_messages` (Kafka's ``KafkaApis``):
-it bounds the request (`replication.broker.api.limits`), authorizes it
+it bounds the request (`replication.broker.limits`), authorizes it
 (`replication.broker.api.authorization`), calls the partition APIs
 (`replication.broker.service.BrokerService`) or the group coordinator's
 (`replication.broker.group_service.GroupService`), and counts and times it
@@ -62,8 +62,8 @@ from replication.broker.api.authorization import (
     without_topics,
 )
 from replication.broker.api.context import RequestContext
-from replication.broker.api.limits import too_many_partitions
 from replication.broker.group_service import GroupService
+from replication.broker.limits import too_many_partitions
 from replication.broker.service import BrokerService
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,

@@ -2,7 +2,7 @@
 building the `RequestContext` from the peer, calling the API, and encoding its answer.
 
 - ``kraft.v1.Broker``: the method name is the Kafka API's; the request is bounded on the wire
-  message before it is decoded (`replication.broker.api.limits`, so a huge request costs no
+  message before it is decoded (`replication.broker.limits`, so a huge request costs no
   decoding) and answered by `BrokerApi.call`. A request the caller may not send at all
   (`Refused`) is answered PERMISSION_DENIED ``CODE_NAME: why``, as kraft's clients have always
   been told it (`kraft.security.guard.authorization_error` turns it back into the error);
@@ -31,7 +31,7 @@ from kraft.transport import controller_codec
 from replication.broker.api.authorization import Refused
 from replication.broker.api.broker_api import FORWARDED, Api, BrokerApi
 from replication.broker.api.context import RequestContext
-from replication.broker.api.limits import too_many_partitions
+from replication.broker.limits import too_many_partitions
 from replication.codec import decode, encode
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,

@@ -1,4 +1,5 @@
-"""What the API handlers need of the broker: narrow Protocols in place of `BrokerServer`.
+"""What the API handlers need of the broker: narrow Protocols in place of `BrokerServer`
+(below the API layer, `replication.broker.api`, which calls those handlers).
 
 `ReplicaHost` is what Produce, Fetch, ListOffsets, Metadata and InitProducerId read
 (`replication.broker.service.BrokerService`); `GroupHost` what the group APIs read

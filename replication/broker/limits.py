@@ -1,5 +1,6 @@
-"""Request limits of the broker API: what one request may name, checked on the dataclasses
-(and, before decoding, on a transport's wire message, which reads the same field names)."""
+"""Request limits of the broker's APIs: what one request may name, checked by the API layer
+(`replication.broker.api`) on the dataclasses and, before decoding, by a transport on its wire
+message, which has the same field names."""
 
 from __future__ import annotations
 
