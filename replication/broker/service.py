@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
-from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
+from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -410,16 +410,8 @@ def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdRespon
     )
 
 
-def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
-    d = data.diverging_epoch
-    return (
-        None if d is None else DivergingEpoch(epoch=Epoch(d.epoch), end_offset=Offset(d.end_offset))
-    )
-
-
 __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "BrokerService",
-    "diverging_from_wire",
     "too_many_partitions",
 ]
