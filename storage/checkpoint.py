@@ -89,7 +89,22 @@ def write_offset(path: Path, offset: int) -> None:
     write_entries(path, [(offset,)])
 
 
+class FileCheckpoint:
+    """A file holding one offset (a replica's ``high-watermark-checkpoint``, Kafka's
+    replication-offset-checkpoint, one file per replica)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def read(self) -> int | None:
+        return read_offset(self._path)
+
+    def write(self, offset: int) -> None:
+        write_offset(self._path, offset)
+
+
 __all__ = [
+    "FileCheckpoint",
     "fsync_dir",
     "read_entries",
     "read_offset",

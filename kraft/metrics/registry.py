@@ -136,11 +136,18 @@ class StateGauges(Collector):
         return self
 
 
+RequestSeries = tuple[Callable[[float], None], Callable[[], None], Callable[[], None]]
+"""(observe the seconds a request took, count it answered, count it failed)."""
+
+
 @final
-class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Per RPC: ``kafka_network_requestmetrics_requests_total{request, status}`` and the
-    latency histogram ``kafka_network_requestmetrics_totaltime_seconds{request}`` (Kafka's
-    ``RequestMetrics`` Requests and TotalTimeMs MBeans, per request type)."""
+class RequestStats:
+    """Per request name: ``kafka_network_requestmetrics_requests_total{request, status}`` and
+    the latency histogram ``kafka_network_requestmetrics_totaltime_seconds{request}`` (Kafka's
+    ``RequestMetrics`` Requests and TotalTimeMs MBeans, per request type). No transport here:
+    the gRPC interceptor (`RequestMetrics`) and the broker's API layer
+    (`replication.broker.api`) both record through it, by Kafka API name (Fetch as
+    FetchFollower or FetchConsumer, as Kafka's RequestMetrics splits it)."""
 
     def __init__(self) -> None:
         self._requests = counter(
@@ -153,6 +160,28 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             "time from a request's arrival to its answer, per RPC",
             ("request",),
         )
+        self._series: dict[str, RequestSeries] = {}
+
+    def series(self, name: str) -> RequestSeries:
+        """The (observe, ok, failed) of the request ``name`` (bound once per name)."""
+        found = self._series.get(name)
+        if found is None:
+            found = self._series[name] = (
+                self._latency.labels(name).observe,
+                self._requests.labels(name, "OK").inc,
+                self._requests.labels(name, "ERROR").inc,
+            )
+        return found
+
+
+@final
+class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """`RequestStats` per RPC of a gRPC server, except the services in ``skip``, whose API
+    layer records its own (a broker's `replication.broker.api`)."""
+
+    def __init__(self, skip: Iterable[str] = ()) -> None:
+        self._stats = RequestStats()
+        self._skip = frozenset(skip)
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
@@ -167,7 +196,9 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         method = handler_call_details.method
         handler = self._handlers.get(method)
         if handler is None:
-            handler = self._wrap(method, await continuation(handler_call_details))
+            handler = await continuation(handler_call_details)
+            if str(method).lstrip("/").split("/")[0] not in self._skip:
+                handler = self._wrap(method, handler)
             if handler is not None:  # NB: an unknown method is not kept (any name can come)
                 self._handlers[method] = handler
         return handler
@@ -182,16 +213,9 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         # (observe, ok, failed) per request name: Fetch counts as FetchFollower or
         # FetchConsumer by who asks, as Kafka's RequestMetrics splits it.
         names = ("FetchFollower", "FetchConsumer") if request == "Fetch" else (request,)
-        series = {
-            name: (
-                self._latency.labels(name).observe,
-                self._requests.labels(name, "OK").inc,
-                self._requests.labels(name, "ERROR").inc,
-            )
-            for name in names
-        }
+        series = {name: self._stats.series(name) for name in names}
         name_of: Callable[[Any], str] = (
-            _fetch_name if request == "Fetch" else (lambda _message: request)
+            fetch_name if request == "Fetch" else (lambda _message: request)
         )
         clock = time.perf_counter
 
@@ -213,17 +237,22 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         )
 
 
-def _fetch_name(message: Any) -> str:
+def fetch_name(message: Any) -> str:
     """Kafka's RequestMetrics splits Fetch by who asks: a follower (its replica id, >= 0) or a
     consumer (-1): FetchFollower and FetchConsumer."""
     return "FetchFollower" if getattr(message, "replica_id", -1) >= 0 else "FetchConsumer"
 
 
+_fetch_name = fetch_name  # the name tests/metrics knew it by
+
 __all__ = [
     "GaugeSpec",
     "RequestMetrics",
+    "RequestSeries",
+    "RequestStats",
     "StateGauges",
     "counter",
+    "fetch_name",
     "histogram",
     "registry",
     "start_endpoint",

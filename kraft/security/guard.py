@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, final
 
@@ -47,6 +47,8 @@ from kraft.security.authorizer import Authorizer
 from kraft.security.operations import (
     PUBLIC_SERVICES,
     Need,
+    Requirement,
+    api_requirement,
     error_of,
     filter_response,
     filters,
@@ -96,6 +98,11 @@ class Decision:
 
 
 _ALLOWED: Final = Decision()
+
+
+def service_of(method: str) -> str:
+    """``/kraft.v1.Broker/Produce`` -> ``kraft.v1.Broker``."""
+    return method.lstrip("/").split("/")[0]
 
 
 def peer_host(peer: str) -> str:
@@ -188,12 +195,22 @@ class AccessGuard:
         """Whether ``caller`` may call ``method`` with ``request``, whole or per topic."""
         if not self.enabled or method.lstrip("/").split("/")[0] in PUBLIC_SERVICES:
             return _ALLOWED
-        required = requirement(method, request, self.topic_name)
+        return self._decide(method, requirement(method, request, self.topic_name), caller)
+
+    def decide_api(self, api: str, request: Any, caller: Caller) -> Decision:
+        """Whether ``caller`` may send ``request`` (a dataclass) to the Kafka API ``api``
+        (``Produce``, ``CreateTopics``, ...), whole or per topic: the broker's API layer
+        (`replication.broker.api`) asks this, by API name rather than gRPC method."""
+        if not self.enabled:
+            return _ALLOWED
+        return self._decide(api, api_requirement(api, request, self.topic_name), caller)
+
+    def _decide(self, what: str, required: Requirement | None, caller: Caller) -> Decision:
         if required is None:
             return Decision(
                 Refusal(
                     ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                    f"{method[:_QUOTE_MAX]} is not an authorized method",
+                    f"{what[:_QUOTE_MAX]} is not an authorized method",
                 )
             )
         if required.node and not caller.tls:
@@ -294,8 +311,11 @@ async def _answer_per_topic(
 class AuthorizeCalls(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Applies an `AccessGuard` to every async method of the server (see the module doc)."""
 
-    def __init__(self, guard: AccessGuard) -> None:
+    def __init__(self, guard: AccessGuard, skip: Collection[str] = ()) -> None:
+        """``skip``: the services (``kraft.v1.Broker``) whose API layer authorizes its own
+        requests (a broker's `replication.broker.api`); their calls pass unchecked here."""
         self._guard = guard
+        self._skip = frozenset(skip)
 
     async def intercept_service(
         self,
@@ -304,7 +324,7 @@ class AuthorizeCalls(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         guard, method = self._guard, handler_call_details.method
-        if handler is None or not guard.enabled:
+        if handler is None or not guard.enabled or service_of(method) in self._skip:
             return handler
         if handler.unary_unary is not None and inspect.iscoroutinefunction(handler.unary_unary):
             behaviour = handler.unary_unary
@@ -351,4 +371,5 @@ __all__ = [
     "authorization_error",
     "caller_of",
     "peer_host",
+    "service_of",
 ]

@@ -1,10 +1,15 @@
-"""What every RPC needs: the one table of resource types and operations (Kafka's KafkaApis and
-ControllerApis checks), read by the authorization interceptor (`kraft.security.guard`).
+"""What every API needs: the one table of resource types and operations (Kafka's KafkaApis and
+ControllerApis checks), read by `kraft.security.guard.AccessGuard`.
 
-`requirement(method, request, topic_name)` maps a gRPC method (``/kraft.v1.Broker/Produce``)
-and its request message to a `Requirement`: groups of `Need`s that must ALL be met, where one
-`Need` of a group suffices (Kafka's "CREATE on the cluster, or CREATE on the topic"). The first
-`Need` of the first unmet group names the error: TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED
+The rules are keyed by Kafka API name (`BROKER_APIS`, `CONTROLLER_APIS`) and read the request's
+fields by name, so they hold for the API dataclasses (`replication.messages`,
+`kraft.controller.messages`, ...) and the proto messages alike: the broker's API layer
+(`replication.broker.api`) asks `api_requirement(api, request, topic_name)`; the gRPC
+interceptor of the controller and the Raft servers asks `requirement(method, ...)`, which maps
+a gRPC method (``/kraft.v1.Broker/Produce``) and its request message to the same
+`Requirement`: groups of `Need`s that must ALL be met, where one `Need` of a group suffices
+(Kafka's "CREATE on the cluster, or CREATE on the topic"). The first `Need` of the first unmet
+group names the error: TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED
 (`error_of`). ``node=True`` marks node-to-node RPCs (Raft, broker registration and heartbeats,
 AlterPartition, AllocateProducerIds, follower fetches, a CreateTopics of internal topics only):
 CLUSTER_ACTION on the cluster, which super users have (see `kraft.security.guard` for plaintext
@@ -21,8 +26,8 @@ those get TOPIC_AUTHORIZATION_FAILED in the answer and the others a normal one
 permission on anything else (its group, the cluster), is refused whole; the error names the
 first one refused.
 
-Pure: the functions read the request's fields (duck-typed proto messages) and, for listings,
-edit the response in place; no I/O.
+Pure: the functions read the request's fields (dataclasses or proto messages, duck-typed) and,
+for listings, `filter_response` edits a proto response in place; no I/O.
 """
 
 from __future__ import annotations
@@ -101,8 +106,17 @@ def _fetch(r: Any, _: TopicNameOf) -> Requirement:
     return _per_topic(_R.TOPIC, _O.READ, (t.topic for t in r.topics))
 
 
+def _subscribed(r: Any) -> Iterable[str]:
+    """The subscribed topic names of a heartbeat: a tuple or None on the dataclass
+    (`replication.group_messages`), an optional list message on the proto."""
+    names = r.subscribed_topic_names
+    if names is None or isinstance(names, tuple):
+        return names or ()
+    return tuple(names.items) if r.HasField("subscribed_topic_names") else ()
+
+
 def _heartbeat(r: Any) -> Requirement:
-    topics = r.subscribed_topic_names.items if r.HasField("subscribed_topic_names") else ()
+    topics = _subscribed(r)
     return Requirement(
         ((Need(_R.GROUP, _O.READ, r.group_id),), *_each(_R.TOPIC, _O.DESCRIBE, topics))
     )
@@ -123,72 +137,84 @@ def _delete_topics(r: Any, topic_name: TopicNameOf) -> Requirement:
     return _per_topic(_R.TOPIC, _O.DELETE, names)
 
 
-_RULES: Final[dict[str, Callable[[Any, TopicNameOf], Requirement]]] = {
+Rule = Callable[[Any, TopicNameOf], Requirement]
+
+BROKER_APIS: Final[dict[str, Rule]] = {
     # -- kraft.v1.Broker (KafkaApis) ----------------------------------------------------------
-    "Broker/Produce": lambda r, _: _per_topic(_R.TOPIC, _O.WRITE, (t.name for t in r.topic_data)),
-    "Broker/Fetch": _fetch,
-    "Broker/ListOffsets": lambda r, _: _per_topic(
-        _R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)
-    ),
-    "Broker/Metadata": lambda r, _: Requirement(),  # filtered: `filter_response`
+    "Produce": lambda r, _: _per_topic(_R.TOPIC, _O.WRITE, (t.name for t in r.topic_data)),
+    "Fetch": _fetch,
+    "ListOffsets": lambda r, _: _per_topic(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)),
+    "Metadata": lambda r, _: Requirement(),  # filtered: `filter_response`
     # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
-    "Broker/InitProducerId": lambda r, _: Requirement(
+    "InitProducerId": lambda r, _: Requirement(
         ((_cluster(_O.IDEMPOTENT_WRITE), Need(_R.TOPIC, _O.WRITE, None)),)
     ),
-    "Broker/FindCoordinator": lambda r, _: Requirement(
-        _each(_R.GROUP, _O.DESCRIBE, r.coordinator_keys)
-    ),
-    "Broker/ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
-    "Broker/OffsetCommit": lambda r, _: _per_topic(
+    "FindCoordinator": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.coordinator_keys)),
+    "ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
+    "OffsetCommit": lambda r, _: _per_topic(
         _R.TOPIC, _O.READ, (t.name for t in r.topics), (Need(_R.GROUP, _O.READ, r.group_id),)
     ),
-    "Broker/OffsetFetch": lambda r, _: Requirement(
+    "OffsetFetch": lambda r, _: Requirement(
         (
             (Need(_R.GROUP, _O.DESCRIBE, r.group_id),),
             *_each(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)),
         )
     ),
-    "Broker/ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
-    "Broker/ConsumerGroupDescribe": lambda r, _: Requirement(
-        _each(_R.GROUP, _O.DESCRIBE, r.group_ids)
-    ),
-    "Broker/DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
+    "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
+    "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+}
+"""The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
+
+CONTROLLER_APIS: Final[dict[str, Rule]] = {
     # -- kraft.v1.Controller (ControllerApis; a broker checks before forwarding) --------------
-    "Controller/BrokerRegistration": lambda r, _: _node(),
-    "Controller/BrokerHeartbeat": lambda r, _: _node(),
-    "Controller/AlterPartition": lambda r, _: _node(),
-    "Controller/AllocateProducerIds": lambda r, _: _node(),
-    "Controller/UnregisterBroker": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/CreateTopics": _create_topics,
-    "Controller/DeleteTopics": _delete_topics,
-    "Controller/CreatePartitions": lambda r, _: Requirement(
+    "BrokerRegistration": lambda r, _: _node(),
+    "BrokerHeartbeat": lambda r, _: _node(),
+    "AlterPartition": lambda r, _: _node(),
+    "AllocateProducerIds": lambda r, _: _node(),
+    "UnregisterBroker": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "CreateTopics": _create_topics,
+    "DeleteTopics": _delete_topics,
+    "CreatePartitions": lambda r, _: Requirement(
         _each(_R.TOPIC, _O.ALTER, (t.name for t in r.topics))
     ),
-    "Controller/ElectLeaders": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/AlterPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/ListPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    "Controller/IncrementalAlterConfigs": lambda r, _: Requirement(
+    "ElectLeaders": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "AlterPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "ListPartitionReassignments": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "IncrementalAlterConfigs": lambda r, _: Requirement(
         tuple(_config_need(_O.ALTER_CONFIGS, c) for c in r.resources)
     ),
-    "Controller/DescribeConfigs": lambda r, _: Requirement(
+    "DescribeConfigs": lambda r, _: Requirement(
         tuple(_config_need(_O.DESCRIBE_CONFIGS, c) for c in r.resources)
     ),
-    "Controller/DescribeCluster": lambda r, _: Requirement(),  # filtered: `filter_response`
-    "Controller/DescribeQuorum": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "DescribeCluster": lambda r, _: Requirement(),  # filtered: `filter_response`
+    "DescribeQuorum": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
     # KIP-853: an operator's request (a new controller's own UpdateRaftVoter is not one here).
-    "Controller/AddRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/RemoveRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/CreateAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/DeleteAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
-    "Controller/DescribeAcls": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    # -- kraft.v1.Raft (KIP-595; the metadata quorum and quorum-mode partitions) --------------
-    "Raft/Vote": lambda r, _: _node(),
-    "Raft/BeginQuorumEpoch": lambda r, _: _node(),
-    "Raft/EndQuorumEpoch": lambda r, _: _node(),
-    "Raft/Fetch": lambda r, _: _node(),
-    "Raft/FetchSnapshot": lambda r, _: _node(),
-    "Raft/Stream": lambda r, _: _node(),
+    "AddRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "RemoveRaftVoter": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "CreateAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "DeleteAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
+    "DescribeAcls": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
 }
+"""The rules of the controller's APIs (Kafka's ControllerApis; a broker checks them before
+forwarding), keyed by Kafka API name."""
+
+_RAFT: Final[dict[str, Rule]] = {
+    # -- kraft.v1.Raft (KIP-595; the metadata quorum and quorum-mode partitions) --------------
+    "Vote": lambda r, _: _node(),
+    "BeginQuorumEpoch": lambda r, _: _node(),
+    "EndQuorumEpoch": lambda r, _: _node(),
+    "Fetch": lambda r, _: _node(),
+    "FetchSnapshot": lambda r, _: _node(),
+    "Stream": lambda r, _: _node(),
+}
+
+_RULES: Final[dict[str, Rule]] = {
+    **{f"Broker/{api}": rule for api, rule in BROKER_APIS.items()},
+    **{f"Controller/{api}": rule for api, rule in CONTROLLER_APIS.items()},
+    **{f"Raft/{api}": rule for api, rule in _RAFT.items()},
+}
+"""The same rules keyed ``Service/Method`` for the gRPC interceptor (`kraft.security.guard`)."""
 
 PACKAGE: Final = "kraft.v1."
 
@@ -212,6 +238,14 @@ def requirement(method: str, request: Any, topic_name: TopicNameOf) -> Requireme
     if request is None:
         return _node()
     return rule(request, topic_name)
+
+
+def api_requirement(api: str, request: Any, topic_name: TopicNameOf) -> Requirement | None:
+    """What ``request`` to the Kafka API ``api`` (``Produce``, ``CreateTopics``, ...) needs, on
+    a broker (its own APIs and the controller's it forwards); None for an API the tables do
+    not know (refuse it: fail closed). ``request`` is the API's dataclass."""
+    rule = BROKER_APIS.get(api) or CONTROLLER_APIS.get(api)
+    return None if rule is None else rule(request, topic_name)
 
 
 def error_of(need: Need) -> ErrorCode:
@@ -272,9 +306,12 @@ def rules() -> tuple[str, ...]:
 
 
 __all__ = [
+    "BROKER_APIS",
+    "CONTROLLER_APIS",
     "PUBLIC_SERVICES",
     "Need",
     "Requirement",
+    "api_requirement",
     "covered",
     "error_of",
     "filter_response",

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Final
 
@@ -166,15 +166,25 @@ def peer_channel(address: str, tls: TlsConfig | None = None) -> grpc.aio.Channel
 
 
 def aio_server(
-    max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES, *, guard: AccessGuard | None = None
+    max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES,
+    *,
+    guard: AccessGuard | None = None,
+    api_services: Collection[str] = (),
 ) -> grpc.aio.Server:
     """A grpc.aio server (controller, broker, a bare Raft server); `bind` gives it its port.
     Its requests are counted and timed per RPC (`kraft.metrics.RequestMetrics`), one that
     does not parse is answered INVALID_ARGUMENT (`RejectUnparseable`), and with a ``guard``
-    whose authorizer is on, every call is authorized first (`kraft.security.guard`)."""
-    interceptors: list[grpc.aio.ServerInterceptor] = [RequestMetrics(), RejectUnparseable()]
+    whose authorizer is on, every call is authorized first (`kraft.security.guard`).
+
+    ``api_services`` (``kraft.v1.Broker``, ...) are served by an API layer that authorizes
+    and measures its own requests (a broker's `replication.broker.api`): the interceptors
+    leave their calls alone, so nothing is checked or counted twice."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [
+        RequestMetrics(skip=api_services),
+        RejectUnparseable(),
+    ]
     if guard is not None and guard.enabled:
-        interceptors.append(AuthorizeCalls(guard))
+        interceptors.append(AuthorizeCalls(guard, skip=api_services))
     return grpc.aio.server(options=server_options(max_request_bytes), interceptors=interceptors)
 
 

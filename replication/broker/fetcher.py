@@ -26,15 +26,14 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import TopicPartition
-from replication.broker.partition import follower_response
-from replication.broker.service import diverging_from_wire
+from kraft.types import Epoch, Offset, TopicPartition
 from replication.broker.throttle import ThrottleBucket
-from replication.core import FollowerFetchRequest, FollowerFetchResponse
+from replication.core import DivergingEpoch, FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
     FetchPartition,
+    FetchPartitionData,
     FetchTopic,
 )
 from storage.errors import ErrorCode, KraftError
@@ -200,4 +199,30 @@ class LeaderFetcher:
                 future.set_result(answers.get(tp) or follower_response(request, error_code=code))
 
 
-__all__ = ["LeaderFetcher", "SendFetch"]
+def follower_response(
+    request: FollowerFetchRequest,
+    *,
+    error_code: ErrorCode = ErrorCode.NONE,
+    high_watermark: int = -1,
+    log_start_offset: int = -1,
+    diverging_epoch: DivergingEpoch | None = None,
+    records: bytes = b"",
+) -> FollowerFetchResponse:
+    return FollowerFetchResponse(
+        fetch_id=request.fetch_id,
+        error_code=error_code,
+        high_watermark=Offset(high_watermark),
+        log_start_offset=Offset(log_start_offset),
+        diverging_epoch=diverging_epoch,
+        records=records,
+    )
+
+
+def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
+    d = data.diverging_epoch
+    return (
+        None if d is None else DivergingEpoch(epoch=Epoch(d.epoch), end_offset=Offset(d.end_offset))
+    )
+
+
+__all__ = ["LeaderFetcher", "SendFetch", "diverging_from_wire", "follower_response"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 import structlog
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
-from replication.broker.group_lag import GroupLag, list_latest_offsets
+from replication.broker.group_lag import GroupLag
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
 from replication.group import (
     GroupConfig,
@@ -69,7 +69,7 @@ from storage.errors import (
 )
 
 if TYPE_CHECKING:
-    from replication.broker.server import BrokerServer
+    from replication.broker.host import GroupHost
 
 R = TypeVar("R")
 
@@ -92,9 +92,9 @@ _log = structlog.get_logger("replication.broker.group_service")
 
 
 class GroupService:
-    """The group APIs of one `BrokerServer`."""
+    """The group APIs of one broker, over what they need of it (`GroupHost`)."""
 
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(self, server: GroupHost) -> None:
         self._server = server
         config = server.config
         self._group_config = GroupConfig(
@@ -115,9 +115,7 @@ class GroupService:
             committed=self.committed_offsets,
             local_high_watermark=self._local_high_watermark,
             leader_of=self._leader_of,
-            list_latest=lambda leader, tps: list_latest_offsets(
-                server.image, server.broker_stub, leader, tps
-            ),
+            list_latest=lambda leader, tps: server.list_latest_offsets(leader, tps),
         )
         """The lag metrics of the groups coordinated here (its `run` is a broker task)."""
         self._creating: asyncio.Task[None] | None = None

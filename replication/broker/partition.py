@@ -53,7 +53,8 @@ from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import Offset, TopicPartition
+from kraft.types import TopicPartition
+from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
@@ -61,7 +62,6 @@ from replication.broker.replica_metrics import ReplicaMetrics
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
-    DivergingEpoch,
     FollowerFetch,
     FollowerFetchRequest,
     FollowerFetchResponse,
@@ -82,7 +82,7 @@ from replication.driver import (
     open_partition_driver,
     quorum_group,
 )
-from storage.checkpoint import read_offset, write_offset
+from storage.checkpoint import FileCheckpoint
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
@@ -100,20 +100,6 @@ SEQUENCE_REORDER_WAIT_MS = 500
 """How long an idempotent batch that arrived before its predecessor waits for it."""
 
 _log = structlog.get_logger("replication.broker.partition")
-
-
-class FileCheckpoint:
-    """The replica's ``high-watermark-checkpoint`` file (Kafka's
-    replication-offset-checkpoint, one file per replica)."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-
-    def read(self) -> int | None:
-        return read_offset(self._path)
-
-    def write(self, offset: int) -> None:
-        write_offset(self._path, offset)
 
 
 class PartitionReplica(NoDriverEvents):
@@ -704,29 +690,10 @@ class PartitionReplica(NoDriverEvents):
             self._input()
 
 
-def follower_response(
-    request: FollowerFetchRequest,
-    *,
-    error_code: ErrorCode = ErrorCode.NONE,
-    high_watermark: int = -1,
-    log_start_offset: int = -1,
-    diverging_epoch: DivergingEpoch | None = None,
-    records: bytes = b"",
-) -> FollowerFetchResponse:
-    return FollowerFetchResponse(
-        fetch_id=request.fetch_id,
-        error_code=error_code,
-        high_watermark=Offset(high_watermark),
-        log_start_offset=Offset(log_start_offset),
-        diverging_epoch=diverging_epoch,
-        records=records,
-    )
-
-
 __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
-    "FileCheckpoint",
+    "FileCheckpoint",  # its home is storage.checkpoint
     "PartitionReplica",
-    "follower_response",
+    "follower_response",  # its home is replication.broker.fetcher
     "scan_headers",
 ]

@@ -1,13 +1,14 @@
-"""`ReplicaManager`: the half of `BrokerServer` that keeps the broker's partition replicas in
-line with the metadata image, Kafka's ``ReplicaManager.applyDelta``.
+"""`ReplicaManager`: the broker's partition replicas, kept in line with the metadata image
+(Kafka's ``ReplicaManager.applyDelta``).
 
-After each image change (coalesced into one pass per event-loop turn) `_reconcile` visits the
+After each image change (coalesced into one pass per event-loop turn) `reconcile` visits the
 partitions that changed (Kafka's ``localChanges``): it opens the replicas this broker now hosts
 (a bounded slice per pass, so heartbeats keep flowing while a large topic appears), gives each
 its role and live topic configs, stops and deletes those moved away or deleted (KIP-455), and
 once per incarnation deletes stray logs. Replicas a disk error took offline are probed with
 backoff and reopened (`replication.broker.offline`). The reassignment throttles follow the
-dynamic configs. A mixin: the state it reads is `BrokerServer`'s, declared below.
+dynamic configs. A task ticks each replica when its deadline comes (`tick_loop`). An object
+that `BrokerServer` holds: it reads the broker's image and epoch through callables.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kraft.metadata import MetadataImage
 from kraft.metadata.changes import changed_partitions
 from kraft.metadata.image import PartitionRegistration, TopicImage
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import NodeId, TopicPartition
+from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
@@ -64,34 +65,97 @@ replicas heartbeated late enough to be fenced, again and again."""
 
 
 class ReplicaManager:
-    """The replicas' half of `BrokerServer` (see the module docstring)."""
+    """The broker's partition replicas (see the module docstring): an object of its own that
+    `BrokerServer` holds, reading the broker's image and epoch through ``image`` and
+    ``broker_epoch``.
 
-    config: BrokerNodeConfig
-    node_id: NodeId
-    image: MetadataImage
-    replicas: dict[TopicPartition, PartitionReplica]
-    offline: OfflineReplicas
-    broker_epoch: int | None
-    quorum: QuorumHost
-    leader_throttle: ThrottleBucket
-    follower_throttle: ThrottleBucket
-    _log: Any
-    _closed: bool
-    _heartbeat_now: asyncio.Event
-    _tick_wake: asyncio.Event
-    _probe_wake: asyncio.Event
-    _touched: set[PartitionReplica]
-    _reconcile_scheduled: bool
-    _reconciled_image: MetadataImage | None
-    _strays_checked: bool
-    _revisit: set[TopicPartition]
-    _fetch_from_leader: Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
-    _send_alter_partition: Callable[[PartitionReplica, AlterPartitionSend], None]
+    Args:
+        config: the broker's keys (``log.dirs``, the throttles, the checkpoint interval).
+        quorum: the Raft groups of quorum-mode partitions (`QuorumHost`).
+        image: the broker's current metadata image.
+        broker_epoch: the broker's epoch (None before it registered).
+        fetch_from_leader: a follower's fetch, batched per leader broker (`LeaderFetcher`).
+        send_alter_partition: a leader's AlterPartition, sent to the controller.
+        heartbeat_now: set to heartbeat at once (an offline replica to report).
+        log: the broker's logger.
+    """
+
+    def __init__(
+        self,
+        config: BrokerNodeConfig,
+        quorum: QuorumHost,
+        *,
+        image: Callable[[], MetadataImage],
+        broker_epoch: Callable[[], int | None],
+        fetch_from_leader: Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]],
+        send_alter_partition: Callable[[PartitionReplica, AlterPartitionSend], None],
+        heartbeat_now: asyncio.Event,
+        log: Any,
+    ) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.quorum = quorum
+        self._image = image
+        self._broker_epoch = broker_epoch
+        self._fetch_from_leader = fetch_from_leader
+        self._send_alter_partition = send_alter_partition
+        self._heartbeat_now = heartbeat_now
+        self._log = log
+        self.replicas: dict[TopicPartition, PartitionReplica] = {}
+        self.offline = OfflineReplicas()
+        """Replicas a disk error took offline; reported in every heartbeat until reopened."""
+        # Reassignment traffic only (KIP-455 with KIP-73 quotas): `replication.broker.throttle`.
+        self.leader_throttle = ThrottleBucket(config.leader_replication_throttled_rate, clock_ms())
+        self.follower_throttle = ThrottleBucket(
+            config.follower_replication_throttled_rate, clock_ms()
+        )
+        self.closed = False
+        """Set when the broker stops: no pass or probe opens a replica any more."""
+        self.reconcile_scheduled = False
+        self._reconciled_image: MetadataImage | None = None
+        self._strays_checked = False
+        self.revisit: set[TopicPartition] = set()
+        """Partitions the next pass visits even if unchanged: left unopened by the last
+        (`MAX_REPLICA_OPENS_PER_RECONCILE`), or reopened by the offline probe."""
+        self._tick_wake = asyncio.Event()
+        self._touched: set[PartitionReplica] = set()
+        """Replicas that had an input since the tick task last read their deadline."""
+        self._probe_wake = asyncio.Event()
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image()
+
+    @property
+    def tick_wake(self) -> asyncio.Event:
+        """Set by every replica input and pass: the tick task reads deadlines again."""
+        return self._tick_wake
+
+    def take_touched(self) -> set[PartitionReplica]:
+        """The replicas that had an input since the last call (their deadlines may move)."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def restart(self) -> None:
+        """Stop every replica (the broker registered again with a new epoch): the next pass
+        visits every partition and opens them again with the new epoch."""
+        for replica in self.replicas.values():
+            replica.stop()
+        self.replicas.clear()
+        self._reconciled_image = None
+
+    def stop(self) -> None:
+        """Stop every replica (the broker stops)."""
+        self.closed = True
+        for replica in self.replicas.values():
+            replica.stop()
+        self.replicas.clear()
 
     def metadata_changed(self) -> None:
-        if not self._reconcile_scheduled:
-            self._reconcile_scheduled = True
-            asyncio.get_running_loop().call_soon(self._reconcile)
+        """Reconcile on the next loop turn (one pass however many changes came meanwhile)."""
+        if not self.reconcile_scheduled:
+            self.reconcile_scheduled = True
+            asyncio.get_running_loop().call_soon(self.reconcile)
 
     def _broker_statuses(self) -> dict[int, BrokerStatus]:
         return {
@@ -103,11 +167,12 @@ class ReplicaManager:
             for b, r in self.image.brokers.items()
         }
 
-    def _reconcile(self) -> None:
-        self._reconcile_scheduled = False
+    def reconcile(self) -> None:
+        """One pass of Kafka's ``ReplicaManager.applyDelta`` (see the module docstring)."""
+        self.reconcile_scheduled = False
         self._tick_wake.set()  # replicas may come, go or change role: deadlines move
-        epoch = self.broker_epoch
-        if epoch is None or self._closed:
+        epoch = self._broker_epoch()
+        if epoch is None or self.closed:
             return
         image = self.image
         if image.last_offset < epoch:
@@ -129,16 +194,16 @@ class ReplicaManager:
         full = changed is None
         work: Iterable[tuple[TopicImage, int, PartitionRegistration]]
         if changed is None:
-            self._revisit.clear()
+            self.revisit.clear()
             work = image.iter_partitions()
         else:
             # NB: one slice of the replicas left unopened, not all of them: a pass opens at
             # most a slice anyway, and walking thousands of pending ones per pass made the
             # opening of a large topic O(n^2 / slice) (py-spy: the broker's largest consumer
             # at 10,000 partitions). The rest stay for the next passes.
-            taken = list(itertools.islice(self._revisit, MAX_REPLICA_OPENS_PER_RECONCILE))
-            self._revisit.difference_update(taken)
-            if self._revisit:
+            taken = list(itertools.islice(self.revisit, MAX_REPLICA_OPENS_PER_RECONCILE))
+            self.revisit.difference_update(taken)
+            if self.revisit:
                 self.metadata_changed()
             revisit = [
                 (topic, tp.partition, registration)
@@ -180,7 +245,7 @@ class ReplicaManager:
                     settings_by_topic[topic.name] = settings
                 if replica is None:
                     if opens_left == 0 or time.monotonic() > opens_until:
-                        self._revisit.add(tp)
+                        self.revisit.add(tp)
                         self.metadata_changed()  # the rest on the next pass, after other work
                         continue
                     opens_left -= 1
@@ -286,7 +351,7 @@ class ReplicaManager:
         del self.replicas[tp]
         self._mark_offline(tp, replica.topic_id, error.message)
 
-    async def _offline_probe_loop(self) -> None:
+    async def offline_probe_loop(self) -> None:
         """Probe each offline replica when its backoff ends (woken when one goes offline)."""
         wake = self._probe_wake
         while True:
@@ -305,8 +370,8 @@ class ReplicaManager:
     def _probe_offline_replica(self, tp: TopicPartition, topic_id: str) -> None:
         """Try to reopen an offline replica: the directory must take a write, then its log
         is recovered from disk. On failure, wait twice as long (up to the maximum)."""
-        epoch, image = self.broker_epoch, self.image
-        if epoch is None or self._closed or image.topic_ids_by_name.get(tp.topic) is None:
+        epoch, image = self._broker_epoch(), self.image
+        if epoch is None or self.closed or image.topic_ids_by_name.get(tp.topic) is None:
             return  # not registered yet, stopping, or the topic is going (reconcile drops it)
         try:
             probe_log_directory(self._replica_dir(tp))
@@ -328,7 +393,7 @@ class ReplicaManager:
             topic_partition=str(tp),
             log_end_offset=replica.log.log_end_offset,
         )
-        self._revisit.add(tp)
+        self.revisit.add(tp)
         self.metadata_changed()  # reconcile gives it its role
         self._heartbeat_now.set()
 

@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-One grpc.aio server hosts the ``Broker`` service (`replication.broker.service`), the
-``Controller`` service that forwards admin requests to the active controller
-(`replication.broker.forwarding`) and gRPC health, on one port. Everything runs on one event
-loop; the blocking `ControllerClient` runs in worker threads.
+One grpc.aio server hosts the ``Broker`` service and the ``Controller`` service that forwards
+admin requests to the active controller (thin adapters, `replication.broker.grpc`, in front of
+the broker API, `replication.broker.api`) and gRPC health, on one port. The replicas are a
+`ReplicaManager` (`replication.broker.replica_manager`) the server holds. Everything runs on
+one event loop; the blocking `ControllerClient` runs in worker threads.
 
 *Metadata, the KRaft way.* A `RaftServer` with this broker's id, which is not a voter, is an
 *observer*: it fetches the committed metadata log (and snapshots, KIP-630) from the
@@ -62,7 +63,7 @@ import asyncio
 import contextlib
 import functools
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -70,7 +71,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from kraft._generated import broker_pb2_grpc, controller_pb2_grpc
+from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
@@ -97,14 +98,15 @@ from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind, peer_channel
 from kraft.types import TopicPartition
+from replication.broker.api.broker_api import BrokerApi
 from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
 from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.controllers import ControllerDiscovery
 from replication.broker.fetcher import LeaderFetcher
-from replication.broker.forwarding import ForwardingControllerServicer
+from replication.broker.group_lag import list_latest_offsets
 from replication.broker.group_service import GroupService
-from replication.broker.offline import OfflineReplicas
+from replication.broker.grpc.adapter import API_SERVICES, GrpcPeers, add_broker_api_to_server
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.replica_manager import (
@@ -113,7 +115,7 @@ from replication.broker.replica_manager import (
     ReplicaManager,
 )
 from replication.broker.retention import run_retention
-from replication.broker.service import BrokerService, BrokerServicer
+from replication.broker.service import BrokerService
 from replication.broker.throttle import (
     ThrottleBucket,
 )
@@ -175,16 +177,14 @@ class _MetadataObserver:
         self._owner.metadata_changed()
 
 
-class BrokerServer(ReplicaManager):
-    """A broker: metadata observer + replicas + the Broker and forwarding services."""
+class BrokerServer:
+    """A broker: metadata observer + lifecycle + replicas (`ReplicaManager`) + the broker API
+    (`BrokerApi`) on its gRPC port."""
 
     def __init__(self, config: BrokerNodeConfig) -> None:
         self.config = config
         self.node_id = config.node_id
         self.image = MetadataImage.empty()
-        self.replicas: dict[TopicPartition, PartitionReplica] = {}
-        self.offline = OfflineReplicas()
-        """Replicas a disk error took offline; reported in every heartbeat until reopened."""
         self.broker_epoch: int | None = None
         self.fenced = True
         self.stopping = False
@@ -197,14 +197,17 @@ class BrokerServer(ReplicaManager):
         self._controllers = ControllerClient(
             list(config.voters.values()), timeout=5.0, request_timeout=2.0, tls=config.tls
         )
-        self._grpc = aio_server(guard=AccessGuard(config.authorization, lambda: self.image))
-        self._service = BrokerService(self)
+        guard = AccessGuard(config.authorization, lambda: self.image)
+        # The Broker and forwarded Controller calls are authorized and measured by the API
+        # layer (`replication.broker.api`); the interceptors keep the others (Raft, health).
+        self._grpc = aio_server(guard=guard, api_services=API_SERVICES)
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
-        broker_pb2_grpc.add_BrokerServicer_to_server(
-            BrokerServicer(self._service, self.groups), self._grpc
-        )
-        controller_pb2_grpc.add_ControllerServicer_to_server(
-            ForwardingControllerServicer(self._controllers), self._grpc
+        self.api = BrokerApi(BrokerService(self), self.groups, guard, self._controllers)
+        """The broker's APIs, which every transport calls (`replication.broker.api`)."""
+        add_broker_api_to_server(
+            self._grpc,
+            self.api,
+            GrpcPeers(config.authorization, "SSL" if config.tls is not None else "PLAINTEXT"),
         )
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
@@ -219,6 +222,18 @@ class BrokerServer(ReplicaManager):
             raft_config=config.partition_raft_config(),
             tls=config.tls,
         )
+        self._heartbeat_now = asyncio.Event()
+        self.replica_manager = ReplicaManager(
+            config,
+            self.quorum,
+            image=lambda: self.image,
+            broker_epoch=lambda: self.broker_epoch,
+            fetch_from_leader=self._fetch_from_leader,
+            send_alter_partition=self._send_alter_partition,
+            heartbeat_now=self._heartbeat_now,
+            log=self._log,
+        )
+        """The partition replicas (`replication.broker.replica_manager`)."""
         # A dead loop (metadata Raft, lifecycle, tick, retention) takes the process down.
         self.supervisor = LoopSupervisor(self._log)
         self.supervisor.on_death(
@@ -247,30 +262,40 @@ class BrokerServer(ReplicaManager):
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._fetchers: dict[int, LeaderFetcher] = {}
-        # Reassignment traffic only (KIP-455 with KIP-73 quotas): `replication.broker.throttle`.
-        self.leader_throttle = ThrottleBucket(config.leader_replication_throttled_rate, clock_ms())
-        self.follower_throttle = ThrottleBucket(
-            config.follower_replication_throttled_rate, clock_ms()
-        )
         # NB: own threads for the blocking controller calls, so forwarded admin requests (on
         # the default executor) can never starve the heartbeats into a fencing.
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
         self._control_executor = ThreadPoolExecutor(4, thread_name_prefix="broker-control")
-        self._reconcile_scheduled = False
-        self._reconciled_image: MetadataImage | None = None
-        self._strays_checked = False
-        self._revisit: set[TopicPartition] = set()
-        """Partitions the next pass visits even if unchanged: left unopened by the last
-        (`MAX_REPLICA_OPENS_PER_RECONCILE`), or reopened by the offline probe."""
-        self._closed = False
         self._shutdown_allowed = asyncio.Event()
-        self._heartbeat_now = asyncio.Event()
-        self._tick_wake = asyncio.Event()
-        self._touched: set[PartitionReplica] = set()
-        """Replicas that had an input since the tick task last read their deadline."""
-        self._probe_wake = asyncio.Event()
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
+
+    # --- the replicas, as the APIs and tests see them ------------------------------------------
+
+    @property
+    def replicas(self) -> dict[TopicPartition, PartitionReplica]:
+        return self.replica_manager.replicas
+
+    @property
+    def leader_throttle(self) -> ThrottleBucket:
+        return self.replica_manager.leader_throttle
+
+    @property
+    def _reconcile_scheduled(self) -> bool:
+        return self.replica_manager.reconcile_scheduled
+
+    @property
+    def _revisit(self) -> set[TopicPartition]:
+        return self.replica_manager.revisit
+
+    def metadata_changed(self) -> None:
+        self.replica_manager.metadata_changed()
+
+    def _reconcile(self) -> None:
+        self.replica_manager.reconcile()
+
+    def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
+        return self.replica_manager.is_adding_replica(tp, replica_id)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -297,7 +322,9 @@ class BrokerServer(ReplicaManager):
         self._tasks.append(lifecycle)
         for task in (
             asyncio.create_task(self._tick_loop(), name="broker-tick"),
-            asyncio.create_task(self._offline_probe_loop(), name="broker-offline-probe"),
+            asyncio.create_task(
+                self.replica_manager.offline_probe_loop(), name="broker-offline-probe"
+            ),
             asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
             asyncio.create_task(self.groups.lag.run(), name="broker-group-lag"),
             asyncio.create_task(
@@ -355,16 +382,14 @@ class BrokerServer(ReplicaManager):
 
     async def stop(self) -> None:
         self.stopping = True
-        self._closed = True
+        self.replica_manager.closed = True
         self.supervisor.close()
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         self.groups.runtime.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for replica in self.replicas.values():
-            replica.stop()
-        self.replicas.clear()
+        self.replica_manager.stop()
         if self.broker_epoch is not None:
             # Every log is closed: the next start registers as a clean restart (KIP-966).
             with contextlib.suppress(OSError):
@@ -429,10 +454,7 @@ class BrokerServer(ReplicaManager):
             self.broker_epoch = epoch
             self._log.info("broker_registered", broker_epoch=epoch)
             if old is not None and old != epoch:
-                for replica in self.replicas.values():
-                    replica.stop()
-                self.replicas.clear()
-                self._reconciled_image = None  # the next pass visits every partition
+                self.replica_manager.restart()  # the next pass visits every partition
             self.metadata_changed()
             return
 
@@ -453,7 +475,7 @@ class BrokerServer(ReplicaManager):
                     epoch,
                     current_metadata_offset=self.image.last_offset,
                     want_shutdown=want_shutdown,
-                    offline_replicas=self.offline.report(),
+                    offline_replicas=self.replica_manager.offline.report(),
                     timeout=max(2.0, 4 * interval_s),
                 )
             except (StaleBrokerEpochError, BrokerIdNotRegisteredError) as e:
@@ -486,14 +508,15 @@ class BrokerServer(ReplicaManager):
         interval_ms = self.config.high_watermark_checkpoint_interval_ms
         next_checkpoint_ms = clock_ms() + interval_ms
         deadlines: dict[PartitionReplica, int | None] = {}
-        wake = self._tick_wake
+        replicas = self.replica_manager
+        wake = replicas.tick_wake
         while True:
             wake.clear()  # NB: before reading deadlines: a wake after this is not lost
             now = clock_ms()
             checkpoint = now >= next_checkpoint_ms
             if checkpoint:
                 next_checkpoint_ms = now + interval_ms
-            touched, self._touched = self._touched, set()
+            touched = replicas.take_touched()
             hosted = list(self.replicas.values())
             if len(deadlines) != len(hosted) or any(r not in deadlines for r in hosted):
                 known = deadlines  # replicas came or went: forget the gone, read the new
@@ -554,7 +577,7 @@ class BrokerServer(ReplicaManager):
                 max_bytes=self.config.replica_fetch_max_bytes,
                 min_bytes=self.config.replica_fetch_min_bytes,
                 response_max_bytes=self.config.replica_fetch_response_max_bytes,
-                throttle=self.follower_throttle,
+                throttle=self.replica_manager.follower_throttle,
                 is_throttled=lambda tp: self.is_adding_replica(tp, self.node_id),
             )
         return await fetcher.fetch(request)
@@ -636,6 +659,12 @@ class BrokerServer(ReplicaManager):
             timeout=10.0,
             as_broker=(self.node_id, epoch),
         )
+
+    async def list_latest_offsets(
+        self, leader_id: int, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """`replication.broker.host.GroupHost.list_latest_offsets`, over gRPC."""
+        return await list_latest_offsets(self.image, self.broker_stub, leader_id, partitions)
 
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
         epoch = self.broker_epoch if self.broker_epoch is not None else -1

@@ -1,9 +1,11 @@
-"""The ``kraft.v1.Broker`` service: Produce, Fetch, ListOffsets, Metadata, InitProducerId.
+"""The partition APIs of the broker: Produce, Fetch, ListOffsets, Metadata, InitProducerId.
 
-Each handler takes and returns the dataclasses of `replication.messages` (the servicer at the
-bottom is the only proto boundary, through `replication.codec`). Partition work goes to the
-`PartitionReplica` of the partition; nothing here blocks the event loop: acks=all produces and
-long-poll fetches await futures and events (Kafka's produce and fetch purgatories).
+Each handler takes and returns the dataclasses of `replication.messages`; no transport here:
+`replication.broker.api.BrokerApi` bounds, authorizes and measures a request before it comes
+here, and the transports (`replication.broker.grpc`, the Kafka listener) call that. Partition
+work goes to the `PartitionReplica` of the partition; nothing here blocks the event loop:
+acks=all produces and long-poll fetches await futures and events (Kafka's produce and fetch
+purgatories).
 
 - Produce: per partition, to the leader's core; answered per ``acks``.
 - Fetch: followers (``replica_id >= 0``) go through the leader core (epoch fencing, divergence,
@@ -19,16 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-import grpc
-
-from kraft._generated import broker_pb2, broker_pb2_grpc
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
-from replication.broker.group_servicer import GroupServicer
-from replication.codec import decode, encode
-from replication.core import DivergingEpoch, FollowerFetch, fence_leader_epoch
+from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -58,15 +56,15 @@ from replication.messages import (
 from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
-    from replication.broker.group_service import GroupService
+    from replication.broker.host import ReplicaHost
     from replication.broker.partition import PartitionReplica
-    from replication.broker.server import BrokerServer
 
 
 class BrokerService:
-    """The Broker API of one `BrokerServer`."""
+    """The partition APIs of one broker (what `replication.broker.api.BrokerApi` calls after
+    its checks), over what they need of it (`ReplicaHost`)."""
 
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(self, server: ReplicaHost) -> None:
         self._server = server
         self._producer_ids = (0, 0)  # [next, end) of the current block
         self._producer_id_lock = asyncio.Lock()
@@ -412,77 +410,8 @@ def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdRespon
     )
 
 
-MAX_PARTITIONS_PER_REQUEST: Final = 10_000
-"""The most partitions (or topic names) one client request may name, as the controller bounds
-one admin request (`kraft.controller.limits`). Found by ``kraft fuzz``: one ListOffsets naming
-10^6 partitions (4.9 MB) held the broker's event loop for 22 s, heartbeats included. A
-follower's fetch (``replica_id >= 0``) is exempt: it names what its leader leads."""
-
-
-def too_many_partitions(request: Any) -> str | None:
-    """Why ``request`` (a broker RPC's proto message) names too many partitions, or None.
-    Counted on the wire message, before anything is decoded."""
-    if isinstance(request, broker_pb2.BrokerFetchRequest) and request.replica_id >= 0:
-        return None
-    topics = getattr(request, "topics", None)
-    if topics is None:
-        topics = getattr(request, "topic_data", None)
-    if topics is None:
-        return None
-    count = 0
-    for topic in topics:
-        partitions = getattr(topic, "partitions", None)
-        if partitions is None:
-            partitions = getattr(topic, "partition_data", None)
-        count += 1 if partitions is None else len(partitions)
-        if count > MAX_PARTITIONS_PER_REQUEST:
-            return (
-                f"INVALID_REQUEST: the request names more than {MAX_PARTITIONS_PER_REQUEST} "
-                "partitions"
-            )
-    return None
-
-
-def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
-    d = data.diverging_epoch
-    return (
-        None if d is None else DivergingEpoch(epoch=Epoch(d.epoch), end_offset=Offset(d.end_offset))
-    )
-
-
-class BrokerServicer(GroupServicer, broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
-    """Proto in, dataclass to `BrokerService` (and `GroupService`), proto out."""
-
-    def __init__(self, service: BrokerService, groups: GroupService | None = None) -> None:
-        self._service = service
-        self._groups = groups
-
-    async def _call(self, request: Any, context: Any, cls: type[Any], run: Any) -> Any:
-        if (problem := too_many_partitions(request)) is not None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
-        try:
-            decoded = decode(request, cls)
-        except KraftError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
-            raise  # pragma: no cover - abort raises
-        return encode(await run(decoded))
-
-    async def Produce(self, request: Any, context: Any) -> Any:
-        return await self._call(request, context, ProduceRequest, self._service.produce)
-
-    async def Fetch(self, request: Any, context: Any) -> Any:
-        return await self._call(request, context, BrokerFetchRequest, self._service.fetch)
-
-    async def ListOffsets(self, request: Any, context: Any) -> Any:
-        return await self._call(request, context, ListOffsetsRequest, self._service.list_offsets)
-
-    async def Metadata(self, request: Any, context: Any) -> Any:
-        return await self._call(request, context, MetadataRequest, self._service.metadata)
-
-    async def InitProducerId(self, request: Any, context: Any) -> Any:
-        return await self._call(
-            request, context, InitProducerIdRequest, self._service.init_producer_id
-        )
-
-
-__all__ = ["BrokerService", "BrokerServicer", "diverging_from_wire"]
+__all__ = [
+    "MAX_PARTITIONS_PER_REQUEST",
+    "BrokerService",
+    "too_many_partitions",
+]

@@ -18,8 +18,8 @@ from replication.broker.partition import FileCheckpoint, PartitionReplica
 from replication.broker.replica_manager import (
     MAX_REPLICA_OPENS_PER_RECONCILE,
     RECONCILE_OPEN_BUDGET_S,
+    ReplicaManager,
 )
-from replication.broker.server import BrokerServer
 from tests.broker.test_dynamic_topic_config import _broker, _broker_config
 from tests.metadata.builders import ImageBuilder, topic_id_for
 
@@ -99,13 +99,13 @@ def test_a_pass_stops_opening_replicas_once_its_time_budget_is_spent(
         .with_topic("wide", partitions=PARTITIONS, rf=3)
         .build()
     )
-    original = BrokerServer._open_replica
+    original = ReplicaManager._open_replica
 
-    def slow(server: BrokerServer, *args: Any, **kwargs: Any) -> PartitionReplica:
+    def slow(manager: ReplicaManager, *args: Any, **kwargs: Any) -> PartitionReplica:
         time.sleep(RECONCILE_OPEN_BUDGET_S / 2)
-        return original(server, *args, **kwargs)
+        return original(manager, *args, **kwargs)
 
-    monkeypatch.setattr(BrokerServer, "_open_replica", slow)
+    monkeypatch.setattr(ReplicaManager, "_open_replica", slow)
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:

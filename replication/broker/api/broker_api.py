@@ -1,0 +1,433 @@
+"""`BrokerApi`: one async handler per Kafka API, the one entry every transport calls.
+
+Each handler is ``async def <api>(self, request, ctx: RequestContext) -> response`` on the
+dataclasses of `replication.messages` and `replication.group_messages` (Kafka's ``KafkaApis``):
+it bounds the request (`replication.broker.limits`), authorizes it
+(`replication.broker.api.authorization`), calls the partition APIs
+(`replication.broker.service.BrokerService`) or the group coordinator's
+(`replication.broker.group_service.GroupService`), and counts and times it
+(`kraft.metrics.registry.RequestStats`, by Kafka API name). A refusal is Kafka's error code
+inside the response. Admin requests for the controller go through `forward`.
+
+Two ways in, one behaviour:
+
+- the named handlers (`produce`, `fetch`, ...) answer a refusal in the response, as Kafka does;
+  the Kafka listener calls these;
+- `call(api, request, ctx)` answers `Refused` instead of the refused response, for a transport
+  whose clients expect a refusal as their own status (the gRPC adapter answers it
+  PERMISSION_DENIED, as kraft's clients have always been told).
+
+A request over a limit raises `InvalidRequestError` (code INVALID_REQUEST): the request is
+malformed for the broker, and each transport answers that its own way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Generic, Protocol, TypeVar
+
+import structlog
+
+from kraft.controller.acl_control import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from kraft.controller.config_describe import DescribeConfigsRequest
+from kraft.controller.messages import (
+    AllocateProducerIdsRequest,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
+    RegisterBrokerRequest,
+    UnregisterBrokerRequest,
+)
+from kraft.metrics.registry import RequestStats
+from kraft.security.guard import AccessGuard
+from kraft.transport.controller_codec import DescribeClusterRequest, DescribeQuorumRequest
+from replication.broker.api.authorization import (
+    FILTERED,
+    PER_TOPIC,
+    Refused,
+    answer_refused,
+    caller_of,
+    filter_listing,
+    refused_response,
+    without_topics,
+)
+from replication.broker.api.context import RequestContext
+from replication.broker.group_service import GroupService
+from replication.broker.limits import too_many_partitions
+from replication.broker.service import BrokerService
+from replication.group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from storage.errors import (
+    ClusterAuthorizationFailedError,
+    ErrorCode,
+    GroupAuthorizationFailedError,
+    InvalidRequestError,
+    KraftError,
+    TopicAuthorizationFailedError,
+)
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+T = TypeVar("T")
+
+_log = structlog.get_logger("replication.broker.api")
+_QUOTE_MAX: Final = 80
+
+FORWARD_TIMEOUT_S: Final = 10.0
+"""How long one forwarded request may take at the broker (the admin client retries after)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Api(Generic[Req, Resp]):
+    """One API: its Kafka name, its handler (without the checks), and its empty response."""
+
+    name: str
+    handle: Callable[[Req, RequestContext], Awaitable[Resp]]
+    empty: Callable[[], Resp]
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """An admin API the broker forwards to the active controller (KIP-590)."""
+
+    name: str
+    require_active: bool = False
+    """A read any controller could answer, which must come from the active one."""
+
+
+FORWARDED: Final[dict[type, Forwarded]] = {
+    RegisterBrokerRequest: Forwarded("BrokerRegistration"),
+    BrokerHeartbeatRequest: Forwarded("BrokerHeartbeat"),
+    UnregisterBrokerRequest: Forwarded("UnregisterBroker"),
+    CreateTopicsRequest: Forwarded("CreateTopics"),
+    DeleteTopicsRequest: Forwarded("DeleteTopics"),
+    CreatePartitionsRequest: Forwarded("CreatePartitions"),
+    AlterPartitionRequest: Forwarded("AlterPartition"),
+    ElectLeadersRequest: Forwarded("ElectLeaders"),
+    AlterPartitionReassignmentsRequest: Forwarded("AlterPartitionReassignments"),
+    ListPartitionReassignmentsRequest: Forwarded("ListPartitionReassignments"),
+    IncrementalAlterConfigsRequest: Forwarded("IncrementalAlterConfigs"),
+    AllocateProducerIdsRequest: Forwarded("AllocateProducerIds"),
+    DescribeClusterRequest: Forwarded("DescribeCluster", require_active=True),
+    DescribeQuorumRequest: Forwarded("DescribeQuorum"),
+    DescribeConfigsRequest: Forwarded("DescribeConfigs", require_active=True),
+    CreateAclsRequest: Forwarded("CreateAcls"),
+    DeleteAclsRequest: Forwarded("DeleteAcls"),
+    DescribeAclsRequest: Forwarded("DescribeAcls", require_active=True),
+}
+"""The controller APIs a broker forwards, by request dataclass (the others are not served)."""
+
+_REFUSALS: Final[dict[ErrorCode, type[KraftError]]] = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: TopicAuthorizationFailedError,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: GroupAuthorizationFailedError,
+}
+
+
+class ControllerChannel(Protocol):
+    """The broker's channel to the active controller (`kraft.controller.ControllerClient`):
+    blocking, it finds the active controller and follows NOT_CONTROLLER hints itself."""
+
+    def send(
+        self, request: Any, *, timeout: float | None = None, require_active: bool = False
+    ) -> Any: ...
+
+
+class BrokerApi:
+    """The broker's APIs (see the module docstring).
+
+    Args:
+        broker: Produce, Fetch, ListOffsets, Metadata and InitProducerId.
+        groups: the group APIs.
+        guard: the broker's `AccessGuard` (its authorizer off: every request allowed).
+        controllers: the channel forwarded admin requests go through.
+    """
+
+    def __init__(
+        self,
+        broker: BrokerService,
+        groups: GroupService,
+        guard: AccessGuard,
+        controllers: ControllerChannel,
+    ) -> None:
+        self._guard = guard
+        self._controllers = controllers
+        self._stats = RequestStats()
+        self.produce_api = Api("Produce", _ignore_ctx(broker.produce), ProduceResponse)
+        self.fetch_api = Api("Fetch", _ignore_ctx(broker.fetch), BrokerFetchResponse)
+        self.list_offsets_api = Api(
+            "ListOffsets", _ignore_ctx(broker.list_offsets), ListOffsetsResponse
+        )
+        self.metadata_api = Api("Metadata", _ignore_ctx(broker.metadata), MetadataResponse)
+        self.init_producer_id_api = Api(
+            "InitProducerId", _ignore_ctx(broker.init_producer_id), InitProducerIdResponse
+        )
+        self.find_coordinator_api = Api(
+            "FindCoordinator", _ignore_ctx(groups.find_coordinator), FindCoordinatorResponse
+        )
+        self.consumer_group_heartbeat_api: Api[
+            ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+        ] = Api(
+            "ConsumerGroupHeartbeat",
+            lambda r, ctx: groups.consumer_group_heartbeat(_with_client(r, ctx)),
+            ConsumerGroupHeartbeatResponse,
+        )
+        self.offset_commit_api = Api(
+            "OffsetCommit", _ignore_ctx(groups.offset_commit), OffsetCommitResponse
+        )
+        self.offset_fetch_api = Api(
+            "OffsetFetch", _ignore_ctx(groups.offset_fetch), OffsetFetchResponse
+        )
+        self.list_groups_api = Api(
+            "ListGroups", _ignore_ctx(groups.list_groups), ListGroupsResponse
+        )
+        self.consumer_group_describe_api = Api(
+            "ConsumerGroupDescribe",
+            _ignore_ctx(groups.consumer_group_describe),
+            ConsumerGroupDescribeResponse,
+        )
+        self.delete_groups_api = Api(
+            "DeleteGroups", _ignore_ctx(groups.delete_groups), DeleteGroupsResponse
+        )
+
+    # --- the handlers -------------------------------------------------------------------------
+
+    async def produce(self, request: ProduceRequest, ctx: RequestContext) -> ProduceResponse:
+        return await self._answer(self.produce_api, request, ctx)
+
+    async def fetch(self, request: BrokerFetchRequest, ctx: RequestContext) -> BrokerFetchResponse:
+        return await self._answer(self.fetch_api, request, ctx)
+
+    async def list_offsets(
+        self, request: ListOffsetsRequest, ctx: RequestContext
+    ) -> ListOffsetsResponse:
+        return await self._answer(self.list_offsets_api, request, ctx)
+
+    async def metadata(self, request: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
+        return await self._answer(self.metadata_api, request, ctx)
+
+    async def init_producer_id(
+        self, request: InitProducerIdRequest, ctx: RequestContext
+    ) -> InitProducerIdResponse:
+        return await self._answer(self.init_producer_id_api, request, ctx)
+
+    async def find_coordinator(
+        self, request: FindCoordinatorRequest, ctx: RequestContext
+    ) -> FindCoordinatorResponse:
+        return await self._answer(self.find_coordinator_api, request, ctx)
+
+    async def consumer_group_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest, ctx: RequestContext
+    ) -> ConsumerGroupHeartbeatResponse:
+        return await self._answer(self.consumer_group_heartbeat_api, request, ctx)
+
+    async def offset_commit(
+        self, request: OffsetCommitRequest, ctx: RequestContext
+    ) -> OffsetCommitResponse:
+        return await self._answer(self.offset_commit_api, request, ctx)
+
+    async def offset_fetch(
+        self, request: OffsetFetchRequest, ctx: RequestContext
+    ) -> OffsetFetchResponse:
+        return await self._answer(self.offset_fetch_api, request, ctx)
+
+    async def list_groups(
+        self, request: ListGroupsRequest, ctx: RequestContext
+    ) -> ListGroupsResponse:
+        return await self._answer(self.list_groups_api, request, ctx)
+
+    async def consumer_group_describe(
+        self, request: ConsumerGroupDescribeRequest, ctx: RequestContext
+    ) -> ConsumerGroupDescribeResponse:
+        return await self._answer(self.consumer_group_describe_api, request, ctx)
+
+    async def delete_groups(
+        self, request: DeleteGroupsRequest, ctx: RequestContext
+    ) -> DeleteGroupsResponse:
+        return await self._answer(self.delete_groups_api, request, ctx)
+
+    # --- the checks ---------------------------------------------------------------------------
+
+    async def _answer(self, api: Api[Req, Resp], request: Req, ctx: RequestContext) -> Resp:
+        outcome = await self.call(api, request, ctx)
+        if isinstance(outcome, Refused):
+            answer: Resp = refused_response(api.name, request, api.empty(), outcome)
+            return answer
+        return outcome
+
+    async def call(self, api: Api[Req, Resp], request: Req, ctx: RequestContext) -> Resp | Refused:
+        """``request`` to ``api``, bounded, authorized, counted and timed; `Refused` when the
+        caller may not send it at all.
+
+        Raises:
+            InvalidRequestError: the request names more partitions than a request may.
+        """
+        metric = api.name
+        if api.name == "Fetch":  # Kafka's RequestMetrics splits Fetch by who asks
+            fetch = request
+            assert isinstance(fetch, BrokerFetchRequest)
+            metric = "FetchFollower" if fetch.replica_id >= 0 else "FetchConsumer"
+        checked = self._checked(api, request, ctx)
+        return await self._measured(metric, checked)
+
+    async def _measured(self, name: str, run: Awaitable[T]) -> T:
+        observe, ok, failed = self._stats.series(name)
+        started = time.perf_counter()
+        try:
+            outcome = await run
+        except BaseException:
+            observe(time.perf_counter() - started)
+            failed()
+            raise
+        observe(time.perf_counter() - started)
+        (failed if isinstance(outcome, Refused) else ok)()
+        return outcome
+
+    async def _checked(
+        self, api: Api[Req, Resp], request: Req, ctx: RequestContext
+    ) -> Resp | Refused:
+        problem = too_many_partitions(request)
+        if problem is not None:
+            raise InvalidRequestError(problem)
+        return await self._authorized(api.name, request, ctx, api.handle)
+
+    async def _authorized(
+        self,
+        name: str,
+        request: Req,
+        ctx: RequestContext,
+        handle: Callable[[Req, RequestContext], Awaitable[Resp]],
+    ) -> Resp | Refused:
+        guard = self._guard
+        if not guard.enabled:
+            return await handle(request, ctx)
+        caller = caller_of(ctx)
+        decision = guard.decide_api(name, request, caller)
+        if decision.refusal is not None:
+            _log.info(
+                "call_refused",
+                api=name,
+                principal=caller.principal[:_QUOTE_MAX],
+                host=caller.host,
+                error=decision.refusal.code.name,
+            )
+            return Refused(decision.refusal.code, decision.refusal.message)
+        refused = decision.refused_topics
+        if refused and name in PER_TOPIC:
+            _log.info(
+                "topics_refused",
+                api=name,
+                principal=caller.principal[:_QUOTE_MAX],
+                host=caller.host,
+                topics=sorted(t[:_QUOTE_MAX] for t in refused)[:10],
+            )
+            reduced = without_topics(name, request, refused, guard.topic_name)
+            answered: Resp = answer_refused(
+                name,
+                request,
+                refused,
+                await handle(reduced, ctx),
+                lambda topic: f"{decision.why} {topic[:_QUOTE_MAX]!r}",
+                guard.topic_name,
+            )
+        else:
+            answered = await handle(request, ctx)
+        if name in FILTERED:
+            filtered: Resp = filter_listing(
+                name, request, answered, lambda need: guard.may(caller, need)
+            )
+            return filtered
+        return answered
+
+    # --- forwarded to the controller ----------------------------------------------------------
+
+    async def forward(self, request: object, ctx: RequestContext) -> object:
+        """Forward an admin request (a `kraft.controller.messages` dataclass, ...) to the active
+        controller, authorized here first with this broker's ACLs (KIP-590 forwarding); the
+        blocking controller client runs in a worker thread, never on the event loop.
+
+        Raises:
+            TopicAuthorizationFailedError, GroupAuthorizationFailedError,
+                ClusterAuthorizationFailedError: the caller may not send it at all (the code
+                is Kafka's; some topics refused are answered per topic in the response).
+            InvalidRequestError: not an API a broker forwards.
+            KraftError: the controller could not be reached in time (retriable), or refused.
+        """
+        forwarded = FORWARDED.get(type(request))
+        if forwarded is None:
+            raise InvalidRequestError(f"{type(request).__name__} is not forwarded by a broker")
+
+        async def send(r: object, _: RequestContext) -> object:
+            try:
+                return await asyncio.to_thread(
+                    self._controllers.send,
+                    r,
+                    timeout=FORWARD_TIMEOUT_S,
+                    require_active=forwarded.require_active,
+                )
+            except KraftError as e:
+                _log.info("forward_failed", api=forwarded.name, error=e.code.name)
+                raise
+
+        outcome = await self._measured(
+            forwarded.name, self._authorized(forwarded.name, request, ctx, send)
+        )
+        if isinstance(outcome, Refused):
+            raise _REFUSALS.get(outcome.code, ClusterAuthorizationFailedError)(outcome.message)
+        return outcome
+
+
+def _ignore_ctx(
+    handle: Callable[[Req], Awaitable[Resp]],
+) -> Callable[[Req, RequestContext], Awaitable[Resp]]:
+    return lambda request, _ctx: handle(request)
+
+
+def _with_client(
+    request: ConsumerGroupHeartbeatRequest, ctx: RequestContext
+) -> ConsumerGroupHeartbeatRequest:
+    """The member's client id and host from the context when the request has none (Kafka
+    takes both from the request header and the connection): host as ``/1.2.3.4``."""
+    host = request.client_host or (f"/{ctx.client_host}" if ctx.client_host else "")
+    client_id = request.client_id or ctx.client_id
+    if host == request.client_host and client_id == request.client_id:
+        return request
+    return dataclasses.replace(request, client_host=host, client_id=client_id)
+
+
+__all__ = ["FORWARDED", "FORWARD_TIMEOUT_S", "Api", "BrokerApi", "ControllerChannel", "Forwarded"]

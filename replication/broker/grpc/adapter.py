@@ -1,0 +1,202 @@
+"""gRPC in front of `BrokerApi`: one table of routes, each decoding the proto message,
+building the `RequestContext` from the peer, calling the API, and encoding its answer.
+
+- ``kraft.v1.Broker``: the method name is the Kafka API's; the request is bounded on the wire
+  message before it is decoded (`replication.broker.limits`, so a huge request costs no
+  decoding) and answered by `BrokerApi.call`. A request the caller may not send at all
+  (`Refused`) is answered PERMISSION_DENIED ``CODE_NAME: why``, as kraft's clients have always
+  been told it (`kraft.security.guard.authorization_error` turns it back into the error);
+  refusals of some topics only are inside the response, as Kafka answers them.
+- ``kraft.v1.Controller``: the admin requests a broker forwards (`FORWARDED`), through
+  `BrokerApi.forward`; a controller that cannot be reached in time is UNAVAILABLE (the admin
+  client retries), a refusal PERMISSION_DENIED.
+
+A malformed request is INVALID_ARGUMENT ``INVALID_REQUEST: ...`` everywhere. Methods not in
+the table are UNIMPLEMENTED (gRPC's answer to an unknown method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from kraft._generated import broker_pb2, controller_pb2
+from kraft.security.guard import caller_of
+from kraft.security.settings import AuthorizationSettings
+from kraft.transport import controller_codec
+from replication.broker.api.authorization import Refused
+from replication.broker.api.broker_api import FORWARDED, Api, BrokerApi
+from replication.broker.api.context import RequestContext
+from replication.broker.limits import too_many_partitions
+from replication.codec import decode, encode
+from replication.group_messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
+from replication.messages import (
+    BrokerFetchRequest,
+    InitProducerIdRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    ProduceRequest,
+)
+from storage.errors import ErrorCode, KraftError
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+BROKER_SERVICE: Final = "kraft.v1.Broker"
+CONTROLLER_SERVICE: Final = "kraft.v1.Controller"
+API_SERVICES: Final = frozenset({BROKER_SERVICE, CONTROLLER_SERVICE})
+"""The services whose authorization and request metrics `BrokerApi` does (the server's
+interceptors leave them alone: `kraft.transport.channels.aio_server`)."""
+
+_REFUSED: Final = frozenset(
+    {
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
+
+Context = Any
+"""A ``grpc.aio.ServicerContext`` (grpc ships no types)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route(Generic[Req, Resp]):
+    """One ``kraft.v1.Broker`` method: its request dataclass and the `Api` it calls."""
+
+    request: type[Req]
+    api: Callable[[BrokerApi], Api[Req, Resp]]
+
+
+BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
+    "Produce": Route(ProduceRequest, lambda a: a.produce_api),
+    "Fetch": Route(BrokerFetchRequest, lambda a: a.fetch_api),
+    "ListOffsets": Route(ListOffsetsRequest, lambda a: a.list_offsets_api),
+    "Metadata": Route(MetadataRequest, lambda a: a.metadata_api),
+    "InitProducerId": Route(InitProducerIdRequest, lambda a: a.init_producer_id_api),
+    "FindCoordinator": Route(FindCoordinatorRequest, lambda a: a.find_coordinator_api),
+    "ConsumerGroupHeartbeat": Route(
+        ConsumerGroupHeartbeatRequest, lambda a: a.consumer_group_heartbeat_api
+    ),
+    "OffsetCommit": Route(OffsetCommitRequest, lambda a: a.offset_commit_api),
+    "OffsetFetch": Route(OffsetFetchRequest, lambda a: a.offset_fetch_api),
+    "ListGroups": Route(ListGroupsRequest, lambda a: a.list_groups_api),
+    "ConsumerGroupDescribe": Route(
+        ConsumerGroupDescribeRequest, lambda a: a.consumer_group_describe_api
+    ),
+    "DeleteGroups": Route(DeleteGroupsRequest, lambda a: a.delete_groups_api),
+}
+"""The ``kraft.v1.Broker`` methods, by name (the Kafka API's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcPeers:
+    """Builds a call's `RequestContext`: the principal from the client certificate
+    (``ssl.principal.mapping.rules``), the peer's IP address, the listener's name."""
+
+    settings: AuthorizationSettings
+    listener: str
+
+    def context(self, context: Context, api: str) -> RequestContext:
+        caller = caller_of(context, self.settings)
+        return RequestContext(
+            principal=caller.principal,
+            client_host=caller.host,
+            listener=self.listener,
+            api=api,
+            security_protocol="SSL" if caller.tls else "PLAINTEXT",
+        )
+
+
+async def _invalid(context: Context, error: KraftError) -> None:
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.message)
+
+
+async def _refuse(context: Context, code: ErrorCode, message: str) -> None:
+    await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{code.name}: {message}")
+
+
+def _broker_handler(
+    name: str, route: Route[Req, Resp], api: BrokerApi, peers: GrpcPeers
+) -> grpc.RpcMethodHandler:
+    target = route.api(api)
+    method = broker_pb2.DESCRIPTOR.services_by_name["Broker"].methods_by_name[name]
+    request_class: type[Message] = getattr(broker_pb2, method.input_type.name)
+
+    async def unary(message: Message, context: Context) -> Message:
+        problem = too_many_partitions(message)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        try:
+            request = decode(message, route.request)
+            outcome = await api.call(target, request, peers.context(context, name))
+        except KraftError as e:
+            if e.code is not ErrorCode.INVALID_REQUEST:
+                raise
+            await _invalid(context, e)
+            raise  # pragma: no cover - abort raises
+        if isinstance(outcome, Refused):
+            await _refuse(context, outcome.code, outcome.message)
+        return encode(outcome)
+
+    return grpc.unary_unary_rpc_method_handler(
+        unary,
+        request_deserializer=request_class.FromString,
+        response_serializer=lambda m: m.SerializeToString(),
+    )
+
+
+def _forward_handler(
+    name: str, cls: type[Any], api: BrokerApi, peers: GrpcPeers
+) -> grpc.RpcMethodHandler:
+    method = controller_pb2.DESCRIPTOR.services_by_name["Controller"].methods_by_name[name]
+    request_class: type[Message] = getattr(controller_pb2, method.input_type.name)
+
+    async def unary(message: Message, context: Context) -> Message:
+        try:
+            request = controller_codec.decode(message, cls)
+        except KraftError as e:
+            await _invalid(context, e)
+            raise  # pragma: no cover - abort raises
+        try:
+            response = await api.forward(request, peers.context(context, name))
+        except KraftError as e:
+            if e.code in _REFUSED:
+                await _refuse(context, e.code, e.message)
+            status = (
+                grpc.StatusCode.UNAVAILABLE if e.retriable else grpc.StatusCode.INVALID_ARGUMENT
+            )
+            await context.abort(status, f"forwarding to the controller failed: {e.message}")
+            raise  # pragma: no cover - abort raises
+        return controller_codec.encode_response(response, controller_codec.CurrentLeader())
+
+    return grpc.unary_unary_rpc_method_handler(
+        unary,
+        request_deserializer=request_class.FromString,
+        response_serializer=lambda m: m.SerializeToString(),
+    )
+
+
+def add_broker_api_to_server(server: Any, api: BrokerApi, peers: GrpcPeers) -> None:
+    """Serve ``api`` on the grpc.aio ``server``: ``kraft.v1.Broker`` and the forwarded
+    ``kraft.v1.Controller`` methods. Build the server with ``api_services=API_SERVICES``."""
+    broker = {name: _broker_handler(name, r, api, peers) for name, r in BROKER_ROUTES.items()}
+    controller = {f.name: _forward_handler(f.name, cls, api, peers) for cls, f in FORWARDED.items()}
+    for service, handlers in ((BROKER_SERVICE, broker), (CONTROLLER_SERVICE, controller)):
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        server.add_registered_method_handlers(service, handlers)
+
+
+__all__ = ["API_SERVICES", "BROKER_ROUTES", "GrpcPeers", "Route", "add_broker_api_to_server"]
