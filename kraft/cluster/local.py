@@ -165,6 +165,7 @@ class LocalCluster:
         tls_clients: tuple[str, ...] = (),
         authorizer: bool = False,
         initial_voters: int | None = None,
+        kafka: bool | None = None,
     ) -> None:
         if authorizer and not tls:
             raise ValueError(
@@ -183,7 +184,12 @@ class LocalCluster:
         nodes = controllers + brokers
         # NB: the metrics ports come from the same draw as the nodes' (two draws of free ports
         # may return one port twice); with base_port they follow the nodes' ports.
-        drawn = nodes * (2 if metrics else 1)
+        # A Kafka-protocol listener per broker (issue 25), beside its gRPC one; default on
+        # unless TLS: the Kafka listener is plaintext only and does not authorize yet.
+        self.kafka = (not tls) if kafka is None else kafka
+        if self.kafka and tls:
+            raise ValueError("kafka=True needs tls=False: the Kafka listener is plaintext only")
+        drawn = nodes * (2 if metrics else 1) + (brokers if self.kafka else 0)
         ports = free_ports(drawn) if base_port is None else [base_port + i for i in range(drawn)]
         self.controller_ids = list(range(1, controllers + 1))
         self.controller_addresses = {
@@ -195,11 +201,16 @@ class LocalCluster:
             broker_id: f"127.0.0.1:{port}"
             for broker_id, port in zip(self.broker_ids, ports[controllers:nodes], strict=True)
         }
+        self.kafka_addresses: dict[int, str] = {}
+        """``host:port`` of each broker's Kafka listener (``kafka=True``)."""
+        if self.kafka:
+            for broker_id, port in zip(self.broker_ids, ports[drawn - brokers :], strict=True):
+                self.kafka_addresses[broker_id] = f"127.0.0.1:{port}"
         self.metrics_addresses: dict[int, str] = {}
         """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
         if metrics:
             node_ids = [*self.controller_ids, *self.broker_ids]
-            for node_id, port in zip(node_ids, ports[nodes:], strict=True):
+            for node_id, port in zip(node_ids, ports[nodes : 2 * nodes], strict=True):
                 self.metrics_addresses[node_id] = f"127.0.0.1:{port}"
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
@@ -347,6 +358,14 @@ class LocalCluster:
         set_dial_map(self._dial_maps[CLIENT])
 
     # -- addresses -----------------------------------------------------------------------------
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """``host:port,...`` of every broker's Kafka listener, for any Kafka client's
+        ``bootstrap.servers`` ("" without ``kafka``)."""
+        return ",".join(
+            self.kafka_addresses[i] for i in self.broker_ids if i in self.kafka_addresses
+        )
 
     @property
     def controller_bootstrap(self) -> str:
@@ -665,7 +684,8 @@ class LocalCluster:
             "process.roles": "broker",
             "node.id": str(broker_id),
             **quorum,
-            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}",
+            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}"
+            + (f",KAFKA://{self.kafka_addresses[broker_id]}" if self.kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),

@@ -104,6 +104,8 @@ from replication.broker.controllers import ControllerDiscovery
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.forwarding import ForwardingControllerServicer
 from replication.broker.group_service import GroupService
+from replication.broker.kafka.server_shim import BrokerServerApi
+from replication.broker.kafka.serving import KafkaListeners
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
@@ -206,6 +208,7 @@ class BrokerServer(ReplicaManager):
         controller_pb2_grpc.add_ControllerServicer_to_server(
             ForwardingControllerServicer(self._controllers), self._grpc
         )
+        self.kafka = KafkaListeners(config, BrokerServerApi(self))  # the Kafka protocol
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         # Quorum-mode partitions' Raft groups, on this port (`replication.broker.quorum_host`).
@@ -282,6 +285,7 @@ class BrokerServer(ReplicaManager):
         except RuntimeError as e:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         await self._grpc.start()
+        await self.kafka.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.raft.start()
         self.metrics_port = serve_node_metrics(
@@ -373,6 +377,7 @@ class BrokerServer(ReplicaManager):
         for fetcher in self._fetchers.values():
             await fetcher.close()
         await self.raft.stop(graceful=False)
+        await self.kafka.stop()
         await self._grpc.stop(grace=0.2)
         for channel in self._channels.values():
             await channel.close()
@@ -402,7 +407,12 @@ class BrokerServer(ReplicaManager):
         if self.config.advertised_listener is None:
             port = str(self.bound_port or port)
         protocol = "PLAINTEXT" if self.config.tls is None else "SSL"
-        listener = Endpoint(name=protocol, host=host, port=int(port), security_protocol=protocol)
+        listener = Endpoint(
+            name=self.config.grpc_listener_name,
+            host=host,
+            port=int(port),
+            security_protocol=protocol,
+        )
         while True:
             self._discovery.refresh()
             try:
@@ -411,7 +421,7 @@ class BrokerServer(ReplicaManager):
                     self._controllers.register_broker,
                     self.node_id,
                     incarnation_id=self._incarnation_id,
-                    listeners=(listener,),
+                    listeners=(listener, *self.kafka.endpoints()),
                     rack=self.config.rack,
                     # KIP-966: this process's own epoch once it has one (its logs never
                     # stopped), else the one its last clean shutdown recorded.
