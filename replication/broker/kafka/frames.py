@@ -16,7 +16,7 @@ must close (Kafka closes rather than answers):
 - a frame size over ``socket.request.max.bytes`` (Kafka's ``InvalidReceiveException``), or < 0;
 - an API key this broker does not serve (Kafka: ``InvalidRequestException``, closed);
 - a version of a served API outside its range, except ApiVersions (below);
-- a header or body that does not parse, or leaves bytes unread.
+- a header or body that does not parse (bytes after the body are ignored, as Kafka does).
 
 *ApiVersions of an unknown version* (KIP-511): a client newer than the broker sends its own
 newest ApiVersions; the broker answers in the v0 format (the one every client can read) with
@@ -154,11 +154,9 @@ class KafkaConnection:
             body, end = read_entity(body_cls, frame, offset)
         except Exception as e:  # any decoding failure closes, as Kafka does
             return self._close(f"malformed request (API key {api_key} v{version}): {e!r:.200}")
-        if end != len(frame):
-            return self._close(
-                f"malformed request (API key {api_key} v{version}): {len(frame) - end} "
-                "bytes left over"
-            )
+        # NB: bytes after the body are ignored, as Kafka's broker ignores them (librdkafka
+        # 2.16's Metadata v12 carries three).
+        del end
         client_id = getattr(header, "client_id", None) or ""
         return self._new_request(api_key, version, correlation_id, client_id, body, False)
 
