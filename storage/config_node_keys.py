@@ -149,14 +149,11 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "listeners",
         _T.STRING,
         None,
-        "`NAME://host:port,...`, each name once. The inter-broker listener "
-        "(`inter.broker.listener.name`, default the first) serves kraft's gRPC: its clients, "
-        "admin forwarding and replication between brokers; every other one of a broker serves "
-        "the Kafka protocol, for any Kafka client (docs/kafka-compatibility.md). A broker "
-        "advertises its gRPC listener unless `advertised.listeners` names it. A listener whose "
-        "security protocol (`listener.security.protocol.map`) is `SSL` serves TLS with the "
-        "`ssl.*` keys and makes the node dial the other nodes over TLS too; a controller "
-        "serves its first",
+        "`NAME://host:port,...`, each name once. The first is the inter-broker listener: it "
+        "serves kraft's gRPC (kraft's clients, admin forwarding, replication between brokers), "
+        "with TLS and the `ssl.*` keys if it is `SSL://` (the node then dials the other nodes "
+        "over TLS too). Every other listener of a broker serves the Kafka protocol, plaintext, "
+        "for any Kafka client (docs/kafka-compatibility.md). A controller serves its first",
         readers=_BC,
         shown_default="(required; a controller's: its voter address)",
     ),

@@ -291,3 +291,7 @@ def test_a_kip_848_group_consumes_through_librdkafka_and_admin_sees_it(
         )
     finally:
         consumer.close()
+    # The member left with close(): the empty group can be deleted (DeleteGroups).
+    admin.delete_consumer_groups(["kip848-group"])["kip848-group"].result(timeout=15)
+    listed = admin.list_consumer_groups().result(timeout=15)
+    assert "kip848-group" not in {g.group_id for g in listed.valid}

@@ -13,9 +13,10 @@ import struct
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode as KioErrorCode
 
 from replication.broker.api import RequestContext
-from replication.broker.kafka import KafkaListener, KafkaListenerConfig
+from replication.broker.kafka import SUPPORTED_VERSIONS, KafkaListener, KafkaListenerConfig
 from replication.messages import MetadataBroker, MetadataRequest, MetadataResponse
 from tests.kafka_wire.wire import decode_response, request_frame
 
@@ -130,6 +131,36 @@ def test_bad_input_closes_only_its_own_connection() -> None:
                 assert await asyncio.wait_for(reader.read(), 10) == b"", "not closed"
                 writer.close()
                 assert await metadata_round_trip(port, "fast", 9) == 9
+        finally:
+            await listener.stop()
+
+    asyncio.run(run())
+
+
+def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> None:
+    """A broker without SASL: SaslHandshake gets UNSUPPORTED_SASL_MECHANISM and no mechanism;
+    ApiVersions advertises exactly the dispatch table."""
+
+    async def run() -> None:
+        listener = KafkaListener(
+            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
+            GatedApi(),  # type: ignore[arg-type]
+        )
+        await listener.start()
+        assert listener.bound_port is not None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+            writer.write(request_frame(17, 1, {"mechanism": "PLAIN"}, correlation_id=1))
+            writer.write(request_frame(18, 4, {}, correlation_id=2))
+            _, sasl = decode_response(17, 1, await asyncio.wait_for(read_frame(reader), 10))
+            assert sasl.error_code == KioErrorCode.unsupported_sasl_mechanism
+            assert sasl.mechanisms == ()
+            _, versions = decode_response(18, 4, await asyncio.wait_for(read_frame(reader), 10))
+            assert versions.error_code == KioErrorCode.none
+            assert {
+                int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
+            } == dict(SUPPORTED_VERSIONS)
+            writer.close()
         finally:
             await listener.stop()
 
