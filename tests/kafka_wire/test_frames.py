@@ -17,6 +17,7 @@ from replication.broker.kafka.frames import (
     response_class,
 )
 from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
+from storage.errors import ErrorCode
 from tests.kafka_wire.wire import decode_response, request_frame, split_frames
 
 API_VERSIONS, METADATA, PRODUCE = 18, 3, 0
@@ -180,3 +181,10 @@ def test_record_bytes_reach_the_response_chunks_by_identity() -> None:
         {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": records}]}]},
     )
     assert any(chunk is records for chunk in to_chunks(response).chunks)
+
+
+def test_kraft_only_error_codes_reach_kafka_clients_as_unknown_server_error() -> None:
+    response = build(response_class(22, 4), {"error_code": ErrorCode.LOG_CLOSED})
+    assert response.error_code == KioErrorCode.unknown_server_error
+    response = build(response_class(22, 4), {"error_code": ErrorCode.NOT_COORDINATOR})
+    assert response.error_code == KioErrorCode.not_coordinator

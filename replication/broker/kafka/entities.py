@@ -115,7 +115,7 @@ def _coerce(plan: _FieldPlan, value: Any) -> Any:
         return value if isinstance(value, plan.nested) else build(plan.nested, value)
     match plan.kafka_type:
         case "error_code":
-            return value if isinstance(value, KioErrorCode) else KioErrorCode(int(value))
+            return value if isinstance(value, KioErrorCode) else _kafka_error(int(value))
         case "timedelta_i32" | "timedelta_i64":
             if isinstance(value, datetime.timedelta):
                 return value
@@ -133,6 +133,15 @@ def _coerce(plan: _FieldPlan, value: Any) -> Any:
     if plan.is_array:
         return tuple(value)
     return value
+
+
+def _kafka_error(code: int) -> KioErrorCode:
+    """Kafka's error code; kraft's own codes (>= 1000, no Kafka client knows them) are sent
+    as UNKNOWN_SERVER_ERROR."""
+    try:
+        return KioErrorCode(code)
+    except ValueError:
+        return KioErrorCode.unknown_server_error
 
 
 _ZEROS: Mapping[str, Any] = {
