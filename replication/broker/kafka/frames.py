@@ -129,7 +129,8 @@ class KafkaConnection:
             )
         if len(self._buffer) < 4 + size:
             return NEED_DATA
-        frame = bytes(self._buffer[4 : 4 + size])
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[4 : 4 + size])  # the one copy of the request
         del self._buffer[: 4 + size]
         return self._decode(frame)
 
