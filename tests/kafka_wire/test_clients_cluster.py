@@ -113,6 +113,14 @@ def test_kafka_python_produces_idempotently_reads_back_and_commits(cluster: Loca
             lambda: [r.value for rs in consumer.poll(1000).values() for r in rs], RECORDS
         )
         assert got == expected_values("kp")
+        # ListOffsets: earliest, latest, and by timestamp (the first record at or after it).
+        begins, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        assert set(begins.values()) == {0} and sum(ends.values()) == RECORDS
+        by_time = consumer.offsets_for_times({tp: 0 for tp in tps})
+        assert {tp: t.offset for tp, t in by_time.items() if t is not None} == {
+            tp: 0 for tp in tps if ends[tp] > 0
+        }
+        assert consumer.offsets_for_times({tps[0]: 2**42})[tps[0]] is None  # none that late
         consumer.commit({tps[1]: kafka.OffsetAndMetadata(3, "meta", -1)})
         assert consumer.committed(tps[1]) == 3
         assert consumer.committed(tps[2]) is None
