@@ -139,6 +139,12 @@ def test_metadata_on_the_kafka_listener_advertises_every_brokers_kafka_listener(
         consumer.close()
     assert brokers == cluster.kafka_addresses
     assert not set(brokers.values()) & set(cluster.broker_addresses.values())
+    # Both listeners are registered with the controller, the inter-broker (gRPC) one first.
+    registered = cluster.controller_client().describe_cluster(topic_names=()).brokers
+    assert {b.broker_id: [(e.name, e.address) for e in b.listeners] for b in registered} == {
+        i: [("PLAINTEXT", cluster.broker_addresses[i]), ("KAFKA", cluster.kafka_addresses[i])]
+        for i in cluster.broker_ids
+    }
 
 
 # -- aiokafka -----------------------------------------------------------------------------------
