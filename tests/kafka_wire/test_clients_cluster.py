@@ -139,6 +139,13 @@ def test_metadata_on_the_kafka_listener_advertises_every_brokers_kafka_listener(
         consumer.close()
     assert brokers == cluster.kafka_addresses
     assert not set(brokers.values()) & set(cluster.broker_addresses.values())
+    # DescribeCluster (librdkafka's admin) gives the same endpoints, and as the controller a
+    # broker (KRaft: clients cannot reach the controllers; brokers forward, KIP-590).
+    admin = ConfluentAdmin({"bootstrap.servers": cluster.kafka_bootstrap})
+    described = admin.describe_cluster(request_timeout=15).result(timeout=20)
+    assert {n.id: f"{n.host}:{n.port}" for n in described.nodes} == cluster.kafka_addresses
+    assert described.controller is not None
+    assert described.controller.id in cluster.broker_ids
     # Both listeners are registered with the controller, the inter-broker (gRPC) one first.
     registered = cluster.controller_client().describe_cluster(topic_names=()).brokers
     assert {b.broker_id: [(e.name, e.address) for e in b.listeners] for b in registered} == {

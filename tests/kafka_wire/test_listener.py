@@ -165,3 +165,39 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
             await listener.stop()
 
     asyncio.run(run())
+
+
+def test_describe_cluster_gives_the_brokers_and_a_broker_as_controller() -> None:
+    """KRaft: a client's controller is a broker (it forwards, KIP-590); asking a broker for
+    the controllers' endpoints (KIP-919, type 2) is refused."""
+
+    async def run() -> None:
+        listener = KafkaListener(
+            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
+            GatedApi(),  # type: ignore[arg-type]
+        )
+        await listener.start()
+        assert listener.bound_port is not None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+            for correlation, endpoint_type in ((1, 1), (2, 2)):
+                body = {"include_cluster_authorized_operations": False}
+                writer.write(
+                    request_frame(
+                        60,
+                        1,
+                        {**body, "endpoint_type": endpoint_type},
+                        correlation_id=correlation,
+                    )
+                )
+            _, brokers = decode_response(60, 1, await asyncio.wait_for(read_frame(reader), 10))
+            assert brokers.error_code == KioErrorCode.none
+            assert [(b.broker_id, b.host, b.port) for b in brokers.brokers] == [(1, "h", 1)]
+            assert brokers.controller_id == 1 and brokers.cluster_id == ""
+            _, refused = decode_response(60, 1, await asyncio.wait_for(read_frame(reader), 10))
+            assert refused.error_code == KioErrorCode.unsupported_endpoint_type
+            writer.close()
+        finally:
+            await listener.stop()
+
+    asyncio.run(run())

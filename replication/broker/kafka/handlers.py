@@ -38,6 +38,7 @@ from replication.messages import (
     ListOffsetsRequest,
     ListOffsetsTopic,
     MetadataRequest,
+    MetadataResponse,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -55,6 +56,14 @@ class ApiSpec:
     min_version: int
     max_version: int
     handle: Handler
+
+
+def _controller_id(answer: MetadataResponse) -> int:
+    """The ``controller_id`` a Kafka client gets: in KRaft a broker (Kafka answers a random
+    alive one), since clients cannot reach the controllers and brokers forward admin requests
+    (KIP-590); here the lowest id, so answers do not flap. kraft's own Metadata names the
+    active controller instead."""
+    return min((b.node_id for b in answer.brokers), default=-1)
 
 
 def _leader(leader: LeaderIdAndEpoch | None) -> dict[str, int]:
@@ -265,8 +274,10 @@ async def handle_metadata(api: KafkaBrokerApi, request: Request, ctx: RequestCon
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
             for b in answer.brokers
         ],
-        "cluster_id": answer.cluster_id or None,
-        "controller_id": answer.controller_id,
+        # NB: "" rather than null while kraft has no cluster id: librdkafka 2.16's
+        # describe_cluster dereferences a null one.
+        "cluster_id": answer.cluster_id,
+        "controller_id": _controller_id(answer),
         "topics": [
             *(
                 {
@@ -290,6 +301,36 @@ async def handle_metadata(api: KafkaBrokerApi, request: Request, ctx: RequestCon
                 for t in topics
             ),
             *unknown,
+        ],
+    }
+
+
+# -- DescribeCluster ------------------------------------------------------------------------------
+
+BROKERS_ENDPOINT_TYPE = 1
+"""DescribeCluster v1 (KIP-919): 1 asks for the brokers, 2 for the controllers."""
+
+
+async def handle_describe_cluster(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    """The brokers (this listener's endpoints) and a broker as the controller, as Metadata."""
+    if getattr(request.body, "endpoint_type", BROKERS_ENDPOINT_TYPE) != BROKERS_ENDPOINT_TYPE:
+        return {
+            "error_code": KioErrorCode.unsupported_endpoint_type,
+            "error_message": "a broker describes the brokers only (endpoint type 1)",
+            "cluster_id": "",
+            "brokers": [],
+        }
+    # NB: one topic name no topic has: the brokers, without describing every topic.
+    answer = await api.metadata(MetadataRequest(topics=("",)), ctx)
+    return {
+        "error_code": ErrorCode.NONE,
+        "cluster_id": answer.cluster_id,
+        "controller_id": _controller_id(answer),
+        "brokers": [
+            {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
+            for b in answer.brokers
         ],
     }
 
@@ -351,6 +392,7 @@ HANDLERS: Final[Mapping[int, ApiSpec]] = {
     17: ApiSpec("SaslHandshake", 0, 1, handle_sasl_handshake),
     18: ApiSpec("ApiVersions", 0, 4, handle_api_versions),
     22: ApiSpec("InitProducerId", 0, 5, handle_init_producer_id),
+    60: ApiSpec("DescribeCluster", 0, 1, handle_describe_cluster),
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
