@@ -3,6 +3,8 @@ listener serves gRPC as before; every other one serves the Kafka protocol."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from replication.broker.config import BrokerNodeConfig, KafkaListenerSpec
@@ -75,3 +77,20 @@ def test_a_listener_config_kraft_cannot_serve_safely_is_refused(
 ) -> None:
     with pytest.raises(InvalidConfigError, match=problem):
         BrokerNodeConfig.from_properties({**BASE, **props})
+
+
+def test_the_listen_flag_moves_the_grpc_listener_and_keeps_the_kafka_ones(tmp_path: Path) -> None:
+    from kraft.cli import build_parser
+    from kraft.cli.broker import properties_from_args
+
+    path = tmp_path / "b.properties"
+    path.write_text(
+        "node.id=101\ncontroller.quorum.voters=1@127.0.0.1:9091\n"
+        f"log.dirs={tmp_path / 'data'}\nlisteners=PLAINTEXT://127.0.0.1:9092,KAFKA://127.0.0.1:9192\n"
+    )
+    args = build_parser().parse_args(
+        ["broker", "--config", str(path), "--listen", "127.0.0.1:9393"]
+    )
+    c = BrokerNodeConfig.from_properties(properties_from_args(args))
+    assert c.listen == "127.0.0.1:9393" and c.grpc_listener_name == "PLAINTEXT"
+    assert c.kafka_listeners == (KafkaListenerSpec(name="KAFKA", listen="127.0.0.1:9192"),)
