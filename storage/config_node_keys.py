@@ -149,9 +149,11 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "listeners",
         _T.STRING,
         None,
-        "`NAME://host:port`; the first one is served (a broker's is also advertised unless "
-        "`advertised.listeners` is set). `SSL://` serves TLS with the `ssl.*` keys and makes "
-        "the node dial the other nodes over TLS too; any other name is plaintext",
+        "`NAME://host:port,...`, each name once. The first is the inter-broker listener: it "
+        "serves kraft's gRPC (kraft's clients, admin forwarding, replication between brokers), "
+        "with TLS and the `ssl.*` keys if it is `SSL://` (the node then dials the other nodes "
+        "over TLS too). Every other listener of a broker serves the Kafka protocol, plaintext, "
+        "for any Kafka client (docs/kafka-compatibility.md). A controller serves its first",
         readers=_BC,
         shown_default="(required; a controller's: its voter address)",
     ),
@@ -159,10 +161,42 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "advertised.listeners",
         _T.STRING,
         None,
-        "the address registered with the controller, which clients and other brokers connect "
-        "to; `0.0.0.0` and `::` are refused",
+        "`NAME://host:port,...`: the addresses registered with the controller under each "
+        "listener's name, which clients and other brokers connect to (Metadata on a listener "
+        "answers with that listener's address of every broker); a listener not named here "
+        "advertises its `listeners` address; `0.0.0.0` and `::` are refused",
         readers=_B,
         shown_default="`listeners`",
+    ),
+    _node(
+        "listener.security.protocol.map",
+        _T.LIST,
+        None,
+        "`NAME:PROTOCOL,...`: each listener's security protocol (`PLAINTEXT` or `SSL`); a name "
+        "not in it is its own protocol if it is one (`SSL`), else `PLAINTEXT`",
+        readers=_B,
+        shown_default="PLAINTEXT:PLAINTEXT,SSL:SSL",
+    ),
+    _node(
+        "inter.broker.listener.name",
+        _T.STRING,
+        None,
+        "the listener other brokers replicate from, which serves kraft's gRPC (Kafka: the "
+        "listener brokers talk to each other on)",
+        readers=_B,
+        shown_default="the first of `listeners`",
+    ),
+    _node(
+        "queued.max.requests",
+        _T.INT,
+        "500",
+        "requests of one Kafka connection in flight (read, not yet answered); at the bound the "
+        "broker stops reading that connection (Kafka bounds its shared request queue so)",
+        readers=_B,
+        owner=_BROKER,
+        field="queued_max_requests",
+        min_value=1,
+        max_value=INT_MAX,
     ),
     # Transport security (issue 17; kraft.security.tls reads these). Kafka's PEM form
     # (KIP-651): the ``.certificate.chain``/``.key``/``.certificates`` keys hold PEM text, the
@@ -363,8 +397,9 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         str(100 * _MIB),
         "the largest request the controller's gRPC server accepts; a larger one is refused "
         "with RESOURCE_EXHAUSTED before it is decoded. Brokers and clients use the same "
-        "default (`kraft/transport/channels.py`)",
-        readers=_C,
+        "default for gRPC (`kraft/transport/channels.py`); a broker's Kafka listeners close a "
+        "connection whose request frame is larger",
+        readers=_BC,
         owner="ControllerNodeConfig",
         field="socket_request_max_bytes",
         min_value=1024,

@@ -57,9 +57,12 @@ def node_properties(
 
     props = load_properties(args.config) if args.config else {}
     listen: str | None = args.listen
-    scheme, sep, _ = props.get("listeners", "").partition("://")
+    entries = [e.strip() for e in props.get("listeners", "").split(",") if e.strip()]
+    scheme, sep, _ = entries[0].partition("://") if entries else ("", "", "")
     if listen and "://" not in listen and sep:
         listen = f"{scheme.strip()}://{listen}"  # --listen HOST:PORT keeps the file's SSL://
+    if listen and len(entries) > 1:  # --listen moves the first (gRPC) listener; others stay
+        listen = ",".join([listen, *entries[1:]])
     flags: dict[str, str | None] = {
         "node.id": None if args.node_id is None else str(args.node_id),
         "controller.quorum.voters": args.controller_quorum_voters,

@@ -416,6 +416,7 @@ def _cluster_info(cluster: LocalCluster, data_dir: Path) -> dict[str, Any]:
 
     return {
         "bootstrap": cluster.bootstrap,
+        "kafka_bootstrap": cluster.kafka_bootstrap,
         "controller_bootstrap": cluster.controller_bootstrap,
         "controllers": [
             {
@@ -588,11 +589,21 @@ def _detach(args: argparse.Namespace, data_dir: Path) -> int:
         f"{len(info['brokers'])} brokers (supervisor pid {info['supervisor_pid']}).\n"
         f"  bootstrap:            {info['bootstrap']}\n"
         f"  controller bootstrap: {info['controller_bootstrap']}\n"
-        f"  status and pids:      {data_dir / CLUSTER_FILE}\n"
+        + (
+            f"  Kafka bootstrap:      {info['kafka_bootstrap']} (any Kafka client)\n"
+            if info.get("kafka_bootstrap")
+            else ""
+        )
+        + f"  status and pids:      {data_dir / CLUSTER_FILE}\n"
         f"  log:                  {log_path}\n"
         f"Use it with:\n"
         f"  export KRAFT_BOOTSTRAP={info['bootstrap']}\n"
         f"  export KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}\n"
+        + (
+            f"  export KAFKA_BOOTSTRAP_SERVERS={info['kafka_bootstrap']}\n"
+            if info.get("kafka_bootstrap")
+            else ""
+        )
         + "".join(f"  export {line}\n" for line in security_exports(info.get("security", {})))
         + identity_note(info, data_dir)
         + "Stop it with:\n"

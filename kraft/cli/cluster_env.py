@@ -28,7 +28,8 @@ examples:
   eval "$(kraft cluster env --data-dir /tmp/kraft)"
   eval "$(kraft cluster env --data-dir /tmp/kraft --client alice)"
 
-Prints KRAFT_BOOTSTRAP, KRAFT_BOOTSTRAP_CONTROLLER and, for a --tls cluster,
+Prints KRAFT_BOOTSTRAP, KRAFT_BOOTSTRAP_CONTROLLER, KAFKA_BOOTSTRAP_SERVERS (the brokers'
+Kafka listeners, for any Kafka client) and, for a --tls cluster,
 KRAFT_SECURITY_PROTOCOL and KRAFT_SSL_CAFILE / _CERTFILE / _KEYFILE as export lines, from the
 cluster's cluster.json. Without --client: the default identity (with --authorizer, "admin",
 a super user; else "client"). With --client NAME: that client certificate's (client, admin,
@@ -119,6 +120,11 @@ def env(args: argparse.Namespace) -> int:
     lines = [
         f"KRAFT_BOOTSTRAP={info['bootstrap']}",
         f"KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}",
+        *(
+            [f"KAFKA_BOOTSTRAP_SERVERS={info['kafka_bootstrap']}"]
+            if info.get("kafka_bootstrap")
+            else []
+        ),
         *security_exports(settings),
     ]
     for line in lines:

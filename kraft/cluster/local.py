@@ -73,6 +73,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
+from kraft.cluster.addresses import BROKER_ID_BASE, plan_addresses
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
     EXITED,
@@ -95,9 +96,6 @@ from storage.errors import KraftError
 
 if TYPE_CHECKING:
     from kraft.security.certs import CertSet
-
-BROKER_ID_BASE = 100
-"""Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""
 
 CLIENT = "client"
 """The fault network's name for this process's clients (the source of client links)."""
@@ -141,6 +139,8 @@ class LocalCluster:
         authorizer: authorization on every node, with the nodes and ``admin`` as super users
             (see the module docstring; needs ``tls=True``: without client certificates
             every caller is ``User:ANONYMOUS``).
+        kafka: a Kafka-protocol listener on every broker (`kafka_bootstrap`; default: unless
+            ``tls``, as the Kafka listener is plaintext only).
         initial_voters: KIP-853: run the controllers with
             ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
             them; the others start as observers until ``kraft quorum add-controller`` adds
@@ -165,6 +165,7 @@ class LocalCluster:
         tls_clients: tuple[str, ...] = (),
         authorizer: bool = False,
         initial_voters: int | None = None,
+        kafka: bool | None = None,
     ) -> None:
         if authorizer and not tls:
             raise ValueError(
@@ -180,27 +181,18 @@ class LocalCluster:
             raise ValueError("brokers must be >= 0")
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
-        nodes = controllers + brokers
-        # NB: the metrics ports come from the same draw as the nodes' (two draws of free ports
-        # may return one port twice); with base_port they follow the nodes' ports.
-        drawn = nodes * (2 if metrics else 1)
-        ports = free_ports(drawn) if base_port is None else [base_port + i for i in range(drawn)]
-        self.controller_ids = list(range(1, controllers + 1))
-        self.controller_addresses = {
-            node_id: f"127.0.0.1:{port}"
-            for node_id, port in zip(self.controller_ids, ports[:controllers], strict=True)
-        }
-        self.broker_ids = [BROKER_ID_BASE + i for i in range(1, brokers + 1)]
-        self.broker_addresses = {
-            broker_id: f"127.0.0.1:{port}"
-            for broker_id, port in zip(self.broker_ids, ports[controllers:nodes], strict=True)
-        }
-        self.metrics_addresses: dict[int, str] = {}
+        # A Kafka-protocol listener per broker (issue 25) unless TLS: it is plaintext only.
+        self.kafka = (not tls) if kafka is None else kafka
+        if self.kafka and tls:
+            raise ValueError("kafka=True needs tls=False: the Kafka listener is plaintext only")
+        plan = plan_addresses(controllers, brokers, base_port, metrics=metrics, kafka=self.kafka)
+        self.controller_ids, self.broker_ids = plan.controller_ids, plan.broker_ids
+        self.controller_addresses = plan.controller_addresses
+        self.broker_addresses = plan.broker_addresses
+        self.kafka_addresses = plan.kafka_addresses
+        """``host:port`` of each broker's Kafka listener (``kafka``)."""
+        self.metrics_addresses = plan.metrics_addresses
         """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
-        if metrics:
-            node_ids = [*self.controller_ids, *self.broker_ids]
-            for node_id, port in zip(node_ids, ports[nodes:], strict=True):
-                self.metrics_addresses[node_id] = f"127.0.0.1:{port}"
         self._broker_extra = dict(broker_config or {})
         self._brokers: dict[int, ManagedProcess] = {}
         self._broker_epochs: dict[int, int] = {}
@@ -347,6 +339,11 @@ class LocalCluster:
         set_dial_map(self._dial_maps[CLIENT])
 
     # -- addresses -----------------------------------------------------------------------------
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """Any Kafka client's ``bootstrap.servers``: every Kafka listener ("" without)."""
+        return ",".join(self.kafka_addresses[i] for i in self.broker_ids if self.kafka)
 
     @property
     def controller_bootstrap(self) -> str:
@@ -665,7 +662,8 @@ class LocalCluster:
             "process.roles": "broker",
             "node.id": str(broker_id),
             **quorum,
-            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}",
+            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}"
+            + (f",KAFKA://{self.kafka_addresses[broker_id]}" if self.kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),

@@ -89,6 +89,12 @@ class BrokerRegistration:
         """``host:port`` of the first listener, or ``""`` when it declared none."""
         return self.listeners[0].address if self.listeners else ""
 
+    def endpoint(self, listener: str = "") -> Endpoint | None:
+        """The endpoint named ``listener``, or the first (inter-broker) one when it is empty."""
+        if not listener:
+            return self.listeners[0] if self.listeners else None
+        return next((e for e in self.listeners if e.name == listener), None)
+
     def to_record(self) -> RegisterBrokerRecord:
         return RegisterBrokerRecord(
             broker_id=self.broker_id,

@@ -14,9 +14,13 @@ The one place that turns the broker's dotted Kafka keys into snake_case fields (
 
 Keys read (unknown keys are ignored): ``node.id``, ``controller.quorum.voters`` (or
 ``controller.quorum.bootstrap.servers``, KIP-853: the voters then come from the log), ``listeners``
-(the first one is served), ``advertised.listeners`` (the first one is registered with the
-controller and handed to clients and other brokers; default: the listener, which then must not
-be the meta-address ``0.0.0.0``), ``log.dirs`` (the first directory), ``broker.rack``,
+(named, as Kafka's: the first, the inter-broker listener, serves kraft's gRPC; every other one
+the Kafka protocol, `replication.broker.kafka`), ``advertised.listeners`` (each listener's
+address registered with the controller and handed to clients and other brokers; default: the
+listener's, which then must not be the meta-address ``0.0.0.0``),
+``listener.security.protocol.map``, ``inter.broker.listener.name``,
+``socket.request.max.bytes``, ``queued.max.requests``, ``log.dirs`` (the first directory),
+``broker.rack``,
 ``broker.heartbeat.interval.ms``, ``replica.fetch.wait.max.ms``, ``replica.fetch.max.bytes``,
 ``replica.high.watermark.checkpoint.interval.ms``,
 ``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
@@ -38,7 +42,6 @@ from pathlib import Path
 from kraft.properties import (
     format_voters,
     int_property,
-    listener_address,
     metrics_port_property,
     parse_voters,
     quorum_property,
@@ -69,8 +72,94 @@ GROUP_ASSIGNORS = ("uniform", "range")
 """The server-side assignors kraft has (KIP-848's ``uniform`` and ``range``)."""
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = int(NODE_KEYS["log.retention.check.interval.ms"].default or 0)
 """Kafka's ``log.retention.check.interval.ms`` default (5 minutes)."""
+_SOCKET_REQUEST_MAX_BYTES = int(NODE_KEYS["socket.request.max.bytes"].default or 0)
 NON_ROUTABLE_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 """Hosts a broker may listen on but not advertise (Kafka refuses the meta-address too)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaListenerSpec:
+    """One Kafka-protocol entry of ``listeners`` (every entry but the inter-broker one)."""
+
+    name: str
+    listen: str
+    """host:port to bind (port 0: any free port)."""
+    advertised: str | None = None
+    """[advertised.listeners] host:port registered under ``name``; None: ``listen``'s (with
+    the bound port)."""
+    security_protocol: str = "PLAINTEXT"
+
+
+def parse_listeners(spec: str) -> list[tuple[str, str]]:
+    """``NAME://host:port,...`` as (NAME, host:port) pairs, names upper-cased.
+
+    Raises:
+        InvalidConfigError: an entry has no name, or a name repeats.
+    """
+    out: list[tuple[str, str]] = []
+    for raw in spec.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        name, sep, address = entry.partition("://")
+        if not sep or not name.strip():
+            raise InvalidConfigError(f"listeners: {entry!r} is not NAME://host:port")
+        name = name.strip().upper()
+        if any(name == n for n, _ in out):
+            raise InvalidConfigError(f"listeners: the name {name} appears twice")
+        out.append((name, address.strip()))
+    return out
+
+
+def _security_protocols(props: Mapping[str, str]) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for raw in props.get("listener.security.protocol.map", "").split(","):
+        if not raw.strip():
+            continue
+        name, sep, protocol = raw.partition(":")
+        if not sep or protocol.strip().upper() not in ("PLAINTEXT", "SSL"):
+            raise InvalidConfigError(
+                f"listener.security.protocol.map: {raw.strip()!r} is not NAME:PLAINTEXT or "
+                "NAME:SSL (kraft has no SASL)"
+            )
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
+
+
+def _kafka_listeners(
+    props: Mapping[str, str], listeners: list[tuple[str, str]]
+) -> tuple[KafkaListenerSpec, ...]:
+    protocols = _security_protocols(props)
+    advertised = dict(parse_listeners(props.get("advertised.listeners", "")))
+    inter_broker = props.get("inter.broker.listener.name", "").strip().upper()
+    if inter_broker and inter_broker != listeners[0][0]:
+        raise InvalidConfigError(
+            f"inter.broker.listener.name={inter_broker}: kraft's inter-broker (gRPC) listener "
+            f"is the first of listeners, {listeners[0][0]}; list {inter_broker} first"
+        )
+    specs = []
+    for name, address in listeners[1:]:
+        protocol = protocols.get(name, "SSL" if name == "SSL" else "PLAINTEXT")
+        if protocol != "PLAINTEXT":
+            raise InvalidConfigError(
+                f"listeners: {name} is {protocol}; kraft serves the Kafka protocol on "
+                "PLAINTEXT listeners only (docs/kafka-compatibility.md)"
+            )
+        host = address.rpartition(":")[0]
+        if advertised.get(name) is None and host in NON_ROUTABLE_HOSTS:
+            raise InvalidConfigError(
+                f"listeners: {name}://{address} is not an address clients can connect to; set "
+                f"advertised.listeners={name}://<host clients reach>:<port>"
+            )
+        specs.append(
+            KafkaListenerSpec(
+                name=name,
+                listen=address,
+                advertised=advertised.get(name),
+                security_protocol=protocol,
+            )
+        )
+    return tuple(specs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +171,18 @@ class BrokerNodeConfig:
     voters: Mapping[int, str]
     """[controller.quorum.voters] or [controller.quorum.bootstrap.servers] (``dynamic_voters``)."""
     listen: str
-    """[listeners] host:port the Broker and Controller-forwarding services are served on."""
+    """[listeners] host:port the Broker and Controller-forwarding services are served on (the
+    first, inter-broker, listener's)."""
+    listener_name: str = ""
+    """[listeners] the gRPC listener's name (registered with its endpoint); "": PLAINTEXT, or
+    SSL with ``tls``."""
+    kafka_listeners: tuple[KafkaListenerSpec, ...] = ()
+    """[listeners, advertised.listeners, listener.security.protocol.map] every other listener:
+    each serves the Kafka protocol (`replication.broker.kafka`)."""
+    socket_request_max_bytes: int = _SOCKET_REQUEST_MAX_BYTES
+    """[socket.request.max.bytes] the largest request frame a Kafka listener reads."""
+    queued_max_requests: int = 500
+    """[queued.max.requests] requests in flight per Kafka connection."""
     advertised_listener: str | None = None
     """[advertised.listeners] host:port registered with the controller: what clients and other
     brokers connect to. None: ``listen`` (with the bound port if ``listen`` asks for port 0)."""
@@ -205,6 +305,11 @@ class BrokerNodeConfig:
         """The host:port this broker registers (``advertised.listeners``, else ``listen``)."""
         return self.advertised_listener if self.advertised_listener is not None else self.listen
 
+    @property
+    def grpc_listener_name(self) -> str:
+        """The name the gRPC listener registers under."""
+        return self.listener_name or ("PLAINTEXT" if self.tls is None else "SSL")
+
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerNodeConfig:
         """Build the config from properties (a file's, with flags merged in).
@@ -231,7 +336,15 @@ class BrokerNodeConfig:
                 f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
             )
         rack = props.get("broker.rack", "").strip() or None
-        advertised = props.get("advertised.listeners", "").strip()
+        named = parse_listeners(listeners)
+        if not named and "://" not in listeners:
+            named = [("PLAINTEXT", listeners)]  # a bare host:port, as before names
+        if not named:
+            raise InvalidConfigError("listeners: no listener")
+        advertised_named = parse_listeners(props.get("advertised.listeners", ""))
+        advertised = dict(advertised_named).get(named[0][0], "")
+        if advertised_named and not any(n in dict(named) for n, _ in advertised_named):
+            advertised = advertised_named[0][1]  # one unnamed-alike entry: the gRPC listener's
         log_defaults = {
             BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
         }
@@ -242,8 +355,13 @@ class BrokerNodeConfig:
             node_id=NodeId(node_id),
             voters=voters,
             dynamic_voters=dynamic,
-            listen=listener_address(listeners),
-            advertised_listener=listener_address(advertised) if advertised else None,
+            listen=named[0][1],
+            listener_name=named[0][0] if "://" in listeners else "",
+            kafka_listeners=_kafka_listeners(props, named),
+            socket_request_max_bytes=int_property(
+                props, "socket.request.max.bytes", _SOCKET_REQUEST_MAX_BYTES
+            ),
+            advertised_listener=advertised or None,
             data_dir=Path(data_dir),
             rack=rack,
             metrics_port=metrics_port_property(props),
@@ -267,7 +385,10 @@ class BrokerNodeConfig:
                 if self.dynamic_voters
                 else "controller.quorum.voters"
             ): format_voters(self.voters),
-            "listeners": f"{self._protocol}://{self.listen}",
+            "listeners": ",".join(
+                [f"{self.grpc_listener_name}://{self.listen}"]
+                + [f"{k.name}://{k.listen}" for k in self.kafka_listeners]
+            ),
             "log.dirs": str(self.data_dir),
             **{key: str(getattr(self, field)) for key, field in _INT_FIELDS.items()},
             _ASSIGNORS_KEY: self.group_consumer_assignors,
@@ -275,20 +396,23 @@ class BrokerNodeConfig:
             **self.replication.to_properties(),
             **self.raft.to_properties(),
         }
+        if self.socket_request_max_bytes != _SOCKET_REQUEST_MAX_BYTES:
+            props["socket.request.max.bytes"] = str(self.socket_request_max_bytes)
         if self.rack is not None:
             props["broker.rack"] = self.rack
         if self.metrics_port != -1:
             props["metrics.port"] = str(self.metrics_port)
+        advertised = [
+            f"{k.name}://{k.advertised}" for k in self.kafka_listeners if k.advertised is not None
+        ]
         if self.advertised_listener is not None:
-            props["advertised.listeners"] = f"{self._protocol}://{self.advertised_listener}"
+            advertised.insert(0, f"{self.grpc_listener_name}://{self.advertised_listener}")
+        if advertised:
+            props["advertised.listeners"] = ",".join(advertised)
         if self.tls is not None:
             props.update(self.tls.to_properties())
         props.update(self.authorization.to_properties())
         return props
-
-    @property
-    def _protocol(self) -> str:
-        return "PLAINTEXT" if self.tls is None else "SSL"
 
 
 def _assignors(props: Mapping[str, str]) -> str:
@@ -313,4 +437,6 @@ __all__ = [
     "GROUP_ASSIGNORS",
     "NON_ROUTABLE_HOSTS",
     "BrokerNodeConfig",
+    "KafkaListenerSpec",
+    "parse_listeners",
 ]

@@ -175,13 +175,16 @@ class GroupService:
 
     # --- FindCoordinator ----------------------------------------------------------------------
 
-    async def find_coordinator(self, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    async def find_coordinator(
+        self, request: FindCoordinatorRequest, listener: str = ""
+    ) -> FindCoordinatorResponse:
+        """Each key's coordinator, at its endpoint on ``listener`` (as `BrokerService.metadata`)."""
         out = []
         for key in request.coordinator_keys:
-            out.append(self._find_one(request.key_type, key))
+            out.append(self._find_one(request.key_type, key, listener))
         return FindCoordinatorResponse(coordinators=tuple(out))
 
-    def _find_one(self, key_type: int, key: str) -> WireCoordinator:
+    def _find_one(self, key_type: int, key: str, listener: str = "") -> WireCoordinator:
         if key_type != COORDINATOR_KEY_TYPE_GROUP:
             return WireCoordinator(
                 key=key[:GROUP_ID_MAX_CHARS],
@@ -205,13 +208,13 @@ class GroupService:
             )
         partition = description.partitions[partition_for_group(key, len(description.partitions))]
         broker = image.broker(partition.leader) if partition.leader >= 0 else None
-        if broker is None or broker.fenced or not broker.listeners:
+        endpoint = None if broker is None or broker.fenced else broker.endpoint(listener)
+        if endpoint is None:
             return WireCoordinator(
                 key=key,
                 error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 error_message=f"{OFFSETS_TOPIC}-{partition.partition} has no leader",
             )
-        endpoint = broker.listeners[0]
         return WireCoordinator(
             key=key, node_id=partition.leader, host=endpoint.host, port=endpoint.port
         )

@@ -107,6 +107,7 @@ from replication.broker.fetcher import LeaderFetcher
 from replication.broker.group_lag import list_latest_offsets
 from replication.broker.group_service import GroupService
 from replication.broker.grpc.adapter import API_SERVICES, GrpcPeers, add_broker_api_to_server
+from replication.broker.kafka.serving import KafkaListeners
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.replica_manager import (
@@ -207,8 +208,9 @@ class BrokerServer:
         add_broker_api_to_server(
             self._grpc,
             self.api,
-            GrpcPeers(config.authorization, "SSL" if config.tls is not None else "PLAINTEXT"),
+            GrpcPeers(config.authorization, config.grpc_listener_name),
         )
+        self.kafka = KafkaListeners(config, self.api)  # the Kafka protocol, on the same API
         self._health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         # Quorum-mode partitions' Raft groups, on this port (`replication.broker.quorum_host`).
@@ -307,6 +309,7 @@ class BrokerServer:
         except RuntimeError as e:
             raise OSError(f"cannot listen on {self.config.listen}: {e}") from e
         await self._grpc.start()
+        await self.kafka.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.raft.start()
         self.metrics_port = serve_node_metrics(
@@ -398,6 +401,7 @@ class BrokerServer:
         for fetcher in self._fetchers.values():
             await fetcher.close()
         await self.raft.stop(graceful=False)
+        await self.kafka.stop()
         await self._grpc.stop(grace=0.2)
         for channel in self._channels.values():
             await channel.close()
@@ -427,7 +431,12 @@ class BrokerServer:
         if self.config.advertised_listener is None:
             port = str(self.bound_port or port)
         protocol = "PLAINTEXT" if self.config.tls is None else "SSL"
-        listener = Endpoint(name=protocol, host=host, port=int(port), security_protocol=protocol)
+        listener = Endpoint(
+            name=self.config.grpc_listener_name,
+            host=host,
+            port=int(port),
+            security_protocol=protocol,
+        )
         while True:
             self._discovery.refresh()
             try:
@@ -436,7 +445,7 @@ class BrokerServer:
                     self._controllers.register_broker,
                     self.node_id,
                     incarnation_id=self._incarnation_id,
-                    listeners=(listener,),
+                    listeners=(listener, *self.kafka.endpoints()),
                     rack=self.config.rack,
                     # KIP-966: this process's own epoch once it has one (its logs never
                     # stopped), else the one its last clean shutdown recorded.

@@ -320,14 +320,17 @@ class BrokerService:
 
     # --- Metadata -----------------------------------------------------------------------------
 
-    async def metadata(self, request: MetadataRequest) -> MetadataResponse:
+    async def metadata(self, request: MetadataRequest, listener: str = "") -> MetadataResponse:
+        """Brokers with their endpoint on ``listener`` (the one the request came in on; Kafka
+        leaves out brokers without it), or their first, inter-broker, one when ``listener`` is
+        empty."""
         image = self._server.image
         brokers = []
         for broker_id in sorted(image.brokers):
             registration = image.brokers[broker_id]
-            if registration.fenced or not registration.listeners:
+            endpoint = None if registration.fenced else registration.endpoint(listener)
+            if endpoint is None:
                 continue
-            endpoint = registration.listeners[0]
             brokers.append(
                 MetadataBroker(
                     node_id=broker_id,

@@ -193,12 +193,16 @@ class BrokerApi:
         self.list_offsets_api = Api(
             "ListOffsets", _ignore_ctx(broker.list_offsets), ListOffsetsResponse
         )
-        self.metadata_api = Api("Metadata", _ignore_ctx(broker.metadata), MetadataResponse)
+        self.metadata_api: Api[MetadataRequest, MetadataResponse] = Api(
+            "Metadata", lambda r, ctx: broker.metadata(r, ctx.listener), MetadataResponse
+        )
         self.init_producer_id_api = Api(
             "InitProducerId", _ignore_ctx(broker.init_producer_id), InitProducerIdResponse
         )
-        self.find_coordinator_api = Api(
-            "FindCoordinator", _ignore_ctx(groups.find_coordinator), FindCoordinatorResponse
+        self.find_coordinator_api: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
+            "FindCoordinator",
+            lambda r, ctx: groups.find_coordinator(r, ctx.listener),
+            FindCoordinatorResponse,
         )
         self.consumer_group_heartbeat_api: Api[
             ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse

@@ -1,0 +1,37 @@
+"""The Kafka wire protocol on a broker: any Kafka client speaks to kraft through it.
+
+Layers, bottom up (issue 25; DESIGN.md "Two transports, one broker"):
+
+- `frames`: sans-IO framing (`KafkaConnection`): bytes in, decoded kio requests out, responses
+  out in request order; ``socket.request.max.bytes``, unknown APIs, KIP-511's ApiVersions
+  fallback.
+- `entities`: kio entities from plain mappings (`build`, any version) and to byte chunks.
+- `handlers`, `group_handlers`: one converter per API (kio <-> kraft's dataclasses) around the
+  broker API, in the table that ApiVersions advertises.
+- `api`: `KafkaBrokerApi`, the Protocol of the broker API the handlers call.
+- `listener`: `KafkaListener`, the asyncio shell of one named listener.
+
+A broker starts one `KafkaListener` per Kafka-protocol entry of ``listeners``::
+
+    listener = KafkaListener(KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=9192), api)
+    await listener.start()
+"""
+
+from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.frames import KafkaConnection
+from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
+from replication.broker.kafka.listener import (
+    DEFAULT_QUEUED_MAX_REQUESTS,
+    KafkaListener,
+    KafkaListenerConfig,
+)
+
+__all__ = [
+    "DEFAULT_QUEUED_MAX_REQUESTS",
+    "HANDLERS",
+    "SUPPORTED_VERSIONS",
+    "KafkaBrokerApi",
+    "KafkaConnection",
+    "KafkaListener",
+    "KafkaListenerConfig",
+]

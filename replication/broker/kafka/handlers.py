@@ -1,0 +1,404 @@
+"""The Kafka adapter's handlers: kio request -> kraft dataclass -> broker API -> kio response.
+
+One function per API, in one table (`HANDLERS`, Kafka's ``KafkaApis.handle`` match on the API
+key); the same table is what ApiVersions advertises, so the two cannot drift. A handler only
+converts: it reads the kio request (``getattr`` with a default for a field its version lacks),
+calls the broker API with the context, and returns the response as a mapping of kio's field
+names for the newest version; `replication.broker.kafka.entities.build` makes the version the
+client asked for. None means no response (Produce with acks=0). Record batches pass through as
+bytes both ways.
+
+Versions start at Kafka 4.0's floors (KIP-896) and end where this adapter stops understanding
+the schema (topic ids in Produce/Fetch, max-timestamp ListOffsets, ...): see
+docs/kafka-compatibility.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kio.schema.errors import ErrorCode as KioErrorCode
+
+from kraft.types import INTERNAL_TOPICS
+from replication.broker.api import RequestContext
+from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.entities import millis
+from replication.broker.kafka.frames import Request
+from replication.broker.kafka.group_handlers import GROUP_HANDLERS
+from replication.messages import (
+    CONSUMER_REPLICA_ID,
+    BrokerFetchRequest,
+    FetchPartition,
+    FetchTopic,
+    InitProducerIdRequest,
+    LeaderIdAndEpoch,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+    MetadataRequest,
+    MetadataResponse,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
+from storage.errors import ErrorCode
+
+Response = Mapping[str, Any] | None
+Handler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    name: str
+    """Kafka's name of the API (``RequestContext.api``)."""
+    min_version: int
+    max_version: int
+    handle: Handler
+
+
+def _controller_id(answer: MetadataResponse) -> int:
+    """The ``controller_id`` a Kafka client gets: in KRaft a broker (Kafka answers a random
+    alive one), since clients cannot reach the controllers and brokers forward admin requests
+    (KIP-590); here the lowest id, so answers do not flap. kraft's own Metadata names the
+    active controller instead."""
+    return min((b.node_id for b in answer.brokers), default=-1)
+
+
+def _leader(leader: LeaderIdAndEpoch | None) -> dict[str, int]:
+    if leader is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": leader.leader_id, "leader_epoch": leader.leader_epoch}
+
+
+# -- Produce --------------------------------------------------------------------------------------
+
+
+async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
+    body = request.body
+    topics = tuple(
+        ProduceTopicData(
+            name=t.name,
+            partition_data=tuple(
+                ProducePartitionData(index=p.index, records=p.records or b"")
+                for p in t.partition_data
+            ),
+        )
+        for t in body.topic_data
+    )
+    if body.acks not in (0, 1, -1):  # Kafka: INVALID_REQUIRED_ACKS for every partition
+        return {
+            "responses": [
+                {
+                    "name": t.name,
+                    "partition_responses": [
+                        {"index": p.index, "error_code": ErrorCode.INVALID_REQUIRED_ACKS}
+                        for p in t.partition_data
+                    ],
+                }
+                for t in topics
+            ]
+        }
+    answer = await api.produce(
+        ProduceRequest(acks=body.acks, timeout_ms=millis(body.timeout), topic_data=topics), ctx
+    )
+    if body.acks == 0:
+        return None
+    return {
+        "responses": [
+            {
+                "name": t.name,
+                "partition_responses": [
+                    {
+                        "index": p.index,
+                        "error_code": p.error_code,
+                        "base_offset": p.base_offset,
+                        "log_append_time": p.log_append_time_ms,
+                        "log_start_offset": p.log_start_offset,
+                        "error_message": p.error_message or None,
+                        **(
+                            {"current_leader": _leader(p.current_leader)}
+                            if p.current_leader is not None
+                            else {}
+                        ),
+                    }
+                    for p in t.partition_responses
+                ],
+            }
+            for t in answer.responses
+        ],
+    }
+
+
+# -- Fetch ----------------------------------------------------------------------------------------
+
+
+async def handle_fetch(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
+    body = request.body
+    session_id = getattr(body, "session_id", 0)
+    if session_id != 0:  # KIP-227: kraft keeps no fetch sessions and never handed this one out
+        return {"error_code": KioErrorCode.fetch_session_id_not_found, "session_id": 0}
+    answer = await api.fetch(
+        BrokerFetchRequest(
+            # NB: replication stays on gRPC: a Kafka client's fetch is always a consumer's.
+            replica_id=CONSUMER_REPLICA_ID,
+            max_wait_ms=millis(body.max_wait),
+            min_bytes=body.min_bytes,
+            max_bytes=getattr(body, "max_bytes", 0x7FFFFFFF),
+            isolation_level=getattr(body, "isolation_level", 0),
+            rack_id=getattr(body, "rack_id", "") or "",
+            topics=tuple(
+                FetchTopic(
+                    topic=t.topic,
+                    partitions=tuple(
+                        FetchPartition(
+                            partition=p.partition,
+                            current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                            fetch_offset=p.fetch_offset,
+                            partition_max_bytes=p.partition_max_bytes,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in body.topics
+            ),
+        ),
+        ctx,
+    )
+    return {
+        "error_code": answer.error_code,
+        "session_id": 0,  # no session: the client sends full fetches (KIP-227)
+        "responses": [
+            {
+                "topic": t.topic,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": p.error_code,
+                        "high_watermark": p.high_watermark,
+                        "last_stable_offset": p.last_stable_offset,
+                        "log_start_offset": p.log_start_offset,
+                        "preferred_read_replica": p.preferred_read_replica,
+                        "aborted_transactions": None,
+                        "records": p.records,
+                        **(
+                            {"current_leader": _leader(p.current_leader)}
+                            if p.current_leader is not None
+                            else {}
+                        ),
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in answer.responses
+        ],
+    }
+
+
+# -- ListOffsets ----------------------------------------------------------------------------------
+
+
+async def handle_list_offsets(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    body = request.body
+    answer = await api.list_offsets(
+        ListOffsetsRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            isolation_level=getattr(body, "isolation_level", 0),
+            topics=tuple(
+                ListOffsetsTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        ListOffsetsPartition(
+                            partition_index=p.partition_index,
+                            current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                            timestamp=p.timestamp,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in body.topics
+            ),
+        ),
+        ctx,
+    )
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": p.error_code,
+                        "timestamp": p.timestamp,
+                        "offset": p.offset,
+                        "leader_epoch": p.leader_epoch,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in answer.topics
+        ]
+    }
+
+
+# -- Metadata -------------------------------------------------------------------------------------
+
+
+async def handle_metadata(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
+    body = request.body
+    requested = body.topics
+    if request.api_version == 0 and not requested:
+        requested = None  # v0: an empty list means every topic
+    answer = await api.metadata(MetadataRequest(), ctx)
+    by_name = {t.name: t for t in answer.topics}
+    if requested is None:
+        topics = list(answer.topics)  # internal ones too, marked, as Kafka answers
+        unknown: list[dict[str, Any]] = []
+    else:
+        by_id = {t.topic_id: t for t in answer.topics if t.topic_id}
+        topics, unknown = [], []
+        for r in requested:
+            name = getattr(r, "name", None)
+            topic_id = getattr(r, "topic_id", None)
+            found = by_name.get(name) if name else by_id.get(str(topic_id)) if topic_id else None
+            if found is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name else ErrorCode.UNKNOWN_TOPIC_ID
+                unknown.append({"error_code": code, "name": name, "topic_id": topic_id})
+            else:
+                topics.append(found)
+    return {
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
+            for b in answer.brokers
+        ],
+        # NB: "" rather than null while kraft has no cluster id: librdkafka 2.16's
+        # describe_cluster dereferences a null one.
+        "cluster_id": answer.cluster_id,
+        "controller_id": _controller_id(answer),
+        "topics": [
+            *(
+                {
+                    "error_code": t.error_code,
+                    "name": t.name,
+                    "topic_id": t.topic_id or None,
+                    "is_internal": t.name in INTERNAL_TOPICS,
+                    "partitions": [
+                        {
+                            "error_code": p.error_code,
+                            "partition_index": p.partition_index,
+                            "leader_id": p.leader_id,
+                            "leader_epoch": p.leader_epoch,
+                            "replica_nodes": p.replica_nodes,
+                            "isr_nodes": p.isr_nodes,
+                            "offline_replicas": p.offline_replicas,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in topics
+            ),
+            *unknown,
+        ],
+    }
+
+
+# -- DescribeCluster ------------------------------------------------------------------------------
+
+BROKERS_ENDPOINT_TYPE = 1
+"""DescribeCluster v1 (KIP-919): 1 asks for the brokers, 2 for the controllers."""
+
+
+async def handle_describe_cluster(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    """The brokers (this listener's endpoints) and a broker as the controller, as Metadata."""
+    if getattr(request.body, "endpoint_type", BROKERS_ENDPOINT_TYPE) != BROKERS_ENDPOINT_TYPE:
+        return {
+            "error_code": KioErrorCode.unsupported_endpoint_type,
+            "error_message": "a broker describes the brokers only (endpoint type 1)",
+            "cluster_id": "",
+            "brokers": [],
+        }
+    # NB: one topic name no topic has: the brokers, without describing every topic.
+    answer = await api.metadata(MetadataRequest(topics=("",)), ctx)
+    return {
+        "error_code": ErrorCode.NONE,
+        "cluster_id": answer.cluster_id,
+        "controller_id": _controller_id(answer),
+        "brokers": [
+            {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
+            for b in answer.brokers
+        ],
+    }
+
+
+# -- InitProducerId -------------------------------------------------------------------------------
+
+
+async def handle_init_producer_id(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    body = request.body
+    if body.transactional_id:  # no transaction coordinator in kraft yet
+        return {"error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
+    answer = await api.init_producer_id(
+        InitProducerIdRequest(
+            transaction_timeout_ms=millis(body.transaction_timeout),
+            producer_id=getattr(body, "producer_id", -1),
+            producer_epoch=getattr(body, "producer_epoch", -1),
+        ),
+        ctx,
+    )
+    return {
+        "error_code": answer.error_code,
+        "producer_id": answer.producer_id,
+        "producer_epoch": answer.producer_epoch,
+    }
+
+
+# -- ApiVersions, SaslHandshake -------------------------------------------------------------------
+
+
+async def handle_api_versions(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    return {
+        "error_code": ErrorCode.NONE,
+        "api_keys": [
+            {"api_key": key, "min_version": spec.min_version, "max_version": spec.max_version}
+            for key, spec in sorted(HANDLERS.items())
+        ],
+        "supported_features": [],
+        "finalized_features_epoch": -1,
+        "finalized_features": [],
+    }
+
+
+async def handle_sasl_handshake(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    """A listener without SASL: no mechanism is enabled."""
+    return {"error_code": KioErrorCode.unsupported_sasl_mechanism, "mechanisms": []}
+
+
+HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    0: ApiSpec("Produce", 3, 11, handle_produce),
+    1: ApiSpec("Fetch", 4, 12, handle_fetch),
+    2: ApiSpec("ListOffsets", 1, 6, handle_list_offsets),
+    3: ApiSpec("Metadata", 0, 12, handle_metadata),
+    17: ApiSpec("SaslHandshake", 0, 1, handle_sasl_handshake),
+    18: ApiSpec("ApiVersions", 0, 4, handle_api_versions),
+    22: ApiSpec("InitProducerId", 0, 5, handle_init_producer_id),
+    60: ApiSpec("DescribeCluster", 0, 1, handle_describe_cluster),
+    **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
+}
+"""API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
+
+SUPPORTED_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
+    key: (spec.min_version, spec.max_version) for key, spec in HANDLERS.items()
+}
+
+__all__ = ["HANDLERS", "SUPPORTED_VERSIONS", "ApiSpec", "Handler", "Response"]

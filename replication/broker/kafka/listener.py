@@ -1,0 +1,200 @@
+"""`KafkaListener`: the asyncio shell around `KafkaConnection` for one named listener.
+
+Per connection: a reader loop feeds the socket's bytes to the connection and starts a task per
+request (clients pipeline); each task builds the `RequestContext`, calls the handler of the
+request's API key, and hands the response to the connection, which releases frames in request
+order; they are written with ``writelines`` (record bytes by identity) and drained.
+
+*Back-pressure* (Kafka's ``queued.max.requests``): a connection holds at most that many requests
+between decoding and the writing of their response. At the bound the reader stops reading, so
+TCP pushes back on the client; a client that never reads its responses stops being read from,
+and holds no more than the bound. Bad input closes only its own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from dataclasses import dataclass
+from typing import Any, Final
+
+import structlog
+
+from replication.broker.api import RequestContext
+from replication.broker.api.context import ANONYMOUS
+from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.entities import build
+from replication.broker.kafka.frames import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    Closed,
+    KafkaConnection,
+    NeedData,
+    Request,
+    response_class,
+)
+from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
+
+DEFAULT_QUEUED_MAX_REQUESTS: Final = 500
+"""Kafka's ``queued.max.requests`` default."""
+READ_CHUNK_BYTES: Final = 256 * 1024
+_log = structlog.get_logger("replication.broker.kafka")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaListenerConfig:
+    """One Kafka-protocol listener (``listeners`` entry) of a broker."""
+
+    name: str
+    """The listener's name (``PLAINTEXT``, ``EXTERNAL``, ...): Metadata answers with the
+    endpoints registered under it."""
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    """[socket.request.max.bytes]"""
+    queued_max_requests: int = DEFAULT_QUEUED_MAX_REQUESTS
+    """[queued.max.requests] per connection."""
+
+
+class KafkaListener:
+    """Serves the Kafka protocol on one listener, over a `KafkaBrokerApi`."""
+
+    def __init__(self, config: KafkaListenerConfig, api: KafkaBrokerApi) -> None:
+        self.config = config
+        self._api = api
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.bound_port: int | None = None
+
+    async def start(self) -> None:
+        """Bind and serve. Raises OSError when the address cannot be bound."""
+        if self.config.security_protocol != "PLAINTEXT":
+            raise OSError(
+                f"listener {self.config.name}: the Kafka protocol is served on PLAINTEXT "
+                f"listeners only, not {self.config.security_protocol}"
+            )
+        self._server = await asyncio.start_server(
+            self._serve, self.config.host, self.config.port, limit=READ_CHUNK_BYTES
+        )
+        self.bound_port = self._server.sockets[0].getsockname()[1]
+        _log.info("kafka_listener_started", listener=self.config.name, port=self.bound_port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await _Connection(self, reader, writer).run()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def context(self, request: Request, peer: Any) -> RequestContext:
+        spec = HANDLERS.get(request.api_key)
+        return RequestContext(
+            principal=ANONYMOUS,
+            client_host=peer[0] if isinstance(peer, tuple) and peer else "",
+            listener=self.config.name,
+            client_id=request.client_id,
+            api=spec.name if spec is not None else str(request.api_key),
+            api_version=request.api_version,
+            security_protocol=self.config.security_protocol,
+        )
+
+
+class _Connection:
+    def __init__(
+        self, owner: KafkaListener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self._owner = owner
+        self._reader = reader
+        self._writer = writer
+        self._peer = writer.get_extra_info("peername")
+        self._protocol = KafkaConnection(
+            SUPPORTED_VERSIONS, max_request_bytes=owner.config.max_request_bytes
+        )
+        self._slots = asyncio.Semaphore(owner.config.queued_max_requests)
+        self._write_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sent = 0
+        """Requests whose frames have been written (their slots released)."""
+        self._failed = False
+
+    async def run(self) -> None:
+        try:
+            while not self._failed:
+                event = self._protocol.next_event()
+                if isinstance(event, Closed):
+                    if event.reason != "end of stream":
+                        _log.info(
+                            "kafka_connection_closed",
+                            listener=self._owner.config.name,
+                            peer=str(self._peer),
+                            reason=event.reason,
+                        )
+                    return
+                if isinstance(event, NeedData):
+                    self._protocol.receive_data(await self._reader.read(READ_CHUNK_BYTES))
+                    continue
+                await self._slots.acquire()  # back-pressure: stop reading at the bound
+                task = asyncio.create_task(self._handle(event))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _handle(self, request: Request) -> None:
+        try:
+            if request.unsupported:
+                frames = self._protocol.unsupported_api_versions(request)
+            else:
+                spec = HANDLERS[request.api_key]
+                ctx = self._owner.context(request, self._peer)
+                answer = await spec.handle(self._owner._api, request, ctx)
+                if answer is None:
+                    frames = self._protocol.skip(request)
+                else:
+                    cls = response_class(request.api_key, request.api_version)
+                    values = {"throttle_time": datetime.timedelta(0), **answer}
+                    frames = self._protocol.send(request, build(cls, values))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # NB: a broken handler closes this connection (the client retries elsewhere);
+            # the broker and every other connection go on.
+            _log.exception(
+                "kafka_request_failed", api_key=request.api_key, version=request.api_version
+            )
+            self._failed = True
+            self._writer.close()
+            return
+        await self._write(frames)
+
+    async def _write(self, frames: list[bytes]) -> None:
+        async with self._write_lock:
+            released = self._protocol.sent - self._sent
+            if frames:
+                self._writer.writelines(frames)
+                await self._writer.drain()
+            for _ in range(released):
+                self._slots.release()
+            self._sent += released
+
+
+__all__ = ["DEFAULT_QUEUED_MAX_REQUESTS", "KafkaListener", "KafkaListenerConfig"]

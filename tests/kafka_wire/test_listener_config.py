@@ -1,0 +1,92 @@
+"""Named listeners (issue 24 item 4) in a broker's properties: the first, inter-broker
+listener serves gRPC as before; every other one serves the Kafka protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replication.broker.config import BrokerNodeConfig, KafkaListenerSpec
+from storage.errors import InvalidConfigError
+
+BASE = {
+    "node.id": "101",
+    "controller.quorum.voters": "1@127.0.0.1:9091",
+    "log.dirs": "/tmp/kraft-test-broker",
+}
+
+
+def config(**props: str) -> BrokerNodeConfig:
+    return BrokerNodeConfig.from_properties(
+        {**BASE, **{k.replace("_", "."): v for k, v in props.items()}}
+    )
+
+
+def test_todays_single_listener_config_is_unchanged() -> None:
+    c = config(listeners="PLAINTEXT://127.0.0.1:9092")
+    assert c.listen == "127.0.0.1:9092" and c.kafka_listeners == ()
+    assert c.grpc_listener_name == "PLAINTEXT" and c.advertised_listener is None
+
+
+def test_every_listener_after_the_first_serves_kafka_with_its_advertised_address() -> None:
+    c = BrokerNodeConfig.from_properties(
+        {
+            **BASE,
+            "listeners": "GRPC://0.0.0.0:9092,PLAINTEXT://0.0.0.0:9192,EXTERNAL://127.0.0.1:0",
+            "advertised.listeners": "GRPC://b1:9092,PLAINTEXT://b1:9192",
+            "listener.security.protocol.map": "GRPC:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+            "EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "GRPC",
+            "socket.request.max.bytes": "1048576",
+            "queued.max.requests": "16",
+        }
+    )
+    assert (c.listen, c.advertised_listener, c.grpc_listener_name) == (
+        "0.0.0.0:9092",
+        "b1:9092",
+        "GRPC",
+    )
+    assert c.kafka_listeners == (
+        KafkaListenerSpec(name="PLAINTEXT", listen="0.0.0.0:9192", advertised="b1:9192"),
+        KafkaListenerSpec(name="EXTERNAL", listen="127.0.0.1:0"),
+    )
+    assert (c.socket_request_max_bytes, c.queued_max_requests) == (1048576, 16)
+    assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
+
+
+@pytest.mark.parametrize(
+    ("props", "problem"),
+    [
+        ({"listeners": "A://h:1,A://h:2"}, "twice"),
+        ({"listeners": "A://h:1,B://h:2", "inter.broker.listener.name": "B"}, "first"),
+        ({"listeners": "A://h:1,SSL://h:2"}, "PLAINTEXT listeners only"),
+        (
+            {"listeners": "A://h:1,B://h:2", "listener.security.protocol.map": "B:SASL_SSL"},
+            "SASL",
+        ),
+        ({"listeners": "A://h:1,B://0.0.0.0:2"}, "advertised.listeners=B://"),
+    ],
+)
+def test_a_listener_config_kraft_cannot_serve_safely_is_refused(
+    props: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(InvalidConfigError, match=problem):
+        BrokerNodeConfig.from_properties({**BASE, **props})
+
+
+def test_the_listen_flag_moves_the_grpc_listener_and_keeps_the_kafka_ones(tmp_path: Path) -> None:
+    from kraft.cli import build_parser
+    from kraft.cli.broker import properties_from_args
+
+    path = tmp_path / "b.properties"
+    path.write_text(
+        "node.id=101\ncontroller.quorum.voters=1@127.0.0.1:9091\n"
+        f"log.dirs={tmp_path / 'data'}\nlisteners=PLAINTEXT://127.0.0.1:9092,KAFKA://127.0.0.1:9192\n"
+    )
+    args = build_parser().parse_args(
+        ["broker", "--config", str(path), "--listen", "127.0.0.1:9393"]
+    )
+    c = BrokerNodeConfig.from_properties(properties_from_args(args))
+    assert c.listen == "127.0.0.1:9393" and c.grpc_listener_name == "PLAINTEXT"
+    assert c.kafka_listeners == (KafkaListenerSpec(name="KAFKA", listen="127.0.0.1:9192"),)
