@@ -80,11 +80,51 @@ def quiet() -> None:
     configure_logging("warning")
 
 
+LIBRARY_LOGGER = "kraft"
+"""The standard `logging` logger (and parent of ``kraft.<name>``) a library user's events go
+to (`configure_library_logging`)."""
+
+
+def configure_library_logging() -> None:
+    """Python's convention for a library: every event goes to the standard `logging` logger
+    ``kraft`` (``kraft.producer``, ``kraft.consumer``, ... for named structlog loggers), which
+    has a `logging.NullHandler`, so nothing is written unless the application configures
+    logging (``logging.basicConfig(level=logging.INFO)`` shows the client's retries and
+    refreshes, as a Kafka client's log4j lines would). The CLI and the servers call
+    `configure_logging` instead, which keeps their own lines on stderr."""
+    import structlog
+
+    library = logging.getLogger(LIBRARY_LOGGER)
+    if not any(isinstance(h, logging.NullHandler) for h in library.handlers):
+        library.addHandler(logging.NullHandler())
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,  # the application's level, checked first
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            structlog.processors.KeyValueRenderer(key_order=["event"], sort_keys=True),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=_library_logger,
+        cache_logger_on_first_use=False,
+    )
+
+
+def _library_logger(*args: Any) -> logging.Logger:
+    """structlog's logger factory in library mode: ``get_logger("kraft.producer")`` is
+    `logging`'s ``kraft.producer``; an unnamed or foreign name goes under ``kraft``."""
+    name = args[0] if args and isinstance(args[0], str) else LIBRARY_LOGGER
+    if name != LIBRARY_LOGGER and not name.startswith(LIBRARY_LOGGER + "."):
+        name = f"{LIBRARY_LOGGER}.{name}"
+    return logging.getLogger(name)
+
+
 def ensure_configured() -> None:
-    """Configure warning-level logs to stderr unless the application configured structlog
-    itself: structlog's own default prints everything to stdout, which an embedding program
-    may be using."""
+    """What a client constructor calls: `configure_library_logging` unless the application
+    (or the CLI, a server, a test) configured structlog itself; structlog's own default
+    prints every event to stdout, which an embedding program may be using."""
     import structlog
 
     if not structlog.is_configured():
-        configure_logging("warning")
+        configure_library_logging()
