@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO, cast
 
 LEVELS = {
@@ -60,6 +61,43 @@ def configure_logging(level: str = "info", *, json: bool | None = None, stream: 
         logger_factory=structlog.PrintLoggerFactory(cast(TextIO, out)),
         cache_logger_on_first_use=False,
     )
+
+
+def configure_cli_logging(level: str = "warning") -> None:
+    """Configure structlog for a client command of the CLI (``kraft produce``, ``kraft
+    topics``, ...): each event is one line on stderr in the CLI's own voice, ``kraft: warning:
+    MESSAGE`` (an event's ``message`` when it has one, else its name and fields), beside the
+    ``kraft: error:`` line a failure ends with.
+
+    Raises:
+        ValueError: ``level`` is none of `LEVELS`.
+    """
+    import structlog
+
+    threshold = LEVELS.get(level.lower())
+    if threshold is None:
+        raise ValueError(f"unknown log level {level[:40]!r}: expected one of {', '.join(LEVELS)}")
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.format_exc_info,
+            _cli_line,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, _CurrentStderr())),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _cli_line(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+    level = event.pop("level", "info")
+    name = event.pop("event", "")
+    message = event.pop("message", None)
+    if message is None:
+        fields = " ".join(f"{key}={value}" for key, value in event.items())
+        message = f"{name} {fields}".strip()
+    return f"kraft: {level}: {message}"
 
 
 class _CurrentStderr:

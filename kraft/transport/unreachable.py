@@ -1,8 +1,10 @@
 """Fail fast when a client can reach none of its bootstrap addresses.
 
-A connection refused is a definite answer, known in milliseconds: nothing listens there. A
-client that has never heard from any broker or controller, and whose every bootstrap address
-refuses its connections for `REFUSED_GRACE_S` (long enough to ride over a node that is
+A connection refused is a definite answer, known in milliseconds: nothing listens there; so
+is a port that answers with something other than HTTP/2 (gRPC's "Failed parsing HTTP/2": an
+HTTP server, a metrics endpoint, a Kafka listener). A client that has never heard from any
+broker or controller, and whose every bootstrap address fails in one of these ways for
+`REFUSED_GRACE_S` (long enough to ride over a node that is
 starting and has not bound its port yet), gives up with a `NetworkError` naming the addresses
 instead of retrying until its deadline (10 s for the CLI, 60 s for ``max.block.ms``) and then
 reporting something else, such as an unknown topic. Once any address has answered, refusals
@@ -23,13 +25,20 @@ from storage.errors import KraftError, NetworkError
 REFUSED_GRACE_S: Final = 1.0
 """How long every bootstrap address must have refused before the client gives up."""
 
-REFUSED_MARKER: Final = "refused the connection"
-"""In the message of the error `BootstrapRefusals.verdict` returns (the CLI keeps it whole)."""
+REFUSED_MARKER: Final = "no bootstrap address answers as a kraft"
+"""Starts the message of the error `BootstrapRefusals.verdict` returns (the CLI keeps it)."""
 
 
-def is_refusal(error: KraftError) -> bool:
-    """Whether ``error`` is a refused connection (gRPC's detail says so)."""
-    return isinstance(error, NetworkError) and "Connection refused" in error.message
+def definite_failure(error: KraftError) -> str | None:
+    """Why ``error`` says that nothing usable is at that address, or None (it may be only
+    slow, or not up yet)."""
+    if not isinstance(error, NetworkError):
+        return None
+    if "Connection refused" in error.message:
+        return "refused the connection (nothing listens there)"
+    if "Failed parsing HTTP/2" in error.message:
+        return "answered, but not in gRPC (another service's port: HTTP, a Kafka listener?)"
+    return None
 
 
 class BootstrapRefusals:
@@ -50,6 +59,7 @@ class BootstrapRefusals:
         self._lock = threading.Lock()
         self._answered = False
         self._refused_since: dict[str, float] = {}
+        self._reasons: dict[str, str] = {}
 
     @property
     def has_answered(self) -> bool:
@@ -67,9 +77,11 @@ class BootstrapRefusals:
         """A call to ``address`` failed with ``error``."""
         if self._answered or address not in self._addresses:
             return
+        reason = definite_failure(error)
         with self._lock:
-            if is_refusal(error):
+            if reason is not None:
                 self._refused_since.setdefault(address, now)
+                self._reasons[address] = reason
             else:  # it may be there, only slow: not a definite answer
                 self._refused_since.pop(address, None)
 
@@ -80,12 +92,10 @@ class BootstrapRefusals:
                 return None
             if now - min(self._refused_since.values()) < REFUSED_GRACE_S:
                 return None
-        where = ", ".join(self._addresses)
-        every = "every bootstrap address" if len(self._addresses) > 1 else "the bootstrap address"
+            why = "; ".join(f"{a} {self._reasons[a]}" for a in self._addresses)
         return NetworkError(
-            f"{every} {REFUSED_MARKER}: nothing listens at {where} ({self._peer}s expected); "
-            f"check {self._setting} and that the cluster runs"
+            f"{REFUSED_MARKER} {self._peer}: {why}; check {self._setting} and that the cluster runs"
         )
 
 
-__all__ = ["REFUSED_GRACE_S", "REFUSED_MARKER", "BootstrapRefusals", "is_refusal"]
+__all__ = ["REFUSED_GRACE_S", "REFUSED_MARKER", "BootstrapRefusals", "definite_failure"]

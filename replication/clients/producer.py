@@ -143,6 +143,7 @@ class Producer(ProducerSender):
         self._wakeup = threading.Event()
         self._in_flight = InFlightRequests()  # under the lock
         self._last_stall_refresh_ms = 0
+        self._retry_noted = {}
         self._topics: dict[str, TopicState] = {}
         self._max_record_size = config.max_request_size
         self.produce_requests_sent = 0
