@@ -396,10 +396,14 @@ def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
         info = _cluster_info(cluster, data_dir)
         _write_info(data_dir, info)
         say(f"cluster healthy; bootstrap {info['bootstrap']}")
+
+        def record_exits() -> None:
+            _record_exits(cluster, info, data_dir, say)
+
         if view:
-            _live_view(info)
+            _live_view(info, record_exits)
         else:
-            _watch(info)
+            _watch(record_exits)
     except (_Stop, KeyboardInterrupt) as e:
         say(f"stopping ({e.args[0] if e.args else 'Ctrl-C'})")
     finally:
@@ -490,18 +494,38 @@ def _graceful_stop(cluster: LocalCluster, say: Callable[[str], None]) -> None:
             say(f"{name} stopped" + (f" (killing {', '.join(left)})" if left else ""))
 
 
-def _watch(info: dict[str, Any]) -> None:
+def _watch(record_exits: Callable[[], None]) -> None:
     """Detached: sleep until a signal; note nodes that die."""
-    dead: set[int] = set()
     while True:
         time.sleep(1.0)
-        for node in [*info["controllers"], *info["brokers"]]:
-            if node["id"] not in dead and not pid_alive(node["pid"]):
-                dead.add(node["id"])
-                _say(f"node {node['id']} (pid {node['pid']}) exited")
+        record_exits()
 
 
-def _live_view(info: dict[str, Any]) -> None:
+def _record_exits(
+    cluster: LocalCluster, info: dict[str, Any], data_dir: Path, say: Callable[[str], None]
+) -> None:
+    """Note in cluster.json (each node's ``exit``) why a node the supervisor started ended,
+    from its exit code: what ``kraft cluster status`` reports as its cause."""
+    from kraft.cli._exit_cause import exit_cause
+
+    changed = False
+    for role, key in (("controller", "controllers"), ("broker", "brokers")):
+        for node in info[key]:
+            if "exit" in node or pid_alive(node["pid"]):
+                continue
+            process = cluster.controller(node["id"]) if role == "controller" else None
+            process = process or cluster.broker(node["id"])
+            if process.pid != node["pid"]:
+                continue
+            log_path = data_dir / "logs" / f"{role}-{node['id']}.log"
+            node["exit"] = exit_cause(process.wait_exit(0.0), log_path)
+            say(f"{role} {node['id']} (pid {node['pid']}) {node['exit']}")
+            changed = True
+    if changed:
+        _write_info(data_dir, info)
+
+
+def _live_view(info: dict[str, Any], record_exits: Callable[[], None]) -> None:
     from kraft.controller.client import ControllerClient
     from kraft.metrics.scrape import MetricsWatch
 
@@ -512,6 +536,7 @@ def _live_view(info: dict[str, Any]) -> None:
         info["controller_bootstrap"], timeout=2.0, request_timeout=1.0, tls=_info_tls(info)
     ) as c:
         while True:
+            record_exits()
             doc = collect_status(info, c, watch)
             text = render_status(doc, max_partitions=40 if tty else None)
             if tty:
