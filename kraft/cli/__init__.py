@@ -101,7 +101,6 @@ def _main(argv: Sequence[str] | None) -> int:
         # connection) to stderr before kraft's one line says the same thing better; silence
         # it before grpc is first imported, unless the user asked for it.
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-        os.environ.setdefault("GRPC_TRACE", "")
     from kraft.cluster.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)

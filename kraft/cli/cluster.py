@@ -513,8 +513,10 @@ def _record_exits(
         for node in info[key]:
             if "exit" in node or pid_alive(node["pid"]):
                 continue
-            process = cluster.controller(node["id"]) if role == "controller" else None
-            process = process or cluster.broker(node["id"])
+            node_id = node["id"]
+            process = (
+                cluster.controller(node_id) if role == "controller" else cluster.broker(node_id)
+            )
             if process.pid != node["pid"]:
                 continue
             log_path = data_dir / "logs" / f"{role}-{node['id']}.log"
