@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kraft.arguments import positive_seconds
 from kraft.cli._cluster_detach import supervisor_argv as _supervisor_argv  # noqa: F401 (tests)
 from kraft.cli._cluster_status import (
     collect_status,
@@ -140,7 +141,7 @@ def add_parser(sub: Any) -> None:
     )
     up_p.add_argument(
         "--wait-timeout",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         metavar="SECONDS",
         help="how long the cluster may take to become healthy (default 60)",
