@@ -95,12 +95,14 @@ _NODE_COMMANDS = frozenset({"controller", "broker"})
 def _main(argv: Sequence[str] | None) -> int:
     import os
 
+    import kraft
+
     node = _command(sys.argv[1:] if argv is None else list(argv)) in _NODE_COMMANDS
-    if not node:
+    if not node and kraft.GRPC_VERBOSITY_DEFAULTED and "grpc" not in sys.modules:
         # gRPC's C core writes its own lines (a TLS handshake that failed, a refused
         # connection) to stderr before kraft's one line says the same thing better; silence
-        # it before grpc is first imported, unless the user asked for it.
-        os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+        # it before grpc is first imported, unless the user chose a verbosity.
+        os.environ["GRPC_VERBOSITY"] = "NONE"
     from kraft.cluster.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)

@@ -170,6 +170,35 @@ def test_a_port_that_is_not_kraft_says_so_not_failed_parsing_http2(http_port: in
     assert time.monotonic() - started < FAST_S
 
 
+def test_a_tls_client_of_a_plaintext_port_writes_no_grpc_lines_from_the_library(
+    tmp_path: Path,
+) -> None:
+    """gRPC's C core printed an INFO "Handshake failed" line before kraft's error (class 7);
+    the library keeps it to its errors unless the program chose GRPC_VERBOSITY."""
+    out = _python(
+        f"""
+        import kraft  # first, as a kraft program does: before anything imports grpc
+        from concurrent import futures
+        import grpc
+        server = grpc.server(futures.ThreadPoolExecutor(1))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        from kraft import AdminClient, KraftError
+        from kraft.security.certs import create_certs
+        made = create_certs({str(tmp_path)!r}, nodes=[], clients=["alice"])
+        alice = made.client("alice")
+        tls = dict(security_protocol="SSL", ssl_cafile=str(made.cafile),
+                   ssl_certfile=str(alice.certfile), ssl_keyfile=str(alice.keyfile))
+        try:
+            AdminClient(f"127.0.0.1:{{port}}", timeout=10, **tls).list_topics()
+        except KraftError as e:
+            print(e.code.name)
+        """
+    )
+    assert out.stdout.strip() == "SSL_AUTHENTICATION_FAILED", out.stdout + out.stderr
+    assert out.stderr == "", out.stderr
+
+
 # -- class 3: a port that is taken ------------------------------------------------------------
 
 
