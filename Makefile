@@ -43,6 +43,7 @@ java:
 
 demo: $(STAMP) java
 	$(PY) -m kraft.demo $(if $(or $(TLS),$(AUTHORIZER)),--tls) $(if $(AUTHORIZER),--authorizer)
+	@echo "The kraft command is $(VENV)/bin/kraft: run 'source $(VENV)/bin/activate' to have it on your PATH (README: A cluster from the command line)."
 
 test: $(STAMP) java
 	$(PY) -m ruff check .

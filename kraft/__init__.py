@@ -20,6 +20,13 @@ from typing import Any
 # package is imported before any kraft module imports grpc.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
+# NB: gRPC's C core writes INFO lines to stderr by default (a failed TLS handshake, ...): a
+# library writes nothing its program did not ask for, so keep it to its errors unless the
+# program chose a verbosity. Read once, like the variable above. The CLI silences it fully.
+GRPC_VERBOSITY_DEFAULTED = "GRPC_VERBOSITY" not in os.environ
+"""Whether kraft chose ``GRPC_VERBOSITY`` (the program did not)."""
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
 _EXPORTS = {
     "ReplicatedLog": "kraft.raft_shell.replicated_log",
     "AsyncReplicatedLog": "kraft.raft_shell.replicated_log",

@@ -136,7 +136,7 @@ class RangeFetcher:
         network: BrokerNetwork | None = None,
         tls: TlsConfig | None = None,
     ) -> None:
-        ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        ensure_configured()  # no output unless the application configures logging
         self.fail_on_data_loss = fail_on_data_loss
         self.fetch_max_bytes = fetch_max_bytes
         self.timeout_s = timeout_s

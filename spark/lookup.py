@@ -66,7 +66,7 @@ class OffsetLookup:
     def __init__(
         self, bootstrap: str, *, timeout_s: float = 30.0, tls: TlsConfig | None = None
     ) -> None:
-        ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        ensure_configured()  # no output unless the application configures logging
         self.timeout_s = timeout_s
         self._network = BrokerNetwork(bootstrap, request_timeout_s=min(10.0, timeout_s), tls=tls)
         self._snapshot = ClusterSnapshot()

@@ -61,6 +61,7 @@ class ErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
+    SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
     UNKNOWN_PRODUCER_ID = 59
     REASSIGNMENT_IN_PROGRESS = 60
@@ -489,6 +490,14 @@ class InvalidProducerEpochError(KraftError):
     """The producer epoch is older than the broker's (Kafka error 47)."""
 
     code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+@final
+class SecurityDisabledError(KraftError):
+    """An ACL request reached a cluster that runs no authorizer (Kafka error 54): set
+    ``authorizer.class.name`` on every node (``kraft cluster up --tls --authorizer``)."""
+
+    code = ErrorCode.SECURITY_DISABLED
 
 
 @final

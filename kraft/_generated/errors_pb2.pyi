@@ -50,6 +50,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUT_OF_ORDER_SEQUENCE_NUMBER: _ClassVar[ErrorCode]
     DUPLICATE_SEQUENCE_NUMBER: _ClassVar[ErrorCode]
     INVALID_PRODUCER_EPOCH: _ClassVar[ErrorCode]
+    SECURITY_DISABLED: _ClassVar[ErrorCode]
     KAFKA_STORAGE_ERROR: _ClassVar[ErrorCode]
     UNKNOWN_PRODUCER_ID: _ClassVar[ErrorCode]
     REASSIGNMENT_IN_PROGRESS: _ClassVar[ErrorCode]
@@ -127,6 +128,7 @@ POLICY_VIOLATION: ErrorCode
 OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode
 DUPLICATE_SEQUENCE_NUMBER: ErrorCode
 INVALID_PRODUCER_EPOCH: ErrorCode
+SECURITY_DISABLED: ErrorCode
 KAFKA_STORAGE_ERROR: ErrorCode
 UNKNOWN_PRODUCER_ID: ErrorCode
 REASSIGNMENT_IN_PROGRESS: ErrorCode

@@ -88,7 +88,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+_NODE_COMMANDS = frozenset({"controller", "broker"})
+"""Servers: their logs are files (JSON lines), gRPC's own lines included."""
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    import os
+
+    import kraft
+
+    node = _command(sys.argv[1:] if argv is None else list(argv)) in _NODE_COMMANDS
+    if not node and kraft.GRPC_VERBOSITY_DEFAULTED and "grpc" not in sys.modules:
+        # gRPC's C core writes its own lines (a TLS handshake that failed, a refused
+        # connection) to stderr before kraft's one line says the same thing better; silence
+        # it before grpc is first imported, unless the user chose a verbosity.
+        os.environ["GRPC_VERBOSITY"] = "NONE"
     from kraft.cluster.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)
@@ -98,9 +112,12 @@ def _main(argv: Sequence[str] | None) -> int:
         args.rest = extra  # the subcommand parses its own options
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from kraft.logs import configure_logging
+    from kraft.logs import configure_cli_logging, configure_logging
 
-    configure_logging(args.log_level)
+    if node:
+        configure_logging(args.log_level)
+    else:
+        configure_cli_logging(args.log_level)
     from storage.errors import KraftError
 
     try:
@@ -119,6 +136,17 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"kraft: error: {e}", file=sys.stderr)
         return 1
     return code
+
+
+def _command(argv: list[str]) -> str | None:
+    """The subcommand in ``argv`` (the first word after the global options), if any."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 if __name__ == "__main__":

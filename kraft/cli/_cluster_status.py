@@ -81,8 +81,8 @@ def collect_status(
     its ``metrics`` hold its figures (`kraft.metrics.scrape.node_view`), ``{"error": ...}``
     if it did not answer, None without an endpoint. The messages-in rate is measured against
     the watch's previous scrape, at least ``rate_interval`` seconds before (it waits)."""
+    from kraft.cli._exit_cause import gone_cause
     from kraft.cluster.health import EXITED, RUNNING, NodeProcess, check_cluster_health
-    from kraft.cluster.process import last_log_line
 
     logs = Path(info.get("data_dir") or ".") / "logs"
     nodes = []
@@ -90,8 +90,8 @@ def collect_status(
     for role, key in (("controller", "controllers"), ("broker", "brokers")):
         for n in info.get(key, []):
             pid = node_pid(info, role, n)
-            if pid != n.get("pid"):
-                n = {**n, "pid": pid, "restarted_by_hand": True}
+            if pid != n.get("pid"):  # the recorded exit was the old process's
+                n = {**n, "pid": pid, "restarted_by_hand": True, "exit": None}
             current[(role, n["id"])] = n
             alive = pid_alive(pid)
             log_path = logs / f"{role}-{n['id']}.log"
@@ -104,7 +104,7 @@ def collect_status(
                     process=RUNNING if alive else EXITED,
                     exit_detail=""
                     if alive
-                    else f"(pid {n.get('pid')}) is gone: {last_log_line(log_path)}",
+                    else f"(pid {n.get('pid')}) is gone: {n.get('exit') or gone_cause(log_path)}",
                 )
             )
     health = check_cluster_health(nodes, client, require_full_isr=True)

@@ -123,11 +123,14 @@ def parse_key_values(items: Sequence[str], flag: str) -> dict[str, str]:
 @contextmanager
 def reachable(where: str, timeout: float) -> Iterator[None]:
     """Turn "nobody answered before the deadline" into one line naming the addresses."""
+    from kraft.transport.unreachable import REFUSED_MARKER
     from storage.errors import NetworkError, NotControllerError, RequestTimedOutError
 
     try:
         yield
     except (NetworkError, RequestTimedOutError) as e:
+        if REFUSED_MARKER in e.message:  # known at once, and says so itself
+            raise NetworkError(f"cluster unreachable: {e.message}") from None
         detail = "connection refused" if "Connection refused" in e.message else e.message
         raise NetworkError(
             f"cluster unreachable: no answer from {where} within {timeout:g}s ({detail})"
@@ -250,6 +253,7 @@ class AdminSession:
                 timeout=self.timeout,
                 request_timeout=request_timeout,
                 tls=self.admin.tls,
+                fail_fast=True,
             )
             if controllers
             else None

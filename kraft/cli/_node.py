@@ -104,6 +104,32 @@ def check_directories(paths: Iterable[str | Path], what: str) -> None:
                 break
 
 
+def check_ports_free(listen: str, metrics_port: int) -> None:
+    """Refuse, in one line naming the port and its key, to start a node whose port something
+    else listens on: gRPC's own bind error comes later and says only "Failed to bind".
+
+    Raises:
+        OSError: ``listen`` (``listeners``) or ``metrics_port`` (``metrics.port``) is taken.
+    """
+    from kraft.cli._cluster_start import port_taken
+
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    wanted = [("listeners", host, int(port))] if port.isdigit() and int(port) > 0 else []
+    if metrics_port > 0:
+        wanted.append(("metrics.port", host, metrics_port))
+    for key, where, number in wanted:
+        try:
+            taken = port_taken(number, where)
+        except OSError:  # not an address of this machine: gRPC's bind says so
+            continue
+        if taken:
+            raise OSError(
+                f"cannot listen on {where}:{number} ({key}): the port is taken, something else "
+                f"listens there; stop it or set {key} to a free port"
+            )
+
+
 def write_pid_file(directory: Path) -> None:
     """Record this process's pid in ``directory`` (atomically), and remove it at exit if it
     still names this process."""

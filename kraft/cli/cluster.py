@@ -17,13 +17,14 @@ import fcntl
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kraft.arguments import positive_seconds
+from kraft.cli._cluster_detach import supervisor_argv as _supervisor_argv  # noqa: F401 (tests)
 from kraft.cli._cluster_status import (
     collect_status,
     metrics_urls,
@@ -140,7 +141,7 @@ def add_parser(sub: Any) -> None:
     )
     up_p.add_argument(
         "--wait-timeout",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         metavar="SECONDS",
         help="how long the cluster may take to become healthy (default 60)",
@@ -331,12 +332,31 @@ def up(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     if args.detach:
-        return _detach(args, data_dir)
+        from kraft.cli._cluster_detach import detach
+
+        return detach(args, data_dir)
     lock = _lock_data_dir(data_dir)
     try:
+        if not args.supervise:  # a detached supervisor: its parent checked
+            _preflight(args, data_dir)
         return _supervise(args, data_dir, view=not args.supervise)
     finally:
         os.close(lock)
+
+
+def _preflight(args: argparse.Namespace, data_dir: Path) -> None:
+    """Once the data directory is ours: refuse to leave an earlier run's nodes out, and pick
+    the ports (``args.base_port``), refusing taken ones (`kraft.cli._cluster_start`)."""
+    from kraft.cli._cluster_start import check_earlier_nodes, choose_base_port
+
+    check_earlier_nodes(data_dir, args.controllers, args.brokers)
+    args.base_port = choose_base_port(
+        args.controllers,
+        args.brokers,
+        metrics=args.metrics,
+        base_port=args.base_port,
+        kafka=not args.tls,  # LocalCluster's default: a Kafka listener per broker unless TLS
+    )
 
 
 class _Stop(BaseException):
@@ -348,9 +368,11 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
+    from kraft.cli._cluster_start import without_error_prefixes
     from kraft.cli._connect import parse_key_values
     from kraft.cli.cluster_env import tls_client_names
     from kraft.cluster import LocalCluster
+    from kraft.cluster.health import NodeExitedError
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
@@ -372,14 +394,21 @@ def _supervise(args: argparse.Namespace, data_dir: Path, *, view: bool) -> int:
     try:
         say(f"starting {args.controllers} controllers and {args.brokers} brokers in {data_dir}")
         cluster.start()
-        cluster.wait_until_healthy(timeout=args.wait_timeout)
+        try:
+            cluster.wait_until_healthy(timeout=args.wait_timeout)
+        except (NodeExitedError, TimeoutError) as e:
+            raise OSError(without_error_prefixes(str(e))) from None
         info = _cluster_info(cluster, data_dir)
         _write_info(data_dir, info)
         say(f"cluster healthy; bootstrap {info['bootstrap']}")
+
+        def record_exits() -> None:
+            _record_exits(cluster, info, data_dir, say)
+
         if view:
-            _live_view(info)
+            _live_view(info, record_exits)
         else:
-            _watch(info)
+            _watch(record_exits)
     except (_Stop, KeyboardInterrupt) as e:
         say(f"stopping ({e.args[0] if e.args else 'Ctrl-C'})")
     finally:
@@ -471,18 +500,40 @@ def _graceful_stop(cluster: LocalCluster, say: Callable[[str], None]) -> None:
             say(f"{name} stopped" + (f" (killing {', '.join(left)})" if left else ""))
 
 
-def _watch(info: dict[str, Any]) -> None:
+def _watch(record_exits: Callable[[], None]) -> None:
     """Detached: sleep until a signal; note nodes that die."""
-    dead: set[int] = set()
     while True:
         time.sleep(1.0)
-        for node in [*info["controllers"], *info["brokers"]]:
-            if node["id"] not in dead and not pid_alive(node["pid"]):
-                dead.add(node["id"])
-                _say(f"node {node['id']} (pid {node['pid']}) exited")
+        record_exits()
 
 
-def _live_view(info: dict[str, Any]) -> None:
+def _record_exits(
+    cluster: LocalCluster, info: dict[str, Any], data_dir: Path, say: Callable[[str], None]
+) -> None:
+    """Note in cluster.json (each node's ``exit``) why a node the supervisor started ended,
+    from its exit code: what ``kraft cluster status`` reports as its cause."""
+    from kraft.cli._exit_cause import exit_cause
+
+    changed = False
+    for role, key in (("controller", "controllers"), ("broker", "brokers")):
+        for node in info[key]:
+            if "exit" in node or pid_alive(node["pid"]):
+                continue
+            node_id = node["id"]
+            process = (
+                cluster.controller(node_id) if role == "controller" else cluster.broker(node_id)
+            )
+            if process.pid != node["pid"]:
+                continue
+            log_path = data_dir / "logs" / f"{role}-{node['id']}.log"
+            node["exit"] = exit_cause(process.wait_exit(0.0), log_path)
+            say(f"{role} {node['id']} (pid {node['pid']}) {node['exit']}")
+            changed = True
+    if changed:
+        _write_info(data_dir, info)
+
+
+def _live_view(info: dict[str, Any], record_exits: Callable[[], None]) -> None:
     from kraft.controller.client import ControllerClient
     from kraft.metrics.scrape import MetricsWatch
 
@@ -493,6 +544,7 @@ def _live_view(info: dict[str, Any]) -> None:
         info["controller_bootstrap"], timeout=2.0, request_timeout=1.0, tls=_info_tls(info)
     ) as c:
         while True:
+            record_exits()
             doc = collect_status(info, c, watch)
             text = render_status(doc, max_partitions=40 if tty else None)
             if tty:
@@ -505,145 +557,6 @@ def _live_view(info: dict[str, Any]) -> None:
                     print(time.strftime("-- %H:%M:%S --"), text, sep="\n", flush=True)
                     last = key
             time.sleep(1.0)
-
-
-# -- detach ------------------------------------------------------------------------------------
-
-
-def _supervisor_argv(args: argparse.Namespace, data_dir: Path) -> list[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "kraft.cli",
-        "cluster",
-        "up",
-        "--supervise",
-        "--controllers",
-        str(args.controllers),
-        "--brokers",
-        str(args.brokers),
-        "--data-dir",
-        str(data_dir),
-        "--wait-timeout",
-        str(args.wait_timeout),
-        "--node-log-level",
-        args.node_log_level,
-    ]
-    if args.base_port is not None:
-        argv += ["--base-port", str(args.base_port)]
-    if args.tls:
-        argv.append("--tls")
-    if getattr(args, "tls_clients", ""):
-        argv += ["--tls-clients", args.tls_clients]
-    if getattr(args, "authorizer", False):
-        argv.append("--authorizer")
-    if not args.metrics:
-        argv.append("--no-metrics")
-    for item in args.broker_config:
-        argv += ["--broker-config", item]
-    for item in args.controller_config:
-        argv += ["--controller-config", item]
-    return argv
-
-
-def _detach(args: argparse.Namespace, data_dir: Path) -> int:
-    from kraft.cli.cluster_env import identity_note
-    from kraft.cluster.process import PARENT_PID_ENV
-    from kraft.security.tls import security_exports
-
-    os.close(_lock_data_dir(data_dir))  # fail early; the supervisor takes the lock for good
-    log_path = data_dir / LOG_FILE
-    # NB: the supervisor must not die with us: drop any parent pid we inherited ourselves.
-    env = {k: v for k, v in os.environ.items() if k != PARENT_PID_ENV}
-    env["PYTHONUNBUFFERED"] = "1"
-    with log_path.open("ab") as log:
-        start = log.tell()
-        supervisor = subprocess.Popen(
-            _supervisor_argv(args, data_dir),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + args.wait_timeout + 15.0
-    try:
-        info = _wait_for_info(data_dir, supervisor, deadline)
-    except KeyboardInterrupt:
-        _stop_supervisor(supervisor)
-        raise
-    if info is None:
-        code = supervisor.poll()
-        if code is None:
-            _stop_supervisor(supervisor)
-            why = f"the cluster was not healthy within {args.wait_timeout:g}s"
-        else:
-            why = f"the cluster supervisor exited with code {code}"
-        _print_tail(log_path, start)
-        raise OSError(f"{why}; see {log_path}")
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    print(
-        f"Cluster up in the background: {len(info['controllers'])} controllers, "
-        f"{len(info['brokers'])} brokers (supervisor pid {info['supervisor_pid']}).\n"
-        f"  bootstrap:            {info['bootstrap']}\n"
-        f"  controller bootstrap: {info['controller_bootstrap']}\n"
-        + (
-            f"  Kafka bootstrap:      {info['kafka_bootstrap']} (any Kafka client)\n"
-            if info.get("kafka_bootstrap")
-            else ""
-        )
-        + f"  status and pids:      {data_dir / CLUSTER_FILE}\n"
-        f"  log:                  {log_path}\n"
-        f"Use it with:\n"
-        f"  export KRAFT_BOOTSTRAP={info['bootstrap']}\n"
-        f"  export KRAFT_BOOTSTRAP_CONTROLLER={info['controller_bootstrap']}\n"
-        + (
-            f"  export KAFKA_BOOTSTRAP_SERVERS={info['kafka_bootstrap']}\n"
-            if info.get("kafka_bootstrap")
-            else ""
-        )
-        + "".join(f"  export {line}\n" for line in security_exports(info.get("security", {})))
-        + identity_note(info, data_dir)
-        + "Stop it with:\n"
-        f"  kraft cluster down --data-dir {data_dir}"
-    )
-    return 0
-
-
-def _wait_for_info(
-    data_dir: Path, supervisor: subprocess.Popen[bytes], deadline: float
-) -> dict[str, Any] | None:
-    """cluster.json once the supervisor wrote it; None if it exited or time ran out."""
-    path = data_dir / CLUSTER_FILE
-    while time.monotonic() < deadline:
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            info: dict[str, Any] = json.loads(path.read_text())
-            if info.get("supervisor_pid") == supervisor.pid:
-                return info
-        if supervisor.poll() is not None:
-            return None
-        time.sleep(0.1)
-    return None
-
-
-def _stop_supervisor(supervisor: subprocess.Popen[bytes]) -> None:
-    supervisor.terminate()
-    try:
-        supervisor.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        supervisor.kill()
-        supervisor.wait()
-
-
-def _print_tail(log_path: Path, start: int, lines: int = 20) -> None:
-    with contextlib.suppress(OSError):
-        with log_path.open("rb") as f:
-            f.seek(start)
-            tail = f.read().decode(errors="replace").splitlines()[-lines:]
-        for line in tail:
-            print(f"  | {line}", file=sys.stderr)
 
 
 # -- down and status ---------------------------------------------------------------------------

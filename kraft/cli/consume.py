@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from kraft.arguments import non_negative_int, non_negative_seconds
+from kraft.arguments import non_negative_int, positive_seconds
 from kraft.cli._connect import add_bootstrap_arguments, broker_bootstrap, parse_key_values
 from kraft.cli.console_format import ENCODINGS, RecordFormatter
 
@@ -42,6 +42,23 @@ bytes); --json prints one object per record. --offset takes a number, earliest, 
 records) unless --from-beginning or --offset. Exits 0 after --max-messages records, or once
 no record arrived for --timeout seconds; otherwise it runs until Ctrl-C.
 """
+
+
+def idle_timeout(text: str) -> float:
+    """``--timeout``: seconds > 0 without a record before exiting. 0 is refused: it would end
+    before the first fetch came back and print "consumed 0 records" on a full topic (Kafka's
+    console consumer does just that with --timeout-ms 0; one clear line is kinder)."""
+    try:
+        zero = float(text) == 0
+    except ValueError:
+        zero = False
+    if zero:
+        raise argparse.ArgumentTypeError(
+            "0 would stop before the first record arrives; give the seconds without a record "
+            "after which to exit (e.g. --timeout 5), or leave --timeout out to read until Ctrl-C"
+        )
+    return positive_seconds(text)
+
 
 _METADATA_TIMEOUT_S = 10.0
 """How long to look for the topic before "cluster unreachable" / "unknown topic"."""
@@ -79,9 +96,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=non_negative_seconds,
+        type=idle_timeout,
         metavar="SECONDS",
-        help="exit once no record arrived for this long (default: wait forever)",
+        help="exit once no record arrived for this long, > 0 (default: wait forever)",
     )
     p.add_argument("--print-key", action="store_true", help="print.key=true")
     p.add_argument(
@@ -179,15 +196,17 @@ def run(args: argparse.Namespace) -> int:
         else:
             _assign(consumer, tps, start, from_beginning=args.from_beginning)
         last_record = time.monotonic()
+        polled = False
         try:
             while args.max_messages is None or consumed < args.max_messages:
                 wait = 1.0
                 if args.timeout is not None:
                     left = last_record + args.timeout - time.monotonic()
-                    if left <= 0:
+                    if left <= 0 and polled:
                         break
-                    wait = min(wait, left)
+                    wait = min(wait, max(left, 0.0))
                 records = consumer.poll(timeout=wait)
+                polled = True  # NB: at least one poll, however short --timeout is
                 if records:
                     last_record = time.monotonic()
                 for record in records:

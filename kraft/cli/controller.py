@@ -46,10 +46,11 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._node import write_pid_file
+    from kraft.cli._node import check_ports_free, write_pid_file
     from kraft.controller.node_config import ControllerNodeConfig
     from kraft.controller.server import run_controller
 
     config = ControllerNodeConfig.from_properties(properties_from_args(args))
+    check_ports_free(config.listen, config.metrics_port)
     write_pid_file(config.data_dir)  # `kraft cluster status|down` find a node restarted by hand
     return run_controller(config)

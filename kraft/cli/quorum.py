@@ -128,7 +128,9 @@ def _change(args: argparse.Namespace, *, add: bool) -> int:
     from kraft.security.tls import client_tls_from_env
 
     bootstrap = controller_bootstrap(args)
-    with ControllerClient(bootstrap, timeout=args.timeout, tls=client_tls_from_env()) as client:
+    with ControllerClient(
+        bootstrap, timeout=args.timeout, tls=client_tls_from_env(), fail_fast=True
+    ) as client:
         if add:
             client.add_raft_voter(args.controller_id, args.controller_address, timeout=args.timeout)
         else:
@@ -148,7 +150,9 @@ def describe(args: argparse.Namespace) -> int:
     from kraft.security.tls import client_tls_from_env
 
     bootstrap = controller_bootstrap(args)
-    with ControllerClient(bootstrap, timeout=args.timeout, tls=client_tls_from_env()) as client:
+    with ControllerClient(
+        bootstrap, timeout=args.timeout, tls=client_tls_from_env(), fail_fast=True
+    ) as client:
         quorum = client.describe_quorum()
     now_ms = time.time_ns() // 1_000_000
     doc: dict[str, Any] = {

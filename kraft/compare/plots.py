@@ -2,8 +2,9 @@
 
 - ``latency-slow-follower.png``: p50/p99/p99.9 produce latency over time per mode, the pause
   shaded, ISR shrink and expand marked;
-- ``throughput.png``: acknowledged records/s over time per mode in the slow-follower and
-  failures scenarios, faults shaded;
+- ``throughput.png``: acknowledged records/s over time of the fixed-rate probe, one panel per
+  scenario and mode, faults shaded and labelled, the offered rate drawn: availability over
+  time, not a throughput measurement (the report's steady-state table is one);
 - ``unavailability.png``: seconds without acknowledgements per mode and failure phase;
 - ``records-lost.png``: acknowledged records lost per mode and data-loss case.
 """
@@ -17,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 
 COLORS = {"isr-min2": "tab:blue", "isr-min1": "tab:green", "quorum": "tab:red"}
 
@@ -25,79 +27,127 @@ def _color(mode: str) -> str:
     return next((c for m, c in COLORS.items() if mode.startswith(m)), "tab:gray")
 
 
+FAULT_SHADES = {
+    "follower paused (SIGSTOP)": ("orange", 0.2),
+    "1 replica killed": ("red", 0.12),
+    "2 replicas killed": ("red", 0.28),
+}
+"""How each kind of fault is shaded, with its legend label."""
+
+
 def plot_all(results: dict[str, Any], out: Path) -> list[str]:
     """Write every plot the results allow; their file names."""
     s = results["scenarios"]
+    rate = float(results.get("timing", {}).get("rate_per_s", 0) or 0)
     written: list[str] = []
     for name, ok, draw in (
         ("latency-slow-follower.png", "modes" in s.get("slow-follower", {}), _latency),
         (
             "throughput.png",
             any("modes" in s.get(k, {}) for k in ("slow-follower", "failures")),
-            _throughput,
+            lambda scenarios: _throughput(scenarios, rate),
         ),
         ("unavailability.png", "modes" in s.get("failures", {}), _unavailability),
         ("records-lost.png", "data-loss" in s, _lost),
     ):
         if ok:
             fig = draw(s)
-            fig.savefig(out / name, dpi=110, bbox_inches="tight")
+            fig.savefig(out / name, dpi=110)
             plt.close(fig)
             written.append(name)
     return written
+
+
+def _shade(ax: Any, start: float, end: float, kind: str) -> None:
+    color, alpha = FAULT_SHADES[kind]
+    ax.axvspan(start, end, color=color, alpha=alpha, lw=0, label=kind)
 
 
 def _latency(s: dict[str, Any]) -> Any:
     r = s["slow-follower"]
     modes = r["modes"]
     fig, axes = plt.subplots(
-        len(modes), 1, figsize=(9, 2.6 * len(modes)), sharex=True, sharey=True, squeeze=False
+        len(modes),
+        1,
+        figsize=(9, 2.8 * len(modes) + 0.6),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    fig.suptitle(
+        f"slow follower: produce latency per mode, acks=all (follower {r['victim']} paused)",
+        fontsize=10,
     )
     for ax, (mode, m) in zip(axes[:, 0], modes.items(), strict=True):
         series = m["latency_series"]
         t = [p["t"] for p in series]
-        for key, style in (("p50_ms", "-"), ("p99_ms", "--"), ("p999_ms", ":")):
-            ax.plot(t, [p[key] for p in series], style, color=_color(mode), label=key[:-3])
-        ax.axvspan(
-            r["fault"]["start"], r["fault"]["end"], color="orange", alpha=0.2, label="paused"
-        )
+        _shade(ax, r["fault"]["start"], r["fault"]["end"], "follower paused (SIGSTOP)")
+        # NB: widest and palest first, so p99.9 is not hidden under p99 where they coincide.
+        for key, style, width, alpha in (
+            ("p999_ms", "-", 3.0, 0.35),
+            ("p99_ms", "--", 1.4, 1.0),
+            ("p50_ms", "-", 1.2, 1.0),
+        ):
+            label = {"p999_ms": "p99.9", "p99_ms": "p99", "p50_ms": "p50"}[key]
+            ax.plot(
+                t, [p[key] for p in series], style, color=_color(mode), lw=width, alpha=alpha,
+                label=label,
+            )  # fmt: skip
         for e in m["isr_events"][1:]:
             shrink = r["victim"] not in e["isr"]
             ax.axvline(e["t"], color="black" if shrink else "gray", ls="-." if shrink else ":")
             ax.annotate(
-                "ISR shrink" if shrink else "ISR expand",
-                (e["t"], 0.9),
+                " ISR shrink" if shrink else " ISR expand",
+                (e["t"], 0.92),
                 xycoords=("data", "axes fraction"),
-                fontsize=7,
+                fontsize=8,
             )
         ax.set_yscale("log")
-        ax.set_ylabel("latency ms")
-        ax.set_title(
-            f"{mode}: produce latency, acks=all (follower {r['victim']} paused)", fontsize=9
-        )
-        ax.legend(fontsize=7, loc="upper left")
+        ax.set_ylabel("latency ms (log)")
+        ax.set_title(mode, fontsize=9, loc="left")
+        ax.legend(fontsize=8, loc="lower left", ncols=4)  # the ISR marks are labelled on top
+    lowest = min(
+        (p["p50_ms"] for m in modes.values() for p in m["latency_series"] if p["p50_ms"] > 0),
+        default=1.0,
+    )
+    axes[0, 0].set_ylim(bottom=lowest / 5)  # shared: room for the legends under the lines
     axes[-1, 0].set_xlabel("seconds since the run started")
     return fig
 
 
-def _throughput(s: dict[str, Any]) -> Any:
+def _throughput(s: dict[str, Any], rate: float) -> Any:
+    """One panel per scenario and mode (small multiples: no line hides another), each with
+    the rate its probe offered: these are acknowledged records/s of a fixed, low load, i.e.
+    availability over time, not what a mode could sustain (the steady-state table is)."""
     parts = [k for k in ("slow-follower", "failures") if "modes" in s.get(k, {})]
-    fig, axes = plt.subplots(len(parts), 1, figsize=(9, 2.8 * len(parts)), squeeze=False)
-    for ax, part in zip(axes[:, 0], parts, strict=True):
+    panels = [(part, mode) for part in parts for mode in s[part]["modes"]]
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(9, 1.9 * len(panels) + 0.9), squeeze=False, layout="constrained"
+    )
+    fig.suptitle(
+        "records/s acknowledged of a probe at a fixed offered rate: availability over time, "
+        "not a throughput measurement",
+        fontsize=10,
+    )
+    for ax, (part, mode) in zip(axes[:, 0], panels, strict=True):
         r = s[part]
-        for mode, m in r["modes"].items():
-            series = m["throughput_series"]
-            ax.plot([p[0] for p in series], [p[1] for p in series], color=_color(mode), label=mode)
+        offered = min(rate, 100) if part == "failures" else rate
+        series = r["modes"][mode]["throughput_series"]
         if part == "slow-follower":
-            ax.axvspan(r["fault"]["start"], r["fault"]["end"], color="orange", alpha=0.2)
+            _shade(ax, r["fault"]["start"], r["fault"]["end"], "follower paused (SIGSTOP)")
         else:
-            shades = {"1 replica killed": 0.12, "2 replicas killed": 0.25}
             for p in r["phases"]:
-                if p["name"] in shades:
-                    ax.axvspan(p["start"], p["end"], color="red", alpha=shades[p["name"]])
-        ax.set_ylabel("acked records/s")
-        ax.set_title(f"{part}: acknowledged records/s (faults shaded)", fontsize=9)
-        ax.legend(fontsize=7, loc="lower left")
+                if p["name"] in FAULT_SHADES:
+                    _shade(ax, p["start"], p["end"], p["name"])
+        if offered:
+            ax.axhline(offered, color="gray", ls=":", lw=1, label=f"offered {offered:g}/s")
+        values = [p[1] for p in series]
+        ax.plot([p[0] for p in series], values, color=_color(mode), label=mode)
+        ax.set_ylim(0, 1.4 * max([*values, offered, 1.0]))  # room for the legend above the line
+        ax.set_ylabel("acked/s")
+        ax.set_title(f"{part}: {mode}", fontsize=9, loc="left")
+        ax.legend(fontsize=7, loc="upper right", ncols=4)
     axes[-1, 0].set_xlabel("seconds since the run started")
     return fig
 
@@ -106,46 +156,57 @@ def _unavailability(s: dict[str, Any]) -> Any:
     r = s["failures"]
     modes = list(r["modes"])
     phases = [p["phase"] for p in r["modes"][modes[0]]["phases"]]
-    fig, ax = plt.subplots(figsize=(9, 3.2))
+    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
     width = 0.8 / len(modes)
     for i, mode in enumerate(modes):
         values = [p["unavailable_s"] for p in r["modes"][mode]["phases"]]
         xs = [j + i * width for j in range(len(phases))]
-        ax.bar(xs, values, width, color=_color(mode), label=mode)
+        bars = ax.bar(xs, values, width, color=_color(mode), label=mode)
+        ax.bar_label(bars, fmt="%.1f", fontsize=8)  # a 0 shows as 0, not as a missing bar
     ax.set_xticks([j + width * (len(modes) - 1) / 2 for j in range(len(phases))], phases)
     ax.set_ylabel("seconds without acks")
-    ax.set_title("failures: acks=all unavailability per phase", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("failures: seconds without an acknowledged acks=all write, per phase", fontsize=10)
+    ax.legend(fontsize=8)
     return fig
 
 
 def _lost(s: dict[str, Any]) -> Any:
+    """Horizontal bars, one per case and mode, labelled in words at a readable size, coloured
+    by mode with a legend; the simulator's power-loss cases count batches, the others
+    records."""
     r = s["data-loss"]
-    labels: list[str] = []
-    values: list[int] = []
-    colors: list[str] = []
+    rows: list[tuple[str, int, str]] = []  # (label, value, mode)
     for mode, m in r.get("acks1_leader_kill", {}).get("modes", {}).items():
         for acks, c in m.items():
-            labels.append(f"leader kill\n{mode} {acks}")
-            values.append(c["lost"])
-            colors.append(_color(mode))
+            rows.append((f"leader killed, {acks}: {mode}", c["lost"], mode))
     for mode, c in r.get("unclean_election", {}).get("modes", {}).items():
-        labels.append("stale replica\n" + mode.replace(", ", "\n"))
-        values.append(c["lost"])
-        colors.append(_color(mode))
+        rows.append((f"stale replica elected: {mode}", c["lost"], mode))
     for mode, m in r.get("power_loss", {}).get("modes", {}).items():
         for key, case in (("last_standing", "last standing"), ("correlated", "correlated")):
             if key in m:
-                labels.append(f"power loss (sim)\n{case}\n{mode}\n(batches)")
-                values.append(m[key]["lost_acked_batches"])
-                colors.append(_color(mode))
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(labels)), 3.4))
-    bars = ax.bar(range(len(labels)), values, color=colors)
-    ax.bar_label(bars, fontsize=7)
-    ax.set_xticks(range(len(labels)), labels, fontsize=6)
-    ax.set_ylabel("acknowledged, then lost")
-    ax.set_title("acknowledged data lost", fontsize=9)
+                rows.append(
+                    (
+                        f"power loss, {case} (sim, batches): {mode}",
+                        m[key]["lost_acked_batches"],
+                        mode,
+                    )
+                )
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4), layout="constrained")
+    ys = list(range(len(rows)))[::-1]
+    bars = ax.barh(ys, [v for _, v, _ in rows], color=[_color(m) for _, _, m in rows])
+    ax.bar_label(bars, fontsize=8, padding=2)
+    ax.set_yticks(ys, [label for label, _, _ in rows], fontsize=8)
+    ax.set_xlabel("acknowledged, then lost (records; power loss: acks=all batches)")
+    ax.set_title("acknowledged data lost, per case and mode", fontsize=10)
+    seen = dict.fromkeys(_mode_family(m) for _, _, m in rows)
+    handles = [Patch(color=COLORS[f]) for f in seen if f in COLORS]
+    ax.legend(handles, [f for f in seen if f in COLORS], fontsize=8, loc="lower right")
+    ax.margins(x=0.08)
     return fig
+
+
+def _mode_family(mode: str) -> str:
+    return next((m for m in COLORS if mode.startswith(m)), mode)
 
 
 __all__ = ["plot_all"]

@@ -59,6 +59,7 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
             f'("{results["quorum_pending"][:160]}"). The figures below compare the ISR modes; '
             "the same command fills the quorum column once quorum topics exist.",
         ]
+    lines += ["", *_measures(results, plots)]
     for plot in plots:
         lines += ["", f"![{plot}]({plot})"]
     if "failures" in s:
@@ -77,6 +78,42 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
         lines += ["", "## Steady state", ""]
         lines += _steady(s["steady"])
     return "\n".join(lines) + "\n"
+
+
+_FIGURES = {
+    "latency-slow-follower.png": "produce latency percentiles (p50, p99, p99.9) of the "
+    "slow-follower probe, acks=all, over time, the pause shaded and the ISR changes marked",
+    "throughput.png": "the records/s each probe got acknowledged, over time, faults shaded, "
+    "the offered rate dotted: availability under the faults at a fixed low load, **not a "
+    "throughput measurement** (a mode's capacity is only in the steady-state table)",
+    "unavailability.png": "seconds of each failures phase with no acknowledged acks=all write",
+    "records-lost.png": "acknowledged records lost per case and mode (the simulator's "
+    "power-loss cases count acks=all batches, not records)",
+}
+
+
+def _measures(results: dict[str, Any], plots: list[str]) -> list[str]:
+    """The load each figure was measured at and what it measures: a probe's rate over time
+    is not a mode's throughput, and timings on a machine loaded above its CPU count are
+    inflated, which a reader must know before ranking the modes."""
+    rate = results.get("timing", {}).get("rate_per_s")
+    load = results.get("load_average_before") or []
+    cpus = results.get("cpus") or 0
+    lines = ["**Load and what each figure measures.**"]
+    if rate:
+        lines.append(
+            f"The slow-follower probe offers {rate:g} records/s per mode and the failures probe "
+            f"{min(rate, 100):g} records/s: low, fixed loads, so their records/s show when writes "
+            "were acknowledged, not how many a mode can take."
+        )
+    if load and cpus and max(load) > cpus:
+        lines.append(
+            f"The machine's load average was {load[0]:g} on {cpus} CPUs before the run: every "
+            "latency and rate here is inflated by waiting for a CPU, and a ratio between modes "
+            "from one such run is not a benchmark (`kraft bench produce` on a quiet machine is)."
+        )
+    lines += [f"`{p}`: {_FIGURES[p]}." for p in plots if p in _FIGURES]
+    return [" ".join(lines)]
 
 
 def _error(r: dict[str, Any]) -> list[str] | None:
@@ -345,7 +382,9 @@ def _steady(r: dict[str, Any]) -> list[str]:
     ]
     return [
         f"{r['records']:,} records of 100 B, acks=all, window 20,000, linger.ms=5 "
-        "(`kraft bench produce`'s harness); then 300 records one at a time.",
+        "(`kraft bench produce`'s harness); then 300 records one at a time. The only "
+        "throughput figures of this report, from one short run each: see the load above "
+        "before reading a ratio into them.",
         "",
         *_table(
             [
@@ -409,6 +448,13 @@ def summary_table(results: dict[str, Any]) -> str:
                 f"{m['last_standing']['lost_acked_batches']}, correlated "
                 f"{m['correlated']['lost_acked_batches']}"
             )
+    if any(row[-1] != "-" for row in rows):
+        load = results.get("load_average_before") or ["?"]
+        lines += [
+            "",
+            f"records/s: the steady state, one short run each, at load average {load[0]} on "
+            f"{results.get('cpus', '?')} CPUs (not a benchmark on a loaded machine)",
+        ]
     if lost:
         lines += ["", "acknowledged records lost: " + "; ".join(lost)]
     if results.get("quorum_pending"):

@@ -90,7 +90,8 @@ from kraft.transport.controller_codec import (
     decode_response,
     encode,
 )
-from kraft.transport.retry import retry_retriable
+from kraft.transport.retry import StopRetrying, retry_retriable
+from kraft.transport.unreachable import BootstrapRefusals
 from kraft.types import NodeId, Offset
 from storage.errors import (
     ErrorCode,
@@ -163,6 +164,9 @@ class ControllerClient:
         request_timeout: seconds one attempt may wait for one controller.
         peer: what the bootstrap addresses are, for error messages: ``"controller"``, or
             ``"broker"`` when they are brokers that forward to the controller (AdminClient).
+        fail_fast: give up at once with a `NetworkError` naming the addresses when none ever
+            answered and every one refused connections for a second
+            (`kraft.transport.unreachable`): what a client wants; a node keeps retrying.
     """
 
     def __init__(
@@ -173,8 +177,14 @@ class ControllerClient:
         request_timeout: float = 3.0,
         peer: str = "controller",
         tls: TlsConfig | None = None,
+        fail_fast: bool = False,
     ) -> None:
         self.addresses = parse_bootstrap_servers(bootstrap, "bootstrap controllers")
+        self._refusals = (
+            BootstrapRefusals(self.addresses, peer=peer, setting="the bootstrap addresses")
+            if fail_fast
+            else None
+        )
         self.peer = peer
         self.tls = tls
         """mTLS settings (`kraft.security.tls.client_tls`; a broker passes its node's)."""
@@ -427,9 +437,16 @@ class ControllerClient:
                 response, leader = self._attempt(
                     address, request, min(self.request_timeout, remaining)
                 )
-            except (NetworkError, RequestTimedOutError):
+            except (NetworkError, RequestTimedOutError) as e:
                 self._forget(address)
+                if self._refusals is not None:
+                    self._refusals.failed(address, e, time.monotonic())
+                    unreachable = self._refusals.verdict(time.monotonic())
+                    if unreachable is not None:
+                        raise StopRetrying(unreachable) from None
                 raise
+            if self._refusals is not None:
+                self._refusals.answered()
             not_controller = any(
                 code is ErrorCode.NOT_CONTROLLER for code, _ in _response_errors(response)
             )

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from kraft._generated import controller_pb2_grpc
-from kraft.controller.acl_control import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from kraft.controller.acl_control import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.limits import (
     reject_create_partitions,
@@ -45,13 +52,19 @@ from kraft.transport.controller_codec import (
     decode,
     encode_response,
 )
-from storage.errors import KraftError
+from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
     from kraft.controller.server import ControllerServer
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
+
+SECURITY_DISABLED_MESSAGE = (
+    "no authorizer is configured on the cluster, so ACLs would not be enforced: set "
+    "authorizer.class.name on every node (kraft cluster up --tls --authorizer)"
+)
+"""The answer to an ACL request on a cluster without an authorizer (SECURITY_DISABLED)."""
 
 OFF_LOOP_DECODE_BYTES = 256 * 1024
 """A request at least this large is decoded (and checked against `kraft.controller.limits`)
@@ -245,6 +258,20 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             _now(s.describe_configs),
         )
 
+    def _security_disabled(self, response_cls: type[Resp]) -> Callable[[object], Resp | None]:
+        """Kafka's ControllerApis answers every ACL request SECURITY_DISABLED when no
+        authorizer is configured: an ACL stored there would be enforced by nobody."""
+        enabled = self._server.config.authorization.enabled
+
+        def reject(_request: object) -> Resp | None:
+            if enabled:
+                return None
+            return response_cls(  # type: ignore[call-arg]
+                error_code=ErrorCode.SECURITY_DISABLED, error_message=SECURITY_DISABLED_MESSAGE
+            )
+
+        return reject
+
     async def CreateAcls(self, request: Any, context: Any) -> Any:
         s = self._server
         return await self._call(
@@ -252,6 +279,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             context,
             CreateAclsRequest,
             lambda r: s.submit(r, lambda c: c.handle_create_acls_request),
+            self._security_disabled(CreateAclsResponse),
         )
 
     async def DeleteAcls(self, request: Any, context: Any) -> Any:
@@ -261,11 +289,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             context,
             DeleteAclsRequest,
             lambda r: s.submit(r, lambda c: c.handle_delete_acls_request),
+            self._security_disabled(DeleteAclsResponse),
         )
 
     async def DescribeAcls(self, request: Any, context: Any) -> Any:
         s = self._server
-        return await self._call(request, context, DescribeAclsRequest, _now(s.describe_acls))
+        return await self._call(
+            request,
+            context,
+            DescribeAclsRequest,
+            _now(s.describe_acls),
+            self._security_disabled(DescribeAclsResponse),
+        )
 
 
 def _decode_and_check(
@@ -285,4 +320,4 @@ def _now(fn: Callable[[Req], Resp]) -> Callable[[Req], Awaitable[Resp]]:
     return run
 
 
-__all__ = ["OFF_LOOP_DECODE_BYTES", "ControllerServicer"]
+__all__ = ["OFF_LOOP_DECODE_BYTES", "SECURITY_DISABLED_MESSAGE", "ControllerServicer"]

@@ -27,13 +27,23 @@ R = TypeVar("R")
 Wait = Callable[[RetryCallState], float]
 
 
+class StopRetrying(Exception):
+    """Raised by an attempt to end the loop at once with ``error``, retriable or not (a
+    definite answer such as every bootstrap address refusing connections)."""
+
+    def __init__(self, error: KraftError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 def retry_retriable(attempt: Callable[[], R], *, timeout_s: float, wait: Wait | None = None) -> R:
     """Call ``attempt`` until it returns, retrying retriable `KraftError`s with ``wait``
     (default: exponential backoff with jitter, 50 ms doubling up to 1 s) until ``timeout_s``.
 
     Raises:
         KraftError: a non-retriable error at once; the last retriable one, its message
-            extended with "gave up after N attempts in X s", once the deadline passed.
+            extended with "gave up after N attempts in X s", once the deadline passed; the
+            error of a `StopRetrying` an attempt raised, as it is.
     """
     started = time.monotonic()
     attempts = 0
@@ -51,6 +61,8 @@ def retry_retriable(attempt: Callable[[], R], *, timeout_s: float, wait: Wait | 
     )
     try:
         return retrying(counted)
+    except StopRetrying as stop:
+        raise stop.error from None
     except KraftError as e:
         if not e.retriable:
             raise
@@ -63,4 +75,4 @@ def retry_retriable(attempt: Callable[[], R], *, timeout_s: float, wait: Wait | 
         raise error_for(e.code, message) from None
 
 
-__all__ = ["Wait", "retry_retriable"]
+__all__ = ["StopRetrying", "Wait", "retry_retriable"]

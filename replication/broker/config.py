@@ -91,7 +91,8 @@ class KafkaListenerSpec:
 
 
 def parse_listeners(spec: str) -> list[tuple[str, str]]:
-    """``NAME://host:port,...`` as (NAME, host:port) pairs, names upper-cased.
+    """``NAME://host:port,...`` as (NAME, host:port) pairs, names upper-cased; a first entry
+    without a name (``host:port``, as kraft's one-listener configs have it) is PLAINTEXT.
 
     Raises:
         InvalidConfigError: an entry has no name, or a name repeats.
@@ -101,6 +102,8 @@ def parse_listeners(spec: str) -> list[tuple[str, str]]:
         entry = raw.strip()
         if not entry:
             continue
+        if not out and "://" not in entry:  # kraft's older one-listener form: HOST:PORT
+            entry = f"PLAINTEXT://{entry}"
         name, sep, address = entry.partition("://")
         if not sep or not name.strip():
             raise InvalidConfigError(f"listeners: {entry!r} is not NAME://host:port")

@@ -113,7 +113,7 @@ class AdminClient:
         ssl_certfile: str | None = None,
         ssl_keyfile: str | None = None,
     ) -> None:
-        ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        ensure_configured()  # no output unless the application configures logging
         self.tls = ClientSecurity(
             security_protocol=security_protocol,
             ssl_cafile=ssl_cafile or "",
@@ -121,7 +121,12 @@ class AdminClient:
             ssl_keyfile=ssl_keyfile or "",
         ).tls()
         self._client = ControllerClient(
-            bootstrap, timeout=timeout, request_timeout=request_timeout, peer="broker", tls=self.tls
+            bootstrap,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            peer="broker",
+            tls=self.tls,
+            fail_fast=True,
         )
         self._timeout = timeout
         self._broker_network = BrokerNetwork(

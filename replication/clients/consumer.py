@@ -114,7 +114,7 @@ class Consumer:
         network: BrokerNetwork | None = None,
         **options: Any,
     ) -> None:
-        ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        ensure_configured()  # no output unless the application configures logging
         self.config = config = ConsumerConfig.create(options)
         self._clock = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._network = network or BrokerNetwork(
@@ -442,6 +442,9 @@ class Consumer:
                 timeout_s=min(self.config.request_timeout_ms / 1000, 2.0),
             )
         except KraftError as e:
+            unreachable = self._network.unreachable()
+            if unreachable is not None:  # nothing listens at any bootstrap address
+                raise unreachable from None
             log.warning("metadata_refresh_failed", error=str(e))
             return
         metadata.update(response, self._clock())

@@ -165,8 +165,8 @@ class GroupClient:
                 address = self.coordinator(remaining)
                 code = attempt(address)
             except KraftError as e:
-                if not e.retriable:
-                    raise
+                if not e.retriable or self.network.unreachable() is not None:
+                    raise  # NB: nothing listens at any bootstrap address: no use waiting
                 code, last = e.code, e.message[:200]
             if code is None:
                 return

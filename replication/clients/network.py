@@ -38,7 +38,8 @@ from kraft.transport.channels import (
     parse_bootstrap_servers,
     translate_rpc_error,
 )
-from kraft.transport.retry import retry_retriable
+from kraft.transport.retry import StopRetrying, retry_retriable
+from kraft.transport.unreachable import BootstrapRefusals
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
 from storage.errors import (
@@ -92,6 +93,7 @@ class BrokerNetwork:
         self._last_good: str | None = None
         self._suspects: set[str] = set()
         self._closed = False
+        self._refusals = BootstrapRefusals(self.bootstrap, peer="broker")
 
     # -- suspects ------------------------------------------------------------------------------
 
@@ -105,12 +107,24 @@ class BrokerNetwork:
     def is_suspect(self, address: str) -> bool:
         return address in self._suspects
 
+    @property
+    def ever_answered(self) -> bool:
+        """Whether any broker ever answered a call of this client."""
+        return self._refusals.has_answered
+
+    def unreachable(self) -> NetworkError | None:
+        """The error to give up with when no broker ever answered and every bootstrap address
+        refused connections (`kraft.transport.unreachable`); None otherwise."""
+        return self._refusals.verdict(time.monotonic())
+
     def _note_outcome(self, address: str, error: KraftError | None) -> None:
         if error is None:
+            self._refusals.answered()
             if address in self._suspects:
                 with self._lock:
                     self._suspects.discard(address)
         elif isinstance(error, _TRANSPORT_ERRORS):
+            self._refusals.failed(address, error, time.monotonic())
             self.mark_suspect(address)
 
     def close(self) -> None:
@@ -234,6 +248,8 @@ class BrokerNetwork:
         the response) are retried with backoff until ``timeout_s``.
 
         Raises:
+            NetworkError: at once when no broker ever answered and every bootstrap address
+                has refused connections for a second (`unreachable`).
             KraftError: a non-retriable error at once, a retriable one when time is up.
         """
         candidates = list(dict.fromkeys([*self.bootstrap, *addresses]))
@@ -242,9 +258,15 @@ class BrokerNetwork:
         def attempt() -> R:
             address = self._pick(candidates)
             remaining = max(0.05, timeout_s - (time.monotonic() - started))
-            response = self.call(
-                address, method, request, response_cls, min(self.request_timeout_s, remaining)
-            )
+            try:
+                response = self.call(
+                    address, method, request, response_cls, min(self.request_timeout_s, remaining)
+                )
+            except KraftError:
+                unreachable = self.unreachable()
+                if unreachable is not None:
+                    raise StopRetrying(unreachable) from None
+                raise
             if check is not None:
                 check(response)
             with self._lock:

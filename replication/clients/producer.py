@@ -116,7 +116,7 @@ class Producer(ProducerSender):
         network: BrokerNetwork | None = None,
         **options: Any,
     ) -> None:
-        ensure_configured()  # warning-level logs to stderr unless the app set structlog
+        ensure_configured()  # no output unless the application configures logging
         self.config = config = ProducerConfig.create(options)
         self._clock = clock_ms
         self._time_ns = time.time_ns if clock_ms is wall_clock_ms else None  # send(): no call
@@ -143,6 +143,7 @@ class Producer(ProducerSender):
         self._wakeup = threading.Event()
         self._in_flight = InFlightRequests()  # under the lock
         self._last_stall_refresh_ms = 0
+        self._retry_noted = {}
         self._topics: dict[str, TopicState] = {}
         self._max_record_size = config.max_request_size
         self.produce_requests_sent = 0
@@ -376,7 +377,16 @@ class Producer(ProducerSender):
                 code = snapshot.topic_errors.get(topic)
                 if code is not None and not error_for(code).retriable:
                     return 0, error_for(code, f"topic {topic}: {code.name}")
+                unreachable = self._network.unreachable()
+                if unreachable is not None:
+                    return 0, unreachable
                 left = deadline - time.monotonic()
+                if left <= 0 and not self._network.ever_answered:
+                    return 0, NetworkError(
+                        f"no broker answered at {', '.join(self._network.bootstrap)} within "
+                        f"max.block.ms ({self.config.max_block_ms} ms); check "
+                        "bootstrap.servers and that the cluster runs"
+                    )
                 if left <= 0:
                     return 0, UnknownTopicOrPartitionError(
                         f"topic {topic} not present in metadata after {self.config.max_block_ms} ms"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import structlog
 
+from kraft.types import TopicPartition
 from replication.clients.accumulator import Drained, RecordAccumulator
 from replication.clients.batch import ProducerBatch
 from replication.clients.config import ProducerConfig
@@ -51,6 +52,8 @@ class ProducerSender:
     _wakeup: threading.Event
     _in_flight: InFlightRequests
     _last_stall_refresh_ms: int
+    _retry_noted: dict[TopicPartition, ErrorCode]
+    """Per partition, the error whose retries were last announced (`_note_retry`)."""
     produce_requests_sent: int
     produce_batches_sent: int
     _fatal: KraftError | None
@@ -320,10 +323,9 @@ class ProducerSender:
                 if action in (ProduceAction.RETRY, ProduceAction.RETRY_REFRESH_METADATA):
                     self._accumulator.reenqueue(batch, now)
                     refresh |= action is ProduceAction.RETRY_REFRESH_METADATA
-                    log.debug(
-                        "produce_retried", tp=str(tp), error=code.name, attempt=batch.attempts
-                    )
+                    self._note_retry(tp, code, message, batch.attempts)
                     continue
+                self._retry_noted.pop(tp, None)
                 self._accumulator.on_done(batch)
                 if action is ProduceAction.COMPLETE:
                     if idempotent and state is not None:
@@ -346,6 +348,24 @@ class ProducerSender:
         for batch in aborted:
             batch.result.complete(-1, -1, self._fatal)
         self._wakeup.set()
+
+    def _note_retry(self, tp: TopicPartition, code: ErrorCode, message: str, attempt: int) -> None:
+        """Say once, at warning, that a partition's batches are being retried and why (as
+        Kafka's Sender warns "retrying ... Error: NOT_ENOUGH_REPLICAS"): the wait until
+        ``delivery.timeout.ms`` is long and its cause known at once. Again only when the
+        error changes; every retry at debug."""
+        if self._retry_noted.get(tp) is code:
+            log.debug("produce_retried", tp=str(tp), error=code.name, attempt=attempt)
+            return
+        self._retry_noted[tp] = code
+        why = message or code.name
+        log.warning(
+            "produce_retrying",
+            tp=str(tp),
+            error=code.name,
+            message=f"{tp.topic}-{tp.partition}: {why} ({code.name}); the producer retries "
+            f"until delivery.timeout.ms ({self.config.delivery_timeout_ms} ms) runs out",
+        )
 
     def _fail_fatally(self, error: KraftError) -> None:
         with self._lock:

@@ -340,6 +340,41 @@ def test_unreachable_cluster_fails_fast(cluster: Cluster) -> None:
         assert time.monotonic() - started < 15
 
 
+def test_acls_without_an_authorizer_are_refused_as_security_disabled(cluster: Cluster) -> None:
+    """Issue 30: "added 4 ACL(s)" on a cluster that enforces none; Kafka answers every ACL
+    request SECURITY_DISABLED when no authorizer is configured."""
+    selectors = ("--topic", "orders", "--operation", "Read")
+    for action, extra in (
+        ("add", ("--allow-principal", "User:CN=alice", *selectors)),
+        ("list", ()),
+        ("remove", selectors),
+    ):
+        started = time.monotonic()
+        out = kraft("acls", action, *extra, env=cluster.env)
+        one_line_error(out, "SECURITY_DISABLED", "authorizer.class.name", "--authorizer")
+        assert out.returncode == 1 and time.monotonic() - started < 15, action
+
+
+def test_a_tls_client_of_a_plaintext_cluster_gets_kraft_line_only(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Issue 30: gRPC's C-core "Handshake failed" lines came before kraft's own line."""
+    made = json.loads(
+        cluster.run(
+            "certs", "create", "--out", str(tmp_path), "--clients", "alice", "--json"
+        ).stdout
+    )
+    tls = {
+        "KRAFT_SECURITY_PROTOCOL": "SSL",
+        "KRAFT_SSL_CAFILE": made["ca"],
+        "KRAFT_SSL_CERTFILE": made["clients"]["alice"]["cert"],
+        "KRAFT_SSL_KEYFILE": made["clients"]["alice"]["key"],
+    }
+    for args, stdin in ((("topics", "list"), None), (("produce", "orders"), "x\n")):
+        out = kraft(*args, stdin=stdin, env={**cluster.env, **tls})
+        one_line_error(out, "TLS", "SSL_AUTHENTICATION_FAILED")  # one line: no C-core noise
+
+
 def test_delete_topic(cluster: Cluster) -> None:
     cluster.run("topics", "create", "doomed", "--partitions", "1", "--replication-factor", "1")
     assert "Deleted topic doomed" in cluster.run("topics", "delete", "doomed").stdout
@@ -390,9 +425,17 @@ def test_a_broker_restarted_by_hand_is_seen_by_status(cluster: Cluster) -> None:
     """Kill a broker the supervisor started and start it again by hand, as an operator would
     (``kraft broker --config DIR/config/broker-103.properties``): ``cluster status`` reports
     the new process, and ``cluster down`` (the next test) stops it too."""
+    from replication.clients import AdminClient
+
+    with AdminClient(cluster.info["bootstrap"]) as admin:  # led by 103, ISR {103, 101}
+        admin.create_topic(
+            "acked-by-two", assignments=[[103, 101]], config={"min.insync.replicas": "2"}
+        )
     (broker,) = [b for b in cluster.info["brokers"] if b["id"] == 103]
     os.kill(broker["pid"], 9)
     assert wait_gone([broker["pid"]]) == []
+    _status_names_the_kill(cluster)
+    _a_producer_says_why_it_retries(cluster)
     config = cluster.data_dir / "config" / "broker-103.properties"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")}
     process = subprocess.Popen(
@@ -415,9 +458,67 @@ def test_a_broker_restarted_by_hand_is_seen_by_status(cluster: Cluster) -> None:
     assert seen[0]["restarted_by_hand"] is True
 
 
+def _status_names_the_kill(cluster: Cluster) -> None:
+    """Issue 30: status gave the killed broker's last info line as its cause of death."""
+    deadline = time.monotonic() + 30
+    while True:
+        doc = json.loads(
+            kraft("cluster", "status", "--data-dir", str(cluster.data_dir), "--json").stdout
+        )
+        gone = [p for p in doc["problems"] if p.startswith("broker 103 ")]
+        if gone and "killed by SIGKILL" in gone[0]:
+            return
+        assert time.monotonic() < deadline, doc["problems"]
+        time.sleep(0.5)
+
+
+def _a_producer_says_why_it_retries(cluster: Cluster) -> None:
+    """Issue 30: acks=all with the ISR below min.insync.replicas was silent for 31 s before
+    its error: now a warning says at once that it retries, and why."""
+    deadline = time.monotonic() + 60
+    while "Isr: 101\t" not in cluster.run("topics", "describe", "acked-by-two").stdout:
+        assert time.monotonic() < deadline, "103 never left the ISR"
+        time.sleep(0.5)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAFT_")} | cluster.env
+    argv = ["produce", "acked-by-two", "--acks", "all", "--timeout", "60"]
+    started = time.monotonic()
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "kraft.cli", *argv],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert producer.stdin is not None and producer.stderr is not None
+    producer.stdin.write("x\n")
+    producer.stdin.close()
+    try:
+        first = producer.stderr.readline()
+        elapsed = time.monotonic() - started
+    finally:
+        producer.kill()
+        producer.wait()
+    assert first.startswith("kraft: warning: acked-by-two-0: "), first
+    assert "NOT_ENOUGH_REPLICAS" in first and "min.insync.replicas=2" in first, first
+    assert "retries until delivery.timeout.ms" in first and elapsed < 20, (first, elapsed)
+
+
 def test_cluster_down_leaves_no_process_behind(cluster: Cluster) -> None:
     out = kraft("cluster", "down", "--data-dir", str(cluster.data_dir))
     assert out.returncode == 0, out.stderr
     assert wait_gone(all_pids(cluster.info) + HAND_STARTED) == []
     assert not (cluster.data_dir / "cluster.json").exists()
     one_line_error(kraft("cluster", "status", "--data-dir", str(cluster.data_dir)), "no cluster")
+
+
+def test_restarting_the_data_dir_with_fewer_nodes_says_which_at_once(cluster: Cluster) -> None:
+    """Issue 30: the 3+3 data directory started as 1+1 waited the whole --wait-timeout."""
+    started = time.monotonic()
+    out = kraft(
+        "cluster", "up", "--controllers", "1", "--brokers", "1", "--detach",
+        "--data-dir", str(cluster.data_dir),
+    )  # fmt: skip
+    one_line_error(
+        out, "controller 2, controller 3, broker 102, broker 103", "--controllers 3 --brokers 3"
+    )
+    assert time.monotonic() - started < 15 and not (cluster.data_dir / "cluster.json").exists()

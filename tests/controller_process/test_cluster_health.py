@@ -141,7 +141,8 @@ def test_unreachable_controllers_are_a_problem_not_an_exception() -> None:
 
 def test_cluster_status_uses_the_same_check_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "broker-102.log").write_text('{"event": "first"}\n{"event": "last"}\n')
+    error = '{"event": "disk_failed", "level": "error"}'
+    (tmp_path / "logs" / "broker-102.log").write_text(f'{error}\n{{"event": "last"}}\n')
     info = {
         "data_dir": str(tmp_path),
         "controllers": [{"id": 1, "address": "c1", "pid": None}],
@@ -149,7 +150,9 @@ def test_cluster_status_uses_the_same_check_and_says_why(tmp_path: Path) -> None
     }
     doc = collect_status(info, cluster_view())  # type: ignore[arg-type]
     assert doc["healthy"] is False
-    assert 'broker 102 (pid None) is gone: {"event": "last"}' in doc["problems"]
+    # The last error in its log, not its last line (issue 30: an ordinary event read as the
+    # cause of death).
+    assert f"broker 102 (pid None) is gone: its last error: {error}" in doc["problems"]
     text = render_status(doc)
     assert "DEGRADED" in text and "Not healthy because:" in text
-    assert '  - broker 102 (pid None) is gone: {"event": "last"}' in text
+    assert f"  - broker 102 (pid None) is gone: its last error: {error}" in text
