@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,9 +118,15 @@ def require(jar_set: JarSet) -> JarSet:
     return jar_set
 
 
-def fetch(jar_set: JarSet, *, timeout: float = FETCH_TIMEOUT_S) -> bool:
+def fetch(
+    jar_set: JarSet,
+    *,
+    timeout: float = FETCH_TIMEOUT_S,
+    maven_options: Sequence[str] = (),
+) -> bool:
     """Copy the set's jars and their runtime dependencies from Maven Central into its
-    directory, unless it is complete already; whether it downloaded.
+    directory, unless it is complete already; whether it downloaded. ``maven_options`` go to
+    Maven as they are (``--offline``).
 
     Raises:
         PeerToolError: no Maven or Java, or Maven failed (the registry refused, no network):
@@ -141,6 +148,7 @@ def fetch(jar_set: JarSet, *, timeout: float = FETCH_TIMEOUT_S) -> bool:
         "--batch-mode",
         "--quiet",
         "-Dstyle.color=never",
+        *maven_options,
         "--file",
         str(POM),
         "--activate-profiles",

@@ -57,7 +57,8 @@ def _replication(brokers: int) -> tuple[int, int]:
 
 
 def shared_properties(brokers: int) -> dict[str, str]:
-    """Topic defaults, which both roles read (the controller at creation and elections)."""
+    """Topic defaults, which both roles read (the controller at creation and elections), and
+    the broker heartbeat."""
     _, min_insync = _replication(brokers)
     return {
         "log.segment.bytes": _topic_default("segment.bytes"),
@@ -67,6 +68,9 @@ def shared_properties(brokers: int) -> dict[str, str]:
         "log.message.timestamp.after.max.ms": _topic_default("message.timestamp.after.max.ms"),
         "unclean.leader.election.enable": _topic_default("unclean.leader.election.enable"),
         "min.insync.replicas": str(min_insync),
+        # At most half the controllers' broker.session.timeout.ms: Kafka checks it in both
+        # roles' configs.
+        "broker.heartbeat.interval.ms": _node_default("broker.heartbeat.interval.ms"),
     }
 
 
@@ -75,8 +79,6 @@ def controller_only_properties(brokers: int) -> dict[str, str]:
     replication, _ = _replication(brokers)
     return {
         "broker.session.timeout.ms": _node_default("broker.session.timeout.ms"),
-        # At most half the session timeout: Kafka checks it in both roles' configs.
-        "broker.heartbeat.interval.ms": _node_default("broker.heartbeat.interval.ms"),
         "num.partitions": _node_default("num.partitions"),
         "default.replication.factor": str(replication),
     }
