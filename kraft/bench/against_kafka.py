@@ -5,9 +5,10 @@ brokers each, Kafka's settings taken from kraft's) run side by side. Each gets t
 (6 partitions, RF=3, ``min.insync.replicas=2``) and the same workload, in alternated runs
 (kraft, Kafka, Kafka, kraft, ...: the order flips every round, so neither always runs on a
 machine warmed or loaded by the other), after one untimed warm-up run on each (a fresh JVM
-runs its first records interpreted, and compiles them on the same cores): produce ``--records`` records of ``--record-size``
-bytes with acks=all (idempotent), ``--linger-ms``, ``--batch-size`` and at most ``--window``
-unacknowledged; or consume them back from the beginning (filled untimed first).
+runs its first records interpreted, and compiles them on the same cores): produce
+``--records`` records of ``--record-size`` bytes with acks=all (idempotent), ``--linger-ms``,
+``--batch-size`` and at most ``--window`` unacknowledged; or consume them back from the
+beginning (filled untimed first).
 
 The clients: Kafka's side is librdkafka (confluent-kafka) with the same settings; kraft's side
 is kraft's own client, until kraft speaks the Kafka protocol (then librdkafka drives both).
