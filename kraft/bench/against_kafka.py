@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraft.bench.cpu import _process_cpu_s
 from kraft.bench.produce_consume import (
@@ -43,6 +43,9 @@ from kraft.bench.produce_consume import (
     ensure_topic,
     produce,
 )
+
+if TYPE_CHECKING:
+    from kraft.peer import KafkaCluster
 
 MIN_INSYNC_REPLICAS = 2
 SYSTEMS = ("kraft", "kafka")
@@ -251,7 +254,8 @@ def _one(args: argparse.Namespace, system: str, bootstrap: str, topic: str) -> d
     return run | {"client": "kraft"}
 
 
-def run_against(args: argparse.Namespace) -> dict[str, Any]:
+def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> dict[str, Any]:
+    """Start both clusters (or use ``kafka``, a running one: the suite's) and run the rounds."""
     from kraft import LocalCluster
     from kraft.peer import KafkaCluster
 
@@ -271,7 +275,9 @@ def run_against(args: argparse.Namespace) -> dict[str, Any]:
     }
     say("starting kraft (3 controllers, 3 brokers) and Apache Kafka (3 controllers, 3 brokers)")
     began = time.monotonic()
-    with LocalCluster(3, 3) as kraft_cluster, KafkaCluster(3, 3) as kafka_cluster:
+    with contextlib.ExitStack() as stack:
+        kraft_cluster = stack.enter_context(LocalCluster(3, 3))
+        kafka_cluster = kafka or stack.enter_context(KafkaCluster(3, 3))
         kraft_cluster.wait_until_healthy(timeout=120)
         result["kafka_version"] = kafka_cluster.version
         result["startup_s"] = {
