@@ -70,7 +70,8 @@ def add_parser(sub: Any) -> None:
         "up",
         help="start controllers and brokers in the background; return once they serve",
         description="Format KRaft storage and start Kafka's controllers and brokers (one JVM "
-        "each) on loopback; return once every broker lists every broker.",
+        "each) on loopback; return once every broker lists every broker. Fetches Kafka's jars "
+        "first if they are not in the cache.",
         epilog=(
             "example:\n  kraft peer kafka up --controllers 3 --brokers 3 --data-dir /tmp/kafka\n"
             "\nPrints the bootstrap (bootstrap.servers for any Kafka client). DIR holds\n"
@@ -195,7 +196,7 @@ def _ours(pid: int) -> bool:
 
 def up(args: argparse.Namespace) -> int:
     from kraft.cli._connect import parse_key_values
-    from kraft.peer.jars import PeerToolError, find_java, kafka_jars, require
+    from kraft.peer.jars import PeerToolError, fetch, find_java, kafka_jars
 
     if args.controllers < 1 or args.brokers < 1:
         return _fail("--controllers and --brokers must be >= 1")
@@ -203,7 +204,10 @@ def up(args: argparse.Namespace) -> int:
     parse_key_values(args.controller_config, "--controller-config")
     try:
         find_java()
-        require(kafka_jars())
+        jar_set = kafka_jars()
+        if not jar_set.complete and not args.supervise:
+            print(f"fetching Apache Kafka {jar_set.version} into {jar_set.directory} (once)")
+            fetch(jar_set)
     except PeerToolError as e:
         return _fail(e)
     data_dir = Path(args.data_dir).resolve()
