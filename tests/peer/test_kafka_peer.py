@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -15,6 +16,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from kraft.peer import KafkaCluster
 from kraft.peer.kafka import CLUSTER_FILE
+from kraft.peer.probe import listed_brokers
 from kraft.peer.tools import tool_command
 from storage.config_registry import TOPIC_KEYS
 
@@ -150,3 +152,58 @@ def test_kafka_console_producer_and_consumer_round_trip(kafka_peer: KafkaCluster
     )
     assert consumed.returncode == 0, consumed.stderr[-2000:]
     assert sorted(consumed.stdout.splitlines()) == sorted(lines)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_kraft_peer_kafka_up_and_down(tmp_path: Path) -> None:
+    """The command line: ``up`` returns once the brokers serve, with cluster.json written;
+    ``down`` stops every JVM and the supervisor and keeps the data."""
+    from tests.kafka_peer import kafka_peer_unavailable
+
+    reason = kafka_peer_unavailable()
+    if reason is not None:
+        pytest.skip(f"no Apache Kafka peer: {reason}")
+    data_dir = tmp_path / "kafka"
+
+    def kraft(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kraft.cli",
+                "peer",
+                "kafka",
+                *args,
+                "--data-dir",
+                str(data_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+    up = kraft("up", "--controllers", "1", "--brokers", "1", "--json")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        info = json.loads(up.stdout)
+        assert info == json.loads((data_dir / CLUSTER_FILE).read_text())
+        [broker] = info["brokers"]
+        assert listed_brokers(info["bootstrap"].split(",")[0]) == {101: broker["address"]}
+        again = kraft("up")
+        assert again.returncode == 1 and "already running" in again.stderr
+    finally:
+        down = kraft("down")
+    assert down.returncode == 0, down.stderr
+    pids = [info["supervisor_pid"], info["controllers"][0]["pid"], broker["pid"]]
+    assert not [p for p in pids if _running(p)]
+    assert not (data_dir / CLUSTER_FILE).exists()
+    assert (data_dir / "broker-101" / "meta.properties").exists()  # the data stays
