@@ -10,8 +10,10 @@ runs its first records interpreted, and compiles them on the same cores): produc
 ``--batch-size`` and at most ``--window`` unacknowledged; or consume them back from the
 beginning (filled untimed first).
 
-The clients: Kafka's side is librdkafka (confluent-kafka) with the same settings; kraft's side
-is kraft's own client, until kraft speaks the Kafka protocol (then librdkafka drives both).
+The clients: Kafka's side is librdkafka (confluent-kafka) with the same settings, and again
+Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (its Java client; the
+``kafka-java`` row); kraft's side is kraft's own client, until kraft speaks the Kafka protocol
+(then librdkafka and the perf tests drive both).
 Per run: records/s, p50/p99 latency (produce: send to acknowledgement; consume: each poll
 that returned records), the CPU seconds per record of every controller and broker process
 together (from /proc: the JVMs' included) and of the client process, and each node's resident
@@ -26,6 +28,7 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -49,6 +52,9 @@ if TYPE_CHECKING:
 
 MIN_INSYNC_REPLICAS = 2
 SYSTEMS = ("kraft", "kafka")
+JAVA = "kafka-java"
+"""Kafka again, driven by Kafka's own perf tests (its Java client): a row of its own."""
+TOOL_TIMEOUT_S = 300.0
 
 
 # -- the processes -------------------------------------------------------------------------------
@@ -94,7 +100,8 @@ def _server_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iter
         start, end = before[name], _process_cpu_s(pid)
         if start is not None and end is not None:
             spent[name] = round(end - start, 3)
-    client = client_after.user + client_after.system - client_before.user - client_before.system
+    # NB: children too: a perf test's JVM is a child, waited for within the block.
+    client = sum(client_after[:4]) - sum(client_before[:4])
     out["cpu_s"] = spent | {"client": round(client, 3)}
     out["servers_cpu_us_per_record"] = round(sum(spent.values()) / records * 1e6, 2)
     out["client_cpu_us_per_record"] = round(client / records * 1e6, 2)
@@ -221,10 +228,68 @@ def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict[str, An
     return out | {"client": "confluent-kafka (librdkafka)"}
 
 
+def perf_test(args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str, Any]:
+    """Kafka's ``kafka-producer-perf-test`` (acks=all, idempotent, the same linger, batch size
+    and a ``buffer.memory`` of about ``--window`` records) or ``kafka-consumer-perf-test``."""
+    from kraft.peer.tools import parse_consumer_perf_test, parse_producer_perf_test, tool_command
+
+    if args.bench == "produce":
+        buffer_memory = args.window * (args.record_size + 70)  # + a record's overhead in a batch
+        command = tool_command(
+            "kafka-producer-perf-test",
+            "--topic",
+            topic,
+            "--num-records",
+            str(args.records),
+            "--record-size",
+            str(args.record_size),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={bootstrap}",
+            "acks=all",
+            "enable.idempotence=true",
+            f"linger.ms={args.linger_ms}",
+            f"batch.size={args.batch_size}",
+            f"buffer.memory={buffer_memory}",
+        )
+    else:
+        command = tool_command(
+            "kafka-consumer-perf-test",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(args.records),
+            "--timeout",
+            "120000",
+            "--group",
+            f"bench-{uuid.uuid4().hex[:8]}",
+        )
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
+    )
+    if done.returncode != 0:
+        raise BenchError(f"{command[-1]}: exit {done.returncode}: {done.stderr[-300:]}")
+    try:
+        parsed = (
+            parse_producer_perf_test(done.stdout)
+            if args.bench == "produce"
+            else parse_consumer_perf_test(done.stdout)
+        )
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    tool = "kafka-producer-perf-test" if args.bench == "produce" else "kafka-consumer-perf-test"
+    return {"client": f"{tool} (Java)", "p50_ms": None, "p99_ms": None} | parsed
+
+
 # -- the run -------------------------------------------------------------------------------------
 
 
 def _one(args: argparse.Namespace, system: str, bootstrap: str, topic: str) -> dict[str, Any]:
+    if system == JAVA:
+        return perf_test(args, bootstrap, topic)
     if system == "kafka":
         if args.bench == "produce":
             return librdkafka_produce(
@@ -295,12 +360,14 @@ def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> 
             librdkafka_produce(
                 bootstraps["kafka"], topic, args.records, args.record_size, 20_000, 5, 16384
             )
+        bootstraps[JAVA], pids[JAVA] = bootstraps["kafka"], pids["kafka"]
+        systems = (*SYSTEMS, JAVA)
         for system in SYSTEMS:  # the JVMs' JIT (and kraft's caches) warm, untimed
             say(f"{system}: a warm-up run (not counted)")
             _one(args, system, bootstraps[system], topic)
-        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SYSTEMS}
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
         for round_ in range(1, args.rounds + 1):
-            order = SYSTEMS if round_ % 2 else tuple(reversed(SYSTEMS))
+            order = systems if round_ % 2 else tuple(reversed(systems))
             for system in order:
                 figures: dict[str, Any] = {}
                 with _server_cpu(figures, pids[system], args.records):
@@ -308,13 +375,17 @@ def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> 
                 runs[system].append(run | figures)
                 say(
                     f"round {round_}/{args.rounds} {system}: {run['records_per_s']:,.0f} "
-                    f"records/s, p50 {run['p50_ms']:.2f} ms, servers "
-                    f"{figures['servers_cpu_us_per_record']:.1f} µs/record"
+                    f"records/s, servers {figures['servers_cpu_us_per_record']:.1f} µs/record"
                 )
     result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
     result["runs"] = runs
     result["summary"] = summarize(runs)
     return result
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -323,8 +394,8 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         summary[system] = {
             "client": rs[0]["client"],
             "median_records_per_s": statistics.median(r["records_per_s"] for r in rs),
-            "median_p50_ms": statistics.median(r["p50_ms"] for r in rs),
-            "median_p99_ms": statistics.median(r["p99_ms"] for r in rs),
+            "median_p50_ms": _median([r["p50_ms"] for r in rs]),
+            "median_p99_ms": _median([r["p99_ms"] for r in rs]),
             "median_servers_cpu_us_per_record": statistics.median(
                 r["servers_cpu_us_per_record"] for r in rs
             ),
@@ -339,6 +410,12 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     ]
     summary["round_ratios_kraft_to_kafka"] = [round(r, 3) for r in ratios]
     summary["ratio_kraft_to_kafka"] = round(statistics.median(ratios), 3)
+    if JAVA in runs:
+        java = [
+            a["records_per_s"] / b["records_per_s"]
+            for a, b in zip(runs["kraft"], runs[JAVA], strict=True)
+        ]
+        summary["ratio_kraft_to_kafka_java"] = round(statistics.median(java), 3)
     summary["cpu_ratio_kraft_to_kafka"] = round(
         summary["kraft"]["median_servers_cpu_us_per_record"]
         / summary["kafka"]["median_servers_cpu_us_per_record"],
@@ -357,28 +434,38 @@ def render(result: dict[str, Any]) -> str:
         f"load average before: {result['load_average']['before']}, "
         f"after: {result['load_average']['after']}",
         "",
-        f"{'system':<8}{'client':<30}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'system':<11}{'client':<36}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
         f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
     ]
-    for system in SYSTEMS:
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    for system in [name for name in (*SYSTEMS, JAVA) if name in s]:
         row = s[system]
         lines.append(
-            f"{system:<8}{row['client']:<30}{row['median_records_per_s']:>12,.0f}"
-            f"{row['median_p50_ms']:>9.2f}{row['median_p99_ms']:>9.2f}"
+            f"{system:<11}{row['client']:<36}{row['median_records_per_s']:>12,.0f}"
+            f"{ms(row['median_p50_ms']):>9}{ms(row['median_p99_ms']):>9}"
             f"{row['median_servers_cpu_us_per_record']:>14.1f}"
             f"{row['median_client_cpu_us_per_record']:>15.1f}"
         )
     lines.append(
         f"kraft / Kafka: {s['ratio_kraft_to_kafka']:.3f}x records/s (median of the rounds' "
         f"ratios {s['round_ratios_kraft_to_kafka']}); nodes' CPU per record "
-        f"{s['cpu_ratio_kraft_to_kafka']:.1f}x Kafka's"
+        f"{s['cpu_ratio_kraft_to_kafka']:.2f}x Kafka's"
+        + (
+            f"; kraft / Kafka with its Java perf test: {s['ratio_kraft_to_kafka_java']:.3f}x"
+            if "ratio_kraft_to_kafka_java" in s
+            else ""
+        )
     )
     for system in SYSTEMS:
         rss = ", ".join(f"{n} {v}" for n, v in s[system]["rss_mib_after_last_run"].items())
         lines.append(f"resident MiB, {system}: {rss}")
     lines.append(
         "  (medians; nodes µs/rec: CPU time per record of every controller and broker process"
-        " together, from /proc; client µs/rec: this process)"
+        " together, from /proc; client µs/rec: this process and its children, the perf"
+        " tests' JVMs)"
     )
     return "\n".join(lines)
 

@@ -12,6 +12,8 @@ only their output.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -72,4 +74,56 @@ def tool_command(
     return [find_java(), *options, "-cp", jar_set.classpath, main, *args]
 
 
-__all__ = ["TOOL_JVM_OPTIONS", "TOOL_MAIN_CLASSES", "tool_command", "tools_log4j_config"]
+_PRODUCER_PERF = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rate>[\d.]+) records/sec .*?"
+    r"(?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th"
+)
+
+
+def parse_producer_perf_test(output: str) -> dict[str, float]:
+    """``kafka-producer-perf-test``'s summary (its last matching line): records, records/s,
+    p50/p99 ms.
+
+    Raises:
+        ValueError: no summary line in ``output``.
+    """
+    matches = list(_PRODUCER_PERF.finditer(output))
+    if not matches:
+        raise ValueError(f"no kafka-producer-perf-test summary in: {output[-300:]!r}")
+    m = matches[-1]
+    return {
+        "records": int(m["records"]),
+        "records_per_s": float(m["rate"]),
+        "p50_ms": float(m["p50"]),
+        "p99_ms": float(m["p99"]),
+    }
+
+
+def parse_consumer_perf_test(output: str) -> dict[str, float]:
+    """``kafka-consumer-perf-test``'s CSV line: records and records/s while fetching
+    (``fetch.nMsg.sec``: after the group's rebalance, as kraft's bench times from the first
+    poll).
+
+    Raises:
+        ValueError: no CSV line after the header.
+    """
+    lines = [line for line in output.splitlines() if line.strip()]
+    for header, row in itertools.pairwise(lines):
+        if header.startswith("start.time"):
+            names = [n.strip() for n in header.split(",")]
+            values = dict(zip(names, (v.strip() for v in row.split(",")), strict=False))
+            return {
+                "records": int(values["data.consumed.in.nMsg"]),
+                "records_per_s": float(values["fetch.nMsg.sec"]),
+            }
+    raise ValueError(f"no kafka-consumer-perf-test result in: {output[-300:]!r}")
+
+
+__all__ = [
+    "TOOL_JVM_OPTIONS",
+    "TOOL_MAIN_CLASSES",
+    "parse_consumer_perf_test",
+    "parse_producer_perf_test",
+    "tool_command",
+    "tools_log4j_config",
+]

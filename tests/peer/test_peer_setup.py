@@ -13,7 +13,7 @@ import pytest
 
 from kraft.peer import jars
 from kraft.peer.settings import broker_properties, controller_properties
-from kraft.peer.tools import tool_command
+from kraft.peer.tools import parse_consumer_perf_test, parse_producer_perf_test, tool_command
 from storage.config_registry import NODE_KEYS, TOPIC_KEYS
 
 VOTERS = {1: "127.0.0.1:9001", 2: "127.0.0.1:9002", 3: "127.0.0.1:9003"}
@@ -120,3 +120,32 @@ def test_down_without_a_cluster_says_so(tmp_path: Path) -> None:
     done = _kraft("peer", "kafka", "down", "--data-dir", str(tmp_path), env={})
     assert done.returncode == 1
     assert "no Kafka cluster running" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_perf_tests_summaries_are_parsed() -> None:
+    producer = (
+        "100 records sent, 20.1 records/sec (0.00 MB/sec), 3.0 ms avg latency, 9.0 ms max "
+        "latency.\n"
+        "200000 records sent, 60459.492140 records/sec (5.77 MB/sec), 1051.07 ms avg latency, "
+        "1688.00 ms max latency, 1128 ms 50th, 1571 ms 95th, 1628 ms 99th, 1687 ms 99.9th.\n"
+    )
+    assert parse_producer_perf_test(producer) == {
+        "records": 200000,
+        "records_per_s": 60459.49214,
+        "p50_ms": 1128.0,
+        "p99_ms": 1628.0,
+    }
+    consumer = (
+        "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+        "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n"
+        "2026-12-06 13:32:24:104, 2026-12-06 13:32:25:478, 57.2205, 41.6452, 600000, "
+        "436681.2227, 889, 485, 117.9803, 1237113.4021\n"
+    )
+    assert parse_consumer_perf_test(consumer) == {
+        "records": 600000,
+        "records_per_s": 1237113.4021,
+    }
+    with pytest.raises(ValueError):
+        parse_producer_perf_test("Exception in thread main")
+    with pytest.raises(ValueError):
+        parse_consumer_perf_test("WARNING: Exiting before consuming the expected number")
