@@ -580,6 +580,13 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "alternated (kraft.bench.against_kafka)",
     )
     parser.add_argument(
+        "--warmup-s",
+        type=float,
+        default=120.0,
+        help="--against: untimed runs on each system until the nodes' CPU per record settles, "
+        "for at most this long",
+    )
+    parser.add_argument(
         "--rounds",
         type=positive_int,
         default=3,

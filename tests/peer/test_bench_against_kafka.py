@@ -70,7 +70,8 @@ def test_against_refuses_a_given_bootstrap(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.kafka
 @pytest.mark.process
 def test_a_short_run_reports_both_systems(kafka_peer: KafkaCluster) -> None:
-    args = _args("--against", "kafka", "--records", "2000", "--rounds", "1", "--quiet")
+    args = _args("--against", "kafka", "--records", "2000", "--rounds", "1", "--warmup-s", "0")
+    args.quiet = True
     result = run_against(args, kafka=kafka_peer)  # the suite's Kafka; kraft's is started
     summary = result["summary"]
     for system in ("kraft", "kafka"):
