@@ -9,7 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint lock bench-storage java clean
+.PHONY: demo test lint lock bench-storage java jars clean
 
 # Installs are reproducible: every package at the exact version and hash of requirements.lock
 # (made from pyproject.toml's ranges by `make lock`), installed by the uv that the lock names.
@@ -40,6 +40,17 @@ java:
 	  else \
 	    echo "kraft: Java 17+ is required for PySpark; install it with: sudo apt-get install openjdk-17-jre-headless" >&2; exit 1; \
 	  fi; }
+
+# Apache Kafka and Spark's Kafka source, at the versions of kraft/peer/pom.xml, into
+# ~/.cache/kraft/jars (or $KRAFT_JARS_DIR) once: Maven fetches them (as root, Debian's maven is
+# installed if it is missing: it is what copies the jars and their dependencies).
+jars: $(STAMP) java
+	@command -v mvn >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "mvn not found: installing Debian's maven (it fetches Kafka's jars)"; \
+	    apt-get update -qq && apt-get install -y -qq maven >/dev/null; \
+	  fi; }
+	$(PY) -m kraft.cli peer kafka fetch
 
 demo: $(STAMP) java
 	$(PY) -m kraft.demo $(if $(or $(TLS),$(AUTHORIZER)),--tls) $(if $(AUTHORIZER),--authorizer)

@@ -574,7 +574,23 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "--scrape-interval", type=float, default=1.0, help="--metrics: seconds between scrapes"
     )
     parser.add_argument(
-        "--rounds", type=positive_int, default=3, help="--tls, --metrics: runs of each, alternated"
+        "--against",
+        choices=["kafka"],
+        help="the same load on Apache Kafka (kraft peer kafka) in the same run, runs "
+        "alternated (kraft.bench.against_kafka)",
+    )
+    parser.add_argument(
+        "--warmup-s",
+        type=float,
+        default=120.0,
+        help="--against: untimed runs on each system until the nodes' CPU per record settles, "
+        "for at most this long",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=3,
+        help="--tls, --metrics, --against: runs of each, alternated",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -593,6 +609,10 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
         from kraft.bench.tls_overhead import main_tls
 
         return main_tls(args)
+    if args.against:
+        from kraft.bench.against_kafka import main_against
+
+        return main_against(args)
     if args.bench == "consume" and args.bootstrap and not args.topic:
         print("kraft bench consume: --bootstrap needs --topic (with N records)", file=sys.stderr)
         return 2

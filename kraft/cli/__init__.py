@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         fuzz,
         groups,
         nemesis,
+        peer,
         produce,
         quorum,
         sim,
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         sim,
         nemesis,
         fuzz,
+        peer,
     ):
         module.add_parser(sub)
     return parser

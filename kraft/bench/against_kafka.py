@@ -1,0 +1,533 @@
+"""``kraft bench produce|consume --against kafka``: kraft beside Apache Kafka, in one run.
+
+A kraft `LocalCluster` and an Apache Kafka `KafkaCluster` (`kraft.peer`; 3 controllers and 3
+brokers each, Kafka's settings taken from kraft's) run side by side. Each gets the same topic
+(6 partitions, RF=3, ``min.insync.replicas=2``) and the same workload, in alternated runs
+(kraft, Kafka, Kafka, kraft, ...: the order flips every round, so neither always runs on a
+machine warmed or loaded by the other), after untimed warm-up runs on each until the nodes'
+CPU per record settles (`warm_up`: a fresh JVM runs its first records interpreted, and
+compiles them on the same cores): produce
+``--records`` records of ``--record-size`` bytes with acks=all (idempotent), ``--linger-ms``,
+``--batch-size`` and at most ``--window`` unacknowledged; or consume them back from the
+beginning (filled untimed first).
+
+The clients: Kafka's side is librdkafka (confluent-kafka) with the same settings, and again
+Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (its Java client; the
+``kafka-java`` row); kraft's side is kraft's own client, until kraft speaks the Kafka protocol
+(then librdkafka and the perf tests drive both).
+Per run: records/s, p50/p99 latency (produce: send to acknowledgement; consume: each poll
+that returned records), the CPU seconds per record of every controller and broker process
+together (from /proc: the JVMs' included) and of the client process, and each node's resident
+memory after the run. The summary gives medians, and kraft/Kafka as the median of the rounds'
+ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.produce_consume import (
+    PARTITIONS,
+    REPLICATION_FACTOR,
+    BenchError,
+    _figures,
+    consume,
+    ensure_topic,
+    produce,
+)
+
+if TYPE_CHECKING:
+    from kraft.peer import KafkaCluster
+
+MIN_INSYNC_REPLICAS = 2
+SYSTEMS = ("kraft", "kafka")
+JAVA = "kafka-java"
+"""Kafka again, driven by Kafka's own perf tests (its Java client): a row of its own."""
+TOOL_TIMEOUT_S = 300.0
+
+
+# -- the processes -------------------------------------------------------------------------------
+
+
+def _kraft_pids(cluster: Any) -> dict[str, int]:
+    pids = {}
+    for node_id in cluster.controller_ids:
+        pid = cluster.controller(node_id).pid
+        if pid is not None:
+            pids[f"controller-{node_id}"] = pid
+    for broker_id in cluster.broker_ids:
+        pid = cluster.broker(broker_id).pid
+        if pid is not None:
+            pids[f"broker-{broker_id}"] = pid
+    return pids
+
+
+def _kafka_pids(cluster: Any) -> dict[str, int]:
+    return {cluster.node_name(i): pid for i, pid in cluster.pids().items()}
+
+
+def _rss_mib(pid: int) -> float | None:
+    """Resident memory of ``pid`` in MiB (VmRSS), None if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def _server_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iterator[None]:
+    """CPU µs per record of every node together and of this process, during the block."""
+    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
+    client_before = os.times()
+    yield
+    client_after = os.times()
+    spent = {}
+    for name, pid in pids.items():
+        start, end = before[name], _process_cpu_s(pid)
+        if start is not None and end is not None:
+            spent[name] = round(end - start, 3)
+    # NB: children too: a perf test's JVM is a child, waited for within the block.
+    client = sum(client_after[:4]) - sum(client_before[:4])
+    out["cpu_s"] = spent | {"client": round(client, 3)}
+    out["servers_cpu_us_per_record"] = round(sum(spent.values()) / records * 1e6, 2)
+    out["client_cpu_us_per_record"] = round(client / records * 1e6, 2)
+    out["rss_mib"] = {name: _rss_mib(pid) for name, pid in pids.items()}
+
+
+# -- Kafka's side: librdkafka ---------------------------------------------------------------------
+
+
+def _kafka_topic(bootstrap: str, topic: str, say: Callable[[str], None]) -> None:
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(
+        topic,
+        num_partitions=PARTITIONS,
+        replication_factor=REPLICATION_FACTOR,
+        config={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)},
+    )
+    admin.create_topics([new])[topic].result(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        described = admin.list_topics(topic, timeout=10).topics[topic]
+        if len(described.partitions) == PARTITIONS and all(
+            p.leader >= 0 for p in described.partitions.values()
+        ):
+            say(f"kafka: created topic {topic}: {PARTITIONS} partitions, RF={REPLICATION_FACTOR}")
+            return
+        time.sleep(0.2)
+    raise BenchError(f"no leader for every partition of {topic} on Kafka within 60 s")
+
+
+def librdkafka_produce(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    size: int,
+    window: int,
+    linger_ms: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """acks=all, idempotent; latency per record = its delivery report's ``latency()``."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": linger_ms,
+            "batch.size": batch_size,
+            "queue.buffering.max.messages": window,
+        }
+    )
+    value = b"x" * size
+    latency_ms: list[float] = []
+    errors: list[str] = []
+
+    def on_delivery(error: Any, message: Any) -> None:
+        if error is not None:
+            errors.append(str(error))
+        else:
+            latency_ms.append((message.latency() or 0.0) * 1000.0)
+
+    producer.produce(topic, value, on_delivery=on_delivery)  # metadata, producer id: untimed
+    if producer.flush(30) != 0:
+        raise BenchError("Kafka did not acknowledge the first record within 30 s")
+    latency_ms.clear()
+    produce_one = producer.produce
+    clock = time.perf_counter
+    start = clock()
+    for _ in range(records):
+        while True:
+            try:
+                produce_one(topic, value, on_delivery=on_delivery)
+                break
+            except BufferError:  # the window is full: serve delivery reports
+                producer.poll(0.001)
+    if producer.flush(120) != 0:
+        raise BenchError(f"only {len(latency_ms)} of {records} records acknowledged by Kafka")
+    seconds = clock() - start
+    if errors:
+        raise BenchError(f"{len(errors)} records failed on Kafka, first: {errors[0]}")
+    return {"acks": "all", "client": "confluent-kafka (librdkafka)"} | _figures(
+        records, size, seconds, latency_ms
+    )
+
+
+def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+    """Assign every partition from the beginning; ``consume`` until ``records`` came."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        got = payload = 0
+        polls_ms: list[float] = []
+        clock = time.perf_counter
+        start = clock()
+        deadline = time.monotonic() + 120
+        while got < records:
+            t0 = clock()
+            batch = consumer.consume(num_messages=5000, timeout=1.0)
+            batch = [m for m in batch if m.error() is None]
+            if batch:
+                polls_ms.append((clock() - t0) * 1000.0)
+                got += len(batch)
+                payload += sum(len(m.value() or b"") for m in batch)
+            elif time.monotonic() > deadline:
+                raise BenchError(f"consumed {got} of {records} records from Kafka within 120 s")
+        seconds = clock() - start
+    finally:
+        consumer.close()
+    out = _figures(got, 1, seconds, polls_ms)
+    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
+    return out | {"client": "confluent-kafka (librdkafka)"}
+
+
+def perf_test(args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str, Any]:
+    """Kafka's ``kafka-producer-perf-test`` (acks=all, idempotent, the same linger, batch size
+    and a ``buffer.memory`` of about ``--window`` records) or ``kafka-consumer-perf-test``."""
+    from kraft.peer.tools import parse_consumer_perf_test, parse_producer_perf_test, tool_command
+
+    if args.bench == "produce":
+        buffer_memory = args.window * (args.record_size + 70)  # + a record's overhead in a batch
+        command = tool_command(
+            "kafka-producer-perf-test",
+            "--topic",
+            topic,
+            "--num-records",
+            str(args.records),
+            "--record-size",
+            str(args.record_size),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={bootstrap}",
+            "acks=all",
+            "enable.idempotence=true",
+            f"linger.ms={args.linger_ms}",
+            f"batch.size={args.batch_size}",
+            f"buffer.memory={buffer_memory}",
+        )
+    else:
+        command = tool_command(
+            "kafka-consumer-perf-test",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(args.records),
+            "--timeout",
+            "120000",
+            "--group",
+            f"bench-{uuid.uuid4().hex[:8]}",
+        )
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
+    )
+    if done.returncode != 0:
+        raise BenchError(f"{command[-1]}: exit {done.returncode}: {done.stderr[-300:]}")
+    try:
+        parsed = (
+            parse_producer_perf_test(done.stdout)
+            if args.bench == "produce"
+            else parse_consumer_perf_test(done.stdout)
+        )
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    tool = "kafka-producer-perf-test" if args.bench == "produce" else "kafka-consumer-perf-test"
+    return {"client": f"{tool} (Java)", "p50_ms": None, "p99_ms": None} | parsed
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+WARMUP_SETTLED = 0.15
+"""Warm-up ends when two runs in a row cost the nodes within 15% of each other per record."""
+
+
+def warm_up(
+    args: argparse.Namespace,
+    system: str,
+    bootstrap: str,
+    topic: str,
+    pids: dict[str, int],
+    say: Callable[[str], None],
+) -> list[dict[str, float]]:
+    """Untimed runs until the nodes' CPU per record settles, or ``--warmup-s`` passes.
+
+    A fresh JVM runs Kafka's code interpreted at first, and compiles it on the same cores:
+    measured here, a Kafka 3+3's CPU per produced record fell from 62 to 10 µs over its first
+    2.1 M records (seven runs of 300,000), and its records/s rose 9x. Without this, the
+    comparison would measure the JIT."""
+    history: list[dict[str, float]] = []
+    deadline = time.monotonic() + args.warmup_s
+    while True:
+        figures: dict[str, Any] = {}
+        with _server_cpu(figures, pids, args.records):
+            run = _one(args, system, bootstrap, topic)
+        history.append(
+            {
+                "records_per_s": run["records_per_s"],
+                "servers_cpu_us_per_record": figures["servers_cpu_us_per_record"],
+            }
+        )
+        say(
+            f"{system}: warm-up run {len(history)}: {run['records_per_s']:,.0f} records/s, "
+            f"servers {figures['servers_cpu_us_per_record']:.1f} µs/record (not counted)"
+        )
+        if len(history) >= 2:
+            a, b = (h["servers_cpu_us_per_record"] for h in history[-2:])
+            if abs(a - b) <= WARMUP_SETTLED * max(a, b) or time.monotonic() > deadline:
+                return history
+
+
+def _one(args: argparse.Namespace, system: str, bootstrap: str, topic: str) -> dict[str, Any]:
+    if system == JAVA:
+        return perf_test(args, bootstrap, topic)
+    if system == "kafka":
+        if args.bench == "produce":
+            return librdkafka_produce(
+                bootstrap,
+                topic,
+                args.records,
+                args.record_size,
+                args.window,
+                args.linger_ms,
+                args.batch_size,
+            )
+        return librdkafka_consume(bootstrap, topic, args.records)
+    if args.bench == "produce":
+        run = produce(
+            bootstrap,
+            topic,
+            args.records,
+            args.record_size,
+            "all",
+            args.window,
+            args.linger_ms,
+            args.batch_size,
+        )
+    else:
+        run = consume(bootstrap, topic, args.records, args.max_poll_records)
+    run.pop("_threads_at_end", None)
+    return run | {"client": "kraft"}
+
+
+def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> dict[str, Any]:
+    """Start both clusters (or use ``kafka``, a running one: the suite's) and run the rounds."""
+    from kraft import LocalCluster
+    from kraft.peer import KafkaCluster
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    result: dict[str, Any] = {
+        "bench": f"{args.bench} --against kafka",
+        "records": args.records,
+        "record_size": args.record_size,
+        "rounds": args.rounds,
+        "partitions": PARTITIONS,
+        "replication_factor": REPLICATION_FACTOR,
+        "min_insync_replicas": MIN_INSYNC_REPLICAS,
+        "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
+    }
+    say("starting kraft (3 controllers, 3 brokers) and Apache Kafka (3 controllers, 3 brokers)")
+    began = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        kraft_cluster = stack.enter_context(LocalCluster(3, 3))
+        kafka_cluster = kafka or stack.enter_context(KafkaCluster(3, 3))
+        kraft_cluster.wait_until_healthy(timeout=120)
+        result["kafka_version"] = kafka_cluster.version
+        result["startup_s"] = {
+            "kafka": kafka_cluster.startup_s,
+            "both": round(time.monotonic() - began, 1),
+        }
+        bootstraps = {"kraft": kraft_cluster.bootstrap, "kafka": kafka_cluster.bootstrap}
+        pids = {"kraft": _kraft_pids(kraft_cluster), "kafka": _kafka_pids(kafka_cluster)}
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        ensure_topic(bootstraps["kraft"], topic, say)
+        _kafka_topic(bootstraps["kafka"], topic, say)
+        if args.bench == "consume":
+            say(f"filling {topic} on both with {args.records} records (acks=all, not timed)")
+            produce(bootstraps["kraft"], topic, args.records, args.record_size, "all", 20_000, 5)
+            librdkafka_produce(
+                bootstraps["kafka"], topic, args.records, args.record_size, 20_000, 5, 16384
+            )
+        bootstraps[JAVA], pids[JAVA] = bootstraps["kafka"], pids["kafka"]
+        systems = (*SYSTEMS, JAVA)
+        result["warmup"] = {
+            system: warm_up(args, system, bootstraps[system], topic, pids[system], say)
+            for system in SYSTEMS
+        }
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in systems}
+        for round_ in range(1, args.rounds + 1):
+            order = systems if round_ % 2 else tuple(reversed(systems))
+            for system in order:
+                figures: dict[str, Any] = {}
+                with _server_cpu(figures, pids[system], args.records):
+                    run = _one(args, system, bootstraps[system], topic)
+                runs[system].append(run | figures)
+                say(
+                    f"round {round_}/{args.rounds} {system}: {run['records_per_s']:,.0f} "
+                    f"records/s, servers {figures['servers_cpu_us_per_record']:.1f} µs/record"
+                )
+    result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
+    result["runs"] = runs
+    result["summary"] = summarize(runs)
+    return result
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for system, rs in runs.items():
+        summary[system] = {
+            "client": rs[0]["client"],
+            "median_records_per_s": statistics.median(r["records_per_s"] for r in rs),
+            "median_p50_ms": _median([r["p50_ms"] for r in rs]),
+            "median_p99_ms": _median([r["p99_ms"] for r in rs]),
+            "median_servers_cpu_us_per_record": statistics.median(
+                r["servers_cpu_us_per_record"] for r in rs
+            ),
+            "median_client_cpu_us_per_record": statistics.median(
+                r["client_cpu_us_per_record"] for r in rs
+            ),
+            "rss_mib_after_last_run": rs[-1]["rss_mib"],
+        }
+    ratios = [
+        a["records_per_s"] / b["records_per_s"]
+        for a, b in zip(runs["kraft"], runs["kafka"], strict=True)
+    ]
+    summary["round_ratios_kraft_to_kafka"] = [round(r, 3) for r in ratios]
+    summary["ratio_kraft_to_kafka"] = round(statistics.median(ratios), 3)
+    if JAVA in runs:
+        java = [
+            a["records_per_s"] / b["records_per_s"]
+            for a, b in zip(runs["kraft"], runs[JAVA], strict=True)
+        ]
+        summary["ratio_kraft_to_kafka_java"] = round(statistics.median(java), 3)
+    summary["cpu_ratio_kraft_to_kafka"] = round(
+        summary["kraft"]["median_servers_cpu_us_per_record"]
+        / summary["kafka"]["median_servers_cpu_us_per_record"],
+        2,
+    )
+    return summary
+
+
+def render(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    lines = [
+        f"kraft bench {result['bench']} (Apache Kafka {result['kafka_version']}): "
+        f"{result['records']} records of {result['record_size']} B, {PARTITIONS} partitions, "
+        f"RF={REPLICATION_FACTOR}, min.insync.replicas={MIN_INSYNC_REPLICAS}, acks=all, "
+        f"{result['rounds']} alternated runs of each",
+        f"load average before: {result['load_average']['before']}, "
+        f"after: {result['load_average']['after']}",
+        "",
+        f"{'system':<11}{'client':<36}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
+    ]
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    for system in [name for name in (*SYSTEMS, JAVA) if name in s]:
+        row = s[system]
+        lines.append(
+            f"{system:<11}{row['client']:<36}{row['median_records_per_s']:>12,.0f}"
+            f"{ms(row['median_p50_ms']):>9}{ms(row['median_p99_ms']):>9}"
+            f"{row['median_servers_cpu_us_per_record']:>14.1f}"
+            f"{row['median_client_cpu_us_per_record']:>15.1f}"
+        )
+    lines.append(
+        f"kraft / Kafka: {s['ratio_kraft_to_kafka']:.3f}x records/s (median of the rounds' "
+        f"ratios {s['round_ratios_kraft_to_kafka']}); nodes' CPU per record "
+        f"{s['cpu_ratio_kraft_to_kafka']:.2f}x Kafka's"
+        + (
+            f"; kraft / Kafka with its Java perf test: {s['ratio_kraft_to_kafka_java']:.3f}x"
+            if "ratio_kraft_to_kafka_java" in s
+            else ""
+        )
+    )
+    for system in SYSTEMS:
+        rss = ", ".join(f"{n} {v}" for n, v in s[system]["rss_mib_after_last_run"].items())
+        lines.append(f"resident MiB, {system}: {rss}")
+    lines.append(
+        "  (medians; nodes µs/rec: CPU time per record of every controller and broker process"
+        " together, from /proc; client µs/rec: this process and its children, the perf"
+        " tests' JVMs)"
+    )
+    return "\n".join(lines)
+
+
+def main_against(args: argparse.Namespace) -> int:
+    from kraft.peer import PeerToolError
+    from storage.errors import KraftError
+
+    if args.against != "kafka" or args.bench not in ("produce", "consume"):
+        print("kraft bench: --against kafka is for produce and consume", file=sys.stderr)
+        return 2
+    if args.bootstrap:
+        print(f"kraft bench {args.bench} --against kafka starts its own clusters", file=sys.stderr)
+        return 2
+    try:
+        result = run_against(args)
+    except (BenchError, KraftError, TimeoutError, PeerToolError, RuntimeError) as e:
+        print(f"kraft bench {args.bench} --against kafka: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0
+
+
+__all__ = ["main_against", "run_against"]
