@@ -75,7 +75,22 @@ def cluster() -> Iterator[LocalCluster]:
                     grant(ResourceType.GROUP, "alice-", AclOperation.ALL, PatternType.PREFIXED),
                 ]
             )
+        wait_until_every_broker_grants_alice(c)
         yield c
+
+
+def wait_until_every_broker_grants_alice(cluster: LocalCluster, timeout_s: float = 15.0) -> None:
+    """Each broker applies the ACLs when it replays their records: ask each one's Kafka
+    listener for the topic as alice until none refuses it."""
+    for address in cluster.kafka_addresses.values():
+        admin = ConfluentAdmin({**librdkafka_ssl(cluster, "alice"), "bootstrap.servers": address})
+        deadline = time.monotonic() + timeout_s
+        while True:
+            topic = admin.list_topics(TOPIC, timeout=10).topics[TOPIC]
+            if topic.error is None:
+                break
+            assert time.monotonic() < deadline, f"{address} still refuses alice: {topic.error}"
+            time.sleep(0.05)  # NB: polling a condition, with the deadline above
 
 
 def kafka_python_ssl(cluster: LocalCluster, name: str) -> dict[str, Any]:
