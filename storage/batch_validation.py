@@ -54,9 +54,7 @@ from storage.errors import (
 )
 from storage.records import (
     BATCH_HEADER_SIZE,
-    NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
-    NO_SEQUENCE,
     BatchHeader,
     TimestampType,
     _varint_at,
@@ -214,15 +212,14 @@ def _check_timestamp_bounds(
 
 
 def _check_producer_fields(header: BatchHeader) -> None:
-    """Kafka's "Invalid sequence number" check, and kraft's: the idempotence fields are all
-    unset (-1) or all set (KIP-98)."""
+    """Kafka's "Invalid sequence number" check, and kraft's: a producer id comes with an
+    epoch and a sequence (KIP-98). Without a producer id (-1) the epoch and sequence mean
+    nothing and are not checked, as Kafka does not: aiokafka's plain (non-idempotent)
+    producer writes base sequence 0 there."""
     pid, epoch, sequence = header.producer_id, header.producer_epoch, header.base_sequence
     if pid == NO_PRODUCER_ID:
-        if epoch != NO_PRODUCER_EPOCH or sequence != NO_SEQUENCE:
-            raise InvalidRecordError(
-                f"producer epoch {epoch} / sequence {sequence} without a producer id"
-            )
-    elif pid < 0 or epoch < 0 or sequence < 0:
+        return
+    if pid < 0 or epoch < 0 or sequence < 0:
         raise InvalidRecordError(f"invalid producer id {pid}, epoch {epoch} or sequence {sequence}")
 
 

@@ -152,8 +152,9 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "`NAME://host:port,...`, each name once. The first is the inter-broker listener: it "
         "serves kraft's gRPC (kraft's clients, admin forwarding, replication between brokers), "
         "with TLS and the `ssl.*` keys if it is `SSL://` (the node then dials the other nodes "
-        "over TLS too). Every other listener of a broker serves the Kafka protocol, plaintext, "
-        "for any Kafka client (docs/kafka-compatibility.md). A controller serves its first",
+        "over TLS too). Every other listener of a broker serves the Kafka protocol for any Kafka "
+        "client (docs/kafka-compatibility.md): plaintext, or TLS with the same `ssl.*` keys "
+        "if `listener.security.protocol.map` maps it to `SSL`. A controller serves its first",
         readers=_BC,
         shown_default="(required; a controller's: its voter address)",
     ),
@@ -172,8 +173,11 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "listener.security.protocol.map",
         _T.LIST,
         None,
-        "`NAME:PROTOCOL,...`: each listener's security protocol (`PLAINTEXT` or `SSL`); a name "
-        "not in it is its own protocol if it is one (`SSL`), else `PLAINTEXT`",
+        "`NAME:PROTOCOL,...`: each listener's security protocol (`PLAINTEXT` or `SSL`; the "
+        "`SASL_*` protocols are refused: kraft has no SASL); a name not in it is its own "
+        "protocol if it is one (`SSL`), else `PLAINTEXT`. A Kafka listener mapped to `SSL` "
+        "serves TLS with the `ssl.*` keys, and the client certificate's principal is "
+        "authorized as on gRPC",
         readers=_B,
         shown_default="PLAINTEXT:PLAINTEXT,SSL:SSL",
     ),
@@ -271,11 +275,12 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         _T.STRING,
         "none",
         "`required`: a caller without a certificate signed by a trusted CA is refused at the "
-        "handshake (mTLS); `none`: no client certificate is asked for",
+        "handshake (mTLS); `requested`: one is asked for and verified if sent, a caller "
+        "without is `User:ANONYMOUS` (SSL Kafka listeners only: refused with an `SSL://` gRPC "
+        "listener, whose Python server can only require one or not ask); `none`: no client "
+        "certificate is asked for",
         readers=_BC,
         choices=("required", "requested", "none"),
-        unsupported=("requested",),
-        unsupported_reason="gRPC's Python server can only require or not request one",
     ),
     _node(
         "log.dirs",

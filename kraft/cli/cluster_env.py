@@ -9,7 +9,10 @@ cluster as one of its client identities::
 cluster.json holds ``security`` (the default client settings, kafka-python's names: the
 ``admin`` certificate's with ``--authorizer``, a super user, so an operator's commands work at
 once; the ``client`` certificate's with ``--tls`` alone), ``clients`` (the settings of every
-client certificate, by name) and ``super_users``.
+client certificate, by name) and ``super_users``. A Kafka client on ``kafka_bootstrap`` (SSL
+with ``--tls``) takes the same files: kafka-python and aiokafka the ``security`` settings as
+they are, librdkafka ``security.protocol``, ``ssl.ca.location``, ``ssl.certificate.location``
+and ``ssl.key.location`` (`kraft.security.tls.KAFKA_CLIENT_ENV`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ examples:
 
 Prints KRAFT_BOOTSTRAP, KRAFT_BOOTSTRAP_CONTROLLER, KAFKA_BOOTSTRAP_SERVERS (the brokers'
 Kafka listeners, for any Kafka client) and, for a --tls cluster,
-KRAFT_SECURITY_PROTOCOL and KRAFT_SSL_CAFILE / _CERTFILE / _KEYFILE as export lines, from the
-cluster's cluster.json. Without --client: the default identity (with --authorizer, "admin",
+KRAFT_SECURITY_PROTOCOL and KRAFT_SSL_CAFILE / _CERTFILE / _KEYFILE, and the same identity
+for a Kafka client on the (SSL) Kafka listeners: KAFKA_SECURITY_PROTOCOL=SSL,
+KAFKA_SSL_CA_LOCATION, KAFKA_SSL_CERTIFICATE_LOCATION, KAFKA_SSL_KEY_LOCATION (librdkafka's
+ssl.ca.location ...; kafka-python's ssl_cafile ...), as export lines, from the cluster's
+cluster.json. Without --client: the default identity (with --authorizer, "admin",
 a super user; else "client"). With --client NAME: that client certificate's (client, admin,
 or one made by --tls-clients).
 """

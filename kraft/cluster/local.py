@@ -35,8 +35,9 @@ never overlap. Controllers are named by id (1, 2, ...).
 With ``tls=True`` every port is mTLS (`kraft.security`): the cluster makes a CA and a
 certificate per node and per client under ``<data_dir>/certs`` (`create_certs`; kept if they
 exist), every node serves ``SSL://`` with ``ssl.client.auth=required`` and dials the others with
-its own certificate, and `client_security` holds the client settings (the ``client``
-certificate) to pass to a client::
+its own certificate, each broker's Kafka listener (`kafka_bootstrap`) is SSL with the same
+certificate, and `client_security` holds the client settings (the ``client`` certificate,
+kafka-python's names: a Kafka client takes the same files) to pass to a client::
 
     with LocalCluster(tls=True, tls_clients=("alice", "bob")) as cluster:
         cluster.wait_until_healthy()
@@ -139,8 +140,7 @@ class LocalCluster:
         authorizer: authorization on every node, with the nodes and ``admin`` as super users
             (see the module docstring; needs ``tls=True``: without client certificates
             every caller is ``User:ANONYMOUS``).
-        kafka: a Kafka-protocol listener on every broker (`kafka_bootstrap`; default: unless
-            ``tls``, as the Kafka listener is plaintext only).
+        kafka: a Kafka-protocol listener on every broker (`kafka_bootstrap`; SSL with ``tls``).
         initial_voters: KIP-853: run the controllers with
             ``controller.quorum.bootstrap.servers`` naming the first ``initial_voters`` of
             them; the others start as observers until ``kraft quorum add-controller`` adds
@@ -165,7 +165,7 @@ class LocalCluster:
         tls_clients: tuple[str, ...] = (),
         authorizer: bool = False,
         initial_voters: int | None = None,
-        kafka: bool | None = None,
+        kafka: bool = True,
     ) -> None:
         if authorizer and not tls:
             raise ValueError(
@@ -181,10 +181,7 @@ class LocalCluster:
             raise ValueError("brokers must be >= 0")
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-cluster-"))
-        # A Kafka-protocol listener per broker (issue 25) unless TLS: it is plaintext only.
-        self.kafka = (not tls) if kafka is None else kafka
-        if self.kafka and tls:
-            raise ValueError("kafka=True needs tls=False: the Kafka listener is plaintext only")
+        self.kafka = kafka  # a Kafka listener per broker (issue 25)
         plan = plan_addresses(controllers, brokers, base_port, metrics=metrics, kafka=self.kafka)
         self.controller_ids, self.broker_ids = plan.controller_ids, plan.broker_ids
         self.controller_addresses = plan.controller_addresses
@@ -308,12 +305,14 @@ class LocalCluster:
             "super.users": ";".join(self.super_users),
         }
 
-    def _tls_properties(self, name: str, address: str) -> dict[str, str]:
-        """A node's listener and ``ssl.*`` keys (``tls=True``), else {}."""
+    def _tls_properties(self, name: str, address: str, kafka: str = "") -> dict[str, str]:
+        """A node's listeners (the gRPC one, then a broker's ``kafka`` one) and ``ssl.*`` keys
+        (``tls=True``), else {}."""
         if self.certs is None:
             return {}
         return {  # ssl.keystore.type and ssl.truststore.type: PEM, the default
-            "listeners": f"SSL://{address}",
+            "listeners": f"SSL://{address}" + (f",KAFKA://{kafka}" if kafka else ""),
+            **({"listener.security.protocol.map": "SSL:SSL,KAFKA:SSL"} if kafka else {}),
             "ssl.keystore.location": str(self.certs.node(name).keystore),
             "ssl.truststore.location": str(self.certs.cafile),
             "ssl.client.auth": "required",
@@ -658,16 +657,17 @@ class LocalCluster:
             if self.initial_voters is not None
             else {"controller.quorum.voters": format_voters(self.controller_addresses)}
         )
+        kafka = self.kafka_addresses[broker_id] if self.kafka else ""
         props = {
             "process.roles": "broker",
             "node.id": str(broker_id),
             **quorum,
             "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}"
-            + (f",KAFKA://{self.kafka_addresses[broker_id]}" if self.kafka else ""),
+            + (f",KAFKA://{kafka}" if kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
-            **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id]),
+            **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id], kafka),
             **self._authorizer_properties(),
             **self._metrics_property(broker_id),
             **self._broker_extra,

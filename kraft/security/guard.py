@@ -117,7 +117,10 @@ _PRINCIPALS_CACHED: Final = 4096
 
 
 @functools.lru_cache(maxsize=_PRINCIPALS_CACHED)
-def _principal_of(certificate: bytes, rules: tuple[MappingRule, ...]) -> str:
+def principal_of_certificate(certificate: bytes, rules: tuple[MappingRule, ...]) -> str:
+    """The principal of a caller presenting the (verified) PEM ``certificate``: its subject
+    through ``rules``, or ``User:ANONYMOUS`` when no rule maps it. gRPC calls and Kafka SSL
+    connections both come here."""
     return principal_of_auth_context({"x509_pem_cert": (certificate,)}, rules)
 
 
@@ -127,7 +130,7 @@ def caller_of(context: Any, settings: AuthorizationSettings) -> Caller:
     tls = b"ssl" in (auth.get("transport_security_type") or ())
     certificates = auth.get("x509_pem_cert") or ()
     principal = (
-        _principal_of(certificates[0], settings.principal_rules)
+        principal_of_certificate(certificates[0], settings.principal_rules)
         if tls and certificates
         else ANONYMOUS
     )
@@ -371,5 +374,6 @@ __all__ = [
     "authorization_error",
     "caller_of",
     "peer_host",
+    "principal_of_certificate",
     "service_of",
 ]

@@ -79,9 +79,13 @@ _QUOTE_MAX = 120
 
 
 class ClientAuth(enum.Enum):
-    """``ssl.client.auth`` (``requested`` is refused at start: see the registry)."""
+    """``ssl.client.auth``. ``requested`` (a certificate is asked for, and verified if one
+    comes, but a caller without one is let in as ``User:ANONYMOUS``) is served on the Kafka
+    listeners only: gRPC's Python server can only require one or not ask (`node_tls` refuses
+    it on an ``SSL://`` gRPC listener)."""
 
     REQUIRED = "required"
+    REQUESTED = "requested"
     NONE = "none"
 
 
@@ -116,6 +120,29 @@ class TlsConfig:
             root_certificates=self.ca_pem if required else None,
             require_client_auth=required,
         )
+
+    def server_ssl_context(self) -> ssl.SSLContext:
+        """What a Kafka ``SSL`` listener serves with (`replication.broker.kafka.listener`):
+        this config's certificate, and ``client_auth`` as Kafka applies it (``required``:
+        verified or refused at the handshake; ``requested``: verified if sent)."""
+        if self.certificate_chain_pem is None or self.private_key_pem is None:
+            raise InvalidConfigError("TLS: a server needs a certificate and a private key")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        # NB: Python's ssl loads a certificate and key only from files: they live in a private
+        # directory for the instant of the load.
+        with tempfile.TemporaryDirectory(prefix="kraft-tls-") as tmp:
+            certfile, keyfile = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
+            certfile.write_bytes(self.certificate_chain_pem)
+            keyfile.touch(mode=0o600)
+            keyfile.write_bytes(self.private_key_pem)
+            context.load_cert_chain(certfile, keyfile)
+        if self.client_auth is not ClientAuth.NONE and self.ca_pem is not None:
+            context.load_verify_locations(cadata=self.ca_pem.decode())
+            context.verify_mode = (
+                ssl.CERT_REQUIRED if self.client_auth is ClientAuth.REQUIRED else ssl.CERT_OPTIONAL
+            )
+        return context
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         """What `kraft.transport.channels` dials with (presenting the certificate, if any)."""
@@ -226,10 +253,29 @@ def node_tls(props: Mapping[str, str]) -> TlsConfig | None:
     """The TLS config of a node's properties: None unless its first listener is ``SSL://``.
 
     Raises:
-        InvalidConfigError: a key is invalid, missing, or names unreadable PEM.
+        InvalidConfigError: a key is invalid, missing, or names unreadable PEM;
+            ``ssl.client.auth=requested`` (see `ClientAuth`).
     """
     if listener_security_protocol(props.get("listeners", "")) != "SSL":
         return None
+    tls = ssl_material(props, "listeners=SSL://")
+    if tls.client_auth is ClientAuth.REQUESTED:
+        raise InvalidConfigError(
+            "ssl.client.auth=requested is not supported on the SSL:// gRPC listener (gRPC's "
+            "Python server can only require a client certificate or not ask for one); use "
+            "required or none (requested is served on SSL Kafka listeners)"
+        )
+    return tls
+
+
+def ssl_material(props: Mapping[str, str], needed_by: str) -> TlsConfig:
+    """The ``ssl.*`` keys of a node's properties as a `TlsConfig` (its certificate, its
+    trust store, ``ssl.client.auth``); ``needed_by`` names what asks for them in the
+    refusal of a missing key (``listeners=SSL://``, ``listener KAFKA (SSL)``).
+
+    Raises:
+        InvalidConfigError: a key is invalid, missing, or names unreadable PEM.
+    """
 
     def value(key: str) -> str:
         raw = props.get(key, "").strip()
@@ -251,7 +297,7 @@ def node_tls(props: Mapping[str, str]) -> TlsConfig | None:
         key = normalize_pem(props[key_key], key_key)
     else:
         raise InvalidConfigError(
-            "listeners=SSL:// needs ssl.keystore.location, or ssl.keystore.certificate.chain "
+            f"{needed_by} needs ssl.keystore.location, or ssl.keystore.certificate.chain "
             "and ssl.keystore.key"
         )
     if location := value("ssl.truststore.location"):
@@ -260,8 +306,8 @@ def node_tls(props: Mapping[str, str]) -> TlsConfig | None:
         ca = normalize_pem(props["ssl.truststore.certificates"], "ssl.truststore.certificates")
     else:
         raise InvalidConfigError(
-            "listeners=SSL:// needs ssl.truststore.location or ssl.truststore.certificates "
-            "(the CA that signed the other nodes' certificates)"
+            f"{needed_by} needs ssl.truststore.location or ssl.truststore.certificates "
+            "(the CA that signed the other nodes' and the clients' certificates)"
         )
     return TlsConfig(
         ca_pem=_certificates(ca, "ssl.truststore"),
@@ -330,16 +376,30 @@ def client_tls_from_env(env: Mapping[str, str] | None = None) -> TlsConfig | Non
     )
 
 
+KAFKA_CLIENT_ENV: Final = {
+    "security_protocol": "KAFKA_SECURITY_PROTOCOL",
+    "ssl_cafile": "KAFKA_SSL_CA_LOCATION",
+    "ssl_certfile": "KAFKA_SSL_CERTIFICATE_LOCATION",
+    "ssl_keyfile": "KAFKA_SSL_KEY_LOCATION",
+}
+"""The variables `security_exports` gives a Kafka client, by kafka-python's setting: each is
+librdkafka's property upper-cased with ``_`` for ``.`` (``KAFKA_SSL_CA_LOCATION`` is
+``ssl.ca.location``; kafka-python's and aiokafka's ``ssl_cafile``)."""
+
+
 def security_exports(settings: Mapping[str, str]) -> list[str]:
     """``KRAFT_...=value`` lines giving a shell the client ``settings`` (kafka-python's
-    names, as `kraft.cluster.LocalCluster.client_security` holds them)."""
+    names, as `kraft.cluster.LocalCluster.client_security` holds them), then the same
+    identity for a Kafka client on the Kafka listeners (`KAFKA_CLIENT_ENV`)."""
     names = {
         "security_protocol": ENV_SECURITY_PROTOCOL,
         "ssl_cafile": ENV_SSL_CAFILE,
         "ssl_certfile": ENV_SSL_CERTFILE,
         "ssl_keyfile": ENV_SSL_KEYFILE,
     }
-    return [f"{names[k]}={v}" for k, v in settings.items() if k in names]
+    return [f"{names[k]}={v}" for k, v in settings.items() if k in names] + [
+        f"{KAFKA_CLIENT_ENV[k]}={v}" for k, v in settings.items() if k in KAFKA_CLIENT_ENV
+    ]
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -444,6 +504,7 @@ __all__ = [
     "ENV_SSL_CAFILE",
     "ENV_SSL_CERTFILE",
     "ENV_SSL_KEYFILE",
+    "KAFKA_CLIENT_ENV",
     "SECURITY_PROTOCOLS",
     "ClientAuth",
     "TlsConfig",
@@ -456,4 +517,5 @@ __all__ = [
     "peer_certificate_subject",
     "refusal_reason",
     "security_exports",
+    "ssl_material",
 ]

@@ -48,7 +48,7 @@ from kraft.properties import (
 )
 from kraft.raft import RaftConfig
 from kraft.security.settings import AuthorizationSettings
-from kraft.security.tls import TlsConfig, node_tls
+from kraft.security.tls import TlsConfig, node_tls, ssl_material
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
@@ -121,9 +121,15 @@ def _security_protocols(props: Mapping[str, str]) -> dict[str, str]:
             continue
         name, sep, protocol = raw.partition(":")
         if not sep or protocol.strip().upper() not in ("PLAINTEXT", "SSL"):
+            sasl = protocol.strip().upper().startswith("SASL")
             raise InvalidConfigError(
-                f"listener.security.protocol.map: {raw.strip()!r} is not NAME:PLAINTEXT or "
-                "NAME:SSL (kraft has no SASL)"
+                f"listener.security.protocol.map: {raw.strip()[:80]!r} is not NAME:PLAINTEXT "
+                "or NAME:SSL"
+                + (
+                    " (kraft has no SASL: authenticate Kafka clients with SSL client certificates)"
+                    if sasl
+                    else ""
+                )
             )
         mapping[name.strip().upper()] = protocol.strip().upper()
     return mapping
@@ -143,11 +149,6 @@ def _kafka_listeners(
     specs = []
     for name, address in listeners[1:]:
         protocol = protocols.get(name, "SSL" if name == "SSL" else "PLAINTEXT")
-        if protocol != "PLAINTEXT":
-            raise InvalidConfigError(
-                f"listeners: {name} is {protocol}; kraft serves the Kafka protocol on "
-                "PLAINTEXT listeners only (docs/kafka-compatibility.md)"
-            )
         host = address.rpartition(":")[0]
         if advertised.get(name) is None and host in NON_ROUTABLE_HOSTS:
             raise InvalidConfigError(
@@ -262,9 +263,18 @@ class BrokerNodeConfig:
     tls: TlsConfig | None = None
     """[listeners=SSL://, ssl.*] the broker serves TLS and dials the controllers and the other
     brokers with its certificate (`kraft.security.tls.node_tls`); None: plaintext."""
+    kafka_tls: TlsConfig | None = None
+    """[ssl.*] what the SSL Kafka listeners serve with (the same keys as ``tls``: one
+    certificate per broker); None when no Kafka listener is SSL."""
 
     def __post_init__(self) -> None:
         self.partition_raft_config()  # NB: refuses bad quorum.partition.* timeouts early
+        ssl_listeners = [k.name for k in self.kafka_listeners if k.security_protocol == "SSL"]
+        if ssl_listeners and self.kafka_tls is None:
+            raise InvalidConfigError(
+                f"listener {ssl_listeners[0]} is SSL: give the broker's ssl.keystore.* and "
+                "ssl.truststore.* keys"
+            )
         explicit = self.advertised_listener is not None
         address = self.advertised_address
         host, sep, port = address.rpartition(":")
@@ -348,6 +358,7 @@ class BrokerNodeConfig:
         advertised = dict(advertised_named).get(named[0][0], "")
         if advertised_named and not any(n in dict(named) for n, _ in advertised_named):
             advertised = advertised_named[0][1]  # one unnamed-alike entry: the gRPC listener's
+        kafka_listeners = _kafka_listeners(props, named)
         log_defaults = {
             BROKER_LOG_KEYS[k]: v.strip() for k, v in props.items() if k in BROKER_LOG_KEYS
         }
@@ -360,7 +371,7 @@ class BrokerNodeConfig:
             dynamic_voters=dynamic,
             listen=named[0][1],
             listener_name=named[0][0] if "://" in listeners else "",
-            kafka_listeners=_kafka_listeners(props, named),
+            kafka_listeners=kafka_listeners,
             socket_request_max_bytes=int_property(
                 props, "socket.request.max.bytes", _SOCKET_REQUEST_MAX_BYTES
             ),
@@ -375,6 +386,7 @@ class BrokerNodeConfig:
             raft=RaftConfig.from_properties(props),
             authorization=AuthorizationSettings.from_properties(props),
             tls=node_tls(props),
+            kafka_tls=_kafka_tls(props, kafka_listeners),
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -412,10 +424,23 @@ class BrokerNodeConfig:
             advertised.insert(0, f"{self.grpc_listener_name}://{self.advertised_listener}")
         if advertised:
             props["advertised.listeners"] = ",".join(advertised)
-        if self.tls is not None:
-            props.update(self.tls.to_properties())
+        if (tls := self.tls or self.kafka_tls) is not None:
+            props.update(tls.to_properties())
+        protocols = [f"{k.name}:SSL" for k in self.kafka_listeners if k.security_protocol == "SSL"]
+        if protocols:
+            props["listener.security.protocol.map"] = ",".join(protocols)
         props.update(self.authorization.to_properties())
         return props
+
+
+def _kafka_tls(
+    props: Mapping[str, str], listeners: tuple[KafkaListenerSpec, ...]
+) -> TlsConfig | None:
+    """The ``ssl.*`` material of the SSL Kafka listeners (None: none is SSL)."""
+    ssl_names = [k.name for k in listeners if k.security_protocol == "SSL"]
+    if not ssl_names:
+        return None
+    return ssl_material(props, f"listener {ssl_names[0]} (SSL)")
 
 
 def _assignors(props: Mapping[str, str]) -> str:

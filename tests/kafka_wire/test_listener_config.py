@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kraft.security.certs import create_certs
+from kraft.security.tls import ClientAuth
 from replication.broker.config import BrokerNodeConfig, KafkaListenerSpec
 from storage.errors import InvalidConfigError
 
@@ -60,10 +62,10 @@ def test_every_listener_after_the_first_serves_kafka_with_its_advertised_address
     [
         ({"listeners": "A://h:1,A://h:2"}, "twice"),
         ({"listeners": "A://h:1,B://h:2", "inter.broker.listener.name": "B"}, "first"),
-        ({"listeners": "A://h:1,SSL://h:2"}, "PLAINTEXT listeners only"),
+        ({"listeners": "A://h:1,SSL://h:2"}, r"listener SSL \(SSL\) needs ssl.keystore.location"),
         (
             {"listeners": "A://h:1,B://h:2", "listener.security.protocol.map": "B:SASL_SSL"},
-            "SASL",
+            "kraft has no SASL: authenticate Kafka clients with SSL client certificates",
         ),
         ({"listeners": "A://h:1,B://0.0.0.0:2"}, "advertised.listeners=B://"),
     ],
@@ -90,3 +92,46 @@ def test_the_listen_flag_moves_the_grpc_listener_and_keeps_the_kafka_ones(tmp_pa
     c = BrokerNodeConfig.from_properties(properties_from_args(args))
     assert c.listen == "127.0.0.1:9393" and c.grpc_listener_name == "PLAINTEXT"
     assert c.kafka_listeners == (KafkaListenerSpec(name="KAFKA", listen="127.0.0.1:9192"),)
+
+
+def ssl_keys(tmp_path: Path, auth: str) -> dict[str, str]:
+    certs = create_certs(tmp_path / "certs", nodes=["broker-101"])
+    return {
+        "ssl.keystore.location": str(certs.node("broker-101").keystore),
+        "ssl.truststore.location": str(certs.cafile),
+        "ssl.client.auth": auth,
+    }
+
+
+def test_an_ssl_kafka_listener_serves_with_the_brokers_ssl_keys(tmp_path: Path) -> None:
+    props = {
+        **BASE,
+        "listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:SSL",
+        **ssl_keys(tmp_path, "requested"),
+    }
+    c = BrokerNodeConfig.from_properties(props)
+    assert c.tls is None and c.grpc_listener_name == "PLAINTEXT"  # gRPC stays plaintext
+    assert c.kafka_listeners == (
+        KafkaListenerSpec(name="EXTERNAL", listen="127.0.0.1:9093", security_protocol="SSL"),
+    )
+    assert c.kafka_tls is not None and c.kafka_tls.client_auth is ClientAuth.REQUESTED
+    assert c.kafka_tls.certificate_chain_pem and c.kafka_tls.private_key_pem
+    assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
+    c.kafka_tls.server_ssl_context()  # loads
+
+
+def test_an_ssl_grpc_listener_shares_its_keys_with_an_ssl_kafka_listener(tmp_path: Path) -> None:
+    keys = ssl_keys(tmp_path, "required")
+    props = {
+        **BASE,
+        "listeners": "SSL://127.0.0.1:9092,KAFKA://127.0.0.1:9093",
+        "listener.security.protocol.map": "SSL:SSL,KAFKA:SSL",
+        **keys,
+    }
+    c = BrokerNodeConfig.from_properties(props)
+    assert c.tls is not None and c.tls == c.kafka_tls
+    assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
+    # requested: Kafka's, but gRPC's Python server cannot ask for an optional certificate.
+    with pytest.raises(InvalidConfigError, match="requested is not supported on the SSL:// gRPC"):
+        BrokerNodeConfig.from_properties({**props, "ssl.client.auth": "requested"})

@@ -150,7 +150,14 @@ def test_cluster_env_exports_admin_by_default_and_a_named_client_on_request(
         assert default["KRAFT_BOOTSTRAP"] == cluster.bootstrap
         assert default["KRAFT_SECURITY_PROTOCOL"] == "SSL"
         assert default["KRAFT_SSL_CERTFILE"].endswith("/admin.pem")
-        assert exports("--client", "alice")["KRAFT_SSL_KEYFILE"].endswith("/alice-key.pem")
+        alice = exports("--client", "alice")
+        assert alice["KRAFT_SSL_KEYFILE"].endswith("/alice-key.pem")
+        # The same identity for a Kafka client on the (SSL) Kafka listeners, librdkafka's names.
+        assert alice["KAFKA_BOOTSTRAP_SERVERS"] == cluster.kafka_bootstrap != ""
+        assert alice["KAFKA_SECURITY_PROTOCOL"] == "SSL"
+        assert alice["KAFKA_SSL_CA_LOCATION"] == alice["KRAFT_SSL_CAFILE"]
+        assert alice["KAFKA_SSL_CERTIFICATE_LOCATION"].endswith("/alice.pem")
+        assert alice["KAFKA_SSL_KEY_LOCATION"].endswith("/alice-key.pem")
         code, _, err = _kraft(
             capsys, "cluster", "env", "--data-dir", str(cluster.data_dir), "--client", "bob"
         )

@@ -130,7 +130,6 @@ MALFORMED: list[tuple[str, bytes, type[KraftError]]] = [
     ("control bit", three(attributes=0x20), InvalidRecordError),
     ("transactional bit", three(attributes=0x10), InvalidRecordError),
     ("producer id without sequence", three(producer_id=7, producer_epoch=0), InvalidRecordError),
-    ("sequence without producer id", three(base_sequence=5), InvalidRecordError),
     ("negative producer id", three(producer_id=-7), InvalidRecordError),
     # timestamps
     ("negative base timestamp", three(base_timestamp=-5, max_timestamp=-5), InvalidTimestampError),
@@ -239,6 +238,9 @@ def valid_batches() -> list[tuple[str, bytes]]:
                 [b"a"], timestamp_ms=NOW_MS, producer_id=3, producer_epoch=0, base_sequence=0
             ),
         ),
+        # aiokafka's non-idempotent producer: no producer id, base sequence 0 (Kafka ignores
+        # the sequence without a producer id).
+        ("sequence without producer id", three(base_sequence=0)),
         ("300 records", good_batch(300)),
         ("a 100 KB record", build_batch([b"k" * 100_000, b"v"], timestamp_ms=NOW_MS)),
     ]

@@ -125,7 +125,7 @@ def test_pem_text_on_one_line_reads_as_the_files(certs: CertSet) -> None:
     [
         ({"ssl.truststore.location": ""}, "needs ssl.truststore.location"),
         ({"ssl.keystore.location": ""}, "needs ssl.keystore.location"),
-        ({"ssl.client.auth": "requested"}, "not supported yet"),
+        ({"ssl.client.auth": "requested"}, "requested is not supported on the SSL:// gRPC"),
         ({"ssl.keystore.type": "JKS"}, "not supported yet"),
         ({"ssl.client.auth": "sometimes"}, "must be one of"),
         ({"ssl.truststore.location": "/nonexistent/ca.pem"}, "cannot read"),

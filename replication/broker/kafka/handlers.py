@@ -252,7 +252,11 @@ async def handle_metadata(api: KafkaBrokerApi, request: Request, ctx: RequestCon
     requested = body.topics
     if request.api_version == 0 and not requested:
         requested = None  # v0: an empty list means every topic
-    answer = await api.metadata(MetadataRequest(), ctx)
+    # NB: topics asked for by name are named to the broker API, whose authorization answers
+    # one the caller may not DESCRIBE with TOPIC_AUTHORIZATION_FAILED (a listing hides it).
+    names = tuple(r.name for r in requested or () if getattr(r, "name", None))
+    by_names = requested is not None and len(names) == len(requested)
+    answer = await api.metadata(MetadataRequest(topics=names if by_names else ()), ctx)
     by_name = {t.name: t for t in answer.topics}
     if requested is None:
         topics = list(answer.topics)  # internal ones too, marked, as Kafka answers

@@ -9,6 +9,12 @@ order; they are written with ``writelines`` (record bytes by identity) and drain
 between decoding and the writing of their response. At the bound the reader stops reading, so
 TCP pushes back on the client; a client that never reads its responses stops being read from,
 and holds no more than the bound. Bad input closes only its own connection.
+
+*SSL* listeners serve TLS with the broker's certificate (``ssl.*``, `KafkaListenerConfig.tls`)
+and ask for a client certificate as ``ssl.client.auth`` says. The verified certificate's subject,
+through ``ssl.principal.mapping.rules``, is the principal of every request on the connection
+(``User:CN=alice``), read once after the handshake; no certificate is ``User:ANONYMOUS``. The
+broker API then authorizes it exactly as a gRPC call with that certificate.
 """
 
 from __future__ import annotations
@@ -16,11 +22,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import structlog
 
+from kraft.security.guard import principal_of_certificate
+from kraft.security.principals import DEFAULT_RULES, MappingRule, parse_mapping_rules
+from kraft.security.tls import TlsConfig
 from replication.broker.api import RequestContext
 from replication.broker.api.context import ANONYMOUS
 from replication.broker.kafka.api import KafkaBrokerApi
@@ -55,6 +66,10 @@ class KafkaListenerConfig:
     """[socket.request.max.bytes]"""
     queued_max_requests: int = DEFAULT_QUEUED_MAX_REQUESTS
     """[queued.max.requests] per connection."""
+    tls: TlsConfig | None = None
+    """[ssl.*] the certificate and ``ssl.client.auth`` of an ``SSL`` listener."""
+    principal_rules: Sequence[MappingRule] = parse_mapping_rules(DEFAULT_RULES)
+    """[ssl.principal.mapping.rules] client certificate subject -> principal."""
 
 
 class KafkaListener:
@@ -69,13 +84,18 @@ class KafkaListener:
 
     async def start(self) -> None:
         """Bind and serve. Raises OSError when the address cannot be bound."""
-        if self.config.security_protocol != "PLAINTEXT":
+        context: ssl.SSLContext | None = None
+        if self.config.security_protocol == "SSL":
+            if self.config.tls is None:
+                raise OSError(f"listener {self.config.name} is SSL: it needs the ssl.* keys")
+            context = self.config.tls.server_ssl_context()
+        elif self.config.security_protocol != "PLAINTEXT":
             raise OSError(
-                f"listener {self.config.name}: the Kafka protocol is served on PLAINTEXT "
-                f"listeners only, not {self.config.security_protocol}"
+                f"listener {self.config.name}: the Kafka protocol is served on PLAINTEXT and "
+                f"SSL listeners, not {self.config.security_protocol}"
             )
         self._server = await asyncio.start_server(
-            self._serve, self.config.host, self.config.port, limit=READ_CHUNK_BYTES
+            self._serve, self.config.host, self.config.port, limit=READ_CHUNK_BYTES, ssl=context
         )
         self.bound_port = self._server.sockets[0].getsockname()[1]
         _log.info("kafka_listener_started", listener=self.config.name, port=self.bound_port)
@@ -104,10 +124,20 @@ class KafkaListener:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    def context(self, request: Request, peer: Any) -> RequestContext:
+    def principal(self, writer: asyncio.StreamWriter) -> str:
+        """The principal of a connection: its verified client certificate's mapped subject,
+        else `ANONYMOUS` (plaintext, no certificate, or no rule maps the subject)."""
+        tls = writer.get_extra_info("ssl_object")
+        der = tls.getpeercert(binary_form=True) if isinstance(tls, ssl.SSLObject) else None
+        if not der:
+            return ANONYMOUS
+        pem = ssl.DER_cert_to_PEM_cert(der).encode()
+        return principal_of_certificate(pem, tuple(self.config.principal_rules))
+
+    def context(self, request: Request, peer: Any, principal: str = ANONYMOUS) -> RequestContext:
         spec = HANDLERS.get(request.api_key)
         return RequestContext(
-            principal=ANONYMOUS,
+            principal=principal,
             client_host=peer[0] if isinstance(peer, tuple) and peer else "",
             listener=self.config.name,
             client_id=request.client_id,
@@ -125,6 +155,7 @@ class _Connection:
         self._reader = reader
         self._writer = writer
         self._peer = writer.get_extra_info("peername")
+        self._principal = owner.principal(writer)
         self._protocol = KafkaConnection(
             SUPPORTED_VERSIONS, max_request_bytes=owner.config.max_request_bytes
         )
@@ -165,7 +196,7 @@ class _Connection:
                 frames = self._protocol.unsupported_api_versions(request)
             else:
                 spec = HANDLERS[request.api_key]
-                ctx = self._owner.context(request, self._peer)
+                ctx = self._owner.context(request, self._peer, self._principal)
                 answer = await spec.handle(self._owner._api, request, ctx)
                 if answer is None:
                     frames = self._protocol.skip(request)

@@ -30,6 +30,8 @@ class KafkaListeners:
                     security_protocol=spec.security_protocol,
                     max_request_bytes=config.socket_request_max_bytes,
                     queued_max_requests=config.queued_max_requests,
+                    tls=config.kafka_tls if spec.security_protocol == "SSL" else None,
+                    principal_rules=config.authorization.principal_rules,
                 ),
                 api,
             )
