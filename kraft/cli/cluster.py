@@ -355,7 +355,6 @@ def _preflight(args: argparse.Namespace, data_dir: Path) -> None:
         args.brokers,
         metrics=args.metrics,
         base_port=args.base_port,
-        kafka=not args.tls,  # LocalCluster's default: a Kafka listener per broker unless TLS
     )
 
 
