@@ -92,5 +92,11 @@ class KafkaBrokerApi(Protocol):
         self, request: DeleteGroupsRequest, ctx: RequestContext
     ) -> DeleteGroupsResponse: ...
 
+    async def forward(self, request: object, ctx: RequestContext) -> object:
+        """An admin request (`kraft.controller.messages`, ...) to the active controller,
+        authorized first; raises `storage.errors.KraftError` for a request refused whole
+        (its code is Kafka's) or a controller out of reach."""
+        ...
+
 
 __all__ = ["KafkaBrokerApi"]

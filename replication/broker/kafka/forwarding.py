@@ -1,0 +1,72 @@
+"""Admin requests from the Kafka listener to the controller, with Kafka's per-resource errors.
+
+The broker API's ``forward`` (`replication.broker.api.BrokerApi.forward`) authorizes an admin
+request and sends it to the active controller (KIP-590); it raises for a request refused whole
+(TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED) or a controller out of reach. A Kafka client
+expects an answer instead, with a code per topic or resource: `forward` gives an `Outcome`,
+and `forward_parts` sends a refused request of several resources again one resource at a time,
+so each resource gets its own answer, as Kafka authorizes per resource.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from replication.broker.api import RequestContext
+from replication.broker.kafka.api import KafkaBrokerApi
+from storage.errors import ErrorCode, KraftError
+
+T = TypeVar("T")
+
+REFUSALS: Final = frozenset(
+    {
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
+"""The codes of a request refused whole by the broker API's authorization."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A forwarded request's answer, or why there is none (``response`` None)."""
+
+    response: Any
+    code: ErrorCode = ErrorCode.NONE
+    message: str = ""
+
+
+async def forward(api: KafkaBrokerApi, request: object, ctx: RequestContext) -> Outcome:
+    """``request`` to the controller; a refusal or a failure as its code (a retriable one,
+    the controller out of reach, the client retries)."""
+    try:
+        return Outcome(await api.forward(request, ctx))
+    except KraftError as e:
+        return Outcome(None, e.code, e.message)
+
+
+async def forward_parts(
+    api: KafkaBrokerApi,
+    ctx: RequestContext,
+    parts: Sequence[T],
+    request_of: Callable[[Sequence[T]], object],
+) -> list[tuple[Sequence[T], Outcome]]:
+    """``parts`` forwarded as one request; refused whole, each part as its own request (a
+    resource refused gets its code, the others their answers). No request for no parts."""
+    if not parts:
+        return []
+    whole = await forward(api, request_of(parts), ctx)
+    if whole.response is not None or whole.code not in REFUSALS or len(parts) == 1:
+        return [(parts, whole)]
+    return [((p,), await forward(api, request_of((p,)), ctx)) for p in parts]
+
+
+def error(code: int, message: str | None) -> dict[str, Any]:
+    """A response's ``error_code`` and ``error_message`` (null when there is none)."""
+    return {"error_code": code, "error_message": message or None}
+
+
+__all__ = ["REFUSALS", "Outcome", "error", "forward", "forward_parts"]
