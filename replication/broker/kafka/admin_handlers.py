@@ -42,9 +42,10 @@ from replication.broker.api import RequestContext
 from replication.broker.kafka.acl_handlers import ACL_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.config_handlers import CONFIG_HANDLERS
-from replication.broker.kafka.forwarding import error, forward, forward_parts
+from replication.broker.kafka.entities import millis
+from replication.broker.kafka.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.frames import Request
-from replication.messages import MetadataRequest
+from replication.messages import MetadataRequest, MetadataTopic
 from storage.errors import ErrorCode
 
 Response = Mapping[str, Any] | None
@@ -52,6 +53,18 @@ Response = Mapping[str, Any] | None
 
 def _duplicates(names: Sequence[Any]) -> set[Any]:
     return {n for n, count in Counter(names).items() if count > 1}
+
+
+def _exists(topic: MetadataTopic | None) -> bool:
+    return topic is not None
+
+
+def _gone(topic: MetadataTopic | None) -> bool:
+    return topic is None
+
+
+def _with_partitions(count: int) -> Callable[[MetadataTopic | None], bool]:
+    return lambda topic: topic is not None and len(topic.partitions) >= count
 
 
 # -- CreateTopics ---------------------------------------------------------------------------------
@@ -131,6 +144,9 @@ async def handle_create_topics(
                 # describe it when they need it, so none are listed.
                 "configs": [] if ok else None,
             }
+    if not body.validate_only:
+        created = [n for n, r in results.items() if r["error_code"] == ErrorCode.NONE]
+        await await_metadata(api, ctx, dict.fromkeys(created, _exists), millis(body.timeout) / 1000)
     return {"topics": [results[t.name] for t in body.topics if t.name in results]}
 
 
@@ -182,6 +198,8 @@ async def handle_delete_topics(
             }
             for r in answer.topics
         )
+    deleted = [r["name"] for r in results if r["error_code"] == ErrorCode.NONE and r["name"]]
+    await await_metadata(api, ctx, dict.fromkeys(deleted, _gone), millis(body.timeout) / 1000)
     return {"responses": results}
 
 
@@ -221,6 +239,14 @@ async def handle_create_partitions(
         results.extend(
             {"name": r.name, **error(r.error_code, r.error_message)} for r in answer.results
         )
+    if not body.validate_only:
+        counts = {t.name: t.count for t in wanted}
+        grown = {
+            r["name"]: _with_partitions(counts[r["name"]])
+            for r in results
+            if r["error_code"] == ErrorCode.NONE and r["name"] in counts
+        }
+        await await_metadata(api, ctx, grown, millis(body.timeout) / 1000)
     return {"results": results}
 
 

@@ -59,6 +59,16 @@ def _resource(rtype: int, name: str, code: int, message: str | None) -> dict[str
     return {"resource_type": rtype, "resource_name": name, **error(code, message)}
 
 
+def _in_request_order(results: list[dict[str, Any]], resources: Sequence[Any]) -> list[Any]:
+    """``results`` in the order of the request's ``resources`` (as Kafka answers)."""
+    order: dict[tuple[int, str], int] = {}
+    for i, r in enumerate(resources):
+        order.setdefault((int(r.resource_type), r.resource_name), i)
+    return sorted(
+        results, key=lambda r: order.get((int(r["resource_type"]), r["resource_name"]), 0)
+    )
+
+
 def _unsupported(rtype: int) -> str:
     return f"resource type {rtype} is not supported (TOPIC 2 and BROKER 4 are)"
 
@@ -152,7 +162,7 @@ async def handle_describe_configs(
             }
             for res in answer.results
         )
-    return {"results": results}
+    return {"results": _in_request_order(results, body.resources)}
 
 
 # -- IncrementalAlterConfigs, AlterConfigs --------------------------------------------------------
@@ -234,7 +244,7 @@ async def handle_incremental_alter_configs(
             AlterConfigsResource(resource_type=rtype, resource_name=r.resource_name, configs=ops)
         )
     results.extend(await _alter(api, ctx, wanted, body.validate_only))
-    return {"responses": results}
+    return {"responses": _in_request_order(results, body.resources)}
 
 
 _DYNAMIC: Final = frozenset(
@@ -296,7 +306,7 @@ async def handle_alter_configs(
             AlterConfigsResource(resource_type=rtype, resource_name=r.resource_name, configs=ops)
         )
     results.extend(await _alter(api, ctx, wanted, body.validate_only))
-    return {"responses": results}
+    return {"responses": _in_request_order(results, body.resources)}
 
 
 ConfigHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]

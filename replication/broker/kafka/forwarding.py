@@ -10,12 +10,14 @@ so each resource gets its own answer, as Kafka authorizes per resource.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
+from replication.messages import MetadataRequest, MetadataTopic
 from storage.errors import ErrorCode, KraftError
 
 T = TypeVar("T")
@@ -69,4 +71,38 @@ def error(code: int, message: str | None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message or None}
 
 
-__all__ = ["REFUSALS", "Outcome", "error", "forward", "forward_parts"]
+METADATA_WAIT_MAX_S: Final = 10.0
+"""The longest a topic change waits to show in this broker's metadata."""
+METADATA_POLL_S: Final = 0.02
+
+
+async def await_metadata(
+    api: KafkaBrokerApi,
+    ctx: RequestContext,
+    shown: Mapping[str, Callable[[MetadataTopic | None], bool]],
+    timeout_s: float,
+) -> None:
+    """Until ``shown[name](topic)`` holds for every topic in this broker's metadata (None for
+    a topic it does not know), or ``timeout_s`` (at most `METADATA_WAIT_MAX_S`) passes.
+
+    The controller answers a topic change once committed; the broker learns it a moment
+    later. A Kafka client describes or produces right after its create and expects the topic
+    (Kafka's ZooKeeper-era broker waited for its metadata cache the same way), so the answer
+    waits for this broker's image. A timeout is no error: the change is made.
+    """
+    if not shown:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(max(timeout_s, 0.0), METADATA_WAIT_MAX_S)
+    names = tuple(sorted(shown))
+    while True:
+        answer = await api.metadata(MetadataRequest(topics=names), ctx)
+        known = {t.name: t for t in answer.topics if t.error_code == ErrorCode.NONE}
+        if all(check(known.get(name)) for name, check in shown.items()):
+            return
+        if loop.time() >= deadline:
+            return
+        await asyncio.sleep(METADATA_POLL_S)
+
+
+__all__ = ["REFUSALS", "Outcome", "await_metadata", "error", "forward", "forward_parts"]
