@@ -1,7 +1,8 @@
 """Real Kafka admin clients against a real kraft cluster's Kafka listeners (issue 25 item 5):
 kafka-python's KafkaAdminClient, aiokafka's AIOKafkaAdminClient and confluent-kafka's
 AdminClient (librdkafka) each create a topic, describe it and its configs, alter a config,
-add partitions and delete it; the errors come back as each client's own exception type.
+add partitions and delete it; the errors come back as each client's own exception type. Kafka's
+own ``kafka-topics`` and ``kafka-configs`` (Java, from the jar cache) do the same.
 
 On the package's one cluster (`conftest.cluster`), whose authorizer is off: kraft keeps and
 serves ACLs regardless (see `replication.broker.kafka.acl_handlers`), so librdkafka creates,
@@ -11,8 +12,12 @@ describes and deletes one.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -242,3 +247,53 @@ def test_confluent_admin_creates_describes_alters_grows_acls_and_deletes(
     with pytest.raises(confluent_kafka.KafkaException) as unknown:
         results(admin.delete_topics([topic]))
     assert unknown.value.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+# -- Kafka's own tools (Java) -------------------------------------------------------------------
+
+KAFKA_JARS = Path(os.environ.get("KRAFT_KAFKA_JARS", "/root/.cache/kraft/jars/kafka-4.4.0"))
+"""Kafka 4.x's jars (fetched from Maven Central into the cache, never into the repository)."""
+
+
+def kafka_tool(tool: str, *args: str) -> str:
+    """Run one of Kafka's command-line tools (``org.apache.kafka.tools.<tool>``); its stdout."""
+    done = subprocess.run(
+        ["java", "-cp", str(KAFKA_JARS / "*"), f"org.apache.kafka.tools.{tool}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"{tool} {args}: {done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.mark.skipif(
+    shutil.which("java") is None or not any(KAFKA_JARS.glob("kafka-tools-*.jar")),
+    reason="no Java or no Kafka jars in the cache",
+)
+def test_kafka_topics_and_kafka_configs_create_describe_alter_and_delete(
+    cluster: LocalCluster,
+) -> None:
+    server = ("--bootstrap-server", cluster.kafka_bootstrap)
+    topic = ("--topic", "java-admin")
+    created = kafka_tool(
+        "TopicCommand", *server, "--create", *topic, "--partitions", "3",
+        "--replication-factor", "3", "--config", "retention.ms=100000",
+    )  # fmt: skip
+    assert "Created topic java-admin." in created
+    kafka_tool("TopicCommand", *server, "--alter", *topic, "--partitions", "4")
+    # --describe: the Java admin's describeTopics is DescribeTopicPartitions (KIP-966).
+    described = kafka_tool("TopicCommand", *server, "--describe", *topic)
+    assert "PartitionCount: 4" in described and "ReplicationFactor: 3" in described
+    assert described.count("Leader: ") == 4
+    entity = ("--entity-type", "topics", "--entity-name", "java-admin")
+    kafka_tool("ConfigCommand", *server, *entity, "--alter", "--add-config", "segment.ms=3600000")
+    configs = kafka_tool("ConfigCommand", *server, *entity, "--describe")
+    assert "retention.ms=100000" in configs and "segment.ms=3600000" in configs
+    broker = ("--entity-type", "brokers", "--entity-name", str(min(cluster.broker_ids)))
+    assert "log.retention.ms=" in kafka_tool(
+        "ConfigCommand", *server, *broker, "--describe", "--all"
+    )
+    kafka_tool("TopicCommand", *server, "--delete", *topic)
+    until(lambda: "java-admin" not in topic_names(cluster))

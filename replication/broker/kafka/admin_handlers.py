@@ -441,8 +441,9 @@ async def handle_describe_topic_partitions(
                         "leader_epoch": p.leader_epoch,
                         "replica_nodes": p.replica_nodes,
                         "isr_nodes": p.isr_nodes,
-                        "eligible_leader_replicas": None,
-                        "last_known_elr": None,
+                        # NB: lists, never null: the Java admin (4.x) streams over both.
+                        "eligible_leader_replicas": [],
+                        "last_known_elr": [],
                         "offline_replicas": p.offline_replicas,
                     }
                     for p in partitions
