@@ -103,6 +103,24 @@ def test_kafka_python_admin_creates_describes_alters_grows_and_deletes(
         admin.create_partitions({topic: NewPartitions(4)})
         (described,) = admin.describe_topics([topic])
         assert len(described["partitions"]) == 4
+        # AlterPartitionReassignments to the same replicas in another order (nothing to copy),
+        # then a preferred ElectLeaders moves the leader to the new first replica.
+        replicas = next(
+            p["replica_nodes"] for p in described["partitions"] if p["partition_index"] == 0
+        )
+        wanted = [*replicas[1:], replicas[0]]
+        partition = kafka.TopicPartition(topic, 0)
+        assert admin.alter_partition_reassignments({partition: wanted}) == {partition: None}
+        until(lambda: admin.list_partition_reassignments({topic: [0]}) == {})
+
+        def leader_is_preferred() -> bool:
+            admin.elect_leaders(0, {topic: [0]})  # ELECTION_NOT_NEEDED once it is
+            (d,) = admin.describe_topics([topic])
+            return any(
+                p["partition_index"] == 0 and p["leader_id"] == wanted[0] for p in d["partitions"]
+            )
+
+        until(leader_is_preferred)
         # DescribeTopicPartitions (KIP-966) pages with a cursor.
         first = admin.describe_topic_partitions([topic], response_partition_limit=3)
         assert [p["partition_index"] for p in first["topics"][0]["partitions"]] == [0, 1, 2]
