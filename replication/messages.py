@@ -18,7 +18,12 @@ from storage.errors import ErrorCode
 
 # ListOffsets sentinel timestamps (Kafka's ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_...):
 # their one home is the log that answers them.
-from storage.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from storage.log_read import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 
 # Fetch isolation levels (Kafka's IsolationLevel).
 READ_UNCOMMITTED = 0
@@ -264,8 +269,10 @@ class InitProducerIdResponse:
 
 __all__ = [
     "CONSUMER_REPLICA_ID",
+    "EARLIEST_LOCAL_TIMESTAMP",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
     "BrokerFetchRequest",

@@ -28,6 +28,7 @@ from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
+    EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     BrokerFetchRequest,
@@ -54,6 +55,7 @@ from replication.messages import (
     ProduceTopicResponse,
 )
 from storage.errors import ErrorCode, KraftError
+from storage.records import iter_batches, iter_records
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost
@@ -289,7 +291,8 @@ class BrokerService:
                     )
                     continue
                 log = replica.log
-                if p.timestamp == EARLIEST_TIMESTAMP:
+                timestamp = -1  # Kafka's answer for earliest and latest
+                if p.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                     offset: int | None = log.log_start_offset
                 elif p.timestamp == LATEST_TIMESTAMP:
                     offset = (
@@ -298,6 +301,10 @@ class BrokerService:
                 else:
                     try:
                         offset = replica.offset_for_timestamp(p.timestamp)
+                        if offset is not None and offset >= replica.high_watermark:
+                            offset = None
+                        if offset is not None:  # the found record's (Kafka's answer)
+                            timestamp = _timestamp_at(log.read(offset, 1), offset)
                     except KraftError as e:
                         parts.append(
                             ListOffsetsPartitionResponse(
@@ -305,12 +312,10 @@ class BrokerService:
                             )
                         )
                         continue
-                    if offset is not None and offset >= replica.high_watermark:
-                        offset = None
                 parts.append(
                     ListOffsetsPartitionResponse(
                         partition_index=p.partition_index,
-                        timestamp=-1 if offset is None or p.timestamp < 0 else p.timestamp,
+                        timestamp=timestamp,
                         offset=-1 if offset is None else offset,
                         leader_epoch=leader_epoch,
                     )
@@ -404,6 +409,16 @@ class BrokerService:
                 )
             self._producer_ids = (start + 1, end)
             return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+
+
+def _timestamp_at(batches: bytes, offset: int) -> int:
+    """The timestamp of the record at ``offset`` in ``batches`` (read from the batch that
+    holds it), or -1 if it is not there."""
+    for pos, header in iter_batches(batches):
+        if header.base_offset <= offset <= header.last_offset:
+            batch = memoryview(batches)[pos : pos + header.size_bytes]
+            return next((r.timestamp_ms for r in iter_records(batch) if r.offset == offset), -1)
+    return -1
 
 
 def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdResponse:

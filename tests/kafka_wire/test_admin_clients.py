@@ -237,6 +237,15 @@ def test_confluent_admin_creates_describes_alters_grows_acls_and_deletes(
     described = results(admin.describe_topics(confluent_kafka.TopicCollection([topic])))[topic]
     assert len(described.partitions) == partitions + 2
 
+    # ListOffsets v7+: the record with the largest timestamp (KIP-734), the first of equals.
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    for stamp in (1000, 3000, 2000, 3000):
+        producer.produce(topic, b"v", partition=0, timestamp=stamp)
+    assert producer.flush(30) == 0
+    partition = confluent_kafka.TopicPartition(topic, 0)
+    newest = results(admin.list_offsets({partition: ck.OffsetSpec.max_timestamp()}))[partition]
+    assert (newest.offset, newest.timestamp) == (1, 3000)
+
     acl = ck.AclBinding(
         ck.ResourceType.TOPIC,
         topic,
