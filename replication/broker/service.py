@@ -20,7 +20,9 @@ purgatories).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
@@ -33,6 +35,10 @@ from replication.messages import (
     LATEST_TIMESTAMP,
     BrokerFetchRequest,
     BrokerFetchResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     EpochEndOffset,
     FetchPartition,
     FetchPartitionData,
@@ -44,15 +50,19 @@ from replication.messages import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
+    LogDirPartition,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+    PartitionProducers,
     ProducePartitionResponse,
+    ProducerDescription,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
+    TopicPartitions,
 )
 from storage.errors import ErrorCode, KraftError
 from storage.records import iter_batches, iter_records
@@ -323,6 +333,71 @@ class BrokerService:
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
         return ListOffsetsResponse(topics=tuple(topics))
 
+    # --- DescribeLogDirs, DescribeProducers ---------------------------------------------------
+
+    async def describe_log_dirs(self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        """The partitions this broker holds (those asked for) with their sizes, in its one log
+        directory (the data directory every replica's log lives under)."""
+        replicas = self._server.replicas
+        wanted = _selected(request.topics, replicas)
+        held = [(tp, replicas[tp]) for tp in wanted if tp in replicas]
+        directory = next((r.log.directory.parent for _, r in held), None)
+        if directory is None and replicas:
+            directory = next(iter(replicas.values())).log.directory.parent
+        total = usable = -1
+        if directory is not None:
+            try:
+                usage = shutil.disk_usage(directory)
+                total, usable = usage.total, usage.free
+            except OSError:
+                pass
+        return DescribeLogDirsResponse(
+            log_dir="" if directory is None else str(directory),
+            partitions=tuple(
+                LogDirPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    size_bytes=replica.log.size_bytes,
+                    offset_lag=max(0, replica.high_watermark - replica.log.log_end_offset),
+                )
+                for tp, replica in held
+            ),
+            total_bytes=total,
+            usable_bytes=usable,
+        )
+
+    async def describe_producers(
+        self, request: DescribeProducersRequest
+    ) -> DescribeProducersResponse:
+        """The producers of each partition this broker leads (Kafka's DescribeProducers)."""
+        answers = []
+        for tp in _selected(request.topics, ()):
+            replica = self._leading(tp)
+            if replica is None:
+                answers.append(
+                    PartitionProducers(
+                        topic=tp.topic, partition=tp.partition, error_code=self._not_leader_code(tp)
+                    )
+                )
+                continue
+            entries = replica.producer_state.entries
+            answers.append(
+                PartitionProducers(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    producers=tuple(
+                        ProducerDescription(
+                            producer_id=e.producer_id,
+                            producer_epoch=e.producer_epoch,
+                            last_sequence=e.last_sequence,
+                            last_timestamp_ms=e.batches[-1].timestamp_ms if e.batches else -1,
+                        )
+                        for _, e in sorted(entries.items())
+                    ),
+                )
+            )
+        return DescribeProducersResponse(partitions=tuple(answers))
+
     # --- Metadata -----------------------------------------------------------------------------
 
     async def metadata(self, request: MetadataRequest, listener: str = "") -> MetadataResponse:
@@ -409,6 +484,14 @@ class BrokerService:
                 )
             self._producer_ids = (start + 1, end)
             return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+
+
+def _selected(
+    topics: Sequence[TopicPartitions] | None, hosted: Iterable[TopicPartition]
+) -> list[TopicPartition]:
+    if topics is None:
+        return sorted(hosted)
+    return [TopicPartition(t.name, p) for t in topics for p in t.partitions]
 
 
 def _timestamp_at(batches: bytes, offset: int) -> int:

@@ -140,6 +140,34 @@ def test_kafka_python_admin_creates_describes_alters_grows_and_deletes(
     assert topic not in topic_names(cluster)
 
 
+def test_kafka_python_describes_producers_and_log_dirs(cluster: LocalCluster) -> None:
+    topic = "kp-producers"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=cluster.kafka_bootstrap, acks="all", enable_idempotence=True
+    )
+    try:
+        admin.create_topics([NewTopic(topic, 1, 3)], timeout_ms=30000)
+        for i in range(5):
+            producer.send(topic, f"v{i}".encode(), partition=0).get(timeout=30)
+        partition = kafka.TopicPartition(topic, 0)
+        # DescribeProducers (the leader's idempotent-producer state, KIP-664).
+        (state,) = admin.describe_producers([partition])[partition].active_producers
+        assert state.producer_epoch == 0 and state.last_sequence == 4
+        assert state.producer_id >= 0 and state.last_timestamp > 0
+        # DescribeLogDirs: every broker holds the partition (replication factor 3).
+        described = admin.describe_log_dirs({topic: [0]})
+        assert sorted(d["broker"] for d in described) == sorted(cluster.broker_ids)
+        for broker in described:
+            (log_dir,) = broker["log_dirs"]
+            assert log_dir["error_code"] == 0 and log_dir["total_bytes"] > 0
+            ((name, partitions),) = [(t["name"], t["partitions"]) for t in log_dir["topics"]]
+            assert name == topic and [p["partition_index"] for p in partitions] == [0]
+    finally:
+        producer.close()
+        admin.close()
+
+
 # -- aiokafka -----------------------------------------------------------------------------------
 
 

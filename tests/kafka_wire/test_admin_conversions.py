@@ -54,7 +54,19 @@ from replication.broker.api import RequestContext
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.handlers import HANDLERS
-from replication.messages import MetadataPartition, MetadataRequest, MetadataResponse, MetadataTopic
+from replication.messages import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    PartitionProducers,
+    ProducerDescription,
+    TopicPartitions,
+)
 from storage.errors import (
     ClusterAuthorizationFailedError,
     ErrorCode,
@@ -78,6 +90,32 @@ class Controller:
     async def forward(self, request: Any, ctx: RequestContext) -> Any:
         self.forwarded.append(request)
         return self.answer(request)
+
+    async def describe_log_dirs(
+        self, request: DescribeLogDirsRequest, ctx: RequestContext
+    ) -> DescribeLogDirsResponse:
+        self.forwarded.append(request)
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+
+    async def describe_producers(
+        self, request: DescribeProducersRequest, ctx: RequestContext
+    ) -> DescribeProducersResponse:
+        self.forwarded.append(request)
+        return DescribeProducersResponse(
+            partitions=tuple(
+                PartitionProducers(
+                    topic=t.name,
+                    partition=p,
+                    producers=(
+                        ProducerDescription(
+                            producer_id=7, producer_epoch=1, last_sequence=4, last_timestamp_ms=9
+                        ),
+                    ),
+                )
+                for t in request.topics
+                for p in t.partitions
+            )
+        )
 
     async def metadata(self, request: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
         names = request.topics or tuple(sorted(self.topics))
@@ -514,6 +552,8 @@ def test_acls_convert_both_ways_and_an_unknown_type_is_invalid() -> None:
             "CreateAcls",
             "DeleteAcls",
             "DescribeTopicPartitions",
+            "DescribeLogDirs",
+            "DescribeProducers",
         }
     ),
 )
@@ -530,3 +570,20 @@ def test_every_admin_version_answers_an_empty_request_with_an_encodable_response
         assert answer is not None
         response = build(load_response_schema(key, version), {"throttle_time": 0, **answer})
         assert to_chunks(response).size > 0
+
+
+def test_describe_producers_and_a_refused_describe_log_dirs_convert() -> None:
+    api = Controller(lambda r: None)
+    producers = call(api, 61, 0, {"topics": [{"name": "t", "partition_indexes": [0, 2]}]})
+    assert api.forwarded[-1] == DescribeProducersRequest(
+        topics=(TopicPartitions(name="t", partitions=(0, 2)),)
+    )
+    (topic,) = producers.topics
+    assert [p.partition_index for p in topic.partitions] == [0, 2]
+    (state,) = topic.partitions[0].active_producers
+    assert (state.producer_id, state.producer_epoch, state.last_sequence) == (7, 1, 4)
+    assert (state.coordinator_epoch, state.current_txn_start_offset) == (-1, -1)
+    log_dirs = call(api, 35, 4, {"topics": None})
+    assert api.forwarded[-1] == DescribeLogDirsRequest(topics=None)
+    assert int(log_dirs.error_code) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert log_dirs.results == ()

@@ -1,15 +1,15 @@
 """The Kafka adapter's admin handlers: topics (CreateTopics, DeleteTopics, CreatePartitions),
-leaders and replicas (ElectLeaders, Alter/ListPartitionReassignments) and
-DescribeTopicPartitions; in the same table (`ADMIN_HANDLERS`), the config APIs of
+leaders and replicas (ElectLeaders, Alter/ListPartitionReassignments), DescribeTopicPartitions,
+DescribeLogDirs and DescribeProducers; in the same table (`ADMIN_HANDLERS`), the config APIs of
 `replication.broker.kafka.config_handlers` and the ACL APIs of
 `replication.broker.kafka.acl_handlers`.
 
-Shaped as `replication.broker.kafka.handlers`. Every admin request but DescribeTopicPartitions
-goes to the active controller through the broker API's ``forward`` (authorized there first,
-KIP-590), as kraft's own dataclasses (`kraft.controller.messages`, ...). ``forward`` raises for
-a request refused whole or a controller out of reach; `forward_parts` turns that into Kafka's
-answer: the code of each resource (a refused request of several resources is sent again one
-resource at a time, so each gets its own answer, as Kafka authorizes per resource).
+Shaped as `replication.broker.kafka.handlers`. The controller's APIs go to the active
+controller through the broker API's ``forward`` (authorized there first, KIP-590), as kraft's
+own dataclasses (`kraft.controller.messages`, ...); ``forward`` raises for a request refused
+whole or a controller out of reach, and `replication.broker.kafka.forwarding` turns that into
+Kafka's answer: the code of each resource. DescribeTopicPartitions (from Metadata),
+DescribeLogDirs and DescribeProducers are answered by this broker, from what it holds.
 """
 
 from __future__ import annotations
@@ -45,7 +45,13 @@ from replication.broker.kafka.config_handlers import CONFIG_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.frames import Request
-from replication.messages import MetadataRequest, MetadataTopic
+from replication.messages import (
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
+    MetadataRequest,
+    MetadataTopic,
+    TopicPartitions,
+)
 from storage.errors import ErrorCode
 
 Response = Mapping[str, Any] | None
@@ -455,6 +461,97 @@ async def handle_describe_topic_partitions(
     return {"topics": topics, "next_cursor": next_cursor}
 
 
+# -- DescribeLogDirs, DescribeProducers (answered by this broker) ---------------------------------
+
+
+async def handle_describe_log_dirs(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    asked = request.body.topics
+    answer = await api.describe_log_dirs(
+        DescribeLogDirsRequest(
+            topics=None
+            if asked is None
+            else tuple(
+                TopicPartitions(name=t.topic, partitions=tuple(int(p) for p in t.partitions))
+                for t in asked
+            )
+        ),
+        ctx,
+    )
+    if answer.error_code != ErrorCode.NONE:  # refused: CLUSTER DESCRIBE
+        return {"error_code": answer.error_code, "results": []}
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for p in answer.partitions:
+        topics.setdefault(p.topic, []).append(
+            {
+                "partition_index": p.partition,
+                "partition_size": p.size_bytes,
+                "offset_lag": p.offset_lag,
+                "is_future_key": False,
+            }
+        )
+    return {
+        "error_code": ErrorCode.NONE,
+        "results": [
+            {
+                "error_code": ErrorCode.NONE,
+                "log_dir": answer.log_dir,
+                "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()],
+                "total_bytes": answer.total_bytes,
+                "usable_bytes": answer.usable_bytes,
+            }
+        ]
+        if answer.log_dir
+        else [],
+    }
+
+
+async def handle_describe_producers(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    asked = [(t.name, [int(p) for p in t.partition_indexes]) for t in request.body.topics]
+    answer = await api.describe_producers(
+        DescribeProducersRequest(
+            topics=tuple(TopicPartitions(name=n, partitions=tuple(ps)) for n, ps in asked)
+        ),
+        ctx,
+    )
+    if answer.error_code != ErrorCode.NONE:  # refused whole: the code on every partition
+        return {
+            "topics": [
+                {
+                    "name": n,
+                    "partitions": [
+                        {"partition_index": p, **error(answer.error_code, answer.error_message)}
+                        for p in ps
+                    ],
+                }
+                for n, ps in asked
+            ]
+        }
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for p in answer.partitions:
+        topics.setdefault(p.topic, []).append(
+            {
+                "partition_index": p.partition,
+                **error(p.error_code, None),
+                "active_producers": [
+                    {
+                        "producer_id": d.producer_id,
+                        "producer_epoch": d.producer_epoch,
+                        "last_sequence": d.last_sequence,
+                        "last_timestamp": d.last_timestamp_ms,
+                        "coordinator_epoch": -1,  # no transactions in kraft yet
+                        "current_txn_start_offset": -1,
+                    }
+                    for d in p.producers
+                ],
+            }
+        )
+    return {"topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}
+
+
 AdminHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
 ADMIN_HANDLERS: Final[Mapping[int, tuple[str, int, int, AdminHandler]]] = {
     19: ("CreateTopics", 2, 7, handle_create_topics),
@@ -463,6 +560,8 @@ ADMIN_HANDLERS: Final[Mapping[int, tuple[str, int, int, AdminHandler]]] = {
     43: ("ElectLeaders", 0, 2, handle_elect_leaders),
     45: ("AlterPartitionReassignments", 0, 0, handle_alter_partition_reassignments),
     46: ("ListPartitionReassignments", 0, 0, handle_list_partition_reassignments),
+    35: ("DescribeLogDirs", 1, 4, handle_describe_log_dirs),
+    61: ("DescribeProducers", 0, 0, handle_describe_producers),
     75: ("DescribeTopicPartitions", 0, 0, handle_describe_topic_partitions),
     **CONFIG_HANDLERS,
     **ACL_HANDLERS,
