@@ -98,7 +98,13 @@ async def await_metadata(
     while True:
         answer = await api.metadata(MetadataRequest(topics=names), ctx)
         known = {t.name: t for t in answer.topics if t.error_code == ErrorCode.NONE}
-        if all(check(known.get(name)) for name, check in shown.items()):
+        # NB: a topic hidden from the caller (TOPIC_AUTHORIZATION_FAILED) is not waited for.
+        hidden = {
+            t.name
+            for t in answer.topics
+            if t.error_code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        }
+        if all(name in hidden or check(known.get(name)) for name, check in shown.items()):
             return
         if loop.time() >= deadline:
             return
