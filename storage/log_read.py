@@ -32,6 +32,12 @@ EARLIEST_TIMESTAMP = -2
 """`offset_for_timestamp` of this answers the log start offset (Kafka's ListOffsets -2)."""
 LATEST_TIMESTAMP = -1
 """`offset_for_timestamp` of this answers the log end offset (Kafka's ListOffsets -1)."""
+MAX_TIMESTAMP = -3
+"""`offset_for_timestamp` of this answers the first record with the largest timestamp
+(Kafka's ListOffsets -3, KIP-734)."""
+EARLIEST_LOCAL_TIMESTAMP = -4
+"""Kafka's ListOffsets -4 (KIP-405): the local log's start, here the log start offset (kraft
+keeps no remote tier)."""
 
 
 def read_batches(
@@ -91,9 +97,18 @@ def offset_for_timestamp(
     segments: Sequence[LogSegment], *, log_start_offset: int, timestamp_ms: int
 ) -> int | None:
     """`SegmentedLog.offset_for_timestamp` over ``segments``: the first offset at or after
-    ``log_start_offset`` whose record timestamp is ``>= timestamp_ms``, or None."""
-    if timestamp_ms == EARLIEST_TIMESTAMP:
+    ``log_start_offset`` whose record timestamp is ``>= timestamp_ms``, or None; for
+    `MAX_TIMESTAMP`, the first record with the largest timestamp (None for an empty log)."""
+    if timestamp_ms in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return log_start_offset
+    if timestamp_ms == MAX_TIMESTAMP:
+        live = [s for s in segments if s.next_offset > log_start_offset and s.max_timestamp_ms >= 0]
+        if not live:
+            return None
+        # NB: the first segment on ties; a segment's maximum may come from a record below the
+        # log start offset (then None), which retention makes rare.
+        newest = max(live, key=lambda s: s.max_timestamp_ms)
+        return newest.find_offset_by_timestamp(newest.max_timestamp_ms, log_start_offset)
     if timestamp_ms == LATEST_TIMESTAMP:
         return segments[-1].next_offset
     for seg in segments:
@@ -106,8 +121,10 @@ def offset_for_timestamp(
 
 
 __all__ = [
+    "EARLIEST_LOCAL_TIMESTAMP",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
     "offset_for_timestamp",
     "read_batches",
 ]

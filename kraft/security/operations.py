@@ -163,6 +163,10 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
     "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "DescribeProducers": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
+    ),
 }
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 

@@ -20,7 +20,9 @@ purgatories).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
@@ -28,10 +30,15 @@ from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
+    EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     BrokerFetchRequest,
     BrokerFetchResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     EpochEndOffset,
     FetchPartition,
     FetchPartitionData,
@@ -43,17 +50,22 @@ from replication.messages import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
+    LogDirPartition,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+    PartitionProducers,
     ProducePartitionResponse,
+    ProducerDescription,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
+    TopicPartitions,
 )
 from storage.errors import ErrorCode, KraftError
+from storage.records import iter_batches, iter_records
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost
@@ -289,7 +301,8 @@ class BrokerService:
                     )
                     continue
                 log = replica.log
-                if p.timestamp == EARLIEST_TIMESTAMP:
+                timestamp = -1  # Kafka's answer for earliest and latest
+                if p.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                     offset: int | None = log.log_start_offset
                 elif p.timestamp == LATEST_TIMESTAMP:
                     offset = (
@@ -298,6 +311,10 @@ class BrokerService:
                 else:
                     try:
                         offset = replica.offset_for_timestamp(p.timestamp)
+                        if offset is not None and offset >= replica.high_watermark:
+                            offset = None
+                        if offset is not None:  # the found record's (Kafka's answer)
+                            timestamp = _timestamp_at(log.read(offset, 1), offset)
                     except KraftError as e:
                         parts.append(
                             ListOffsetsPartitionResponse(
@@ -305,18 +322,81 @@ class BrokerService:
                             )
                         )
                         continue
-                    if offset is not None and offset >= replica.high_watermark:
-                        offset = None
                 parts.append(
                     ListOffsetsPartitionResponse(
                         partition_index=p.partition_index,
-                        timestamp=-1 if offset is None or p.timestamp < 0 else p.timestamp,
+                        timestamp=timestamp,
                         offset=-1 if offset is None else offset,
                         leader_epoch=leader_epoch,
                     )
                 )
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
         return ListOffsetsResponse(topics=tuple(topics))
+
+    # --- DescribeLogDirs, DescribeProducers ---------------------------------------------------
+
+    async def describe_log_dirs(self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        """The partitions this broker holds (those asked for) with their sizes, in its one log
+        directory (the data directory every replica's log lives under)."""
+        replicas = self._server.replicas
+        wanted = _selected(request.topics, replicas)
+        held = [(tp, replicas[tp]) for tp in wanted if tp in replicas]
+        directory = next((r.log.directory.parent for _, r in held), None)
+        if directory is None and replicas:
+            directory = next(iter(replicas.values())).log.directory.parent
+        total = usable = -1
+        if directory is not None:
+            try:
+                usage = shutil.disk_usage(directory)
+                total, usable = usage.total, usage.free
+            except OSError:
+                pass
+        return DescribeLogDirsResponse(
+            log_dir="" if directory is None else str(directory),
+            partitions=tuple(
+                LogDirPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    size_bytes=replica.log.size_bytes,
+                    offset_lag=max(0, replica.high_watermark - replica.log.log_end_offset),
+                )
+                for tp, replica in held
+            ),
+            total_bytes=total,
+            usable_bytes=usable,
+        )
+
+    async def describe_producers(
+        self, request: DescribeProducersRequest
+    ) -> DescribeProducersResponse:
+        """The producers of each partition this broker leads (Kafka's DescribeProducers)."""
+        answers = []
+        for tp in _selected(request.topics, ()):
+            replica = self._leading(tp)
+            if replica is None:
+                answers.append(
+                    PartitionProducers(
+                        topic=tp.topic, partition=tp.partition, error_code=self._not_leader_code(tp)
+                    )
+                )
+                continue
+            entries = replica.producer_state.entries
+            answers.append(
+                PartitionProducers(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    producers=tuple(
+                        ProducerDescription(
+                            producer_id=e.producer_id,
+                            producer_epoch=e.producer_epoch,
+                            last_sequence=e.last_sequence,
+                            last_timestamp_ms=e.batches[-1].timestamp_ms if e.batches else -1,
+                        )
+                        for _, e in sorted(entries.items())
+                    ),
+                )
+            )
+        return DescribeProducersResponse(partitions=tuple(answers))
 
     # --- Metadata -----------------------------------------------------------------------------
 
@@ -404,6 +484,24 @@ class BrokerService:
                 )
             self._producer_ids = (start + 1, end)
             return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+
+
+def _selected(
+    topics: Sequence[TopicPartitions] | None, hosted: Iterable[TopicPartition]
+) -> list[TopicPartition]:
+    if topics is None:
+        return sorted(hosted)
+    return [TopicPartition(t.name, p) for t in topics for p in t.partitions]
+
+
+def _timestamp_at(batches: bytes, offset: int) -> int:
+    """The timestamp of the record at ``offset`` in ``batches`` (read from the batch that
+    holds it), or -1 if it is not there."""
+    for pos, header in iter_batches(batches):
+        if header.base_offset <= offset <= header.last_offset:
+            batch = memoryview(batches)[pos : pos + header.size_bytes]
+            return next((r.timestamp_ms for r in iter_records(batch) if r.offset == offset), -1)
+    return -1
 
 
 def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdResponse:

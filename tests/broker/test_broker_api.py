@@ -38,6 +38,8 @@ from replication.group_messages import (
 )
 from replication.messages import (
     BrokerFetchRequest,
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
     FetchPartition,
     FetchTopic,
     ListOffsetsPartition,
@@ -47,6 +49,7 @@ from replication.messages import (
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
+    TopicPartitions,
 )
 from storage.errors import ErrorCode, InvalidRequestError, TopicAuthorizationFailedError
 from tests.metadata.builders import ImageBuilder
@@ -61,6 +64,8 @@ ALICE = RequestContext(
     security_protocol="SSL",
 )
 """A client over TLS that may WRITE and DESCRIBE topic ``t``, nothing else."""
+ADMIN = RequestContext(principal="User:CN=admin", listener="SSL", security_protocol="SSL")
+"""A super user over TLS."""
 
 
 def _acl(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
@@ -103,6 +108,7 @@ async def _broker(tmp_path: Path) -> AsyncIterator[BrokerServer]:
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(tmp_path / "broker"),
             "authorizer.class.name": STANDARD_AUTHORIZER,
+            "super.users": ADMIN.principal,
         }
     )
     server = BrokerServer(config)
@@ -259,3 +265,27 @@ def test_the_api_layer_imports_no_transport() -> None:
     transport = re.compile(r"^\s*(import grpc|from grpc|from kraft\._generated)", re.MULTILINE)
     offenders = [p.name for p in sorted(root.glob("*.py")) if transport.search(p.read_text())]
     assert offenders == []
+
+
+def test_describe_log_dirs_needs_cluster_describe_and_describe_producers_topic_read(
+    tmp_path: Path,
+) -> None:
+    async def test(server: BrokerServer) -> None:
+        log_dirs = await server.api.describe_log_dirs(DescribeLogDirsRequest(), ADMIN)
+        assert log_dirs.error_code is ErrorCode.NONE
+        assert {(p.topic, p.partition) for p in log_dirs.partitions} == {("t", 0), ("secret", 0)}
+        assert log_dirs.log_dir == str(tmp_path / "broker") and log_dirs.total_bytes > 0
+        asked = DescribeProducersRequest(topics=(TopicPartitions(name="t", partitions=(0, 5)),))
+        producers = await server.api.describe_producers(asked, ADMIN)
+        assert [(p.partition, p.error_code, p.producers) for p in producers.partitions] == [
+            (0, ErrorCode.NONE, ()),
+            (5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ()),
+        ]
+        # alice over TLS may WRITE and DESCRIBE "t": neither CLUSTER DESCRIBE nor TOPIC READ.
+        refused = await server.api.describe_log_dirs(DescribeLogDirsRequest(), ALICE)
+        assert refused.error_code is ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert refused.partitions == ()
+        refused_producers = await server.api.describe_producers(asked, ALICE)
+        assert refused_producers.error_code is ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+    _run(tmp_path, test)

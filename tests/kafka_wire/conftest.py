@@ -1,5 +1,6 @@
-"""The plaintext cluster the Kafka-client tests of this package share (1 controller, 3
-brokers, a Kafka listener on each): started once, by the first test that asks for it."""
+"""The one kraft cluster the process tests of this package share (the suite's time is tight):
+started by the first test that asks for it, stopped after the session. Each test uses its own
+topics and groups."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from kraft.cluster import LocalCluster
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(controllers=1, brokers=3) as c:
         c.wait_until_healthy(timeout=60)

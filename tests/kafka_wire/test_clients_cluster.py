@@ -4,8 +4,7 @@ by manual assignment, and commit and fetch offsets; kraft's own clients and libr
 other's records; Metadata on the Kafka listener advertises the Kafka listeners; a KIP-848
 consumer group (``group.protocol=consumer``) runs through librdkafka.
 
-One cluster serves the whole package (``cluster`` in conftest.py: the suite's time is tight);
-each test has its own topic.
+One cluster (`conftest.cluster`) serves the package's process tests; each test has its own topic.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from storage.errors import (
     RecordTooLargeError,
 )
 from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, SegmentedLog
+from storage.log_read import EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP
 from storage.records import build_batch, iter_batches, read_header
 from storage.segment import segment_file_name
 from tests.storage.test_log_builders import (
@@ -359,6 +360,21 @@ def test_offset_for_timestamp_looks_inside_a_batch(tmp_path: Path) -> None:
     log.append(build_batch(records, timestamp_ms=0))
     assert log.offset_for_timestamp(250) == 1
     assert log.offset_for_timestamp(301) == 3
+
+
+def test_max_timestamp_finds_the_first_record_with_the_largest_timestamp(tmp_path: Path) -> None:
+    from storage.records import SimpleRecord
+
+    log = LogBuilder(tmp_path).with_config(segment_bytes=200).build()
+    assert log.offset_for_timestamp(MAX_TIMESTAMP) is None  # an empty log
+    for stamps in ((100, 500), (300, 200), (500, 400), (50,)):  # 500 at offsets 1 and 4
+        records = [SimpleRecord(value=b"x" * 40, timestamp_ms=ts) for ts in stamps]
+        log.append(build_batch(records, timestamp_ms=0))
+    assert len(log.segments) > 2
+    assert log.offset_for_timestamp(MAX_TIMESTAMP) == 1  # the first of the two (KIP-734)
+    log.advance_log_start_offset(2)
+    assert log.offset_for_timestamp(MAX_TIMESTAMP) == 4
+    assert log.offset_for_timestamp(EARLIEST_LOCAL_TIMESTAMP) == 2  # no remote tier
 
 
 # --- flushing and lifecycle ---------------------------------------------------------------------

@@ -84,6 +84,10 @@ from replication.group_messages import (
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListOffsetsRequest,
@@ -228,6 +232,12 @@ class BrokerApi:
         self.delete_groups_api = Api(
             "DeleteGroups", _ignore_ctx(groups.delete_groups), DeleteGroupsResponse
         )
+        self.describe_log_dirs_api = Api(
+            "DescribeLogDirs", _ignore_ctx(broker.describe_log_dirs), DescribeLogDirsResponse
+        )
+        self.describe_producers_api = Api(
+            "DescribeProducers", _ignore_ctx(broker.describe_producers), DescribeProducersResponse
+        )
 
     # --- the handlers -------------------------------------------------------------------------
 
@@ -284,6 +294,16 @@ class BrokerApi:
         self, request: DeleteGroupsRequest, ctx: RequestContext
     ) -> DeleteGroupsResponse:
         return await self._answer(self.delete_groups_api, request, ctx)
+
+    async def describe_log_dirs(
+        self, request: DescribeLogDirsRequest, ctx: RequestContext
+    ) -> DescribeLogDirsResponse:
+        return await self._answer(self.describe_log_dirs_api, request, ctx)
+
+    async def describe_producers(
+        self, request: DescribeProducersRequest, ctx: RequestContext
+    ) -> DescribeProducersResponse:
+        return await self._answer(self.describe_producers_api, request, ctx)
 
     # --- the checks ---------------------------------------------------------------------------
 

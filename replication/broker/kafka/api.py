@@ -30,6 +30,10 @@ from replication.group_messages import (
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListOffsetsRequest,
@@ -91,6 +95,20 @@ class KafkaBrokerApi(Protocol):
     async def delete_groups(
         self, request: DeleteGroupsRequest, ctx: RequestContext
     ) -> DeleteGroupsResponse: ...
+
+    async def describe_log_dirs(
+        self, request: DescribeLogDirsRequest, ctx: RequestContext
+    ) -> DescribeLogDirsResponse: ...
+
+    async def describe_producers(
+        self, request: DescribeProducersRequest, ctx: RequestContext
+    ) -> DescribeProducersResponse: ...
+
+    async def forward(self, request: object, ctx: RequestContext) -> object:
+        """An admin request (`kraft.controller.messages`, ...) to the active controller,
+        authorized first; raises `storage.errors.KraftError` for a request refused whole
+        (its code is Kafka's) or a controller out of reach."""
+        ...
 
 
 __all__ = ["KafkaBrokerApi"]

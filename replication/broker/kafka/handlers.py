@@ -9,7 +9,7 @@ client asked for. None means no response (Produce with acks=0). Record batches p
 bytes both ways.
 
 Versions start at Kafka 4.0's floors (KIP-896) and end where this adapter stops understanding
-the schema (topic ids in Produce/Fetch, max-timestamp ListOffsets, ...): see
+the schema (topic ids in Produce/Fetch, ListOffsets' -5 and timeouts, ...): see
 docs/kafka-compatibility.md.
 """
 
@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kraft.types import INTERNAL_TOPICS
 from replication.broker.api import RequestContext
+from replication.broker.kafka.admin_handlers import ADMIN_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
@@ -391,13 +392,14 @@ async def handle_sasl_handshake(
 HANDLERS: Final[Mapping[int, ApiSpec]] = {
     0: ApiSpec("Produce", 3, 11, handle_produce),
     1: ApiSpec("Fetch", 4, 12, handle_fetch),
-    2: ApiSpec("ListOffsets", 1, 6, handle_list_offsets),
+    2: ApiSpec("ListOffsets", 1, 8, handle_list_offsets),
     3: ApiSpec("Metadata", 0, 12, handle_metadata),
     17: ApiSpec("SaslHandshake", 0, 1, handle_sasl_handshake),
     18: ApiSpec("ApiVersions", 0, 4, handle_api_versions),
     22: ApiSpec("InitProducerId", 0, 5, handle_init_producer_id),
     60: ApiSpec("DescribeCluster", 0, 1, handle_describe_cluster),
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
+    **{key: ApiSpec(*spec) for key, spec in ADMIN_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
 
