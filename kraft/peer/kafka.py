@@ -76,6 +76,15 @@ _EXEC = (
 ``execve``), then become the JVM (same pid). `ManagedProcess` starts Python programs only."""
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never starting
+    with ``-`` (the storage tool would take it for an option; Kafka's own ids avoid it too)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class KafkaNodeExitedError(RuntimeError):
     """A Kafka node exited while the cluster was starting."""
 
@@ -218,9 +227,7 @@ class KafkaCluster:
         (self.data_dir / "logs").mkdir(exist_ok=True)
         id_file = self.data_dir / "cluster-id"
         if not id_file.exists():
-            # KRaft's cluster id: 16 random bytes, URL-safe base64 without padding.
-            raw = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            id_file.write_text(raw + "\n")
+            id_file.write_text(new_cluster_id() + "\n")
         self.cluster_id = id_file.read_text().strip()
         (config_dir / "log4j2.properties").write_text(
             LOG4J2_PROPERTIES.format(level=self.log_level)

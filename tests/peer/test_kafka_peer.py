@@ -98,7 +98,12 @@ def test_topics_get_kraft_s_defaults(kafka_peer: KafkaCluster) -> None:
     admin = KafkaAdminClient(bootstrap_servers=kafka_peer.bootstrap, request_timeout_ms=30000)
     try:
         admin.create_topics([NewTopic(topic, 1, -1)])  # the cluster's default replication
-        [described] = admin.describe_topics([topic])
+        deadline = time.monotonic() + 30
+        while True:  # the broker asked may learn of the topic a moment after the controller
+            [described] = admin.describe_topics([topic])
+            if described["partitions"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         described_configs = admin.describe_configs(
             [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
         )

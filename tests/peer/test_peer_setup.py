@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kraft.peer import jars
+from kraft.peer.kafka import new_cluster_id
 from kraft.peer.settings import broker_properties, controller_properties
 from kraft.peer.tools import parse_consumer_perf_test, parse_producer_perf_test, tool_command
 from storage.config_registry import NODE_KEYS, TOPIC_KEYS
@@ -149,3 +150,10 @@ def test_the_perf_tests_summaries_are_parsed() -> None:
         parse_producer_perf_test("Exception in thread main")
     with pytest.raises(ValueError):
         parse_consumer_perf_test("WARNING: Exiting before consuming the expected number")
+
+
+def test_cluster_ids_never_look_like_an_option() -> None:
+    # One in 64 base64 ids starts with "-", which the storage tool took for an option.
+    ids = [new_cluster_id() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)
