@@ -163,6 +163,18 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
     "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    # classic groups (`replication.broker.classic_service`; the Kafka listener only)
+    "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "Heartbeat": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "LeaveGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "DescribeGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
+    "OffsetDelete": lambda r, _: Requirement(
+        (
+            (Need(_R.GROUP, _O.DELETE, r.group_id),),
+            *_each(_R.TOPIC, _O.READ, dict.fromkeys(t for t, _ in r.partitions)),
+        )
+    ),
 }
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 

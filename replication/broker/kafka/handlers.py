@@ -24,6 +24,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kraft.types import INTERNAL_TOPICS
 from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
@@ -394,6 +395,7 @@ HANDLERS: Final[Mapping[int, ApiSpec]] = {
     22: ApiSpec("InitProducerId", 0, 5, handle_init_producer_id),
     60: ApiSpec("DescribeCluster", 0, 1, handle_describe_cluster),
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
+    **{key: ApiSpec(*spec) for key, spec in CLASSIC_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
 
