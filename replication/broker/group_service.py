@@ -497,9 +497,19 @@ class GroupService:
 
     async def _describe_one(self, group_id: str) -> g.GroupDescription:
         partition = self._partition_of(group_id)
-        (description,) = await self.runtime.read(
-            partition, lambda c: _coordinator(c).describe_groups([group_id])
-        )
+
+        def run(c: Coordinator) -> list[g.GroupDescription]:
+            if _shard(c).classic.has_group(group_id):  # Kafka: "not a consumer group"
+                return [
+                    g.GroupDescription(
+                        group_id=group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        state=g.GroupState.DEAD,
+                    )
+                ]
+            return _coordinator(c).describe_groups([group_id])
+
+        (description,) = await self.runtime.read(partition, run)
         return description
 
     async def _delete_one(self, group_id: str) -> g.DeleteGroupsResponse:

@@ -27,6 +27,7 @@ from typing import Any
 import confluent_kafka
 import kafka
 import pytest
+from confluent_kafka.admin import AdminClient as ConfluentAdmin
 
 from kraft.cluster import LocalCluster
 from replication.clients import AdminClient, Producer
@@ -141,6 +142,13 @@ def balanced(members: list[Member]) -> bool:
     )
 
 
+def describe(cluster: LocalCluster, group: str) -> Any:
+    """librdkafka's describe of a classic group (DescribeGroups, after ConsumerGroupDescribe
+    answers that it is no consumer group)."""
+    admin = ConfluentAdmin({"bootstrap.servers": cluster.kafka_bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(timeout=30)
+
+
 def committed(cluster: LocalCluster, group: str) -> int:
     """The sum of ``group``'s committed offsets (OffsetFetch of a classic group)."""
     admin = kafka.KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
@@ -157,16 +165,21 @@ def committed(cluster: LocalCluster, group: str) -> int:
         ("kafka-python", ""),  # its default: range, then roundrobin
         ("aiokafka", "roundrobin"),
         ("confluent-kafka", "cooperative-sticky"),
+        ("kafka-python", "cooperative-sticky"),
     ],
 )
 def test_a_killed_member_s_partitions_go_to_the_survivors_from_its_committed_offsets(
     cluster: LocalCluster, members: list[Member], tmp_path: Path, client: str, assignor: str
 ) -> None:
-    topic = new_topic(cluster, f"classic-kill-{client}")
-    group = f"classic-kill-{client}"
+    topic = new_topic(cluster, f"classic-kill-{client}-{assignor or 'default'}")
+    group = topic
     for i in range(3):
         members.append(Member(cluster, client, topic, group, assignor, tmp_path / f"m{i}.log"))
     wait_for(lambda: balanced(members), 90, "three members sharing the partitions")
+    described = describe(cluster, group)
+    assert described.state == confluent_kafka.ConsumerGroupState.STABLE
+    assert described.partition_assignor == (assignor or "range")
+    assert len(described.members) == 3
 
     first = produce(cluster, topic, "a")
     seen = lambda: {e["value"] for m in members for _, e in m.records()}  # noqa: E731
@@ -249,7 +262,18 @@ def test_commit_and_seek_in_a_classic_group(cluster: LocalCluster) -> None:
                 got.append(message.offset())
         assert got == list(range(40, BATCH))
     finally:
-        c.close()
+        c.close()  # LeaveGroup: the group is Empty
+
+    # OffsetDelete, then DeleteGroups, of the empty classic group (kafka-python's admin)
+    admin = kafka.KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
+    try:
+        assert admin.list_group_offsets("classic-seek")["classic-seek"][tp].offset == 40
+        assert admin.delete_group_offsets("classic-seek", [tp]) == {tp: kafka.errors.NoError}
+        assert tp not in admin.list_group_offsets("classic-seek")["classic-seek"]
+        assert admin.delete_groups(["classic-seek"]) == {"classic-seek": "OK"}
+        assert "classic-seek" not in {g[0] for g in admin.list_groups()}
+    finally:
+        admin.close()
 
 
 # -- classic and KIP-848 members of one group ------------------------------------------------------
@@ -299,6 +323,16 @@ def test_classic_and_kip_848_members_of_one_group_get_kafkas_answer(
         "topic_partitions": [],
     }
     assert coordinator_answers(cluster, 68, 0, heartbeat) == ErrorCode.GROUP_ID_NOT_FOUND
+    admin = ConfluentAdmin({"bootstrap.servers": cluster.kafka_bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=30)
+    assert "classic-interop" in {g.group_id for g in listed.valid}
+    kafka_admin = kafka.KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
+    try:  # its member subscribes to the topic: its offsets stay (OffsetDelete)
+        tp = kafka.TopicPartition(topic, 0)
+        refused = kafka_admin.delete_group_offsets("classic-interop", [tp])
+        assert refused == {tp: kafka.errors.GroupSubscribedToTopicError}
+    finally:
+        kafka_admin.close()
 
     # A KIP-848 group with a member: a classic JoinGroup for it is INCONSISTENT_GROUP_PROTOCOL.
     kip848 = confluent_kafka.Consumer(
