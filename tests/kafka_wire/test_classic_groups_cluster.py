@@ -268,10 +268,13 @@ def test_commit_and_seek_in_a_classic_group(cluster: LocalCluster) -> None:
     admin = kafka.KafkaAdminClient(bootstrap_servers=cluster.kafka_bootstrap)
     try:
         assert admin.list_group_offsets("classic-seek")["classic-seek"][tp].offset == 40
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed["classic-seek"]["group_state"] == "Empty"
+        assert listed["classic-seek"]["group_type"] == "classic"
         assert admin.delete_group_offsets("classic-seek", [tp]) == {tp: kafka.errors.NoError}
         assert tp not in admin.list_group_offsets("classic-seek")["classic-seek"]
         assert admin.delete_groups(["classic-seek"]) == {"classic-seek": "OK"}
-        assert "classic-seek" not in {g[0] for g in admin.list_groups()}
+        assert "classic-seek" not in {g["group_id"] for g in admin.list_groups()}
     finally:
         admin.close()
 
