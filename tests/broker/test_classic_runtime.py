@@ -6,15 +6,20 @@ Kafka's coordinator errors; the snapshot keeps the classic groups; a reload rebu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import struct
+from typing import Any
 
 from replication.broker.classic_service import ClassicGroupService
 from replication.broker.group_shard import GroupShard
-from replication.group import GroupConfig
+from replication.group import GroupConfig, OffsetCommitPartition, OffsetCommitRequest
 from replication.group.classic import (
     ClassicGroupConfig,
     ClassicGroupState,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
+    MemberIdentity,
     Protocol,
     SyncGroupAssignment,
     SyncGroupRequest,
@@ -147,3 +152,60 @@ def test_the_snapshot_keeps_the_classic_groups() -> None:
         assert member_id in shard(h).classic.groups()["g"].members
 
     run(test)
+
+
+def test_a_classic_groups_offsets_expire_by_its_rule_and_the_empty_group_is_deleted() -> None:
+    """Stable: only offsets of topics no member subscribes to expire; Empty: all of them,
+    counted from when it became Empty; then the Empty group without offsets is deleted."""
+    config = GroupConfig(offsets_retention_ms=1_000, offsets_retention_check_interval_ms=100)
+    s = GroupShard(config, ClassicGroupConfig(initial_rebalance_delay_ms=0))
+    answers: dict[object, Any] = {}
+
+    def apply(effects_or_records: Any) -> None:
+        records = getattr(effects_or_records, "records", effects_or_records)
+        for key, value in records:
+            s.replay(key, value)
+        for reply in getattr(effects_or_records, "replies", ()):
+            answers[reply.handle] = reply.response
+
+    subscription = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">i", -1)
+    request = dataclasses.replace(
+        join(), protocols=(Protocol(name="range", metadata=subscription),)
+    )
+    now = 10_000
+    apply(s.classic.join_group(request, "j1", now, new_member_uuid="u1"))
+    member_id = answers["j1"].member_id
+    apply(
+        s.classic.join_group(
+            dataclasses.replace(request, member_id=member_id), "j2", now, new_member_uuid="-"
+        )
+    )
+    apply(s.tick(now, {}))
+    answers.update((r.handle, r.response) for r in s.take_replies())
+    assert answers["j2"].generation_id == 1
+    apply(
+        s.classic.sync_group(
+            SyncGroupRequest(group_id="g", generation_id=1, member_id=member_id), "s", now
+        )
+    )
+    assert s.classic.groups()["g"].state is ClassicGroupState.STABLE
+    commit = OffsetCommitRequest(
+        group_id="g",
+        partitions=tuple(
+            OffsetCommitPartition(topic=t, partition=0, offset=5) for t in ("t", "other")
+        ),
+    )
+    apply(s.kip848.commit_offsets(commit, now))
+    apply(s.tick(now + 2_000, {}))
+    assert set(s.kip848.groups()["g"].offsets) == {("t", 0)}  # "t" is subscribed
+
+    left = LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id=member_id),))
+    apply(s.classic.leave_group(left, "l", now + 3_000))
+    assert s.classic.groups()["g"].state is ClassicGroupState.EMPTY
+    apply(s.tick(now + 3_500, {}))
+    assert ("t", 0) in s.kip848.groups()["g"].offsets  # Empty for 500 ms only
+    apply(s.tick(now + 4_100, {}))
+    assert "g" not in s.kip848.groups() or not s.kip848.groups()["g"].offsets
+    assert s.classic.has_group("g")  # deleted by the next check, once no offsets are left
+    apply(s.tick(now + 4_300, {}))
+    assert not s.classic.has_group("g")
