@@ -163,7 +163,11 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
     "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
-    # classic groups (`replication.broker.classic_service`; the Kafka listener only)
+}
+"""The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
+
+KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
+    # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "Heartbeat": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
@@ -172,11 +176,12 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "OffsetDelete": lambda r, _: Requirement(
         (
             (Need(_R.GROUP, _O.DELETE, r.group_id),),
-            *_each(_R.TOPIC, _O.READ, dict.fromkeys(t for t, _ in r.partitions)),
+            *_each(_R.TOPIC, _O.READ, (t for t, _ in r.partitions)),
         )
     ),
 }
-"""The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
+"""The rules of the broker APIs served only on the Kafka listener (kraft's own clients use
+KIP-848), keyed by Kafka API name."""
 
 CONTROLLER_APIS: Final[dict[str, Rule]] = {
     # -- kraft.v1.Controller (ControllerApis; a broker checks before forwarding) --------------
@@ -256,7 +261,7 @@ def api_requirement(api: str, request: Any, topic_name: TopicNameOf) -> Requirem
     """What ``request`` to the Kafka API ``api`` (``Produce``, ``CreateTopics``, ...) needs, on
     a broker (its own APIs and the controller's it forwards); None for an API the tables do
     not know (refuse it: fail closed). ``request`` is the API's dataclass."""
-    rule = BROKER_APIS.get(api) or CONTROLLER_APIS.get(api)
+    rule = BROKER_APIS.get(api) or KAFKA_ONLY_APIS.get(api) or CONTROLLER_APIS.get(api)
     return None if rule is None else rule(request, topic_name)
 
 
@@ -320,6 +325,7 @@ def rules() -> tuple[str, ...]:
 __all__ = [
     "BROKER_APIS",
     "CONTROLLER_APIS",
+    "KAFKA_ONLY_APIS",
     "PUBLIC_SERVICES",
     "Need",
     "Requirement",
