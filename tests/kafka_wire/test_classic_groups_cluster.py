@@ -194,6 +194,7 @@ def test_a_killed_member_s_partitions_go_to_the_survivors_from_its_committed_off
     wait_for(lambda: balanced(survivors), 60, "the survivors owning every partition")
     wait_for(lambda: first | second <= seen(), 60, "every record consumed")
     took_over = time.monotonic() - killed_at
+    print(f"{client} {assignor or 'default'}: every record read {took_over:.1f}s after the kill")
     assert took_over >= SESSION_TIMEOUT_S - 1, "the victim left only by its session timeout"
 
     prints = [(t, e) for m in members for t, e in m.records()]
