@@ -72,11 +72,14 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_COMPRESSION_TYPE = 76
     STALE_BROKER_EPOCH = 77
     OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
     PREFERRED_LEADER_NOT_AVAILABLE = 80
     GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
     NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     PRODUCER_FENCED = 90
     RESOURCE_NOT_FOUND = 91
@@ -582,6 +585,14 @@ class OffsetNotAvailableError(KraftError):
 
 
 @final
+class MemberIdRequiredError(KraftError):
+    """A classic group's JoinGroup must be sent again with the member id the response gives
+    (Kafka error 79, KIP-394)."""
+
+    code = ErrorCode.MEMBER_ID_REQUIRED
+
+
+@final
 class PreferredLeaderNotAvailableError(KraftError):
     """The preferred leader is not available (Kafka error 80)."""
 
@@ -597,6 +608,14 @@ class GroupMaxSizeReachedError(KraftError):
 
 
 @final
+class FencedInstanceIdError(KraftError):
+    """Another member of the classic group now holds this ``group.instance.id`` (Kafka error 82,
+    KIP-345)."""
+
+    code = ErrorCode.FENCED_INSTANCE_ID
+
+
+@final
 class EligibleLeadersNotAvailableError(KraftError):
     """No eligible replica can lead this partition (Kafka error 83)."""
 
@@ -609,6 +628,13 @@ class ElectionNotNeededError(KraftError):
     """The partition already has its preferred leader (Kafka error 84)."""
 
     code = ErrorCode.ELECTION_NOT_NEEDED
+
+
+@final
+class GroupSubscribedToTopicError(KraftError):
+    """OffsetDelete of a topic the group's members subscribe to (Kafka error 86)."""
+
+    code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
 
 
 @final

@@ -170,6 +170,23 @@ BROKER_APIS: Final[dict[str, Rule]] = {
 }
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 
+KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
+    # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
+    "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "Heartbeat": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "LeaveGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
+    "DescribeGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
+    "OffsetDelete": lambda r, _: Requirement(
+        (
+            (Need(_R.GROUP, _O.DELETE, r.group_id),),
+            *_each(_R.TOPIC, _O.READ, (t for t, _ in r.partitions)),
+        )
+    ),
+}
+"""The rules of the broker APIs served only on the Kafka listener (kraft's own clients use
+KIP-848), keyed by Kafka API name."""
+
 CONTROLLER_APIS: Final[dict[str, Rule]] = {
     # -- kraft.v1.Controller (ControllerApis; a broker checks before forwarding) --------------
     "BrokerRegistration": lambda r, _: _node(),
@@ -248,7 +265,7 @@ def api_requirement(api: str, request: Any, topic_name: TopicNameOf) -> Requirem
     """What ``request`` to the Kafka API ``api`` (``Produce``, ``CreateTopics``, ...) needs, on
     a broker (its own APIs and the controller's it forwards); None for an API the tables do
     not know (refuse it: fail closed). ``request`` is the API's dataclass."""
-    rule = BROKER_APIS.get(api) or CONTROLLER_APIS.get(api)
+    rule = BROKER_APIS.get(api) or KAFKA_ONLY_APIS.get(api) or CONTROLLER_APIS.get(api)
     return None if rule is None else rule(request, topic_name)
 
 
@@ -312,6 +329,7 @@ def rules() -> tuple[str, ...]:
 __all__ = [
     "BROKER_APIS",
     "CONTROLLER_APIS",
+    "KAFKA_ONLY_APIS",
     "PUBLIC_SERVICES",
     "Need",
     "Requirement",

@@ -243,6 +243,14 @@ class BrokerNodeConfig:
     """[group.consumer.heartbeat.interval.ms]"""
     group_consumer_max_size: int = INT_MAX
     """[group.consumer.max.size]"""
+    group_min_session_timeout_ms: int = 6_000
+    """[group.min.session.timeout.ms] (classic groups)"""
+    group_max_session_timeout_ms: int = 1_800_000
+    """[group.max.session.timeout.ms] (classic groups)"""
+    group_initial_rebalance_delay_ms: int = 3_000
+    """[group.initial.rebalance.delay.ms] (classic groups)"""
+    group_max_size: int = INT_MAX
+    """[group.max.size] (classic groups)"""
     group_consumer_assignors: str = "uniform,range"
     """[group.consumer.assignors] comma-separated; the first is the default."""
     group_coordinator_snapshot_interval_records: int = 1000

@@ -24,6 +24,13 @@ that fails answers the request with an error (NOT_COORDINATOR if leadership move
 COORDINATOR_NOT_AVAILABLE otherwise) and reloads the shard from the log: a record that was
 appended but not acknowledged may still commit, and the reload holds exactly what the log says.
 
+*Replies later.* A coordinator may answer a request after its call (a classic JoinGroup parks
+until the group's join phase completes): `write_effects` takes effects whose replies are
+addressed to handles, `asyncio.Future` objects the caller awaits *outside* the shard's lock. Their
+records are committed before any reply is delivered, the replies of a tick the same way
+(`Replying.take_replies`), and a shard that is dropped answers its parked ones
+(`Replying.abandon`).
+
 *Timers.* The coordinator's deadlines (session and rebalance timeouts, offsets retention) run
 through `tick` when `next_deadline_ms` has passed, right after a load, and whenever the topics
 change (a group picks up created or grown topics); its records are written like a request's.
@@ -42,9 +49,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import structlog
 
@@ -55,6 +62,7 @@ from storage.errors import (
     ErrorCode,
     KraftError,
     NotCoordinatorError,
+    error_for,
 )
 from storage.log import wall_clock_ms
 from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples
@@ -89,6 +97,44 @@ class Coordinator(Protocol):  # pragma: no cover - structural: `replication.grou
     def tick(self, now_ms: int, topics: Any) -> list[Record]: ...
     def next_deadline_ms(self) -> int | None: ...
     def snapshot_records(self) -> list[Record]: ...
+
+
+class ReplyLike(Protocol):  # pragma: no cover - structural: `replication.group.classic.Reply`
+    @property
+    def handle(self) -> object: ...
+    @property
+    def response(self) -> object: ...
+
+
+class EffectsLike(Protocol):  # pragma: no cover - structural: `replication.group.classic.Effects`
+    @property
+    def records(self) -> Sequence[Record]: ...
+    @property
+    def replies(self) -> Sequence[ReplyLike]: ...
+
+
+@runtime_checkable
+class Replying(Protocol):  # pragma: no cover - structural: `replication.broker.group_shard`
+    """A coordinator whose ticks answer requests (replies to `asyncio.Future` handles)."""
+
+    def take_replies(self) -> Sequence[ReplyLike]: ...
+    def abandon(self) -> Sequence[ReplyLike]: ...
+
+
+def deliver(replies: Sequence[ReplyLike]) -> None:
+    """Each reply's response to its handle (a Future; one whose waiter is gone is skipped)."""
+    for reply in replies:
+        handle = reply.handle
+        if isinstance(handle, asyncio.Future) and not handle.done():
+            handle.set_result(reply.response)
+
+
+def fail(replies: Sequence[ReplyLike], error: KraftError) -> None:
+    """Answer each reply's handle with ``error`` instead (its records were not committed)."""
+    for reply in replies:
+        handle = reply.handle
+        if isinstance(handle, asyncio.Future) and not handle.done():
+            handle.set_exception(error_for(error.code, error.message))
 
 
 @dataclass
@@ -191,6 +237,8 @@ class GroupRuntime:
 
     def _drop(self, shard: _Shard, reason: str) -> None:
         shard.dropped = True
+        if isinstance(shard.coordinator, Replying):
+            deliver(shard.coordinator.abandon())
         if shard.loader is not None:
             shard.loader.cancel()
         if self._shards.get(shard.partition) is shard:
@@ -296,6 +344,27 @@ class GroupRuntime:
             await self._append(shard, coordinator, list(result.records))
             return result.response
 
+    async def write_effects(
+        self, partition: int, run: Callable[[Coordinator, int], EffectsLike]
+    ) -> None:
+        """``run(coordinator, now_ms)``; its records appended with acks=all and replayed once
+        committed; then its replies delivered (with the append's error if it failed). The
+        caller awaits its own handle after this returns, so no lock is held while it waits.
+
+        Raises:
+            NotCoordinatorError, CoordinatorLoadInProgressError: as `shard` (nothing ran).
+        """
+        shard = self.shard(partition)
+        async with shard.lock:
+            coordinator = self._still_loaded(shard)
+            effects = run(coordinator, self._clock())
+            try:
+                await self._append(shard, coordinator, list(effects.records))
+            except KraftError as e:
+                fail(effects.replies, e)
+                return
+            deliver(effects.replies)
+
     def _still_loaded(self, shard: _Shard) -> Coordinator:
         if shard.dropped or shard.coordinator is None:
             raise NotCoordinatorError(
@@ -308,9 +377,15 @@ class GroupRuntime:
             coordinator = shard.coordinator
             if shard.dropped or coordinator is None:
                 return
-            # NB: a failed append reloads the shard (or it is gone); the timer runs again there.
-            with contextlib.suppress(NotCoordinatorError, CoordinatorNotAvailableError):
-                await self._append(shard, coordinator, coordinator.tick(now_ms, self._topics()))
+            records = coordinator.tick(now_ms, self._topics())
+            replies = coordinator.take_replies() if isinstance(coordinator, Replying) else ()
+            try:
+                await self._append(shard, coordinator, records)
+            except (NotCoordinatorError, CoordinatorNotAvailableError) as e:
+                # NB: a failed append reloads the shard (or it is gone); the timer runs again.
+                fail(replies, e)
+                return
+            deliver(replies)
 
     async def _append(self, shard: _Shard, coordinator: Coordinator, records: list[Record]) -> None:
         if not records:

@@ -1,6 +1,13 @@
 """The consumer-group handlers of the Broker service (KIP-848): FindCoordinator,
 ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, ListGroups, ConsumerGroupDescribe and
-DeleteGroups.
+DeleteGroups; the classic group APIs are `classic` (`replication.broker.classic_service`).
+
+Each shard holds both kinds of group (`replication.broker.group_shard.GroupShard`); the APIs
+they share follow Kafka 4.x: an OffsetCommit to a classic group is checked by its generation
+and then committed as an admin commit of the offsets path; OffsetFetch skips the KIP-848
+member check for it; ListGroups lists both; DeleteGroups deletes an Empty classic group and
+its offsets; a ConsumerGroupHeartbeat for a classic group with members gets
+GROUP_ID_NOT_FOUND (an Empty one is taken over).
 
 The wire dataclasses (`replication.group_messages`, topics by name) are converted here to and
 from the coordinator's (`replication.group`, assignments by topic id), and every request goes to
@@ -16,14 +23,17 @@ COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
+from replication.broker.classic_service import ClassicGroupService
 from replication.broker.group_lag import GroupLag
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
+from replication.broker.group_shard import GroupShard
 from replication.group import (
     GroupConfig,
     GroupCoordinator,
@@ -32,6 +42,8 @@ from replication.group import (
     partition_for_group,
 )
 from replication.group import types as g
+from replication.group.classic import ClassicGroupConfig
+from replication.group.classic import ListedGroup as ClassicListing
 from replication.group_messages import (
     COORDINATOR_KEY_TYPE_GROUP,
     ConsumerGroupDescribeRequest,
@@ -104,9 +116,15 @@ class GroupService:
             assignors=tuple(config.group_consumer_assignors.split(",")),
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
         )
+        self._classic_config = ClassicGroupConfig(
+            min_session_timeout_ms=config.group_min_session_timeout_ms,
+            max_session_timeout_ms=config.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            max_size=config.group_max_size,
+        )
         self.runtime = GroupRuntime(
             replicas=lambda: server.replicas,
-            new_coordinator=lambda: GroupCoordinator(self._group_config),
+            new_coordinator=lambda: GroupShard(self._group_config, self._classic_config),
             topics=self._topics,
             snapshot_interval_records=config.group_coordinator_snapshot_interval_records,
             node_id=server.node_id,
@@ -118,6 +136,8 @@ class GroupService:
             list_latest=lambda leader, tps: server.list_latest_offsets(leader, tps),
         )
         """The lag metrics of the groups coordinated here (its `run` is a broker task)."""
+        self.classic = ClassicGroupService(self.runtime, self._partition_of)
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, OffsetDelete."""
         self._creating: asyncio.Task[None] | None = None
         self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
         self._logger = _log.bind(node_id=server.node_id)
@@ -248,12 +268,6 @@ class GroupService:
 
     # --- requests to the coordinator ----------------------------------------------------------
 
-    async def _write(
-        self, group_id: str, run: Callable[[GroupCoordinator, int], ResultLike[R]]
-    ) -> R:
-        partition = self._partition_of(group_id)
-        return await self.runtime.write(partition, _typed(run))
-
     async def consumer_group_heartbeat(
         self, request: ConsumerGroupHeartbeatRequest
     ) -> ConsumerGroupHeartbeatResponse:
@@ -274,10 +288,23 @@ class GroupService:
             client_host=request.client_host[:255],
         )
         topics = self._topics()
+
+        def run(shard: GroupShard, now: int) -> ResultLike[g.HeartbeatResponse]:
+            released = shard.classic.take_over_empty_group(inner.group_id)
+            if shard.classic.has_group(inner.group_id):  # Kafka 4.x: no upgrade of it here
+                return g.Result(
+                    records=[],
+                    response=g.HeartbeatResponse(
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        error_message=f"{inner.group_id!r} is a classic group with members",
+                    ),
+                )
+            result = shard.kip848.heartbeat(inner, topics, now)
+            return g.Result(records=[*released.records, *result.records], response=result.response)
+
         try:
-            response = await self._write(
-                request.group_id, lambda c, now: c.heartbeat(inner, topics, now)
-            )
+            partition = self._partition_of(request.group_id)
+            response = await self.runtime.write(partition, lambda c, now: run(_shard(c), now))
         except KraftError as e:
             return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message)
         return ConsumerGroupHeartbeatResponse(
@@ -306,10 +333,23 @@ class GroupService:
                 for p in t.partitions
             ),
         )
-        try:
-            response = await self._write(
-                request.group_id, lambda c, now: c.commit_offsets(inner, now)
+
+        def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+            code = shard.classic.validate_offset_commit(
+                inner.group_id, inner.member_id, inner.member_epoch
             )
+            if code is None:  # not a classic group: the KIP-848 rules
+                return shard.kip848.commit_offsets(inner, now)
+            if code != ErrorCode.NONE:
+                return g.Result(
+                    records=[], response=g.OffsetCommitResponse(error_code=ErrorCode(code))
+                )
+            admin = dataclasses.replace(inner, member_id="", member_epoch=-1)
+            return shard.kip848.commit_offsets(admin, now)
+
+        try:
+            partition = self._partition_of(request.group_id)
+            response = await self.runtime.write(partition, lambda c, now: run(_shard(c), now))
         except KraftError as e:
             return OffsetCommitResponse(error_code=e.code, error_message=e.message)
         by_topic: dict[str, list[OffsetCommitResponsePartition]] = {}
@@ -337,9 +377,7 @@ class GroupService:
         )
         try:
             partition = self._partition_of(request.group_id)
-            response = await self.runtime.read(
-                partition, lambda c: _coordinator(c).fetch_offsets(inner)
-            )
+            response = await self.runtime.read(partition, lambda c: _fetch_offsets(c, inner))
         except KraftError as e:
             return OffsetFetchResponse(error_code=e.code, error_message=e.message)
         by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
@@ -403,7 +441,7 @@ class GroupService:
         wanted = {s.lower() for s in request.states_filter}
         groups = []
         for coordinator in self.runtime.loaded_coordinators():
-            for listing in _coordinator(coordinator).list_groups():
+            for listing in _listings(coordinator):
                 state = listing.state.value
                 if wanted and state.lower() not in wanted:
                     continue
@@ -459,13 +497,38 @@ class GroupService:
 
     async def _describe_one(self, group_id: str) -> g.GroupDescription:
         partition = self._partition_of(group_id)
-        (description,) = await self.runtime.read(
-            partition, lambda c: _coordinator(c).describe_groups([group_id])
-        )
+
+        def run(c: Coordinator) -> list[g.GroupDescription]:
+            if _shard(c).classic.has_group(group_id):  # Kafka: "not a consumer group"
+                return [
+                    g.GroupDescription(
+                        group_id=group_id,
+                        error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                        state=g.GroupState.DEAD,
+                    )
+                ]
+            return _coordinator(c).describe_groups([group_id])
+
+        (description,) = await self.runtime.read(partition, run)
         return description
 
     async def _delete_one(self, group_id: str) -> g.DeleteGroupsResponse:
-        return await self._write(group_id, lambda c, now: c.delete_groups([group_id], now))
+        def run(shard: GroupShard, now: int) -> ResultLike[g.DeleteGroupsResponse]:
+            if not shard.classic.has_group(group_id):
+                return shard.kip848.delete_groups([group_id], now)
+            code, released = shard.classic.delete_group(group_id)
+            if code != ErrorCode.NONE:
+                return g.Result(
+                    records=[], response=g.DeleteGroupsResponse(results={group_id: ErrorCode(code)})
+                )
+            offsets = shard.kip848.delete_groups([group_id], now)  # its offsets, if any
+            return g.Result(
+                records=[*released.records, *offsets.records],
+                response=g.DeleteGroupsResponse(results={group_id: ErrorCode.NONE}),
+            )
+
+        partition = self._partition_of(group_id)
+        return await self.runtime.write(partition, lambda c, now: run(_shard(c), now))
 
     async def delete_groups(self, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
         out = []
@@ -490,15 +553,29 @@ class GroupService:
         return DeleteGroupsResponse(results=tuple(out))
 
 
-def _coordinator(c: Coordinator) -> GroupCoordinator:
-    assert isinstance(c, GroupCoordinator)
+def _shard(c: Coordinator) -> GroupShard:
+    assert isinstance(c, GroupShard)
     return c
 
 
-def _typed(
-    run: Callable[[GroupCoordinator, int], ResultLike[R]],
-) -> Callable[[Coordinator, int], ResultLike[R]]:
-    return lambda c, now: run(_coordinator(c), now)
+def _coordinator(c: Coordinator) -> GroupCoordinator:
+    return _shard(c).kip848
+
+
+def _fetch_offsets(c: Coordinator, request: g.OffsetFetchRequest) -> g.OffsetFetchResponse:
+    shard = _shard(c)
+    if shard.classic.has_group(request.group_id):  # no KIP-848 member to check
+        request = dataclasses.replace(request, member_id="", member_epoch=-1)
+    return shard.kip848.fetch_offsets(request)
+
+
+def _listings(c: Coordinator) -> list[g.GroupListing | ClassicListing]:
+    """Both kinds of group of a shard; a classic group's offsets (kept by the KIP-848
+    coordinator under the same id) do not list it twice."""
+    shard = _shard(c)
+    classic: list[g.GroupListing | ClassicListing] = list(shard.classic.list_groups())
+    ids = {x.group_id for x in classic}
+    return classic + [x for x in shard.kip848.list_groups() if x.group_id not in ids]
 
 
 __all__ = ["OFFSETS_TOPIC_CONFIGS", "GroupService"]

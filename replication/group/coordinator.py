@@ -21,8 +21,8 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, final
 
 from storage.errors import ErrorCode
 
@@ -71,6 +71,22 @@ from .types import (
 DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # max.poll.interval.ms
 
 
+class OffsetExpiryRule(Protocol):  # pragma: no cover - structural: classic.OffsetExpiry
+    """When another group protocol's offsets (kept here) may expire."""
+
+    @property
+    def expires(self) -> bool: ...
+    @property
+    def since_ms(self) -> int | None: ...
+    @property
+    def subscribed_topics(self) -> frozenset[str]: ...
+
+
+OffsetExpiryLookup = Callable[[str], OffsetExpiryRule | None]
+"""The classic groups' rule for a group id (``ClassicGroupManager.offset_expiry``); None: not
+a classic group, the KIP-848 rule applies."""
+
+
 def _short(s: str) -> str:
     return s if len(s) <= 64 else s[:64] + "..."
 
@@ -116,8 +132,11 @@ def group_state(group: Group) -> GroupState:
 class GroupCoordinator:
     """The groups of one ``__consumer_offsets`` partition (see the package docstring)."""
 
-    def __init__(self, config: GroupConfig) -> None:
+    def __init__(
+        self, config: GroupConfig, *, offset_expiry: OffsetExpiryLookup | None = None
+    ) -> None:
         self._config = config
+        self._offset_expiry: OffsetExpiryLookup = offset_expiry or (lambda _: None)
         self._groups: dict[str, Group] = {}
         # volatile timers, keyed (group id, member id)
         self._session_deadline: dict[tuple[str, str], int] = {}
@@ -538,8 +557,21 @@ class GroupCoordinator:
         not subscribe to expire ``offsets.retention.minutes`` after their commit; an empty
         group with no offsets left is deleted."""
         g = w.group
-        subscribed = g.subscribed_topic_names()
         retention = self._config.offsets_retention_ms
+        classic = self._offset_expiry(g.group_id)
+        if classic is not None:  # a classic group's offsets: its rule, and it deletes itself
+            if classic.expires:
+                for (topic, partition), v in sorted(g.offsets.items()):
+                    since = v.commit_timestamp_ms
+                    if classic.since_ms is not None:
+                        since = max(since, classic.since_ms)
+                    elif topic in classic.subscribed_topics:
+                        continue
+                    if now_ms >= since + retention:
+                        key = RecordKey(OFFSET_COMMIT, g.group_id, topic=topic, partition=partition)
+                        w.emit(key, None)
+            return
+        subscribed = g.subscribed_topic_names()
         for (topic, partition), v in sorted(g.offsets.items()):
             if topic not in subscribed and now_ms >= v.commit_timestamp_ms + retention:
                 w.emit(RecordKey(OFFSET_COMMIT, g.group_id, topic=topic, partition=partition), None)

@@ -210,6 +210,48 @@ def test_group_and_cluster_refusals_carry_their_codes_in_the_response(tmp_path: 
     _run(tmp_path, test)
 
 
+def test_classic_group_apis_are_refused_with_kafkas_codes(tmp_path: Path) -> None:
+    """GROUP READ for JoinGroup, SyncGroup, Heartbeat, LeaveGroup; GROUP DESCRIBE for
+    DescribeGroups (each group named answered Dead); GROUP DELETE for OffsetDelete."""
+    from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
+    from replication.group.classic import (
+        HeartbeatRequest,
+        JoinGroupRequest,
+        LeaveGroupRequest,
+        MemberIdentity,
+        SyncGroupRequest,
+    )
+
+    async def test(server: BrokerServer) -> None:
+        api = server.api
+        joined = await api.join_group(
+            JoinGroupRequest(group_id="g", session_timeout_ms=10_000, rebalance_timeout_ms=1), ALICE
+        )
+        synced = await api.sync_group(
+            SyncGroupRequest(group_id="g", generation_id=1, member_id="m"), ALICE
+        )
+        beat = await api.heartbeat(
+            HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), ALICE
+        )
+        left = await api.leave_group(
+            LeaveGroupRequest(group_id="g", members=(MemberIdentity(member_id="m"),)), ALICE
+        )
+        for answer in (joined, synced, beat, left):
+            assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        described = await api.describe_groups(DescribeGroupsRequest(group_ids=("a", "b")), ALICE)
+        assert [(g.group_id, g.error_code) for g in described.groups] == [
+            ("a", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            ("b", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        ]
+        deleted = await api.offset_delete(
+            OffsetDeleteRequest(group_id="g", partitions=(("t", 0),)), ALICE
+        )
+        assert deleted.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        assert _requests("JoinGroup", "ERROR") >= 1
+
+    _run(tmp_path, test)
+
+
 def test_listings_show_only_what_the_caller_may_describe(tmp_path: Path) -> None:
     async def test(server: BrokerServer) -> None:
         everything = await server.api.metadata(MetadataRequest(), ALICE)

@@ -476,11 +476,13 @@ def test_list_groups_answers_load_in_progress_while_an_offsets_partition_loads(
     answer without them would make ``kraft groups list`` miss groups right after a failover."""
 
     async def test(h: Harness) -> None:
-        from replication.group import GroupConfig, GroupCoordinator
+        from replication.broker.group_shard import GroupShard
+        from replication.group import GroupConfig
+        from replication.group.classic import ClassicGroupConfig
         from replication.group_messages import ListGroupsRequest
         from tests.group.helpers import topics
 
-        h.runtime._new_coordinator = lambda: GroupCoordinator(GroupConfig())
+        h.runtime._new_coordinator = lambda: GroupShard(GroupConfig(), ClassicGroupConfig())
         h.topics = topics(orders=3)
         service = _service(h, tmp_path)
         h.replica.append(_group_records(), commit=False)  # a new leader, followers behind
@@ -546,10 +548,12 @@ def test_the_coordinator_broker_reports_each_groups_committed_offset_and_lag(
 ) -> None:
     async def test(h: Harness) -> None:
         from kraft.metrics.kafka import GROUP_LAG, GROUP_OFFSET
-        from replication.group import GroupConfig, GroupCoordinator
+        from replication.broker.group_shard import GroupShard
+        from replication.group import GroupConfig
+        from replication.group.classic import ClassicGroupConfig
         from tests.group.helpers import Shell, topics
 
-        h.runtime._new_coordinator = lambda: GroupCoordinator(GroupConfig())
+        h.runtime._new_coordinator = lambda: GroupShard(GroupConfig(), ClassicGroupConfig())
         h.topics = topics(orders=3)
         service = _service(h, tmp_path)
         shell = Shell(orders=3)

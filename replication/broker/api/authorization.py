@@ -32,6 +32,7 @@ from kraft.security.acls import AclOperation, ResourceType
 from kraft.security.guard import Caller
 from kraft.security.operations import Need
 from replication.broker.api.context import RequestContext
+from replication.group.classic import DescribedGroup as ClassicDescribedGroup
 from replication.group_messages import (
     Coordinator,
     DeletableGroupResult,
@@ -225,6 +226,13 @@ def refused_response(api: str, request: Any, empty: Any, refusal: Refused) -> An
             groups=tuple(
                 DescribedGroup(group_id=g, error_code=code, error_message=why)
                 for g in request.group_ids
+            ),
+        )
+    if api == "DescribeGroups":  # Kafka answers each group Dead with the refusal
+        return replace(
+            empty,
+            groups=tuple(
+                ClassicDescribedGroup(group_id=g, error_code=code) for g in request.group_ids
             ),
         )
     if api == "DeleteGroups":

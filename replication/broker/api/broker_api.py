@@ -62,9 +62,25 @@ from replication.broker.api.authorization import (
     without_topics,
 )
 from replication.broker.api.context import RequestContext
+from replication.broker.classic_service import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from replication.broker.group_service import GroupService
 from replication.broker.limits import too_many_partitions
 from replication.broker.service import BrokerService
+from replication.group.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -238,6 +254,23 @@ class BrokerApi:
         self.describe_producers_api = Api(
             "DescribeProducers", _ignore_ctx(broker.describe_producers), DescribeProducersResponse
         )
+        classic = groups.classic
+        self.join_group_api: Api[JoinGroupRequest, JoinGroupResponse] = Api(
+            "JoinGroup",
+            lambda r, ctx: classic.join_group(_joining_client(r, ctx)),
+            JoinGroupResponse,
+        )
+        self.sync_group_api = Api("SyncGroup", _ignore_ctx(classic.sync_group), SyncGroupResponse)
+        self.heartbeat_api = Api("Heartbeat", _ignore_ctx(classic.heartbeat), HeartbeatResponse)
+        self.leave_group_api = Api(
+            "LeaveGroup", _ignore_ctx(classic.leave_group), LeaveGroupResponse
+        )
+        self.describe_groups_api = Api(
+            "DescribeGroups", _ignore_ctx(classic.describe_groups), DescribeGroupsResponse
+        )
+        self.offset_delete_api = Api(
+            "OffsetDelete", _ignore_ctx(classic.offset_delete), OffsetDeleteResponse
+        )
 
     # --- the handlers -------------------------------------------------------------------------
 
@@ -304,6 +337,32 @@ class BrokerApi:
         self, request: DescribeProducersRequest, ctx: RequestContext
     ) -> DescribeProducersResponse:
         return await self._answer(self.describe_producers_api, request, ctx)
+
+    # classic groups (the Kafka listener only: kraft's own clients use KIP-848)
+
+    async def join_group(self, request: JoinGroupRequest, ctx: RequestContext) -> JoinGroupResponse:
+        return await self._answer(self.join_group_api, request, ctx)
+
+    async def sync_group(self, request: SyncGroupRequest, ctx: RequestContext) -> SyncGroupResponse:
+        return await self._answer(self.sync_group_api, request, ctx)
+
+    async def heartbeat(self, request: HeartbeatRequest, ctx: RequestContext) -> HeartbeatResponse:
+        return await self._answer(self.heartbeat_api, request, ctx)
+
+    async def leave_group(
+        self, request: LeaveGroupRequest, ctx: RequestContext
+    ) -> LeaveGroupResponse:
+        return await self._answer(self.leave_group_api, request, ctx)
+
+    async def describe_groups(
+        self, request: DescribeGroupsRequest, ctx: RequestContext
+    ) -> DescribeGroupsResponse:
+        return await self._answer(self.describe_groups_api, request, ctx)
+
+    async def offset_delete(
+        self, request: OffsetDeleteRequest, ctx: RequestContext
+    ) -> OffsetDeleteResponse:
+        return await self._answer(self.offset_delete_api, request, ctx)
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -452,6 +511,13 @@ def _with_client(
     if host == request.client_host and client_id == request.client_id:
         return request
     return dataclasses.replace(request, client_host=host, client_id=client_id)
+
+
+def _joining_client(request: JoinGroupRequest, ctx: RequestContext) -> JoinGroupRequest:
+    """The member's client id and host (``/1.2.3.4``) from the context, as Kafka takes them."""
+    host = request.client_host or (f"/{ctx.client_host}" if ctx.client_host else "")
+    client_id = request.client_id or ctx.client_id
+    return dataclasses.replace(request, client_host=host[:255], client_id=client_id[:255])
 
 
 __all__ = ["FORWARDED", "FORWARD_TIMEOUT_S", "Api", "BrokerApi", "ControllerChannel", "Forwarded"]

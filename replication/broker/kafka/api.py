@@ -11,6 +11,22 @@ from __future__ import annotations
 from typing import Protocol
 
 from replication.broker.api import RequestContext
+from replication.broker.classic_service import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
+from replication.group.classic import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from replication.group_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -109,6 +125,30 @@ class KafkaBrokerApi(Protocol):
         authorized first; raises `storage.errors.KraftError` for a request refused whole
         (its code is Kafka's) or a controller out of reach."""
         ...
+
+    async def join_group(
+        self, request: JoinGroupRequest, ctx: RequestContext
+    ) -> JoinGroupResponse: ...
+
+    async def sync_group(
+        self, request: SyncGroupRequest, ctx: RequestContext
+    ) -> SyncGroupResponse: ...
+
+    async def heartbeat(
+        self, request: HeartbeatRequest, ctx: RequestContext
+    ) -> HeartbeatResponse: ...
+
+    async def leave_group(
+        self, request: LeaveGroupRequest, ctx: RequestContext
+    ) -> LeaveGroupResponse: ...
+
+    async def describe_groups(
+        self, request: DescribeGroupsRequest, ctx: RequestContext
+    ) -> DescribeGroupsResponse: ...
+
+    async def offset_delete(
+        self, request: OffsetDeleteRequest, ctx: RequestContext
+    ) -> OffsetDeleteResponse: ...
 
 
 __all__ = ["KafkaBrokerApi"]

@@ -25,6 +25,7 @@ from kraft.types import INTERNAL_TOPICS
 from replication.broker.api import RequestContext
 from replication.broker.kafka.admin_handlers import ADMIN_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
@@ -400,6 +401,7 @@ HANDLERS: Final[Mapping[int, ApiSpec]] = {
     60: ApiSpec("DescribeCluster", 0, 1, handle_describe_cluster),
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
     **{key: ApiSpec(*spec) for key, spec in ADMIN_HANDLERS.items()},
+    **{key: ApiSpec(*spec) for key, spec in CLASSIC_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
 

@@ -26,12 +26,9 @@ UNKNOWN_MEMBER_ID: Final = ""
 NO_GENERATION: Final = -1
 """A generation id of -1: the sender is not in a generation (admin or manual-assign commits)."""
 
-# TODO(#25): MEMBER_ID_REQUIRED (79) and FENCED_INSTANCE_ID (82) belong in
-# storage.errors.ErrorCode (and proto/kraft/v1/errors.proto) with one exception class each;
-# they live here until that enum grows them, so this package changes no shared file.
-MEMBER_ID_REQUIRED: Final = 79
+MEMBER_ID_REQUIRED: Final = ErrorCode.MEMBER_ID_REQUIRED
 """Kafka error 79 (KIP-394): rejoin with the member id given in the response."""
-FENCED_INSTANCE_ID: Final = 82
+FENCED_INSTANCE_ID: Final = ErrorCode.FENCED_INSTANCE_ID
 """Kafka error 82 (KIP-345): another member now holds this ``group.instance.id``."""
 
 

@@ -1,0 +1,100 @@
+"""`GroupShard`: the group coordinators of one ``__consumer_offsets`` partition, as one
+`replication.broker.group_runtime.Coordinator`: KIP-848's `GroupCoordinator` and the classic
+groups' `ClassicGroupManager` (`replication.group.classic`).
+
+Both keep their records in the same partition: `replay` routes each by its key, the snapshot
+holds both states, the timers of both run in `tick`. Committed offsets are the KIP-848
+coordinator's for every group; a classic group's say when they expire (``offset_expiry``),
+and an Empty classic group with no offsets left is deleted when the retention check runs, as
+Kafka's ``cleanupGroupMetadata`` does.
+
+The classic machine answers some requests later than their call (a JoinGroup parks until the
+join phase completes): its replies come out of `tick` too. The runtime takes them with
+`take_replies` once the tick's records are committed, and `abandon` answers the parked ones
+when the shard is unloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import final
+
+from replication.group import GroupConfig, GroupCoordinator, TopicInfo
+from replication.group.classic import (
+    ClassicGroupConfig,
+    ClassicGroupManager,
+    ClassicGroupState,
+    Effects,
+    Reply,
+    is_classic_record,
+)
+from replication.group.types import Record
+from storage.errors import ErrorCode
+
+
+@final
+class GroupShard:
+    """The KIP-848 and classic groups of one offsets partition (see the module docstring)."""
+
+    def __init__(self, config: GroupConfig, classic_config: ClassicGroupConfig) -> None:
+        self.classic = ClassicGroupManager(
+            classic_config, consumer_groups=lambda gid: self.kip848.groups().get(gid)
+        )
+        self.kip848 = GroupCoordinator(config, offset_expiry=self.classic.offset_expiry)
+        self._check_interval_ms = config.offsets_retention_check_interval_ms
+        self._next_cleanup_ms: int | None = None
+        self._replies: list[Reply] = []
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        if is_classic_record(key):
+            self.classic.replay(key, value)
+        else:
+            self.kip848.replay(key, value)
+
+    def tick(self, now_ms: int, topics: Mapping[str, TopicInfo]) -> list[Record]:
+        """Both coordinators' timers; the classic replies wait in `take_replies`."""
+        effects = self.classic.tick(now_ms)
+        if self._next_cleanup_ms is None or now_ms >= self._next_cleanup_ms:
+            self._next_cleanup_ms = now_ms + self._check_interval_ms
+            effects += self._delete_empty_classic_groups()
+        self._replies.extend(effects.replies)
+        return [*self.kip848.tick(now_ms, topics), *effects.records]
+
+    def _delete_empty_classic_groups(self) -> Effects:
+        out = Effects()
+        offsets = self.kip848.groups()
+        for gid, group in list(self.classic.groups().items()):
+            kept = offsets.get(gid)
+            if group.state is ClassicGroupState.EMPTY and (kept is None or not kept.offsets):
+                code, effects = self.classic.delete_group(gid)
+                if code == ErrorCode.NONE:
+                    out += effects
+        return out
+
+    def next_deadline_ms(self) -> int | None:
+        due = [
+            d
+            for d in (
+                self.kip848.next_deadline_ms(),
+                self.classic.next_deadline_ms(),
+                self._next_cleanup_ms if self.classic.groups() else None,
+            )
+            if d is not None
+        ]
+        return min(due) if due else None
+
+    def snapshot_records(self) -> list[Record]:
+        """Both states: the snapshot moves the log start past every older record."""
+        return [*self.kip848.snapshot_records(), *self.classic.snapshot_records()]
+
+    def take_replies(self) -> list[Reply]:
+        """The replies of the last `tick`, to deliver once its records are committed."""
+        replies, self._replies = self._replies, []
+        return replies
+
+    def abandon(self) -> list[Reply]:
+        """Answer every parked classic request (NOT_COORDINATOR): the shard is unloaded."""
+        return [*self.take_replies(), *self.classic.abandon().replies]
+
+
+__all__ = ["GroupShard"]
