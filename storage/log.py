@@ -76,6 +76,7 @@ from storage.log_read import (
     LATEST_TIMESTAMP,
     offset_for_timestamp,
     read_batches,
+    record_for_timestamp,
 )
 from storage.retention import SegmentInfo, plan_retention
 from storage.segment import BatchSpan
@@ -466,6 +467,21 @@ class SegmentedLog:
         """
         self._health.check_open()
         return offset_for_timestamp(
+            self._segments.files,
+            log_start_offset=self._offsets.log_start_offset,
+            timestamp_ms=timestamp_ms,
+        )
+
+    @maps_storage_errors
+    def record_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start offset whose
+        timestamp is ``>= timestamp_ms`` (``>= 0``; ListOffsets by time answers both), or None.
+
+        Raises:
+            LogClosedError: the log is closed.
+        """
+        self._health.check_open()
+        return record_for_timestamp(
             self._segments.files,
             log_start_offset=self._offsets.log_start_offset,
             timestamp_ms=timestamp_ms,

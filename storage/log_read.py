@@ -96,10 +96,21 @@ def offset_for_timestamp(
         return log_start_offset
     if timestamp_ms == LATEST_TIMESTAMP:
         return segments[-1].next_offset
+    found = record_for_timestamp(
+        segments, log_start_offset=log_start_offset, timestamp_ms=timestamp_ms
+    )
+    return None if found is None else found[0]
+
+
+def record_for_timestamp(
+    segments: Sequence[LogSegment], *, log_start_offset: int, timestamp_ms: int
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record at or after ``log_start_offset`` whose
+    timestamp is ``>= timestamp_ms`` (``timestamp_ms >= 0``), or None."""
     for seg in segments:
         if seg.next_offset <= log_start_offset or seg.max_timestamp_ms < timestamp_ms:
             continue
-        found = seg.find_offset_by_timestamp(timestamp_ms, log_start_offset)
+        found = seg.find_record_by_timestamp(timestamp_ms, log_start_offset)
         if found is not None:
             return found
     return None
@@ -110,4 +121,5 @@ __all__ = [
     "LATEST_TIMESTAMP",
     "offset_for_timestamp",
     "read_batches",
+    "record_for_timestamp",
 ]

@@ -559,6 +559,14 @@ class LogSegment:
     def find_offset_by_timestamp(self, timestamp_ms: int, min_offset: int) -> int | None:
         """The first offset ``>= min_offset`` in this segment whose record timestamp is
         ``>= timestamp_ms``, or None. Decodes the records of the one batch that holds it."""
+        found = self.find_record_by_timestamp(timestamp_ms, min_offset)
+        return None if found is None else found[0]
+
+    def find_record_by_timestamp(
+        self, timestamp_ms: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        """`find_offset_by_timestamp`, with that record's own timestamp: (offset, timestamp),
+        which is what ListOffsets answers (Kafka's, not the timestamp asked for)."""
         if self.max_timestamp_ms < timestamp_ms:
             return None
         older = self.time_index.lookup_before(timestamp_ms)
@@ -570,7 +578,7 @@ class LogSegment:
             batch = self.io.pread(self.fd, h[_LENGTH] + LOG_OVERHEAD, pos)
             for record in iter_records(batch):
                 if record.offset >= min_offset and record.timestamp_ms >= timestamp_ms:
-                    return record.offset
+                    return record.offset, record.timestamp_ms
         return None
 
     def __repr__(self) -> str:

@@ -551,6 +551,11 @@ class PartitionReplica(NoDriverEvents):
         with self.driver.storage_guard():
             return self.log.offset_for_timestamp(timestamp_ms)
 
+    def record_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """`SegmentedLog.record_for_timestamp`; a disk error takes the replica offline."""
+        with self.driver.storage_guard():
+            return self.log.record_for_timestamp(timestamp_ms)
+
     def handle_alter_partition_result(
         self, generation: int, alter_id: int, result: AlterPartitionPartitionResult
     ) -> None:

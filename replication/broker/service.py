@@ -289,6 +289,7 @@ class BrokerService:
                     )
                     continue
                 log = replica.log
+                found_ts = -1  # Kafka answers -1 for earliest and latest
                 if p.timestamp == EARLIEST_TIMESTAMP:
                     offset: int | None = log.log_start_offset
                 elif p.timestamp == LATEST_TIMESTAMP:
@@ -297,7 +298,9 @@ class BrokerService:
                     )
                 else:
                     try:
-                        offset = replica.offset_for_timestamp(p.timestamp)
+                        found = replica.record_for_timestamp(p.timestamp)
+                        # Kafka answers the found record's timestamp, not the one asked for.
+                        offset, found_ts = found if found is not None else (None, -1)
                     except KraftError as e:
                         parts.append(
                             ListOffsetsPartitionResponse(
@@ -310,7 +313,7 @@ class BrokerService:
                 parts.append(
                     ListOffsetsPartitionResponse(
                         partition_index=p.partition_index,
-                        timestamp=-1 if offset is None or p.timestamp < 0 else p.timestamp,
+                        timestamp=-1 if offset is None or p.timestamp < 0 else found_ts,
                         offset=-1 if offset is None else offset,
                         leader_epoch=leader_epoch,
                     )

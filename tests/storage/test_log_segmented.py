@@ -361,6 +361,20 @@ def test_offset_for_timestamp_looks_inside_a_batch(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(301) == 3
 
 
+def test_record_for_timestamp_answers_the_found_records_own_timestamp(tmp_path: Path) -> None:
+    """ListOffsets answers the timestamp of the record found, not the one asked for (as Kafka;
+    found by `kraft interop diff`)."""
+    from storage.records import SimpleRecord
+
+    log = LogBuilder(tmp_path).build()
+    records = [SimpleRecord(value=b"x", timestamp_ms=ts) for ts in (100, 300, 200, 400)]
+    log.append(build_batch(records, timestamp_ms=0))
+    assert log.record_for_timestamp(0) == (0, 100)
+    assert log.record_for_timestamp(250) == (1, 300)
+    assert log.record_for_timestamp(301) == (3, 400)
+    assert log.record_for_timestamp(401) is None
+
+
 # --- flushing and lifecycle ---------------------------------------------------------------------
 
 
