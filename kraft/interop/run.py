@@ -19,7 +19,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from kraft.interop.steps import STEPS, Admin, Target, WireAdmin, run_step
+from kraft.interop.steps import SKIPPED, STEPS, Admin, Target, WireAdmin, run_step
 from kraft.interop.wire import API_NAMES, Session, common_versions, served_versions
 
 Results = dict[str, dict[str, dict[str, Any]]]
@@ -86,6 +86,7 @@ def run_diff(
             for system, ranges in served.items()
         },
         "seconds_per_step": seconds,
+        "skipped": dict(SKIPPED),
     }
     return results, meta
 
