@@ -55,6 +55,15 @@ class Target:
         name = self.topic(suffix)
         self.admin.create_topic(name, partitions, 3, config or {})
         wait_for(lambda: _all_led(self.session, name, partitions), f"leaders of {name}")
+        # Metadata may name a leader before that broker acts as one (Kafka answers
+        # NOT_LEADER_OR_FOLLOWER meanwhile, and clients retry): wait until each answers.
+        wait_for(
+            lambda: all(
+                error_name(list_offset(self, name, -1, partition=p).error_code) == "NONE"
+                for p in range(partitions)
+            ),
+            f"leaders of {name} serving",
+        )
         return name
 
 
@@ -98,18 +107,20 @@ def _all_led(session: Session, topic: str, partitions: int) -> bool:
 # -- request helpers ---------------------------------------------------------------------------
 
 
-def produce(t: Target, topic: str, batch: bytes, *, acks: int = -1) -> Any:
+def produce(t: Target, topic: str, batch: bytes, *, acks: int = -1, partition: int = 0) -> Any:
     body = {
         "transactional_id": None,
         "acks": acks,
         "timeout": 10_000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}],
     }
     part = t.session.send(0, body, node=t.session.leader(topic)).responses[0]
     return part.partition_responses[0]
 
 
-def fetch(t: Target, topic: str, offset: int, max_bytes: int = 1 << 20) -> Any:
+def fetch(
+    t: Target, topic: str, offset: int, max_bytes: int = 1 << 20, *, leader_epoch: int = -1
+) -> Any:
     body = {
         "replica_id": -1,
         "max_wait": 0,
@@ -124,7 +135,7 @@ def fetch(t: Target, topic: str, offset: int, max_bytes: int = 1 << 20) -> Any:
                 "partitions": [
                     {
                         "partition": 0,
-                        "current_leader_epoch": -1,
+                        "current_leader_epoch": leader_epoch,
                         "fetch_offset": offset,
                         "last_fetched_epoch": -1,
                         "log_start_offset": -1,
@@ -139,7 +150,7 @@ def fetch(t: Target, topic: str, offset: int, max_bytes: int = 1 << 20) -> Any:
     return t.session.send(1, body, node=t.session.leader(topic)).responses[0].partitions[0]
 
 
-def list_offset(t: Target, topic: str, timestamp: int) -> Any:
+def list_offset(t: Target, topic: str, timestamp: int, *, partition: int = 0) -> Any:
     body = {
         "replica_id": -1,
         "isolation_level": 0,
@@ -147,12 +158,16 @@ def list_offset(t: Target, topic: str, timestamp: int) -> Any:
             {
                 "name": topic,
                 "partitions": [
-                    {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": -1,
+                        "timestamp": timestamp,
+                    }
                 ],
             }
         ],
     }
-    return t.session.send(2, body, node=t.session.leader(topic)).topics[0].partitions[0]
+    return t.session.send(2, body, node=t.session.leader(topic, partition)).topics[0].partitions[0]
 
 
 def records_of(data: bytes | None) -> list[tuple[int, int, bytes | None, bytes | None]]:
@@ -232,6 +247,27 @@ def produce_fetch_edges(t: Target, out: Fields) -> None:
     out["fetch_negative.error"] = error_name(fetch(t, topic, -5).error_code)
     unknown = fetch_unknown(t, t.topic("no-such-topic"))
     out["fetch_unknown_topic.error"] = unknown
+
+
+def produce_refusals(t: Target, out: Fields) -> None:
+    """Produce requests a broker must refuse (bad acks, a corrupt CRC, a partition that does
+    not exist, a timestamp a day ahead), and requests from a future leader epoch."""
+    topic = t.ready_topic("refusals")
+    good = build_batch(values(1, "ok"), timestamp_ms=BASE_TS)
+    out["acks_2.error"] = error_name(produce(t, topic, good, acks=2).error_code)
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF  # a record byte: the CRC no longer matches
+    out["corrupt_crc.error"] = error_name(produce(t, topic, bytes(corrupt)).error_code)
+    out["no_such_partition.error"] = error_name(produce(t, topic, good, partition=7).error_code)
+    ahead = int(time.time() * 1000) + 86_400_000
+    future = build_batch([SimpleRecord(value=b"future", timestamp_ms=ahead)], timestamp_ms=ahead)
+    out["timestamp_a_day_ahead.error"] = error_name(produce(t, topic, future).error_code)
+    shifted = build_batch(values(1, "shifted"), timestamp_ms=BASE_TS, base_offset=42)
+    answer = produce(t, topic, shifted)
+    out["client_base_offset_ignored"] = [error_name(answer.error_code), int(answer.base_offset)]
+    out["fetch_future_epoch.error"] = error_name(fetch(t, topic, 0, leader_epoch=99).error_code)
+    out["fetch_fenced_epoch"] = error_name(fetch(t, topic, 0, leader_epoch=0).error_code)
+    out["log.values"] = [v.decode() if v else v for *_, v in records_of(fetch(t, topic, 0).records)]
 
 
 def fetch_unknown(t: Target, topic: str) -> str:
@@ -489,6 +525,7 @@ STEPS: dict[str, Callable[[Target, Fields], None]] = {
     "create_topics_invalid": create_topics_invalid,
     "metadata_shapes": metadata_shapes,
     "produce_fetch_edges": produce_fetch_edges,
+    "produce_refusals": produce_refusals,
     "list_offsets_by_time": list_offsets_by_time,
     "idempotent_producer": idempotent_producer,
     "describe_configs": describe_configs,
