@@ -1,7 +1,7 @@
 """`kraft interop diff`, a short part of its sequence, in the suite: kraft's wire answers must
 agree with Apache Kafka's on the steps where they should (produce and fetch at the edges,
-ListOffsets by time, the idempotent producer, Metadata's shapes), so a regression in what
-kraft answers on its Kafka listener fails here.
+produce refusals, ListOffsets by time, the idempotent producer, Metadata's shapes), so a
+regression in what kraft answers on its Kafka listener fails here.
 
 Kafka is the suite's one shared cluster (``kafka_peer``, tests/kafka_peer.py); kraft is a
 LocalCluster (1 controller, 3 brokers) of this module.
@@ -16,12 +16,14 @@ import pytest
 from kraft.cluster.local import LocalCluster
 from kraft.interop.diff import ACCEPTED, Accepted, compare, exit_code
 from kraft.interop.run import run_diff
+from kraft.interop.steps import BASE_TS
 from kraft.interop.wire import common_versions
 from kraft.peer import KafkaCluster
 
 AGREEING_STEPS = [
     "metadata_shapes",
     "produce_fetch_edges",
+    "produce_refusals",
     "list_offsets_by_time",
     "idempotent_producer",
 ]
@@ -53,6 +55,10 @@ def test_kraft_answers_as_kafka_on_the_wire_edges(
     edges = results["produce_fetch_edges"]["kafka"]
     assert edges["too_large.error"] == "MESSAGE_TOO_LARGE"
     assert edges["fetch_past_end.error"] == "OFFSET_OUT_OF_RANGE"
+    refusals = results["produce_refusals"]["kafka"]
+    assert refusals["client_base_offset_ignored"] == ["INVALID_RECORD", -1]
+    times = results["list_offsets_by_time"]["kafka"]
+    assert times["between"] == ["NONE", 2, BASE_TS + 20]  # the found record's timestamp
     idem = results["idempotent_producer"]["kafka"]
     assert idem["duplicate.base_offset"] == idem["first.base_offset"] == 0
     assert idem["out_of_sequence.error"] == "OUT_OF_ORDER_SEQUENCE_NUMBER"
