@@ -119,8 +119,15 @@ def produce(t: Target, topic: str, batch: bytes, *, acks: int = -1, partition: i
 
 
 def fetch(
-    t: Target, topic: str, offset: int, max_bytes: int = 1 << 20, *, leader_epoch: int = -1
+    t: Target,
+    topic: str,
+    offset: int,
+    max_bytes: int = 1 << 20,
+    *,
+    leader_epoch: int = -1,
+    node: int | None = None,
 ) -> Any:
+    """Fetch partition 0 of ``topic`` from its leader (or from ``node``)."""
     body = {
         "replica_id": -1,
         "max_wait": 0,
@@ -147,7 +154,8 @@ def fetch(
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    return t.session.send(1, body, node=t.session.leader(topic)).responses[0].partitions[0]
+    node = t.session.leader(topic) if node is None else node
+    return t.session.send(1, body, node=node).responses[0].partitions[0]
 
 
 def list_offset(t: Target, topic: str, timestamp: int, *, partition: int = 0) -> Any:
@@ -271,14 +279,9 @@ def produce_refusals(t: Target, out: Fields) -> None:
 
 
 def fetch_unknown(t: Target, topic: str) -> str:
-    """Fetch of a topic that does not exist, sent to the bootstrap broker."""
-    leader = t.session.leader
-    try:
-        t.session.leader = lambda *_: next(iter(t.session.brokers))  # type: ignore[method-assign]
-        t.session.metadata([])
-        return error_name(fetch(t, topic, 0).error_code)
-    finally:
-        t.session.leader = leader  # type: ignore[method-assign]
+    """Fetch of a topic that does not exist, sent to the lowest broker id."""
+    t.session.metadata([])
+    return error_name(fetch(t, topic, 0, node=min(t.session.brokers)).error_code)
 
 
 def list_offsets_by_time(t: Target, out: Fields) -> None:
