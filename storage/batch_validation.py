@@ -17,6 +17,7 @@ exactly one whole batch in the produce                INVALID_RECORD (torn or se
 magic 2, sane header                                  CORRUPT_MESSAGE
 size within ``max.message.bytes``                     MESSAGE_TOO_LARGE
 CRC-32C                                               CORRUPT_MESSAGE
+base offset 0 (the leader assigns offsets)            INVALID_RECORD
 record count > 0 and == last offset delta + 1         INVALID_RECORD
 no control or transactional bit (no transactions)     INVALID_RECORD
 idempotence fields all -1, or all set                 INVALID_RECORD
@@ -103,6 +104,10 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
         )
     if compute_crc(records, 0, size) != header.crc:
         raise CorruptRecordError("CRC mismatch in batch")
+    if header.base_offset != 0:  # as Kafka's LogValidator (found by `kraft interop diff`)
+        raise InvalidRecordError(
+            f"a produced batch's base offset must be 0, not {header.base_offset}"
+        )
     count = header.record_count
     if count <= 0 or count != header.last_offset_delta + 1:
         raise InvalidRecordError(

@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         dump_log,
         fuzz,
         groups,
+        interop,
         nemesis,
         peer,
         produce,
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         nemesis,
         fuzz,
         peer,
+        interop,
     ):
         module.add_parser(sub)
     return parser

@@ -126,6 +126,11 @@ MALFORMED: list[tuple[str, bytes, type[KraftError]]] = [
     ("record count 2, 3 records", three(count=2), InvalidRecordError),
     ("last offset delta 1000", three(last_offset_delta=1000), InvalidRecordError),
     ("magic 1", three(magic=1), CorruptRecordError),
+    (
+        "base offset 42",
+        build_batch([b"a"], timestamp_ms=NOW_MS, base_offset=42),
+        InvalidRecordError,
+    ),
     ("bad CRC", three(bad_crc=True), CorruptRecordError),
     ("control bit", three(attributes=0x20), InvalidRecordError),
     ("transactional bit", three(attributes=0x10), InvalidRecordError),
