@@ -1,0 +1,663 @@
+"""`fuzz_kafka`: hostile input to the brokers' Kafka listeners, and what it did.
+
+Against a running `LocalCluster`'s Kafka listeners (loopback), in four phases, each followed
+by a check that every broker still serves (`check_serving`: a fresh connection gets an
+ApiVersions answer, and a Produce with acks=all then a Fetch of it round-trip through each
+partition leader, within ``timeout_s``) and that no node process died:
+
+1. **requests**: ``calls_per_api`` structurally valid requests of every API key the brokers
+   serve (read from the dispatch table, `SUPPORTED_VERSIONS`, so a new API is fuzzed without
+   a change here), at random served versions, with random field values
+   (`KafkaPayloadFuzzer.request`), on long-lived connections. Each must get, within the
+   timeout, a response frame with its correlation id that decodes as its API and version (a
+   Produce with acks=0 gets none: an ApiVersions sent after it must be answered).
+   Violations: ``closed`` (the broker dropped a connection on a well-formed request: a
+   handler raised), ``hang``, ``bad_response``;
+2. **frames**: ``calls_per_api`` broken frames per API key (`MUTATIONS`), each on a fresh
+   connection; the client half-closes after sending unless the broker must close at once
+   (`CLOSE_AT_ONCE`). Each connection must end (answered or not) within the timeout.
+   Violation: ``hang``;
+3. **connections**: up to ``max_connections`` connections at once (bounded by the open-file
+   limit), each holding half an ApiVersions frame while the brokers are checked, then
+   finishing it: every one must be answered;
+4. **never-reads**: a client pipelines Fetch requests for a few MiB of records on each broker
+   and never reads the responses; the brokers must stop reading it (back-pressure) and go on
+   serving everyone else. Its figures: requests sent before the broker stopped reading, and
+   the broker's resident memory before and during.
+
+Every call is drawn from ``random.Random(f"{seed}:kafka:{phase}:{api_key}:{call}")``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import resource
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kio.index import load_request_schema, load_response_schema
+
+from kraft.cluster.local import LocalCluster
+from kraft.cluster.process import ManagedProcess
+from replication.broker.kafka.entities import build, read_entity
+from replication.broker.kafka.frames import DEFAULT_MAX_REQUEST_BYTES
+from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
+from replication.nemesis.fuzz import CHECK_EVERY, EXAMPLES, drive_calls
+from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, KafkaPayloadFuzzer, frame
+from storage.records import build_batch
+
+PROBE_TOPIC: Final = "fuzz-kafka-probe"
+DATA_TOPIC: Final = "fuzz-kafka-data"
+VIOLATIONS: Final = frozenset({"closed", "hang", "bad_response"})
+FRAME_VIOLATIONS: Final = frozenset({"hang"})
+DEFAULT_MAX_CONNECTIONS: Final = 2_000
+NEVER_READS_LIMIT: Final = 200_000
+"""Requests the never-reading client sends at most (it stops when the broker stops reading)."""
+_SIZE = struct.Struct(">i")
+_PRODUCE, _FETCH, _API_VERSIONS = 0, 1, 18
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one API's (or one mutation's) calls got, by outcome."""
+
+    calls: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+    max_seconds: float = 0.0
+
+    def violations(self, kinds: frozenset[str]) -> int:
+        return sum(self.statuses[k] for k in kinds)
+
+    def record(self, status: str, seconds: float, example: str, kinds: frozenset[str]) -> None:
+        self.calls += 1
+        self.statuses[status] += 1
+        self.max_seconds = max(self.max_seconds, seconds)
+        if status in kinds and len(self.examples) < EXAMPLES:
+            self.examples.append(example)
+
+
+@dataclass(slots=True, kw_only=True)
+class KafkaFuzzReport:
+    seed: int
+    concurrency: int
+    per_api: dict[str, Outcome]
+    per_mutation: dict[str, Outcome]
+    abuse: dict[str, Any]
+    serving_problems: dict[str, list[str]]
+    """Phase -> what `check_serving` found wrong after it (empty lists when all served)."""
+    crashed: list[str]
+    crash_suspects: list[str]
+    seconds: float
+
+    @property
+    def calls(self) -> int:
+        return sum(o.calls for o in self.per_api.values()) + sum(
+            o.calls for o in self.per_mutation.values()
+        )
+
+    @property
+    def violations(self) -> int:
+        return (
+            sum(o.violations(VIOLATIONS) for o in self.per_api.values())
+            + sum(o.violations(FRAME_VIOLATIONS) for o in self.per_mutation.values())
+            + sum(int(v.get("violations", 0)) for v in self.abuse.values())
+        )
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations and not self.crashed and not any(self.serving_problems.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        def outcomes(table: dict[str, Outcome], kinds: frozenset[str]) -> dict[str, Any]:
+            return {
+                name: {
+                    "calls": o.calls,
+                    "statuses": dict(o.statuses),
+                    "violations": o.violations(kinds),
+                    "max_ms": round(o.max_seconds * 1000),
+                    "examples": o.examples,
+                }
+                for name, o in sorted(table.items())
+            }
+
+        return {
+            "valid": self.valid,
+            "seed": self.seed,
+            "calls": self.calls,
+            "seconds": round(self.seconds, 1),
+            "concurrency": self.concurrency,
+            "violations": self.violations,
+            "crashed": self.crashed,
+            "crash_suspects": self.crash_suspects,
+            "serving_problems": self.serving_problems,
+            "per_api": outcomes(self.per_api, VIOLATIONS),
+            "per_mutation": outcomes(self.per_mutation, FRAME_VIOLATIONS),
+            "abuse": self.abuse,
+        }
+
+
+# -- the client side of the wire ------------------------------------------------------------------
+
+
+def _connect(address: str, timeout_s: float) -> socket.socket:
+    host, _, port = address.rpartition(":")
+    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+    # Close with a reset: tens of thousands of short connections leave no TIME_WAIT behind.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return sock
+
+
+def _read_exact(sock: socket.socket, size: int, deadline: float) -> bytes | None:
+    """``size`` bytes, or None at end of stream; socket.timeout past ``deadline``."""
+    out = bytearray()
+    while len(out) < size:
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(min(size - len(out), 1 << 20))
+        if not chunk:
+            return None
+        out += chunk
+    return bytes(out)
+
+
+def read_frame(sock: socket.socket, deadline: float) -> bytes | None:
+    """One response frame (without its size), or None at end of stream."""
+    prefix = _read_exact(sock, 4, deadline)
+    if prefix is None:
+        return None
+    (size,) = _SIZE.unpack(prefix)
+    if size < 4:
+        raise ValueError(f"response frame of {size} bytes")
+    return _read_exact(sock, size, deadline)
+
+
+def decode(api_key: int, version: int, data: bytes) -> tuple[int, Any]:
+    """(correlation id, kio response entity) of a response frame."""
+    cls = load_response_schema(api_key, version)
+    header, offset = read_entity(cls.__header_schema__, data, 0)
+    body, _ = read_entity(cls, data, offset)
+    return int(header.correlation_id), body
+
+
+def request(api_key: int, version: int, values: dict[str, Any], correlation_id: int) -> bytes:
+    body = build(load_request_schema(api_key, version), values)
+    return frame(api_key, version, body, correlation_id, "kraft-fuzz")
+
+
+def call(sock: socket.socket, api_key: int, version: int, values: dict[str, Any]) -> Any:
+    """Send one request and return its decoded response (raises on anything else)."""
+    correlation = random.randrange(2**31)
+    sock.sendall(request(api_key, version, values, correlation))
+    data = read_frame(sock, time.monotonic() + (sock.gettimeout() or 10.0))
+    if data is None:
+        raise ConnectionError("closed by the broker")
+    got, body = decode(api_key, version, data)
+    if got != correlation:
+        raise ValueError(f"correlation id {got}, expected {correlation}")
+    return body
+
+
+# -- is every broker still serving? ---------------------------------------------------------------
+
+
+def _probe_batch(marker: bytes) -> bytes:
+    return build_batch([marker], timestamp_ms=int(time.time() * 1000))
+
+
+def check_serving(cluster: LocalCluster, timeout_s: float = 15.0) -> list[str]:
+    """What is wrong with the brokers' Kafka service: each answers ApiVersions on a fresh
+    connection, and a record produced (acks=all) to each partition of `PROBE_TOPIC` through
+    its leader fetches back. Empty when all is well."""
+    problems: list[str] = []
+    for broker_id in cluster.broker_ids:
+        address = cluster.kafka_addresses[broker_id]
+        try:
+            with _connect(address, timeout_s) as sock:
+                answer = call(sock, _API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"})
+            if int(answer.error_code) != 0:
+                problems.append(f"broker {broker_id}: ApiVersions error {answer.error_code}")
+        except (OSError, ValueError, ConnectionError) as e:
+            problems.append(f"broker {broker_id}: ApiVersions: {e!r}")
+    try:
+        partitions = cluster.describe_topic(PROBE_TOPIC, timeout=timeout_s).partitions
+    except Exception as e:  # the controller path is not what is checked here
+        return [*problems, f"describe {PROBE_TOPIC}: {e!r}"]
+    for p in partitions:
+        marker = f"probe-{random.randrange(2**63)}".encode()
+        where = f"{PROBE_TOPIC}-{p.partition} on broker {p.leader}"
+        try:
+            with _connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
+                produced = call(
+                    sock, _PRODUCE, 9, _produce(PROBE_TOPIC, p.partition, marker, timeout_s)
+                )
+                part = produced.responses[0].partition_responses[0]
+                if int(part.error_code) != 0:
+                    problems.append(f"{where}: produce error {part.error_code}")
+                    continue
+                fetched = call(
+                    sock, _FETCH, 12, _fetch(PROBE_TOPIC, p.partition, int(part.base_offset))
+                )
+                records = fetched.responses[0].partitions[0].records or b""
+                if marker not in records:
+                    problems.append(f"{where}: offset {part.base_offset} did not fetch back")
+        except (OSError, ValueError, ConnectionError, IndexError) as e:
+            problems.append(f"{where}: {e!r}")
+    return problems
+
+
+def _produce(topic: str, partition: int, marker: bytes, timeout_s: float) -> dict[str, Any]:
+    return {
+        "acks": -1,
+        "timeout": int(timeout_s * 1000),
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": partition, "records": _probe_batch(marker)}],
+            }
+        ],
+    }
+
+
+def _fetch(topic: str, partition: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
+    return {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 64 << 20,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": max_bytes,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+# -- phase 1: valid requests ----------------------------------------------------------------------
+
+
+class _Connections:
+    """One long-lived connection per thread and broker (a closed one is replaced)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self._local = threading.local()
+        self._timeout_s = timeout_s
+        self._all: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def get(self, address: str) -> socket.socket:
+        table: dict[str, socket.socket] = self._local.__dict__.setdefault("table", {})
+        sock = table.get(address)
+        if sock is None:
+            sock = table[address] = _connect(address, self._timeout_s)
+            with self._lock:
+                self._all.append(sock)
+        return sock
+
+    def drop(self, address: str) -> None:
+        table: dict[str, socket.socket] = self._local.__dict__.setdefault("table", {})
+        if (sock := table.pop(address, None)) is not None:
+            sock.close()
+
+    def close(self) -> None:
+        with self._lock:
+            for sock in self._all:
+                sock.close()
+
+
+def _valid_call(
+    conns: _Connections,
+    addresses: list[str],
+    topics: list[str],
+    seed: int,
+    key: int,
+    n: int,
+    timeout_s: float,
+) -> tuple[str, str, float]:
+    rng = random.Random(f"{seed}:kafka:requests:{key}:{n}")
+    low, high = SUPPORTED_VERSIONS[key]
+    version = rng.randint(low, high)
+    address = rng.choice(addresses)
+    correlation = rng.randrange(2**31 - 1)
+    body, data = KafkaPayloadFuzzer(rng, topics).request(key, version, correlation)
+    expect_key, expect_version = key, version
+    if key == _PRODUCE and int(body.acks) == 0:  # no answer: the next request's proves it went by
+        correlation += 1
+        data += request(_API_VERSIONS, 0, {}, correlation)
+        expect_key, expect_version = _API_VERSIONS, 0
+    label = f"call {n} v{version}"
+    sent = time.monotonic()
+    try:
+        sock = conns.get(address)
+        sock.sendall(data)
+        answer = read_frame(sock, sent + timeout_s)
+    except TimeoutError:
+        conns.drop(address)
+        return "hang", label, time.monotonic() - sent
+    except (OSError, ValueError) as e:
+        conns.drop(address)
+        return "closed", f"{label}: {e!r:.80}", time.monotonic() - sent
+    seconds = time.monotonic() - sent
+    if answer is None:
+        conns.drop(address)
+        return "closed", label, seconds
+    try:
+        got, _ = decode(expect_key, expect_version, answer)
+    except Exception as e:  # any decoding failure is the finding
+        conns.drop(address)
+        return "bad_response", f"{label}: {e!r:.120}", seconds
+    if got != correlation:
+        conns.drop(address)
+        return "bad_response", f"{label}: correlation id {got}, expected {correlation}", seconds
+    return "answered", label, seconds
+
+
+# -- phase 2: broken frames -----------------------------------------------------------------------
+
+
+def _frame_call(
+    addresses: list[str],
+    topics: list[str],
+    seed: int,
+    key: int,
+    n: int,
+    max_bytes: int,
+    timeout_s: float,
+) -> tuple[str, str, str, float]:
+    rng = random.Random(f"{seed}:kafka:frames:{key}:{n}")
+    low, high = SUPPORTED_VERSIONS[key]
+    fuzzer = KafkaPayloadFuzzer(rng, topics)
+    _, valid = fuzzer.request(key, rng.randint(low, high), rng.randrange(2**31 - 1))
+    kind, data = fuzzer.mutated(valid, SUPPORTED_VERSIONS, max_bytes)
+    base = kind.rpartition("+")[2]
+    sent = time.monotonic()
+    deadline = sent + timeout_s
+    answered = 0
+    try:
+        with _connect(rng.choice(addresses), timeout_s) as sock:
+            with contextlib.suppress(OSError):  # the broker may close before it read it all
+                sock.sendall(data)
+                if base not in CLOSE_AT_ONCE:
+                    sock.shutdown(socket.SHUT_WR)
+            while True:
+                try:
+                    prefix = _read_exact(sock, 4, deadline)
+                    if prefix is None:
+                        break
+                    size = _SIZE.unpack(prefix)[0]
+                    if size < 0 or _read_exact(sock, size, deadline) is None:
+                        break
+                    answered += 1
+                except TimeoutError:
+                    return "hang", kind, f"call {n}", time.monotonic() - sent
+                except OSError:  # reset: closed with our bytes unread
+                    break
+    except TimeoutError:
+        return "hang", kind, f"call {n}: connect", time.monotonic() - sent
+    status = "answered_then_closed" if answered else "closed"
+    return status, kind, f"call {n}", time.monotonic() - sent
+
+
+# -- phases 3 and 4: resource abuse ---------------------------------------------------------------
+
+
+def connection_bound(wanted: int) -> int:
+    """``wanted``, within this process's open-file limit (the brokers have the same one)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(0, min(wanted, soft - 256 if soft != resource.RLIM_INFINITY else wanted))
+
+
+def _many_connections(
+    cluster: LocalCluster, count: int, timeout_s: float
+) -> tuple[dict[str, Any], list[str]]:
+    addresses = [cluster.kafka_addresses[b] for b in cluster.broker_ids]
+    hello = request(_API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"}, 7)
+    socks: list[socket.socket] = []
+    failed = 0
+    started = time.monotonic()
+    try:
+        for i in range(count):
+            try:
+                sock = _connect(addresses[i % len(addresses)], timeout_s)
+                socks.append(sock)
+                sock.sendall(hello[:6])  # half a frame: the broker holds it
+            except OSError:
+                failed += 1
+        opened = time.monotonic() - started
+        problems = check_serving(cluster, timeout_s)
+        deadline = time.monotonic() + timeout_s * 2
+        answered = 0
+        for sock in socks:
+            with contextlib.suppress(OSError):
+                sock.sendall(hello[6:])
+        for sock in socks:
+            with contextlib.suppress(OSError, ValueError):
+                data = read_frame(sock, deadline)
+                if data is not None and decode(_API_VERSIONS, 3, data)[0] == 7:
+                    answered += 1
+    finally:
+        for sock in socks:
+            sock.close()
+    figures = {
+        "connections": len(socks),
+        "connect_failed": failed,
+        "answered": answered,
+        "seconds_to_open": round(opened, 2),
+        "violations": len(socks) - answered,
+    }
+    return figures, problems
+
+
+def _rss_kib(process: ManagedProcess) -> int:
+    with (
+        contextlib.suppress(OSError, ValueError, StopIteration),
+        open(f"/proc/{process.pid}/status") as status,
+    ):
+        line = next(line for line in status if line.startswith("VmRSS:"))
+        return int(line.split()[1])
+    return 0
+
+
+def _never_reads(cluster: LocalCluster, timeout_s: float) -> tuple[dict[str, Any], list[str]]:
+    partitions = cluster.describe_topic(DATA_TOPIC, timeout=timeout_s).partitions
+    socks: list[tuple[int, socket.socket]] = []
+    figures: dict[str, Any] = {}
+    try:
+        for p in partitions:
+            process = cluster.broker(p.leader)
+            before = _rss_kib(process)
+            sock = _connect(cluster.kafka_addresses[p.leader], timeout_s)
+            socks.append((p.leader, sock))
+            fetch = request(_FETCH, 12, _fetch(DATA_TOPIC, p.partition, 0, 8 << 20), 1)
+            sent, stopped = 0, False
+            sock.settimeout(1.0)
+            until = time.monotonic() + timeout_s * 2
+            while sent < NEVER_READS_LIMIT and time.monotonic() < until:
+                try:
+                    sock.sendall(fetch)
+                except TimeoutError:
+                    stopped = True
+                    break
+                sent += 1
+            figures[f"broker-{p.leader}"] = {
+                "requests_sent": sent,
+                "broker_stopped_reading": stopped,
+                "rss_mib_before": round(before / 1024),
+                "rss_mib_while_stuck": round(_rss_kib(process) / 1024),
+                "violations": 0 if stopped else 1,
+            }
+        problems = check_serving(cluster, timeout_s)
+    finally:
+        for _, sock in socks:
+            sock.close()
+    return {
+        "per_broker": figures,
+        "violations": sum(f["violations"] for f in figures.values()),
+    }, problems
+
+
+def _seed_data(cluster: LocalCluster, timeout_s: float) -> None:
+    """`PROBE_TOPIC` (a partition per broker) and `DATA_TOPIC` with 4 MiB per partition."""
+    brokers = len(cluster.broker_ids)
+    replicas = min(3, brokers)
+    cluster.create_topic(PROBE_TOPIC, brokers, replicas)
+    cluster.create_topic(DATA_TOPIC, brokers, replicas)
+    rng = random.Random(0)
+    for p in cluster.describe_topic(DATA_TOPIC, timeout=timeout_s).partitions:
+        with _connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
+            for _ in range(64):
+                batch = build_batch([rng.randbytes(64 * 1024)], timestamp_ms=0)
+                values = _produce(DATA_TOPIC, p.partition, b"", timeout_s)
+                values["acks"] = 1
+                values["topic_data"][0]["partition_data"][0]["records"] = batch
+                call(sock, _PRODUCE, 9, values)
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def fuzz_kafka(
+    cluster: LocalCluster,
+    *,
+    calls_per_api: int,
+    seed: int = 0,
+    timeout_s: float = 10.0,
+    concurrency: int = 16,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    api_keys: list[int] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> KafkaFuzzReport:
+    """Fuzz the Kafka listeners of a healthy ``cluster`` (see the module docstring)."""
+    started = time.monotonic()
+    _seed_data(cluster, timeout_s)
+    nodes = [
+        *((f"controller-{i}", cluster.controller(i)) for i in cluster.controller_ids),
+        *((f"broker-{b}", cluster.broker(b)) for b in cluster.broker_ids),
+    ]
+    addresses = [cluster.kafka_addresses[b] for b in cluster.broker_ids]
+    topics = [PROBE_TOPIC, DATA_TOPIC]
+    keys = sorted(k for k in SUPPORTED_VERSIONS if api_keys is None or k in api_keys)
+    names = {k: f"{HANDLERS[k].name}({k})" for k in keys}
+    per_api = {names[k]: Outcome() for k in keys}
+    per_mutation: dict[str, Outcome] = {}
+    serving: dict[str, list[str]] = {}
+    abuse: dict[str, Any] = {}
+    crashed: list[str] = []
+    suspects: list[str] = []
+    conns = _Connections(timeout_s)
+
+    def dead() -> list[str]:
+        return [name for name, process in nodes if not process.is_running()]
+
+    def jobs() -> Iterator[tuple[int, int]]:
+        return ((k, n) for k in keys for n in range(calls_per_api))
+
+    def record_valid(job: tuple[int, int], result: tuple[str, str, float]) -> None:
+        status, example, seconds = result
+        outcome = per_api[names[job[0]]]
+        outcome.record(status, seconds, example, VIOLATIONS)
+        if job[1] == calls_per_api - 1:
+            progress(f"{names[job[0]]:<28} {outcome.calls:>7,} requests {dict(outcome.statuses)}")
+
+    def record_frame(job: tuple[int, int], result: tuple[str, str, str, float]) -> None:
+        status, kind, example, seconds = result
+        per_mutation.setdefault(kind.partition("+")[0], Outcome()).record(
+            status, seconds, f"{names[job[0]]} {example} ({kind})", FRAME_VIOLATIONS
+        )
+
+    phases: list[tuple[str, Callable[[], None]]] = []
+
+    def requests_phase() -> None:
+        nonlocal crashed, suspects
+        try:
+            crashed, suspects = drive_calls(
+                jobs(),
+                lambda job: _valid_call(conns, addresses, topics, seed, *job, timeout_s),
+                record_valid,
+                label=lambda job: f"requests:{names[job[0]]}#{job[1]}",
+                dead=dead,
+                concurrency=concurrency,
+                check_every=CHECK_EVERY,
+            )
+        finally:
+            conns.close()
+
+    def frames_phase() -> None:
+        nonlocal crashed, suspects
+        crashed, suspects = drive_calls(
+            jobs(),
+            lambda job: _frame_call(addresses, topics, seed, *job, max_request_bytes, timeout_s),
+            record_frame,
+            label=lambda job: f"frames:{names[job[0]]}#{job[1]}",
+            dead=dead,
+            concurrency=concurrency,
+            check_every=CHECK_EVERY,
+        )
+        for kind, outcome in sorted(per_mutation.items()):
+            progress(f"{kind:<28} {outcome.calls:>7,} frames   {dict(outcome.statuses)}")
+
+    def connections_phase() -> None:
+        figures, problems = _many_connections(cluster, connection_bound(max_connections), timeout_s)
+        abuse["connections"] = figures
+        serving["connections (while open)"] = problems
+        progress(f"{'connections':<28} {figures}")
+
+    def never_reads_phase() -> None:
+        figures, problems = _never_reads(cluster, timeout_s)
+        abuse["never_reads"] = figures
+        serving["never_reads (while stuck)"] = problems
+        progress(f"{'never_reads':<28} {figures}")
+
+    phases = [
+        ("requests", requests_phase),
+        ("frames", frames_phase),
+        ("connections", connections_phase),
+        ("never_reads", never_reads_phase),
+    ]
+    for phase, run in phases:
+        run()
+        if crashed or (crashed := dead()):
+            suspects = suspects or [phase]
+            break
+        serving[phase] = check_serving(cluster, timeout_s)
+        progress(f"after {phase}: {'serving' if not serving[phase] else serving[phase]}")
+    return KafkaFuzzReport(
+        seed=seed,
+        concurrency=concurrency,
+        per_api=per_api,
+        per_mutation=per_mutation,
+        abuse=abuse,
+        serving_problems=serving,
+        crashed=crashed,
+        crash_suspects=suspects,
+        seconds=time.monotonic() - started,
+    )
+
+
+__all__ = [
+    "DATA_TOPIC",
+    "PROBE_TOPIC",
+    "KafkaFuzzReport",
+    "Outcome",
+    "check_serving",
+    "connection_bound",
+    "fuzz_kafka",
+]
