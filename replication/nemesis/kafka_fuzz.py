@@ -51,10 +51,14 @@ from replication.broker.kafka.frames import DEFAULT_MAX_REQUEST_BYTES
 from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 from replication.nemesis.fuzz import CHECK_EVERY, EXAMPLES, drive_calls
 from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, KafkaPayloadFuzzer, frame
+from storage.errors import UnknownTopicOrPartitionError
 from storage.records import build_batch
 
 PROBE_TOPIC: Final = "fuzz-kafka-probe"
 DATA_TOPIC: Final = "fuzz-kafka-data"
+TARGET_TOPIC: Final = "fuzz-kafka-target"
+"""The one existing topic the fuzzed requests name (besides random names): they may write to
+it, change it or delete it; the probe and data topics are never named, so the checks stand."""
 VIOLATIONS: Final = frozenset({"closed", "hang", "bad_response"})
 FRAME_VIOLATIONS: Final = frozenset({"hang"})
 DEFAULT_MAX_CONNECTIONS: Final = 2_000
@@ -513,12 +517,24 @@ def _never_reads(cluster: LocalCluster, timeout_s: float) -> tuple[dict[str, Any
     }, problems
 
 
+def _create(cluster: LocalCluster, name: str, timeout_s: float) -> bool:
+    """Create ``name`` with a partition per broker; False if it existed (an earlier run)."""
+    try:
+        cluster.describe_topic(name, timeout=1.0)
+        return False
+    except UnknownTopicOrPartitionError:
+        brokers = len(cluster.broker_ids)
+        cluster.create_topic(name, brokers, min(3, brokers))
+        return True
+
+
 def _seed_data(cluster: LocalCluster, timeout_s: float) -> None:
-    """`PROBE_TOPIC` (a partition per broker) and `DATA_TOPIC` with 4 MiB per partition."""
-    brokers = len(cluster.broker_ids)
-    replicas = min(3, brokers)
-    cluster.create_topic(PROBE_TOPIC, brokers, replicas)
-    cluster.create_topic(DATA_TOPIC, brokers, replicas)
+    """`PROBE_TOPIC`, `TARGET_TOPIC`, and `DATA_TOPIC` with 4 MiB per partition (a partition
+    per broker each)."""
+    _create(cluster, PROBE_TOPIC, timeout_s)
+    _create(cluster, TARGET_TOPIC, timeout_s)
+    if not _create(cluster, DATA_TOPIC, timeout_s):
+        return
     rng = random.Random(0)
     for p in cluster.describe_topic(DATA_TOPIC, timeout=timeout_s).partitions:
         with _connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
@@ -553,7 +569,7 @@ def fuzz_kafka(
         *((f"broker-{b}", cluster.broker(b)) for b in cluster.broker_ids),
     ]
     addresses = [cluster.kafka_addresses[b] for b in cluster.broker_ids]
-    topics = [PROBE_TOPIC, DATA_TOPIC]
+    topics = [TARGET_TOPIC]
     keys = sorted(k for k in SUPPORTED_VERSIONS if api_keys is None or k in api_keys)
     names = {k: f"{HANDLERS[k].name}({k})" for k in keys}
     per_api = {names[k]: Outcome() for k in keys}
@@ -655,6 +671,7 @@ def fuzz_kafka(
 __all__ = [
     "DATA_TOPIC",
     "PROBE_TOPIC",
+    "TARGET_TOPIC",
     "KafkaFuzzReport",
     "Outcome",
     "check_serving",

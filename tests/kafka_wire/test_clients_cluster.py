@@ -4,14 +4,15 @@ by manual assignment, and commit and fetch offsets; kraft's own clients and libr
 other's records; Metadata on the Kafka listener advertises the Kafka listeners; a KIP-848
 consumer group (``group.protocol=consumer``) runs through librdkafka.
 
-One cluster serves the whole module (the suite's time is tight); each test has its own topic.
+One cluster (`conftest.cluster`) serves the whole package (the suite's time is tight); each test
+has its own topic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,6 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
 PARTITIONS = 3
 RECORDS = 20
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(controllers=1, brokers=3) as c:
-        c.wait_until_healthy(timeout=60)
-        yield c
 
 
 def new_topic(cluster: LocalCluster, name: str) -> str:
