@@ -101,7 +101,8 @@ def _run_kafka(
             f"{len(report.per_api)} APIs in {report.seconds:.0f}s; closed on a well-formed "
             f"request, hangs and bad responses: {report.violations}; crashed: "
             f"{report.crashed or 0}; not serving after a phase: "
-            f"{ {k: v for k, v in report.serving_problems.items() if v} or 0 }\n"
+            f"{ {k: v for k, v in report.serving_problems.items() if v} or 0 }; broker log "
+            f"lines: {report.log_lines}\n"
             f"{'VALID' if report.valid else 'INVALID'} (seed {report.seed})"
         )
         for name, outcome in sorted({**report.per_api, **report.per_mutation}.items()):

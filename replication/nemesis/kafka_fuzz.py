@@ -60,12 +60,12 @@ TARGET_TOPIC: Final = "fuzz-kafka-target"
 """The one existing topic the fuzzed requests name (besides random names): they may write to
 it, change it or delete it; the probe and data topics are never named, so the checks stand."""
 VIOLATIONS: Final = frozenset({"closed", "hang", "bad_response"})
-FRAME_VIOLATIONS: Final = frozenset({"hang"})
+FRAME_VIOLATIONS: Final = frozenset({"hang", "refused"})
 DEFAULT_MAX_CONNECTIONS: Final = 2_000
 NEVER_READS_LIMIT: Final = 200_000
 """Requests the never-reading client sends at most (it stops when the broker stops reading)."""
 _SIZE = struct.Struct(">i")
-_PRODUCE, _FETCH, _API_VERSIONS = 0, 1, 18
+_PRODUCE, _FETCH, _METADATA, _API_VERSIONS = 0, 1, 3, 18
 
 
 @dataclass(slots=True)
@@ -95,6 +95,9 @@ class KafkaFuzzReport:
     per_api: dict[str, Outcome]
     per_mutation: dict[str, Outcome]
     abuse: dict[str, Any]
+    log_lines: dict[str, int]
+    """What the brokers logged during the run: ``connections_closed`` (one line per connection
+    closed for bad input), ``request_failures`` (a handler raised), ``tracebacks``."""
     serving_problems: dict[str, list[str]]
     """Phase -> what `check_serving` found wrong after it (empty lists when all served)."""
     crashed: list[str]
@@ -142,6 +145,7 @@ class KafkaFuzzReport:
             "crashed": self.crashed,
             "crash_suspects": self.crash_suspects,
             "serving_problems": self.serving_problems,
+            "log_lines": self.log_lines,
             "per_api": outcomes(self.per_api, VIOLATIONS),
             "per_mutation": outcomes(self.per_mutation, FRAME_VIOLATIONS),
             "abuse": self.abuse,
@@ -227,7 +231,7 @@ def check_serving(cluster: LocalCluster, timeout_s: float = 15.0) -> list[str]:
                 answer = call(sock, _API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"})
             if int(answer.error_code) != 0:
                 problems.append(f"broker {broker_id}: ApiVersions error {answer.error_code}")
-        except (OSError, ValueError, ConnectionError) as e:
+        except Exception as e:  # a checker: any failure is what it reports
             problems.append(f"broker {broker_id}: ApiVersions: {e!r}")
     try:
         partitions = cluster.describe_topic(PROBE_TOPIC, timeout=timeout_s).partitions
@@ -251,7 +255,7 @@ def check_serving(cluster: LocalCluster, timeout_s: float = 15.0) -> list[str]:
                 records = fetched.responses[0].partitions[0].records or b""
                 if marker not in records:
                     problems.append(f"{where}: offset {part.base_offset} did not fetch back")
-        except (OSError, ValueError, ConnectionError, IndexError) as e:
+        except Exception as e:  # a checker: any failure is what it reports
             problems.append(f"{where}: {e!r}")
     return problems
 
@@ -415,6 +419,8 @@ def _frame_call(
                     break
     except TimeoutError:
         return "hang", kind, f"call {n}: connect", time.monotonic() - sent
+    except OSError as e:
+        return "refused", kind, f"call {n}: {e!r:.80}", time.monotonic() - sent
     status = "answered_then_closed" if answered else "closed"
     return status, kind, f"call {n}", time.monotonic() - sent
 
@@ -480,27 +486,35 @@ def _rss_kib(process: ManagedProcess) -> int:
 
 
 def _never_reads(cluster: LocalCluster, timeout_s: float) -> tuple[dict[str, Any], list[str]]:
+    """A client per broker pipelines requests and never reads: Fetches of 4 MiB of a partition
+    the broker leads (Metadata requests if it leads none)."""
     partitions = cluster.describe_topic(DATA_TOPIC, timeout=timeout_s).partitions
-    socks: list[tuple[int, socket.socket]] = []
+    socks: list[socket.socket] = []
     figures: dict[str, Any] = {}
     try:
-        for p in partitions:
-            process = cluster.broker(p.leader)
+        for broker_id in cluster.broker_ids:
+            process = cluster.broker(broker_id)
             before = _rss_kib(process)
-            sock = _connect(cluster.kafka_addresses[p.leader], timeout_s)
-            socks.append((p.leader, sock))
-            fetch = request(_FETCH, 12, _fetch(DATA_TOPIC, p.partition, 0, 8 << 20), 1)
+            led = [p.partition for p in partitions if p.leader == broker_id]
+            if led:
+                what = f"Fetch {DATA_TOPIC}-{led[0]}"
+                data = request(_FETCH, 12, _fetch(DATA_TOPIC, led[0], 0, 8 << 20), 1)
+            else:
+                what, data = "Metadata", request(_METADATA, 12, {"topics": None}, 1)
+            sock = _connect(cluster.kafka_addresses[broker_id], timeout_s)
+            socks.append(sock)
             sent, stopped = 0, False
             sock.settimeout(1.0)
             until = time.monotonic() + timeout_s * 2
             while sent < NEVER_READS_LIMIT and time.monotonic() < until:
                 try:
-                    sock.sendall(fetch)
+                    sock.sendall(data)
                 except TimeoutError:
                     stopped = True
                     break
                 sent += 1
-            figures[f"broker-{p.leader}"] = {
+            figures[f"broker-{broker_id}"] = {
+                "requests": what,
                 "requests_sent": sent,
                 "broker_stopped_reading": stopped,
                 "rss_mib_before": round(before / 1024),
@@ -509,12 +523,10 @@ def _never_reads(cluster: LocalCluster, timeout_s: float) -> tuple[dict[str, Any
             }
         problems = check_serving(cluster, timeout_s)
     finally:
-        for _, sock in socks:
+        for sock in socks:
             sock.close()
-    return {
-        "per_broker": figures,
-        "violations": sum(f["violations"] for f in figures.values()),
-    }, problems
+    violations = sum(f["violations"] for f in figures.values())
+    return {"per_broker": figures, "violations": violations}, problems
 
 
 def _create(cluster: LocalCluster, name: str, timeout_s: float) -> bool:
@@ -546,6 +558,26 @@ def _seed_data(cluster: LocalCluster, timeout_s: float) -> None:
                 call(sock, _PRODUCE, 9, values)
 
 
+def _log_offsets(cluster: LocalCluster) -> dict[int, int]:
+    return {
+        b: cluster.broker_log(b).stat().st_size if cluster.broker_log(b).exists() else 0
+        for b in cluster.broker_ids
+    }
+
+
+def _log_lines(cluster: LocalCluster, offsets: dict[int, int]) -> dict[str, int]:
+    """Counts of the listener's log lines written since ``offsets``."""
+    counts = {"connections_closed": 0, "request_failures": 0, "tracebacks": 0}
+    for broker_id, offset in offsets.items():
+        with contextlib.suppress(OSError), cluster.broker_log(broker_id).open("rb") as log:
+            log.seek(offset)
+            for line in log:
+                counts["connections_closed"] += b"kafka_connection_closed" in line
+                counts["request_failures"] += b"kafka_request_failed" in line
+                counts["tracebacks"] += b"Traceback" in line
+    return counts
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -564,6 +596,7 @@ def fuzz_kafka(
     """Fuzz the Kafka listeners of a healthy ``cluster`` (see the module docstring)."""
     started = time.monotonic()
     _seed_data(cluster, timeout_s)
+    offsets = _log_offsets(cluster)
     nodes = [
         *((f"controller-{i}", cluster.controller(i)) for i in cluster.controller_ids),
         *((f"broker-{b}", cluster.broker(b)) for b in cluster.broker_ids),
@@ -661,6 +694,7 @@ def fuzz_kafka(
         per_api=per_api,
         per_mutation=per_mutation,
         abuse=abuse,
+        log_lines=_log_lines(cluster, offsets),
         serving_problems=serving,
         crashed=crashed,
         crash_suspects=suspects,

@@ -20,7 +20,7 @@ from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, MUTATIONS, KafkaPa
 SERVED = [(key, v) for key, (low, high) in SUPPORTED_VERSIONS.items() for v in range(low, high + 1)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(rng=st.randoms(use_true_random=False), index=st.integers(0, len(SERVED) - 1))
 def test_every_served_api_and_version_gets_a_request_the_broker_decodes(
     rng: random.Random, index: int
@@ -69,6 +69,10 @@ def test_a_short_kafka_fuzz_leaves_every_broker_serving(cluster: LocalCluster) -
     assert all(
         b["broker_stopped_reading"] for b in report.abuse["never_reads"]["per_broker"].values()
     )
+    # One log line per connection closed for bad input, never a traceback.
+    assert report.log_lines["tracebacks"] == 0, report.log_lines
+    bad_connections = sum(o.calls for o in report.per_mutation.values())
+    assert 0 < report.log_lines["connections_closed"] <= bad_connections, report.log_lines
     problems = {
         name: o.examples
         for name, o in {**report.per_api, **report.per_mutation}.items()
