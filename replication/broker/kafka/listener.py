@@ -162,6 +162,8 @@ class _Connection:
                     self._protocol.receive_data(await self._reader.read(READ_CHUNK_BYTES))
                     continue
                 await self._slots.acquire()  # back-pressure: stop reading at the bound
+                if self._failed:  # woken by `_fail`
+                    return
                 task = asyncio.create_task(self._handle(event))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
@@ -198,20 +200,35 @@ class _Connection:
                 _log.exception(
                     "kafka_request_failed", api_key=request.api_key, version=request.api_version
                 )
-            self._failed = True
-            self._writer.close()
+            self._fail()
             return
         await self._write(frames)
 
     async def _write(self, frames: list[bytes]) -> None:
         async with self._write_lock:
             released = self._protocol.sent - self._sent
+            if self._failed or self._writer.is_closing():
+                return  # the connection is going: nothing more is written, nothing logged
             if frames:
-                self._writer.writelines(frames)
-                await self._writer.drain()
+                try:
+                    self._writer.writelines(frames)
+                    await self._writer.drain()
+                except (ConnectionError, OSError):
+                    # NB: the client went away (reset) while its responses were due: close,
+                    # quietly. This used to raise out of every pending request's task, each
+                    # logged with its traceback ("Task exception was never retrieved"), and
+                    # to leave the reader waiting for a slot forever (found by `kraft fuzz`).
+                    self._fail()
+                    return
             for _ in range(released):
                 self._slots.release()
             self._sent += released
+
+    def _fail(self) -> None:
+        """Close the connection; wake the reader if it waits for a slot, so it ends too."""
+        self._failed = True
+        self._writer.close()
+        self._slots.release()
 
 
 __all__ = ["DEFAULT_QUEUED_MAX_REQUESTS", "KafkaListener", "KafkaListenerConfig"]
