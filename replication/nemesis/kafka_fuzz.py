@@ -97,7 +97,8 @@ class KafkaFuzzReport:
     abuse: dict[str, Any]
     log_lines: dict[str, int]
     """What the brokers logged during the run: ``connections_closed`` (one line per connection
-    closed for bad input), ``request_failures`` (a handler raised), ``tracebacks``."""
+    closed for bad input), ``request_failures`` (a handler raised), ``tracebacks`` (any: the
+    run is invalid)."""
     serving_problems: dict[str, list[str]]
     """Phase -> what `check_serving` found wrong after it (empty lists when all served)."""
     crashed: list[str]
@@ -120,7 +121,12 @@ class KafkaFuzzReport:
 
     @property
     def valid(self) -> bool:
-        return not self.violations and not self.crashed and not any(self.serving_problems.values())
+        return (
+            not self.violations
+            and not self.crashed
+            and not any(self.serving_problems.values())
+            and not self.log_lines.get("tracebacks")
+        )
 
     def as_dict(self) -> dict[str, Any]:
         def outcomes(table: dict[str, Outcome], kinds: frozenset[str]) -> dict[str, Any]:
