@@ -42,19 +42,31 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kio.index import load_request_schema, load_response_schema
-
 from kraft.cluster.local import LocalCluster
 from kraft.cluster.process import ManagedProcess
-from replication.broker.kafka.entities import build, read_entity
 from replication.broker.kafka.frames import DEFAULT_MAX_REQUEST_BYTES
 from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 from replication.nemesis.fuzz import CHECK_EVERY, EXAMPLES, drive_calls
-from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, KafkaPayloadFuzzer, frame
+from replication.nemesis.kafka_client import (
+    API_VERSIONS,
+    FETCH,
+    METADATA,
+    PROBE_TOPIC,
+    PRODUCE,
+    call,
+    check_serving,
+    connect,
+    decode,
+    fetch_values,
+    produce_values,
+    read_exact,
+    read_frame,
+    request,
+)
+from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, KafkaPayloadFuzzer
 from storage.errors import UnknownTopicOrPartitionError
 from storage.records import build_batch
 
-PROBE_TOPIC: Final = "fuzz-kafka-probe"
 DATA_TOPIC: Final = "fuzz-kafka-data"
 TARGET_TOPIC: Final = "fuzz-kafka-target"
 """The one existing topic the fuzzed requests name (besides random names): they may write to
@@ -65,7 +77,6 @@ DEFAULT_MAX_CONNECTIONS: Final = 2_000
 NEVER_READS_LIMIT: Final = 200_000
 """Requests the never-reading client sends at most (it stops when the broker stops reading)."""
 _SIZE = struct.Struct(">i")
-_PRODUCE, _FETCH, _METADATA, _API_VERSIONS = 0, 1, 3, 18
 
 
 @dataclass(slots=True)
@@ -158,152 +169,6 @@ class KafkaFuzzReport:
         }
 
 
-# -- the client side of the wire ------------------------------------------------------------------
-
-
-def _connect(address: str, timeout_s: float) -> socket.socket:
-    host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
-    # Close with a reset: tens of thousands of short connections leave no TIME_WAIT behind.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    return sock
-
-
-def _read_exact(sock: socket.socket, size: int, deadline: float) -> bytes | None:
-    """``size`` bytes, or None at end of stream; socket.timeout past ``deadline``."""
-    out = bytearray()
-    while len(out) < size:
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        chunk = sock.recv(min(size - len(out), 1 << 20))
-        if not chunk:
-            return None
-        out += chunk
-    return bytes(out)
-
-
-def read_frame(sock: socket.socket, deadline: float) -> bytes | None:
-    """One response frame (without its size), or None at end of stream."""
-    prefix = _read_exact(sock, 4, deadline)
-    if prefix is None:
-        return None
-    (size,) = _SIZE.unpack(prefix)
-    if size < 4:
-        raise ValueError(f"response frame of {size} bytes")
-    return _read_exact(sock, size, deadline)
-
-
-def decode(api_key: int, version: int, data: bytes) -> tuple[int, Any]:
-    """(correlation id, kio response entity) of a response frame."""
-    cls = load_response_schema(api_key, version)
-    header, offset = read_entity(cls.__header_schema__, data, 0)
-    body, _ = read_entity(cls, data, offset)
-    return int(header.correlation_id), body
-
-
-def request(api_key: int, version: int, values: dict[str, Any], correlation_id: int) -> bytes:
-    body = build(load_request_schema(api_key, version), values)
-    return frame(api_key, version, body, correlation_id, "kraft-fuzz")
-
-
-def call(sock: socket.socket, api_key: int, version: int, values: dict[str, Any]) -> Any:
-    """Send one request and return its decoded response (raises on anything else)."""
-    correlation = random.randrange(2**31)
-    sock.sendall(request(api_key, version, values, correlation))
-    data = read_frame(sock, time.monotonic() + (sock.gettimeout() or 10.0))
-    if data is None:
-        raise ConnectionError("closed by the broker")
-    got, body = decode(api_key, version, data)
-    if got != correlation:
-        raise ValueError(f"correlation id {got}, expected {correlation}")
-    return body
-
-
-# -- is every broker still serving? ---------------------------------------------------------------
-
-
-def _probe_batch(marker: bytes) -> bytes:
-    return build_batch([marker], timestamp_ms=int(time.time() * 1000))
-
-
-def check_serving(cluster: LocalCluster, timeout_s: float = 15.0) -> list[str]:
-    """What is wrong with the brokers' Kafka service: each answers ApiVersions on a fresh
-    connection, and a record produced (acks=all) to each partition of `PROBE_TOPIC` through
-    its leader fetches back. Empty when all is well."""
-    problems: list[str] = []
-    for broker_id in cluster.broker_ids:
-        address = cluster.kafka_addresses[broker_id]
-        try:
-            with _connect(address, timeout_s) as sock:
-                answer = call(sock, _API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"})
-            if int(answer.error_code) != 0:
-                problems.append(f"broker {broker_id}: ApiVersions error {answer.error_code}")
-        except Exception as e:  # a checker: any failure is what it reports
-            problems.append(f"broker {broker_id}: ApiVersions: {e!r}")
-    try:
-        partitions = cluster.describe_topic(PROBE_TOPIC, timeout=timeout_s).partitions
-    except Exception as e:  # the controller path is not what is checked here
-        return [*problems, f"describe {PROBE_TOPIC}: {e!r}"]
-    for p in partitions:
-        marker = f"probe-{random.randrange(2**63)}".encode()
-        where = f"{PROBE_TOPIC}-{p.partition} on broker {p.leader}"
-        try:
-            with _connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
-                produced = call(
-                    sock, _PRODUCE, 9, _produce(PROBE_TOPIC, p.partition, marker, timeout_s)
-                )
-                part = produced.responses[0].partition_responses[0]
-                if int(part.error_code) != 0:
-                    problems.append(f"{where}: produce error {part.error_code}")
-                    continue
-                fetched = call(
-                    sock, _FETCH, 12, _fetch(PROBE_TOPIC, p.partition, int(part.base_offset))
-                )
-                records = fetched.responses[0].partitions[0].records or b""
-                if marker not in records:
-                    problems.append(f"{where}: offset {part.base_offset} did not fetch back")
-        except Exception as e:  # a checker: any failure is what it reports
-            problems.append(f"{where}: {e!r}")
-    return problems
-
-
-def _produce(topic: str, partition: int, marker: bytes, timeout_s: float) -> dict[str, Any]:
-    return {
-        "acks": -1,
-        "timeout": int(timeout_s * 1000),
-        "topic_data": [
-            {
-                "name": topic,
-                "partition_data": [{"index": partition, "records": _probe_batch(marker)}],
-            }
-        ],
-    }
-
-
-def _fetch(topic: str, partition: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait": 0,
-        "min_bytes": 0,
-        "max_bytes": 64 << 20,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": max_bytes,
-                    }
-                ],
-            }
-        ],
-    }
-
-
 # -- phase 1: valid requests ----------------------------------------------------------------------
 
 
@@ -320,7 +185,7 @@ class _Connections:
         table: dict[str, socket.socket] = self._local.__dict__.setdefault("table", {})
         sock = table.get(address)
         if sock is None:
-            sock = table[address] = _connect(address, self._timeout_s)
+            sock = table[address] = connect(address, self._timeout_s)
             with self._lock:
                 self._all.append(sock)
         return sock
@@ -352,10 +217,10 @@ def _valid_call(
     correlation = rng.randrange(2**31 - 1)
     body, data = KafkaPayloadFuzzer(rng, topics).request(key, version, correlation)
     expect_key, expect_version = key, version
-    if key == _PRODUCE and int(body.acks) == 0:  # no answer: the next request's proves it went by
+    if key == PRODUCE and int(body.acks) == 0:  # no answer: the next request's proves it went by
         correlation += 1
-        data += request(_API_VERSIONS, 0, {}, correlation)
-        expect_key, expect_version = _API_VERSIONS, 0
+        data += request(API_VERSIONS, 0, {}, correlation)
+        expect_key, expect_version = API_VERSIONS, 0
     label = f"call {n} v{version}"
     sent = time.monotonic()
     try:
@@ -405,18 +270,18 @@ def _frame_call(
     deadline = sent + timeout_s
     answered = 0
     try:
-        with _connect(rng.choice(addresses), timeout_s) as sock:
+        with connect(rng.choice(addresses), timeout_s) as sock:
             with contextlib.suppress(OSError):  # the broker may close before it read it all
                 sock.sendall(data)
                 if base not in CLOSE_AT_ONCE:
                     sock.shutdown(socket.SHUT_WR)
             while True:
                 try:
-                    prefix = _read_exact(sock, 4, deadline)
+                    prefix = read_exact(sock, 4, deadline)
                     if prefix is None:
                         break
                     size = _SIZE.unpack(prefix)[0]
-                    if size < 0 or _read_exact(sock, size, deadline) is None:
+                    if size < 0 or read_exact(sock, size, deadline) is None:
                         break
                     answered += 1
                 except TimeoutError:
@@ -444,14 +309,14 @@ def _many_connections(
     cluster: LocalCluster, count: int, timeout_s: float
 ) -> tuple[dict[str, Any], list[str]]:
     addresses = [cluster.kafka_addresses[b] for b in cluster.broker_ids]
-    hello = request(_API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"}, 7)
+    hello = request(API_VERSIONS, 3, {"client_software_name": "kraft-fuzz"}, 7)
     socks: list[socket.socket] = []
     failed = 0
     started = time.monotonic()
     try:
         for i in range(count):
             try:
-                sock = _connect(addresses[i % len(addresses)], timeout_s)
+                sock = connect(addresses[i % len(addresses)], timeout_s)
                 socks.append(sock)
                 sock.sendall(hello[:6])  # half a frame: the broker holds it
             except OSError:
@@ -466,7 +331,7 @@ def _many_connections(
         for sock in socks:
             with contextlib.suppress(OSError, ValueError):
                 data = read_frame(sock, deadline)
-                if data is not None and decode(_API_VERSIONS, 3, data)[0] == 7:
+                if data is not None and decode(API_VERSIONS, 3, data)[0] == 7:
                     answered += 1
     finally:
         for sock in socks:
@@ -504,10 +369,10 @@ def _never_reads(cluster: LocalCluster, timeout_s: float) -> tuple[dict[str, Any
             led = [p.partition for p in partitions if p.leader == broker_id]
             if led:
                 what = f"Fetch {DATA_TOPIC}-{led[0]}"
-                data = request(_FETCH, 12, _fetch(DATA_TOPIC, led[0], 0, 8 << 20), 1)
+                data = request(FETCH, 12, fetch_values(DATA_TOPIC, led[0], 0, 8 << 20), 1)
             else:
-                what, data = "Metadata", request(_METADATA, 12, {"topics": None}, 1)
-            sock = _connect(cluster.kafka_addresses[broker_id], timeout_s)
+                what, data = "Metadata", request(METADATA, 12, {"topics": None}, 1)
+            sock = connect(cluster.kafka_addresses[broker_id], timeout_s)
             socks.append(sock)
             sent, stopped = 0, False
             sock.settimeout(1.0)
@@ -555,13 +420,13 @@ def _seed_data(cluster: LocalCluster, timeout_s: float) -> None:
         return
     rng = random.Random(0)
     for p in cluster.describe_topic(DATA_TOPIC, timeout=timeout_s).partitions:
-        with _connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
+        with connect(cluster.kafka_addresses[p.leader], timeout_s) as sock:
             for _ in range(64):
                 batch = build_batch([rng.randbytes(64 * 1024)], timestamp_ms=0)
-                values = _produce(DATA_TOPIC, p.partition, b"", timeout_s)
+                values = produce_values(DATA_TOPIC, p.partition, b"", timeout_s)
                 values["acks"] = 1
                 values["topic_data"][0]["partition_data"][0]["records"] = batch
-                call(sock, _PRODUCE, 9, values)
+                call(sock, PRODUCE, 9, values)
 
 
 def _log_offsets(cluster: LocalCluster) -> dict[int, int]:
