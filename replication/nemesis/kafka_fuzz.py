@@ -3,7 +3,9 @@
 Against a running `LocalCluster`'s Kafka listeners (loopback), in four phases, each followed
 by a check that every broker still serves (`check_serving`: a fresh connection gets an
 ApiVersions answer, and a Produce with acks=all then a Fetch of it round-trip through each
-partition leader, within ``timeout_s``) and that no node process died:
+partition leader, within ``timeout_s``) and that no node process died; the first two phases
+also run `check_serving` over and over while they go on (bad input must harm no other
+connection):
 
 1. **requests**: ``calls_per_api`` structurally valid requests of every API key the brokers
    serve (read from the dispatch table, `SUPPORTED_VERSIONS`, so a new API is fuzzed without
@@ -449,6 +451,27 @@ def _log_lines(cluster: LocalCluster, offsets: dict[int, int]) -> dict[str, int]
     return counts
 
 
+@contextlib.contextmanager
+def _serving_meanwhile(cluster: LocalCluster, timeout_s: float) -> Iterator[list[str]]:
+    """`check_serving` over and over on fresh connections while the body runs (bad input on
+    other connections must not harm them); the list fills with what went wrong."""
+    problems: list[str] = []
+    stop = threading.Event()
+
+    def check() -> None:
+        while not stop.is_set():
+            problems.extend(check_serving(cluster, timeout_s))
+            stop.wait(0.5)
+
+    checker = threading.Thread(target=check, name="kafka-fuzz-serving", daemon=True)
+    checker.start()
+    try:
+        yield problems
+    finally:
+        stop.set()
+        checker.join(timeout_s * 4)
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -553,7 +576,12 @@ def fuzz_kafka(
         ("never_reads", never_reads_phase),
     ]
     for phase, run in phases:
-        run()
+        if phase in ("requests", "frames"):
+            with _serving_meanwhile(cluster, timeout_s) as meanwhile:
+                run()
+            serving[f"{phase} (meanwhile)"] = meanwhile
+        else:
+            run()
         if crashed or (crashed := dead()):
             suspects = suspects or [phase]
             break
