@@ -146,6 +146,21 @@ def test_garbage_in_a_string_length_closes() -> None:
     assert isinstance(conn.next_event(), Closed)
 
 
+def test_a_null_where_the_schema_allows_none_closes() -> None:
+    # Found by `kraft fuzz --target kafka` (a flipped bit): kio reads a non-nullable array of
+    # length -1 as None, and ListOffsets' and OffsetCommit's handlers raised iterating it.
+    valid = request_frame(2, 6, {"replica_id": -1, "topics": []})
+    assert valid.endswith(b"\x01\x00")  # topics: compact length 0 (+1), then no tags
+    null_topics = valid[:-2] + b"\x00\x00"  # compact length 0: null
+    conn = connection()
+    conn.receive_data(null_topics)
+    event = conn.next_event()
+    assert isinstance(event, Closed) and "topics is null" in event.reason
+    conn = connection()
+    conn.receive_data(valid)
+    assert isinstance(conn.next_event(), Request)
+
+
 def test_an_unknown_api_versions_version_is_answered_in_v0_with_the_ranges() -> None:
     """KIP-511: a newer client's ApiVersions gets UNSUPPORTED_VERSION in the v0 format, with
     the broker's ranges, so it can retry with a version it finds there."""

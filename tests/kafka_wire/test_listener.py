@@ -9,6 +9,7 @@ process tests (`test_clients_cluster`) run the listener over real brokers.
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 from typing import Any
 
@@ -17,6 +18,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 
 from replication.broker.api import RequestContext
 from replication.broker.kafka import SUPPORTED_VERSIONS, KafkaListener, KafkaListenerConfig
+from replication.broker.kafka.listener import HANDLED_PER_CONNECTION
 from replication.messages import MetadataBroker, MetadataRequest, MetadataResponse
 from tests.kafka_wire.wire import decode_response, request_frame
 
@@ -103,6 +105,41 @@ def test_a_connection_holds_at_most_queued_max_requests_and_answers_in_order() -
             ctx = api.contexts[0]
             assert (ctx.listener, ctx.api, ctx.api_version) == ("KAFKA", "Metadata", 12)
             assert ctx.principal == "User:ANONYMOUS" and ctx.client_host == "127.0.0.1"
+            writer.close()
+        finally:
+            await listener.stop()
+
+    asyncio.run(run())
+
+
+def test_a_connection_that_pipelines_and_never_reads_is_handled_a_few_requests_at_a_time() -> None:
+    # Found by `kraft fuzz` (Kafka target): 500 pipelined Fetches of 4 MiB, never read, were
+    # all handled at once: 2 GiB of responses held, and 5 s of latency for everyone else.
+    async def run() -> None:
+        api = GatedApi()
+        listener = KafkaListener(
+            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
+            api,  # type: ignore[arg-type]
+        )
+        await listener.start()
+        assert listener.bound_port is not None
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+            writer.write(
+                b"".join(
+                    request_frame(
+                        METADATA, 12, {"topics": None}, correlation_id=c, client_id="slow"
+                    )
+                    for c in range(100)
+                )
+            )
+            await writer.drain()
+            await wait_for(lambda: api.slow_calls == HANDLED_PER_CONNECTION)
+            assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
+            assert api.slow_calls == HANDLED_PER_CONNECTION, "more handled at once than the bound"
+            api.gate.set()
+            frames = [await asyncio.wait_for(read_frame(reader), 10) for _ in range(100)]
+            assert [decode_response(METADATA, 12, f)[0] for f in frames] == list(range(100))
             writer.close()
         finally:
             await listener.stop()
@@ -197,6 +234,46 @@ def test_describe_cluster_gives_the_brokers_and_a_broker_as_controller() -> None
             _, refused = decode_response(60, 1, await asyncio.wait_for(read_frame(reader), 10))
             assert refused.error_code == KioErrorCode.unsupported_endpoint_type
             writer.close()
+        finally:
+            await listener.stop()
+
+    asyncio.run(run())
+
+
+def test_a_client_that_resets_while_at_the_bound_leaves_nothing_behind() -> None:
+    # Found by `kraft fuzz` (Kafka target): the reader waited for a slot forever (the
+    # connection's task, buffers and requests never freed), and every pending response's task
+    # died with a logged traceback.
+    async def run() -> None:
+        api = GatedApi()
+        unhandled: list[object] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unhandled.append(ctx))
+        listener = KafkaListener(
+            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0, queued_max_requests=2),
+            api,  # type: ignore[arg-type]
+        )
+        await listener.start()
+        assert listener.bound_port is not None
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+            writer.write(
+                b"".join(
+                    request_frame(
+                        METADATA, 12, {"topics": None}, correlation_id=c, client_id="slow"
+                    )
+                    for c in range(10)
+                )
+            )
+            await writer.drain()
+            await wait_for(lambda: api.slow_calls == 2)
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.close()  # a reset, with responses due
+            await asyncio.sleep(0)  # let the reset land before the handlers answer
+            api.gate.set()
+            await wait_for(lambda: not listener._connections)
+            assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
+            assert not unhandled, unhandled
         finally:
             await listener.stop()
 

@@ -158,6 +158,25 @@ _ZEROS: Mapping[str, Any] = {
 }
 
 
+def null_field(entity: Any) -> str | None:
+    """The path of the first field of ``entity`` (or of an entity nested in it) that is None
+    though its schema says it is not nullable, or None. kio reads a null array or string (length
+    -1) whatever the schema says; Kafka refuses it as malformed, and so do we (a handler would
+    iterate it)."""
+    for plan in _plan(type(entity)):
+        value = getattr(entity, plan.name)
+        if value is None:
+            if not plan.nullable:
+                return plan.name
+            continue
+        if plan.nested is None:
+            continue
+        for i, item in enumerate(value if plan.is_array else (value,)):
+            if (inner := null_field(item)) is not None:
+                return f"{plan.name}[{i}].{inner}" if plan.is_array else f"{plan.name}.{inner}"
+    return None
+
+
 _PLANS: dict[type[Any], tuple[_FieldPlan, ...]] = {}
 
 
@@ -192,4 +211,12 @@ def _make_plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
     return tuple(plans)
 
 
-__all__ = ["ChunkWriter", "build", "millis", "read_entity", "timestamp_ms", "to_chunks"]
+__all__ = [
+    "ChunkWriter",
+    "build",
+    "millis",
+    "null_field",
+    "read_entity",
+    "timestamp_ms",
+    "to_chunks",
+]

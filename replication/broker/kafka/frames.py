@@ -16,7 +16,8 @@ must close (Kafka closes rather than answers):
 - a frame size over ``socket.request.max.bytes`` (Kafka's ``InvalidReceiveException``), or < 0;
 - an API key this broker does not serve (Kafka: ``InvalidRequestException``, closed);
 - a version of a served API outside its range, except ApiVersions (below);
-- a header or body that does not parse (bytes after the body are ignored, as Kafka does).
+- a header or body that does not parse (bytes after the body are ignored, as Kafka does), or
+  that has a null where its schema allows none (kio reads one; the handlers would iterate it).
 
 *ApiVersions of an unknown version* (KIP-511): a client newer than the broker sends its own
 newest ApiVersions; the broker answers in the v0 format (the one every client can read) with
@@ -44,7 +45,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.primitive import i32
 
-from replication.broker.kafka.entities import ChunkWriter, read_entity, to_chunks
+from replication.broker.kafka.entities import ChunkWriter, null_field, read_entity, to_chunks
 
 DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
 """Kafka's ``socket.request.max.bytes`` default (100 MiB)."""
@@ -155,6 +156,11 @@ class KafkaConnection:
             body, end = read_entity(body_cls, frame, offset)
         except Exception as e:  # any decoding failure closes, as Kafka does
             return self._close(f"malformed request (API key {api_key} v{version}): {e!r:.200}")
+        if (null := null_field(body)) is not None:
+            return self._close(
+                f"malformed request (API key {api_key} v{version}): {null} is null, which its "
+                f"schema does not allow"
+            )
         # NB: bytes after the body are ignored, as Kafka's broker ignores them (librdkafka
         # 2.16's Metadata v12 carries three).
         del end
