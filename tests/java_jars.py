@@ -2,7 +2,7 @@
 against kraft (``tests/kafka_java``, ``tests/spark/test_kafka_source.py``).
 
 A fresh machine lacks them: the first test that asks fetches the set once (``kraft peer kafka
-fetch`` does the same ahead of time; ``make test`` runs it first), bounded by
+fetch`` does the same ahead of time; ``make test`` runs it, as ``make jars``, first), bounded by
 `JARS_FETCH_TIMEOUT_S` so that a slow registry costs the suite minutes, not its whole budget.
 Without Java, Maven or the registry the tests skip, and the reason names the command to run.
 """
@@ -14,7 +14,7 @@ import functools
 from kraft.peer.jars import JarSet, PeerToolError, fetch, find_java
 
 JARS_FETCH_TIMEOUT_S = 240.0
-"""Kafka's set is ~60 MB from Maven Central (Spark's, ~6 MB); a first fetch took ~1 min here."""
+"""A fresh fetch from Maven Central took 25 s (Kafka's 92 jars) and 4 s (Spark's 4) here."""
 
 
 @functools.cache

@@ -219,3 +219,17 @@ def test_topics_list_get_offsets_and_api_versions(cluster: LocalCluster) -> None
         lines = [line for line in versions.splitlines() if line.strip().startswith(api)]
         assert len(lines) == len(addresses), (api, versions[:2000])
         assert all("[usable: " in line for line in lines), lines
+
+
+def test_an_unknown_tool_is_one_line_naming_the_known_ones() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kraft.cli", "peer", "kafka", "tool", "kafka-nope", "--list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "no Kafka tool 'kafka-nope'" in done.stderr
+    assert "kafka-console-producer" in done.stderr and "kafka-topics" in done.stderr
