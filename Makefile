@@ -56,7 +56,8 @@ demo: $(STAMP) java
 	$(PY) -m kraft.demo $(if $(or $(TLS),$(AUTHORIZER)),--tls) $(if $(AUTHORIZER),--authorizer)
 	@echo "The kraft command is $(VENV)/bin/kraft: run 'source $(VENV)/bin/activate' to have it on your PATH (README: A cluster from the command line)."
 
-test: $(STAMP) java
+# jars: the suite runs Kafka's own tools and Spark's Kafka source against kraft (tests -m java).
+test: $(STAMP) java jars
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy

@@ -1,4 +1,4 @@
-"""``kraft peer kafka fetch|up|down``: Apache Kafka itself, beside kraft, on this machine.
+"""``kraft peer kafka fetch|up|down|tool``: Apache Kafka itself, beside kraft, on this machine.
 
 ``fetch`` copies Kafka's jars (and Spark's Kafka source's) from Maven Central into the cache
 once, at the versions of ``kraft/peer/pom.xml``. ``up`` starts a detached supervisor (its own
@@ -6,6 +6,8 @@ session, output in ``DIR/kafka-cluster.log``) that runs a `KafkaCluster` and ret
 broker serves; the supervisor writes ``DIR/cluster.json`` and removes it when it stops.
 ``down`` sends it SIGTERM: brokers shut down in a controlled way, then the controllers. The
 JVMs die with the supervisor (``PR_SET_PDEATHSIG``), so killing it leaves nothing behind.
+``tool`` runs one of Kafka's command-line tools from the cached jars, against any Kafka-protocol
+bootstrap: a Kafka peer's, or kraft's own Kafka listeners (``kraft cluster env``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ examples:
   kraft peer kafka fetch
   kraft peer kafka up --controllers 3 --brokers 3 --data-dir /tmp/kafka
   kraft peer kafka down --data-dir /tmp/kafka
+  kraft peer kafka tool kafka-topics --bootstrap-server 127.0.0.1:9092 --list
 
 The jars' versions are in kraft/peer/pom.xml (the one build file); they are cached in
 ~/.cache/kraft/jars ($KRAFT_JARS_DIR). Java 17+ runs Kafka; Maven fetches it.
@@ -38,7 +41,7 @@ The jars' versions are in kraft/peer/pom.xml (the one build file); they are cach
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "peer",
-        help="Apache Kafka beside kraft: kafka fetch, up, down",
+        help="Apache Kafka beside kraft: kafka fetch, up, down, tool",
         description="Run the reference system, Apache Kafka in KRaft mode, on this machine.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -46,7 +49,7 @@ def add_parser(sub: Any) -> None:
     psub = p.add_subparsers(dest="peer_system", metavar="SYSTEM", required=True)
     k = psub.add_parser(
         "kafka",
-        help="Apache Kafka 4.x: fetch, up, down",
+        help="Apache Kafka 4.x: fetch, up, down, tool",
         description="Apache Kafka 4.x in KRaft mode: JVM controllers and brokers on loopback.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -125,6 +128,32 @@ def add_parser(sub: Any) -> None:
         "--timeout", type=float, default=60.0, help="seconds before SIGKILL (default 60)"
     )
     down_p.set_defaults(handler=down)
+
+    tool_p = ksub.add_parser(
+        "tool",
+        help="run one of Kafka's command-line tools (kafka-topics, kafka-console-consumer, ...)",
+        description="Run one of Apache Kafka's command-line tools, named as its bin/ script "
+        "without .sh, on the cached jars (fetched first if they are missing). The arguments "
+        "go to the tool as they are; so do stdin, stdout and the exit status.",
+        epilog=_TOOL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tool_p.add_argument("tool", metavar="NAME", help="kafka-topics, kafka-console-producer, ...")
+    tool_p.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
+    tool_p.set_defaults(handler=tool)
+
+
+_TOOL_EPILOG = """\
+examples (against kraft's Kafka listeners: the Kafka bootstrap of kraft cluster up):
+  kraft peer kafka tool kafka-topics --bootstrap-server 127.0.0.1:9092 --list
+  echo hello | kraft peer kafka tool kafka-console-producer \\
+      --bootstrap-server 127.0.0.1:9092 --topic t
+  kraft peer kafka tool kafka-console-consumer --bootstrap-server 127.0.0.1:9092 \\
+      --topic t --partition 0 --offset earliest --max-messages 1
+
+NAME is a bin/ script's name without .sh (an unknown NAME lists the known ones). The tool
+runs on Java 17+ with a 256 MiB heap and logs warnings to stderr: stdout is only its output.
+"""
 
 
 def _fail(message: object) -> int:
@@ -327,3 +356,22 @@ def down(args: argparse.Namespace) -> int:
             os.kill(pid, signal.SIGKILL)
     print(f"killed what was left of the Kafka cluster in {data_dir} after {args.timeout:.0f}s")
     return 0
+
+
+# -- tool --------------------------------------------------------------------------------------
+
+
+def tool(args: argparse.Namespace) -> int:
+    from kraft.peer.jars import PeerToolError, fetch, kafka_jars
+    from kraft.peer.tools import TOOL_MAIN_CLASSES, tool_command
+
+    if args.tool not in TOOL_MAIN_CLASSES:
+        return _fail(f"no Kafka tool {args.tool!r}; one of: {', '.join(sorted(TOOL_MAIN_CLASSES))}")
+    try:
+        if fetch(kafka_jars()):
+            print(f"fetched Kafka's jars into {kafka_jars().directory}", file=sys.stderr)
+        command = tool_command(args.tool, *args.tool_args)
+    except PeerToolError as e:
+        return _fail(e)
+    sys.stdout.flush()
+    os.execv(command[0], command)  # the tool's stdin, stdout and exit status are the user's

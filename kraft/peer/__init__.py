@@ -6,6 +6,7 @@ machine, as a yardstick for the benchmarks and an oracle for the tests::
     kraft peer kafka fetch                  # once: Kafka's and Spark's Kafka-source jars
     kraft peer kafka up --data-dir /tmp/k   # 3 controllers, 3 brokers; DIR/cluster.json
     kraft peer kafka down --data-dir /tmp/k
+    kraft peer kafka tool kafka-topics --bootstrap-server HOST:PORT --list   # any Kafka tool
 
     from kraft.peer import KafkaCluster
     with KafkaCluster(controllers=3, brokers=3) as kafka:

@@ -28,6 +28,8 @@ TOOL_MAIN_CLASSES: Mapping[str, str] = {
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
 }
 """The script name -> the main class it runs (Kafka 4.x)."""
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")

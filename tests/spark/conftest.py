@@ -6,9 +6,10 @@ again (80 s each on a loaded machine), so the package starts one of each and eve
 them (each test uses its own topic). The session's Python workers run this interpreter
 (``PYSPARK_PYTHON``).
 
-A JVM holds one SparkContext, so the standalone-cluster module stops the local session before
-it starts its own: its file name sorts last in the package, after every module that uses the
-local one.
+The session carries Spark's own Kafka source (``spark.jars``, `spark_kafka_config`) for
+``test_kafka_source``; the other tests do not use it. A JVM holds one SparkContext, so the
+standalone-cluster module stops the local session before it starts its own: its file name sorts
+last in the package, after every module that uses the local one.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from typing import Any
 import pytest
 
 from kraft.cluster import LocalCluster
+from kraft.peer.jars import spark_kafka_jars
 from kraft.types import TopicPartition
 from replication.clients import AdminClient, Consumer, ConsumerRecord, Producer
+from tests.java_jars import jars_unavailable
 
 
 def spark_available() -> bool:
@@ -43,6 +46,16 @@ def cluster() -> Iterator[LocalCluster]:
         yield c
 
 
+def spark_kafka_config() -> dict[str, str]:
+    """``spark.jars`` = Spark's own Kafka source and its dependencies (fetched once if they are
+    missing), so that ``test_kafka_source`` runs in the shared session: a JVM takes its jars
+    when it starts. Empty when they cannot be had; that test then skips with the reason."""
+    jar_set = spark_kafka_jars()
+    if jars_unavailable(jar_set) is not None:
+        return {}
+    return {"spark.jars": ",".join(str(jar) for jar in jar_set.jars())}
+
+
 @pytest.fixture(scope="package")
 def session() -> Iterator[Any]:
     if not spark_available():
@@ -50,7 +63,7 @@ def session() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     import spark as kraft_spark
 
-    s = kraft_spark.local_session("local[2]", "kraft-tests")
+    s = kraft_spark.local_session("local[2]", "kraft-tests", spark_kafka_config())
     try:
         yield s
     finally:

@@ -1,0 +1,62 @@
+"""ONE kraft cluster for every test of Kafka's own Java client and tools against kraft's Kafka
+listeners (issue 25, item 6), and the way those tests run a tool.
+
+Each tool is a JVM of its own (2-8 s to start on two loaded cores), so each test runs few of
+them and uses its own topic and group.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from kraft.cluster import LocalCluster
+from kraft.peer.jars import kafka_jars
+from kraft.peer.tools import tool_command
+from replication.clients import AdminClient
+from tests.java_jars import jars_unavailable
+
+TOOL_TIMEOUT_S = 120.0
+"""One tool run, JVM start included."""
+
+
+@pytest.fixture(scope="package")
+def kafka_tools() -> None:
+    """Java and Kafka's jars are here (fetched once if they were not), or the test skips."""
+    reason = jars_unavailable(kafka_jars())
+    if reason is not None:
+        pytest.skip(f"no Kafka tools: {reason}")
+
+
+@pytest.fixture(scope="package")
+def cluster(kafka_tools: None) -> Iterator[LocalCluster]:
+    with LocalCluster(controllers=1, brokers=3) as c:
+        c.wait_until_healthy(timeout=60)
+        yield c
+
+
+def create_topic(cluster: LocalCluster, name: str, partitions: int) -> str:
+    """With kraft's admin (Kafka's CreateTopics is not served yet)."""
+    with AdminClient(cluster.bootstrap) as admin:
+        admin.create_topic(
+            name, partitions=partitions, replication_factor=3, config={"min.insync.replicas": "2"}
+        )
+        admin.wait_for_leaders(name, timeout=30)
+    return name
+
+
+def run_tool(tool: str, *args: str, stdin: str | None = None) -> str:
+    """Kafka's ``tool`` with ``args``; its stdout. Fails the test, with the tool's stderr, if
+    it exits non-zero."""
+    done = subprocess.run(
+        tool_command(tool, *args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, f"{tool} exited {done.returncode}: {done.stderr[-3000:]}"
+    return done.stdout
