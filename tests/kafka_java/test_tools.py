@@ -4,10 +4,8 @@
 What kraft checks behind each tool is kraft's own view (its gRPC clients, its on-disk log), so a
 tool that printed success while writing or reading the wrong thing fails here.
 
-Not here, because they need APIs kraft does not serve yet (docs/kafka-compatibility.md, "Java
-client, tools and Spark"): ``kafka-topics --create`` (CreateTopics v7) and ``--describe`` and
-``kafka-configs --describe`` (DescribeConfigs v4); a consumer in a classic group, the Java
-client's default (JoinGroup v9); ``kafka-get-offsets --time -3`` (ListOffsets v7+).
+The admin tools and a classic-group consumer (the Java client's default protocol) run in the
+last test, on the same cluster.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ pytestmark = [pytest.mark.java, pytest.mark.process, pytest.mark.timeout(400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 KIP848 = ("--command-property", "group.protocol=consumer")
-"""The consumer protocol kraft's groups speak (KIP-848); the classic one is not served yet."""
+"""The KIP-848 consumer protocol; the classic one (the default) has its own test below."""
 
 
 def end_offsets(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, int]:
@@ -233,3 +231,34 @@ def test_an_unknown_tool_is_one_line_naming_the_known_ones() -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no Kafka tool 'kafka-nope'" in done.stderr
     assert "kafka-console-producer" in done.stderr and "kafka-topics" in done.stderr
+
+
+def test_topics_create_describe_configs_and_a_classic_group_console_consumer(
+    cluster: LocalCluster,
+) -> None:
+    """What the admin APIs and the classic group protocol opened to Kafka's tools: create and
+    describe through ``kafka-topics``, ``kafka-configs --describe``, a console consumer in a
+    classic group (the Java client's default protocol) and ``kafka-get-offsets --time -3``."""
+    b, topic = cluster.kafka_bootstrap, "java-created"
+    created = run_tool("kafka-topics", "--bootstrap-server", b, "--create", "--topic", topic,
+                       "--partitions", "3", "--replication-factor", "3",
+                       "--config", "retention.ms=600000")  # fmt: skip
+    assert f"Created topic {topic}." in created
+    described = run_tool("kafka-topics", "--bootstrap-server", b, "--describe", "--topic", topic)
+    rows = [line.split("\t") for line in described.splitlines() if "Partition:" in line]
+    assert len(rows) == 3 and all("ReplicationFactor: 3" in described for _ in rows)
+    configs = run_tool("kafka-configs", "--bootstrap-server", b, "--describe",
+                       "--entity-type", "topics", "--entity-name", topic)  # fmt: skip
+    assert "retention.ms=600000" in configs
+    with Producer(cluster.bootstrap, acks="all") as producer:
+        for i in range(12):
+            producer.send(topic, value=b"c-%d" % i, partition=i % 3).result(timeout=30)
+    out = run_tool("kafka-console-consumer", "--bootstrap-server", b, "--topic", topic,
+                   "--group", "java-classic", "--from-beginning", "--max-messages", "12",
+                   "--timeout-ms", "60000")  # fmt: skip
+    assert sorted(line for line in out.splitlines() if line.startswith("c-")) == sorted(
+        f"c-{i}" for i in range(12)
+    )
+    newest = run_tool("kafka-get-offsets", "--bootstrap-server", b, "--topic", topic,
+                      "--time", "-3")  # fmt: skip
+    assert sorted(newest.split()) == sorted(f"{topic}:{p}:3" for p in range(3))
