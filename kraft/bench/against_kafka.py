@@ -263,8 +263,11 @@ def client_of(args: argparse.Namespace, system: str) -> str:
     return client
 
 
-def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> dict[str, Any]:
-    """Start both clusters (or use ``kafka``, a running one: the suite's) and run the rounds."""
+def run_against(
+    args: argparse.Namespace, kafka: KafkaCluster | None = None, kraft: Any = None
+) -> dict[str, Any]:
+    """Start both clusters (or use ``kafka`` and ``kraft``, running ones: the suite's) and run
+    the rounds."""
     from kraft import LocalCluster
     from kraft.peer import KafkaCluster
 
@@ -286,7 +289,7 @@ def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> 
     say("starting kraft (3 controllers, 3 brokers) and Apache Kafka (3 controllers, 3 brokers)")
     began = time.monotonic()
     with contextlib.ExitStack() as stack:
-        kraft_cluster = stack.enter_context(LocalCluster(3, 3))
+        kraft_cluster = kraft or stack.enter_context(LocalCluster(3, 3))
         kafka_cluster = kafka or stack.enter_context(KafkaCluster(3, 3))
         kraft_cluster.wait_until_healthy(timeout=120)
         result["kafka_version"] = kafka_cluster.version

@@ -312,8 +312,9 @@ def run_client(args: argparse.Namespace, client: str, bootstrap: str, topic: str
 
 
 def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
-    """Untimed: ``records`` records of ``size`` bytes into ``topic`` through librdkafka."""
-    librdkafka_produce(bootstrap, topic, records, size, 20_000, 5, 16384)
+    """Untimed: ``records`` records of ``size`` bytes into ``topic`` through librdkafka (its
+    first, untimed record among them)."""
+    librdkafka_produce(bootstrap, topic, max(records - 1, 1), size, 20_000, 5, 16384)
 
 
 # -- kraft alone, several clients ----------------------------------------------------------------
