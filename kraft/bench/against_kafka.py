@@ -11,10 +11,12 @@ compiles them on the same cores): produce
 ``--batch-size`` and at most ``--window`` unacknowledged; or consume them back from the
 beginning (filled untimed first).
 
-The clients: Kafka's side is librdkafka (confluent-kafka) with the same settings, and again
-Kafka's own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (its Java client; the
-``kafka-java`` row); kraft's side is kraft's own client, until kraft speaks the Kafka protocol
-(then librdkafka and the perf tests drive both).
+The clients: ``--client confluent-kafka`` or ``kafka-python`` drives both systems, kraft
+through its brokers' Kafka listeners (`kraft.bench.kafka_clients`); with ``--client kraft``
+(the default) kraft's own client drives kraft, and librdkafka Kafka. Kafka is driven again by
+its own ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test`` (its Java client; the
+``kafka-java`` row). Warm-up: at least ``--warmup-records`` per system (2,000,000 for Kafka by
+default, for its JIT), then until the CPU per record settles (`warm_up`).
 Per run: records/s, p50/p99 latency (produce: send to acknowledgement; consume: each poll
 that returned records), the CPU seconds per record of every controller and broker process
 together (from /proc: the JVMs' included) and of the client process, and each node's resident
@@ -38,12 +40,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.kafka_clients import (
+    MIN_INSYNC_REPLICAS,
+    fill,
+    kafka_topic,
+    run_client,
+)
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
     BenchError,
-    _figures,
-    consume,
     ensure_topic,
     produce,
 )
@@ -51,7 +57,6 @@ from kraft.bench.produce_consume import (
 if TYPE_CHECKING:
     from kraft.peer import KafkaCluster
 
-MIN_INSYNC_REPLICAS = 2
 SYSTEMS = ("kraft", "kafka")
 JAVA = "kafka-java"
 """Kafka again, driven by Kafka's own perf tests (its Java client): a row of its own."""
@@ -109,124 +114,7 @@ def _server_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iter
     out["rss_mib"] = {name: _rss_mib(pid) for name, pid in pids.items()}
 
 
-# -- Kafka's side: librdkafka ---------------------------------------------------------------------
-
-
-def _kafka_topic(bootstrap: str, topic: str, say: Callable[[str], None]) -> None:
-    from confluent_kafka.admin import AdminClient
-    from confluent_kafka.cimpl import NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(
-        topic,
-        num_partitions=PARTITIONS,
-        replication_factor=REPLICATION_FACTOR,
-        config={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)},
-    )
-    admin.create_topics([new])[topic].result(timeout=60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        described = admin.list_topics(topic, timeout=10).topics[topic]
-        if len(described.partitions) == PARTITIONS and all(
-            p.leader >= 0 for p in described.partitions.values()
-        ):
-            say(f"kafka: created topic {topic}: {PARTITIONS} partitions, RF={REPLICATION_FACTOR}")
-            return
-        time.sleep(0.2)
-    raise BenchError(f"no leader for every partition of {topic} on Kafka within 60 s")
-
-
-def librdkafka_produce(
-    bootstrap: str,
-    topic: str,
-    records: int,
-    size: int,
-    window: int,
-    linger_ms: int,
-    batch_size: int,
-) -> dict[str, Any]:
-    """acks=all, idempotent; latency per record = its delivery report's ``latency()``."""
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": linger_ms,
-            "batch.size": batch_size,
-            "queue.buffering.max.messages": window,
-        }
-    )
-    value = b"x" * size
-    latency_ms: list[float] = []
-    errors: list[str] = []
-
-    def on_delivery(error: Any, message: Any) -> None:
-        if error is not None:
-            errors.append(str(error))
-        else:
-            latency_ms.append((message.latency() or 0.0) * 1000.0)
-
-    producer.produce(topic, value, on_delivery=on_delivery)  # metadata, producer id: untimed
-    if producer.flush(30) != 0:
-        raise BenchError("Kafka did not acknowledge the first record within 30 s")
-    latency_ms.clear()
-    produce_one = producer.produce
-    clock = time.perf_counter
-    start = clock()
-    for _ in range(records):
-        while True:
-            try:
-                produce_one(topic, value, on_delivery=on_delivery)
-                break
-            except BufferError:  # the window is full: serve delivery reports
-                producer.poll(0.001)
-    if producer.flush(120) != 0:
-        raise BenchError(f"only {len(latency_ms)} of {records} records acknowledged by Kafka")
-    seconds = clock() - start
-    if errors:
-        raise BenchError(f"{len(errors)} records failed on Kafka, first: {errors[0]}")
-    return {"acks": "all", "client": "confluent-kafka (librdkafka)"} | _figures(
-        records, size, seconds, latency_ms
-    )
-
-
-def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
-    """Assign every partition from the beginning; ``consume`` until ``records`` came."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        got = payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            batch = consumer.consume(num_messages=5000, timeout=1.0)
-            batch = [m for m in batch if m.error() is None]
-            if batch:
-                polls_ms.append((clock() - t0) * 1000.0)
-                got += len(batch)
-                payload += sum(len(m.value() or b"") for m in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records from Kafka within 120 s")
-        seconds = clock() - start
-    finally:
-        consumer.close()
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
-    return out | {"client": "confluent-kafka (librdkafka)"}
+# -- Kafka's own perf tests ---------------------------------------------------------------------
 
 
 def perf_test(args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str, Any]:
@@ -288,7 +176,10 @@ def perf_test(args: argparse.Namespace, bootstrap: str, topic: str) -> dict[str,
 # -- the run -------------------------------------------------------------------------------------
 
 WARMUP_SETTLED = 0.15
-"""Warm-up ends when two runs in a row cost the nodes within 15% of each other per record."""
+"""Past its minimum, warm-up ends when two runs in a row cost the nodes within 15% of each
+other per record."""
+WARMUP_RECORDS = {"kraft": 0, "kafka": 2_000_000}
+"""The default minimum of warm-up records per system (``--warmup-records SYSTEM=N``)."""
 
 
 def warm_up(
@@ -299,68 +190,84 @@ def warm_up(
     pids: dict[str, int],
     say: Callable[[str], None],
 ) -> list[dict[str, float]]:
-    """Untimed runs until the nodes' CPU per record settles, or ``--warmup-s`` passes.
+    """Untimed runs: at least ``warmup_records[system]`` records, then on until the nodes'
+    CPU per record settles, or ``--warmup-s`` has passed since the start.
 
     A fresh JVM runs Kafka's code interpreted at first, and compiles it on the same cores:
     measured here, a Kafka 3+3's CPU per produced record fell from 62 to 10 µs over its first
-    2.1 M records (seven runs of 300,000), and its records/s rose 9x. Without this, the
-    comparison would measure the JIT."""
+    2.1 M records (seven runs of 300,000), and its records/s rose 9x; two runs in a row could
+    agree within 15% long before that, so the settle rule alone stopped too early. Hence the
+    minimum, which no deadline cuts short: without it, the comparison would measure the
+    JIT."""
+    minimum = args.warmup_records.get(system, 0)
     history: list[dict[str, float]] = []
+    warmed = 0
     deadline = time.monotonic() + args.warmup_s
     while True:
+        if warmed >= minimum:
+            if len(history) >= 2:
+                a, b = (h["servers_cpu_us_per_record"] for h in history[-2:])
+                if abs(a - b) <= WARMUP_SETTLED * max(a, b):
+                    return history
+            if time.monotonic() > deadline or args.warmup_s <= 0:
+                return history
         figures: dict[str, Any] = {}
         with _server_cpu(figures, pids, args.records):
             run = _one(args, system, bootstrap, topic)
+        warmed += args.records
         history.append(
             {
+                "records": warmed,
                 "records_per_s": run["records_per_s"],
                 "servers_cpu_us_per_record": figures["servers_cpu_us_per_record"],
             }
         )
         say(
-            f"{system}: warm-up run {len(history)}: {run['records_per_s']:,.0f} records/s, "
-            f"servers {figures['servers_cpu_us_per_record']:.1f} µs/record (not counted)"
+            f"{system}: warm-up run {len(history)} ({warmed:,} records): "
+            f"{run['records_per_s']:,.0f} records/s, servers "
+            f"{figures['servers_cpu_us_per_record']:.1f} µs/record (not counted)"
         )
-        if len(history) >= 2:
-            a, b = (h["servers_cpu_us_per_record"] for h in history[-2:])
-            if abs(a - b) <= WARMUP_SETTLED * max(a, b) or time.monotonic() > deadline:
-                return history
+
+
+def parse_warmup_records(text: str) -> dict[str, int]:
+    """``--warmup-records``: ``N`` (every system) or ``SYSTEM=N,...`` over the defaults."""
+    out = dict(WARMUP_RECORDS)
+    try:
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, _, count = part.rpartition("=")
+            if name and name not in SYSTEMS:
+                raise ValueError(name)
+            for system in [name] if name else SYSTEMS:
+                out[system] = int(count.replace("_", ""))
+                if out[system] < 0:
+                    raise ValueError(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--warmup-records: N or SYSTEM=N,... (systems: {', '.join(SYSTEMS)})"
+        ) from None
+    return out
 
 
 def _one(args: argparse.Namespace, system: str, bootstrap: str, topic: str) -> dict[str, Any]:
     if system == JAVA:
         return perf_test(args, bootstrap, topic)
-    if system == "kafka":
-        if args.bench == "produce":
-            return librdkafka_produce(
-                bootstrap,
-                topic,
-                args.records,
-                args.record_size,
-                args.window,
-                args.linger_ms,
-                args.batch_size,
-            )
-        return librdkafka_consume(bootstrap, topic, args.records)
-    if args.bench == "produce":
-        run = produce(
-            bootstrap,
-            topic,
-            args.records,
-            args.record_size,
-            "all",
-            args.window,
-            args.linger_ms,
-            args.batch_size,
-        )
-    else:
-        run = consume(bootstrap, topic, args.records, args.max_poll_records)
-    run.pop("_threads_at_end", None)
-    return run | {"client": "kraft"}
+    return run_client(args, client_of(args, system), bootstrap, topic)
 
 
-def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> dict[str, Any]:
-    """Start both clusters (or use ``kafka``, a running one: the suite's) and run the rounds."""
+def client_of(args: argparse.Namespace, system: str) -> str:
+    """The client that drives ``system``: ``--client`` on both when it speaks Kafka's
+    protocol; with kraft's own client (gRPC only), librdkafka drives Kafka."""
+    client: str = args.client[0]
+    if client == "kraft" and system != "kraft":
+        return "confluent-kafka"
+    return client
+
+
+def run_against(
+    args: argparse.Namespace, kafka: KafkaCluster | None = None, kraft: Any = None
+) -> dict[str, Any]:
+    """Start both clusters (or use ``kafka`` and ``kraft``, running ones: the suite's) and run
+    the rounds."""
     from kraft import LocalCluster
     from kraft.peer import KafkaCluster
 
@@ -376,12 +283,13 @@ def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> 
         "partitions": PARTITIONS,
         "replication_factor": REPLICATION_FACTOR,
         "min_insync_replicas": MIN_INSYNC_REPLICAS,
+        "warmup_records": args.warmup_records,
         "load_average": {"before": [round(x, 2) for x in os.getloadavg()]},
     }
     say("starting kraft (3 controllers, 3 brokers) and Apache Kafka (3 controllers, 3 brokers)")
     began = time.monotonic()
     with contextlib.ExitStack() as stack:
-        kraft_cluster = stack.enter_context(LocalCluster(3, 3))
+        kraft_cluster = kraft or stack.enter_context(LocalCluster(3, 3))
         kafka_cluster = kafka or stack.enter_context(KafkaCluster(3, 3))
         kraft_cluster.wait_until_healthy(timeout=120)
         result["kafka_version"] = kafka_cluster.version
@@ -389,17 +297,25 @@ def run_against(args: argparse.Namespace, kafka: KafkaCluster | None = None) -> 
             "kafka": kafka_cluster.startup_s,
             "both": round(time.monotonic() - began, 1),
         }
-        bootstraps = {"kraft": kraft_cluster.bootstrap, "kafka": kafka_cluster.bootstrap}
+        kafka_clients = client_of(args, "kraft") != "kraft"
+        bootstraps = {
+            "kraft": kraft_cluster.kafka_bootstrap if kafka_clients else kraft_cluster.bootstrap,
+            "kafka": kafka_cluster.bootstrap,
+        }
+        result["clients"] = {s: client_of(args, s) for s in SYSTEMS}
         pids = {"kraft": _kraft_pids(kraft_cluster), "kafka": _kafka_pids(kafka_cluster)}
         topic = f"bench-{uuid.uuid4().hex[:8]}"
-        ensure_topic(bootstraps["kraft"], topic, say)
-        _kafka_topic(bootstraps["kafka"], topic, say)
+        ensure_topic(kraft_cluster.bootstrap, topic, say)
+        kafka_topic(bootstraps["kafka"], topic, say)
         if args.bench == "consume":
             say(f"filling {topic} on both with {args.records} records (acks=all, not timed)")
-            produce(bootstraps["kraft"], topic, args.records, args.record_size, "all", 20_000, 5)
-            librdkafka_produce(
-                bootstraps["kafka"], topic, args.records, args.record_size, 20_000, 5, 16384
-            )
+            if kafka_clients:
+                fill(kraft_cluster.kafka_bootstrap, topic, args.records, args.record_size)
+            else:
+                produce(
+                    kraft_cluster.bootstrap, topic, args.records, args.record_size, "all", 20_000, 5
+                )
+            fill(bootstraps["kafka"], topic, args.records, args.record_size)
         bootstraps[JAVA], pids[JAVA] = bootstraps["kafka"], pids["kafka"]
         systems = (*SYSTEMS, JAVA)
         result["warmup"] = {
@@ -520,6 +436,9 @@ def main_against(args: argparse.Namespace) -> int:
         return 2
     if args.bootstrap:
         print(f"kraft bench {args.bench} --against kafka starts its own clusters", file=sys.stderr)
+        return 2
+    if len(args.client) != 1:
+        print("kraft bench: --against kafka takes one --client", file=sys.stderr)
         return 2
     try:
         result = run_against(args)

@@ -579,12 +579,29 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         help="the same load on Apache Kafka (kraft peer kafka) in the same run, runs "
         "alternated (kraft.bench.against_kafka)",
     )
+    from kraft.bench.against_kafka import WARMUP_RECORDS, parse_warmup_records
+    from kraft.bench.kafka_clients import parse_clients
+
+    parser.add_argument(
+        "--client",
+        type=parse_clients,
+        default=["kraft"],
+        help="kraft (gRPC), confluent-kafka or kafka-python (Kafka listener), or a comma list "
+        "(kraft.bench.kafka_clients); with --against kafka one, driving both systems",
+    )
+    parser.add_argument(
+        "--warmup-records",
+        type=parse_warmup_records,
+        default=dict(WARMUP_RECORDS),
+        help="--against: untimed records at least per system before the timed runs: N or "
+        f"SYSTEM=N,... (default {WARMUP_RECORDS})",
+    )
     parser.add_argument(
         "--warmup-s",
         type=float,
         default=120.0,
-        help="--against: untimed runs on each system until the nodes' CPU per record settles, "
-        "for at most this long",
+        help="--against: past --warmup-records, untimed runs until the nodes' CPU per record "
+        "settles, for at most this long from the start",
     )
     parser.add_argument(
         "--rounds",
@@ -613,6 +630,10 @@ def main(argv: list[str] | None = None, bench: str | None = None) -> int:
         from kraft.bench.against_kafka import main_against
 
         return main_against(args)
+    if args.client != ["kraft"] and args.bench != "send":
+        from kraft.bench.kafka_clients import main_clients
+
+        return main_clients(args)
     if args.bench == "consume" and args.bootstrap and not args.topic:
         print("kraft bench consume: --bootstrap needs --topic (with N records)", file=sys.stderr)
         return 2

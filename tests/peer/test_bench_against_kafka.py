@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from kraft import LocalCluster
 from kraft.bench.against_kafka import main_against, render, run_against, summarize
+from kraft.bench.kafka_clients import render_clients, run_clients
 from kraft.bench.produce_consume import build_parser
 from kraft.peer import KafkaCluster
 
@@ -70,7 +72,9 @@ def test_against_refuses_a_given_bootstrap(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.kafka
 @pytest.mark.process
 def test_a_short_run_reports_both_systems(kafka_peer: KafkaCluster) -> None:
-    args = _args("--against", "kafka", "--records", "2000", "--rounds", "1", "--warmup-s", "0")
+    args = _args(
+        "--against", "kafka", "--records", "2000", "--rounds", "1", "--warmup-records", "0"
+    )
     args.quiet = True
     result = run_against(args, kafka=kafka_peer)  # the suite's Kafka; kraft's is started
     summary = result["summary"]
@@ -83,3 +87,49 @@ def test_a_short_run_reports_both_systems(kafka_peer: KafkaCluster) -> None:
     assert summary["kafka"]["client"] == "confluent-kafka (librdkafka)"
     assert summary["ratio_kraft_to_kafka"] > 0
     assert "kraft / Kafka:" in render(result)
+
+
+def test_warmup_records_and_clients_parse() -> None:
+    assert _args().warmup_records == {"kraft": 0, "kafka": 2_000_000}  # the JIT's default
+    assert _args("--warmup-records", "kafka=500_000").warmup_records["kafka"] == 500_000
+    assert _args("--warmup-records", "7").warmup_records == {"kraft": 7, "kafka": 7}
+    assert _args("--client", "kafka-python,kraft").client == ["kafka-python", "kraft"]
+    for bad in (("--warmup-records", "redpanda=5"), ("--client", "java")):
+        with pytest.raises(SystemExit):
+            _args(*bad)
+
+
+def test_against_takes_one_client(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main_against(_args("--against", "kafka", "--client", "kraft,kafka-python")) == 2
+    assert "one --client" in capsys.readouterr().err
+
+
+@pytest.mark.kafka
+@pytest.mark.process
+def test_each_client_on_kraft_then_one_on_both_after_its_warm_up(
+    kafka_peer: KafkaCluster, tmp_path: Any
+) -> None:
+    """One kraft cluster: the three clients against it, then kafka-python driving kraft's
+    Kafka listener and the suite's Kafka, Kafka warmed up with at least 1,500 records."""
+    with LocalCluster(3, 3, data_dir=tmp_path) as cluster:
+        cluster.wait_until_healthy(timeout=120)
+        for bench in ("produce", "consume"):
+            args = _args("--client", "kraft,confluent-kafka,kafka-python", "--records", "500")
+            args.bench, args.rounds, args.quiet = bench, 1, True
+            result = run_clients(args, cluster)
+            for client in ("kraft", "confluent-kafka", "kafka-python"):
+                (run,) = result["runs"][client]
+                assert run["records"] == 500 and run["records_per_s"] > 0
+                assert run["servers_cpu_us_per_record"] > 0  # the nodes' /proc was read
+            assert "kafka-python" in render_clients(result)
+        args = _args(
+            "--against", "kafka", "--client", "kafka-python", "--records", "500",
+            "--rounds", "1", "--warmup-records", "kafka=1500", "--warmup-s", "0",
+        )  # fmt: skip
+        args.quiet = True
+        result = run_against(args, kafka=kafka_peer, kraft=cluster)
+    assert result["clients"] == {"kraft": "kafka-python", "kafka": "kafka-python"}
+    assert [r["client"] for r in result["runs"]["kraft"]] == ["kafka-python"]
+    assert result["warmup"]["kraft"] == []  # kraft's minimum is 0: no JIT to wait for
+    assert [w["records"] for w in result["warmup"]["kafka"]] == [500, 1000, 1500]
+    assert result["summary"]["ratio_kraft_to_kafka"] > 0
