@@ -29,7 +29,84 @@ class Accepted:
     reason: str
 
 
-ACCEPTED: Mapping[tuple[str, str], Accepted] = {}
+_HARNESS = (
+    "the harness, not kraft: the Kafka peer sets kraft's values in its server.properties "
+    "(STATIC_BROKER_CONFIG, and min.insync.replicas=2 as a dynamic cluster default), which Kafka "
+    "lists as extra synonym layers; the kraft cluster of the command keeps its defaults"
+)
+
+ACCEPTED: Mapping[tuple[str, str], Accepted] = {
+    ("create_topics_invalid", "min_isr_above_rf.error"): Accepted(
+        "INVALID_CONFIG",
+        "NONE",
+        (
+            "kraft refuses min.insync.replicas above the replication factor at create and alter "
+            "(acks=all could never succeed; kraft/metadata/configs.py check_min_insync_replicas); "
+            "Kafka accepts it"
+        ),
+    ),
+    ("create_topics_invalid", "reserved_offsets.error"): Accepted(
+        "INVALID_REQUEST",
+        "NONE",
+        (
+            "kraft's brokers create __consumer_offsets themselves and refuse it from a client, "
+            "validate_only included; Kafka validates it as any topic"
+        ),
+    ),
+    ("describe_configs", "max.message.bytes.source"): Accepted(
+        5,
+        4,
+        _HARNESS,
+    ),
+    ("describe_configs", "max.message.bytes.synonyms"): Accepted(
+        [["message.max.bytes", 5]],
+        [["message.max.bytes", 4], ["message.max.bytes", 5]],
+        _HARNESS,
+    ),
+    ("describe_configs", "min.insync.replicas.source"): Accepted(
+        5,
+        3,
+        _HARNESS,
+    ),
+    ("describe_configs", "min.insync.replicas.synonyms"): Accepted(
+        [["min.insync.replicas", 5]],
+        [["min.insync.replicas", 3], ["min.insync.replicas", 4], ["min.insync.replicas", 5]],
+        _HARNESS,
+    ),
+    ("describe_configs", "min.insync.replicas.value"): Accepted(
+        "1",
+        "2",
+        _HARNESS,
+    ),
+    ("describe_configs", "retention.ms.synonyms"): Accepted(
+        [["retention.ms", 1], ["log.retention.ms", 5]],
+        [["retention.ms", 1]],
+        (
+            "kraft lists the broker default's layer (log.retention.ms); Kafka's default lives in "
+            "log.retention.hours, which it leaves out of this synonym list"
+        ),
+    ),
+    ("describe_configs", "segment.bytes.source"): Accepted(
+        5,
+        4,
+        _HARNESS,
+    ),
+    ("describe_configs", "segment.bytes.synonyms"): Accepted(
+        [["log.segment.bytes", 5]],
+        [["log.segment.bytes", 4], ["log.segment.bytes", 5]],
+        _HARNESS,
+    ),
+    ("describe_configs", "unclean.leader.election.enable.source"): Accepted(
+        5,
+        4,
+        _HARNESS,
+    ),
+    ("describe_configs", "unclean.leader.election.enable.synonyms"): Accepted(
+        [["unclean.leader.election.enable", 5]],
+        [["unclean.leader.election.enable", 4], ["unclean.leader.election.enable", 5]],
+        _HARNESS,
+    ),
+}
 """(step, field) -> the two answers accepted, and why: the machine-readable copy of
 docs/kafka-compatibility.md's "Differences found by kraft interop diff"."""
 
