@@ -200,72 +200,6 @@ class ListOffsetsResponse:
     topics: tuple[ListOffsetsTopicResponse, ...] = ()
 
 
-# -- DescribeLogDirs, DescribeProducers (what a broker holds itself) ------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
-    """Some partitions of one topic (a request's selection)."""
-
-    name: str
-    partitions: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeLogDirsRequest:
-    topics: tuple[TopicPartitions, ...] | None = None
-    """None: every partition the broker holds."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogDirPartition:
-    topic: str
-    partition: int
-    size_bytes: int
-    offset_lag: int = 0
-    """How far this replica's log end is behind the leader's high watermark (0 on a leader)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeLogDirsResponse:
-    """The broker's one log directory (``data_dir``) and its partitions."""
-
-    error_code: ErrorCode = ErrorCode.NONE
-    log_dir: str = ""
-    partitions: tuple[LogDirPartition, ...] = ()
-    total_bytes: int = -1
-    usable_bytes: int = -1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeProducersRequest:
-    topics: tuple[TopicPartitions, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerDescription:
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp_ms: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionProducers:
-    topic: str
-    partition: int
-    error_code: ErrorCode = ErrorCode.NONE
-    producers: tuple[ProducerDescription, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeProducersResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    """A refusal of the whole request (else per partition)."""
-    error_message: str = ""
-    partitions: tuple[PartitionProducers, ...] = ()
-
-
 # -- Metadata -------------------------------------------------------------------------------------
 
 
@@ -343,10 +277,6 @@ __all__ = [
     "READ_UNCOMMITTED",
     "BrokerFetchRequest",
     "BrokerFetchResponse",
-    "DescribeLogDirsRequest",
-    "DescribeLogDirsResponse",
-    "DescribeProducersRequest",
-    "DescribeProducersResponse",
     "EpochEndOffset",
     "FetchPartition",
     "FetchPartitionData",
@@ -361,19 +291,15 @@ __all__ = [
     "ListOffsetsResponse",
     "ListOffsetsTopic",
     "ListOffsetsTopicResponse",
-    "LogDirPartition",
     "MetadataBroker",
     "MetadataPartition",
     "MetadataRequest",
     "MetadataResponse",
     "MetadataTopic",
-    "PartitionProducers",
     "ProducePartitionData",
     "ProducePartitionResponse",
     "ProduceRequest",
     "ProduceResponse",
     "ProduceTopicData",
     "ProduceTopicResponse",
-    "ProducerDescription",
-    "TopicPartitions",
 ]

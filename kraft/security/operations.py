@@ -163,14 +163,15 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
     "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
-    "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    "DescribeProducers": lambda r, _: Requirement(
-        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
-    ),
 }
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 
 KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
+    # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves them --
+    "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "DescribeProducers": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
+    ),
     # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

@@ -29,16 +29,22 @@ from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.core import FollowerFetch, fence_leader_epoch
+from replication.kafka_only_messages import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    LogDirPartition,
+    PartitionProducers,
+    ProducerDescription,
+    TopicPartitions,
+)
 from replication.messages import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     BrokerFetchRequest,
     BrokerFetchResponse,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-    DescribeProducersRequest,
-    DescribeProducersResponse,
     EpochEndOffset,
     FetchPartition,
     FetchPartitionData,
@@ -50,19 +56,15 @@ from replication.messages import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
-    LogDirPartition,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
-    PartitionProducers,
     ProducePartitionResponse,
-    ProducerDescription,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
-    TopicPartitions,
 )
 from storage.errors import ErrorCode, KraftError
 from storage.records import iter_batches, iter_records

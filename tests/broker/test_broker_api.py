@@ -36,10 +36,13 @@ from replication.group_messages import (
     ListGroupsRequest,
     OffsetFetchRequest,
 )
-from replication.messages import (
-    BrokerFetchRequest,
+from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
     DescribeProducersRequest,
+    TopicPartitions,
+)
+from replication.messages import (
+    BrokerFetchRequest,
     FetchPartition,
     FetchTopic,
     ListOffsetsPartition,
@@ -49,7 +52,6 @@ from replication.messages import (
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
-    TopicPartitions,
 )
 from storage.errors import ErrorCode, InvalidRequestError, TopicAuthorizationFailedError
 from tests.metadata.builders import ImageBuilder

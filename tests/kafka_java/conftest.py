@@ -32,7 +32,7 @@ def kafka_tools() -> None:
 
 @pytest.fixture(scope="package")
 def cluster(kafka_tools: None) -> Iterator[LocalCluster]:
-    with LocalCluster(controllers=1, brokers=3) as c:
+    with LocalCluster(controllers=3, brokers=3) as c:  # a real 3+3, as issue 25 asks
         c.wait_until_healthy(timeout=60)
         yield c
 

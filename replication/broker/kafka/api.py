@@ -43,13 +43,15 @@ from replication.group_messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from replication.messages import (
-    BrokerFetchRequest,
-    BrokerFetchResponse,
+from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeProducersRequest,
     DescribeProducersResponse,
+)
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListOffsetsRequest,
