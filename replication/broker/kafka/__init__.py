@@ -8,7 +8,7 @@ Layers, bottom up (issue 25; DESIGN.md "Two transports, one broker"):
 - `entities`: kio entities from plain mappings (`build`, any version) and to byte chunks.
 - `handlers`, `group_handlers`: one converter per API (kio <-> kraft's dataclasses) around the
   broker API, in the table that ApiVersions advertises.
-- `api`: `KafkaBrokerApi`, the Protocol of the broker API the handlers call.
+- `api`: `KafkaBrokerApi`, the broker API the handlers call (`BrokerApi`, by an alias).
 - `listener`: `KafkaListener`, the asyncio shell of one named listener.
 
 A broker starts one `KafkaListener` per Kafka-protocol entry of ``listeners``::
