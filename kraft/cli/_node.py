@@ -31,6 +31,19 @@ def add_node_arguments(
     p.add_argument("--data-dir", metavar="DIR", help=data_dir_help)
 
 
+def add_role_config_arguments(p: argparse.ArgumentParser) -> None:
+    """``--broker-config`` and ``--controller-config KEY=VALUE`` (repeatable): a property for
+    every node of that role, as `kraft cluster up` and `kraft peer kafka up` take them."""
+    for role in ("broker", "controller"):
+        p.add_argument(
+            f"--{role}-config",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"a property for every {role} (repeatable)",
+        )
+
+
 def add_override_argument(p: argparse.ArgumentParser, *, example: str) -> None:
     p.add_argument(
         "--override",

@@ -33,7 +33,7 @@ from kraft.cli._cluster_status import (
     render_status,
     stable_view,
 )
-from kraft.cli._node import check_directories
+from kraft.cli._node import add_role_config_arguments, check_directories
 from kraft.logs import LEVELS
 
 if TYPE_CHECKING:
@@ -122,20 +122,7 @@ def add_parser(sub: Any) -> None:
     up_p.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
     _data_dir_argument(up_p)
     up_p.add_argument("--base-port", type=int, help="first port (default: free ports)")
-    up_p.add_argument(
-        "--broker-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a property for every broker (repeatable)",
-    )
-    up_p.add_argument(
-        "--controller-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a property for every controller (repeatable)",
-    )
+    add_role_config_arguments(up_p)
     up_p.add_argument(
         "--detach", action="store_true", help="run in the background and return once healthy"
     )

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kraft.cli._node import add_role_config_arguments
+
 SUPERVISOR_LOG = "kafka-cluster.log"
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
@@ -87,20 +89,7 @@ def add_parser(sub: Any) -> None:
     up_p.add_argument("--brokers", type=int, default=3, help="brokers (default 3)")
     up_p.add_argument("--data-dir", metavar="DIR", required=True, help="the cluster's directory")
     up_p.add_argument("--heap", default="384m", help="each JVM's -Xmx (default 384m)")
-    up_p.add_argument(
-        "--broker-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a property for every broker (repeatable)",
-    )
-    up_p.add_argument(
-        "--controller-config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a property for every controller (repeatable)",
-    )
+    add_role_config_arguments(up_p)
     up_p.add_argument(
         "--wait-timeout",
         type=float,
