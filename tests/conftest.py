@@ -1,3 +1,3 @@
 """Fixtures shared by the whole suite (plugins, so that each exists once per run)."""
 
-pytest_plugins = ["tests.kafka_peer"]
+pytest_plugins = ["tests.kafka_peer", "tests.kraft_cluster"]

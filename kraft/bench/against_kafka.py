@@ -35,11 +35,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
 from kraft.bench.kafka_clients import (
     MIN_INSYNC_REPLICAS,
     fill,
@@ -61,57 +60,6 @@ SYSTEMS = ("kraft", "kafka")
 JAVA = "kafka-java"
 """Kafka again, driven by Kafka's own perf tests (its Java client): a row of its own."""
 TOOL_TIMEOUT_S = 300.0
-
-
-# -- the processes -------------------------------------------------------------------------------
-
-
-def _kraft_pids(cluster: Any) -> dict[str, int]:
-    pids = {}
-    for node_id in cluster.controller_ids:
-        pid = cluster.controller(node_id).pid
-        if pid is not None:
-            pids[f"controller-{node_id}"] = pid
-    for broker_id in cluster.broker_ids:
-        pid = cluster.broker(broker_id).pid
-        if pid is not None:
-            pids[f"broker-{broker_id}"] = pid
-    return pids
-
-
-def _kafka_pids(cluster: Any) -> dict[str, int]:
-    return {cluster.node_name(i): pid for i, pid in cluster.pids().items()}
-
-
-def _rss_mib(pid: int) -> float | None:
-    """Resident memory of ``pid`` in MiB (VmRSS), None if unknown."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
-@contextlib.contextmanager
-def _server_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iterator[None]:
-    """CPU µs per record of every node together and of this process, during the block."""
-    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
-    client_before = os.times()
-    yield
-    client_after = os.times()
-    spent = {}
-    for name, pid in pids.items():
-        start, end = before[name], _process_cpu_s(pid)
-        if start is not None and end is not None:
-            spent[name] = round(end - start, 3)
-    # NB: children too: a perf test's JVM is a child, waited for within the block.
-    client = sum(client_after[:4]) - sum(client_before[:4])
-    out["cpu_s"] = spent | {"client": round(client, 3)}
-    out["servers_cpu_us_per_record"] = round(sum(spent.values()) / records * 1e6, 2)
-    out["client_cpu_us_per_record"] = round(client / records * 1e6, 2)
-    out["rss_mib"] = {name: _rss_mib(pid) for name, pid in pids.items()}
 
 
 # -- Kafka's own perf tests ---------------------------------------------------------------------
@@ -212,7 +160,7 @@ def warm_up(
             if time.monotonic() > deadline or args.warmup_s <= 0:
                 return history
         figures: dict[str, Any] = {}
-        with _server_cpu(figures, pids, args.records):
+        with nodes_cpu(figures, pids, args.records):
             run = _one(args, system, bootstrap, topic)
         warmed += args.records
         history.append(
@@ -303,7 +251,7 @@ def run_against(
             "kafka": kafka_cluster.bootstrap,
         }
         result["clients"] = {s: client_of(args, s) for s in SYSTEMS}
-        pids = {"kraft": _kraft_pids(kraft_cluster), "kafka": _kafka_pids(kafka_cluster)}
+        pids = {"kraft": kraft_pids(kraft_cluster), "kafka": kafka_pids(kafka_cluster)}
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         ensure_topic(kraft_cluster.bootstrap, topic, say)
         kafka_topic(bootstraps["kafka"], topic, say)
@@ -327,7 +275,7 @@ def run_against(
             order = systems if round_ % 2 else tuple(reversed(systems))
             for system in order:
                 figures: dict[str, Any] = {}
-                with _server_cpu(figures, pids[system], args.records):
+                with nodes_cpu(figures, pids[system], args.records):
                     run = _one(args, system, bootstraps[system], topic)
                 runs[system].append(run | figures)
                 say(
@@ -445,6 +393,10 @@ def main_against(args: argparse.Namespace) -> int:
     except (BenchError, KraftError, TimeoutError, PeerToolError, RuntimeError) as e:
         print(f"kraft bench {args.bench} --against kafka: {e}", file=sys.stderr)
         return 1
+    if args.plot:
+        from kraft.bench.plots import plot_against
+
+        plot_against(result, args.plot)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

@@ -324,7 +324,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
     """Every client of ``args.client`` against one kraft cluster (``cluster``, or a
     `LocalCluster` started here), in alternated rounds."""
     from kraft import LocalCluster
-    from kraft.bench.against_kafka import _kraft_pids, _server_cpu
+    from kraft.bench.cpu import kraft_pids, nodes_cpu
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -345,7 +345,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
             say("starting kraft: 3 controllers, 3 brokers")
             cluster = stack.enter_context(LocalCluster(3, 3))
             cluster.wait_until_healthy(timeout=120)
-        pids = _kraft_pids(cluster)
+        pids = kraft_pids(cluster)
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         ensure_topic(cluster.bootstrap, topic, say)
         if args.bench == "consume":
@@ -358,7 +358,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
         for round_ in range(1, args.rounds + 1):
             for client in clients if round_ % 2 else list(reversed(clients)):
                 figures: dict[str, Any] = {}
-                with _server_cpu(figures, pids, args.records):
+                with nodes_cpu(figures, pids, args.records):
                     run = run_client(args, client, bootstraps[client], topic)
                 runs[client].append(run | figures)
                 say(

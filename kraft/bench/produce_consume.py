@@ -38,6 +38,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
@@ -608,6 +609,9 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         type=positive_int,
         default=3,
         help="--tls, --metrics, --against: runs of each, alternated",
+    )
+    parser.add_argument(
+        "--plot", type=Path, default=None, metavar="FILE", help="--against: write a PNG figure"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
