@@ -35,7 +35,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
@@ -52,6 +53,7 @@ from kraft.bench.produce_consume import (
     ensure_topic,
     produce,
 )
+from kraft.bench.table import SUMMARY_COLUMNS, SUMMARY_KEYS, Column, load_line, medians, table
 
 if TYPE_CHECKING:
     from kraft.peer import KafkaCluster
@@ -288,27 +290,15 @@ def run_against(
     return result
 
 
-def _median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    summary: dict[str, Any] = {}
-    for system, rs in runs.items():
-        summary[system] = {
+    summary: dict[str, Any] = {
+        system: {
             "client": rs[0]["client"],
-            "median_records_per_s": statistics.median(r["records_per_s"] for r in rs),
-            "median_p50_ms": _median([r["p50_ms"] for r in rs]),
-            "median_p99_ms": _median([r["p99_ms"] for r in rs]),
-            "median_servers_cpu_us_per_record": statistics.median(
-                r["servers_cpu_us_per_record"] for r in rs
-            ),
-            "median_client_cpu_us_per_record": statistics.median(
-                r["client_cpu_us_per_record"] for r in rs
-            ),
+            **medians(rs),
             "rss_mib_after_last_run": rs[-1]["rss_mib"],
         }
+        for system, rs in runs.items()
+    }
     ratios = [
         a["records_per_s"] / b["records_per_s"]
         for a, b in zip(runs["kraft"], runs["kafka"], strict=True)
@@ -336,24 +326,21 @@ def render(result: dict[str, Any]) -> str:
         f"{result['records']} records of {result['record_size']} B, {PARTITIONS} partitions, "
         f"RF={REPLICATION_FACTOR}, min.insync.replicas={MIN_INSYNC_REPLICAS}, acks=all, "
         f"{result['rounds']} alternated runs of each",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'system':<11}{'client':<36}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
+        *table(
+            [
+                Column("system", 11),
+                Column("client", 36, left=True),
+                *SUMMARY_COLUMNS,
+            ],
+            [
+                [system, s[system]["client"]] + [s[system][f"median_{key}"] for key in SUMMARY_KEYS]
+                for system in (*SYSTEMS, JAVA)
+                if system in s
+            ],
+        ),
     ]
-
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    for system in [name for name in (*SYSTEMS, JAVA) if name in s]:
-        row = s[system]
-        lines.append(
-            f"{system:<11}{row['client']:<36}{row['median_records_per_s']:>12,.0f}"
-            f"{ms(row['median_p50_ms']):>9}{ms(row['median_p99_ms']):>9}"
-            f"{row['median_servers_cpu_us_per_record']:>14.1f}"
-            f"{row['median_client_cpu_us_per_record']:>15.1f}"
-        )
     lines.append(
         f"kraft / Kafka: {s['ratio_kraft_to_kafka']:.3f}x records/s (median of the rounds' "
         f"ratios {s['round_ratios_kraft_to_kafka']}); nodes' CPU per record "
@@ -364,9 +351,7 @@ def render(result: dict[str, Any]) -> str:
             else ""
         )
     )
-    for system in SYSTEMS:
-        rss = ", ".join(f"{n} {v}" for n, v in s[system]["rss_mib_after_last_run"].items())
-        lines.append(f"resident MiB, {system}: {rss}")
+    lines += rss_lines(s, SYSTEMS)
     lines.append(
         "  (medians; nodes µs/rec: CPU time per record of every controller and broker process"
         " together, from /proc; client µs/rec: this process and its children, the perf"
@@ -376,9 +361,6 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main_against(args: argparse.Namespace) -> int:
-    from kraft.peer import PeerToolError
-    from storage.errors import KraftError
-
     if args.against != "kafka" or args.bench not in ("produce", "consume"):
         print("kraft bench: --against kafka is for produce and consume", file=sys.stderr)
         return 2
@@ -388,15 +370,39 @@ def main_against(args: argparse.Namespace) -> int:
     if len(args.client) != 1:
         print("kraft bench: --against kafka takes one --client", file=sys.stderr)
         return 2
+    from kraft.bench.plots import plot_against
+
+    return report(args, args.bench, lambda: run_against(args), render, plot_against)
+
+
+def rss_lines(summary: dict[str, Any], systems: Sequence[str]) -> list[str]:
+    """``resident MiB, <system>: <node> <MiB>, ...`` after each system's last run."""
+    return [
+        f"resident MiB, {system}: "
+        + ", ".join(f"{n} {v}" for n, v in summary[system]["rss_mib_after_last_run"].items())
+        for system in systems
+    ]
+
+
+def report(
+    args: argparse.Namespace,
+    bench: str,
+    run: Callable[[], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> int:
+    """Run a side-by-side bench, draw ``--plot``, print its report (or ``--json``); a failure
+    in one line on stderr, exit 1."""
+    from kraft.peer import PeerToolError
+    from storage.errors import KraftError
+
     try:
-        result = run_against(args)
+        result = run()
     except (BenchError, KraftError, TimeoutError, PeerToolError, RuntimeError) as e:
-        print(f"kraft bench {args.bench} --against kafka: {e}", file=sys.stderr)
+        print(f"kraft bench {bench} --against kafka: {e}", file=sys.stderr)
         return 1
     if args.plot:
-        from kraft.bench.plots import plot_against
-
-        plot_against(result, args.plot)
+        plot(result, args.plot)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

@@ -139,20 +139,13 @@ def measure(
             time.sleep(0.0005)
         sent_seconds = (clock() - start) / 1e9
         producer.flush(timeout=60)
-        deadline = time.monotonic() + 60
-        while consumed[0] < total and time.monotonic() < deadline and not errors:
-            time.sleep(0.01)
+        wait_read_back(consumed, total, errors)
     finally:
         stop.set()
         reader.join(timeout=10)
         producer.close(timeout=10)
         consumer.close()
-    if errors:
-        raise BenchError(f"the consumer failed: {errors[0]!r}")
-    if failed:
-        raise BenchError(f"{len(failed)} records failed, first: {failed[0]!r}")
-    if consumed[0] != total:
-        raise BenchError(f"consumed {consumed[0]} of {total} acknowledged records within 60 s")
+    check_read_back(errors, failed, consumed[0], total)
     return {
         "records": total,
         "rate_target": rate,
@@ -163,6 +156,31 @@ def measure(
         # the producer's part: send to acknowledgement (acks=all: replicated to the ISR)
         "ack": percentiles([n / 1e6 for n in acks_ns]),
     }
+
+
+def wait_read_back(consumed: list[int], total: int, errors: list[BaseException]) -> None:
+    """Until the consumer thread has read ``total`` records (``consumed[0]``), failed, or
+    60 s passed (`check_read_back` then says which)."""
+    deadline = time.monotonic() + 60
+    while consumed[0] < total and time.monotonic() < deadline and not errors:
+        time.sleep(0.01)
+
+
+def check_read_back(
+    consumer_errors: list[BaseException], failed: list[Any], consumed: int, total: int
+) -> None:
+    """The figures of an e2e run count only if the consumer did not fail, no record failed,
+    and every acknowledged record was read back.
+
+    Raises:
+        BenchError: one of them did not hold.
+    """
+    if consumer_errors:
+        raise BenchError(f"the consumer failed: {consumer_errors[0]!r}")
+    if failed:
+        raise BenchError(f"{len(failed)} records failed, first: {failed[0]!r}")
+    if consumed != total:
+        raise BenchError(f"consumed {consumed} of {total} acknowledged records within 60 s")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import struct
@@ -32,7 +31,9 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kraft.bench.against_kafka import report, rss_lines
 from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
+from kraft.bench.e2e import check_read_back, wait_read_back
 from kraft.bench.kafka_clients import MIN_INSYNC_REPLICAS, fill, kafka_topic
 from kraft.bench.produce_consume import (
     PARTITIONS,
@@ -41,6 +42,7 @@ from kraft.bench.produce_consume import (
     ensure_topic,
     percentiles,
 )
+from kraft.bench.table import Column, load_line, median, medians, table
 
 if TYPE_CHECKING:
     from kraft.peer import KafkaCluster
@@ -144,19 +146,12 @@ def librdkafka_e2e(
             time.sleep(0.0005)
         sent_seconds = (clock() - start) / 1e9
         producer.flush(60)
-        deadline = time.monotonic() + 60
-        while consumed[0] < total and time.monotonic() < deadline and not errors:
-            time.sleep(0.01)
+        wait_read_back(consumed, total, errors)
     finally:
         stop.set()
         reader.join(timeout=10)
         consumer.close()
-    if errors:
-        raise BenchError(f"the consumer failed: {errors[0]!r}")
-    if failed:
-        raise BenchError(f"{len(failed)} records failed, first: {failed[0]}")
-    if consumed[0] != total:
-        raise BenchError(f"consumed {consumed[0]} of {total} acknowledged records within 60 s")
+    check_read_back(errors, failed, consumed[0], total)
     return {
         "client": CLIENT,
         "records": total,
@@ -244,22 +239,16 @@ def run_e2e_against(
 LATENCIES = ("p50_ms", "p99_ms", "p999_ms")
 
 
-def _median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return round(statistics.median(known), 3) if known else None
-
-
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Medians per system over the rounds, and kraft/Kafka per latency percentile and CPU per
     record as the median of the rounds' ratios."""
     summary: dict[str, Any] = {}
     for system, rs in runs.items():
-        summary[system] = {f"median_{k}": _median([r[k] for r in rs]) for k in LATENCIES} | {
-            "median_ack_p50_ms": _median([r["ack"]["p50_ms"] for r in rs]),
-            "median_ack_p99_ms": _median([r["ack"]["p99_ms"] for r in rs]),
-            "median_servers_cpu_us_per_record": _median(
-                [r["servers_cpu_us_per_record"] for r in rs]
-            ),
+        acks = [r["ack"] for r in rs]
+        summary[system] = {
+            **medians(rs, (*LATENCIES, "servers_cpu_us_per_record")),
+            "median_ack_p50_ms": median(a["p50_ms"] for a in acks),
+            "median_ack_p99_ms": median(a["p99_ms"] for a in acks),
             "rss_mib_after_last_run": rs[-1]["rss_mib"],
         }
     ratios: dict[str, float | None] = {}
@@ -281,41 +270,27 @@ def render(result: dict[str, Any]) -> str:
         f"{PARTITIONS} partitions, RF={REPLICATION_FACTOR}, min.insync.replicas="
         f"{MIN_INSYNC_REPLICAS}, acks=all, {result['client']} on both, "
         f"{result['rounds']} alternated rounds",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'linger.ms':<11}{'system':<14}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}"
-        f"{'ack p50':>9}{'ack p99':>9}{'nodes µs/rec':>14}",
     ]
-
-    def num(value: float | None, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
+    rows: list[list[Any]] = []
     for linger, s in result["summary"].items():
         for system in SYSTEMS:
             row = s[system]
-            lines.append(
-                f"{linger:<11}{system:<14}"
-                + "".join(
-                    f"{num(row[f'median_{k}'], '.2f'):>{w}}"
-                    for k, w in zip(LATENCIES, (9, 9, 10), strict=True)
-                )
-                + f"{num(row['median_ack_p50_ms'], '.2f'):>9}"
-                f"{num(row['median_ack_p99_ms'], '.2f'):>9}"
-                f"{num(row['median_servers_cpu_us_per_record'], '.1f'):>14}"
+            rows.append(
+                [linger, system]
+                + [row[f"median_{k}"] for k in (*LATENCIES, "ack_p50_ms", "ack_p99_ms")]
+                + [row["median_servers_cpu_us_per_record"]]
             )
         r = s["ratio_kraft_to_kafka"]
-        lines.append(
-            f"{'':<11}{'kraft/Kafka':<14}"
-            + "".join(
-                f"{num(r[k], '.2f') + 'x':>{w}}" for k, w in zip(LATENCIES, (9, 9, 10), strict=True)
-            )
-            + f"{'':>18}{num(r['servers_cpu_us_per_record'], '.2f') + 'x':>14}"
-        )
-    last = next(iter(result["summary"].values()))
-    for system in SYSTEMS:
-        rss = ", ".join(f"{n} {v}" for n, v in last[system]["rss_mib_after_last_run"].items())
-        lines.append(f"resident MiB, {system}: {rss}")
+        times = [None if r[k] is None else f"{r[k]:.2f}x" for k in LATENCIES]
+        cpu = r["servers_cpu_us_per_record"]
+        rows.append(["", "kraft/Kafka", *times, "", "", None if cpu is None else f"{cpu:.2f}x"])
+    columns = [Column("linger.ms", 11), Column("system", 14, left=True)]
+    columns += [Column(t, w, ".2f") for t, w in (("p50 ms", 9), ("p99 ms", 9), ("p99.9 ms", 10))]
+    columns += [Column("ack p50", 9, ".2f"), Column("ack p99", 9, ".2f")]
+    lines += table([*columns, Column("nodes µs/rec", 14, ".1f")], rows)
+    lines += rss_lines(next(iter(result["summary"].values())), SYSTEMS)
     lines.append(
         "  (medians over the rounds; latency: consumer receipt minus send time; ack: send to"
         " acknowledgement; nodes µs/rec: CPU time per record of every controller and broker"
@@ -325,23 +300,12 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main_against(args: argparse.Namespace) -> int:
-    from kraft.peer import PeerToolError
-    from storage.errors import KraftError
+    from kraft.bench.plots import plot_e2e
 
     if args.bootstrap:
         print("kraft bench e2e --against kafka starts its own clusters", file=sys.stderr)
         return 2
-    try:
-        result = run_e2e_against(args)
-    except (BenchError, KraftError, TimeoutError, PeerToolError, RuntimeError) as e:
-        print(f"kraft bench e2e --against kafka: {e}", file=sys.stderr)
-        return 1
-    if args.plot:
-        from kraft.bench.plots import plot_e2e
-
-        plot_e2e(result, args.plot)
-    print(json.dumps(result, indent=2) if args.json else render(result))
-    return 0
+    return report(args, "e2e", lambda: run_e2e_against(args), render, plot_e2e)
 
 
 __all__ = ["librdkafka_e2e", "main_against", "render", "run_e2e_against", "summarize"]

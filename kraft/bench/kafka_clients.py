@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import json
 import os
-import statistics
 import sys
 import time
 import uuid
@@ -32,6 +31,7 @@ from kraft.bench.produce_consume import (
     ensure_topic,
     produce,
 )
+from kraft.bench.table import SUMMARY_COLUMNS, SUMMARY_KEYS, Column, load_line, medians, table
 
 CLIENTS = ("kraft", "confluent-kafka", "kafka-python")
 """kraft: kraft's own client over gRPC; the others speak the Kafka protocol."""
@@ -368,22 +368,8 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
                 )
     result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
     result["runs"] = runs
-    result["summary"] = {c: _medians(rs) for c, rs in runs.items()}
+    result["summary"] = {c: medians(rs) for c, rs in runs.items()}
     return result
-
-
-def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    def median(key: str) -> float | None:
-        known = [r[key] for r in runs if r.get(key) is not None]
-        return statistics.median(known) if known else None
-
-    return {
-        "median_records_per_s": median("records_per_s"),
-        "median_p50_ms": median("p50_ms"),
-        "median_p99_ms": median("p99_ms"),
-        "median_servers_cpu_us_per_record": median("servers_cpu_us_per_record"),
-        "median_client_cpu_us_per_record": median("client_cpu_us_per_record"),
-    }
 
 
 def render_clients(result: dict[str, Any]) -> str:
@@ -391,23 +377,19 @@ def render_clients(result: dict[str, Any]) -> str:
         f"kraft bench {result['bench']}: {result['records']} records of "
         f"{result['record_size']} B, {PARTITIONS} partitions, RF={REPLICATION_FACTOR}, "
         f"acks=all, {result['rounds']} alternated runs of each, one kraft cluster (3+3)",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'client':<17}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
+        *table(
+            [
+                Column("client", 17),
+                *SUMMARY_COLUMNS,
+            ],
+            [
+                [client] + [row[f"median_{key}"] for key in SUMMARY_KEYS]
+                for client, row in result["summary"].items()
+            ],
+        ),
     ]
-
-    def num(value: float | None, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    for client, row in result["summary"].items():
-        lines.append(
-            f"{client:<17}{num(row['median_records_per_s'], ',.0f'):>12}"
-            f"{num(row['median_p50_ms'], '.2f'):>9}{num(row['median_p99_ms'], '.2f'):>9}"
-            f"{num(row['median_servers_cpu_us_per_record'], '.1f'):>14}"
-            f"{num(row['median_client_cpu_us_per_record'], '.1f'):>15}"
-        )
     lines.append(
         "  (medians; nodes µs/rec: CPU time per record of every kraft controller and broker"
         " together, from /proc; client µs/rec: this process; kraft's client speaks gRPC, the"

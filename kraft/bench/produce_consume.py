@@ -43,6 +43,7 @@ from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
 from kraft.bench.cpu import _cpu_figures, _thread_cpu_s, cpu_time, profiled
+from kraft.bench.table import Column, cell, load_line, table
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
@@ -381,29 +382,33 @@ def render(result: dict[str, Any]) -> str:
         f"kraft bench {result['bench']}: {result['records']} records of {result['record_size']} B,"
         f" topic {result['topic']} ({PARTITIONS} partitions, RF={REPLICATION_FACTOR}),"
         f" cluster: {result['cluster']}",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'run':<22}{'records/s':>12}{'MB/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}"
-        f"{'vs ceiling':>12}{'client µs/rec':>15}{'brokers µs/rec':>16}",
+        *table(
+            [
+                Column("run", 22),
+                Column("records/s", 12, ",.0f"),
+                Column("MB/s", 10, ".2f"),
+                Column("p50 ms", 10, ".2f"),
+                Column("p99 ms", 10, ".2f"),
+                Column("p99.9 ms", 10, ".2f"),
+                Column("vs ceiling", 12, ".1%"),
+                Column("client µs/rec", 15, ".1f"),
+                Column("brokers µs/rec", 16, ".1f"),
+            ],
+            [
+                [name]
+                + [run[key] for key in ("records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms")]
+                + [_ratio(run["mb_per_s"], ceiling["mb_per_s"])]
+                + [run.get("client_cpu_us_per_record"), run.get("brokers_cpu_us_per_record")]
+                for name, run in result["runs"].items()
+            ],
+        ),
     ]
-
-    def fmt(v: float | None, spec: str) -> str:
-        return "-" if v is None else format(v, spec)
-
-    for name, run in result["runs"].items():
-        lines.append(
-            f"{name:<22}{fmt(run['records_per_s'], ',.0f'):>12}{fmt(run['mb_per_s'], '.2f'):>10}"
-            f"{fmt(run['p50_ms'], '.2f'):>10}{fmt(run['p99_ms'], '.2f'):>10}"
-            f"{fmt(run['p999_ms'], '.2f'):>10}"
-            f"{fmt(_ratio(run['mb_per_s'], ceiling['mb_per_s']), '.1%'):>12}"
-            f"{fmt(run.get('client_cpu_us_per_record'), '.1f'):>15}"
-            f"{fmt(run.get('brokers_cpu_us_per_record'), '.1f'):>16}"
-        )
     lines.append(
         f"{'raw gRPC stream':<22}"
-        f"{fmt(ceiling['mb_per_s'] * 1e6 / result['record_size'], ',.0f'):>12}"
-        f"{fmt(ceiling['mb_per_s'], '.2f'):>10}{'':>30}{'100.0%':>12}"
+        f"{cell(ceiling['mb_per_s'] * 1e6 / result['record_size'], ',.0f'):>12}"
+        f"{cell(ceiling['mb_per_s'], '.2f'):>10}{'':>30}{'100.0%':>12}"
     )
     lines.append(
         f"  (ceiling: one client-streaming call, {ceiling['message_bytes'] // 1024} KiB messages,"
