@@ -29,6 +29,7 @@ from kraft.bench.produce_consume import (
     _figures,
     consume,
     ensure_topic,
+    poll_until,
     produce,
 )
 from kraft.bench.table import SUMMARY_COLUMNS, SUMMARY_KEYS, Column, load_line, medians, table
@@ -146,26 +147,12 @@ def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict[str, An
     )
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        got = payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            batch = consumer.consume(num_messages=5000, timeout=1.0)
-            batch = [m for m in batch if m.error() is None]
-            if batch:
-                polls_ms.append((clock() - t0) * 1000.0)
-                got += len(batch)
-                payload += sum(len(m.value() or b"") for m in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records from Kafka within 120 s")
-        seconds = clock() - start
+        out = poll_until(
+            records,
+            lambda: [m.value() for m in consumer.consume(5000, 1.0) if m.error() is None],
+        )
     finally:
         consumer.close()
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     return out | {"client": "confluent-kafka (librdkafka)"}
 
 
@@ -241,26 +228,14 @@ def kafka_python_consume(
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        got = payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            polled = consumer.poll(timeout_ms=1000, max_records=max_poll_records)
-            if polled:
-                polls_ms.append((clock() - t0) * 1000.0)
-                for batch in polled.values():
-                    got += len(batch)
-                    payload += sum(len(m.value or b"") for m in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records within 120 s")
-        seconds = clock() - start
+        out = poll_until(
+            records,
+            lambda: [
+                m.value for batch in consumer.poll(1000, max_poll_records).values() for m in batch
+            ],
+        )
     finally:
         consumer.close()
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     return out | {"client": "kafka-python"}
 
 

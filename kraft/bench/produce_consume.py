@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -323,6 +323,31 @@ def produce(
     } | _figures(records, size, seconds, latency_ms)
 
 
+def poll_until(records: int, poll: Callable[[], list[bytes | None]]) -> dict[str, Any]:
+    """Call ``poll`` (one poll of a consumer: the values it returned) until ``records`` came:
+    records/s and MB/s from the first poll to the last record, and the duration of each poll
+    that returned records (p50/p99/p99.9 ms); `BenchError` if 120 s pass without them."""
+    got = payload = 0
+    polls_ms: list[float] = []
+    clock = time.perf_counter
+    start = clock()
+    deadline = time.monotonic() + 120
+    while got < records:
+        t0 = clock()
+        values = poll()
+        if values:
+            polls_ms.append((clock() - t0) * 1000.0)
+            got += len(values)
+            payload += sum(len(v or b"") for v in values)
+        elif time.monotonic() > deadline:
+            raise BenchError(f"consumed {got} of {records} records within 120 s")
+    seconds = clock() - start
+    out = _figures(got, 1, seconds, polls_ms)
+    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
+    size = round(payload / got, 1) if got else 0.0
+    return out | {"polls": len(polls_ms), "value_bytes": payload, "record_size": size}
+
+
 def consume(
     bootstrap: str,
     topic: str,
@@ -342,29 +367,10 @@ def consume(
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         consumer.seek_to_beginning(tps)
-        got = 0
-        payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            batch = consumer.poll(timeout=1.0)
-            if batch:
-                polls_ms.append((clock() - t0) * 1000.0)
-                got += len(batch)
-                payload += sum(len(r.value or b"") for r in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records within 120 s")
-        seconds = clock() - start
+        out = poll_until(records, lambda: [r.value for r in consumer.poll(timeout=1.0)])
         threads = _thread_cpu_s()  # before close: its threads end with it
     finally:
         consumer.close()
-    size = payload / got if got else 0.0
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
-    out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
     out["_threads_at_end"] = threads
     return out
 
