@@ -35,11 +35,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
 from kraft.bench.kafka_clients import (
     MIN_INSYNC_REPLICAS,
     fill,
@@ -53,6 +53,7 @@ from kraft.bench.produce_consume import (
     ensure_topic,
     produce,
 )
+from kraft.bench.table import SUMMARY_COLUMNS, SUMMARY_KEYS, Column, load_line, medians, table
 
 if TYPE_CHECKING:
     from kraft.peer import KafkaCluster
@@ -61,57 +62,6 @@ SYSTEMS = ("kraft", "kafka")
 JAVA = "kafka-java"
 """Kafka again, driven by Kafka's own perf tests (its Java client): a row of its own."""
 TOOL_TIMEOUT_S = 300.0
-
-
-# -- the processes -------------------------------------------------------------------------------
-
-
-def _kraft_pids(cluster: Any) -> dict[str, int]:
-    pids = {}
-    for node_id in cluster.controller_ids:
-        pid = cluster.controller(node_id).pid
-        if pid is not None:
-            pids[f"controller-{node_id}"] = pid
-    for broker_id in cluster.broker_ids:
-        pid = cluster.broker(broker_id).pid
-        if pid is not None:
-            pids[f"broker-{broker_id}"] = pid
-    return pids
-
-
-def _kafka_pids(cluster: Any) -> dict[str, int]:
-    return {cluster.node_name(i): pid for i, pid in cluster.pids().items()}
-
-
-def _rss_mib(pid: int) -> float | None:
-    """Resident memory of ``pid`` in MiB (VmRSS), None if unknown."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
-@contextlib.contextmanager
-def _server_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iterator[None]:
-    """CPU µs per record of every node together and of this process, during the block."""
-    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
-    client_before = os.times()
-    yield
-    client_after = os.times()
-    spent = {}
-    for name, pid in pids.items():
-        start, end = before[name], _process_cpu_s(pid)
-        if start is not None and end is not None:
-            spent[name] = round(end - start, 3)
-    # NB: children too: a perf test's JVM is a child, waited for within the block.
-    client = sum(client_after[:4]) - sum(client_before[:4])
-    out["cpu_s"] = spent | {"client": round(client, 3)}
-    out["servers_cpu_us_per_record"] = round(sum(spent.values()) / records * 1e6, 2)
-    out["client_cpu_us_per_record"] = round(client / records * 1e6, 2)
-    out["rss_mib"] = {name: _rss_mib(pid) for name, pid in pids.items()}
 
 
 # -- Kafka's own perf tests ---------------------------------------------------------------------
@@ -212,7 +162,7 @@ def warm_up(
             if time.monotonic() > deadline or args.warmup_s <= 0:
                 return history
         figures: dict[str, Any] = {}
-        with _server_cpu(figures, pids, args.records):
+        with nodes_cpu(figures, pids, args.records):
             run = _one(args, system, bootstrap, topic)
         warmed += args.records
         history.append(
@@ -303,7 +253,7 @@ def run_against(
             "kafka": kafka_cluster.bootstrap,
         }
         result["clients"] = {s: client_of(args, s) for s in SYSTEMS}
-        pids = {"kraft": _kraft_pids(kraft_cluster), "kafka": _kafka_pids(kafka_cluster)}
+        pids = {"kraft": kraft_pids(kraft_cluster), "kafka": kafka_pids(kafka_cluster)}
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         ensure_topic(kraft_cluster.bootstrap, topic, say)
         kafka_topic(bootstraps["kafka"], topic, say)
@@ -327,7 +277,7 @@ def run_against(
             order = systems if round_ % 2 else tuple(reversed(systems))
             for system in order:
                 figures: dict[str, Any] = {}
-                with _server_cpu(figures, pids[system], args.records):
+                with nodes_cpu(figures, pids[system], args.records):
                     run = _one(args, system, bootstraps[system], topic)
                 runs[system].append(run | figures)
                 say(
@@ -340,27 +290,15 @@ def run_against(
     return result
 
 
-def _median(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
-
-
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    summary: dict[str, Any] = {}
-    for system, rs in runs.items():
-        summary[system] = {
+    summary: dict[str, Any] = {
+        system: {
             "client": rs[0]["client"],
-            "median_records_per_s": statistics.median(r["records_per_s"] for r in rs),
-            "median_p50_ms": _median([r["p50_ms"] for r in rs]),
-            "median_p99_ms": _median([r["p99_ms"] for r in rs]),
-            "median_servers_cpu_us_per_record": statistics.median(
-                r["servers_cpu_us_per_record"] for r in rs
-            ),
-            "median_client_cpu_us_per_record": statistics.median(
-                r["client_cpu_us_per_record"] for r in rs
-            ),
+            **medians(rs),
             "rss_mib_after_last_run": rs[-1]["rss_mib"],
         }
+        for system, rs in runs.items()
+    }
     ratios = [
         a["records_per_s"] / b["records_per_s"]
         for a, b in zip(runs["kraft"], runs["kafka"], strict=True)
@@ -388,24 +326,21 @@ def render(result: dict[str, Any]) -> str:
         f"{result['records']} records of {result['record_size']} B, {PARTITIONS} partitions, "
         f"RF={REPLICATION_FACTOR}, min.insync.replicas={MIN_INSYNC_REPLICAS}, acks=all, "
         f"{result['rounds']} alternated runs of each",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'system':<11}{'client':<36}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
+        *table(
+            [
+                Column("system", 11),
+                Column("client", 36, left=True),
+                *SUMMARY_COLUMNS,
+            ],
+            [
+                [system, s[system]["client"]] + [s[system][f"median_{key}"] for key in SUMMARY_KEYS]
+                for system in (*SYSTEMS, JAVA)
+                if system in s
+            ],
+        ),
     ]
-
-    def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    for system in [name for name in (*SYSTEMS, JAVA) if name in s]:
-        row = s[system]
-        lines.append(
-            f"{system:<11}{row['client']:<36}{row['median_records_per_s']:>12,.0f}"
-            f"{ms(row['median_p50_ms']):>9}{ms(row['median_p99_ms']):>9}"
-            f"{row['median_servers_cpu_us_per_record']:>14.1f}"
-            f"{row['median_client_cpu_us_per_record']:>15.1f}"
-        )
     lines.append(
         f"kraft / Kafka: {s['ratio_kraft_to_kafka']:.3f}x records/s (median of the rounds' "
         f"ratios {s['round_ratios_kraft_to_kafka']}); nodes' CPU per record "
@@ -416,9 +351,7 @@ def render(result: dict[str, Any]) -> str:
             else ""
         )
     )
-    for system in SYSTEMS:
-        rss = ", ".join(f"{n} {v}" for n, v in s[system]["rss_mib_after_last_run"].items())
-        lines.append(f"resident MiB, {system}: {rss}")
+    lines += rss_lines(s, SYSTEMS)
     lines.append(
         "  (medians; nodes µs/rec: CPU time per record of every controller and broker process"
         " together, from /proc; client µs/rec: this process and its children, the perf"
@@ -428,9 +361,6 @@ def render(result: dict[str, Any]) -> str:
 
 
 def main_against(args: argparse.Namespace) -> int:
-    from kraft.peer import PeerToolError
-    from storage.errors import KraftError
-
     if args.against != "kafka" or args.bench not in ("produce", "consume"):
         print("kraft bench: --against kafka is for produce and consume", file=sys.stderr)
         return 2
@@ -440,11 +370,39 @@ def main_against(args: argparse.Namespace) -> int:
     if len(args.client) != 1:
         print("kraft bench: --against kafka takes one --client", file=sys.stderr)
         return 2
+    from kraft.bench.plots import plot_against
+
+    return report(args, args.bench, lambda: run_against(args), render, plot_against)
+
+
+def rss_lines(summary: dict[str, Any], systems: Sequence[str]) -> list[str]:
+    """``resident MiB, <system>: <node> <MiB>, ...`` after each system's last run."""
+    return [
+        f"resident MiB, {system}: "
+        + ", ".join(f"{n} {v}" for n, v in summary[system]["rss_mib_after_last_run"].items())
+        for system in systems
+    ]
+
+
+def report(
+    args: argparse.Namespace,
+    bench: str,
+    run: Callable[[], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    plot: Callable[[dict[str, Any], Path], None],
+) -> int:
+    """Run a side-by-side bench, draw ``--plot``, print its report (or ``--json``); a failure
+    in one line on stderr, exit 1."""
+    from kraft.peer import PeerToolError
+    from storage.errors import KraftError
+
     try:
-        result = run_against(args)
+        result = run()
     except (BenchError, KraftError, TimeoutError, PeerToolError, RuntimeError) as e:
-        print(f"kraft bench {args.bench} --against kafka: {e}", file=sys.stderr)
+        print(f"kraft bench {bench} --against kafka: {e}", file=sys.stderr)
         return 1
+    if args.plot:
+        plot(result, args.plot)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

@@ -177,3 +177,58 @@ def _cpu_figures(cpu: dict[str, Any], records: int, run: dict[str, Any]) -> dict
         "client_cpu_us_per_record": round(spent.get("client", 0.0) / records * 1e6, 2),
         "brokers_cpu_us_per_record": round(brokers / records * 1e6, 2) if brokers else None,
     }
+
+
+# -- every node of a cluster: kraft's or Apache Kafka's -------------------------------------------
+
+
+def kraft_pids(cluster: Any) -> dict[str, int]:
+    """``controller-N`` / ``broker-N`` -> pid of every running node of a `LocalCluster`."""
+    pids = {}
+    for node_id in cluster.controller_ids:
+        pid = cluster.controller(node_id).pid
+        if pid is not None:
+            pids[f"controller-{node_id}"] = pid
+    for broker_id in cluster.broker_ids:
+        pid = cluster.broker(broker_id).pid
+        if pid is not None:
+            pids[f"broker-{broker_id}"] = pid
+    return pids
+
+
+def kafka_pids(cluster: Any) -> dict[str, int]:
+    """The same for an Apache Kafka `kraft.peer.KafkaCluster` (its JVMs)."""
+    return {cluster.node_name(i): pid for i, pid in cluster.pids().items()}
+
+
+def rss_mib(pid: int) -> float | None:
+    """Resident memory of ``pid`` in MiB (VmRSS), None if unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def nodes_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iterator[None]:
+    """CPU seconds of every node in ``pids`` together and of this process (its children
+    included) during the block, as µs per record (``servers_cpu_us_per_record``,
+    ``client_cpu_us_per_record``), and each node's resident memory after it (``rss_mib``)."""
+    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
+    client_before = os.times()
+    yield
+    client_after = os.times()
+    spent = {}
+    for name, pid in pids.items():
+        start, end = before[name], _process_cpu_s(pid)
+        if start is not None and end is not None:
+            spent[name] = round(end - start, 3)
+    # NB: children too: a perf test's JVM is a child, waited for within the block.
+    client = sum(client_after[:4]) - sum(client_before[:4])
+    out["cpu_s"] = spent | {"client": round(client, 3)}
+    out["servers_cpu_us_per_record"] = round(sum(spent.values()) / records * 1e6, 2)
+    out["client_cpu_us_per_record"] = round(client / records * 1e6, 2)
+    out["rss_mib"] = {name: rss_mib(pid) for name, pid in pids.items()}

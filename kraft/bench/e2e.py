@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
@@ -138,20 +139,13 @@ def measure(
             time.sleep(0.0005)
         sent_seconds = (clock() - start) / 1e9
         producer.flush(timeout=60)
-        deadline = time.monotonic() + 60
-        while consumed[0] < total and time.monotonic() < deadline and not errors:
-            time.sleep(0.01)
+        wait_read_back(consumed, total, errors)
     finally:
         stop.set()
         reader.join(timeout=10)
         producer.close(timeout=10)
         consumer.close()
-    if errors:
-        raise BenchError(f"the consumer failed: {errors[0]!r}")
-    if failed:
-        raise BenchError(f"{len(failed)} records failed, first: {failed[0]!r}")
-    if consumed[0] != total:
-        raise BenchError(f"consumed {consumed[0]} of {total} acknowledged records within 60 s")
+    check_read_back(errors, failed, consumed[0], total)
     return {
         "records": total,
         "rate_target": rate,
@@ -164,6 +158,31 @@ def measure(
     }
 
 
+def wait_read_back(consumed: list[int], total: int, errors: list[BaseException]) -> None:
+    """Until the consumer thread has read ``total`` records (``consumed[0]``), failed, or
+    60 s passed (`check_read_back` then says which)."""
+    deadline = time.monotonic() + 60
+    while consumed[0] < total and time.monotonic() < deadline and not errors:
+        time.sleep(0.01)
+
+
+def check_read_back(
+    consumer_errors: list[BaseException], failed: list[Any], consumed: int, total: int
+) -> None:
+    """The figures of an e2e run count only if the consumer did not fail, no record failed,
+    and every acknowledged record was read back.
+
+    Raises:
+        BenchError: one of them did not hold.
+    """
+    if consumer_errors:
+        raise BenchError(f"the consumer failed: {consumer_errors[0]!r}")
+    if failed:
+        raise BenchError(f"{len(failed)} records failed, first: {failed[0]!r}")
+    if consumed != total:
+        raise BenchError(f"consumed {consumed} of {total} acknowledged records within 60 s")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="kraft bench e2e",
@@ -174,14 +193,59 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=positive_int, default=10_000, help="records/s to send")
     parser.add_argument("--seconds", type=positive_int, default=10, help="how long to send")
     parser.add_argument("--record-size", type=positive_int, default=100, help="value bytes")
-    parser.add_argument("--linger-ms", type=non_negative_int, default=5, help="linger.ms")
+    parser.add_argument(
+        "--linger-ms",
+        type=_lingers,
+        default=None,
+        help="linger.ms (default 5); with --against, a comma list run in every round (default 5,0)",
+    )
+    parser.add_argument(
+        "--against",
+        choices=["kafka"],
+        help="the same load through librdkafka on kraft and on Apache Kafka (kraft peer kafka),"
+        " in alternated rounds (kraft.bench.e2e_against)",
+    )
+    from kraft.bench.against_kafka import WARMUP_RECORDS, parse_warmup_records
+
+    parser.add_argument(
+        "--warmup-records",
+        type=parse_warmup_records,
+        default=dict(WARMUP_RECORDS),
+        help="--against: untimed records per system before the rounds: N or SYSTEM=N,... "
+        f"(default {WARMUP_RECORDS})",
+    )
+    parser.add_argument(
+        "--rounds", type=positive_int, default=3, help="--against: rounds, systems alternated"
+    )
+    parser.add_argument(
+        "--plot", type=Path, default=None, metavar="FILE", help="--against: write a PNG figure"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
 
+def _lingers(text: str) -> list[int]:
+    """``--linger-ms``: one value or a comma list."""
+    try:
+        values = [non_negative_int(part) for part in text.split(",") if part.strip()]
+    except (ValueError, argparse.ArgumentTypeError):
+        values = []
+    if not values:
+        raise argparse.ArgumentTypeError("--linger-ms: N or N,N,... (milliseconds, >= 0)")
+    return list(dict.fromkeys(values))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.against:
+        from kraft.bench.e2e_against import main_against
+
+        return main_against(args)
+    if args.linger_ms is not None and len(args.linger_ms) > 1:
+        print("kraft bench e2e: several --linger-ms values go with --against", file=sys.stderr)
+        return 2
+    linger_ms = args.linger_ms[0] if args.linger_ms else 5
     from storage.errors import KraftError
 
     def say(msg: str) -> None:
@@ -195,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_topic(bootstrap, topic, say)
             say(f"sending {args.rate} records/s for {args.seconds} s while consuming")
             result["e2e"] = measure(
-                bootstrap, topic, args.rate, args.seconds, args.record_size, args.linger_ms
+                bootstrap, topic, args.rate, args.seconds, args.record_size, linger_ms
             )
     except (BenchError, KraftError, TimeoutError) as e:
         print(f"kraft bench e2e: {e}", file=sys.stderr)

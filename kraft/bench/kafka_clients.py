@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import json
 import os
-import statistics
 import sys
 import time
 import uuid
@@ -30,8 +29,10 @@ from kraft.bench.produce_consume import (
     _figures,
     consume,
     ensure_topic,
+    poll_until,
     produce,
 )
+from kraft.bench.table import SUMMARY_COLUMNS, SUMMARY_KEYS, Column, load_line, medians, table
 
 CLIENTS = ("kraft", "confluent-kafka", "kafka-python")
 """kraft: kraft's own client over gRPC; the others speak the Kafka protocol."""
@@ -146,26 +147,12 @@ def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict[str, An
     )
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        got = payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            batch = consumer.consume(num_messages=5000, timeout=1.0)
-            batch = [m for m in batch if m.error() is None]
-            if batch:
-                polls_ms.append((clock() - t0) * 1000.0)
-                got += len(batch)
-                payload += sum(len(m.value() or b"") for m in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records from Kafka within 120 s")
-        seconds = clock() - start
+        out = poll_until(
+            records,
+            lambda: [m.value() for m in consumer.consume(5000, 1.0) if m.error() is None],
+        )
     finally:
         consumer.close()
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     return out | {"client": "confluent-kafka (librdkafka)"}
 
 
@@ -241,26 +228,14 @@ def kafka_python_consume(
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        got = payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            polled = consumer.poll(timeout_ms=1000, max_records=max_poll_records)
-            if polled:
-                polls_ms.append((clock() - t0) * 1000.0)
-                for batch in polled.values():
-                    got += len(batch)
-                    payload += sum(len(m.value or b"") for m in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records within 120 s")
-        seconds = clock() - start
+        out = poll_until(
+            records,
+            lambda: [
+                m.value for batch in consumer.poll(1000, max_poll_records).values() for m in batch
+            ],
+        )
     finally:
         consumer.close()
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
     return out | {"client": "kafka-python"}
 
 
@@ -324,7 +299,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
     """Every client of ``args.client`` against one kraft cluster (``cluster``, or a
     `LocalCluster` started here), in alternated rounds."""
     from kraft import LocalCluster
-    from kraft.bench.against_kafka import _kraft_pids, _server_cpu
+    from kraft.bench.cpu import kraft_pids, nodes_cpu
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -345,7 +320,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
             say("starting kraft: 3 controllers, 3 brokers")
             cluster = stack.enter_context(LocalCluster(3, 3))
             cluster.wait_until_healthy(timeout=120)
-        pids = _kraft_pids(cluster)
+        pids = kraft_pids(cluster)
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         ensure_topic(cluster.bootstrap, topic, say)
         if args.bench == "consume":
@@ -358,7 +333,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
         for round_ in range(1, args.rounds + 1):
             for client in clients if round_ % 2 else list(reversed(clients)):
                 figures: dict[str, Any] = {}
-                with _server_cpu(figures, pids, args.records):
+                with nodes_cpu(figures, pids, args.records):
                     run = run_client(args, client, bootstraps[client], topic)
                 runs[client].append(run | figures)
                 say(
@@ -368,22 +343,8 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
                 )
     result["load_average"]["after"] = [round(x, 2) for x in os.getloadavg()]
     result["runs"] = runs
-    result["summary"] = {c: _medians(rs) for c, rs in runs.items()}
+    result["summary"] = {c: medians(rs) for c, rs in runs.items()}
     return result
-
-
-def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    def median(key: str) -> float | None:
-        known = [r[key] for r in runs if r.get(key) is not None]
-        return statistics.median(known) if known else None
-
-    return {
-        "median_records_per_s": median("records_per_s"),
-        "median_p50_ms": median("p50_ms"),
-        "median_p99_ms": median("p99_ms"),
-        "median_servers_cpu_us_per_record": median("servers_cpu_us_per_record"),
-        "median_client_cpu_us_per_record": median("client_cpu_us_per_record"),
-    }
 
 
 def render_clients(result: dict[str, Any]) -> str:
@@ -391,23 +352,19 @@ def render_clients(result: dict[str, Any]) -> str:
         f"kraft bench {result['bench']}: {result['records']} records of "
         f"{result['record_size']} B, {PARTITIONS} partitions, RF={REPLICATION_FACTOR}, "
         f"acks=all, {result['rounds']} alternated runs of each, one kraft cluster (3+3)",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'client':<17}{'records/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'nodes µs/rec':>14}{'client µs/rec':>15}",
+        *table(
+            [
+                Column("client", 17),
+                *SUMMARY_COLUMNS,
+            ],
+            [
+                [client] + [row[f"median_{key}"] for key in SUMMARY_KEYS]
+                for client, row in result["summary"].items()
+            ],
+        ),
     ]
-
-    def num(value: float | None, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    for client, row in result["summary"].items():
-        lines.append(
-            f"{client:<17}{num(row['median_records_per_s'], ',.0f'):>12}"
-            f"{num(row['median_p50_ms'], '.2f'):>9}{num(row['median_p99_ms'], '.2f'):>9}"
-            f"{num(row['median_servers_cpu_us_per_record'], '.1f'):>14}"
-            f"{num(row['median_client_cpu_us_per_record'], '.1f'):>15}"
-        )
     lines.append(
         "  (medians; nodes µs/rec: CPU time per record of every kraft controller and broker"
         " together, from /proc; client µs/rec: this process; kraft's client speaks gRPC, the"

@@ -36,12 +36,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
 from kraft.bench.cpu import _cpu_figures, _thread_cpu_s, cpu_time, profiled
+from kraft.bench.table import Column, cell, load_line, table
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
@@ -321,6 +323,31 @@ def produce(
     } | _figures(records, size, seconds, latency_ms)
 
 
+def poll_until(records: int, poll: Callable[[], list[bytes | None]]) -> dict[str, Any]:
+    """Call ``poll`` (one poll of a consumer: the values it returned) until ``records`` came:
+    records/s and MB/s from the first poll to the last record, and the duration of each poll
+    that returned records (p50/p99/p99.9 ms); `BenchError` if 120 s pass without them."""
+    got = payload = 0
+    polls_ms: list[float] = []
+    clock = time.perf_counter
+    start = clock()
+    deadline = time.monotonic() + 120
+    while got < records:
+        t0 = clock()
+        values = poll()
+        if values:
+            polls_ms.append((clock() - t0) * 1000.0)
+            got += len(values)
+            payload += sum(len(v or b"") for v in values)
+        elif time.monotonic() > deadline:
+            raise BenchError(f"consumed {got} of {records} records within 120 s")
+    seconds = clock() - start
+    out = _figures(got, 1, seconds, polls_ms)
+    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
+    size = round(payload / got, 1) if got else 0.0
+    return out | {"polls": len(polls_ms), "value_bytes": payload, "record_size": size}
+
+
 def consume(
     bootstrap: str,
     topic: str,
@@ -340,29 +367,10 @@ def consume(
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         consumer.seek_to_beginning(tps)
-        got = 0
-        payload = 0
-        polls_ms: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        deadline = time.monotonic() + 120
-        while got < records:
-            t0 = clock()
-            batch = consumer.poll(timeout=1.0)
-            if batch:
-                polls_ms.append((clock() - t0) * 1000.0)
-                got += len(batch)
-                payload += sum(len(r.value or b"") for r in batch)
-            elif time.monotonic() > deadline:
-                raise BenchError(f"consumed {got} of {records} records within 120 s")
-        seconds = clock() - start
+        out = poll_until(records, lambda: [r.value for r in consumer.poll(timeout=1.0)])
         threads = _thread_cpu_s()  # before close: its threads end with it
     finally:
         consumer.close()
-    size = payload / got if got else 0.0
-    out = _figures(got, 1, seconds, polls_ms)
-    out["mb_per_s"] = round(payload / max(seconds, 1e-9) / 1e6, 3)
-    out |= {"polls": len(polls_ms), "value_bytes": payload, "record_size": round(size, 1)}
     out["_threads_at_end"] = threads
     return out
 
@@ -380,29 +388,33 @@ def render(result: dict[str, Any]) -> str:
         f"kraft bench {result['bench']}: {result['records']} records of {result['record_size']} B,"
         f" topic {result['topic']} ({PARTITIONS} partitions, RF={REPLICATION_FACTOR}),"
         f" cluster: {result['cluster']}",
-        f"load average before: {result['load_average']['before']}, "
-        f"after: {result['load_average']['after']}",
+        load_line(result),
         "",
-        f"{'run':<22}{'records/s':>12}{'MB/s':>10}{'p50 ms':>10}{'p99 ms':>10}{'p99.9 ms':>10}"
-        f"{'vs ceiling':>12}{'client µs/rec':>15}{'brokers µs/rec':>16}",
+        *table(
+            [
+                Column("run", 22),
+                Column("records/s", 12, ",.0f"),
+                Column("MB/s", 10, ".2f"),
+                Column("p50 ms", 10, ".2f"),
+                Column("p99 ms", 10, ".2f"),
+                Column("p99.9 ms", 10, ".2f"),
+                Column("vs ceiling", 12, ".1%"),
+                Column("client µs/rec", 15, ".1f"),
+                Column("brokers µs/rec", 16, ".1f"),
+            ],
+            [
+                [name]
+                + [run[key] for key in ("records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms")]
+                + [_ratio(run["mb_per_s"], ceiling["mb_per_s"])]
+                + [run.get("client_cpu_us_per_record"), run.get("brokers_cpu_us_per_record")]
+                for name, run in result["runs"].items()
+            ],
+        ),
     ]
-
-    def fmt(v: float | None, spec: str) -> str:
-        return "-" if v is None else format(v, spec)
-
-    for name, run in result["runs"].items():
-        lines.append(
-            f"{name:<22}{fmt(run['records_per_s'], ',.0f'):>12}{fmt(run['mb_per_s'], '.2f'):>10}"
-            f"{fmt(run['p50_ms'], '.2f'):>10}{fmt(run['p99_ms'], '.2f'):>10}"
-            f"{fmt(run['p999_ms'], '.2f'):>10}"
-            f"{fmt(_ratio(run['mb_per_s'], ceiling['mb_per_s']), '.1%'):>12}"
-            f"{fmt(run.get('client_cpu_us_per_record'), '.1f'):>15}"
-            f"{fmt(run.get('brokers_cpu_us_per_record'), '.1f'):>16}"
-        )
     lines.append(
         f"{'raw gRPC stream':<22}"
-        f"{fmt(ceiling['mb_per_s'] * 1e6 / result['record_size'], ',.0f'):>12}"
-        f"{fmt(ceiling['mb_per_s'], '.2f'):>10}{'':>30}{'100.0%':>12}"
+        f"{cell(ceiling['mb_per_s'] * 1e6 / result['record_size'], ',.0f'):>12}"
+        f"{cell(ceiling['mb_per_s'], '.2f'):>10}{'':>30}{'100.0%':>12}"
     )
     lines.append(
         f"  (ceiling: one client-streaming call, {ceiling['message_bytes'] // 1024} KiB messages,"
@@ -608,6 +620,9 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         type=positive_int,
         default=3,
         help="--tls, --metrics, --against: runs of each, alternated",
+    )
+    parser.add_argument(
+        "--plot", type=Path, default=None, metavar="FILE", help="--against: write a PNG figure"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

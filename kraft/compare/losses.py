@@ -35,7 +35,7 @@ from kraft.compare.workload import (
 
 
 def _check(arena: Arena, probe: ProbeProducer) -> dict[str, Any]:
-    read = read_topic(arena.bootstrap, probe.topic, 1)
+    read = read_topic(arena.cluster.bootstrap, probe.topic, 1)
     return check_acknowledged(probe.acknowledged_values(), read).as_dict()
 
 
@@ -87,7 +87,7 @@ def acks1_leader_kill(
     probes: dict[str, dict[str, ProbeProducer]] = {
         mode: {
             acks: ProbeProducer(
-                arena.bootstrap, topic, clock, acks=acks, rate_per_s=1000, window=20_000
+                arena.cluster.bootstrap, topic, clock, acks=acks, rate_per_s=1000, window=20_000
             )
             for acks, topic in pair.items()
         }
@@ -145,7 +145,7 @@ def unclean_election(
             )
     probes = {
         k: ProbeProducer(
-            arena.bootstrap,
+            arena.cluster.bootstrap,
             t,
             clock,
             rate_per_s=100,
@@ -327,7 +327,9 @@ def _fresh_write(arena: Arena, topic: str) -> str:
     writable, whatever the probe's own producer state)."""
     from kraft import Producer
 
-    with Producer(arena.bootstrap, delivery_timeout_ms=5_000, request_timeout_ms=2_000) as p:
+    with Producer(
+        arena.cluster.bootstrap, delivery_timeout_ms=5_000, request_timeout_ms=2_000
+    ) as p:
         try:
             p.send(topic, f"{topic}:fresh".encode()).result(timeout=10)
         except Exception as e:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer
+
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
 
@@ -46,16 +48,33 @@ class Arena:
     """A `LocalCluster` of ``replication_factor`` brokers (so every broker holds a replica of
     every partition) and the topics of one run."""
 
-    def __init__(self, cluster: LocalCluster, replication_factor: int) -> None:
+    def __init__(
+        self, cluster: LocalCluster, replication_factor: int, client: str = "kraft"
+    ) -> None:
         self.cluster = cluster
         self.replication_factor = replication_factor
+        self.client = client
+        """Who drives the probes and the steady load: kraft's own client (gRPC) or
+        ``confluent-kafka`` (librdkafka, to the brokers' Kafka listeners). The data-loss
+        cases (`kraft.compare.losses`) always use kraft's."""
         self._names = itertools.count(1)
         self.modes: dict[str, Mode] = {}
         """The mode of each topic created."""
 
     @property
     def bootstrap(self) -> str:
-        return self.cluster.bootstrap
+        """Where `client` connects: the gRPC addresses, or the Kafka listeners."""
+        return self.cluster.bootstrap if self.client == "kraft" else self.cluster.kafka_bootstrap
+
+    def probe(self, topic: str, clock: Clock, **options: Any) -> ProbeProducer:
+        """A paced probe producer on ``topic``, through `client`."""
+        kind = ProbeProducer if self.client == "kraft" else LibrdkafkaProbe
+        return kind(self.bootstrap, topic, clock, **options)
+
+    def broker_pids(self) -> dict[str, int]:
+        """``broker-N`` -> pid of every running broker (their CPU per record)."""
+        pids = {f"broker-{b}": self.cluster.broker(b).pid for b in self.cluster.broker_ids}
+        return {name: pid for name, pid in pids.items() if pid is not None}
 
     def probe_quorum(self) -> str | None:
         """None if the cluster creates quorum topics, else why not (the error's message)."""

@@ -20,7 +20,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-COLORS = {"isr-min2": "tab:blue", "isr-min1": "tab:green", "quorum": "tab:red"}
+COLORS = {
+    "isr-min2": "tab:blue",
+    "isr-min1": "tab:green",
+    "quorum": "tab:red",
+    "kafka-isr": "tab:orange",
+}
 
 
 def _color(mode: str) -> str:

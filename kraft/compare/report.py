@@ -38,6 +38,79 @@ def _modes(results: dict[str, Any]) -> str:
     return ", ".join(f"`{k}` ({v})" for k, v in results.get("modes", {}).items())
 
 
+def _clients(results: dict[str, Any]) -> list[str]:
+    clients = results.get("clients", {})
+    out = []
+    if clients:
+        out += [
+            "",
+            f"Clients: kraft's columns are driven by {clients['kraft']}"
+            + (
+                f"; the Apache Kafka {results.get('kafka_version', '')} column by "
+                f"{clients['kafka']}, after kraft's cluster stopped and "
+                f"{results.get('kafka_warmup_records', 0):,} untimed records (its JIT), its "
+                "times shifted so that its fault starts where kraft's did"
+                if "kafka" in clients
+                else ""
+            )
+            + ". The data-loss cases always use kraft's client.",
+        ]
+    if results.get("kafka_error"):
+        out += ["", f"**The Apache Kafka column failed**: `{results['kafka_error']}`."]
+    return out
+
+
+KAFKA_MODE = "kafka-isr"
+KRAFT_ISR = "isr-min2"
+
+
+def _versus_kafka(results: dict[str, Any]) -> list[str]:
+    """The same figure for kraft's ISR (min.insync.replicas=2) and Apache Kafka's, and their
+    ratio: where kraft behaves as Kafka does and where it differs, shown, not claimed."""
+    s = results["scenarios"]
+
+    def get(scenario: str, mode: str, *path: str) -> Any:
+        value: Any = s.get(scenario, {}).get("modes", {}).get(mode)
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    rows = []
+    for label, scenario, path, spec in (
+        ("slow follower: ISR shrink after the pause, s", "slow-follower", ("isr_shrink_s",), ".2f"),
+        (
+            "slow follower: ISR expand after the resume, s",
+            "slow-follower",
+            ("isr_expand_s",),
+            ".2f",
+        ),
+        ("slow follower: p99 before, ms", "slow-follower", ("before", "p99_ms"), ".1f"),
+        ("slow follower: p99 during the pause, ms", "slow-follower", ("during", "p99_ms"), ".1f"),
+        ("leader kill: to the next ack, p50 s", "leader-kill", ("p50_s",), ".2f"),
+        ("leader kill: max s", "leader-kill", ("max_s",), ".2f"),
+        ("steady: records/s", "steady", ("records_per_s",), ",.0f"),
+        ("steady: p99 ms", "steady", ("p99_ms",), ".1f"),
+        ("steady: brokers' CPU µs/record", "steady", ("brokers_cpu_us_per_record",), ".1f"),
+        ("one record at a time: p50 ms", "steady", ("one_at_a_time_p50_ms",), ".2f"),
+    ):
+        a, b = get(scenario, KRAFT_ISR, *path), get(scenario, KAFKA_MODE, *path)
+        if a is None and b is None:
+            continue
+        ratio = (
+            f"{a / b:.2f}x"
+            if isinstance(a, int | float) and isinstance(b, int | float) and b
+            else "-"
+        )
+        rows.append([label, _f(a, spec), _f(b, spec), ratio])
+    return [
+        f"`{KRAFT_ISR}` (kraft's ISR, min.insync.replicas=2) against `{KAFKA_MODE}` (Apache "
+        "Kafka's, the same settings) in the phases both ran; kraft / Kafka in the last column. "
+        "Both clusters ran on this machine, one after the other (see the load above).",
+        "",
+        *_table(["figure", KRAFT_ISR, KAFKA_MODE, "kraft / Kafka"], rows),
+    ]
+
+
 def render_report(results: dict[str, Any], plots: list[str]) -> str:
     s = results["scenarios"]
     lines = [
@@ -59,7 +132,10 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
             f'("{results["quorum_pending"][:160]}"). The figures below compare the ISR modes; '
             "the same command fills the quorum column once quorum topics exist.",
         ]
+    lines += _clients(results)
     lines += ["", *_measures(results, plots)]
+    if "kafka" in results.get("clients", {}):
+        lines += ["", "## kraft's ISR beside Apache Kafka's", "", *_versus_kafka(results)]
     for plot in plots:
         lines += ["", f"![{plot}]({plot})"]
     if "failures" in s:
@@ -184,6 +260,13 @@ def _slow(r: dict[str, Any], results: dict[str, Any]) -> list[str]:
         "",
     ]
     for mode, m in r["modes"].items():
+        if "kafka_victim" in m:
+            f = m["kafka_fault"]
+            out.append(
+                f"- `{mode}`: Kafka broker {m['kafka_victim']} was paused for "
+                f"{f['end'] - f['start']:.1f} s in Kafka's own run (times above shifted to "
+                "kraft's pause)."
+            )
         isr = (
             f"ISR shrank {m['isr_shrink_s']:.1f} s after the pause, expanded "
             f"{_f(m['isr_expand_s'], '.1f', 'never')} s after the resume"

@@ -75,6 +75,8 @@ def run(
     controllers: int = 1,
     quiet: bool = False,
     timing: Timing | None = None,
+    client: str = "kraft",
+    with_kafka: bool = False,
 ) -> dict[str, Any]:
     from kraft.cluster import LocalCluster
 
@@ -93,6 +95,7 @@ def run(
         "timing": asdict(timing),
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
+        "clients": {"kraft": CLIENT_LABELS[client]},
         "scenarios": {},
     }
     say(f"starting {controllers} controller(s) and {replication_factor} brokers")
@@ -100,7 +103,7 @@ def run(
         controllers=controllers, brokers=replication_factor, broker_config=broker_config
     ) as cluster:
         cluster.wait_until_healthy(timeout=120)
-        arena = Arena(cluster, replication_factor)
+        arena = Arena(cluster, replication_factor, client)
         pending = arena.probe_quorum()
         modes = [m for m in ALL_MODES if not (m.quorum and pending)]
         results["modes"] = {m.name: m.label for m in modes}
@@ -127,6 +130,8 @@ def run(
             result["seconds"] = round(clock.now() - started, 1)
             results["scenarios"][name] = result
             _heal(cluster)
+    if with_kafka:
+        _kafka_column(results, controllers, replication_factor, selected, clock, timing, say)
     say.scenario = "report"
     results["seconds"] = round(clock.now(), 1)
     results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -145,6 +150,50 @@ def run(
     (out / "report.md").write_text(render_report(results, plots))
     say.done()
     return results
+
+
+def _kafka_column(
+    results: dict[str, Any],
+    controllers: int,
+    replication_factor: int,
+    selected: Sequence[str],
+    clock: Clock,
+    timing: Timing,
+    say: Progress,
+) -> None:
+    """Apache Kafka's ISR as a third column (`kraft.compare.kafka_column`), after kraft's
+    cluster is gone: the phases that apply, merged into ``results``."""
+    from kraft.compare.kafka_column import (
+        KAFKA,
+        WARMUP_PER_STEADY_RECORD,
+        merge,
+        run_kafka_column,
+    )
+    from kraft.peer import KafkaCluster
+
+    say.scenario = "Apache Kafka"
+    say(f"starting {controllers} controller(s) and {replication_factor} brokers")
+    broker_config = {"replica.lag.time.max.ms": str(LAG_TIME_MAX_MS)}
+    try:
+        with KafkaCluster(controllers, replication_factor, broker_config=broker_config) as kafka:
+            results["kafka_version"] = kafka.version
+            results["clients"]["kafka"] = CLIENT_LABELS["confluent-kafka"]
+            results["modes"][KAFKA.name] = KAFKA.label
+            warmup = timing.steady_records * WARMUP_PER_STEADY_RECORD
+            results["kafka_warmup_records"] = warmup
+            column = run_kafka_column(
+                kafka, replication_factor, selected, clock, timing, say, warmup
+            )
+    except Exception as e:  # no Java, no jars, a node that died: reported
+        results["kafka_error"] = f"{type(e).__name__}: {e}"[:300]
+        return
+    merge(results["scenarios"], column)
+
+
+CLIENT_LABELS = {
+    "kraft": "kraft's client (gRPC)",
+    "confluent-kafka": "confluent-kafka (librdkafka, Kafka protocol)",
+}
 
 
 def _heal(cluster: Any) -> None:
@@ -197,6 +246,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(ALL_SCENARIOS),
         help=f"comma-separated, of: {','.join(ALL_SCENARIOS)} (default: all)",
     )
+    parser.add_argument(
+        "--with-kafka",
+        action="store_true",
+        help="Apache Kafka's ISR as a third column (kraft peer kafka; librdkafka drives it): "
+        "slow-follower, leader-kill and steady",
+    )
+    parser.add_argument(
+        "--client",
+        choices=list(CLIENT_LABELS),
+        default="kraft",
+        help="what drives kraft's columns' probes and steady load: kraft's client (default) "
+        "or librdkafka through the Kafka listeners, as the Kafka column",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 
@@ -213,6 +275,8 @@ def main_args(args: argparse.Namespace) -> int:
         replication_factor=args.replication_factor,
         selected=args.scenarios,
         quiet=args.quiet,
+        client=args.client,
+        with_kafka=args.with_kafka,
     )
     print(summary_table(results))
     print(f"\nreport: {Path(args.out) / 'report.md'} (results.json and plots beside it)")

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kraft.bench.cpu import _cpu_figures as cpu_figures
-from kraft.bench.cpu import cpu_time
+from kraft.bench.cpu import nodes_cpu
+from kraft.bench.kafka_clients import librdkafka_produce
 from kraft.bench.produce_consume import percentiles, produce
 from kraft.compare.modes import Arena, Mode
 from kraft.compare.workload import (
@@ -68,10 +68,7 @@ def _victim(arena: Arena, leaders: set[int], fallback_not: set[int]) -> int:
 def _start_probes(
     arena: Arena, topics: dict[str, str], clock: Clock, **options: Any
 ) -> dict[str, ProbeProducer]:
-    probes = {
-        mode: ProbeProducer(arena.bootstrap, topic, clock, **options)
-        for mode, topic in topics.items()
-    }
+    probes = {mode: arena.probe(topic, clock, **options) for mode, topic in topics.items()}
     for p in probes.values():
         p.start()
     return probes
@@ -299,7 +296,7 @@ def leader_kill(
             for name in stuck:
                 old = probes[name]
                 threading.Thread(target=old.stop, daemon=True).start()
-                probes[name] = ProbeProducer(arena.bootstrap, topics[name], clock, **options)
+                probes[name] = arena.probe(topics[name], clock, **options)
                 probes[name].start()
             try:
                 _wait_flowing({n: probes[n] for n in stuck}, clock, timeout=30)
@@ -338,23 +335,31 @@ def steady(
         topic = arena.create("steady", mode, leader=first)
         say(f"{mode.name}: {timing.steady_records:,} records, acks=all")
         cpu: dict[str, Any] = {}
-        with cpu_time(cpu, arena.cluster):
-            run = produce(arena.bootstrap, topic, timing.steady_records, 100, "all", 20_000, 5)
-        run |= cpu_figures(cpu, timing.steady_records, run)
+        with nodes_cpu(cpu, arena.broker_pids(), timing.steady_records):
+            run = _produce(arena, topic, timing.steady_records, 20_000, 5)
         say(f"{mode.name}: one record at a time")
-        single = produce(arena.bootstrap, topic, 300, 100, "all", 1, 0)
+        single = _produce(arena, topic, 300, 1, 0)
         out["modes"][mode.name] = {
             "topic": topic,
             "records_per_s": run["records_per_s"],
             "p50_ms": run["p50_ms"],
             "p99_ms": run["p99_ms"],
             "p999_ms": run["p999_ms"],
-            "client_cpu_us_per_record": run["client_cpu_us_per_record"],
-            "brokers_cpu_us_per_record": run["brokers_cpu_us_per_record"],
+            "client_cpu_us_per_record": cpu["client_cpu_us_per_record"],
+            "brokers_cpu_us_per_record": cpu["servers_cpu_us_per_record"],
+            "client": arena.client,
             "one_at_a_time_p50_ms": single["p50_ms"],
             "one_at_a_time_p99_ms": single["p99_ms"],
         }
     return out
+
+
+def _produce(arena: Arena, topic: str, records: int, window: int, linger_ms: int) -> dict[str, Any]:
+    """acks=all (idempotent) records of 100 bytes through the arena's client, at most
+    ``window`` unacknowledged."""
+    if arena.client == "kraft":
+        return produce(arena.bootstrap, topic, records, 100, "all", window, linger_ms)
+    return librdkafka_produce(arena.bootstrap, topic, records, 100, window, linger_ms, 16384)
 
 
 def phase_row(name: str, sends: list[Send], a: float, b: float) -> dict[str, Any]:

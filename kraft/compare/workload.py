@@ -59,6 +59,7 @@ class ProbeProducer:
     _pending: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     failure: BaseException | None = None
+    _producer: Any = None
 
     def value(self, seq: int) -> bytes:
         head = f"{self.topic}:{seq}:".encode()
@@ -75,18 +76,8 @@ class ProbeProducer:
             self._thread.join(timeout=drain_s + self.delivery_timeout_ms / 1000 + 5)
 
     def _run(self) -> None:
-        from kraft import Producer
-
-        options: dict[str, Any] = {
-            "acks": self.acks,
-            "linger_ms": 0,
-            "delivery_timeout_ms": self.delivery_timeout_ms,
-            "request_timeout_ms": self.request_timeout_ms,
-        }
-        if self.acks != "all":
-            options["enable_idempotence"] = False
         try:
-            producer = Producer(self.bootstrap, **options)
+            self._connect()
         except Exception as e:
             self.failure = e
             return
@@ -97,7 +88,7 @@ class ProbeProducer:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now < next_at:
-                    time.sleep(min(next_at - now, 0.05))
+                    self._wait(min(next_at - now, 0.05))
                     continue
                 next_at = max(next_at + interval, now - 1.0)  # no burst after a stall
                 if self._pending >= self.window:
@@ -106,21 +97,52 @@ class ProbeProducer:
                 self.sends.append(send)
                 with self._lock:
                     self._pending += 1
-                future = producer.send(self.topic, self.value(seq))
-                future.add_done_callback(lambda f, s=send: self._done(s, f))
+                self._send(send)
                 seq += 1
-            producer.flush(timeout=self.delivery_timeout_ms / 1000 + 5)
+            self._flush(self.delivery_timeout_ms / 1000 + 5)
         except Exception as e:
             self.failure = e
         finally:
-            producer.close(timeout=5)
+            self._close()
+
+    # -- the client: kraft's (gRPC); `LibrdkafkaProbe` overrides these ---------------------------
+
+    def _connect(self) -> None:
+        from kraft import Producer
+
+        options: dict[str, Any] = {
+            "acks": self.acks,
+            "linger_ms": 0,
+            "delivery_timeout_ms": self.delivery_timeout_ms,
+            "request_timeout_ms": self.request_timeout_ms,
+        }
+        if self.acks != "all":
+            options["enable_idempotence"] = False
+        self._producer = Producer(self.bootstrap, **options)
+
+    def _send(self, send: Send) -> None:
+        future = self._producer.send(self.topic, self.value(send.seq))
+        future.add_done_callback(lambda f, s=send: self._done(s, f))
+
+    def _wait(self, seconds: float) -> None:
+        """Until the next send is due (the client calls back on its own threads meanwhile)."""
+        time.sleep(seconds)
+
+    def _flush(self, timeout_s: float) -> None:
+        self._producer.flush(timeout=timeout_s)
+
+    def _close(self) -> None:
+        self._producer.close(timeout=5)
 
     def _done(self, send: Send, future: Any) -> None:
         error = future.exception(0)
+        self._answered(send, None if error is None else type(error).__name__)
+
+    def _answered(self, send: Send, error: str | None) -> None:
         if error is None:
             send.acked_s = self.clock.now()
         else:
-            send.error = type(error).__name__
+            send.error = error
         with self._lock:
             self._pending -= 1
 
@@ -138,6 +160,47 @@ class ProbeProducer:
 
     def acked_after(self, t: float) -> int:
         return sum(1 for s in list(self.sends) if s.sent_s > t and s.acked_s is not None)
+
+
+@dataclass
+class LibrdkafkaProbe(ProbeProducer):
+    """The same probe through librdkafka (confluent-kafka) to a Kafka listener: Apache
+    Kafka's, or kraft's (`LocalCluster.kafka_bootstrap`). acks and timeouts as above,
+    idempotent with acks=all, ``linger.ms`` 0; delivery reports are served by this thread."""
+
+    def _connect(self) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "acks": self.acks,
+                "enable.idempotence": self.acks == "all",
+                "linger.ms": 0,
+                "delivery.timeout.ms": self.delivery_timeout_ms,
+                "request.timeout.ms": min(self.request_timeout_ms, self.delivery_timeout_ms),
+                "queue.buffering.max.messages": max(self.window, 1),
+                "log_level": 2,  # a fault's refused connections are expected: no noise
+            }
+        )
+
+    def _send(self, send: Send) -> None:
+        def on_delivery(error: Any, _message: Any) -> None:
+            self._answered(send, None if error is None else error.name())
+
+        try:
+            self._producer.produce(self.topic, self.value(send.seq), on_delivery=on_delivery)
+        except BufferError:
+            self._answered(send, "QUEUE_FULL")
+
+    def _wait(self, seconds: float) -> None:
+        self._producer.poll(seconds)  # serves delivery reports as they come
+
+    def _flush(self, timeout_s: float) -> None:
+        self._producer.flush(timeout_s)
+
+    def _close(self) -> None:
+        self._producer.flush(5)
 
 
 def latency_series(sends: list[Send], bucket_s: float) -> list[dict[str, Any]]:
@@ -253,6 +316,7 @@ class TopicWatcher:
 __all__ = [
     "Clock",
     "IsrChange",
+    "LibrdkafkaProbe",
     "ProbeProducer",
     "Send",
     "TopicWatcher",

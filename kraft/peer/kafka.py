@@ -30,6 +30,7 @@ every broker (`kraft.peer.probe`): registered and unfenced.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -218,6 +219,38 @@ class KafkaCluster:
         (self.data_dir / CLUSTER_FILE).unlink(missing_ok=True)
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- faults: one broker at a time (kraft compare --with-kafka) ------------------------------
+
+    def kill_broker(self, broker_id: int) -> None:
+        """SIGKILL: no controlled shutdown; the controller fences it after its session."""
+        self.processes[broker_id].kill()
+
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: the JVM keeps its sockets and answers nothing."""
+        self.processes[broker_id].pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        self.processes[broker_id].resume()
+
+    def start_broker(self, broker_id: int, timeout: float = 90.0) -> None:
+        """Start ``broker_id`` again (after `kill_broker`) and wait until it lists every
+        broker, itself included.
+
+        Raises:
+            TimeoutError: not serving within ``timeout`` seconds.
+        """
+        process = self.processes[broker_id]
+        if not process.is_running():
+            self._launcher.submit(process.start).result()
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError):
+                if set(listed_brokers(self.broker_addresses[broker_id])) >= set(self.broker_ids):
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Kafka broker {broker_id} was not serving within {timeout} s")
+            time.sleep(0.2)
 
     # -- internals -----------------------------------------------------------------------------
 

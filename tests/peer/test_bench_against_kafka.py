@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from kraft import LocalCluster
 from kraft.bench.against_kafka import main_against, render, run_against, summarize
 from kraft.bench.kafka_clients import render_clients, run_clients
 from kraft.bench.produce_consume import build_parser
+from kraft.cluster import LocalCluster
 from kraft.peer import KafkaCluster
 
 
@@ -71,12 +71,14 @@ def test_against_refuses_a_given_bootstrap(capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.kafka
 @pytest.mark.process
-def test_a_short_run_reports_both_systems(kafka_peer: KafkaCluster) -> None:
+def test_a_short_run_reports_both_systems(
+    kafka_peer: KafkaCluster, kraft_cluster: LocalCluster
+) -> None:
     args = _args(
         "--against", "kafka", "--records", "2000", "--rounds", "1", "--warmup-records", "0"
     )
     args.quiet = True
-    result = run_against(args, kafka=kafka_peer)  # the suite's Kafka; kraft's is started
+    result = run_against(args, kafka=kafka_peer, kraft=kraft_cluster)  # the suite's clusters
     summary = result["summary"]
     for system in ("kraft", "kafka"):
         assert [r["records"] for r in result["runs"][system]] == [2000]
@@ -111,11 +113,10 @@ def test_each_client_on_kraft_then_one_on_both_after_its_warm_up(
 ) -> None:
     """The suite's kraft cluster: the three clients against it, then kafka-python driving
     kraft's Kafka listener and the suite's Kafka, Kafka warmed up with at least 1,500 records."""
-    cluster = kraft_cluster
     for bench in ("produce", "consume"):
         args = _args("--client", "kraft,confluent-kafka,kafka-python", "--records", "500")
         args.bench, args.rounds, args.quiet = bench, 1, True
-        result = run_clients(args, cluster)
+        result = run_clients(args, kraft_cluster)
         for client in ("kraft", "confluent-kafka", "kafka-python"):
             (run,) = result["runs"][client]
             assert run["records"] == 500 and run["records_per_s"] > 0
@@ -126,7 +127,7 @@ def test_each_client_on_kraft_then_one_on_both_after_its_warm_up(
         "--rounds", "1", "--warmup-records", "kafka=1500", "--warmup-s", "0",
     )  # fmt: skip
     args.quiet = True
-    result = run_against(args, kafka=kafka_peer, kraft=cluster)
+    result = run_against(args, kafka=kafka_peer, kraft=kraft_cluster)
     assert result["clients"] == {"kraft": "kafka-python", "kafka": "kafka-python"}
     assert [r["client"] for r in result["runs"]["kraft"]] == ["kafka-python"]
     assert result["warmup"]["kraft"] == []  # kraft's minimum is 0: no JIT to wait for
