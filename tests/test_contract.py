@@ -209,6 +209,72 @@ def test_the_cycle_rule_sees_a_cycle() -> None:
     assert "kraft.controller" in _unit_imports()["kraft.cluster"]
 
 
+def _module_imports(root: Path, package: Path) -> dict[str, set[str]]:
+    """module -> the modules of ``package`` it imports, anywhere in the file: at the top, in a
+    function (lazily) or under ``TYPE_CHECKING``; relative imports resolved."""
+    modules: dict[str, Path] = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    edges: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = module.split(".")
+                    if path.name != "__init__.py":
+                        here = here[:-1]
+                    here = here[: len(here) - node.level + 1]
+                    base = ".".join([*here, base] if base else here)
+                targets.add(base)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        edges[module] = {t for t in targets if t in modules and t != module}
+    return edges
+
+
+def _module_cycles(root: Path, package: Path) -> list[str]:
+    edges = _module_imports(root, package)
+    cycles: set[str] = set()
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(edges.get(module, ())):
+            if target in path:
+                cycles.add(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in done:
+                visit(target, [*path, target])
+        done.add(module)
+
+    for module in sorted(edges):
+        if module not in done:
+            visit(module, [module])
+    return sorted(cycles)
+
+
+def test_no_import_circle_between_the_modules_of_the_broker() -> None:
+    """replication/broker/ is layered (transports -> api -> services -> replicas, lifecycle,
+    controller and inter-broker channels -> storage): no module imports one that imports it
+    back, not even lazily or for type checking only (issue 24: server, service, group_service,
+    group_servicer and fetcher once did)."""
+    assert _module_cycles(ROOT, ROOT / "replication" / "broker") == []
+
+
+def test_the_broker_circle_rule_sees_a_circle(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n"
+    )
+    (package / "b.py").write_text("def f():\n    from . import c\n")
+    (package / "c.py").write_text("from .a import A\n")
+    assert _module_cycles(tmp_path, package) == ["pkg.a -> pkg.b -> pkg.c -> pkg.a"]
+
+
 # --- one partition driver (issue 11) ---------------------------------------------------------
 
 DRIVER_SHELLS = [
