@@ -117,6 +117,10 @@ async def _broker(tmp_path: Path) -> AsyncIterator[BrokerServer]:
     server.broker_epoch = 7
     server.image = _image()
     server.replica_manager.reconcile()
+    for _ in range(1000):  # a loaded machine opens the replicas over several passes
+        if not server.replica_manager.reconcile_scheduled:
+            break
+        await asyncio.sleep(0)
     try:
         yield server
     finally:
