@@ -285,6 +285,8 @@ DRIVER_SHELLS = [
 """The broker, ``kraft sim cluster`` and the replication test harness: each opens its
 replicas through the one driver selector, so the simulator runs the broker's wiring."""
 
+SIM_BROKER = "replication/sim/broker.py"
+
 CORE_GLUE_CALLS = {
     # feeding a partition core and applying its Ready
     "ready",
@@ -348,6 +350,16 @@ def test_the_broker_the_simulator_and_the_harness_open_replicas_through_one_driv
     }
     assert "open_partition_driver" in imported, f"{shell} does not use replication.driver"
     assert "open_partition_driver" in {name for _, name in _called_names(tree)}
+
+
+def test_the_simulator_answers_produce_and_fetch_with_the_brokers_handlers() -> None:
+    """Issue 24: the simulated broker routes Produce and answers Fetch (followers' and
+    consumers') through `BrokerService`, so the seeds check the request handling the broker
+    runs; it reads no log and feeds no follower fetch to a core itself."""
+    calls = {name for _, name in _called_names(ast.parse((ROOT / SIM_BROKER).read_text()))}
+    assert {".produce_to", ".produce_answered", ".fetch_once", "fetch_satisfied"} <= calls
+    own_copies = calls & {".read", ".handle_follower_fetch"}
+    assert not own_copies, own_copies
 
 
 def test_the_shells_get_the_same_driver_class() -> None:
