@@ -207,12 +207,17 @@ class ControllerRequests:
         response: AllocateProducerIdsResponse = await self.send(request)
         return response
 
-    async def close(self) -> None:
-        """Cancel the AlterPartitions in flight, stop the threads, close the channel."""
+    async def cancel_alter_partitions(self) -> None:
+        """Cancel the AlterPartitions in flight (the broker stops: no result reaches a replica
+        after this)."""
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Cancel the AlterPartitions in flight, stop the threads, close the channel."""
+        await self.cancel_alter_partitions()
         self._executor.shutdown(wait=False, cancel_futures=True)
         await asyncio.to_thread(self.client.close)
 

@@ -371,6 +371,7 @@ class BrokerServer:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.controller.cancel_alter_partitions()
         self.replica_manager.stop()
         self.lifecycle.record_clean_shutdown()
         await self.quorum.close()
