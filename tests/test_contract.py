@@ -209,6 +209,72 @@ def test_the_cycle_rule_sees_a_cycle() -> None:
     assert "kraft.controller" in _unit_imports()["kraft.cluster"]
 
 
+def _module_imports(root: Path, package: Path) -> dict[str, set[str]]:
+    """module -> the modules of ``package`` it imports, anywhere in the file: at the top, in a
+    function (lazily) or under ``TYPE_CHECKING``; relative imports resolved."""
+    modules: dict[str, Path] = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    edges: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = module.split(".")
+                    if path.name != "__init__.py":
+                        here = here[:-1]
+                    here = here[: len(here) - node.level + 1]
+                    base = ".".join([*here, base] if base else here)
+                targets.add(base)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        edges[module] = {t for t in targets if t in modules and t != module}
+    return edges
+
+
+def _module_cycles(root: Path, package: Path) -> list[str]:
+    edges = _module_imports(root, package)
+    cycles: set[str] = set()
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(edges.get(module, ())):
+            if target in path:
+                cycles.add(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in done:
+                visit(target, [*path, target])
+        done.add(module)
+
+    for module in sorted(edges):
+        if module not in done:
+            visit(module, [module])
+    return sorted(cycles)
+
+
+def test_no_import_circle_between_the_modules_of_the_broker() -> None:
+    """replication/broker/ is layered (transports -> api -> services -> replicas, lifecycle,
+    controller and inter-broker channels -> storage): no module imports one that imports it
+    back, not even lazily or for type checking only (issue 24: server, service, group_service,
+    group_servicer and fetcher once did)."""
+    assert _module_cycles(ROOT, ROOT / "replication" / "broker") == []
+
+
+def test_the_broker_circle_rule_sees_a_circle(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n"
+    )
+    (package / "b.py").write_text("def f():\n    from . import c\n")
+    (package / "c.py").write_text("from .a import A\n")
+    assert _module_cycles(tmp_path, package) == ["pkg.a -> pkg.b -> pkg.c -> pkg.a"]
+
+
 # --- one partition driver (issue 11) ---------------------------------------------------------
 
 DRIVER_SHELLS = [
@@ -218,6 +284,8 @@ DRIVER_SHELLS = [
 ]
 """The broker, ``kraft sim cluster`` and the replication test harness: each opens its
 replicas through the one driver selector, so the simulator runs the broker's wiring."""
+
+SIM_BROKER = "replication/sim/broker.py"
 
 CORE_GLUE_CALLS = {
     # feeding a partition core and applying its Ready
@@ -282,6 +350,16 @@ def test_the_broker_the_simulator_and_the_harness_open_replicas_through_one_driv
     }
     assert "open_partition_driver" in imported, f"{shell} does not use replication.driver"
     assert "open_partition_driver" in {name for _, name in _called_names(tree)}
+
+
+def test_the_simulator_answers_produce_and_fetch_with_the_brokers_handlers() -> None:
+    """Issue 24: the simulated broker routes Produce and answers Fetch (followers' and
+    consumers') through `BrokerService`, so the seeds check the request handling the broker
+    runs; it reads no log and feeds no follower fetch to a core itself."""
+    calls = {name for _, name in _called_names(ast.parse((ROOT / SIM_BROKER).read_text()))}
+    assert {".produce_to", ".produce_answered", ".fetch_once", "fetch_satisfied"} <= calls
+    own_copies = calls & {".read", ".handle_follower_fetch"}
+    assert not own_copies, own_copies
 
 
 def test_the_shells_get_the_same_driver_class() -> None:

@@ -20,6 +20,7 @@ written by `checkpoint_high_watermark`.
 from __future__ import annotations
 
 import bisect
+from pathlib import Path
 
 from storage.leader_epoch import LeaderEpochCache
 from storage.records import (
@@ -46,6 +47,15 @@ class SimPartitionLog:
         self.checkpoint = 0
         """The checkpointed high watermark."""
         self._cache = LeaderEpochCache(None, lambda: self.log_end_offset)
+
+    @property
+    def directory(self) -> Path:
+        """No directory: the log lives in memory (what DescribeLogDirs would report)."""
+        return Path()
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(len(batch) for batch in self._batches)
 
     # --- PartitionLogView ---------------------------------------------------------------------
 

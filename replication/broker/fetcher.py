@@ -150,16 +150,7 @@ class LeaderFetcher:
             max_bytes = self._max_bytes
             if tp in throttled:
                 max_bytes = max(1, min(max_bytes, allowance))
-            topics.setdefault(tp.topic, []).append(
-                FetchPartition(
-                    partition=tp.partition,
-                    current_leader_epoch=request.current_leader_epoch,
-                    fetch_offset=request.fetch_offset,
-                    last_fetched_epoch=request.last_fetched_epoch,
-                    log_start_offset=request.log_start_offset,
-                    partition_max_bytes=max_bytes,
-                )
-            )
+            topics.setdefault(tp.topic, []).append(fetch_partition(request, max_bytes))
         wire = BrokerFetchRequest(
             replica_id=self._replica_id,
             replica_epoch=epoch,
@@ -184,19 +175,39 @@ class LeaderFetcher:
                         continue
                     if tp in throttled and throttle is not None:
                         throttle.record(len(data.records), clock_ms())
-                    answers[tp] = follower_response(
-                        parked[0],
-                        error_code=data.error_code,
-                        high_watermark=data.high_watermark,
-                        log_start_offset=data.log_start_offset,
-                        diverging_epoch=diverging_from_wire(data),
-                        records=data.records,
-                    )
+                    answers[tp] = follower_answer(parked[0], data)
         if code is ErrorCode.NONE:
             code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
         for tp, (request, future) in batch.items():
             if not future.done():
                 future.set_result(answers.get(tp) or follower_response(request, error_code=code))
+
+
+def fetch_partition(request: FollowerFetchRequest, max_bytes: int) -> FetchPartition:
+    """A follower core's fetch as one partition of a ``Broker.Fetch``."""
+    return FetchPartition(
+        partition=request.topic_partition.partition,
+        current_leader_epoch=request.current_leader_epoch,
+        fetch_offset=request.fetch_offset,
+        last_fetched_epoch=request.last_fetched_epoch,
+        log_start_offset=request.log_start_offset,
+        partition_max_bytes=max_bytes,
+    )
+
+
+def follower_answer(
+    request: FollowerFetchRequest, data: FetchPartitionData
+) -> FollowerFetchResponse:
+    """The leader's answer for one partition of a ``Broker.Fetch``, for the follower core that
+    sent ``request``."""
+    return follower_response(
+        request,
+        error_code=data.error_code,
+        high_watermark=data.high_watermark,
+        log_start_offset=data.log_start_offset,
+        diverging_epoch=diverging_from_wire(data),
+        records=data.records,
+    )
 
 
 def follower_response(
@@ -225,4 +236,11 @@ def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
     )
 
 
-__all__ = ["LeaderFetcher", "SendFetch", "diverging_from_wire", "follower_response"]
+__all__ = [
+    "LeaderFetcher",
+    "SendFetch",
+    "diverging_from_wire",
+    "fetch_partition",
+    "follower_answer",
+    "follower_response",
+]

@@ -2,9 +2,11 @@
 (below the API layer, `replication.broker.api`, which calls those handlers).
 
 `ReplicaHost` is what Produce, Fetch, ListOffsets, Metadata and InitProducerId read
-(`replication.broker.service.BrokerService`); `GroupHost` what the group APIs read
-(`replication.broker.group_service.GroupService`). A `BrokerServer` is both; a test or the
-simulator may hand in anything that has these members.
+(`replication.broker.service.BrokerService`), and `ServedReplica` what they read of one replica;
+`GroupHost` what the group APIs read (`replication.broker.group_service.GroupService`). A
+`BrokerServer` (with its `PartitionReplica`s) is both; the simulator's broker
+(`replication.sim.broker.SimBroker`, with its `SimReplica`s) is a `ReplicaHost`, so the seeds
+run the request handling the broker runs; a test may hand in anything that has these members.
 """
 
 from __future__ import annotations
@@ -15,11 +17,72 @@ from typing import TYPE_CHECKING, Protocol
 from kraft.types import TopicPartition
 
 if TYPE_CHECKING:
+    import asyncio
+    from pathlib import Path
+
     from kraft.controller.messages import AllocateProducerIdsResponse
     from kraft.metadata import MetadataImage
     from replication.broker.config import BrokerNodeConfig
     from replication.broker.partition import PartitionReplica
     from replication.broker.throttle import ThrottleBucket
+    from replication.core import FollowerFetch, LeaderFetchAnswer, ProduceCompletion
+    from replication.core.producer_state import ProducerStateManager
+    from replication.driver import PartitionDriver
+
+
+class ServedLog(Protocol):
+    """A replica's log as the partition APIs read it (`storage.log.SegmentedLog`,
+    `kraft.sim.cluster_log.SimPartitionLog`)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def directory(self) -> Path: ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    def read(
+        self, from_offset: int, max_bytes: int, /, *, max_offset: int | None = None
+    ) -> bytes: ...
+
+
+class ServedReplica(Protocol):
+    """One replica as the partition APIs see it (`PartitionReplica` in the broker, `SimReplica`
+    in the simulator)."""
+
+    @property
+    def driver(self) -> PartitionDriver: ...
+
+    @property
+    def log(self) -> ServedLog: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def producer_state(self) -> ProducerStateManager: ...
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set when the log end offset or the high watermark moved (a long poll waits on it)."""
+        ...
+
+    def raft_leader(self) -> tuple[int, int] | None: ...
+
+    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion: ...
+
+    def handle_follower_fetch(
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+    ) -> tuple[LeaderFetchAnswer, bytes]: ...
+
+    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes: ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None: ...
 
 
 class ReplicaHost(Protocol):
@@ -29,7 +92,7 @@ class ReplicaHost(Protocol):
     def image(self) -> MetadataImage: ...
 
     @property
-    def replicas(self) -> Mapping[TopicPartition, PartitionReplica]: ...
+    def replicas(self) -> Mapping[TopicPartition, ServedReplica]: ...
 
     @property
     def stopping(self) -> bool: ...
@@ -71,4 +134,4 @@ class GroupHost(Protocol):
     ) -> None: ...
 
 
-__all__ = ["GroupHost", "ReplicaHost"]
+__all__ = ["GroupHost", "ReplicaHost", "ServedLog", "ServedReplica"]

@@ -81,6 +81,7 @@ from replication.driver import (
     ReplicationMode,
     open_partition_driver,
     quorum_group,
+    raft_leader,
 )
 from storage.checkpoint import FileCheckpoint
 from storage.config import LONG_MAX, LogConfig
@@ -248,10 +249,7 @@ class PartitionReplica(NoDriverEvents):
     def raft_leader(self) -> tuple[int, int] | None:
         """Quorum mode: the Raft leader this replica knows and its epoch (None if it knows
         none, or under ISR): the leader hint of a NOT_LEADER_OR_FOLLOWER answer."""
-        driver = self.driver
-        if not isinstance(driver, QuorumPartitionDriver) or driver.leader_id is None:
-            return None
-        return driver.leader_id, driver.leader_epoch
+        return raft_leader(self.driver)
 
     def leads_epoch(self, leader_epoch: int) -> bool:
         """Whether this replica leads in ``leader_epoch`` (a leader report is still true)."""

@@ -31,6 +31,12 @@ from replication.broker.config import BrokerNodeConfig
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
+from replication.broker.reconcile import (
+    broker_statuses,
+    hosted_partitions,
+    is_adding_replica,
+    may_reconcile,
+)
 from replication.broker.throttle import (
     FOLLOWER_RATE_KEY,
     LEADER_RATE_KEY,
@@ -40,7 +46,6 @@ from replication.broker.throttle import (
 from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
 from replication.core import (
     AlterPartitionSend,
-    BrokerStatus,
     FollowerFetchRequest,
     FollowerFetchResponse,
 )
@@ -157,32 +162,15 @@ class ReplicaManager:
             self.reconcile_scheduled = True
             asyncio.get_running_loop().call_soon(self.reconcile)
 
-    def _broker_statuses(self) -> dict[int, BrokerStatus]:
-        return {
-            b: BrokerStatus(
-                broker_epoch=r.broker_epoch,
-                fenced=r.fenced,
-                in_controlled_shutdown=r.in_controlled_shutdown,
-            )
-            for b, r in self.image.brokers.items()
-        }
-
     def reconcile(self) -> None:
         """One pass of Kafka's ``ReplicaManager.applyDelta`` (see the module docstring)."""
         self.reconcile_scheduled = False
         self._tick_wake.set()  # replicas may come, go or change role: deadlines move
         epoch = self._broker_epoch()
-        if epoch is None or self.closed:
-            return
         image = self.image
-        if image.last_offset < epoch:
-            # Act on partition metadata only once the image holds our own registration (its
-            # offset is the broker epoch): before it, a restarted broker still sees the
-            # leaderships of its previous incarnation, and leading an old epoch on a log that
-            # lost its tail would make followers truncate committed records (found by
-            # `kraft sim cluster`, seed 0x9e). Kafka's brokers wait the same way.
-            return
-        brokers = self._broker_statuses()
+        if epoch is None or self.closed or not may_reconcile(image, epoch):
+            return  # not before the image holds our own registration (`reconcile`)
+        brokers = broker_statuses(image)
         self._update_throttles(image)
         self.quorum.update_addresses(image)
         # Only what changed since the last pass (Kafka's ``localChanges``), plus the replicas
@@ -265,9 +253,7 @@ class ReplicaManager:
             # here: not the pass's `wanted`, which leaves out replicas not yet opened.
             self._strays_checked = True
             hosted = {
-                TopicPartition(t.name, i)
-                for t, i, p in image.iter_partitions()
-                if self.node_id in p.replicas
+                TopicPartition(t.name, i) for t, i, _ in hosted_partitions(image, self.node_id)
             }
             self._delete_stray_logs(hosted)
         if not full:
@@ -320,8 +306,7 @@ class ReplicaManager:
     def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
         """``replica_id`` is being added to ``tp`` by a reassignment (its fetches are
         throttled, `replication.broker.throttle`)."""
-        registration = self.image.partition_by_name(tp)
-        return registration is not None and replica_id in registration.adding_replicas
+        return is_adding_replica(self.image, tp, replica_id)
 
     def _remove_replica(self, tp: TopicPartition) -> None:
         """A replica this broker no longer hosts (its topic was deleted, or a reassignment moved

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
@@ -70,16 +70,23 @@ from storage.errors import ErrorCode, KraftError
 from storage.records import iter_batches, iter_records
 
 if TYPE_CHECKING:
-    from replication.broker.host import ReplicaHost
-    from replication.broker.partition import PartitionReplica
+    from replication.broker.host import ReplicaHost, ServedReplica
+    from replication.core import ProduceCompletion
 
 
 class BrokerService:
     """The partition APIs of one broker (what `replication.broker.api.BrokerApi` calls after
-    its checks), over what they need of it (`ReplicaHost`)."""
+    its checks), over what they need of it (`ReplicaHost`).
 
-    def __init__(self, server: ReplicaHost) -> None:
+    The simulator's broker calls the same handlers without an event loop: a Produce through
+    `produce_to` and `produce_answered` (it awaits the core's completion its own way), a Fetch
+    through `fetch_once` (it parks an unsatisfied one itself, `fetch_satisfied`). ``now_ms``:
+    the clock (the simulator's in the simulator).
+    """
+
+    def __init__(self, server: ReplicaHost, *, now_ms: Callable[[], int] = clock_ms) -> None:
         self._server = server
+        self._now_ms = now_ms
         self._producer_ids = (0, 0)  # [next, end) of the current block
         self._producer_id_lock = asyncio.Lock()
 
@@ -105,41 +112,55 @@ class BrokerService:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def _leading(self, tp: TopicPartition) -> PartitionReplica | None:
+    def _leading(self, tp: TopicPartition) -> ServedReplica | None:
         replica = self._server.replicas.get(tp)
         return replica if replica is not None and replica.driver.is_leader else None
 
     # --- Produce ------------------------------------------------------------------------------
 
-    async def produce(self, request: ProduceRequest) -> ProduceResponse:
-        async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
-            if tp.topic in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
-                return ProducePartitionResponse(
-                    index=tp.partition,
-                    error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    error_message=f"cannot produce to the internal topic {tp.topic}",
-                )
-            replica = self._leading(tp)
-            if replica is None:
-                code = self._not_leader_code(tp)
-                return ProducePartitionResponse(
-                    index=tp.partition,
-                    error_code=code,
-                    current_leader=self._current_leader(tp)
-                    if code is ErrorCode.NOT_LEADER_OR_FOLLOWER
-                    else None,
-                )
-            done = await replica.produce(request.acks, request.timeout_ms, records)
+    def produce_to(self, tp: TopicPartition) -> ServedReplica | ProducePartitionResponse:
+        """Where one partition of a Produce goes: the replica that leads it, or the answer
+        that refuses it (an internal topic, not the leader, an unknown partition)."""
+        if tp.topic in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
             return ProducePartitionResponse(
                 index=tp.partition,
-                error_code=done.error_code,
-                error_message=done.error_message,
-                base_offset=done.base_offset,
-                log_start_offset=replica.log.log_start_offset,
+                error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                error_message=f"cannot produce to the internal topic {tp.topic}",
+            )
+        replica = self._leading(tp)
+        if replica is None:
+            code = self._not_leader_code(tp)
+            return ProducePartitionResponse(
+                index=tp.partition,
+                error_code=code,
                 current_leader=self._current_leader(tp)
-                if done.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if code is ErrorCode.NOT_LEADER_OR_FOLLOWER
                 else None,
             )
+        return replica
+
+    def produce_answered(
+        self, tp: TopicPartition, replica: ServedReplica, done: ProduceCompletion
+    ) -> ProducePartitionResponse:
+        """The answer for one partition of a Produce once its leader core completed it."""
+        return ProducePartitionResponse(
+            index=tp.partition,
+            error_code=done.error_code,
+            error_message=done.error_message,
+            base_offset=done.base_offset,
+            log_start_offset=replica.log.log_start_offset,
+            current_leader=self._current_leader(tp)
+            if done.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else None,
+        )
+
+    async def produce(self, request: ProduceRequest) -> ProduceResponse:
+        async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
+            target = self.produce_to(tp)
+            if isinstance(target, ProducePartitionResponse):
+                return target
+            done = await target.produce(request.acks, request.timeout_ms, records)
+            return self.produce_answered(tp, target, done)
 
         topics = []
         for topic in request.topic_data:
@@ -158,7 +179,7 @@ class BrokerService:
             events = [r.changed for tp in tps if (r := self._server.replicas.get(tp)) is not None]
             response, size, errors = self._fetch_once(request)
             remaining = deadline - time.monotonic()
-            if size >= max(request.min_bytes, 1) or errors or remaining <= 0 or not events:
+            if fetch_satisfied(request, response, size, errors) or remaining <= 0 or not events:
                 return response
             waiters = [asyncio.ensure_future(e.wait()) for e in events]
             try:
@@ -168,6 +189,11 @@ class BrokerService:
                     w.cancel()
             if self._server.stopping:
                 return response
+
+    def fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
+        """One pass of a Fetch, without waiting: the response, its record bytes, and whether a
+        partition answered an error (what `fetch` repeats until `fetch_satisfied`)."""
+        return self._fetch_once(request)
 
     def _fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
         size, errors = 0, False
@@ -205,7 +231,7 @@ class BrokerService:
         throttled = throttle.limited and self._server.is_adding_replica(tp, request.replica_id)
         read = True
         if throttled:
-            allowance = throttle.available(clock_ms())
+            allowance = throttle.available(self._now_ms())
             read = allowance > 0
             max_bytes = min(max_bytes, max(allowance, 0))
         answer, records = replica.handle_follower_fetch(
@@ -221,7 +247,7 @@ class BrokerService:
             read=read,
         )
         if throttled:
-            throttle.record(len(records), clock_ms())
+            throttle.record(len(records), self._now_ms())
         diverging = answer.diverging_epoch
         return FetchPartitionData(
             partition_index=p.partition,
@@ -488,6 +514,20 @@ class BrokerService:
             return InitProducerIdResponse(producer_id=start, producer_epoch=0)
 
 
+def fetch_satisfied(
+    request: BrokerFetchRequest, response: BrokerFetchResponse, size: int, errors: bool
+) -> bool:
+    """Answer a Fetch now: it has ``min_bytes`` of records (at least one byte), an error to
+    report, or a diverging epoch (KIP-320: the follower must truncate first; Kafka's
+    ``fetchMessages`` answers it at once); otherwise it waits up to ``max_wait_ms`` for more
+    (Kafka's fetch purgatory)."""
+    return (
+        size >= max(request.min_bytes, 1)
+        or errors
+        or any(p.diverging_epoch is not None for t in response.responses for p in t.partitions)
+    )
+
+
 def _selected(
     topics: Sequence[TopicPartitions] | None, hosted: Iterable[TopicPartition]
 ) -> list[TopicPartition]:
@@ -516,5 +556,6 @@ def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdRespon
 __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "BrokerService",
+    "fetch_satisfied",
     "too_many_partitions",
 ]

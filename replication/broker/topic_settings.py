@@ -17,7 +17,7 @@ NB: the metadata image's ``topic_configs`` fills step 4 from the controller's ta
 hide step 3; this module reads only the explicitly set values of steps 1 and 2.
 
 The broker resolves both configs for every topic it replicates after each metadata change
-(`BrokerServer._reconcile`) and hands them to each replica, which passes a changed
+(`ReplicaManager.reconcile`) and hands them to each replica, which passes a changed
 ``min.insync.replicas`` to its leader core and a changed `LogConfig` to its open log: no
 restart and no leader change needed. Nothing here runs on the produce or fetch path.
 """

@@ -39,7 +39,7 @@ from replication.driver.producer_state_load import (
 )
 from replication.driver.quorum import QuorumPartitionDriver
 from replication.driver.quorum_log import MemoryQuorumStateStore, ReplicaRaftStorage
-from replication.driver.select import ReplicationMode, open_partition_driver
+from replication.driver.select import ReplicationMode, open_partition_driver, raft_leader
 
 __all__ = [
     "DriverEvents",
@@ -60,5 +60,6 @@ __all__ = [
     "load_producer_state",
     "open_partition_driver",
     "quorum_group",
+    "raft_leader",
     "scan_headers",
 ]

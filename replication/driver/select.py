@@ -108,4 +108,12 @@ def open_partition_driver(
             )
 
 
-__all__ = ["ReplicationMode", "open_partition_driver"]
+def raft_leader(driver: PartitionDriver) -> tuple[int, int] | None:
+    """Quorum mode: the Raft leader ``driver`` knows and its epoch (None if it knows none, or
+    under ISR): the leader hint of a NOT_LEADER_OR_FOLLOWER answer."""
+    if not isinstance(driver, QuorumPartitionDriver) or driver.leader_id is None:
+        return None
+    return driver.leader_id, driver.leader_epoch
+
+
+__all__ = ["ReplicationMode", "open_partition_driver", "raft_leader"]

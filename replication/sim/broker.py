@@ -4,15 +4,21 @@ broker of a `BrokerCluster`.
 It registers and heartbeats with the active controller (following NOT_CONTROLLER hints, moving on
 after a timeout), learns metadata the KRaft way, as a Raft *observer* (a non-voting `RaftNode`
 on its own `SimDisk`) that fetches the committed metadata log from the quorum's leader and
-replays it into its `MetadataImage`, reconciles its replicas with that image as
-``BrokerServer._reconcile`` does, and runs each replica through the partition driver the broker
-runs (`replication.driver`, opened by `open_partition_driver`): becoming leader or follower,
-appends, truncation, the high watermark, producer state and snapshots and the high-watermark
-checkpoint are the broker's code, not a copy. Followers pull with one fetch in flight; a leader
-parks a fetch that finds nothing new for up to ``fetch_max_wait_ms`` (Kafka's
-``replica.fetch.wait.max.ms``) and answers it when a batch is appended. Every request has a
-timeout that comes back to the core as REQUEST_TIMED_OUT. Consumers' fetches are answered from
-the leader's log below its high watermark, as ``replication.broker.service`` does. Logs are
+replays it into its `MetadataImage`, reconciles its replicas with that image by the broker's
+rules (`replication.broker.reconcile`), and runs each replica through the partition driver the
+broker runs (`replication.driver`, opened by `open_partition_driver`): becoming leader or
+follower, appends, truncation, the high watermark, producer state and snapshots and the
+high-watermark checkpoint are the broker's code, not a copy.
+
+Produce and Fetch (followers' and consumers') are answered by the broker's own handlers
+(`replication.broker.service.BrokerService`, with this broker as its `ReplicaHost` and the
+simulated clock): the same routing, leader-epoch fencing, range checks, follower bookkeeping
+and answers. Only the waiting is the simulator's, without an event loop: a produce waits for
+its core's completion, and a fetch that is not `fetch_satisfied` is parked for up to its
+``max_wait_ms`` (Kafka's ``replica.fetch.wait.max.ms``) and run again when a batch is appended.
+Followers pull with one fetch in flight, as one-partition ``Broker.Fetch`` requests built and
+read as the broker's `LeaderFetcher` does. Every request has a timeout that comes back to the
+core as REQUEST_TIMED_OUT. Logs are
 `SimPartitionLog`s that a power loss cuts back to their last flush; a process crash loses only
 memory. A broker ticks every ``tick_ms``; every periodic loop is driven by the scheduler, so
 each seed is a bounded, exact replay.
@@ -21,11 +27,12 @@ each seed is a bounded, exact replay.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
 from kraft.controller.messages import (
+    AllocateProducerIdsResponse,
     AlterPartitionPartitionResult,
     AlterPartitionRequest,
     AlterPartitionTopic,
@@ -40,6 +47,15 @@ from kraft.sim.cluster_log import SimPartitionLog
 from kraft.sim.cluster_network import Envelope
 from kraft.sim.cluster_raft import RaftHost
 from kraft.types import NodeId, Offset, TopicPartition
+from replication.broker.fetcher import fetch_partition, follower_answer, follower_response
+from replication.broker.reconcile import (
+    broker_statuses,
+    hosted_partitions,
+    is_adding_replica,
+    may_reconcile,
+)
+from replication.broker.service import BrokerService, fetch_satisfied
+from replication.broker.throttle import ThrottleBucket
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -49,6 +65,14 @@ from replication.core import (
     ReplicationConfig,
 )
 from replication.driver import MemorySnapshotStore, ReplicationMode, open_partition_driver
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    FetchTopic,
+    ProducePartitionResponse,
+    ProduceResponse,
+    ProduceTopicResponse,
+)
 from replication.sim.controller import (
     QUIET,
     ControllerRouter,
@@ -56,8 +80,6 @@ from replication.sim.controller import (
 from replication.sim.messages import (
     AlterReq,
     AlterResp,
-    ConsumeReq,
-    ConsumeResp,
     FetchReq,
     FetchResp,
     HeartbeatReq,
@@ -69,8 +91,8 @@ from replication.sim.messages import (
     RegisterResp,
 )
 from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
-from storage.errors import ErrorCode
-from storage.records import BatchHeader, iter_batches, offset_values
+from storage.errors import ErrorCode, InvariantViolation
+from storage.records import BatchHeader, offset_values
 
 if TYPE_CHECKING:
     from replication.sim.cluster import BrokerCluster
@@ -95,9 +117,21 @@ class _PendingAlter:
 
 @dataclass(slots=True)
 class _Parked:
+    """A fetch that was not `fetch_satisfied`: run again at its deadline or on an append."""
+
     source: int
     msg: FetchReq
     deadline_ms: int
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(slots=True)
+class _PendingProduce:
+    """A Produce whose partitions' cores have not all completed yet."""
+
+    source: int
+    rpc: int
+    answers: dict[TopicPartition, ProducePartitionResponse | None] = field(default_factory=dict)
 
 
 @final
@@ -124,8 +158,8 @@ class SimBroker:
         self.replicas: dict[TopicPartition, SimReplica] = {}
         self.pending_fetches: dict[int, _PendingFetch] = {}
         self.pending_alters: dict[int, _PendingAlter] = {}
-        self.waiting_produces: dict[int, tuple[int, int]] = {}
-        self.parked: dict[TopicPartition, list[_Parked]] = {}
+        self.waiting_produces: dict[int, tuple[_PendingProduce, TopicPartition, SimReplica]] = {}
+        self.parked: list[_Parked] = []
         self.register_rpc: int | None = None
         self.controller_rpcs: dict[int, int] = {}
         """rpc -> deadline of each registration or heartbeat in flight."""
@@ -137,6 +171,11 @@ class SimBroker:
         self.next_flush_ms = 0
         self.next_checkpoint_ms = 0
         self.next_request_id = 1
+        self.stopping = False
+        self.leader_throttle = ThrottleBucket()
+        """Unlimited: the simulator runs no reassignment throttles."""
+        self.service = BrokerService(self, now_ms=lambda: self.cluster.clock.now_ms)
+        """The broker's Produce and Fetch handlers, over this broker (a `ReplicaHost`)."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -225,12 +264,11 @@ class SimBroker:
         for replica in list(self.replicas.values()):
             replica.driver.tick(now)
             self._maybe_fetch(replica)
-        for tp in list(self.parked):
-            due = [p for p in self.parked[tp] if p.deadline_ms <= now]
-            if due:
-                self.parked[tp] = [p for p in self.parked[tp] if p.deadline_ms > now]
-                for p in due:
-                    self._answer_fetch(p.source, p.msg, park=False)
+        due = [p for p in self.parked if p.deadline_ms <= now]
+        if due:
+            self.parked = [p for p in self.parked if p.deadline_ms > now]
+            for p in due:
+                self._answer_fetch(p.source, p.msg, park=False)
         if now >= self.next_flush_ms:
             self.next_flush_ms = now + config.flush_interval_ms
             for disk in self.disks.values():
@@ -296,11 +334,9 @@ class SimBroker:
         elif isinstance(msg, FetchResp):
             fetch = self.pending_fetches.pop(msg.rpc, None)
             if fetch is not None:
-                self._on_fetch_response(fetch, msg.response)
+                self._on_fetch_response(fetch, _follower_part(fetch.request, msg.response))
         elif isinstance(msg, ProduceReq):
             self._on_produce(envelope.source, msg)
-        elif isinstance(msg, ConsumeReq):
-            self._on_consume(envelope.source, msg)
         elif isinstance(msg, AlterResp):
             alter = self.pending_alters.pop(msg.rpc, None)
             if alter is not None:
@@ -369,31 +405,29 @@ class SimBroker:
     def after_activity(self) -> None:
         pass
 
-    # --- metadata (BrokerServer._reconcile, PartitionReplica.apply_registration) --------------
+    # --- the broker as its partition APIs see it (`replication.broker.host.ReplicaHost`) ------
+
+    def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
+        return is_adding_replica(self.image, tp, replica_id)
+
+    def controller_leader_id(self) -> int | None:
+        return None  # no Metadata requests in the simulator
+
+    async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
+        raise InvariantViolation("the simulator sends no InitProducerId")
+
+    # --- metadata (`replication.broker.reconcile`, PartitionReplica.apply_registration) -------
 
     def _reconcile(self) -> None:
         epoch = self.broker_epoch
         image = self.image
-        if epoch is None or image.last_offset < epoch:
-            # KRaft: a broker acts on partition metadata only once it has replayed its own
-            # registration (offset == broker epoch), which moved its old incarnation's
-            # leaderships away (KIP-841). Before that its image may still name it the leader
-            # of an epoch whose log it lost: answering fetches then would make followers
-            # truncate committed records (the simulator found this; see docs/architecture.md).
-            return
-        brokers = {
-            b: BrokerStatus(
-                broker_epoch=r.broker_epoch,
-                fenced=r.fenced,
-                in_controlled_shutdown=r.in_controlled_shutdown,
-            )
-            for b, r in image.brokers.items()
-        }
+        if not may_reconcile(image, epoch):
+            return  # not before the image holds our own registration (KIP-841, seed 0x9e)
+        assert epoch is not None
+        brokers = broker_statuses(image)
         config = self.cluster.replication
         wanted: set[TopicPartition] = set()
-        for topic, index, registration in image.iter_partitions():
-            if self.node_id not in registration.replicas:
-                continue
+        for topic, index, registration in hosted_partitions(image, self.node_id):
             tp = TopicPartition(topic.name, index)
             wanted.add(tp)
             replica = self.replicas.get(tp)
@@ -401,14 +435,14 @@ class SimBroker:
                 replica = self._open_replica(tp, topic.topic_id)
             self._apply_registration(replica, registration, brokers, config)
         # A replica a reassignment moved away (KIP-455): stopped and its log deleted, as the
-        # broker does (`BrokerServer._reconcile`).
+        # broker does (`ReplicaManager.reconcile`).
         now = self.cluster.clock.now_ms
         for tp in [tp for tp in self.replicas if tp not in wanted]:
             replica = self.replicas.pop(tp)
             replica.driver.stop(now)
             replica.driver.close()
             self.disks.pop(tp, None)
-            self.parked.pop(tp, None)
+            self.parked = [p for p in self.parked if tp not in p.partitions]
             self.cluster.checker.on_replica_removed(self.node_id, tp)
         # A log left by a replica moved away while this broker was down: a stray, deleted as
         # the broker deletes it once its image holds its registration.
@@ -513,7 +547,16 @@ class SimBroker:
         self.pending_fetches[rpc] = _PendingFetch(
             replica, driver.generation, request, now + self.cluster.config.request_timeout_ms
         )
-        self._send(request.leader_id, FetchReq(replica.tp, request, rpc))
+        max_bytes = self.cluster.config.fetch_max_bytes
+        partition = fetch_partition(request, max_bytes)
+        wire = BrokerFetchRequest(
+            replica_id=self.node_id,
+            replica_epoch=request.broker_epoch,
+            max_wait_ms=self.cluster.config.fetch_max_wait_ms,
+            max_bytes=max_bytes,
+            topics=(FetchTopic(topic=replica.tp.topic, partitions=(partition,)),),
+        )
+        self._send(request.leader_id, FetchReq(wire, rpc))
 
     def _on_fetch_response(self, fetch: _PendingFetch, response: FollowerFetchResponse) -> None:
         replica = fetch.replica
@@ -525,89 +568,98 @@ class SimBroker:
         self._maybe_fetch(replica)
 
     def _answer_fetch(self, source: int, msg: FetchReq, *, park: bool) -> None:
-        replica = self.replicas.get(msg.tp)
-        if replica is None or not replica.driver.is_leader:
-            error = FollowerFetchResponse(
-                fetch_id=msg.request.fetch_id, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-            )
-            self._send(source, FetchResp(error, msg.rpc))
-            return
+        """A Fetch (a follower's or a consumer's), through the broker's handler; parked if it
+        is not satisfied yet and may wait."""
         request = msg.request
-        now = self.cluster.clock.now_ms
-        high_watermark = replica.high_watermark
-        answer = replica.driver.handle_follower_fetch(request.as_follower_fetch(), now)
-        if replica.high_watermark > high_watermark:
-            self.cluster.notify("high_watermark_advanced", self.node_id, msg.tp)
-        records = b""
-        if answer.read_offset is not None:
-            if park and answer.read_offset >= replica.log.log_end_offset:
-                deadline = now + self.cluster.config.fetch_max_wait_ms
-                self.parked.setdefault(msg.tp, []).append(_Parked(source, msg, deadline))
-                return
-            records = replica.driver.read(answer.read_offset, self.cluster.config.fetch_max_bytes)
-        response = FollowerFetchResponse(
-            fetch_id=request.fetch_id,
-            error_code=answer.error_code,
-            high_watermark=answer.high_watermark,
-            log_start_offset=answer.log_start_offset,
-            diverging_epoch=answer.diverging_epoch,
-            records=records,
+        partitions = frozenset(
+            TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
         )
+        before = {tp: r.high_watermark for tp in partitions if (r := self.replicas.get(tp))}
+        response, size, errors = self.service.fetch_once(request)
+        for tp, high_watermark in before.items():
+            replica = self.replicas.get(tp)
+            if replica is not None and replica.high_watermark > high_watermark:
+                self.cluster.notify("high_watermark_advanced", self.node_id, tp)
+        if (
+            park
+            and request.max_wait_ms > 0
+            and not fetch_satisfied(request, response, size, errors)
+        ):
+            deadline = self.cluster.clock.now_ms + request.max_wait_ms
+            self.parked.append(_Parked(source, msg, deadline, partitions))
+            return
         self._send(source, FetchResp(response, msg.rpc))
 
     # --- produce ------------------------------------------------------------------------------
 
     def _on_produce(self, source: int, msg: ProduceReq) -> None:
-        replica = self.replicas.get(msg.tp)
-        if replica is None or not replica.driver.is_leader:
-            completion = ProduceCompletion(
-                request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-            )
-            self._send(source, ProduceResp(completion, msg.rpc))
-            return
+        """A Produce, routed and answered by the broker's handler; each partition's core
+        completes it (`answer_produce`)."""
+        request = msg.request
+        pending = _PendingProduce(source, msg.rpc)
         now = self.cluster.clock.now_ms
-        rid = self.next_request_id
-        self.next_request_id += 1
-        self.waiting_produces[rid] = (source, msg.rpc)
-        replica.driver.produce(rid, msg.acks, msg.timeout_ms, msg.records, now)
-        parked = self.parked.pop(msg.tp, [])
-        for p in parked:
-            self._answer_fetch(p.source, p.msg, park=False)
-
-    def _on_consume(self, source: int, msg: ConsumeReq) -> None:
-        """A consumer's fetch: whole batches from ``offset``, none reaching the HW (Kafka's
-        ``maxOffset = highWatermark`` read for consumers)."""
-        replica = self.replicas.get(msg.tp)
-        if replica is None or not replica.driver.is_leader:
-            self._send(source, ConsumeResp(ErrorCode.NOT_LEADER_OR_FOLLOWER, b"", -1, -1, msg.rpc))
-            return
-        log = replica.log
-        high_watermark = replica.high_watermark
-        if msg.offset < log.log_start_offset or msg.offset > log.log_end_offset:
-            answer = ConsumeResp(
-                ErrorCode.OFFSET_OUT_OF_RANGE, b"", high_watermark, log.log_start_offset, msg.rpc
-            )
-            self._send(source, answer)
-            return
-        records = b""
-        if msg.offset < high_watermark:
-            data = replica.driver.read(msg.offset, msg.max_bytes)
-            end = 0
-            for pos, header in iter_batches(data):
-                if header.next_offset > high_watermark:
-                    break
-                end = pos + header.size_bytes
-            records = data[:end]
-        self._send(
-            source,
-            ConsumeResp(ErrorCode.NONE, records, high_watermark, log.log_start_offset, msg.rpc),
-        )
+        appended: set[TopicPartition] = set()
+        for topic in request.topic_data:
+            for data in topic.partition_data:
+                tp = TopicPartition(topic.name, data.index)
+                target = self.service.produce_to(tp)
+                if isinstance(target, ProducePartitionResponse):
+                    pending.answers[tp] = target
+                    continue
+                replica = self.replicas[tp]  # the replica `produce_to` found leading
+                pending.answers[tp] = None
+                rid = self.next_request_id
+                self.next_request_id += 1
+                self.waiting_produces[rid] = (pending, tp, replica)
+                replica.driver.produce(rid, request.acks, request.timeout_ms, data.records, now)
+                appended.add(tp)
+        # A parked fetch of an appended partition runs again now (the broker's long poll
+        # wakes on the replica's ``changed``).
+        woken = [p for p in self.parked if p.partitions & appended]
+        if woken:
+            self.parked = [p for p in self.parked if not p.partitions & appended]
+            for p in woken:
+                self._answer_fetch(p.source, p.msg, park=False)
+        self._maybe_answer_produce(pending)
 
     def answer_produce(self, completion: ProduceCompletion) -> None:
         waiting = self.waiting_produces.pop(completion.request_id, None)
         if waiting is not None:
-            client, rpc = waiting
-            self._send(client, ProduceResp(completion, rpc))
+            pending, tp, replica = waiting
+            pending.answers[tp] = self.service.produce_answered(tp, replica, completion)
+            self._maybe_answer_produce(pending)
+
+    def _maybe_answer_produce(self, pending: _PendingProduce) -> None:
+        answers = pending.answers
+        if any(answer is None for answer in answers.values()):
+            return
+        by_topic: dict[str, list[ProducePartitionResponse]] = {}
+        for tp, answer in answers.items():
+            assert answer is not None
+            by_topic.setdefault(tp.topic, []).append(answer)
+        response = ProduceResponse(
+            responses=tuple(
+                ProduceTopicResponse(name=name, partition_responses=tuple(parts))
+                for name, parts in by_topic.items()
+            )
+        )
+        self._send(pending.source, ProduceResp(response, pending.rpc))
+
+
+def _follower_part(
+    request: FollowerFetchRequest, response: BrokerFetchResponse
+) -> FollowerFetchResponse:
+    """The follower core's part of a one-partition Fetch response (as `LeaderFetcher` reads
+    it: a partition the leader did not answer is an error)."""
+    tp = request.topic_partition
+    for topic in response.responses:
+        for data in topic.partitions:
+            if topic.topic == tp.topic and data.partition_index == tp.partition:
+                return follower_answer(request, data)
+    code = response.error_code
+    if code is ErrorCode.NONE:
+        code = ErrorCode.UNKNOWN_SERVER_ERROR
+    return follower_response(request, error_code=code)
 
 
 __all__ = ["SimBroker"]

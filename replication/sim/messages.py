@@ -1,13 +1,14 @@
 """What the simulated controllers, brokers and clients send each other.
 
 Each wraps the message the real shells exchange (the controller's request and response
-dataclasses, the replication cores' fetch types) with ``rpc``: a run-wide unique id that the
-answer echoes, so a late answer to a request of an earlier incarnation or an earlier core is
-recognised and dropped, as a real client drops answers on a closed connection. A controller's
-answer also carries ``leader``: the Raft leader it knows (-1 if none), the ``current_leader``
-hint a NOT_CONTROLLER answer redirects with. Raft messages (`kraft.raft.messages`) travel on
-the same network: the metadata log's unwrapped, a quorum-mode partition's in a `PartitionRaft`
-naming its partition (the multi-group transport's group).
+dataclasses, the broker API's Produce and Fetch dataclasses) with ``rpc``: a run-wide unique
+id that the answer echoes, so a late answer to a request of an earlier incarnation or an
+earlier core is recognised and dropped, as a real client drops answers on a closed
+connection. A controller's answer also carries ``leader``: the Raft leader it knows (-1 if
+none), the ``current_leader`` hint a NOT_CONTROLLER answer redirects with. Raft messages
+(`kraft.raft.messages`) travel on the same network: the metadata log's unwrapped, a
+quorum-mode partition's in a `PartitionRaft` naming its partition (the multi-group
+transport's group).
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ from kraft.controller.messages import (
 )
 from kraft.raft.messages import RaftMessage
 from kraft.types import TopicPartition
-from replication.core import FollowerFetchRequest, FollowerFetchResponse, ProduceCompletion
-from storage.errors import ErrorCode
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,56 +113,34 @@ class PartitionRaft:
 
 @dataclass(frozen=True, slots=True)
 class FetchReq:
-    tp: TopicPartition
-    request: FollowerFetchRequest
+    """A Fetch, as the broker API takes it: a follower's (``replica_id`` >= 0) or a
+    consumer's."""
+
+    request: BrokerFetchRequest
     rpc: int
 
 
 @dataclass(frozen=True, slots=True)
 class FetchResp:
-    response: FollowerFetchResponse
+    response: BrokerFetchResponse
     rpc: int
 
 
 @dataclass(frozen=True, slots=True)
 class ProduceReq:
-    tp: TopicPartition
-    acks: int
-    timeout_ms: int
-    records: bytes
+    request: ProduceRequest
     rpc: int
 
 
 @dataclass(frozen=True, slots=True)
 class ProduceResp:
-    completion: ProduceCompletion
-    rpc: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumeReq:
-    """A consumer's fetch: records of ``tp`` from ``offset``, below the leader's HW."""
-
-    tp: TopicPartition
-    offset: int
-    max_bytes: int
-    rpc: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumeResp:
-    error_code: ErrorCode
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
+    response: ProduceResponse
     rpc: int
 
 
 __all__ = [
     "AlterReq",
     "AlterResp",
-    "ConsumeReq",
-    "ConsumeResp",
     "CreateTopicsReq",
     "CreateTopicsResp",
     "FetchReq",

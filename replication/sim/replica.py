@@ -5,7 +5,9 @@ a crash (`ReplicaDisk`).
 answers produces and sends AlterPartitions (ISR) or Raft messages (quorum) through its
 `SimBroker`, reports a won quorum election to the cluster (the simulator's record of the
 leaders quorum groups report), and reports the driver's appends, high watermarks and applied
-Readies to the `ClusterChecker`.
+Readies to the `ClusterChecker`. It is also what the broker's partition APIs read of a replica
+(`replication.broker.host.ServedReplica`), so the simulator's brokers answer Produce and Fetch
+with the broker's handlers (`replication.broker.service.BrokerService`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,24 @@ from typing import TYPE_CHECKING
 from kraft.raft.messages import RaftMessage
 from kraft.sim.cluster_log import SimPartitionLog
 from kraft.types import TopicPartition
-from replication.core import AlterPartitionSend, ProduceCompletion
+from replication.core import (
+    AlterPartitionSend,
+    FollowerFetch,
+    LeaderFetchAnswer,
+    ProduceCompletion,
+    ProducerStateManager,
+)
 from replication.driver import (
     MemoryQuorumStateStore,
     MemorySnapshotStore,
     NoDriverEvents,
     PartitionDriver,
+    raft_leader,
 )
+from storage.errors import InvariantViolation
+
+if TYPE_CHECKING:
+    import asyncio
 
 if TYPE_CHECKING:
     from replication.sim.broker import SimBroker
@@ -68,6 +81,40 @@ class SimReplica(NoDriverEvents):
     @property
     def high_watermark(self) -> int:
         return self.driver.high_watermark
+
+    # --- what the broker's partition APIs read (`replication.broker.host.ServedReplica`) ------
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self.driver.producer_state
+
+    def raft_leader(self) -> tuple[int, int] | None:
+        return raft_leader(self.driver)
+
+    def handle_follower_fetch(
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+    ) -> tuple[LeaderFetchAnswer, bytes]:
+        """A follower's fetch through the leader core, at the simulated time."""
+        answer = self.driver.handle_follower_fetch(fetch, self.broker.cluster.clock.now_ms)
+        records = b""
+        if answer.read_offset is not None and read:
+            records = self.read(answer.read_offset, max_bytes)
+        return answer, records
+
+    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        return self.driver.read(from_offset, max_bytes, max_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        raise InvariantViolation("the simulator sends no ListOffsets")
+
+    @property
+    def changed(self) -> asyncio.Event:
+        raise InvariantViolation("the simulator's broker parks fetches itself (no event loop)")
+
+    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion:
+        raise InvariantViolation(
+            "the simulator's broker produces through BrokerService.produce_to (no event loop)"
+        )
 
     def produce_completed(self, completion: ProduceCompletion) -> None:
         self.broker.answer_produce(completion)

@@ -41,14 +41,22 @@ from kraft.sim.cluster_network import Envelope
 from kraft.sim.network import LinkProfile
 from kraft.types import TopicPartition
 from replication.core import ACKS_ALL
+from replication.messages import (
+    BrokerFetchRequest,
+    FetchPartition,
+    FetchTopic,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
 from replication.sim.broker import SimBroker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import TOPIC, ControllerRouter, SimController
 from replication.sim.messages import (
-    ConsumeReq,
-    ConsumeResp,
     CreateTopicsReq,
     CreateTopicsResp,
+    FetchReq,
+    FetchResp,
     ProduceReq,
     ProduceResp,
     ReassignReq,
@@ -61,6 +69,7 @@ CLIENT_BASE_ID = 1000
 PRODUCE_TIMEOUT_MS = 300
 CLIENT_TIMEOUT_MS = 500
 RETRY_BACKOFF_MS = 30
+CONSUME_MAX_BYTES = 2048
 
 
 @dataclass(slots=True)
@@ -145,7 +154,23 @@ class Producer:
         self.cluster.network.send(
             self.node_id,
             leader,
-            ProduceReq(self.tp, self.acks, PRODUCE_TIMEOUT_MS, flight.records, flight.rpc),
+            ProduceReq(
+                ProduceRequest(
+                    acks=self.acks,
+                    timeout_ms=PRODUCE_TIMEOUT_MS,
+                    topic_data=(
+                        ProduceTopicData(
+                            name=self.tp.topic,
+                            partition_data=(
+                                ProducePartitionData(
+                                    index=self.tp.partition, records=flight.records
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+                flight.rpc,
+            ),
         )
 
     def deliver(self, envelope: Envelope) -> None:
@@ -153,7 +178,8 @@ class Producer:
         flight = self.in_flight
         if not isinstance(msg, ProduceResp) or flight is None or msg.rpc != flight.rpc:
             return
-        completion = msg.completion
+        (topic,) = msg.response.responses
+        (completion,) = topic.partition_responses
         if completion.error_code is ErrorCode.NONE:
             if self.acks == ACKS_ALL:
                 crc = read_header(flight.records).crc
@@ -207,22 +233,38 @@ class Consumer:
         self.rpc = self.cluster.next_rpc()
         self.deadline_ms = now + CLIENT_TIMEOUT_MS
         self.fetches += 1
-        self.cluster.network.send(
-            self.node_id, leader, ConsumeReq(self.tp, self.position, 2048, self.rpc)
+        request = BrokerFetchRequest(
+            max_wait_ms=0,
+            max_bytes=CONSUME_MAX_BYTES,
+            topics=(
+                FetchTopic(
+                    topic=self.tp.topic,
+                    partitions=(
+                        FetchPartition(
+                            partition=self.tp.partition,
+                            fetch_offset=self.position,
+                            partition_max_bytes=CONSUME_MAX_BYTES,
+                        ),
+                    ),
+                ),
+            ),
         )
+        self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
         msg = envelope.payload
-        if not isinstance(msg, ConsumeResp) or msg.rpc != self.rpc:
+        if not isinstance(msg, FetchResp) or msg.rpc != self.rpc:
             return
         self.rpc = -1
-        if msg.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
-            self.position = msg.log_start_offset
+        (topic,) = msg.response.responses
+        (data,) = topic.partitions
+        if data.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            self.position = data.log_start_offset
             return
-        if msg.error_code is not ErrorCode.NONE:
+        if data.error_code is not ErrorCode.NONE:
             return
         checker = self.cluster.checker
-        records = msg.records
+        records = data.records
         for pos, header in iter_batches(records):
             batch = records[pos : pos + header.size_bytes]
             # NB: as the real consumer, skip control batches (a quorum leader's leader change)

@@ -94,12 +94,11 @@ def test_the_broker_registers_its_advertised_address(
     async def run() -> None:
         server = BrokerServer(BrokerNodeConfig.from_properties(_props(tmp_path, **extra)))
         fake = _FakeControllers()
-        server._controllers = fake  # type: ignore[assignment]
+        server.lifecycle.client = fake  # type: ignore[assignment]
         try:
-            await server._register()
+            await server.lifecycle.register()
         finally:
-            server._lifecycle_executor.shutdown(wait=False)
-            server._control_executor.shutdown(wait=False)
+            await server.close_unstarted()
         (listener,) = fake.listeners
         assert (listener.host, listener.port) == expected
 

@@ -116,16 +116,15 @@ async def _broker(tmp_path: Path) -> AsyncIterator[BrokerServer]:
     server = BrokerServer(config)
     server.broker_epoch = 7
     server.image = _image()
-    server._reconcile()
+    server.replica_manager.reconcile()
+    for _ in range(1000):  # a loaded machine opens the replicas over several passes
+        if not server.replica_manager.reconcile_scheduled:
+            break
+        await asyncio.sleep(0)
     try:
         yield server
     finally:
-        for replica in server.replicas.values():
-            replica.stop()
-        server.replicas.clear()
-        await asyncio.to_thread(server._controllers.close)
-        server._lifecycle_executor.shutdown(wait=False)
-        server._control_executor.shutdown(wait=False)
+        await server.close_unstarted()
 
 
 def _run(tmp_path: Path, test: Callable[[BrokerServer], Awaitable[None]]) -> None:

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-import replication.broker.server as broker_server
+import replication.broker.tick as broker_tick
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.partition import PartitionReplica
 from replication.broker.server import BrokerServer
+from replication.broker.tick import run_tick_loop
 from replication.core import (
     BrokerStatus,
     FollowerFetchRequest,
@@ -43,7 +44,7 @@ CAP_MS = 60_000
 
 @pytest.fixture(autouse=True)
 def _long_sleep_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(broker_server, "MAX_TICK_SLEEP_MS", CAP_MS)
+    monkeypatch.setattr(broker_tick, "MAX_TICK_SLEEP_MS", CAP_MS)
 
 
 def _image(**configs: str) -> MetadataImage:
@@ -72,22 +73,21 @@ async def _ticking_broker(tmp_path: Path, **configs: str) -> AsyncIterator[Broke
     server = BrokerServer(config)
     image = _image(**configs)
     server.broker_epoch = image.last_offset  # the image holds our registration
-    task = asyncio.create_task(server._tick_loop())
+    task = asyncio.create_task(
+        run_tick_loop(
+            server.replica_manager, config.high_watermark_checkpoint_interval_ms, server._log
+        )
+    )
     await asyncio.sleep(0.05)  # the task sleeps now: nothing is hosted yet
     server.image = image
-    server._reconcile()
+    server.replica_manager.reconcile()
     try:
         yield server
     finally:
         task.cancel()
         with suppress(asyncio.CancelledError):
             await task
-        for replica in server.replicas.values():
-            replica.stop()
-        server.replicas.clear()
-        await asyncio.to_thread(server._controllers.close)
-        server._lifecycle_executor.shutdown(wait=False)
-        server._control_executor.shutdown(wait=False)
+        await server.close_unstarted()
 
 
 def _count_ticks(replica: PartitionReplica) -> list[int]:

@@ -1,4 +1,4 @@
-"""Dynamic topic configs reach open replicas live, as in Kafka: `BrokerServer._reconcile` after a
+"""Dynamic topic configs reach open replicas live, as in Kafka: `ReplicaManager.reconcile` after a
 ConfigRecord (no restart, no leader change), the broker's own ``min.insync.replicas`` as the
 default of topics that set none, and ``flush.ms`` honoured for an idle log by the tick.
 
@@ -71,16 +71,11 @@ async def _broker(config: BrokerNodeConfig, image: MetadataImage) -> AsyncIterat
     server = BrokerServer(config)
     server.broker_epoch = 7
     server.image = image
-    server._reconcile()
+    server.replica_manager.reconcile()
     try:
         yield server
     finally:
-        for replica in server.replicas.values():
-            replica.stop()
-        server.replicas.clear()
-        await asyncio.to_thread(server._controllers.close)
-        server._lifecycle_executor.shutdown(wait=False)
-        server._control_executor.shutdown(wait=False)
+        await server.close_unstarted()
 
 
 def _replica(server: BrokerServer) -> PartitionReplica:
@@ -89,7 +84,7 @@ def _replica(server: BrokerServer) -> PartitionReplica:
 
 def _reconcile(server: BrokerServer, image: MetadataImage) -> None:
     server.image = image
-    server._reconcile()
+    server.replica_manager.reconcile()
 
 
 # --- min.insync.replicas --------------------------------------------------------------------

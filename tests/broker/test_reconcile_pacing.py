@@ -37,7 +37,7 @@ def test_a_large_topic_is_opened_over_several_loop_turns_and_completely(tmp_path
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
             assert 0 < len(b.replicas) <= MAX_REPLICA_OPENS_PER_RECONCILE, "one slice per pass"
-            assert b._reconcile_scheduled, "the rest is scheduled, not dropped"
+            assert b.replica_manager.reconcile_scheduled, "the rest is scheduled, not dropped"
             for _ in range(500):
                 if len(b.replicas) == PARTITIONS:
                     break
@@ -63,7 +63,7 @@ def test_a_batch_that_changes_one_partition_revisits_that_partition_only(
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
             for _ in range(500):
-                if len(b.replicas) == PARTITIONS and not b._reconcile_scheduled:
+                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
                     break
                 await asyncio.sleep(0)
             assert len(b.replicas) == PARTITIONS
@@ -83,7 +83,7 @@ def test_a_batch_that_changes_one_partition_revisits_that_partition_only(
                 isr=tuple(r for r in current.isr if r != current.replicas[-1]),
             )
             b.image = b.image.apply(change, b.image.last_offset + 1)
-            b._reconcile()
+            b.replica_manager.reconcile()
             assert applied == [TopicPartition("wide", 4)]
 
     asyncio.run(run())
@@ -110,7 +110,7 @@ def test_a_pass_stops_opening_replicas_once_its_time_budget_is_spent(
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
             assert 0 < len(b.replicas) <= 3
-            assert b._reconcile_scheduled, "the rest is scheduled, not dropped"
+            assert b.replica_manager.reconcile_scheduled, "the rest is scheduled, not dropped"
 
     asyncio.run(run())
 
@@ -130,7 +130,7 @@ def test_a_broker_fenced_updates_the_leaders_view_without_a_pass_over_every_part
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
             for _ in range(500):
-                if len(b.replicas) == PARTITIONS and not b._reconcile_scheduled:
+                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
                     break
                 await asyncio.sleep(0)
             applied: list[TopicPartition] = []
@@ -148,7 +148,7 @@ def test_a_broker_fenced_updates_the_leaders_view_without_a_pass_over_every_part
             epoch = b.image.brokers[103].broker_epoch
             fence = BrokerRegistrationChangeRecord(broker_id=103, broker_epoch=epoch, fenced=True)
             b.image = b.image.apply(fence, b.image.last_offset + 1)
-            b._reconcile()
+            b.replica_manager.reconcile()
             assert applied == []
             leaders = {tp for tp, r in b.replicas.items() if r.driver.is_leader}
             assert leaders and set(updated) == leaders and len(updated) == len(leaders)
@@ -171,7 +171,7 @@ def test_a_pass_walks_one_slice_of_the_unopened_replicas_not_all_of_them(
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
-            pending = len(b._revisit)
+            pending = len(b.replica_manager.revisit)
             assert pending >= 4 * MAX_REPLICA_OPENS_PER_RECONCILE
             looked_up: list[str] = []
             original = MetadataImage.topic
@@ -181,10 +181,14 @@ def test_a_pass_walks_one_slice_of_the_unopened_replicas_not_all_of_them(
                 return original(self, name)
 
             monkeypatch.setattr(MetadataImage, "topic", counting)
-            b._reconcile()
+            b.replica_manager.reconcile()
             assert len(looked_up) <= MAX_REPLICA_OPENS_PER_RECONCILE
-            assert pending - MAX_REPLICA_OPENS_PER_RECONCILE <= len(b._revisit) < pending
-            assert b._reconcile_scheduled, "the rest is scheduled, not dropped"
+            assert (
+                pending - MAX_REPLICA_OPENS_PER_RECONCILE
+                <= len(b.replica_manager.revisit)
+                < pending
+            )
+            assert b.replica_manager.reconcile_scheduled, "the rest is scheduled, not dropped"
 
     asyncio.run(run())
 

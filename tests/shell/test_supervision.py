@@ -20,6 +20,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
+import replication.broker.server as broker_server
 from kraft.cluster.process import free_ports
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer
@@ -27,7 +28,6 @@ from kraft.raft import RaftNode
 from kraft.supervision import EXIT_LOOP_DIED, LoopSupervisor
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.process import serve
-from replication.broker.server import BrokerServer
 from storage.errors import LogClosedError
 
 pytestmark = pytest.mark.timeout(120)
@@ -157,11 +157,11 @@ def test_a_broker_whose_tick_loop_dies_stops_serving_and_exits_1(
         data_dir=tmp_path / "b101",
     )
 
-    async def dies(self: BrokerServer) -> None:
+    async def dies(*_: object) -> None:
         await asyncio.sleep(0.2)
         raise ValueError("injected into the broker's tick loop")
 
-    monkeypatch.setattr(BrokerServer, "_tick_loop", dies)
+    monkeypatch.setattr(broker_server, "run_tick_loop", dies)
     with capture_logs() as logs:
         code = asyncio.run(asyncio.wait_for(serve(config), 60))
     assert code == EXIT_LOOP_DIED

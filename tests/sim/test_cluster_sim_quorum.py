@@ -80,5 +80,8 @@ def test_write_caching_loses_acknowledged_writes_to_power_loss_and_fsync_does_no
     cached = run_seed(
         WRITE_CACHING_LOSES, mode="quorum", quorum_write_caching=True, schedule="random"
     )
-    assert cached.violation is not None and cached.violation.startswith("acked_never_lost")
+    # Lost either way: an acknowledged batch missing, or a committed offset rewritten by
+    # another batch after the loss (which of the two the checker sees first depends on timing).
+    assert cached.violation is not None
+    assert cached.violation.startswith(("acked_never_lost", "committed_identical"))
     assert run_seed(WRITE_CACHING_LOSES, mode="quorum", schedule="random").violation is None
