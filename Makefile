@@ -61,7 +61,7 @@ test: $(STAMP) java jars
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench-storage: $(STAMP)
 	$(VENV)/bin/kraft bench storage

@@ -1,9 +1,12 @@
 """The suite's one shared kraft cluster (3 controllers, 3 brokers): a session-scoped pytest
-fixture, ``kraft_cluster``, registered for the whole suite by ``tests/conftest.py``.
+fixture, ``kraft_cluster``.
 
-The first test that asks for it starts it; it stops at the end of the run. Tests use their
-own topics and groups, and never stop, kill or pause its nodes (a test that needs a fault
-starts a small cluster of its own)."""
+Registered for the whole suite by ``tests/conftest.py``, so that the Kafka-protocol tests
+(``tests/kafka_wire``, ``tests/kafka_java``) and any other test that needs no special settings
+share one: the first test that asks for it starts it, and it stops at the end of the run (or of
+the pytest-xdist worker that ran it). Each test uses its own topics and groups, and kills or
+pauses nothing in it; a test that does needs a cluster of its own.
+"""
 
 from __future__ import annotations
 

@@ -63,10 +63,7 @@ from kraft.controller.acl_control import (
     handle_delete_acls,
 )
 from kraft.controller.cluster_control import (
-    PARTITION_CHANGES_PER_BATCH,
     BrokerHeartbeatManager,
-    controlled_shutdown_tick,
-    fence_one_expired_broker,
     handle_allocate_producer_ids,
     handle_broker_heartbeat,
     handle_register_broker,
@@ -104,15 +101,12 @@ from kraft.controller.messages import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
-from kraft.controller.partition_control import (
-    elect_offline_leaders,
-    handle_alter_partition,
-    handle_elect_leaders,
-)
+from kraft.controller.partition_control import handle_alter_partition, handle_elect_leaders
+from kraft.controller.periodic import count_partition_changes, periodic_work
 from kraft.controller.reassignment import (
-    complete_reassignments,
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
+    with_completed_reassignments,
 )
 from kraft.controller.result import ControllerResult
 from kraft.controller.topic_control import (
@@ -410,7 +404,7 @@ class ControllerCore:
                 broker_id=request.broker_id,
                 from_state=before.state.value,
                 to_state=after.state.value,
-                partition_changes=_count_partition_changes(result.records),
+                partition_changes=count_partition_changes(result.records),
             )
         return result
 
@@ -506,8 +500,11 @@ class ControllerCore:
     ) -> ControllerResult[AlterPartitionResponse]:
         if not self._active:
             return _rejected(AlterPartitionResponse(error_code=_NOT_CONTROLLER))
-        result = self._with_completed_reassignments(
-            handle_alter_partition(self._pending, request, elr_enabled=self._elr)
+        result = with_completed_reassignments(
+            self._pending,
+            self._next_offset,
+            handle_alter_partition(self._pending, request, elr_enabled=self._elr),
+            self._log,
         )
         for topic in result.response.topics:
             for p in topic.partitions:
@@ -602,78 +599,29 @@ class ControllerCore:
     # -- time ----------------------------------------------------------------------------------
 
     def tick(self, now_ms: int) -> tuple[MetadataRecord, ...]:
-        """Periodic work, as one atomic batch (possibly empty; no response attached):
-
-        - fence a broker silent for ``broker_session_timeout_ms``, with its ISR removals and
-          leader moves (KIP-841), one broker and at most ``PARTITION_CHANGES_PER_BATCH`` partition
-          changes per tick (`fence_one_expired_broker`): its session stays expired, so the
-          next tick comes at once and takes the next step;
-        - else one step of a controlled shutdown under way (`controlled_shutdown_tick`, at most
-          ``PARTITION_CHANGES_PER_BATCH`` partition changes), the next tick at once;
-        - elect leaders for offline partitions that now can have one (e.g. after
-          ``unclean.leader.election.enable`` was turned on for a topic), at most
-          ``PARTITION_CHANGES_PER_BATCH`` per tick;
-        - when a leader-balance check is due, elect preferred leaders where a broker's
-          imbalance exceeds ``leader.imbalance.per.broker.percentage``
-          (`kraft.controller.leader_balance`);
-        - complete the reassignments a change made complete (KIP-455).
-        """
+        """Periodic work, as one atomic batch (possibly empty; no response attached): fencing
+        expired brokers, controlled shutdowns, offline elections, leader balance and completed
+        reassignments (`kraft.controller.periodic`)."""
         if not self._active:
             return ()
         self._tick_wanted_at_ms = None
-        records, fenced = fence_one_expired_broker(
-            self._pending, self._heartbeats, now_ms, elr_enabled=self._elr
-        )
-        more_shutdown = bool(records) and fenced is None  # a fencing step: more may be left
-        if not records:
-            # One step of a controlled shutdown under way (its heartbeats take steps too).
-            shutdown, more_shutdown = controlled_shutdown_tick(self._pending, elr_enabled=self._elr)
-            records.extend(shutdown)
-        working = self._pending.apply_batch(records, self._next_offset, self._epoch)
-
-        def acceptable(broker_id: int) -> bool:
-            # NB: not a broker whose fencing is under way (its session expired): electing it
-            # again would undo the step that just moved its leaderships.
-            return working.is_active_broker(broker_id) and not self._heartbeats.session_expired(
-                broker_id, now_ms
-            )
-
-        offline = elect_offline_leaders(
-            working,
-            is_acceptable=acceptable,
+        scan, self._reassignment_scan_wanted = self._reassignment_scan_wanted, False
+        work = periodic_work(
+            self._pending,
+            self._heartbeats,
+            self._balancer,
+            now_ms=now_ms,
+            base_offset=self._next_offset,
+            epoch=self._epoch,
             elr_enabled=self._elr,
-            limit=PARTITION_CHANGES_PER_BATCH,
+            scan_reassignments=scan,
+            log=self._log,
         )
-        more_offline = len(offline) >= PARTITION_CHANGES_PER_BATCH
-        if offline:
-            working = working.apply_batch(offline, self._next_offset + len(records), self._epoch)
-            records.extend(offline)
-        if (due := self._balancer.next_deadline_ms()) is not None and now_ms >= due:
-            # Decide against the image this batch's earlier records leave behind.
-            balanced = self._balancer.maybe_balance(working, now_ms)
-            if balanced:
-                self._log.info("leaders_rebalanced", partitions=len(balanced))
-                base = self._next_offset + len(records)
-                working = working.apply_batch(balanced, base, self._epoch)
-            records.extend(balanced)
-        if self._reassignment_scan_wanted:
-            self._reassignment_scan_wanted = False
-            completed = complete_reassignments(working)
-            if completed:
-                base = self._next_offset + len(records)
-                working = working.apply_batch(completed, base, self._epoch)
-            records.extend(completed)
-        if fenced is not None:
-            self._log.info(
-                "brokers_fenced_on_session_timeout",
-                broker_ids=[fenced],
-                partition_changes=_count_partition_changes(records),
-            )
-        result = ControllerResult(records=tuple(records), response=None)
         # NB: no tick wanted for the tick's own records: it elected on the image they make,
-        # unless it left electable partitions for the next batch.
-        records_out = self._append(result, None, after=working).records
-        if more_offline or more_shutdown:
+        # unless it left work for the next batch.
+        result = ControllerResult(records=work.records, response=None)
+        records_out = self._append(result, None, after=work.after).records
+        if work.more:
             self._tick_wanted_at_ms = now_ms
         return records_out
 
@@ -696,37 +644,6 @@ class ControllerCore:
         return min(deadlines, default=None)
 
     # -- internals -----------------------------------------------------------------------------
-
-    def _with_completed_reassignments(
-        self, result: ControllerResult[AlterPartitionResponse]
-    ) -> ControllerResult[AlterPartitionResponse]:
-        """KIP-455: an ISR change that puts every target replica of a reassignment in sync
-        completes it, in the same batch (Kafka's builder does it in the same record; the
-        response still reports the ISR change, and the leader learns the rest from metadata).
-        """
-        touched = [
-            (r.topic_id, r.partition)
-            for r in result.records
-            if isinstance(r, PartitionChangeRecord)
-            and r.isr is not None
-            and (p := self._pending.partition(r.topic_id, r.partition)) is not None
-            and p.is_reassigning
-        ]
-        if not touched:
-            return result
-        after = self._pending.apply_batch(result.records, self._next_offset)
-        completions = complete_reassignments(after, touched)
-        for record in completions:
-            self._log.info(
-                "partition_reassignment_completed",
-                topic_id=record.topic_id,
-                partition=record.partition,
-                replicas=None if record.replicas is None else list(record.replicas),
-                leader=record.leader,
-            )
-        if not completions:
-            return result
-        return ControllerResult(records=(*result.records, *completions), response=result.response)
 
     def _append(
         self,
@@ -755,10 +672,6 @@ class ControllerCore:
 
 def _rejected(response: R) -> ControllerResult[R]:
     return ControllerResult(records=(), response=response)
-
-
-def _count_partition_changes(records: Sequence[MetadataRecord]) -> int:
-    return sum(isinstance(r, PartitionChangeRecord) for r in records)
 
 
 __all__ = ["ControllerConfig", "ControllerCore"]

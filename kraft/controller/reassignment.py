@@ -39,10 +39,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from structlog.typing import FilteringBoundLogger
+
 from kraft.controller.limits import MAX_RECORDS_PER_USER_OP
 from kraft.controller.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterPartitionResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     OngoingPartitionReassignment,
@@ -242,6 +245,40 @@ def complete_reassignment(
     if final is None:
         return None
     return _change_record(topic.topic_id, index, partition, final)
+
+
+def with_completed_reassignments(
+    pending: MetadataImage,
+    next_offset: int,
+    result: ControllerResult[AlterPartitionResponse],
+    log: FilteringBoundLogger,
+) -> ControllerResult[AlterPartitionResponse]:
+    """An AlterPartition ``result`` (to be appended at ``next_offset`` onto ``pending``) with
+    the completion of every reassignment its ISR changes made complete, in the same batch
+    (Kafka's builder does it in the same record; the response still reports the ISR change,
+    and the leader learns the rest from metadata)."""
+    touched = [
+        (r.topic_id, r.partition)
+        for r in result.records
+        if isinstance(r, PartitionChangeRecord)
+        and r.isr is not None
+        and (p := pending.partition(r.topic_id, r.partition)) is not None
+        and p.is_reassigning
+    ]
+    if not touched:
+        return result
+    completions = complete_reassignments(pending.apply_batch(result.records, next_offset), touched)
+    for record in completions:
+        log.info(
+            "partition_reassignment_completed",
+            topic_id=record.topic_id,
+            partition=record.partition,
+            replicas=None if record.replicas is None else list(record.replicas),
+            leader=record.leader,
+        )
+    if not completions:
+        return result
+    return ControllerResult(records=(*result.records, *completions), response=result.response)
 
 
 def complete_reassignments(

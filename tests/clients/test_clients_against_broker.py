@@ -19,11 +19,10 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 R = TypeVar("R")
 
 
-@pytest.fixture(scope="module")
-def bootstrap() -> Iterator[str]:
-    with LocalCluster(controllers=1, brokers=3) as cluster:
-        cluster.wait_until_healthy(timeout=60)
-        yield cluster.bootstrap
+@pytest.fixture
+def bootstrap(kraft_cluster: LocalCluster) -> str:
+    """The suite's shared kraft 3+3 (tests/kraft_cluster.py)."""
+    return kraft_cluster.bootstrap
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ LocalCluster (1 controller, 3 brokers) of this module.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kraft.cluster.local import LocalCluster
@@ -27,13 +25,6 @@ AGREEING_STEPS = [
     "list_offsets_by_time",
     "idempotent_producer",
 ]
-
-
-@pytest.fixture(scope="module")
-def kraft_cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(controllers=1, brokers=3) as c:
-        c.wait_until_healthy(timeout=60)
-        yield c
 
 
 @pytest.mark.kafka

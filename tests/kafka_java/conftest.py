@@ -1,4 +1,4 @@
-"""ONE kraft cluster for every test of Kafka's own Java client and tools against kraft's Kafka
+"""The kraft cluster for every test of Kafka's own Java client and tools against kraft's Kafka
 listeners (issue 25, item 6), and the way those tests run a tool.
 
 Each tool is a JVM of its own (2-8 s to start on two loaded cores), so each test runs few of
@@ -8,7 +8,6 @@ them and uses its own topic and group.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,10 +30,9 @@ def kafka_tools() -> None:
 
 
 @pytest.fixture(scope="package")
-def cluster(kafka_tools: None) -> Iterator[LocalCluster]:
-    with LocalCluster(controllers=3, brokers=3) as c:  # a real 3+3, as issue 25 asks
-        c.wait_until_healthy(timeout=60)
-        yield c
+def cluster(kafka_tools: None, kraft_cluster: LocalCluster) -> LocalCluster:
+    """The suite's shared kraft 3+3 (``tests/kraft_cluster.py``)."""
+    return kraft_cluster
 
 
 def create_topic(cluster: LocalCluster, name: str, partitions: int) -> str:

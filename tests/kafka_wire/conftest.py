@@ -1,5 +1,5 @@
-"""The process tests of this package share the suite's kraft cluster (``kraft_cluster``,
-tests/kraft_cluster.py) under the name ``cluster``. Each test uses its own topics and groups."""
+"""The process tests of this package use the suite's shared kraft 3+3 (``tests/kraft_cluster.py``;
+the suite's time is tight). Each test uses its own topics and groups."""
 
 from __future__ import annotations
 
