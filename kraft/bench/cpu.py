@@ -2,6 +2,9 @@
 /proc) and of a local cluster's brokers during a timed block, as µs per record; and, under
 ``KRAFT_PROFILE_DIR``, cProfile of the client's threads with a SIGUSR2 dump of each broker's
 profile around the block. Used by ``kraft bench produce/consume`` and the benches built on it.
+And, for the side-by-side benches (``--against kafka``, ``kraft compare``), `nodes_cpu`: the
+CPU per record of every node of a kraft or Apache Kafka cluster (`kraft_pids`, `kafka_pids`)
+and their resident memory.
 """
 
 from __future__ import annotations

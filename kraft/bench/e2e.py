@@ -12,8 +12,11 @@ Baseline, same run: the round trip of a one-message gRPC call to a server in ano
 process over 127.0.0.1 (p50/p99), the floor under any produce-then-fetch path here.
 
 Without ``--bootstrap`` the command starts its own `LocalCluster` (3 controllers, 3 brokers).
+``--against kafka`` runs the same through librdkafka on kraft and on Apache Kafka, in
+alternated rounds (`kraft.bench.e2e_against`).
 
     kraft bench e2e [--rate 10000] [--seconds 10] [--json]
+    kraft bench e2e --against kafka [--linger-ms 5,0] [--rounds 3] [--plot FILE]
 """
 
 from __future__ import annotations

@@ -61,9 +61,17 @@ def plot_against(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+CLIENT_LABELS = {
+    "confluent-kafka": "librdkafka",
+    "kafka-producer-perf-test": "Java perf test",
+    "kafka-consumer-perf-test": "Java perf test",
+    "kraft": "kraft client",
+}
+
+
 def _client_label(system: str, runs: list[dict[str, Any]]) -> str:
-    client = str(runs[0].get("client", ""))
-    return f"{system}\n{client.split(' ')[0]}" if client else system
+    client = str(runs[0].get("client", "")).split(" ")[0]
+    return f"{system}\n{CLIENT_LABELS.get(client, client)}" if client else system
 
 
 def plot_e2e(result: dict[str, Any], path: Path) -> None:

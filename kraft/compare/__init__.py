@@ -11,6 +11,10 @@ workload (`workload.ProbeProducer`) on each, and the same faults on real process
   replica standing's power loss (in the simulator: a real process keeps its page cache);
 - `scenarios.steady`: throughput and CPU per record (`kraft bench produce`'s harness).
 
+With ``--with-kafka``, `kafka_column` runs the slow-follower, leader-kill and steady phases on
+an Apache Kafka cluster (`kraft.peer`) as a third column, through librdkafka (``--client
+confluent-kafka`` drives kraft's columns the same way).
+
 `checker.check_acknowledged` compares the acknowledged sends with a final read; `report` and
 `plots` write ``report.md`` and the PNGs; `run.run` does it all (``kraft compare``).
 """

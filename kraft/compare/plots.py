@@ -40,8 +40,8 @@ FAULT_SHADES = {
 """How each kind of fault is shaded, with its legend label."""
 
 
-def plot_all(results: dict[str, Any], out: Path) -> list[str]:
-    """Write every plot the results allow; their file names."""
+def plot_all(results: dict[str, Any], out: Path, dpi: int = 110) -> list[str]:
+    """Write every plot the results allow (at ``dpi``); their file names."""
     s = results["scenarios"]
     rate = float(results.get("timing", {}).get("rate_per_s", 0) or 0)
     written: list[str] = []
@@ -57,7 +57,7 @@ def plot_all(results: dict[str, Any], out: Path) -> list[str]:
     ):
         if ok:
             fig = draw(s)
-            fig.savefig(out / name, dpi=110)
+            fig.savefig(out / name, dpi=dpi)
             plt.close(fig)
             written.append(name)
     return written
@@ -99,8 +99,9 @@ def _latency(s: dict[str, Any]) -> Any:
                 t, [p[key] for p in series], style, color=_color(mode), lw=width, alpha=alpha,
                 label=label,
             )  # fmt: skip
+        victim = m.get("kafka_victim", r["victim"])  # the Kafka column paused its own broker
         for e in m["isr_events"][1:]:
-            shrink = r["victim"] not in e["isr"]
+            shrink = victim not in e["isr"]
             ax.axvline(e["t"], color="black" if shrink else "gray", ls="-." if shrink else ":")
             ax.annotate(
                 " ISR shrink" if shrink else " ISR expand",

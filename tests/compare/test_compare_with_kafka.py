@@ -124,7 +124,8 @@ def test_a_paused_kafka_follower_stalls_acks_all_writes_until_it_resumes(
     """The suite's Kafka (3+3): one Kafka broker SIGSTOPped for 3 s under a librdkafka probe;
     the same scenario code as kraft's columns. Kafka's ``replica.lag.time.max.ms`` here is
     kraft's default, longer than the pause: the follower stays in the ISR, so the leader holds
-    acks=all writes for the pause."""
+    acks=all writes for the pause. NB: the shared cluster is left whole (every node running,
+    the partition's ISR full again) before the test ends, for the tests after it."""
     timing = Timing(
         warmup_s=1, pause_s=3, after_s=2, phase_s=1, kills=1, steady_records=500, rate_per_s=50
     )
