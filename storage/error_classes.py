@@ -1,4 +1,5 @@
-"""The exception classes of Kafka's error codes 45 and up and of kraft's own codes (1000+).
+"""The exception classes of Kafka's error codes 45 and up and of kraft's own (1000 and up);
+the transactions' (48-55, KIP-98) come first.
 
 Import them from `storage.errors`, which holds the lower codes and the code -> class table.
 """
@@ -8,6 +9,56 @@ from __future__ import annotations
 from typing import final
 
 from storage.error_codes import ErrorCode, KraftError
+
+
+@final
+class InvalidTxnStateError(KraftError):
+    """The transaction is not in a state that allows this request (Kafka error 48)."""
+
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+@final
+class InvalidProducerIdMappingError(KraftError):
+    """The producer id is not the one of this transactional id (Kafka error 49)."""
+
+    code = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+@final
+class InvalidTransactionTimeoutError(KraftError):
+    """The transaction timeout exceeds ``transaction.max.timeout.ms`` (Kafka error 50)."""
+
+    code = ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+@final
+class ConcurrentTransactionsError(KraftError):
+    """The previous transaction of this id is still completing; retry (Kafka error 51)."""
+
+    code = ErrorCode.CONCURRENT_TRANSACTIONS
+    retriable = True
+
+
+@final
+class TransactionCoordinatorFencedError(KraftError):
+    """A newer transaction coordinator has taken over (Kafka error 52)."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
+@final
+class OperationNotAttemptedError(KraftError):
+    """Not attempted because another part of the request failed (Kafka error 55)."""
+
+    code = ErrorCode.OPERATION_NOT_ATTEMPTED
+
+
+@final
+class TransactionalIdNotFoundError(KraftError):
+    """No transaction has this transactional id (Kafka error 105)."""
+
+    code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
 @final
@@ -319,6 +370,7 @@ class SslAuthenticationFailedError(KraftError):
 
 __all__ = [
     "BrokerIdNotRegisteredError",
+    "ConcurrentTransactionsError",
     "DuplicateBrokerRegistrationError",
     "DuplicateSequenceNumberError",
     "DuplicateVoterError",
@@ -334,7 +386,10 @@ __all__ = [
     "IneligibleReplicaError",
     "InvalidOffsetError",
     "InvalidProducerEpochError",
+    "InvalidProducerIdMappingError",
     "InvalidRecordError",
+    "InvalidTransactionTimeoutError",
+    "InvalidTxnStateError",
     "InvalidUpdateVersionError",
     "KafkaStorageError",
     "LogClosedError",
@@ -343,6 +398,7 @@ __all__ = [
     "NoReassignmentInProgressError",
     "NonEmptyGroupError",
     "OffsetNotAvailableError",
+    "OperationNotAttemptedError",
     "OutOfOrderSequenceNumberError",
     "PositionOutOfRangeError",
     "PreferredLeaderNotAvailableError",
@@ -354,6 +410,8 @@ __all__ = [
     "SslAuthenticationFailedError",
     "StaleBrokerEpochError",
     "StaleMemberEpochError",
+    "TransactionCoordinatorFencedError",
+    "TransactionalIdNotFoundError",
     "UnknownLeaderEpochError",
     "UnknownProducerIdError",
     "UnknownTopicIdError",
