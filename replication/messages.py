@@ -128,6 +128,14 @@ class EpochEndOffset:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AbortedTransaction:
+    """An aborted transaction whose records a read_committed fetch returns (KIP-98)."""
+
+    producer_id: int
+    first_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FetchPartitionData:
     partition_index: int
     error_code: ErrorCode = ErrorCode.NONE
@@ -141,6 +149,8 @@ class FetchPartitionData:
     preferred_read_replica: int = -1
     """KIP-392; -1 if none."""
     records: bytes = b""
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
+    """For isolation_level=1: the aborted transactions with records in ``records``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,6 +285,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
+    "AbortedTransaction",
     "BrokerFetchRequest",
     "BrokerFetchResponse",
     "EpochEndOffset",

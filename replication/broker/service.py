@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -181,7 +182,7 @@ class BrokerService:
                 if request.replica_id >= 0:
                     data = self._follower_fetch(request, tp, p, max_bytes)
                 else:
-                    data = self._consumer_fetch(tp, p, max_bytes)
+                    data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level)
                 size += len(data.records)
                 remaining_bytes -= len(data.records)
                 errors = errors or data.error_code is not ErrorCode.NONE
@@ -236,7 +237,7 @@ class BrokerService:
         )
 
     def _consumer_fetch(
-        self, tp: TopicPartition, p: FetchPartition, max_bytes: int
+        self, tp: TopicPartition, p: FetchPartition, max_bytes: int, isolation_level: int = 0
     ) -> FetchPartitionData:
         replica = self._leading(tp)
         if replica is None:
@@ -254,10 +255,12 @@ class BrokerService:
             )
         log = replica.log
         high_watermark = replica.high_watermark
+        stable = last_stable_offset(replica.producer_state, high_watermark)
+        committed = isolation_level == READ_COMMITTED
         common: dict[str, Any] = {
             "partition_index": p.partition,
             "high_watermark": high_watermark,
-            "last_stable_offset": high_watermark,
+            "last_stable_offset": stable,
             "log_start_offset": log.log_start_offset,
         }
         # Kafka's range check is against the log end offset, not the high watermark: an offset
@@ -272,9 +275,13 @@ class BrokerService:
                 f"offset); consumers read below the high watermark {high_watermark}",
             )
         try:
-            records = replica.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
+            upper = stable if committed else high_watermark
+            records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
+        if committed:
+            aborted = aborted_in(replica.producer_state, p.fetch_offset, records)
+            return FetchPartitionData(**common, records=records, aborted_transactions=aborted)
         return FetchPartitionData(**common, records=records)
 
     # --- ListOffsets --------------------------------------------------------------------------
@@ -310,6 +317,8 @@ class BrokerService:
                     offset = (
                         replica.high_watermark if request.replica_id < 0 else log.log_end_offset
                     )
+                    if request.isolation_level == READ_COMMITTED and request.replica_id < 0:
+                        offset = last_stable_offset(replica.producer_state, offset)
                 else:
                     try:
                         offset = replica.offset_for_timestamp(p.timestamp)

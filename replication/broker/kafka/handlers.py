@@ -182,7 +182,12 @@ async def handle_fetch(api: KafkaBrokerApi, request: Request, ctx: RequestContex
                         "last_stable_offset": p.last_stable_offset,
                         "log_start_offset": p.log_start_offset,
                         "preferred_read_replica": p.preferred_read_replica,
-                        "aborted_transactions": None,
+                        "aborted_transactions": [
+                            {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                            for a in p.aborted_transactions
+                        ]
+                        if getattr(body, "isolation_level", 0) == 1
+                        else None,
                         "records": p.records,
                         **(
                             {"current_leader": _leader(p.current_leader)}

@@ -1,0 +1,118 @@
+"""A partition's side of transactions (KIP-98), folded with the producer state: open
+transactions bound the last stable offset, abort markers make the aborted list, a fencing
+marker carries the epoch forward, and the snapshot keeps all of it."""
+
+from __future__ import annotations
+
+from replication.core import ProducerStateManager
+from replication.core.producer_state import AbortedTxn, SequenceRejected
+from storage.control import ControlType, build_marker_batch
+from storage.errors import ErrorCode
+from storage.records import build_batch, read_header, set_base_offset
+
+
+def txn_batch(offset: int, pid: int, epoch: int, seq: int, n: int = 1) -> bytes:
+    batch = bytearray(
+        build_batch(
+            [b"v"] * n,
+            timestamp_ms=1,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+    )
+    set_base_offset(batch, offset)
+    return bytes(batch)
+
+
+def marker(offset: int, pid: int, epoch: int, *, commit: bool) -> bytes:
+    batch = bytearray(
+        build_marker_batch(
+            commit=commit,
+            producer_id=pid,
+            producer_epoch=epoch,
+            coordinator_epoch=0,
+            timestamp_ms=1,
+        )
+    )
+    set_base_offset(batch, offset)
+    return bytes(batch)
+
+
+def fold(state: ProducerStateManager, *batches: bytes) -> None:
+    for b in batches:
+        header = read_header(b)
+        state.update(header, header.base_offset)
+
+
+def test_the_marker_type_is_read_from_the_control_record() -> None:
+    assert read_header(marker(0, 1, 0, commit=True)).control_type == ControlType.COMMIT
+    assert read_header(marker(0, 1, 0, commit=False)).control_type == ControlType.ABORT
+    assert read_header(marker(0, 1, 0, commit=False)[:61]).control_type == -1
+
+
+def test_open_transactions_bound_the_stable_offset_until_their_markers() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0, n=2), txn_batch(2, 2, 0, 0), txn_batch(3, 1, 0, 2))
+    assert state.first_unstable_offset() == 0
+    fold(state, marker(4, 1, 0, commit=True))
+    assert state.first_unstable_offset() == 2
+    fold(state, marker(5, 2, 0, commit=False))
+    assert state.first_unstable_offset() is None
+    assert state.aborted_transactions(0, 10) == [
+        AbortedTxn(producer_id=2, first_offset=2, last_offset=5)
+    ]
+    assert state.aborted_transactions(6, 10) == []  # its marker is below the fetch
+    assert state.aborted_transactions(0, 2) == []  # it begins at or after the end
+
+
+def test_a_marker_with_no_open_transaction_changes_nothing_but_the_epoch() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0), marker(1, 1, 0, commit=False), marker(2, 1, 0, commit=False))
+    assert len(state.aborted_transactions(0, 10)) == 1
+
+
+def test_a_fencing_marker_bumps_the_epoch_so_late_batches_are_refused() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0), marker(1, 1, 1, commit=False))
+    late = read_header(txn_batch(0, 1, 0, 1))
+    check = state.check(late)
+    assert isinstance(check, SequenceRejected)
+    assert check.error_code is ErrorCode.INVALID_PRODUCER_EPOCH
+    fresh = read_header(txn_batch(0, 1, 1, 0))
+    assert not isinstance(state.check(fresh), SequenceRejected)
+
+
+def test_the_snapshot_keeps_open_and_aborted_transactions() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0), txn_batch(1, 2, 0, 0), marker(2, 2, 0, commit=False))
+    again = ProducerStateManager.from_snapshot(state.snapshot())
+    assert again.first_unstable_offset() == 0
+    assert again.aborted_transactions(0, 10) == state.aborted_transactions(0, 10)
+
+
+def test_truncating_a_log_with_transactions_asks_for_a_reload() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0), marker(1, 1, 0, commit=False))
+    assert state.truncate_to(1) is False
+    assert state.aborted_transactions(0, 10) == []
+    plain = ProducerStateManager()
+    fold(
+        plain, build_batch([b"x"], timestamp_ms=1, producer_id=3, producer_epoch=0, base_sequence=0)
+    )
+    assert plain.truncate_to(5) is True
+
+
+def test_a_read_committed_fetch_stops_at_the_stable_offset_and_names_aborted_records() -> None:
+    from replication.broker.stable_reads import aborted_in, last_stable_offset
+    from replication.messages import AbortedTransaction
+
+    state = ProducerStateManager()
+    batches = [txn_batch(0, 1, 0, 0), marker(1, 1, 0, commit=False), txn_batch(2, 2, 0, 0)]
+    fold(state, *batches)
+    assert last_stable_offset(state, 10) == 2
+    assert last_stable_offset(state, 1) == 1
+    fetched = b"".join(batches[:2])
+    assert aborted_in(state, 0, fetched) == (AbortedTransaction(producer_id=1, first_offset=0),)
+    assert aborted_in(state, 0, b"") == ()
