@@ -267,6 +267,8 @@ class InitProducerIdRequest:
     producer_id: int = -1
     """-1 for a new producer; the current id to bump the epoch (KIP-360)."""
     producer_epoch: int = -1
+    transactional_id: str = ""
+    """KIP-98: set, the id's transaction coordinator answers (fencing older epochs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,6 +277,53 @@ class InitProducerIdResponse:
     error_message: str = ""
     producer_id: int = -1
     producer_epoch: int = -1
+
+
+# -- WriteTxnMarkers (KIP-98, broker to broker) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerTopic:
+    name: str
+    partition_indexes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarker:
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    """True: commit."""
+    topics: tuple[WritableTxnMarkerTopic, ...] = ()
+    coordinator_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersRequest:
+    markers: tuple[WritableTxnMarker, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerPartitionResult:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerTopicResult:
+    name: str
+    partitions: tuple[WritableTxnMarkerPartitionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerResult:
+    producer_id: int
+    topics: tuple[WritableTxnMarkerTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersResponse:
+    markers: tuple[WritableTxnMarkerResult, ...] = ()
 
 
 __all__ = [
@@ -313,4 +362,11 @@ __all__ = [
     "ProduceResponse",
     "ProduceTopicData",
     "ProduceTopicResponse",
+    "WritableTxnMarker",
+    "WritableTxnMarkerPartitionResult",
+    "WritableTxnMarkerResult",
+    "WritableTxnMarkerTopic",
+    "WritableTxnMarkerTopicResult",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]

@@ -107,7 +107,8 @@ TLS_ADMIN = "admin"
 
 
 LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
-"""``offsets.topic.num.partitions`` of a local cluster (Kafka's 50 is a lot for a laptop)."""
+"""``offsets.topic.num.partitions`` and ``transaction.state.log.num.partitions`` of a local
+cluster (Kafka's 50 is a lot for a laptop)."""
 LOCAL_GROUP_HEARTBEAT_INTERVAL_MS = 500
 """``group.consumer.heartbeat.interval.ms`` of a local cluster: a rebalance (which members
 learn of by heartbeat) takes well under a second."""
@@ -666,6 +667,7 @@ class LocalCluster:
             + (f",KAFKA://{kafka}" if kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
+            "transaction.state.log.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
             **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id], kafka),
             **self._authorizer_properties(),

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.producer_ids import ProducerIds
 from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
+from replication.broker.txn_markers import is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -66,6 +68,8 @@ from replication.messages import (
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from storage.errors import ErrorCode, KraftError
 from storage.records import iter_batches, iter_records
@@ -81,8 +85,7 @@ class BrokerService:
 
     def __init__(self, server: ReplicaHost) -> None:
         self._server = server
-        self._producer_ids = (0, 0)  # [next, end) of the current block
-        self._producer_id_lock = asyncio.Lock()
+        self._producer_ids = ProducerIds(server.allocate_producer_ids)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -119,6 +122,12 @@ class BrokerService:
                     index=tp.partition,
                     error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
                     error_message=f"cannot produce to the internal topic {tp.topic}",
+                )
+            if is_control_batch(records):  # Kafka's AppendOrigin.CLIENT: markers are brokers'
+                return ProducePartitionResponse(
+                    index=tp.partition,
+                    error_code=ErrorCode.INVALID_RECORD,
+                    error_message="clients are not allowed to write control records",
                 )
             replica = self._leading(tp)
             if replica is None:
@@ -461,6 +470,12 @@ class BrokerService:
             topics=tuple(topics),
         )
 
+    # --- WriteTxnMarkers ----------------------------------------------------------------------
+
+    async def write_txn_markers(self, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        """A transaction coordinator's markers, appended to the partitions this broker leads."""
+        return await write_markers(self._server.replicas, request)
+
     # --- InitProducerId -----------------------------------------------------------------------
 
     async def init_producer_id(self, request: InitProducerIdRequest) -> InitProducerIdResponse:
@@ -473,28 +488,7 @@ class BrokerService:
         and nobody can bump, and so fence, another producer's id by naming it.
         """
         del request
-        return await self._new_producer_id()
-
-    async def _new_producer_id(self) -> InitProducerIdResponse:
-        async with self._producer_id_lock:
-            start, end = self._producer_ids
-            if start >= end:
-                # No block yet, and none to be had: whatever the controller said (this broker
-                # not registered yet, a stale broker epoch, no active controller, a network
-                # error) concerns the broker, not the producer, which retries: Kafka answers
-                # COORDINATOR_LOAD_IN_PROGRESS until its block arrives (KIP-730).
-                try:
-                    block = await self._server.allocate_producer_ids()
-                except KraftError as e:
-                    return _no_producer_id_block(e.code, e.message)
-                if block.error_code is not ErrorCode.NONE:
-                    return _no_producer_id_block(block.error_code, block.error_message)
-                start, end = (
-                    block.producer_id_start,
-                    block.producer_id_start + block.producer_id_len,
-                )
-            self._producer_ids = (start + 1, end)
-            return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+        return await self._producer_ids.next()
 
 
 def _selected(
@@ -513,13 +507,6 @@ def _timestamp_at(batches: bytes, offset: int) -> int:
             batch = memoryview(batches)[pos : pos + header.size_bytes]
             return next((r.timestamp_ms for r in iter_records(batch) if r.offset == offset), -1)
     return -1
-
-
-def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdResponse:
-    return InitProducerIdResponse(
-        error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        error_message=f"no producer id block yet ({code.name}: {message[:200]})",
-    )
 
 
 __all__ = [

@@ -51,8 +51,6 @@ class TxnConfig:
     """``transaction.max.timeout.ms``: InitProducerId refuses a longer transaction timeout."""
     transactional_id_expiration_ms: int = 604_800_000
     """``transactional.id.expiration.ms``: an idle id is deleted after this long."""
-    coordinator_epoch: int = 0
-    """The leader epoch of the partition this coordinator serves: its markers carry it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +80,6 @@ class MarkerJob:
     producer_epoch: int
     commit: bool
     partitions: frozenset[TopicPartition]
-    coordinator_epoch: int
 
 
 @final
@@ -122,7 +119,6 @@ class TxnCoordinator:
                 producer_epoch=m.producer_epoch,
                 commit=m.state is TxnState.PREPARE_COMMIT,
                 partitions=m.partitions,
-                coordinator_epoch=self._config.coordinator_epoch,
             )
             for _, m in sorted(self._txns.items())
             if m.state.is_preparing

@@ -29,6 +29,7 @@ from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
+from replication.broker.kafka.txn_handlers import TXN_HANDLERS
 from replication.messages import (
     CONSUMER_REPLICA_ID,
     BrokerFetchRequest,
@@ -353,13 +354,12 @@ async def handle_init_producer_id(
     api: KafkaBrokerApi, request: Request, ctx: RequestContext
 ) -> Response:
     body = request.body
-    if body.transactional_id:  # no transaction coordinator in kraft yet
-        return {"error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
     answer = await api.init_producer_id(
         InitProducerIdRequest(
             transaction_timeout_ms=millis(body.transaction_timeout),
             producer_id=getattr(body, "producer_id", -1),
             producer_epoch=getattr(body, "producer_epoch", -1),
+            transactional_id=body.transactional_id or "",
         ),
         ctx,
     )
@@ -407,6 +407,7 @@ HANDLERS: Final[Mapping[int, ApiSpec]] = {
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
     **{key: ApiSpec(*spec) for key, spec in ADMIN_HANDLERS.items()},
     **{key: ApiSpec(*spec) for key, spec in CLASSIC_HANDLERS.items()},
+    **{key: ApiSpec(*spec) for key, spec in TXN_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
 

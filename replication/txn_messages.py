@@ -1,0 +1,79 @@
+"""Dataclasses of the transaction APIs only the Kafka listener serves (KIP-98): AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn and TxnOffsetCommit. kraft's gRPC clients do not call them yet, so they
+have no proto message and stay out of `replication.messages` (whose every class mirrors one);
+WriteTxnMarkers, which brokers send each other over gRPC, is there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnTopic:
+    name: str
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TxnTopic, ...] = ()
+    verify_only: bool = False
+    """KIP-890 part 1 (v4+, from a partition leader): only check they were added."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnPartitionResult:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnTopicResult:
+    name: str
+    partitions: tuple[TxnPartitionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnResponse:
+    results: tuple[TxnTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddOffsetsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnErrorResponse:
+    """AddOffsetsToTxn's and EndTxn's answer: one error code."""
+
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+__all__ = [
+    "AddOffsetsToTxnRequest",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
+    "EndTxnRequest",
+    "TxnErrorResponse",
+    "TxnPartitionResult",
+    "TxnTopic",
+    "TxnTopicResult",
+]
