@@ -1,0 +1,152 @@
+"""Transactions (KIP-98) through librdkafka's transactional producer against the shared kraft
+3+3 cluster: a commit, an abort, fencing by a second producer with the same transactional id,
+and read_committed consumers that see exactly the committed records (read_uncommitted ones see
+the aborted ones too); ListOffsets' latest under read_committed stops at the last stable offset.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import confluent_kafka
+import pytest
+
+from kraft.cluster import LocalCluster
+from replication.clients import AdminClient
+
+pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
+
+PARTITIONS = 2
+
+
+def new_topic(cluster: LocalCluster, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with AdminClient(cluster.bootstrap) as admin:
+        admin.create_topic(
+            name, partitions=PARTITIONS, replication_factor=3, config={"min.insync.replicas": "2"}
+        )
+        admin.wait_for_leaders(name, timeout=30)
+    return name
+
+
+def producer(cluster: LocalCluster, transactional_id: str) -> confluent_kafka.Producer:
+    p = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 30_000,
+            "log_level": 3,
+        }
+    )
+    p.init_transactions(30)
+    return p
+
+
+def read_all(cluster: LocalCluster, topic: str, isolation: str, want: int) -> list[bytes]:
+    """Every value of ``topic`` a consumer at ``isolation`` sees, once it has ``want`` of them
+    and the partitions' ends (a deadline bounds the wait)."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "log_level": 3,
+        }
+    )
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: list[bytes] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (len(got) < want or len(at_end) < PARTITIONS):
+            m = consumer.poll(0.2)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition())
+                continue
+            at_end.discard(m.partition())
+            got.append(m.value())
+        return sorted(got)
+    finally:
+        consumer.close()
+
+
+def send(p: confluent_kafka.Producer, topic: str, values: list[str]) -> None:
+    for i, v in enumerate(values):
+        p.produce(topic, value=v.encode(), partition=i % PARTITIONS)
+    p.flush(30)
+
+
+def test_read_committed_sees_exactly_the_committed_transactions(cluster: LocalCluster) -> None:
+    topic = new_topic(cluster, "txn")
+    p = producer(cluster, f"txn-{uuid.uuid4().hex[:8]}")
+    p.begin_transaction()
+    send(p, topic, [f"c1-{i}" for i in range(6)])
+    p.commit_transaction(30)
+    p.begin_transaction()
+    send(p, topic, [f"a-{i}" for i in range(4)])
+    p.abort_transaction(30)
+    p.begin_transaction()
+    send(p, topic, ["c2-0", "c2-1"])
+    p.commit_transaction(30)
+
+    committed = sorted([f"c1-{i}".encode() for i in range(6)] + [b"c2-0", b"c2-1"])
+    assert read_all(cluster, topic, "read_committed", len(committed)) == committed
+    everything = sorted(committed + [f"a-{i}".encode() for i in range(4)])
+    assert read_all(cluster, topic, "read_uncommitted", len(everything)) == everything
+
+
+def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
+    cluster: LocalCluster,
+) -> None:
+    topic = new_topic(cluster, "txn-open")
+    p = producer(cluster, f"open-{uuid.uuid4().hex[:8]}")
+    p.begin_transaction()
+    send(p, topic, ["open-0", "open-1"])
+    ends = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": cluster.kafka_bootstrap,
+                "group.id": "lso",
+                "isolation.level": isolation,
+                "log_level": 3,
+            }
+        )
+        try:  # ListOffsets' latest: the high watermark, or the last stable offset
+            ends[isolation] = consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(topic, 0), timeout=10, cached=False
+            )
+        finally:
+            consumer.close()
+    assert ends == {"read_uncommitted": (0, 1), "read_committed": (0, 0)}
+    assert read_all(cluster, topic, "read_committed", 0) == []
+    p.commit_transaction(30)
+    assert read_all(cluster, topic, "read_committed", 2) == [b"open-0", b"open-1"]
+    del p
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(cluster: LocalCluster) -> None:
+    topic = new_topic(cluster, "txn-fence")
+    transactional_id = f"fence-{uuid.uuid4().hex[:8]}"
+    old = producer(cluster, transactional_id)
+    old.begin_transaction()
+    send(old, topic, ["zombie-0", "zombie-1"])
+    new = producer(cluster, transactional_id)  # aborts the old one's open transaction
+    with pytest.raises(confluent_kafka.KafkaException) as fenced:
+        old.commit_transaction(30)
+    assert fenced.value.args[0].fatal() or fenced.value.args[0].code() in (
+        confluent_kafka.KafkaError._FENCED,
+        confluent_kafka.KafkaError.PRODUCER_FENCED,
+        confluent_kafka.KafkaError.INVALID_PRODUCER_EPOCH,
+    )
+    new.begin_transaction()
+    send(new, topic, ["live-0", "live-1"])
+    new.commit_transaction(30)
+    assert read_all(cluster, topic, "read_committed", 2) == [b"live-0", b"live-1"]
+    del fenced, old, new  # the traceback holds the old producer: let librdkafka stop now
