@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replication.group_messages import OffsetCommitRequest
 from storage.errors import ErrorCode
 
 
@@ -67,12 +68,25 @@ class TxnErrorResponse:
     error_message: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit: the group's offsets in the producer's transaction (KIP-447: checked
+    by the group's generation or member epoch and member id, as an OffsetCommit). The answer
+    is an `OffsetCommitResponse`."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: OffsetCommitRequest
+
+
 __all__ = [
     "AddOffsetsToTxnRequest",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
     "EndTxnRequest",
     "TxnErrorResponse",
+    "TxnOffsetCommitRequest",
     "TxnPartitionResult",
     "TxnTopic",
     "TxnTopicResult",

@@ -199,6 +199,13 @@ KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
     "EndTxn": lambda r, _: Requirement(
         ((Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),)
     ),
+    "TxnOffsetCommit": lambda r, _: Requirement(
+        (
+            (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),
+            (Need(_R.GROUP, _O.READ, r.commit.group_id),),
+            *_each(_R.TOPIC, _O.READ, (t.name for t in r.commit.topics)),
+        )
+    ),
     # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

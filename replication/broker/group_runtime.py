@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import structlog
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
+from storage.control import ControlType
 from storage.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -119,6 +120,13 @@ class Replying(Protocol):  # pragma: no cover - structural: `replication.broker.
 
     def take_replies(self) -> Sequence[ReplyLike]: ...
     def abandon(self) -> Sequence[ReplyLike]: ...
+
+
+@runtime_checkable
+class MarkerAware(Protocol):  # pragma: no cover - structural: `replication.broker.group_shard`
+    """A coordinator whose partition holds transaction markers it must apply on a load."""
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None: ...
 
 
 def deliver(replies: Sequence[ReplyLike]) -> None:
@@ -271,7 +279,11 @@ class GroupRuntime:
                     if not data:
                         break
                     for pos, header in iter_batches(data):
-                        if not header.is_control:
+                        if header.is_control and isinstance(coordinator, MarkerAware):
+                            coordinator.replay_marker(
+                                header.producer_id, header.control_type == ControlType.COMMIT
+                            )
+                        elif not header.is_control:
                             batch = data[pos : pos + header.size_bytes]
                             for _, _, key, value, _ in record_tuples(batch):
                                 if key is not None:

@@ -23,6 +23,7 @@ COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, TypeVar
 
@@ -46,6 +47,7 @@ from replication.group import (
 from replication.group import types as g
 from replication.group.classic import ClassicGroupConfig
 from replication.group.classic import ListedGroup as ClassicListing
+from replication.group.txn_offsets import pending_record
 from replication.group_messages import (
     COORDINATOR_KEY_TYPE_GROUP,
     COORDINATOR_KEY_TYPE_TRANSACTION,
@@ -130,6 +132,7 @@ class GroupService:
             server,
             ProducerIds(lambda: server.allocate_producer_ids()).next,
             lambda address: server.broker_stub(address),
+            self.complete_txn_offsets,
         )
         """The transaction coordinators (KIP-98) on ``__transaction_state``."""
         self.classic = ClassicGroupService(self.runtime, self._partition_of)
@@ -285,7 +288,12 @@ class GroupService:
             assignment=None if response.assignment is None else self._to_names(response.assignment),
         )
 
-    async def offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    async def offset_commit(
+        self, request: OffsetCommitRequest, *, producer_id: int = -1
+    ) -> OffsetCommitResponse:
+        """OffsetCommit; with ``producer_id``, TxnOffsetCommit (KIP-98, KIP-447): validated the
+        same way, its offsets pending until the producer's transaction ends
+        (`replication.group.txn_offsets`)."""
         inner = g.OffsetCommitRequest(
             group_id=request.group_id,
             member_id=request.member_id,
@@ -303,7 +311,7 @@ class GroupService:
             ),
         )
 
-        def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+        def validated(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
             code = shard.classic.validate_offset_commit(
                 inner.group_id, inner.member_id, inner.member_epoch
             )
@@ -315,6 +323,13 @@ class GroupService:
                 )
             admin = dataclasses.replace(inner, member_id="", member_epoch=-1)
             return shard.kip848.commit_offsets(admin, now)
+
+        def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+            result = validated(shard, now)
+            if producer_id < 0:
+                return result
+            pending = [pending_record(producer_id, r) for r in result.records]
+            return g.Result(records=pending, response=result.response)
 
         try:
             partition = self._partition_of(request.group_id)
@@ -334,6 +349,14 @@ class GroupService:
                 for name, parts in by_topic.items()
             ),
         )
+
+    async def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction's marker is in ``__consumer_offsets``-``partition``: commit or drop
+        its pending offsets (a shard not loaded here applies the marker when it loads)."""
+        with contextlib.suppress(KraftError):
+            await self.runtime.write(
+                partition, lambda c, now: _shard(c).complete_txn(producer_id, commit)
+            )
 
     async def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         inner = g.OffsetFetchRequest(

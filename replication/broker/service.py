@@ -30,7 +30,7 @@ from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.broker.producer_ids import ProducerIds
 from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
-from replication.broker.txn_markers import is_control_batch, write_markers
+from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -472,9 +472,11 @@ class BrokerService:
 
     # --- WriteTxnMarkers ----------------------------------------------------------------------
 
-    async def write_txn_markers(self, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    async def write_txn_markers(
+        self, request: WriteTxnMarkersRequest, on_offsets_marker: OffsetsMarkerHook
+    ) -> WriteTxnMarkersResponse:
         """A transaction coordinator's markers, appended to the partitions this broker leads."""
-        return await write_markers(self._server.replicas, request)
+        return await write_markers(self._server.replicas, request, on_offsets_marker)
 
     # --- InitProducerId -----------------------------------------------------------------------
 

@@ -10,12 +10,12 @@ local ones written here, the others sent over gRPC to their leader's ``WriteTxnM
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 
-from kraft.types import TopicPartition
+from kraft.types import OFFSETS_TOPIC, TopicPartition
 from replication.codec import decode, encode
 from replication.messages import (
     WritableTxnMarker,
@@ -46,8 +46,16 @@ def is_control_batch(records: bytes) -> bool:
         return False  # the leader's validation answers it
 
 
+OffsetsMarkerHook = Callable[[int, int, bool], Awaitable[None]]
+"""``(offsets partition, producer id, commit)``: a marker landed in ``__consumer_offsets``;
+the group coordinator commits or drops that producer's pending offsets (Kafka's
+``onTransactionCompleted``)."""
+
+
 async def write_markers(
-    replicas: Mapping[TopicPartition, PartitionReplica], request: WriteTxnMarkersRequest
+    replicas: Mapping[TopicPartition, PartitionReplica],
+    request: WriteTxnMarkersRequest,
+    on_offsets_marker: OffsetsMarkerHook | None = None,
 ) -> WriteTxnMarkersResponse:
     """Append each marker to each of its partitions this broker leads (see the docstring)."""
 
@@ -66,6 +74,8 @@ async def write_markers(
             done = await replica.produce(-1, MARKER_TIMEOUT_MS, batch)
         except KraftError as e:
             return e.code
+        if done.error_code is ErrorCode.NONE and tp.topic == OFFSETS_TOPIC and on_offsets_marker:
+            await on_offsets_marker(tp.partition, marker.producer_id, marker.transaction_result)
         return done.error_code
 
     results = []
@@ -98,6 +108,7 @@ async def send_markers(
     stub: Callable[[str], Any],
     marker: WritableTxnMarker,
     partitions: frozenset[TopicPartition],
+    on_offsets_marker: OffsetsMarkerHook | None = None,
 ) -> set[TopicPartition]:
     """Write ``marker`` to each of ``partitions``' leaders; the partitions still to do (their
     leader unknown, unreachable or not leading any more: retry them). A partition whose topic
@@ -133,7 +144,7 @@ async def send_markers(
             )
         )
         if leader == node_id:
-            return await write_markers(replicas, request)
+            return await write_markers(replicas, request, on_offsets_marker)
         registration = image.broker(leader)
         if registration is None or not registration.listeners:
             return None
@@ -163,4 +174,10 @@ async def send_markers(
     return remaining
 
 
-__all__ = ["MARKER_TIMEOUT_MS", "is_control_batch", "send_markers", "write_markers"]
+__all__ = [
+    "MARKER_TIMEOUT_MS",
+    "OffsetsMarkerHook",
+    "is_control_batch",
+    "send_markers",
+    "write_markers",
+]

@@ -31,7 +31,7 @@ import structlog
 from kraft.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
 from replication.broker.group_runtime import GroupRuntime
-from replication.broker.txn_markers import send_markers
+from replication.broker.txn_markers import OffsetsMarkerHook, send_markers
 from replication.group import partition_for_group
 from replication.group_messages import Coordinator
 from replication.messages import (
@@ -70,6 +70,7 @@ class TxnService:
         server: the broker.
         new_producer_id: a fresh producer id from this broker's block (KIP-730).
         stub: a ``kraft.v1.Broker`` gRPC stub by address (markers to other leaders).
+        on_offsets_marker: the group coordinator's hook for markers it writes here itself.
     """
 
     def __init__(
@@ -77,8 +78,10 @@ class TxnService:
         server: GroupHost,
         new_producer_id: Callable[[], Awaitable[InitProducerIdResponse]],
         stub: Callable[[str], Any],
+        on_offsets_marker: OffsetsMarkerHook,
     ) -> None:
         self._server = server
+        self._on_offsets_marker = on_offsets_marker
         self._new_producer_id = new_producer_id
         self._stub = stub
         config = server.config
@@ -303,6 +306,7 @@ class TxnService:
                     stub=self._stub,
                     marker=marker,
                     partitions=frozenset(remaining),
+                    on_offsets_marker=self._on_offsets_marker,
                 )
                 if remaining:
                     await asyncio.sleep(MARKER_RETRY_S)

@@ -150,3 +150,60 @@ def test_a_second_producer_with_the_same_id_fences_the_first(cluster: LocalClust
     new.commit_transaction(30)
     assert read_all(cluster, topic, "read_committed", 2) == [b"live-0", b"live-1"]
     del fenced, old, new  # the traceback holds the old producer: let librdkafka stop now
+
+
+def test_consume_transform_produce_commits_offsets_with_the_output(cluster: LocalCluster) -> None:
+    """send_offsets_to_transaction (AddOffsetsToTxn, TxnOffsetCommit with the group's
+    generation, KIP-447): the group's offsets move with a committed transaction, not with an
+    aborted one."""
+    source, sink = new_topic(cluster, "ctp-in"), new_topic(cluster, "ctp-out")
+    group = f"ctp-{uuid.uuid4().hex[:8]}"
+    plain = confluent_kafka.Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    for i in range(4):
+        plain.produce(source, value=f"in-{i}".encode(), partition=0)
+    plain.flush(30)
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 3,
+        }
+    )
+    p = producer(cluster, f"ctp-{uuid.uuid4().hex[:8]}")
+    try:
+        consumer.subscribe([source])
+        records = []
+        deadline = time.monotonic() + 30
+        while len(records) < 4 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                records.append(m)
+        assert len(records) == 4
+        tp = confluent_kafka.TopicPartition(source, 0)
+
+        def transform(first: int, last: int, commit: bool) -> None:
+            p.begin_transaction()
+            send(p, sink, [f"out-{r.value().decode()}" for r in records[first:last]])
+            offsets = [confluent_kafka.TopicPartition(source, 0, records[last - 1].offset() + 1)]
+            p.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+
+        transform(0, 2, commit=True)
+        transform(2, 4, commit=False)
+
+        def committed() -> int:
+            [answer] = consumer.committed([tp], timeout=10)
+            return int(answer.offset)
+
+        deadline = time.monotonic() + 10
+        while committed() != 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert committed() == 2
+        assert read_all(cluster, sink, "read_committed", 2) == [b"out-in-0", b"out-in-1"]
+    finally:
+        consumer.close()

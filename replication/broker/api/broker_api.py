@@ -123,6 +123,7 @@ from replication.txn_messages import (
     AddPartitionsToTxnResponse,
     EndTxnRequest,
     TxnErrorResponse,
+    TxnOffsetCommitRequest,
 )
 from storage.errors import (
     ClusterAuthorizationFailedError,
@@ -237,8 +238,10 @@ class BrokerApi:
             ),
             InitProducerIdResponse,
         )
-        self.write_txn_markers_api = Api(
-            "WriteTxnMarkers", _ignore_ctx(broker.write_txn_markers), WriteTxnMarkersResponse
+        self.write_txn_markers_api: Api[WriteTxnMarkersRequest, WriteTxnMarkersResponse] = Api(
+            "WriteTxnMarkers",
+            lambda r, _: broker.write_txn_markers(r, groups.complete_txn_offsets),
+            WriteTxnMarkersResponse,
         )
         self.add_partitions_to_txn_api = Api(
             "AddPartitionsToTxn",
@@ -249,6 +252,11 @@ class BrokerApi:
             "AddOffsetsToTxn", _ignore_ctx(transactions.add_offsets_to_txn), TxnErrorResponse
         )
         self.end_txn_api = Api("EndTxn", _ignore_ctx(transactions.end_txn), TxnErrorResponse)
+        self.txn_offset_commit_api: Api[TxnOffsetCommitRequest, OffsetCommitResponse] = Api(
+            "TxnOffsetCommit",
+            lambda r, _: groups.offset_commit(r.commit, producer_id=r.producer_id),
+            OffsetCommitResponse,
+        )
         self.find_coordinator_api: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
             "FindCoordinator",
             lambda r, ctx: groups.find_coordinator(r, ctx.listener),
@@ -340,6 +348,11 @@ class BrokerApi:
 
     async def end_txn(self, request: EndTxnRequest, ctx: RequestContext) -> TxnErrorResponse:
         return await self._answer(self.end_txn_api, request, ctx)
+
+    async def txn_offset_commit(
+        self, request: TxnOffsetCommitRequest, ctx: RequestContext
+    ) -> OffsetCommitResponse:
+        return await self._answer(self.txn_offset_commit_api, request, ctx)
 
     async def find_coordinator(
         self, request: FindCoordinatorRequest, ctx: RequestContext

@@ -1,12 +1,12 @@
-"""The Kafka adapter's transaction handlers (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn
-and WriteTxnMarkers, kio <-> `replication.txn_messages` around the broker API, as
+"""The Kafka adapter's transaction handlers (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+WriteTxnMarkers and TxnOffsetCommit, kio <-> `replication.txn_messages` around the broker API, as
 `replication.broker.kafka.handlers` does for the others (InitProducerId with a transactional id
 is there: one handler per API).
 
 Versions: AddPartitionsToTxn 0-5 (v4+ batches transactions and carries KIP-890's
 ``verify_only``), AddOffsetsToTxn 0-4, EndTxn 0-4 (v5 is KIP-890 part 2's epoch bump on every
 transaction, not served yet: clients then use the part-1 protocol), WriteTxnMarkers 1 (Kafka
-4.0's floor; brokers of kraft send it each other over gRPC).
+4.0's floor; brokers of kraft send it each other over gRPC), TxnOffsetCommit 0-4.
 """
 
 from __future__ import annotations
@@ -17,12 +17,18 @@ from typing import Any, Final
 from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.frames import Request
+from replication.group_messages import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from replication.messages import WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest
 from replication.txn_messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnRequest,
+    TxnOffsetCommitRequest,
     TxnTopic,
 )
 from storage.errors import ErrorCode
@@ -152,11 +158,66 @@ async def handle_write_txn_markers(
     }
 
 
+async def handle_txn_offset_commit(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    body = request.body
+    answer = await api.txn_offset_commit(
+        TxnOffsetCommitRequest(
+            transactional_id=body.transactional_id,
+            producer_id=body.producer_id,
+            producer_epoch=body.producer_epoch,
+            commit=OffsetCommitRequest(
+                group_id=body.group_id,
+                generation_id_or_member_epoch=getattr(body, "generation_id", -1),
+                member_id=getattr(body, "member_id", "") or "",
+                topics=tuple(
+                    OffsetCommitRequestTopic(
+                        name=t.name,
+                        partitions=tuple(
+                            OffsetCommitRequestPartition(
+                                partition_index=p.partition_index,
+                                committed_offset=p.committed_offset,
+                                committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                                committed_metadata=p.committed_metadata or "",
+                            )
+                            for p in t.partitions
+                        ),
+                    )
+                    for t in body.topics
+                ),
+            ),
+        ),
+        ctx,
+    )
+    answered = {
+        (t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions
+    }
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": answer.error_code
+                        if answer.error_code is not ErrorCode.NONE
+                        else answered.get((t.name, p.partition_index), ErrorCode.NONE),
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ]
+    }
+
+
 TXN_HANDLERS: Final[Mapping[int, tuple[str, int, int, TxnHandler]]] = {
     24: ("AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn),
     25: ("AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),
     26: ("EndTxn", 0, 4, handle_end_txn),
     27: ("WriteTxnMarkers", 1, 1, handle_write_txn_markers),
+    28: ("TxnOffsetCommit", 0, 4, handle_txn_offset_commit),
 }
 """API key -> Kafka's name, the versions served, the handler."""
 
