@@ -13,7 +13,8 @@ import confluent_kafka
 import pytest
 
 from kraft.cluster import LocalCluster
-from replication.clients import AdminClient
+from kraft.types import TopicPartition
+from replication.clients import AdminClient, Consumer
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
@@ -99,6 +100,22 @@ def test_read_committed_sees_exactly_the_committed_transactions(cluster: LocalCl
     assert read_all(cluster, topic, "read_committed", len(committed)) == committed
     everything = sorted(committed + [f"a-{i}".encode() for i in range(4)])
     assert read_all(cluster, topic, "read_uncommitted", len(everything)) == everything
+    assert kraft_read(cluster, topic, "read_committed", len(committed)) == committed
+    assert kraft_read(cluster, topic, "read_uncommitted", len(everything)) == everything
+
+
+def kraft_read(cluster: LocalCluster, topic: str, isolation: str, want: int) -> list[bytes]:
+    """What kraft's own consumer reads (over gRPC) at ``isolation``."""
+    got: list[bytes] = []
+    with Consumer(
+        cluster.bootstrap, auto_offset_reset="earliest", isolation_level=isolation
+    ) as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + 20
+        while len(got) < want and time.monotonic() < deadline:
+            got.extend(r.value or b"" for r in consumer.poll(timeout=0.5))
+        got.extend(r.value or b"" for r in consumer.poll(timeout=0.5))  # nothing more comes
+    return sorted(got)
 
 
 def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(

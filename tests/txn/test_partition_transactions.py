@@ -116,3 +116,29 @@ def test_a_read_committed_fetch_stops_at_the_stable_offset_and_names_aborted_rec
     fetched = b"".join(batches[:2])
     assert aborted_in(state, 0, fetched) == (AbortedTransaction(producer_id=1, first_offset=0),)
     assert aborted_in(state, 0, b"") == ()
+
+
+def test_a_read_committed_consumer_drops_exactly_the_aborted_batches() -> None:
+    from replication.clients.read_committed import drop_aborted
+    from replication.messages import AbortedTransaction
+
+    plain = bytearray(build_batch([b"p"], timestamp_ms=1))
+    set_base_offset(plain, 4)
+    batches = [
+        txn_batch(0, 1, 0, 0),  # aborted
+        txn_batch(1, 2, 0, 0),  # committed
+        marker(2, 1, 0, commit=False),
+        marker(3, 2, 0, commit=True),
+        bytes(plain),
+        txn_batch(5, 1, 0, 1),  # producer 1's next transaction: committed
+        marker(6, 1, 0, commit=True),
+    ]
+    kept = drop_aborted(b"".join(batches), [AbortedTransaction(producer_id=1, first_offset=0)])
+    offsets = [read_header(kept, pos).base_offset for pos in _positions(kept)]
+    assert offsets == [1, 2, 3, 4, 5, 6]
+
+
+def _positions(data: bytes) -> list[int]:
+    from storage.records import iter_batches
+
+    return [pos for pos, _ in iter_batches(data)]
