@@ -17,11 +17,7 @@ from typing import Any, Final
 from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.frames import Request
-from replication.group_messages import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
+from replication.broker.kafka.group_handlers import offset_commit_answer, offset_commit_request
 from replication.messages import WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest
 from replication.txn_messages import (
     AddOffsetsToTxnRequest,
@@ -167,49 +163,11 @@ async def handle_txn_offset_commit(
             transactional_id=body.transactional_id,
             producer_id=body.producer_id,
             producer_epoch=body.producer_epoch,
-            commit=OffsetCommitRequest(
-                group_id=body.group_id,
-                generation_id_or_member_epoch=getattr(body, "generation_id", -1),
-                member_id=getattr(body, "member_id", "") or "",
-                topics=tuple(
-                    OffsetCommitRequestTopic(
-                        name=t.name,
-                        partitions=tuple(
-                            OffsetCommitRequestPartition(
-                                partition_index=p.partition_index,
-                                committed_offset=p.committed_offset,
-                                committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                                committed_metadata=p.committed_metadata or "",
-                            )
-                            for p in t.partitions
-                        ),
-                    )
-                    for t in body.topics
-                ),
-            ),
+            commit=offset_commit_request(body, getattr(body, "generation_id", -1)),
         ),
         ctx,
     )
-    answered = {
-        (t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions
-    }
-    return {
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": answer.error_code
-                        if answer.error_code is not ErrorCode.NONE
-                        else answered.get((t.name, p.partition_index), ErrorCode.NONE),
-                    }
-                    for p in t.partitions
-                ],
-            }
-            for t in body.topics
-        ]
-    }
+    return offset_commit_answer(body, answer)
 
 
 TXN_HANDLERS: Final[Mapping[int, tuple[str, int, int, TxnHandler]]] = {
