@@ -1,7 +1,8 @@
 """Dataclasses of the transaction APIs only the Kafka listener serves (KIP-98): AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn and TxnOffsetCommit. kraft's gRPC clients do not call them yet, so they
-have no proto message and stay out of `replication.messages` (whose every class mirrors one);
-WriteTxnMarkers, which brokers send each other over gRPC, is there."""
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and ListTransactions. kraft's
+gRPC clients do not call them yet, so they have no proto message and stay out of
+`replication.messages` (whose every class mirrors one); WriteTxnMarkers, which brokers send
+each other over gRPC, is there."""
 
 from __future__ import annotations
 
@@ -80,11 +81,62 @@ class TxnOffsetCommitRequest:
     commit: OffsetCommitRequest
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsRequest:
+    transactional_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTransaction:
+    transactional_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+    state: str = ""
+    """Kafka's name: ``Empty``, ``Ongoing``, ``PrepareCommit``, ..."""
+    timeout_ms: int = -1
+    start_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    topics: tuple[TxnTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsResponse:
+    transactions: tuple[DescribedTransaction, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsRequest:
+    state_filters: tuple[str, ...] = ()
+    producer_id_filters: tuple[int, ...] = ()
+    duration_filter_ms: int = -1
+    """v1: only transactions running longer than this (-1: all)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedTransaction:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    unknown_state_filters: tuple[str, ...] = ()
+    transactions: tuple[ListedTransaction, ...] = ()
+
+
 __all__ = [
     "AddOffsetsToTxnRequest",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
+    "DescribedTransaction",
     "EndTxnRequest",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
+    "ListedTransaction",
     "TxnErrorResponse",
     "TxnOffsetCommitRequest",
     "TxnPartitionResult",

@@ -199,6 +199,11 @@ KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
     "EndTxn": lambda r, _: Requirement(
         ((Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),)
     ),
+    "DescribeTransactions": lambda r, _: Requirement(
+        _each(_R.TRANSACTIONAL_ID, _O.DESCRIBE, r.transactional_ids)
+    ),
+    # NB: Kafka lists the ids the caller may DESCRIBE; kraft asks DESCRIBE on the cluster.
+    "ListTransactions": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
     "TxnOffsetCommit": lambda r, _: Requirement(
         (
             (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),

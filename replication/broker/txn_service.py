@@ -39,19 +39,33 @@ from replication.messages import (
     InitProducerIdResponse,
     WritableTxnMarker,
 )
-from replication.txn import NEEDS_PRODUCER_ID, MarkerJob, TxnConfig, TxnCoordinator
+from replication.txn import (
+    NEEDS_PRODUCER_ID,
+    MarkerJob,
+    TxnConfig,
+    TxnCoordinator,
+    TxnMetadata,
+    TxnState,
+)
 from replication.txn.coordinator import ProducerIdAndEpoch
 from replication.txn_messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribedTransaction,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
+    ListedTransaction,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnErrorResponse,
     TxnPartitionResult,
     TxnTopic,
     TxnTopicResult,
 )
 from storage.errors import CoordinatorNotAvailableError, ErrorCode, KraftError
+from storage.log import wall_clock_ms
 
 if TYPE_CHECKING:
     from replication.broker.host import GroupHost
@@ -264,6 +278,71 @@ class TxnService:
         self._wake.set()
         return TxnErrorResponse(error_code=code)
 
+    # --- DescribeTransactions, ListTransactions (KIP-664) ----------------------------------
+
+    async def describe_transactions(
+        self, request: DescribeTransactionsRequest
+    ) -> DescribeTransactionsResponse:
+        out = []
+        for tid in request.transactional_ids:
+            try:
+                meta = await self.runtime.read(self._partition_of(tid), _getter(tid))
+            except KraftError as e:
+                out.append(DescribedTransaction(transactional_id=tid, error_code=e.code))
+                continue
+            if meta is None:
+                code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+                out.append(DescribedTransaction(transactional_id=tid, error_code=code))
+                continue
+            by_topic: dict[str, list[int]] = {}
+            for tp in sorted(meta.partitions, key=lambda t: (t.topic, t.partition)):
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            out.append(
+                DescribedTransaction(
+                    transactional_id=tid,
+                    state=meta.state.kafka_name,
+                    timeout_ms=meta.timeout_ms,
+                    start_ms=meta.start_ms,
+                    producer_id=meta.producer_id,
+                    producer_epoch=meta.producer_epoch,
+                    topics=tuple(
+                        TxnTopic(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+                    ),
+                )
+            )
+        return DescribeTransactionsResponse(transactions=tuple(out))
+
+    async def list_transactions(self, request: ListTransactionsRequest) -> ListTransactionsResponse:
+        """The transactions of the coordinators loaded here (an admin asks every broker)."""
+        known = {s.kafka_name for s in TxnState}
+        states = set(request.state_filters)
+        pids = set(request.producer_id_filters)
+        now = wall_clock_ms()
+        out: list[ListedTransaction] = []
+        for partition in self.runtime.loaded_partitions():
+            try:
+                txns = await self.runtime.read(partition, _transactions)
+            except KraftError:
+                continue
+            for tid, meta in sorted(txns.items()):
+                if states and meta.state.kafka_name not in states:
+                    continue
+                if pids and meta.producer_id not in pids:
+                    continue
+                running = now - meta.start_ms if meta.state is TxnState.ONGOING else -1
+                if request.duration_filter_ms >= 0 and running <= request.duration_filter_ms:
+                    continue
+                out.append(
+                    ListedTransaction(
+                        transactional_id=tid,
+                        producer_id=meta.producer_id,
+                        state=meta.state.kafka_name,
+                    )
+                )
+        return ListTransactionsResponse(
+            unknown_state_filters=tuple(sorted(states - known)), transactions=tuple(out)
+        )
+
     # --- the markers --------------------------------------------------------------------------
 
     async def run_markers(self) -> None:
@@ -333,6 +412,19 @@ class TxnService:
         self.runtime.close()
         for task in self._in_flight.values():
             task.cancel()
+
+
+def _getter(transactional_id: str) -> Callable[[Any], TxnMetadata | None]:
+    def get(c: Any) -> TxnMetadata | None:
+        coordinator: TxnCoordinator = c
+        return coordinator.get(transactional_id)
+
+    return get
+
+
+def _transactions(c: Any) -> dict[str, TxnMetadata]:
+    coordinator: TxnCoordinator = c
+    return coordinator.transactions()
 
 
 def _pending(c: Any) -> list[MarkerJob]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import confluent_kafka
 import pytest
@@ -15,6 +16,8 @@ import pytest
 from kraft.cluster import LocalCluster
 from kraft.types import TopicPartition
 from replication.clients import AdminClient, Consumer
+from storage.errors import ErrorCode
+from tests.kafka_wire.wire import call
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
@@ -75,6 +78,16 @@ def read_all(cluster: LocalCluster, topic: str, isolation: str, want: int) -> li
         return sorted(got)
     finally:
         consumer.close()
+
+
+def describe(cluster: LocalCluster, transactional_id: str) -> list[Any]:
+    """DescribeTransactions at the id's coordinator (the other brokers: NOT_COORDINATOR)."""
+    answers = [
+        call(cluster.kafka_addresses[b], 65, 0, {"transactional_ids": [transactional_id]})
+        for b in cluster.broker_ids
+    ]
+    states = [s for a in answers for s in a.transaction_states]
+    return [s for s in states if s.error_code != ErrorCode.NOT_COORDINATOR]
 
 
 def send(p: confluent_kafka.Producer, topic: str, values: list[str]) -> None:
@@ -154,6 +167,19 @@ def test_a_second_producer_with_the_same_id_fences_the_first(cluster: LocalClust
     old = producer(cluster, transactional_id)
     old.begin_transaction()
     send(old, topic, ["zombie-0", "zombie-1"])
+    [described] = describe(cluster, transactional_id)
+    assert (described.transaction_state, [t.topic for t in described.topics]) == (
+        "Ongoing",
+        [topic],
+    )
+    listed = [
+        t
+        for b in cluster.broker_ids
+        for t in call(
+            cluster.kafka_addresses[b], 66, 1, {"state_filters": ["Ongoing"]}
+        ).transaction_states
+    ]
+    assert transactional_id in [t.transactional_id for t in listed]
     new = producer(cluster, transactional_id)  # aborts the old one's open transaction
     with pytest.raises(confluent_kafka.KafkaException) as fenced:
         old.commit_transaction(30)
@@ -166,6 +192,9 @@ def test_a_second_producer_with_the_same_id_fences_the_first(cluster: LocalClust
     send(new, topic, ["live-0", "live-1"])
     new.commit_transaction(30)
     assert read_all(cluster, topic, "read_committed", 2) == [b"live-0", b"live-1"]
+    [described] = describe(cluster, transactional_id)
+    assert described.transaction_state == "CompleteCommit"
+    assert describe(cluster, "no-such-id")[0].error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
     del fenced, old, new  # the traceback holds the old producer: let librdkafka stop now
 
 

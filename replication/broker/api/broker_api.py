@@ -121,7 +121,11 @@ from replication.txn_messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnErrorResponse,
     TxnOffsetCommitRequest,
 )
@@ -252,6 +256,16 @@ class BrokerApi:
             "AddOffsetsToTxn", _ignore_ctx(transactions.add_offsets_to_txn), TxnErrorResponse
         )
         self.end_txn_api = Api("EndTxn", _ignore_ctx(transactions.end_txn), TxnErrorResponse)
+        self.describe_transactions_api = Api(
+            "DescribeTransactions",
+            _ignore_ctx(transactions.describe_transactions),
+            DescribeTransactionsResponse,
+        )
+        self.list_transactions_api = Api(
+            "ListTransactions",
+            _ignore_ctx(transactions.list_transactions),
+            ListTransactionsResponse,
+        )
         self.txn_offset_commit_api: Api[TxnOffsetCommitRequest, OffsetCommitResponse] = Api(
             "TxnOffsetCommit",
             lambda r, _: groups.offset_commit(r.commit, producer_id=r.producer_id),
@@ -348,6 +362,16 @@ class BrokerApi:
 
     async def end_txn(self, request: EndTxnRequest, ctx: RequestContext) -> TxnErrorResponse:
         return await self._answer(self.end_txn_api, request, ctx)
+
+    async def describe_transactions(
+        self, request: DescribeTransactionsRequest, ctx: RequestContext
+    ) -> DescribeTransactionsResponse:
+        return await self._answer(self.describe_transactions_api, request, ctx)
+
+    async def list_transactions(
+        self, request: ListTransactionsRequest, ctx: RequestContext
+    ) -> ListTransactionsResponse:
+        return await self._answer(self.list_transactions_api, request, ctx)
 
     async def txn_offset_commit(
         self, request: TxnOffsetCommitRequest, ctx: RequestContext

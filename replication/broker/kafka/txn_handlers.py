@@ -1,12 +1,13 @@
 """The Kafka adapter's transaction handlers (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-WriteTxnMarkers and TxnOffsetCommit, kio <-> `replication.txn_messages` around the broker API, as
-`replication.broker.kafka.handlers` does for the others (InitProducerId with a transactional id
-is there: one handler per API).
+WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions and ListTransactions (KIP-664), kio <->
+`replication.txn_messages` around the broker API, as `replication.broker.kafka.handlers` does
+for the others (InitProducerId with a transactional id is there: one handler per API).
 
 Versions: AddPartitionsToTxn 0-5 (v4+ batches transactions and carries KIP-890's
 ``verify_only``), AddOffsetsToTxn 0-4, EndTxn 0-4 (v5 is KIP-890 part 2's epoch bump on every
 transaction, not served yet: clients then use the part-1 protocol), WriteTxnMarkers 1 (Kafka
-4.0's floor; brokers of kraft send it each other over gRPC), TxnOffsetCommit 0-4.
+4.0's floor; brokers of kraft send it each other over gRPC), TxnOffsetCommit 0-4,
+DescribeTransactions 0, ListTransactions 0-1.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from replication.txn_messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
     EndTxnRequest,
+    ListTransactionsRequest,
     TxnOffsetCommitRequest,
     TxnTopic,
 )
@@ -170,12 +173,63 @@ async def handle_txn_offset_commit(
     return offset_commit_answer(body, answer)
 
 
+async def handle_describe_transactions(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    answer = await api.describe_transactions(
+        DescribeTransactionsRequest(transactional_ids=tuple(request.body.transactional_ids)), ctx
+    )
+    return {
+        "transaction_states": [
+            {
+                "error_code": t.error_code,
+                "transactional_id": t.transactional_id,
+                "transaction_state": t.state,
+                "transaction_timeout": max(t.timeout_ms, 0),
+                "transaction_start_time": t.start_ms,
+                "producer_id": t.producer_id,
+                "producer_epoch": t.producer_epoch,
+                "topics": [{"topic": p.name, "partitions": list(p.partitions)} for p in t.topics],
+            }
+            for t in answer.transactions
+        ]
+    }
+
+
+async def handle_list_transactions(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    body = request.body
+    answer = await api.list_transactions(
+        ListTransactionsRequest(
+            state_filters=tuple(body.state_filters),
+            producer_id_filters=tuple(body.producer_id_filters),
+            duration_filter_ms=getattr(body, "duration_filter", -1),
+        ),
+        ctx,
+    )
+    return {
+        "error_code": answer.error_code,
+        "unknown_state_filters": list(answer.unknown_state_filters),
+        "transaction_states": [
+            {
+                "transactional_id": t.transactional_id,
+                "producer_id": t.producer_id,
+                "transaction_state": t.state,
+            }
+            for t in answer.transactions
+        ],
+    }
+
+
 TXN_HANDLERS: Final[Mapping[int, tuple[str, int, int, TxnHandler]]] = {
     24: ("AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn),
     25: ("AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),
     26: ("EndTxn", 0, 4, handle_end_txn),
     27: ("WriteTxnMarkers", 1, 1, handle_write_txn_markers),
     28: ("TxnOffsetCommit", 0, 4, handle_txn_offset_commit),
+    65: ("DescribeTransactions", 0, 0, handle_describe_transactions),
+    66: ("ListTransactions", 0, 1, handle_list_transactions),
 }
 """API key -> Kafka's name, the versions served, the handler."""
 
