@@ -4,6 +4,8 @@ marker carries the epoch forward, and the snapshot keeps all of it."""
 
 from __future__ import annotations
 
+import pytest
+
 from replication.core import ProducerStateManager
 from replication.core.producer_state import AbortedTxn, SequenceRejected
 from storage.control import ControlType, build_marker_batch
@@ -142,3 +144,66 @@ def _positions(data: bytes) -> list[int]:
     from storage.records import iter_batches
 
     return [pos for pos, _ in iter_batches(data)]
+
+
+def test_a_leader_appends_a_coordinators_marker_but_no_other_control_batch() -> None:
+    from storage.batch_validation import validate_produced_batch
+    from storage.config import LogConfig
+    from storage.errors import InvalidRecordError
+
+    marker_batch = build_marker_batch(
+        commit=True, producer_id=7, producer_epoch=1, coordinator_epoch=3, timestamp_ms=1
+    )
+    assert validate_produced_batch(marker_batch, LogConfig(), 1).control_type == ControlType.COMMIT
+    unmarked = build_batch(
+        [b"x"], timestamp_ms=1, producer_id=7, producer_epoch=1, is_control=True
+    )  # a control batch without the transactional bit and a marker key
+    with pytest.raises(InvalidRecordError):
+        validate_produced_batch(unmarked, LogConfig(), 1)
+    transactional = build_batch(
+        [b"x"],
+        timestamp_ms=1,
+        producer_id=7,
+        producer_epoch=1,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    assert validate_produced_batch(transactional, LogConfig(), 1).is_transactional
+
+
+def test_a_group_shard_commits_pending_offsets_with_the_transaction() -> None:
+    from replication.broker.group_shard import GroupShard
+    from replication.group import GroupConfig
+    from replication.group.classic import ClassicGroupConfig
+    from replication.group.records import OFFSET_COMMIT, OffsetCommitValue, RecordKey, record
+    from replication.group.txn_offsets import pending_record
+    from replication.group.types import OffsetFetchRequest
+
+    def shard() -> GroupShard:
+        return GroupShard(GroupConfig(), ClassicGroupConfig())
+
+    def committed(s: GroupShard) -> list[int]:
+        answer = s.kip848.fetch_offsets(OffsetFetchRequest(group_id="g", partitions=None))
+        return [o.offset for o in answer.offsets]
+
+    commit = record(
+        RecordKey(OFFSET_COMMIT, "g", topic="t", partition=0),
+        OffsetCommitValue(offset=42, leader_epoch=-1, metadata="", commit_timestamp_ms=1),
+    )
+    pending = pending_record(9, commit)
+    # Live: the completion's records commit the offset and clear the pending one.
+    live = shard()
+    live.replay(*pending)
+    assert committed(live) == []
+    for key, value in live.complete_txn(9, commit=True).records:
+        live.replay(key, value)
+    assert committed(live) == [42] and not live.txn_offsets.has(9)
+    # A load that reads the marker (the completion never written) ends up the same.
+    loaded = shard()
+    loaded.replay(*pending)
+    loaded.replay_marker(9, commit=True)
+    assert committed(loaded) == [42]
+    aborted = shard()
+    aborted.replay(*pending)
+    aborted.replay_marker(9, commit=False)
+    assert committed(aborted) == [] and not aborted.txn_offsets.has(9)
