@@ -253,3 +253,26 @@ def test_consume_transform_produce_commits_offsets_with_the_output(cluster: Loca
         assert read_all(cluster, sink, "read_committed", 2) == [b"out-in-0", b"out-in-1"]
     finally:
         consumer.close()
+
+
+def test_an_abandoned_transaction_is_aborted_after_its_timeout(cluster: LocalCluster) -> None:
+    topic = new_topic(cluster, "txn-timeout")
+    p = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "transactional.id": f"timeout-{uuid.uuid4().hex[:8]}",
+            "transaction.timeout.ms": 2_000,
+            "log_level": 3,
+        }
+    )
+    p.init_transactions(30)
+    p.begin_transaction()
+    send(p, topic, ["abandoned-0", "abandoned-1"])
+    # The coordinator aborts it (and fences this producer): the partitions become stable.
+    after = [b"after"]
+    plain = confluent_kafka.Producer({"bootstrap.servers": cluster.kafka_bootstrap})
+    plain.produce(topic, value=b"after", partition=0)
+    plain.flush(30)
+    assert read_all(cluster, topic, "read_committed", 1) == after
+    with pytest.raises(confluent_kafka.KafkaException):
+        p.commit_transaction(30)
