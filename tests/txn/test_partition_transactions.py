@@ -207,3 +207,35 @@ def test_a_group_shard_commits_pending_offsets_with_the_transaction() -> None:
     aborted.replay(*pending)
     aborted.replay_marker(9, commit=False)
     assert committed(aborted) == [] and not aborted.txn_offsets.has(9)
+
+
+def test_compaction_keeps_every_marker_and_maps_no_marker_key() -> None:
+    from storage.compaction import OffsetMap, clean_batches, map_keys
+    from storage.config import LogConfig
+    from storage.records import SimpleRecord, iter_batches
+
+    def keyed(offset: int, value: bytes) -> bytes:
+        batch = bytearray(
+            build_batch([SimpleRecord(key=b"\x00\x00\x00\x01", value=value)], timestamp_ms=1)
+        )
+        set_base_offset(batch, offset)
+        return bytes(batch)
+
+    data = b"".join(
+        [
+            txn_batch(0, 1, 0, 0),
+            marker(1, 1, 0, commit=True),
+            marker(2, 1, 0, commit=False),
+            keyed(3, b"old"),  # a user key equal to a marker's key
+            keyed(4, b"new"),
+        ]
+    )
+    offsets = OffsetMap()
+    assert map_keys(data, offsets, end_offset=5) is None
+    offsets.end_offset = 5
+    cleaned = clean_batches(data, offsets, LogConfig(), now_ms=1)
+    assert cleaned is not None
+    out, removed = cleaned
+    assert removed == 1  # "old" only
+    headers = [h for _, h in iter_batches(out)]
+    assert [h.base_offset for h in headers if h.is_control] == [1, 2]
