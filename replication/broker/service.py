@@ -411,6 +411,7 @@ class BrokerService:
                             producer_epoch=e.producer_epoch,
                             last_sequence=e.last_sequence,
                             last_timestamp_ms=e.batches[-1].timestamp_ms if e.batches else -1,
+                            current_txn_start_offset=e.current_txn_first_offset,
                         )
                         for _, e in sorted(entries.items())
                     ),

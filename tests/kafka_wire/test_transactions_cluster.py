@@ -155,6 +155,16 @@ def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(
         finally:
             consumer.close()
     assert ends == {"read_uncommitted": (0, 1), "read_committed": (0, 0)}
+    request = {"topics": [{"name": topic, "partition_indexes": [0]}]}
+    described = [  # DescribeProducers at the leader (the others: NOT_LEADER_OR_FOLLOWER)
+        state
+        for b in cluster.broker_ids
+        for t in call(cluster.kafka_addresses[b], 61, 0, request).topics
+        for part in t.partitions
+        if part.error_code == ErrorCode.NONE
+        for state in part.active_producers
+    ]
+    assert [s.current_txn_start_offset for s in described] == [0]
     assert read_all(cluster, topic, "read_committed", 0) == []
     p.commit_transaction(30)
     assert read_all(cluster, topic, "read_committed", 2) == [b"open-0", b"open-1"]
