@@ -105,10 +105,8 @@ TLS_CLIENT = "client"
 TLS_ADMIN = "admin"
 """The name (and ``CN``) of the super-user client certificate (``authorizer=True``)."""
 
-
 LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
-"""``offsets.topic.num.partitions`` and ``transaction.state.log.num.partitions`` of a local
-cluster (Kafka's 50 is a lot for a laptop)."""
+"""The offsets and the transaction state topics' partitions in a local cluster (Kafka: 50)."""
 LOCAL_GROUP_HEARTBEAT_INTERVAL_MS = 500
 """``group.consumer.heartbeat.interval.ms`` of a local cluster: a rebalance (which members
 learn of by heartbeat) takes well under a second."""
