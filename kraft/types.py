@@ -24,7 +24,9 @@ class TopicPartition:
 
 OFFSETS_TOPIC = "__consumer_offsets"
 """The internal topic of consumer groups' state and committed offsets (Kafka's name)."""
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+"""The internal topic of the transaction coordinators' state (Kafka's name, KIP-98)."""
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 """Kafka's ``Topic.isInternal``: hidden from ``kraft topics list`` unless ``--internal``, and
 refused to clients' Produce."""
 
@@ -32,6 +34,7 @@ refused to clients' Produce."""
 __all__ = [
     "INTERNAL_TOPICS",
     "OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
     "Epoch",
     "NodeId",
     "Offset",

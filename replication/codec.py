@@ -28,6 +28,7 @@ from kraft._generated import broker_pb2 as pb
 # controller codec documents and tests, shared here rather than copied.
 from kraft.transport.controller_codec import fill_message, read_message
 from replication.messages import (
+    AbortedTransaction,
     BrokerFetchRequest,
     BrokerFetchResponse,
     EpochEndOffset,
@@ -222,6 +223,10 @@ def _encode_fetch_partition_data(p: FetchPartitionData) -> Any:
         log_start_offset=p.log_start_offset,
         preferred_read_replica=p.preferred_read_replica,
         records=p.records,
+        aborted_transactions=[
+            _pb.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in p.aborted_transactions
+        ],
     )
     if p.diverging_epoch is not None:
         d = p.diverging_epoch
@@ -259,6 +264,10 @@ def _decode_fetch_partition_data(p: Any) -> FetchPartitionData:
         current_leader=_decode_leader(p) if p.HasField("current_leader") else None,
         preferred_read_replica=p.preferred_read_replica,
         records=p.records,
+        aborted_transactions=tuple(
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in p.aborted_transactions
+        ),
     )
 
 

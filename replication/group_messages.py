@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from storage.errors import ErrorCode
 
 COORDINATOR_KEY_TYPE_GROUP = 0
+COORDINATOR_KEY_TYPE_TRANSACTION = 1
+"""FindCoordinator's key type of a transactional id (KIP-98)."""
 JOIN_GROUP_MEMBER_EPOCH = 0
 """KIP-848: a heartbeat with member epoch 0 joins the group."""
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -246,6 +248,7 @@ class DeleteGroupsResponse:
 
 __all__ = [
     "COORDINATOR_KEY_TYPE_GROUP",
+    "COORDINATOR_KEY_TYPE_TRANSACTION",
     "JOIN_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "ConsumerGroupDescribeRequest",

@@ -54,6 +54,8 @@ class ProducerDescription:
     producer_epoch: int
     last_sequence: int
     last_timestamp_ms: int
+    current_txn_start_offset: int = -1
+    """The first offset of the producer's open transaction here (KIP-98), -1 if none."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

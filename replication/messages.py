@@ -128,6 +128,14 @@ class EpochEndOffset:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AbortedTransaction:
+    """An aborted transaction whose records a read_committed fetch returns (KIP-98)."""
+
+    producer_id: int
+    first_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FetchPartitionData:
     partition_index: int
     error_code: ErrorCode = ErrorCode.NONE
@@ -141,6 +149,8 @@ class FetchPartitionData:
     preferred_read_replica: int = -1
     """KIP-392; -1 if none."""
     records: bytes = b""
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
+    """For isolation_level=1: the aborted transactions with records in ``records``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +267,8 @@ class InitProducerIdRequest:
     producer_id: int = -1
     """-1 for a new producer; the current id to bump the epoch (KIP-360)."""
     producer_epoch: int = -1
+    transactional_id: str = ""
+    """KIP-98: set, the id's transaction coordinator answers (fencing older epochs)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,6 +279,53 @@ class InitProducerIdResponse:
     producer_epoch: int = -1
 
 
+# -- WriteTxnMarkers (KIP-98, broker to broker) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerTopic:
+    name: str
+    partition_indexes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarker:
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    """True: commit."""
+    topics: tuple[WritableTxnMarkerTopic, ...] = ()
+    coordinator_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersRequest:
+    markers: tuple[WritableTxnMarker, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerPartitionResult:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerTopicResult:
+    name: str
+    partitions: tuple[WritableTxnMarkerPartitionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerResult:
+    producer_id: int
+    topics: tuple[WritableTxnMarkerTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersResponse:
+    markers: tuple[WritableTxnMarkerResult, ...] = ()
+
+
 __all__ = [
     "CONSUMER_REPLICA_ID",
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -275,6 +334,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
+    "AbortedTransaction",
     "BrokerFetchRequest",
     "BrokerFetchResponse",
     "EpochEndOffset",
@@ -302,4 +362,11 @@ __all__ = [
     "ProduceResponse",
     "ProduceTopicData",
     "ProduceTopicResponse",
+    "WritableTxnMarker",
+    "WritableTxnMarkerPartitionResult",
+    "WritableTxnMarkerResult",
+    "WritableTxnMarkerTopic",
+    "WritableTxnMarkerTopicResult",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponse",
 ]

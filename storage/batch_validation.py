@@ -19,7 +19,10 @@ size within ``max.message.bytes``                     MESSAGE_TOO_LARGE
 CRC-32C                                               CORRUPT_MESSAGE
 base offset 0 (the leader assigns offsets)            INVALID_RECORD
 record count > 0 and == last offset delta + 1         INVALID_RECORD
-no control or transactional bit (no transactions)     INVALID_RECORD
+a control batch only as a well-formed end-transaction   INVALID_RECORD
+marker (the coordinator's; the broker's Produce entry
+refuses clients' control batches); a transactional
+batch has a producer id and sequence
 idempotence fields all -1, or all set                 INVALID_RECORD
 codec id 0-4 (ids 5-7 are not codecs)                UNSUPPORTED_COMPRESSION_TYPE
 compressed records decompress (one frame, bounded)    CORRUPT_MESSAGE / MESSAGE_TOO_LARGE
@@ -114,10 +117,18 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
             f"record count {count} does not match last offset delta {header.last_offset_delta}"
         )
     if header.is_control:
-        raise InvalidRecordError("clients are not allowed to write control records")
-    if header.is_transactional:
-        raise InvalidRecordError("transactional batches are not supported (no transactions)")
-    _check_producer_fields(header)
+        if not (
+            header.is_transactional
+            and count == 1
+            and header.producer_id >= 0
+            and header.producer_epoch >= 0
+            and header.control_type in (0, 1)
+        ):
+            raise InvalidRecordError("a control batch must be one end-transaction marker")
+    elif header.is_transactional and (header.producer_id < 0 or header.base_sequence < 0):
+        raise InvalidRecordError("a transactional batch needs a producer id and a sequence")
+    else:
+        _check_producer_fields(header)
     if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
         raise InvalidTimestampError("a producer must not set the timestamp type LogAppendTime")
     codec = header.compression  # UnsupportedCompressionTypeError for ids 5-7

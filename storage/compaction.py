@@ -43,7 +43,9 @@ horizon stamped in the batch by an earlier pass. Batches whose records are all r
 dropped: each run of them (in one leader epoch) becomes one empty 61-byte batch covering their
 offsets, and a producer's last batch keeps its own header, so batch offsets stay contiguous
 (followers, readers and recovery need no change). Kafka drops such batches (keeping only a
-producer's last), which leaves holes between batches.
+producer's last), which leaves holes between batches. Transaction markers (control batches) are
+never mapped nor removed (Kafka removes one ``delete.retention.ms`` after its transaction's
+records are gone); the broker plans passes below the last stable offset, as Kafka does.
 
 Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
 """
@@ -238,8 +240,8 @@ def map_keys(
             return header.base_offset
         if header.producer_id != NO_PRODUCER_ID:
             offsets.last_batch_of_producer[header.producer_id] = header.base_offset
-        if not mapped:
-            continue  # the clean part: its keys are unique already
+        if not mapped or header.is_control:
+            continue  # the clean part (its keys are unique already), or a marker's key
         for offset, _ts, key, _value, _headers in record_tuples(data, pos):
             if key is not None and start_offset <= offset < end_offset:
                 offsets.put(key, offset)
@@ -273,6 +275,10 @@ def clean_batches(
 
     view = memoryview(data)
     for pos, header in iter_batches(data):
+        if header.is_control:  # a transaction's marker is kept (the producer state needs it)
+            flush_empties()
+            out.append(bytes(view[pos : pos + header.size_bytes]))
+            continue
         records = record_tuples(data, pos)
         kept = [
             r

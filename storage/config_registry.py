@@ -56,10 +56,14 @@ from storage.config_key import (
     quoted,
     split_list,
 )
-from storage.config_node_keys import NODE_REGISTRY
+from storage.config_node_keys import NODE_REGISTRY as _NODE_KEYS_BUT_TXN
 from storage.config_topic_keys import TOPIC_REGISTRY
+from storage.config_txn_keys import TXN_NODE_KEYS
 
 _LOG = "LogConfig"
+
+NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = _NODE_KEYS_BUT_TXN + TXN_NODE_KEYS
+"""Every node key (`storage.config_node_keys`, then the transactions' keys)."""
 
 REGISTRY: Final[tuple[ConfigKey, ...]] = TOPIC_REGISTRY + NODE_REGISTRY
 """The one table."""

@@ -2,7 +2,9 @@
 
 `ErrorCode` mirrors ``proto/kraft/v1/errors.proto`` value for value (a test checks both
 directions); numbers and names are Kafka's own (``org.apache.kafka.common.protocol.Errors``),
-so a Kafka user recognises them. Codes kraft adds are numbered from 1000.
+so a Kafka user recognises them. Codes kraft adds are numbered from 1000. The enum and the base
+class live in `storage.error_codes`, the classes of codes 45 and up in `storage.error_classes`;
+import any of them from here.
 
 NB: this module lives in ``storage`` rather than ``kraft`` because ``storage`` is the root of the
 dependency graph (``storage <- kraft <- replication <- spark``) and raises these errors itself.
@@ -14,112 +16,60 @@ Operating errors carry a code; broken invariants are programmer errors and use `
 
 from __future__ import annotations
 
-import enum
-from typing import ClassVar, final
+from typing import final
 
-
-class ErrorCode(enum.IntEnum):
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    CORRUPT_MESSAGE = 2
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    LEADER_NOT_AVAILABLE = 5
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    BROKER_NOT_AVAILABLE = 8
-    REPLICA_NOT_AVAILABLE = 9
-    MESSAGE_TOO_LARGE = 10
-    NETWORK_EXCEPTION = 13
-    COORDINATOR_LOAD_IN_PROGRESS = 14
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    INVALID_TOPIC_EXCEPTION = 17
-    RECORD_LIST_TOO_LARGE = 18
-    NOT_ENOUGH_REPLICAS = 19
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-    INVALID_REQUIRED_ACKS = 21
-    ILLEGAL_GENERATION = 22
-    INCONSISTENT_GROUP_PROTOCOL = 23
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    INVALID_SESSION_TIMEOUT = 26
-    REBALANCE_IN_PROGRESS = 27
-    TOPIC_AUTHORIZATION_FAILED = 29
-    GROUP_AUTHORIZATION_FAILED = 30
-    CLUSTER_AUTHORIZATION_FAILED = 31
-    INVALID_TIMESTAMP = 32
-    UNSUPPORTED_VERSION = 35
-    TOPIC_ALREADY_EXISTS = 36
-    INVALID_PARTITIONS = 37
-    INVALID_REPLICATION_FACTOR = 38
-    INVALID_REPLICA_ASSIGNMENT = 39
-    INVALID_CONFIG = 40
-    NOT_CONTROLLER = 41
-    INVALID_REQUEST = 42
-    POLICY_VIOLATION = 44
-    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-    DUPLICATE_SEQUENCE_NUMBER = 46
-    INVALID_PRODUCER_EPOCH = 47
-    SECURITY_DISABLED = 54
-    KAFKA_STORAGE_ERROR = 56
-    UNKNOWN_PRODUCER_ID = 59
-    REASSIGNMENT_IN_PROGRESS = 60
-    NON_EMPTY_GROUP = 68
-    GROUP_ID_NOT_FOUND = 69
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    UNSUPPORTED_COMPRESSION_TYPE = 76
-    STALE_BROKER_EPOCH = 77
-    OFFSET_NOT_AVAILABLE = 78
-    MEMBER_ID_REQUIRED = 79
-    PREFERRED_LEADER_NOT_AVAILABLE = 80
-    GROUP_MAX_SIZE_REACHED = 81
-    FENCED_INSTANCE_ID = 82
-    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-    ELECTION_NOT_NEEDED = 84
-    NO_REASSIGNMENT_IN_PROGRESS = 85
-    GROUP_SUBSCRIBED_TO_TOPIC = 86
-    INVALID_RECORD = 87
-    PRODUCER_FENCED = 90
-    RESOURCE_NOT_FOUND = 91
-    INCONSISTENT_VOTER_SET = 94
-    INVALID_UPDATE_VERSION = 95
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_TOPIC_ID = 100
-    DUPLICATE_BROKER_REGISTRATION = 101
-    BROKER_ID_NOT_REGISTERED = 102
-    INELIGIBLE_REPLICA = 107
-    NEW_LEADER_ELECTED = 108
-    FENCED_MEMBER_EPOCH = 110
-    UNSUPPORTED_ASSIGNOR = 112
-    STALE_MEMBER_EPOCH = 113
-    DUPLICATE_VOTER = 126
-    VOTER_NOT_FOUND = 127
-    # kraft's own codes (no Kafka equivalent).
-    LOG_CLOSED = 1000
-    INVALID_OFFSET = 1001
-    SSL_AUTHENTICATION_FAILED = 1002
-
-
-class KraftError(Exception):
-    """Base of every operating error; ``code`` goes on the wire, ``retriable`` drives retries."""
-
-    code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
-    retriable: ClassVar[bool] = False
-
-    def __init__(self, message: str = "") -> None:
-        super().__init__(message or self.__class__.__doc__ or self.code.name)
-        self.message = message or (self.__class__.__doc__ or self.code.name).strip()
-
-    def __reduce__(self) -> tuple[object, ...]:
-        # Keep errors picklable across Spark and multiprocessing boundaries.
-        return (self.__class__, (self.message,))
-
-
-class InvariantViolation(AssertionError):
-    """A broken internal invariant: a programmer error, never sent to a peer."""
+from storage.error_classes import (
+    BrokerIdNotRegisteredError,
+    ConcurrentTransactionsError,
+    DuplicateBrokerRegistrationError,
+    DuplicateSequenceNumberError,
+    DuplicateVoterError,
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
+    FencedInstanceIdError,
+    FencedLeaderEpochError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    GroupSubscribedToTopicError,
+    InconsistentVoterSetError,
+    IneligibleReplicaError,
+    InvalidOffsetError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidRecordError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    InvalidUpdateVersionError,
+    KafkaStorageError,
+    LogClosedError,
+    MemberIdRequiredError,
+    NewLeaderElectedError,
+    NonEmptyGroupError,
+    NoReassignmentInProgressError,
+    OffsetNotAvailableError,
+    OperationNotAttemptedError,
+    OutOfOrderSequenceNumberError,
+    PositionOutOfRangeError,
+    PreferredLeaderNotAvailableError,
+    ProducerFencedError,
+    ReassignmentInProgressError,
+    ResourceNotFoundError,
+    SecurityDisabledError,
+    SnapshotNotFoundError,
+    SslAuthenticationFailedError,
+    StaleBrokerEpochError,
+    StaleMemberEpochError,
+    TransactionalIdNotFoundError,
+    TransactionCoordinatorFencedError,
+    UnknownLeaderEpochError,
+    UnknownProducerIdError,
+    UnknownTopicIdError,
+    UnsupportedAssignorError,
+    UnsupportedCompressionTypeError,
+    VoterNotFoundError,
+)
+from storage.error_codes import ErrorCode, InvariantViolation, KraftError
 
 
 @final
@@ -474,313 +424,6 @@ class PolicyViolationError(KraftError):
     code = ErrorCode.POLICY_VIOLATION
 
 
-@final
-class OutOfOrderSequenceNumberError(KraftError):
-    """The broker got a sequence number beyond the next expected one (Kafka error 45)."""
-
-    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-@final
-class DuplicateSequenceNumberError(KraftError):
-    """The batch is a duplicate of one already appended (Kafka error 46)."""
-
-    code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
-
-
-@final
-class InvalidProducerEpochError(KraftError):
-    """The producer epoch is older than the broker's (Kafka error 47)."""
-
-    code = ErrorCode.INVALID_PRODUCER_EPOCH
-
-
-@final
-class SecurityDisabledError(KraftError):
-    """An ACL request reached a cluster that runs no authorizer (Kafka error 54): set
-    ``authorizer.class.name`` on every node (``kraft cluster up --tls --authorizer``)."""
-
-    code = ErrorCode.SECURITY_DISABLED
-
-
-@final
-class KafkaStorageError(KraftError):
-    """A disk error on the server (Kafka error 56)."""
-
-    code = ErrorCode.KAFKA_STORAGE_ERROR
-    retriable = True
-
-
-@final
-class UnknownProducerIdError(KraftError):
-    """The broker has no state for this producer id (Kafka error 59)."""
-
-    code = ErrorCode.UNKNOWN_PRODUCER_ID
-
-
-@final
-class ReassignmentInProgressError(KraftError):
-    """A reassignment is already running for this partition (Kafka error 60)."""
-
-    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
-
-
-@final
-class NoReassignmentInProgressError(KraftError):
-    """A cancel named a partition with no reassignment in progress (Kafka error 85)."""
-
-    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
-
-
-@final
-class NonEmptyGroupError(KraftError):
-    """The group still has members, so it cannot be deleted or reset (Kafka error 68)."""
-
-    code = ErrorCode.NON_EMPTY_GROUP
-
-
-@final
-class GroupIdNotFoundError(KraftError):
-    """The group does not exist (Kafka error 69)."""
-
-    code = ErrorCode.GROUP_ID_NOT_FOUND
-
-
-@final
-class FencedLeaderEpochError(KraftError):
-    """The request's leader epoch is older than this replica's (Kafka error 74)."""
-
-    code = ErrorCode.FENCED_LEADER_EPOCH
-    retriable = True
-
-
-@final
-class UnknownLeaderEpochError(KraftError):
-    """The request's leader epoch is newer than this replica's (Kafka error 75)."""
-
-    code = ErrorCode.UNKNOWN_LEADER_EPOCH
-    retriable = True
-
-
-@final
-class UnsupportedCompressionTypeError(KraftError):
-    """The batch uses a compression codec kraft does not support (Kafka error 76)."""
-
-    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-
-
-@final
-class StaleBrokerEpochError(KraftError):
-    """The broker epoch in the request is stale (Kafka error 77)."""
-
-    code = ErrorCode.STALE_BROKER_EPOCH
-
-
-@final
-class OffsetNotAvailableError(KraftError):
-    """The offset is not available yet, e.g. during a leader change (Kafka error 78)."""
-
-    code = ErrorCode.OFFSET_NOT_AVAILABLE
-    retriable = True
-
-
-@final
-class MemberIdRequiredError(KraftError):
-    """A classic group's JoinGroup must be sent again with the member id the response gives
-    (Kafka error 79, KIP-394)."""
-
-    code = ErrorCode.MEMBER_ID_REQUIRED
-
-
-@final
-class PreferredLeaderNotAvailableError(KraftError):
-    """The preferred leader is not available (Kafka error 80)."""
-
-    code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-    retriable = True
-
-
-@final
-class GroupMaxSizeReachedError(KraftError):
-    """The group already has `group.consumer.max.size` members (Kafka error 81)."""
-
-    code = ErrorCode.GROUP_MAX_SIZE_REACHED
-
-
-@final
-class FencedInstanceIdError(KraftError):
-    """Another member of the classic group now holds this ``group.instance.id`` (Kafka error 82,
-    KIP-345)."""
-
-    code = ErrorCode.FENCED_INSTANCE_ID
-
-
-@final
-class EligibleLeadersNotAvailableError(KraftError):
-    """No eligible replica can lead this partition (Kafka error 83)."""
-
-    code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-    retriable = True
-
-
-@final
-class ElectionNotNeededError(KraftError):
-    """The partition already has its preferred leader (Kafka error 84)."""
-
-    code = ErrorCode.ELECTION_NOT_NEEDED
-
-
-@final
-class GroupSubscribedToTopicError(KraftError):
-    """OffsetDelete of a topic the group's members subscribe to (Kafka error 86)."""
-
-    code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-
-
-@final
-class InvalidRecordError(KraftError):
-    """A record failed validation (Kafka error 87)."""
-
-    code = ErrorCode.INVALID_RECORD
-
-
-@final
-class ProducerFencedError(KraftError):
-    """A newer producer with the same id has fenced this one (Kafka error 90)."""
-
-    code = ErrorCode.PRODUCER_FENCED
-
-
-@final
-class ResourceNotFoundError(KraftError):
-    """The named resource does not exist (Kafka error 91)."""
-
-    code = ErrorCode.RESOURCE_NOT_FOUND
-
-
-@final
-class InconsistentVoterSetError(KraftError):
-    """The sender's voter set differs from this node's (Kafka error 94)."""
-
-    code = ErrorCode.INCONSISTENT_VOTER_SET
-
-
-@final
-class DuplicateVoterError(KraftError):
-    """The node to add is a voter already (Kafka error 126, KIP-853 AddRaftVoter)."""
-
-    code = ErrorCode.DUPLICATE_VOTER
-
-
-@final
-class VoterNotFoundError(KraftError):
-    """The node to remove is not a voter (Kafka error 127, KIP-853 RemoveRaftVoter)."""
-
-    code = ErrorCode.VOTER_NOT_FOUND
-
-
-@final
-class InvalidUpdateVersionError(KraftError):
-    """The partition epoch in an AlterPartition is stale (Kafka error 95)."""
-
-    code = ErrorCode.INVALID_UPDATE_VERSION
-
-
-@final
-class SnapshotNotFoundError(KraftError):
-    """The requested snapshot does not exist (Kafka error 98)."""
-
-    code = ErrorCode.SNAPSHOT_NOT_FOUND
-
-
-@final
-class PositionOutOfRangeError(KraftError):
-    """The requested position is outside the snapshot (Kafka error 99)."""
-
-    code = ErrorCode.POSITION_OUT_OF_RANGE
-
-
-@final
-class UnknownTopicIdError(KraftError):
-    """No topic has this id (Kafka error 100)."""
-
-    code = ErrorCode.UNKNOWN_TOPIC_ID
-    retriable = True
-
-
-@final
-class DuplicateBrokerRegistrationError(KraftError):
-    """Another live incarnation holds this broker id (Kafka error 101)."""
-
-    code = ErrorCode.DUPLICATE_BROKER_REGISTRATION
-
-
-@final
-class BrokerIdNotRegisteredError(KraftError):
-    """The broker id is not registered with the controller (Kafka error 102)."""
-
-    code = ErrorCode.BROKER_ID_NOT_REGISTERED
-
-
-@final
-class IneligibleReplicaError(KraftError):
-    """A proposed ISR member is fenced, shutting down or stale (Kafka error 107, KIP-841)."""
-
-    code = ErrorCode.INELIGIBLE_REPLICA
-
-
-@final
-class NewLeaderElectedError(KraftError):
-    """A new leader was elected while the request was pending (Kafka error 108)."""
-
-    code = ErrorCode.NEW_LEADER_ELECTED
-
-
-@final
-class FencedMemberEpochError(KraftError):
-    """The member epoch is not the coordinator's; rejoin with epoch 0 (Kafka error 110, KIP-848)."""
-
-    code = ErrorCode.FENCED_MEMBER_EPOCH
-
-
-@final
-class UnsupportedAssignorError(KraftError):
-    """The group does not know the requested server-side assignor (Kafka error 112, KIP-848)."""
-
-    code = ErrorCode.UNSUPPORTED_ASSIGNOR
-
-
-@final
-class StaleMemberEpochError(KraftError):
-    """The commit carries an older member epoch than the member's (Kafka error 113, KIP-848)."""
-
-    code = ErrorCode.STALE_MEMBER_EPOCH
-
-
-@final
-class LogClosedError(KraftError):
-    """The log was closed (kraft error 1000)."""
-
-    code = ErrorCode.LOG_CLOSED
-
-
-@final
-class InvalidOffsetError(KraftError):
-    """An offset argument is invalid, e.g. negative or not contiguous (kraft error 1001)."""
-
-    code = ErrorCode.INVALID_OFFSET
-
-
-@final
-class SslAuthenticationFailedError(KraftError):
-    """The TLS handshake was refused: the message names the side that refused and why
-    (kraft error 1002; Kafka's ``SslAuthenticationException``, which has no wire code there
-    because Kafka's handshake is not an RPC). Not retriable: a certificate does not fix
-    itself."""
-
-    code = ErrorCode.SSL_AUTHENTICATION_FAILED
-
-
 def _all_error_classes() -> dict[ErrorCode, type[KraftError]]:
     table: dict[ErrorCode, type[KraftError]] = {}
     for cls in KraftError.__subclasses__():
@@ -799,3 +442,99 @@ def error_for(code: int, message: str = "") -> KraftError:
     except (ValueError, KeyError):
         return UnknownServerError(message or f"unknown error code {code}")
     return cls(message)
+
+
+__all__ = [
+    "ERROR_CLASSES",
+    "BrokerIdNotRegisteredError",
+    "BrokerNotAvailableError",
+    "ClusterAuthorizationFailedError",
+    "ConcurrentTransactionsError",
+    "CoordinatorLoadInProgressError",
+    "CoordinatorNotAvailableError",
+    "CorruptRecordError",
+    "DuplicateBrokerRegistrationError",
+    "DuplicateSequenceNumberError",
+    "DuplicateVoterError",
+    "ElectionNotNeededError",
+    "EligibleLeadersNotAvailableError",
+    "ErrorCode",
+    "FencedInstanceIdError",
+    "FencedLeaderEpochError",
+    "FencedMemberEpochError",
+    "GroupAuthorizationFailedError",
+    "GroupIdNotFoundError",
+    "GroupMaxSizeReachedError",
+    "GroupSubscribedToTopicError",
+    "IllegalGenerationError",
+    "InconsistentGroupProtocolError",
+    "InconsistentVoterSetError",
+    "IneligibleReplicaError",
+    "InvalidConfigError",
+    "InvalidGroupIdError",
+    "InvalidOffsetError",
+    "InvalidPartitionsError",
+    "InvalidProducerEpochError",
+    "InvalidProducerIdMappingError",
+    "InvalidRecordError",
+    "InvalidReplicaAssignmentError",
+    "InvalidReplicationFactorError",
+    "InvalidRequestError",
+    "InvalidRequiredAcksError",
+    "InvalidSessionTimeoutError",
+    "InvalidTimestampError",
+    "InvalidTopicError",
+    "InvalidTransactionTimeoutError",
+    "InvalidTxnStateError",
+    "InvalidUpdateVersionError",
+    "InvariantViolation",
+    "KafkaStorageError",
+    "KraftError",
+    "LeaderNotAvailableError",
+    "LogClosedError",
+    "MemberIdRequiredError",
+    "NetworkError",
+    "NewLeaderElectedError",
+    "NoReassignmentInProgressError",
+    "NonEmptyGroupError",
+    "NotControllerError",
+    "NotCoordinatorError",
+    "NotEnoughReplicasAfterAppendError",
+    "NotEnoughReplicasError",
+    "NotLeaderOrFollowerError",
+    "OffsetNotAvailableError",
+    "OffsetOutOfRangeError",
+    "OperationNotAttemptedError",
+    "OutOfOrderSequenceNumberError",
+    "PolicyViolationError",
+    "PositionOutOfRangeError",
+    "PreferredLeaderNotAvailableError",
+    "ProducerFencedError",
+    "ReassignmentInProgressError",
+    "RebalanceInProgressError",
+    "RecordListTooLargeError",
+    "RecordTooLargeError",
+    "ReplicaNotAvailableError",
+    "RequestTimedOutError",
+    "ResourceNotFoundError",
+    "SecurityDisabledError",
+    "SnapshotNotFoundError",
+    "SslAuthenticationFailedError",
+    "StaleBrokerEpochError",
+    "StaleMemberEpochError",
+    "TopicAlreadyExistsError",
+    "TopicAuthorizationFailedError",
+    "TransactionCoordinatorFencedError",
+    "TransactionalIdNotFoundError",
+    "UnknownLeaderEpochError",
+    "UnknownMemberIdError",
+    "UnknownProducerIdError",
+    "UnknownServerError",
+    "UnknownTopicIdError",
+    "UnknownTopicOrPartitionError",
+    "UnsupportedAssignorError",
+    "UnsupportedCompressionTypeError",
+    "UnsupportedVersionError",
+    "VoterNotFoundError",
+    "error_for",
+]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import google_crc32c
 
@@ -118,6 +118,9 @@ class BatchHeader:
     producer_epoch: int
     base_sequence: int
     record_count: int
+    control_type: int = -1
+    """A control batch's type (0 abort, 1 commit: `storage.control`) when its record was in
+    the buffer the header was read from; -1 otherwise."""
 
     @property
     def last_offset(self) -> int:
@@ -187,7 +190,7 @@ def encode_varint(value: int) -> bytes:
     return _encode_unsigned(z)
 
 
-def decode_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Return ``(value, next_pos)``; raises `CorruptRecordError` on a truncated varint."""
     shift = 0
     result = 0
@@ -352,11 +355,29 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     if len(buf) - pos < BATCH_HEADER_SIZE:
         raise CorruptRecordError(f"truncated batch header at position {pos}")
     header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    if header.attributes & _CONTROL_BIT:
+        header = replace(header, control_type=_control_type(buf, pos + BATCH_HEADER_SIZE))
     if header.magic != MAGIC:
         raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos}")
     if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or header.last_offset_delta < 0:
         raise CorruptRecordError(f"invalid batch length or offset delta at position {pos}")
     return header
+
+
+def _control_type(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    """The type in the key of the control record at ``pos`` (Kafka's ``ControlRecordType``:
+    key = int16 version, int16 type), or -1 if it is not all in ``buf`` or is not one."""
+    try:
+        _, pos = decode_varint(buf, pos)  # record length
+        pos += 1  # attributes
+        _, pos = decode_varint(buf, pos)  # timestamp delta
+        _, pos = decode_varint(buf, pos)  # offset delta
+        key_length, pos = decode_varint(buf, pos)
+    except (CorruptRecordError, IndexError):
+        return -1
+    if key_length < 4 or len(buf) < pos + 4:
+        return -1
+    return int(struct.unpack_from(">h", buf, pos + 2)[0])
 
 
 def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:

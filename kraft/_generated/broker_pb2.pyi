@@ -126,8 +126,16 @@ class EpochEndOffset(_message.Message):
     end_offset: int
     def __init__(self, epoch: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
 
+class AbortedTransaction(_message.Message):
+    __slots__ = ("producer_id", "first_offset")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    first_offset: int
+    def __init__(self, producer_id: _Optional[int] = ..., first_offset: _Optional[int] = ...) -> None: ...
+
 class FetchPartitionData(_message.Message):
-    __slots__ = ("partition_index", "error_code", "error_message", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader", "preferred_read_replica", "records")
+    __slots__ = ("partition_index", "error_code", "error_message", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader", "preferred_read_replica", "records", "aborted_transactions")
     PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +146,7 @@ class FetchPartitionData(_message.Message):
     CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_READ_REPLICA_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
+    ABORTED_TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
     partition_index: int
     error_code: _errors_pb2.ErrorCode
     error_message: str
@@ -148,7 +157,8 @@ class FetchPartitionData(_message.Message):
     current_leader: LeaderIdAndEpoch
     preferred_read_replica: int
     records: bytes
-    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ..., preferred_read_replica: _Optional[int] = ..., records: _Optional[bytes] = ...) -> None: ...
+    aborted_transactions: _containers.RepeatedCompositeFieldContainer[AbortedTransaction]
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ..., current_leader: _Optional[_Union[LeaderIdAndEpoch, _Mapping]] = ..., preferred_read_replica: _Optional[int] = ..., records: _Optional[bytes] = ..., aborted_transactions: _Optional[_Iterable[_Union[AbortedTransaction, _Mapping]]] = ...) -> None: ...
 
 class FetchTopicResponse(_message.Message):
     __slots__ = ("topic", "partitions")
@@ -285,14 +295,16 @@ class MetadataResponse(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[_Union[MetadataBroker, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., controller_id: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[MetadataTopic, _Mapping]]] = ...) -> None: ...
 
 class InitProducerIdRequest(_message.Message):
-    __slots__ = ("transaction_timeout_ms", "producer_id", "producer_epoch")
+    __slots__ = ("transaction_timeout_ms", "producer_id", "producer_epoch", "transactional_id")
     TRANSACTION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     transaction_timeout_ms: int
     producer_id: int
     producer_epoch: int
-    def __init__(self, transaction_timeout_ms: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+    transactional_id: str
+    def __init__(self, transaction_timeout_ms: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class InitProducerIdResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch")
@@ -611,3 +623,61 @@ class DeleteGroupsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[DeletableGroupResult]
     def __init__(self, results: _Optional[_Iterable[_Union[DeletableGroupResult, _Mapping]]] = ...) -> None: ...
+
+class WritableTxnMarkerTopic(_message.Message):
+    __slots__ = ("name", "partition_indexes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partition_indexes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., partition_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class WritableTxnMarker(_message.Message):
+    __slots__ = ("producer_id", "producer_epoch", "transaction_result", "topics", "coordinator_epoch")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_RESULT_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    topics: _containers.RepeatedCompositeFieldContainer[WritableTxnMarkerTopic]
+    coordinator_epoch: int
+    def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., transaction_result: _Optional[bool] = ..., topics: _Optional[_Iterable[_Union[WritableTxnMarkerTopic, _Mapping]]] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+
+class WriteTxnMarkersRequest(_message.Message):
+    __slots__ = ("markers",)
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WritableTxnMarker]
+    def __init__(self, markers: _Optional[_Iterable[_Union[WritableTxnMarker, _Mapping]]] = ...) -> None: ...
+
+class WritableTxnMarkerPartitionResult(_message.Message):
+    __slots__ = ("partition_index", "error_code")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    error_code: _errors_pb2.ErrorCode
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ...) -> None: ...
+
+class WritableTxnMarkerTopicResult(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedCompositeFieldContainer[WritableTxnMarkerPartitionResult]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[WritableTxnMarkerPartitionResult, _Mapping]]] = ...) -> None: ...
+
+class WritableTxnMarkerResult(_message.Message):
+    __slots__ = ("producer_id", "topics")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    topics: _containers.RepeatedCompositeFieldContainer[WritableTxnMarkerTopicResult]
+    def __init__(self, producer_id: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[WritableTxnMarkerTopicResult, _Mapping]]] = ...) -> None: ...
+
+class WriteTxnMarkersResponse(_message.Message):
+    __slots__ = ("markers",)
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WritableTxnMarkerResult]
+    def __init__(self, markers: _Optional[_Iterable[_Union[WritableTxnMarkerResult, _Mapping]]] = ...) -> None: ...

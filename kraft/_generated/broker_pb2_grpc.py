@@ -95,6 +95,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/kraft.v1.Broker/WriteTxnMarkers',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -175,6 +180,13 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """Transactions (KIP-98): a coordinator's markers to a partition leader (CLUSTER_ACTION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -237,6 +249,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -563,6 +580,33 @@ class Broker:
             '/kraft.v1.Broker/DeleteGroups',
             kraft_dot_v1_dot_broker__pb2.DeleteGroupsRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/WriteTxnMarkers',
+            kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

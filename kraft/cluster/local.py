@@ -105,9 +105,8 @@ TLS_CLIENT = "client"
 TLS_ADMIN = "admin"
 """The name (and ``CN``) of the super-user client certificate (``authorizer=True``)."""
 
-
 LOCAL_OFFSETS_TOPIC_PARTITIONS = 6
-"""``offsets.topic.num.partitions`` of a local cluster (Kafka's 50 is a lot for a laptop)."""
+"""The offsets and the transaction state topics' partitions in a local cluster (Kafka: 50)."""
 LOCAL_GROUP_HEARTBEAT_INTERVAL_MS = 500
 """``group.consumer.heartbeat.interval.ms`` of a local cluster: a rebalance (which members
 learn of by heartbeat) takes well under a second."""
@@ -666,6 +665,7 @@ class LocalCluster:
             + (f",KAFKA://{kafka}" if kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
+            "transaction.state.log.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
             **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id], kafka),
             **self._authorizer_properties(),

@@ -145,11 +145,16 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "Fetch": _fetch,
     "ListOffsets": lambda r, _: _per_topic(_R.TOPIC, _O.DESCRIBE, (t.name for t in r.topics)),
     "Metadata": lambda r, _: Requirement(),  # filtered: `filter_response`
-    # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+    # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic; KIP-98: a transactional
+    # producer needs WRITE on its transactional id.
     "InitProducerId": lambda r, _: Requirement(
-        ((_cluster(_O.IDEMPOTENT_WRITE), Need(_R.TOPIC, _O.WRITE, None)),)
+        ((Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),)
+        if r.transactional_id
+        else ((_cluster(_O.IDEMPOTENT_WRITE), Need(_R.TOPIC, _O.WRITE, None)),)
     ),
-    "FindCoordinator": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.coordinator_keys)),
+    "FindCoordinator": lambda r, _: Requirement(
+        _each(_R.TRANSACTIONAL_ID if r.key_type == 1 else _R.GROUP, _O.DESCRIBE, r.coordinator_keys)
+    ),
     "ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
     "OffsetCommit": lambda r, _: _per_topic(
         _R.TOPIC, _O.READ, (t.name for t in r.topics), (Need(_R.GROUP, _O.READ, r.group_id),)
@@ -163,6 +168,8 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
     "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    # KIP-98: a transaction coordinator's markers to a partition leader (Kafka: CLUSTER_ACTION).
+    "WriteTxnMarkers": lambda r, _: _node(),
 }
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 
@@ -171,6 +178,38 @@ KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
     "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
     "DescribeProducers": lambda r, _: Requirement(
         _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
+    ),
+    # -- transactions (KIP-98, `replication.broker.txn_service`): no gRPC method serves them --
+    "AddPartitionsToTxn": lambda r, _: (
+        _node()
+        if r.verify_only  # KIP-890: a partition leader asks the coordinator
+        else Requirement(
+            (
+                (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),
+                *_each(_R.TOPIC, _O.WRITE, (t.name for t in r.topics)),
+            )
+        )
+    ),
+    "AddOffsetsToTxn": lambda r, _: Requirement(
+        (
+            (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),
+            (Need(_R.GROUP, _O.READ, r.group_id),),
+        )
+    ),
+    "EndTxn": lambda r, _: Requirement(
+        ((Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),)
+    ),
+    "DescribeTransactions": lambda r, _: Requirement(
+        _each(_R.TRANSACTIONAL_ID, _O.DESCRIBE, r.transactional_ids)
+    ),
+    # NB: Kafka lists the ids the caller may DESCRIBE; kraft asks DESCRIBE on the cluster.
+    "ListTransactions": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "TxnOffsetCommit": lambda r, _: Requirement(
+        (
+            (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),
+            (Need(_R.GROUP, _O.READ, r.commit.group_id),),
+            *_each(_R.TOPIC, _O.READ, (t.name for t in r.commit.topics)),
+        )
     ),
     # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

@@ -235,6 +235,16 @@ class BrokerNodeConfig:
     """[offsets.topic.num.partitions]"""
     offsets_topic_replication_factor: int = 3
     """[offsets.topic.replication.factor] capped at the number of live brokers."""
+    transaction_state_log_num_partitions: int = 50
+    """[transaction.state.log.num.partitions]"""
+    transaction_state_log_replication_factor: int = 3
+    """[transaction.state.log.replication.factor] capped at the number of live brokers."""
+    transaction_state_log_min_isr: int = 2
+    """[transaction.state.log.min.isr]"""
+    transaction_max_timeout_ms: int = 900_000
+    """[transaction.max.timeout.ms]"""
+    transactional_id_expiration_ms: int = 604_800_000
+    """[transactional.id.expiration.ms]"""
     offsets_retention_minutes: int = 10080
     """[offsets.retention.minutes]"""
     group_consumer_session_timeout_ms: int = 45_000

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import structlog
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
+from storage.control import ControlType
 from storage.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -121,6 +122,13 @@ class Replying(Protocol):  # pragma: no cover - structural: `replication.broker.
     def abandon(self) -> Sequence[ReplyLike]: ...
 
 
+@runtime_checkable
+class MarkerAware(Protocol):  # pragma: no cover - structural: `replication.broker.group_shard`
+    """A coordinator whose partition holds transaction markers it must apply on a load."""
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None: ...
+
+
 def deliver(replies: Sequence[ReplyLike]) -> None:
     """Each reply's response to its handle (a Future; one whose waiter is gone is skipped)."""
     for reply in replies:
@@ -161,6 +169,8 @@ class GroupRuntime:
         topics: the topic view the coordinator's assignors take (from the metadata image).
         snapshot_interval_records: ``group.coordinator.snapshot.interval.records``.
         node_id: for logs.
+        topic: the internal topic whose partitions it serves (the transaction coordinators
+            run on the same runtime over ``__transaction_state``).
         clock_ms: wall-clock milliseconds (tests inject; default `wall_clock_ms`).
     """
 
@@ -173,14 +183,16 @@ class GroupRuntime:
         snapshot_interval_records: int,
         node_id: int,
         clock_ms: Callable[[], int] | None = None,
+        topic: str = OFFSETS_TOPIC,
     ) -> None:
         self._clock = clock_ms or _now_ms
+        self.topic = topic
         self._replicas = replicas
         self._new_coordinator = new_coordinator
         self._topics = topics
         self._snapshot_interval = snapshot_interval_records
         self._shards: dict[int, _Shard] = {}
-        self._logger = _log.bind(node_id=node_id)
+        self._logger = _log.bind(node_id=node_id, topic=topic)
         self._closed = False
         self._seen_topics: Any = None
 
@@ -225,7 +237,7 @@ class GroupRuntime:
         replicas = self._replicas()
         led: dict[int, PartitionReplica] = {}
         for tp, replica in replicas.items():
-            if tp.topic == OFFSETS_TOPIC and replica.driver.is_leader and replica.offline is None:
+            if tp.topic == self.topic and replica.driver.is_leader and replica.offline is None:
                 led[tp.partition] = replica
         for partition, shard in list(self._shards.items()):
             current = led.get(partition)
@@ -267,7 +279,11 @@ class GroupRuntime:
                     if not data:
                         break
                     for pos, header in iter_batches(data):
-                        if not header.is_control:
+                        if header.is_control and isinstance(coordinator, MarkerAware):
+                            coordinator.replay_marker(
+                                header.producer_id, header.control_type == ControlType.COMMIT
+                            )
+                        elif not header.is_control:
                             batch = data[pos : pos + header.size_bytes]
                             for _, _, key, value, _ in record_tuples(batch):
                                 if key is not None:
@@ -308,15 +324,23 @@ class GroupRuntime:
         """
         shard = self._shards.get(partition)
         if shard is None:
-            raise NotCoordinatorError(f"this broker does not lead {OFFSETS_TOPIC}-{partition}")
+            raise NotCoordinatorError(f"this broker does not lead {self.topic}-{partition}")
         if shard.coordinator is None:
             raise CoordinatorLoadInProgressError(
-                f"loading the groups of {OFFSETS_TOPIC}-{partition}"
+                f"loading the coordinator of {self.topic}-{partition}"
             )
         return shard
 
     def loaded_coordinators(self) -> list[Coordinator]:
         return [s.coordinator for s in self._shards.values() if s.coordinator is not None]
+
+    def loaded_partitions(self) -> dict[int, int]:
+        """The partitions whose coordinator is loaded, with their leader epoch."""
+        return {
+            p: s.replica.driver.leader_epoch
+            for p, s in self._shards.items()
+            if s.coordinator is not None and not s.dropped
+        }
 
     def loading_partitions(self) -> list[int]:
         """The offsets partitions led here whose groups are still being replayed."""
@@ -367,9 +391,7 @@ class GroupRuntime:
 
     def _still_loaded(self, shard: _Shard) -> Coordinator:
         if shard.dropped or shard.coordinator is None:
-            raise NotCoordinatorError(
-                f"this broker no longer leads {OFFSETS_TOPIC}-{shard.partition}"
-            )
+            raise NotCoordinatorError(f"this broker no longer leads {self.topic}-{shard.partition}")
         return shard.coordinator
 
     async def _tick(self, shard: _Shard, now_ms: int) -> None:
@@ -421,7 +443,7 @@ class GroupRuntime:
         )
         if not shard.dropped:
             self._drop(shard, "append_failed")  # reloads from the log on the next poll
-        error = f"writing to {OFFSETS_TOPIC}-{shard.partition} failed: {code.name}"
+        error = f"writing to {self.topic}-{shard.partition} failed: {code.name}"
         if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
             raise NotCoordinatorError(error)
         raise CoordinatorNotAvailableError(error)

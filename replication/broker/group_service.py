@@ -23,17 +23,20 @@ COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
 from replication.broker.classic_service import ClassicGroupService
+from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
 from replication.broker.group_lag import GroupLag
 from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
 from replication.broker.group_shard import GroupShard
+from replication.broker.producer_ids import ProducerIds
+from replication.broker.txn_service import TxnService
 from replication.group import (
     GroupConfig,
     GroupCoordinator,
@@ -44,8 +47,10 @@ from replication.group import (
 from replication.group import types as g
 from replication.group.classic import ClassicGroupConfig
 from replication.group.classic import ListedGroup as ClassicListing
+from replication.group.txn_offsets import pending_record
 from replication.group_messages import (
     COORDINATOR_KEY_TYPE_GROUP,
+    COORDINATOR_KEY_TYPE_TRANSACTION,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
@@ -77,7 +82,6 @@ from storage.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
     KraftError,
-    TopicAlreadyExistsError,
 )
 
 if TYPE_CHECKING:
@@ -87,18 +91,6 @@ R = TypeVar("R")
 
 GROUP_ID_MAX_CHARS = 255
 """Longer group ids are refused (INVALID_GROUP_ID); Kafka has no limit but a request size."""
-_FOREVER = str(-1)
-OFFSETS_TOPIC_SEGMENT_BYTES = 8 * 1024 * 1024
-OFFSETS_TOPIC_CONFIGS: Mapping[str, str] = {
-    "cleanup.policy": "compact",
-    "retention.ms": _FOREVER,
-    "retention.bytes": _FOREVER,
-    "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES),
-}
-"""The offsets topic is compacted (Kafka's ``offsets.topic`` configs: ``cleanup.policy=compact``):
-the coordinator's records are keyed, latest-wins, so the cleaner keeps what a replay needs.
-Coordinator snapshots also move its start (`replication.broker.group_runtime`); segments of
-8 MiB let both reclaim space soon."""
 
 _log = structlog.get_logger("replication.broker.group_service")
 
@@ -136,11 +128,36 @@ class GroupService:
             list_latest=lambda leader, tps: server.list_latest_offsets(leader, tps),
         )
         """The lag metrics of the groups coordinated here (its `run` is a broker task)."""
+        self.transactions = TxnService(
+            server,
+            ProducerIds(lambda: server.allocate_producer_ids()).next,
+            lambda address: server.broker_stub(address),
+            self.complete_txn_offsets,
+        )
+        """The transaction coordinators (KIP-98) on ``__transaction_state``."""
         self.classic = ClassicGroupService(self.runtime, self._partition_of)
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, OffsetDelete."""
-        self._creating: asyncio.Task[None] | None = None
+        self.offsets_topic = InternalTopic(
+            server,
+            OFFSETS_TOPIC,
+            lambda: (config.offsets_topic_num_partitions, config.offsets_topic_replication_factor),
+            OFFSETS_TOPIC_CONFIGS,
+        )
         self._topics_cache: tuple[object, dict[str, TopicInfo]] | None = None
         self._logger = _log.bind(node_id=server.node_id)
+
+    def start_tasks(self) -> list[asyncio.Task[None]]:
+        """The coordinators' loops (groups, their lag, transactions and their markers)."""
+        return [
+            asyncio.create_task(self.runtime.run(), name="broker-group-coordinators"),
+            asyncio.create_task(self.lag.run(), name="broker-group-lag"),
+            asyncio.create_task(self.transactions.runtime.run(), name="broker-txn-coordinators"),
+            asyncio.create_task(self.transactions.run_markers(), name="broker-txn-markers"),
+        ]
+
+    def close(self) -> None:
+        self.runtime.close()
+        self.transactions.close()
 
     # --- the image, by name and by id ---------------------------------------------------------
 
@@ -205,11 +222,13 @@ class GroupService:
         return FindCoordinatorResponse(coordinators=tuple(out))
 
     def _find_one(self, key_type: int, key: str, listener: str = "") -> WireCoordinator:
+        if key_type == COORDINATOR_KEY_TYPE_TRANSACTION:
+            return self.transactions.find(key, listener)
         if key_type != COORDINATOR_KEY_TYPE_GROUP:
             return WireCoordinator(
                 key=key[:GROUP_ID_MAX_CHARS],
                 error_code=ErrorCode.INVALID_REQUEST,
-                error_message=f"unknown coordinator key type {key_type} (0 is group)",
+                error_message=f"unknown coordinator key type {key_type} (0 group, 1 transaction)",
             )
         if not key or len(key) > GROUP_ID_MAX_CHARS:
             return WireCoordinator(
@@ -217,54 +236,7 @@ class GroupService:
                 error_code=ErrorCode.INVALID_GROUP_ID,
                 error_message="a group id is 1 to 255 characters",
             )
-        image = self._server.image
-        description = image.describe_topic(OFFSETS_TOPIC)
-        if description is None or not description.partitions:
-            self._create_offsets_topic()
-            return WireCoordinator(
-                key=key,
-                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                error_message=f"creating {OFFSETS_TOPIC}",
-            )
-        partition = description.partitions[partition_for_group(key, len(description.partitions))]
-        broker = image.broker(partition.leader) if partition.leader >= 0 else None
-        endpoint = None if broker is None or broker.fenced else broker.endpoint(listener)
-        if endpoint is None:
-            return WireCoordinator(
-                key=key,
-                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                error_message=f"{OFFSETS_TOPIC}-{partition.partition} has no leader",
-            )
-        return WireCoordinator(
-            key=key, node_id=partition.leader, host=endpoint.host, port=endpoint.port
-        )
-
-    def _create_offsets_topic(self) -> None:
-        if self._creating is not None and not self._creating.done():
-            return
-        self._creating = asyncio.create_task(self._create(), name="create-offsets-topic")
-
-    async def _create(self) -> None:
-        config = self._server.config
-        live = sum(1 for b in self._server.image.brokers.values() if not b.fenced)
-        replication_factor = max(1, min(config.offsets_topic_replication_factor, live))
-        try:
-            await self._server.create_internal_topic(
-                OFFSETS_TOPIC,
-                config.offsets_topic_num_partitions,
-                replication_factor,
-                OFFSETS_TOPIC_CONFIGS,
-            )
-        except TopicAlreadyExistsError:
-            return
-        except KraftError as e:
-            self._logger.warning("offsets_topic_creation_failed", error=repr(e))
-            return
-        self._logger.info(
-            "offsets_topic_created",
-            partitions=config.offsets_topic_num_partitions,
-            replication_factor=replication_factor,
-        )
+        return self.offsets_topic.find(key, listener)
 
     # --- requests to the coordinator ----------------------------------------------------------
 
@@ -316,7 +288,12 @@ class GroupService:
             assignment=None if response.assignment is None else self._to_names(response.assignment),
         )
 
-    async def offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    async def offset_commit(
+        self, request: OffsetCommitRequest, *, producer_id: int = -1
+    ) -> OffsetCommitResponse:
+        """OffsetCommit; with ``producer_id``, TxnOffsetCommit (KIP-98, KIP-447): validated the
+        same way, its offsets pending until the producer's transaction ends
+        (`replication.group.txn_offsets`)."""
         inner = g.OffsetCommitRequest(
             group_id=request.group_id,
             member_id=request.member_id,
@@ -334,7 +311,7 @@ class GroupService:
             ),
         )
 
-        def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+        def validated(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
             code = shard.classic.validate_offset_commit(
                 inner.group_id, inner.member_id, inner.member_epoch
             )
@@ -346,6 +323,13 @@ class GroupService:
                 )
             admin = dataclasses.replace(inner, member_id="", member_epoch=-1)
             return shard.kip848.commit_offsets(admin, now)
+
+        def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+            result = validated(shard, now)
+            if producer_id < 0:
+                return result
+            pending = [pending_record(producer_id, r) for r in result.records]
+            return g.Result(records=pending, response=result.response)
 
         try:
             partition = self._partition_of(request.group_id)
@@ -365,6 +349,14 @@ class GroupService:
                 for name, parts in by_topic.items()
             ),
         )
+
+    async def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction's marker is in ``__consumer_offsets``-``partition``: commit or drop
+        its pending offsets (a shard not loaded here applies the marker when it loads)."""
+        with contextlib.suppress(KraftError):
+            await self.runtime.write(
+                partition, lambda c, now: _shard(c).complete_txn(producer_id, commit)
+            )
 
     async def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         inner = g.OffsetFetchRequest(

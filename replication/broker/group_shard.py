@@ -28,7 +28,9 @@ from replication.group.classic import (
     Reply,
     is_classic_record,
 )
+from replication.group.txn_offsets import PendingTxnOffsets, is_pending_record
 from replication.group.types import Record
+from replication.group.types import Result as GroupResult
 from storage.errors import ErrorCode
 
 
@@ -44,12 +46,27 @@ class GroupShard:
         self._check_interval_ms = config.offsets_retention_check_interval_ms
         self._next_cleanup_ms: int | None = None
         self._replies: list[Reply] = []
+        self.txn_offsets = PendingTxnOffsets()
+        """Offsets of transactions not ended yet (TxnOffsetCommit, KIP-447)."""
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         if is_classic_record(key):
             self.classic.replay(key, value)
+        elif is_pending_record(key):
+            self.txn_offsets.replay(key, value)
         else:
             self.kip848.replay(key, value)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """A transaction's marker read on a load: its pending offsets are committed or
+        dropped (`replication.group.txn_offsets`)."""
+        for key, value in self.txn_offsets.outcome(producer_id, commit):
+            self.kip848.replay(key, value)
+        self.txn_offsets.forget(producer_id)
+
+    def complete_txn(self, producer_id: int, commit: bool) -> GroupResult[None]:
+        """The records that end ``producer_id``'s transaction's offsets (its marker is in)."""
+        return GroupResult(records=self.txn_offsets.complete(producer_id, commit), response=None)
 
     def tick(self, now_ms: int, topics: Mapping[str, TopicInfo]) -> list[Record]:
         """Both coordinators' timers; the classic replies wait in `take_replies`."""
@@ -85,7 +102,11 @@ class GroupShard:
 
     def snapshot_records(self) -> list[Record]:
         """Both states: the snapshot moves the log start past every older record."""
-        return [*self.kip848.snapshot_records(), *self.classic.snapshot_records()]
+        return [
+            *self.kip848.snapshot_records(),
+            *self.classic.snapshot_records(),
+            *self.txn_offsets.snapshot_records(),
+        ]
 
     def take_replies(self) -> list[Reply]:
         """The replies of the last `tick`, to deliver once its records are committed."""

@@ -12,7 +12,7 @@ run the request handling the broker runs; a test may hand in anything that has t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kraft.types import TopicPartition
 
@@ -132,6 +132,14 @@ class GroupHost(Protocol):
     async def create_internal_topic(
         self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
     ) -> None: ...
+
+    async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
+        """A block of producer ids (the transaction coordinator's new ids, KIP-730)."""
+        ...
+
+    def broker_stub(self, address: str) -> Any:
+        """A ``kraft.v1.Broker`` stub (the transaction coordinator's WriteTxnMarkers)."""
+        ...
 
 
 __all__ = ["GroupHost", "ReplicaHost", "ServedLog", "ServedReplica"]

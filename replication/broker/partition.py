@@ -59,6 +59,7 @@ from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_he
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.broker.replica_metrics import ReplicaMetrics
+from replication.broker.stable_reads import last_stable_offset
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -637,18 +638,17 @@ class PartitionReplica(NoDriverEvents):
         return 0 if result is None else result.records_removed
 
     def prepare_compaction(self, now_ms: int, offset_map_bytes: int | None) -> CleanJob | None:
-        """`apply_compaction` in three steps, for a cleaner thread: this plans a pass (on the
-        loop), `storage.log_cleaner.run_clean` runs it in any thread, `finish_compaction`
-        swaps it in (on the loop). None: nothing to clean.
+        """Plan a pass below the last stable offset (KIP-98: an open transaction may abort);
+        `run_clean` runs it in any thread, `finish_compaction` swaps it in. None: nothing to do.
 
         Raises:
             KafkaStorageError: on a disk error (the replica went offline).
         """
         if self._quorum is not None or self.log.closed or not self.log.config.compact:
             return None
-        high_watermark = self.high_watermark
+        stable = last_stable_offset(self.producer_state, self.high_watermark)
         with self.driver.storage_guard():
-            return self.log.prepare_compaction(now_ms, high_watermark, offset_map_bytes)
+            return self.log.prepare_compaction(now_ms, stable, offset_map_bytes)
 
     def finish_compaction(self, job: CleanJob, output: CleanOutput | Exception) -> int:
         """Swap a pass in (or raise its error); the records removed (0: the pass was dropped,

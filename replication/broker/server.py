@@ -313,8 +313,7 @@ class BrokerServer:
                 name="broker-tick",
             ),
             asyncio.create_task(replicas.offline_probe_loop(), name="broker-offline-probe"),
-            asyncio.create_task(self.groups.runtime.run(), name="broker-group-coordinators"),
-            asyncio.create_task(self.groups.lag.run(), name="broker-group-lag"),
+            *self.groups.start_tasks(),  # group and transaction coordinators
             asyncio.create_task(
                 run_retention(
                     lambda: replicas.replicas.values(),
@@ -367,7 +366,7 @@ class BrokerServer:
         self.replica_manager.closed = True
         self.supervisor.close()
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        self.groups.runtime.close()
+        self.groups.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.producer_ids import ProducerIds
+from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
+from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -65,6 +68,8 @@ from replication.messages import (
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from storage.errors import ErrorCode, KraftError
 from storage.records import iter_batches, iter_records
@@ -87,8 +92,7 @@ class BrokerService:
     def __init__(self, server: ReplicaHost, *, now_ms: Callable[[], int] = clock_ms) -> None:
         self._server = server
         self._now_ms = now_ms
-        self._producer_ids = (0, 0)  # [next, end) of the current block
-        self._producer_id_lock = asyncio.Lock()
+        self._producer_ids = ProducerIds(server.allocate_producer_ids)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -118,14 +122,23 @@ class BrokerService:
 
     # --- Produce ------------------------------------------------------------------------------
 
-    def produce_to(self, tp: TopicPartition) -> ServedReplica | ProducePartitionResponse:
+    def produce_to(
+        self, tp: TopicPartition, records: bytes
+    ) -> ServedReplica | ProducePartitionResponse:
         """Where one partition of a Produce goes: the replica that leads it, or the answer
-        that refuses it (an internal topic, not the leader, an unknown partition)."""
+        that refuses it (an internal topic, control records from a client, not the leader, an
+        unknown partition)."""
         if tp.topic in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
             return ProducePartitionResponse(
                 index=tp.partition,
                 error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
                 error_message=f"cannot produce to the internal topic {tp.topic}",
+            )
+        if is_control_batch(records):  # Kafka's AppendOrigin.CLIENT: markers are brokers'
+            return ProducePartitionResponse(
+                index=tp.partition,
+                error_code=ErrorCode.INVALID_RECORD,
+                error_message="clients are not allowed to write control records",
             )
         replica = self._leading(tp)
         if replica is None:
@@ -156,7 +169,7 @@ class BrokerService:
 
     async def produce(self, request: ProduceRequest) -> ProduceResponse:
         async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
-            target = self.produce_to(tp)
+            target = self.produce_to(tp, records)
             if isinstance(target, ProducePartitionResponse):
                 return target
             done = await target.produce(request.acks, request.timeout_ms, records)
@@ -207,7 +220,7 @@ class BrokerService:
                 if request.replica_id >= 0:
                     data = self._follower_fetch(request, tp, p, max_bytes)
                 else:
-                    data = self._consumer_fetch(tp, p, max_bytes)
+                    data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level)
                 size += len(data.records)
                 remaining_bytes -= len(data.records)
                 errors = errors or data.error_code is not ErrorCode.NONE
@@ -262,7 +275,7 @@ class BrokerService:
         )
 
     def _consumer_fetch(
-        self, tp: TopicPartition, p: FetchPartition, max_bytes: int
+        self, tp: TopicPartition, p: FetchPartition, max_bytes: int, isolation_level: int = 0
     ) -> FetchPartitionData:
         replica = self._leading(tp)
         if replica is None:
@@ -280,10 +293,12 @@ class BrokerService:
             )
         log = replica.log
         high_watermark = replica.high_watermark
+        stable = last_stable_offset(replica.producer_state, high_watermark)
+        committed = isolation_level == READ_COMMITTED
         common: dict[str, Any] = {
             "partition_index": p.partition,
             "high_watermark": high_watermark,
-            "last_stable_offset": high_watermark,
+            "last_stable_offset": stable,
             "log_start_offset": log.log_start_offset,
         }
         # Kafka's range check is against the log end offset, not the high watermark: an offset
@@ -298,9 +313,13 @@ class BrokerService:
                 f"offset); consumers read below the high watermark {high_watermark}",
             )
         try:
-            records = replica.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
+            upper = stable if committed else high_watermark
+            records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
+        if committed:
+            aborted = aborted_in(replica.producer_state, p.fetch_offset, records)
+            return FetchPartitionData(**common, records=records, aborted_transactions=aborted)
         return FetchPartitionData(**common, records=records)
 
     # --- ListOffsets --------------------------------------------------------------------------
@@ -336,6 +355,8 @@ class BrokerService:
                     offset = (
                         replica.high_watermark if request.replica_id < 0 else log.log_end_offset
                     )
+                    if request.isolation_level == READ_COMMITTED and request.replica_id < 0:
+                        offset = last_stable_offset(replica.producer_state, offset)
                 else:
                     try:
                         offset = replica.offset_for_timestamp(p.timestamp)
@@ -419,6 +440,7 @@ class BrokerService:
                             producer_epoch=e.producer_epoch,
                             last_sequence=e.last_sequence,
                             last_timestamp_ms=e.batches[-1].timestamp_ms if e.batches else -1,
+                            current_txn_start_offset=e.current_txn_first_offset,
                         )
                         for _, e in sorted(entries.items())
                     ),
@@ -478,6 +500,14 @@ class BrokerService:
             topics=tuple(topics),
         )
 
+    # --- WriteTxnMarkers ----------------------------------------------------------------------
+
+    async def write_txn_markers(
+        self, request: WriteTxnMarkersRequest, on_offsets_marker: OffsetsMarkerHook
+    ) -> WriteTxnMarkersResponse:
+        """A transaction coordinator's markers, appended to the partitions this broker leads."""
+        return await write_markers(self._server.replicas, request, on_offsets_marker)
+
     # --- InitProducerId -----------------------------------------------------------------------
 
     async def init_producer_id(self, request: InitProducerIdRequest) -> InitProducerIdResponse:
@@ -490,28 +520,7 @@ class BrokerService:
         and nobody can bump, and so fence, another producer's id by naming it.
         """
         del request
-        return await self._new_producer_id()
-
-    async def _new_producer_id(self) -> InitProducerIdResponse:
-        async with self._producer_id_lock:
-            start, end = self._producer_ids
-            if start >= end:
-                # No block yet, and none to be had: whatever the controller said (this broker
-                # not registered yet, a stale broker epoch, no active controller, a network
-                # error) concerns the broker, not the producer, which retries: Kafka answers
-                # COORDINATOR_LOAD_IN_PROGRESS until its block arrives (KIP-730).
-                try:
-                    block = await self._server.allocate_producer_ids()
-                except KraftError as e:
-                    return _no_producer_id_block(e.code, e.message)
-                if block.error_code is not ErrorCode.NONE:
-                    return _no_producer_id_block(block.error_code, block.error_message)
-                start, end = (
-                    block.producer_id_start,
-                    block.producer_id_start + block.producer_id_len,
-                )
-            self._producer_ids = (start + 1, end)
-            return InitProducerIdResponse(producer_id=start, producer_epoch=0)
+        return await self._producer_ids.next()
 
 
 def fetch_satisfied(
@@ -544,13 +553,6 @@ def _timestamp_at(batches: bytes, offset: int) -> int:
             batch = memoryview(batches)[pos : pos + header.size_bytes]
             return next((r.timestamp_ms for r in iter_records(batch) if r.offset == offset), -1)
     return -1
-
-
-def _no_producer_id_block(code: ErrorCode, message: str) -> InitProducerIdResponse:
-    return InitProducerIdResponse(
-        error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        error_message=f"no producer id block yet ({code.name}: {message[:200]})",
-    )
 
 
 __all__ = [

@@ -60,6 +60,7 @@ from replication.clients.fetched import (
 from replication.clients.group_membership import GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork, Cancellable
+from replication.clients.read_committed import drop_aborted
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -617,8 +618,9 @@ class Consumer:
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
+            records = drop_aborted(part.records, part.aborted_transactions)  # read_committed
             fetched = scan_partition_batches(
-                tp, part.records, position, check_crcs=self.config.check_crcs
+                tp, records, position, check_crcs=self.config.check_crcs
             )
             if fetched is not None:
                 self._buffer[tp] = fetched

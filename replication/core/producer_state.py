@@ -29,6 +29,15 @@ remaining state cannot be exact (a producer's older history was evicted from the
 window or cleared by an epoch bump), and the shell then rebuilds it with `reload` from a
 snapshot at or below the truncation point, as Kafka's ``truncateAndReload`` always does.
 
+Transactions (KIP-98), as Kafka's ``ProducerStateManager`` keeps them: a producer's first
+transactional batch opens its transaction (`ProducerStateEntry.current_txn_first_offset`); the
+marker the coordinator writes (a control batch, `storage.control`) closes it, and an abort
+marker adds the transaction to the aborted list (Kafka's ``.txnindex``, here in memory and in
+the snapshot). The first offset of the oldest open transaction bounds the last stable offset
+(`first_unstable_offset`); `aborted_transactions` is what a read_committed fetch returns. A
+marker also carries the producer's epoch forward (the coordinator bumps it to fence). Any
+truncation of a log that held transactions answers False (reload), as Kafka always reloads.
+
 Pure: no I/O, no clock (timestamps are the batches' own).
 """
 
@@ -41,6 +50,7 @@ from typing import final
 
 import google_crc32c
 
+from storage.control import ControlType
 from storage.errors import ErrorCode, KafkaStorageError
 from storage.records import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
 
@@ -67,6 +77,8 @@ class ProducerStateEntry:
     producer_id: int
     producer_epoch: int
     batches: tuple[BatchMetadata, ...]
+    current_txn_first_offset: int = -1
+    """The first offset of the producer's open transaction on this partition, -1 if none."""
     has_earlier_history: bool = False
     """True if the producer appended batches before the first cached one (evicted from the
     window, or of an older epoch): a truncation removing every cached batch cannot restore
@@ -85,6 +97,16 @@ class ProducerStateEntry:
             if batch.first_sequence == first and batch.last_sequence == last:
                 return batch
         return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbortedTxn:
+    """An aborted transaction on this partition: Kafka's ``AbortedTxn`` (the offset of its
+    abort marker is ``last_offset``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +138,11 @@ def in_sequence(last_sequence: int, next_sequence: int) -> bool:
     )
 
 
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2
 _SNAPSHOT_HEAD = struct.Struct(">HIqi")  # version, crc32c of the rest, map end offset, count
-_ENTRY = struct.Struct(">qh?B")  # producer id, epoch, has earlier history, batch count
+_ENTRY_V1 = struct.Struct(">qh?B")  # producer id, epoch, has earlier history, batch count
+_ENTRY = struct.Struct(">qh?Bq")  # ... and (v2) the open transaction's first offset
+_ABORTED = struct.Struct(">qqq")  # (v2, after the entries, counted) producer, first, last
 _BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, timestamp
 
 
@@ -131,10 +155,18 @@ class ProducerStateManager:
     """
 
     def __init__(
-        self, entries: Iterable[ProducerStateEntry] = (), *, map_end_offset: int = 0
+        self,
+        entries: Iterable[ProducerStateEntry] = (),
+        *,
+        map_end_offset: int = 0,
+        aborted: Iterable[AbortedTxn] = (),
     ) -> None:
         self._entries: dict[int, ProducerStateEntry] = {e.producer_id: e for e in entries}
         self._map_end_offset = map_end_offset
+        self._aborted: list[AbortedTxn] = list(aborted)
+        self._saw_transactions = bool(self._aborted) or any(
+            e.current_txn_first_offset >= 0 for e in self._entries.values()
+        )
 
     # --- queries --------------------------------------------------------------------------
 
@@ -150,6 +182,22 @@ class ProducerStateManager:
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._entries.get(producer_id)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (the last stable offset is the
+        smaller of it and the high watermark), None if no transaction is open."""
+        firsts = [
+            e.current_txn_first_offset
+            for e in self._entries.values()
+            if e.current_txn_first_offset >= 0
+        ]
+        return min(firsts) if firsts else None
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in ``[start, end)``, oldest first (Kafka's
+        ``collectAbortedTxns``: those whose marker is at or after ``start`` and that began
+        before ``end``)."""
+        return [a for a in self._aborted if a.last_offset >= start and a.first_offset < end]
 
     def check(self, header: BatchHeader) -> ProducerCheck:
         """Validate a client's batch before the leader appends it (see the module docstring).
@@ -201,7 +249,12 @@ class ProducerStateManager:
         last_offset = base_offset + header.last_offset_delta
         self._map_end_offset = max(self._map_end_offset, last_offset + 1)
         producer_id = header.producer_id
-        if producer_id == NO_PRODUCER_ID or header.is_control or header.base_sequence < 0:
+        if producer_id == NO_PRODUCER_ID:
+            return
+        if header.is_control:
+            self._end_transaction(header, base_offset)
+            return
+        if header.base_sequence < 0:
             return
         batch = BatchMetadata(
             first_sequence=header.base_sequence,
@@ -211,9 +264,17 @@ class ProducerStateManager:
             timestamp_ms=header.max_timestamp_ms,
         )
         entry = self._entries.get(producer_id)
+        txn_first = -1 if entry is None else entry.current_txn_first_offset
+        if header.is_transactional:
+            self._saw_transactions = True
+            if txn_first < 0:
+                txn_first = base_offset
         if entry is None:
             self._entries[producer_id] = ProducerStateEntry(
-                producer_id=producer_id, producer_epoch=header.producer_epoch, batches=(batch,)
+                producer_id=producer_id,
+                producer_epoch=header.producer_epoch,
+                batches=(batch,),
+                current_txn_first_offset=txn_first,
             )
         elif header.producer_epoch != entry.producer_epoch:
             # Kafka's maybeUpdateProducerEpoch: a new epoch forgets the old epoch's batches.
@@ -222,6 +283,7 @@ class ProducerStateManager:
                 producer_epoch=header.producer_epoch,
                 batches=(batch,),
                 has_earlier_history=True,
+                current_txn_first_offset=txn_first,
             )
         else:
             batches = (*entry.batches, batch)
@@ -230,7 +292,37 @@ class ProducerStateManager:
                 entry,
                 batches=batches[-MAX_CACHED_BATCHES:],
                 has_earlier_history=entry.has_earlier_history or evicted,
+                current_txn_first_offset=txn_first,
             )
+
+    def _end_transaction(self, header: BatchHeader, offset: int) -> None:
+        """A marker at ``offset`` ends the producer's open transaction (Kafka's
+        ``appendEndTxnMarker``); its epoch, bumped by a fencing coordinator, becomes the
+        producer's. A marker with no open transaction (written again by a new coordinator)
+        changes nothing else."""
+        self._saw_transactions = True
+        producer_id, epoch = header.producer_id, header.producer_epoch
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            self._entries[producer_id] = ProducerStateEntry(
+                producer_id=producer_id, producer_epoch=epoch, batches=()
+            )
+            return
+        first = entry.current_txn_first_offset
+        if first >= 0 and header.control_type == ControlType.ABORT:
+            self._aborted.append(
+                AbortedTxn(producer_id=producer_id, first_offset=first, last_offset=offset)
+            )
+        if epoch > entry.producer_epoch:
+            self._entries[producer_id] = replace(
+                entry,
+                producer_epoch=epoch,
+                batches=(),
+                has_earlier_history=True,
+                current_txn_first_offset=-1,
+            )
+        else:
+            self._entries[producer_id] = replace(entry, current_txn_first_offset=-1)
 
     def load_from_batches(self, headers: Iterable[BatchHeader]) -> None:
         """Replay batch headers read from the log (in offset order), e.g. after a snapshot."""
@@ -245,10 +337,14 @@ class ProducerStateManager:
             not be (then `reload` it). NB: the dedup window may hold fewer than 5 batches even
             when True: evicted batches do not come back.
         """
-        exact = True
+        exact = not self._saw_transactions  # a removed marker reopens its transaction: reload
         self._map_end_offset = min(self._map_end_offset, offset)
+        self._aborted = [a for a in self._aborted if a.last_offset < offset]
         for producer_id, entry in list(self._entries.items()):
             keep = tuple(b for b in entry.batches if b.last_offset < offset)
+            if entry.current_txn_first_offset >= offset:
+                entry = replace(entry, current_txn_first_offset=-1)
+                self._entries[producer_id] = entry
             if len(keep) == len(entry.batches):
                 continue
             if keep:
@@ -261,6 +357,8 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """The log was emptied and restarts at ``offset``: no producer state is left."""
         self._entries.clear()
+        self._aborted.clear()
+        self._saw_transactions = False
         self._map_end_offset = offset
 
     def reload(
@@ -279,6 +377,8 @@ class ProducerStateManager:
         )
         self._entries = base._entries
         self._map_end_offset = base._map_end_offset
+        self._aborted = base._aborted
+        self._saw_transactions = base._saw_transactions
         self.load_from_batches(headers)
 
     # --- snapshots ----------------------------------------------------------------------------
@@ -294,6 +394,7 @@ class ProducerStateManager:
                     entry.producer_epoch,
                     entry.has_earlier_history,
                     len(entry.batches),
+                    entry.current_txn_first_offset,
                 )
             )
             for b in entry.batches:
@@ -306,6 +407,10 @@ class ProducerStateManager:
                         b.timestamp_ms,
                     )
                 )
+        parts.append(struct.pack(">i", len(self._aborted)))
+        parts.extend(
+            _ABORTED.pack(a.producer_id, a.first_offset, a.last_offset) for a in self._aborted
+        )
         body = struct.pack(">qi", self._map_end_offset, len(self._entries)) + b"".join(parts)
         crc = google_crc32c.value(body)
         return struct.pack(">HI", _SNAPSHOT_VERSION, crc) + body
@@ -320,15 +425,20 @@ class ProducerStateManager:
         """
         try:
             version, crc, map_end_offset, count = _SNAPSHOT_HEAD.unpack_from(data, 0)
-            if version != _SNAPSHOT_VERSION:
+            if version not in (1, _SNAPSHOT_VERSION):
                 raise KafkaStorageError(f"unknown producer snapshot version {version}")
             if google_crc32c.value(bytes(data[6:])) != crc:
                 raise KafkaStorageError("producer snapshot fails its CRC")
             pos = _SNAPSHOT_HEAD.size
             entries: list[ProducerStateEntry] = []
             for _ in range(count):
-                producer_id, epoch, earlier, n = _ENTRY.unpack_from(data, pos)
-                pos += _ENTRY.size
+                txn_first = -1
+                if version == 1:
+                    producer_id, epoch, earlier, n = _ENTRY_V1.unpack_from(data, pos)
+                    pos += _ENTRY_V1.size
+                else:
+                    producer_id, epoch, earlier, n, txn_first = _ENTRY.unpack_from(data, pos)
+                    pos += _ENTRY.size
                 batches = []
                 for _b in range(n):
                     first_seq, last_seq, first, last, ts = _BATCH.unpack_from(data, pos)
@@ -348,13 +458,24 @@ class ProducerStateManager:
                         producer_epoch=epoch,
                         batches=tuple(batches),
                         has_earlier_history=earlier,
+                        current_txn_first_offset=txn_first,
                     )
                 )
+            aborted: list[AbortedTxn] = []
+            if version >= 2:
+                (n_aborted,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                for _a in range(n_aborted):
+                    pid, first, last = _ABORTED.unpack_from(data, pos)
+                    pos += _ABORTED.size
+                    aborted.append(
+                        AbortedTxn(producer_id=pid, first_offset=first, last_offset=last)
+                    )
         except struct.error as e:
             raise KafkaStorageError(f"truncated producer snapshot: {e}") from e
         if pos != len(data):
             raise KafkaStorageError("trailing bytes after the producer snapshot")
-        return cls(entries, map_end_offset=map_end_offset)
+        return cls(entries, map_end_offset=map_end_offset, aborted=aborted)
 
     def __repr__(self) -> str:
         return (
@@ -366,6 +487,7 @@ class ProducerStateManager:
 __all__ = [
     "MAX_CACHED_BATCHES",
     "MAX_SEQUENCE",
+    "AbortedTxn",
     "BatchMetadata",
     "ProducerCheck",
     "ProducerStateEntry",

@@ -602,7 +602,7 @@ class SimBroker:
         for topic in request.topic_data:
             for data in topic.partition_data:
                 tp = TopicPartition(topic.name, data.index)
-                target = self.service.produce_to(tp)
+                target = self.service.produce_to(tp, data.records)
                 if isinstance(target, ProducePartitionResponse):
                     pending.answers[tp] = target
                     continue

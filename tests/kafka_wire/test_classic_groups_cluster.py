@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,7 +31,7 @@ from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from kraft.cluster import LocalCluster
 from replication.clients import AdminClient, Producer
 from storage.errors import ErrorCode
-from tests.kafka_wire.wire import decode_response, request_frame
+from tests.kafka_wire.wire import call
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
 
@@ -281,19 +280,6 @@ def test_commit_and_seek_in_a_classic_group(cluster: LocalCluster) -> None:
 
 
 # -- classic and KIP-848 members of one group ------------------------------------------------------
-
-
-def call(address: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
-    """One request to one Kafka listener; its decoded response."""
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(request_frame(api_key, version, body))
-        data = b""
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk = sock.recv(65536)
-            assert chunk, "connection closed"
-            data += chunk
-    return decode_response(api_key, version, data[4:])[1]
 
 
 def coordinator_answers(

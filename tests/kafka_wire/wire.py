@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import struct
 from typing import Any
 
@@ -61,3 +62,16 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
 def correlation_id(frame: bytes) -> int:
     header, _ = read_entity(ResponseHeaderV0, frame, 0)
     return int(header.correlation_id)
+
+
+def call(address: str, api_key: int, version: int, body: dict[str, Any]) -> Any:
+    """One request to one Kafka listener (``host:port``); its decoded response."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request_frame(api_key, version, body))
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+    return decode_response(api_key, version, data[4:])[1]

@@ -114,6 +114,20 @@ from replication.messages import (
     MetadataResponse,
     ProduceRequest,
     ProduceResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from replication.txn_messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnErrorResponse,
+    TxnOffsetCommitRequest,
 )
 from storage.errors import (
     ClusterAuthorizationFailedError,
@@ -218,8 +232,44 @@ class BrokerApi:
         self.metadata_api: Api[MetadataRequest, MetadataResponse] = Api(
             "Metadata", lambda r, ctx: broker.metadata(r, ctx.listener), MetadataResponse
         )
-        self.init_producer_id_api = Api(
-            "InitProducerId", _ignore_ctx(broker.init_producer_id), InitProducerIdResponse
+        transactions = groups.transactions
+        self.init_producer_id_api: Api[InitProducerIdRequest, InitProducerIdResponse] = Api(
+            "InitProducerId",
+            lambda r, _: (
+                transactions.init_producer_id(r)
+                if r.transactional_id
+                else broker.init_producer_id(r)
+            ),
+            InitProducerIdResponse,
+        )
+        self.write_txn_markers_api: Api[WriteTxnMarkersRequest, WriteTxnMarkersResponse] = Api(
+            "WriteTxnMarkers",
+            lambda r, _: broker.write_txn_markers(r, groups.complete_txn_offsets),
+            WriteTxnMarkersResponse,
+        )
+        self.add_partitions_to_txn_api = Api(
+            "AddPartitionsToTxn",
+            _ignore_ctx(transactions.add_partitions_to_txn),
+            AddPartitionsToTxnResponse,
+        )
+        self.add_offsets_to_txn_api = Api(
+            "AddOffsetsToTxn", _ignore_ctx(transactions.add_offsets_to_txn), TxnErrorResponse
+        )
+        self.end_txn_api = Api("EndTxn", _ignore_ctx(transactions.end_txn), TxnErrorResponse)
+        self.describe_transactions_api = Api(
+            "DescribeTransactions",
+            _ignore_ctx(transactions.describe_transactions),
+            DescribeTransactionsResponse,
+        )
+        self.list_transactions_api = Api(
+            "ListTransactions",
+            _ignore_ctx(transactions.list_transactions),
+            ListTransactionsResponse,
+        )
+        self.txn_offset_commit_api: Api[TxnOffsetCommitRequest, OffsetCommitResponse] = Api(
+            "TxnOffsetCommit",
+            lambda r, _: groups.offset_commit(r.commit, producer_id=r.producer_id),
+            OffsetCommitResponse,
         )
         self.find_coordinator_api: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
             "FindCoordinator",
@@ -294,6 +344,39 @@ class BrokerApi:
         self, request: InitProducerIdRequest, ctx: RequestContext
     ) -> InitProducerIdResponse:
         return await self._answer(self.init_producer_id_api, request, ctx)
+
+    async def write_txn_markers(
+        self, request: WriteTxnMarkersRequest, ctx: RequestContext
+    ) -> WriteTxnMarkersResponse:
+        return await self._answer(self.write_txn_markers_api, request, ctx)
+
+    async def add_partitions_to_txn(
+        self, request: AddPartitionsToTxnRequest, ctx: RequestContext
+    ) -> AddPartitionsToTxnResponse:
+        return await self._answer(self.add_partitions_to_txn_api, request, ctx)
+
+    async def add_offsets_to_txn(
+        self, request: AddOffsetsToTxnRequest, ctx: RequestContext
+    ) -> TxnErrorResponse:
+        return await self._answer(self.add_offsets_to_txn_api, request, ctx)
+
+    async def end_txn(self, request: EndTxnRequest, ctx: RequestContext) -> TxnErrorResponse:
+        return await self._answer(self.end_txn_api, request, ctx)
+
+    async def describe_transactions(
+        self, request: DescribeTransactionsRequest, ctx: RequestContext
+    ) -> DescribeTransactionsResponse:
+        return await self._answer(self.describe_transactions_api, request, ctx)
+
+    async def list_transactions(
+        self, request: ListTransactionsRequest, ctx: RequestContext
+    ) -> ListTransactionsResponse:
+        return await self._answer(self.list_transactions_api, request, ctx)
+
+    async def txn_offset_commit(
+        self, request: TxnOffsetCommitRequest, ctx: RequestContext
+    ) -> OffsetCommitResponse:
+        return await self._answer(self.txn_offset_commit_api, request, ctx)
 
     async def find_coordinator(
         self, request: FindCoordinatorRequest, ctx: RequestContext

@@ -48,6 +48,7 @@ from replication.messages import (
     ListOffsetsRequest,
     MetadataRequest,
     ProduceRequest,
+    WriteTxnMarkersRequest,
 )
 from storage.errors import ErrorCode, KraftError
 
@@ -86,6 +87,7 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
     "ListOffsets": Route(ListOffsetsRequest, lambda a: a.list_offsets_api),
     "Metadata": Route(MetadataRequest, lambda a: a.metadata_api),
     "InitProducerId": Route(InitProducerIdRequest, lambda a: a.init_producer_id_api),
+    "WriteTxnMarkers": Route(WriteTxnMarkersRequest, lambda a: a.write_txn_markers_api),
     "FindCoordinator": Route(FindCoordinatorRequest, lambda a: a.find_coordinator_api),
     "ConsumerGroupHeartbeat": Route(
         ConsumerGroupHeartbeatRequest, lambda a: a.consumer_group_heartbeat_api

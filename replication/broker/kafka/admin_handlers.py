@@ -544,8 +544,8 @@ async def handle_describe_producers(
                         "producer_epoch": d.producer_epoch,
                         "last_sequence": d.last_sequence,
                         "last_timestamp": d.last_timestamp_ms,
-                        "coordinator_epoch": -1,  # no transactions in kraft yet
-                        "current_txn_start_offset": -1,
+                        "coordinator_epoch": -1,  # the markers' epoch is not kept per producer
+                        "current_txn_start_offset": d.current_txn_start_offset,
                     }
                     for d in p.producers
                 ],

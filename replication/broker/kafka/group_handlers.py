@@ -25,6 +25,7 @@ from replication.group_messages import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
@@ -70,34 +71,34 @@ async def handle_find_coordinator(
 # -- OffsetCommit, OffsetFetch --------------------------------------------------------------------
 
 
-async def handle_offset_commit(
-    api: KafkaBrokerApi, request: Request, ctx: RequestContext
-) -> Response:
-    body = request.body
-    answer = await api.offset_commit(
-        OffsetCommitRequest(
-            group_id=body.group_id,
-            generation_id_or_member_epoch=body.generation_id_or_member_epoch,
-            member_id=body.member_id or "",
-            topics=tuple(
-                OffsetCommitRequestTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        OffsetCommitRequestPartition(
-                            partition_index=p.partition_index,
-                            committed_offset=p.committed_offset,
-                            committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                            committed_metadata=p.committed_metadata or "",
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in body.topics
-            ),
+def offset_commit_request(body: Any, generation_id_or_member_epoch: int) -> OffsetCommitRequest:
+    """The OffsetCommit of a kio OffsetCommit or TxnOffsetCommit body."""
+    return OffsetCommitRequest(
+        group_id=body.group_id,
+        generation_id_or_member_epoch=generation_id_or_member_epoch,
+        member_id=getattr(body, "member_id", "") or "",
+        topics=tuple(
+            OffsetCommitRequestTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetCommitRequestPartition(
+                        partition_index=p.partition_index,
+                        committed_offset=p.committed_offset,
+                        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
+                        committed_metadata=p.committed_metadata or "",
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in body.topics
         ),
-        ctx,
     )
-    if answer.error_code is not ErrorCode.NONE:  # Kafka answers a group error per partition
+
+
+def offset_commit_answer(body: Any, answer: OffsetCommitResponse) -> dict[str, Any]:
+    """The kio response of an OffsetCommit or TxnOffsetCommit: a group error (Kafka answers
+    it per partition) or each partition's."""
+    if answer.error_code is not ErrorCode.NONE:
         return {
             "topics": [
                 {
@@ -122,6 +123,14 @@ async def handle_offset_commit(
             for t in answer.topics
         ]
     }
+
+
+async def handle_offset_commit(
+    api: KafkaBrokerApi, request: Request, ctx: RequestContext
+) -> Response:
+    body = request.body
+    commit = offset_commit_request(body, body.generation_id_or_member_epoch)
+    return offset_commit_answer(body, await api.offset_commit(commit, ctx))
 
 
 def _offset_fetch_topics(answer: OffsetFetchResponse, group_error: bool) -> list[dict[str, Any]]:
@@ -348,4 +357,4 @@ GROUP_HANDLERS: Final[Mapping[int, tuple[str, int, int, GroupHandler]]] = {
     69: ("ConsumerGroupDescribe", 0, 1, handle_consumer_group_describe),
 }
 
-__all__ = ["GROUP_HANDLERS"]
+__all__ = ["GROUP_HANDLERS", "offset_commit_answer", "offset_commit_request"]

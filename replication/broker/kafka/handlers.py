@@ -29,6 +29,7 @@ from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
+from replication.broker.kafka.txn_handlers import TXN_HANDLERS
 from replication.messages import (
     CONSUMER_REPLICA_ID,
     BrokerFetchRequest,
@@ -182,7 +183,12 @@ async def handle_fetch(api: KafkaBrokerApi, request: Request, ctx: RequestContex
                         "last_stable_offset": p.last_stable_offset,
                         "log_start_offset": p.log_start_offset,
                         "preferred_read_replica": p.preferred_read_replica,
-                        "aborted_transactions": None,
+                        "aborted_transactions": [
+                            {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                            for a in p.aborted_transactions
+                        ]
+                        if getattr(body, "isolation_level", 0) == 1
+                        else None,
                         "records": p.records,
                         **(
                             {"current_leader": _leader(p.current_leader)}
@@ -348,13 +354,12 @@ async def handle_init_producer_id(
     api: KafkaBrokerApi, request: Request, ctx: RequestContext
 ) -> Response:
     body = request.body
-    if body.transactional_id:  # no transaction coordinator in kraft yet
-        return {"error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
     answer = await api.init_producer_id(
         InitProducerIdRequest(
             transaction_timeout_ms=millis(body.transaction_timeout),
             producer_id=getattr(body, "producer_id", -1),
             producer_epoch=getattr(body, "producer_epoch", -1),
+            transactional_id=body.transactional_id or "",
         ),
         ctx,
     )
@@ -402,6 +407,7 @@ HANDLERS: Final[Mapping[int, ApiSpec]] = {
     **{key: ApiSpec(*spec) for key, spec in GROUP_HANDLERS.items()},
     **{key: ApiSpec(*spec) for key, spec in ADMIN_HANDLERS.items()},
     **{key: ApiSpec(*spec) for key, spec in CLASSIC_HANDLERS.items()},
+    **{key: ApiSpec(*spec) for key, spec in TXN_HANDLERS.items()},
 }
 """API key -> name, the versions served, the handler: the dispatch table and ApiVersions."""
 

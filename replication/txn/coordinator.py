@@ -1,0 +1,360 @@
+"""The pure transaction coordinator of one ``__transaction_state`` partition (KIP-98): Kafka's
+``TransactionCoordinator`` + ``TransactionStateManager``, with no clock, no I/O, no randomness.
+
+The broker shell (`replication.broker.txn_runtime`) drives it as it drives the group
+coordinator (`replication.broker.group_runtime`)::
+
+    coord = TxnCoordinator(TxnConfig(...))
+    for key, value in committed_records_of_the_partition:   # on becoming its leader
+        coord.replay(key, value)
+    result = coord.end_txn(txn_id, producer_id, epoch, commit=True, now_ms=now)
+    append result.records with acks=all; once committed replay them; send result.response
+    for job in coord.pending_markers():      # PREPARE_COMMIT / PREPARE_ABORT, once committed
+        write job's marker to each of job.partitions' leaders (WriteTxnMarkers)
+        result = coord.complete(job, now_ms)  # COMPLETE_COMMIT / COMPLETE_ABORT
+
+Writes see only replayed (committed) state, one at a time. A new leader replays the partition
+and finds the transactions that were preparing in `pending_markers`: it writes their markers
+again (a marker written twice is harmless: the partition's transaction index ignores a marker
+of a producer with no open transaction).
+
+The producer id of a new transactional id, or of one whose epoch is exhausted, comes from the
+shell: `init_producer_id` answers `NEEDS_PRODUCER_ID` when it needs one and was given none.
+
+Timers (`tick`): an ONGOING transaction older than its timeout is aborted with its epoch bumped,
+which fences the producer (Kafka's ``abortTimedOutTransactions``); an idle id (EMPTY, COMPLETE_*)
+not used for ``transactional.id.expiration.ms`` is deleted (a tombstone).
+
+Not here yet: KIP-890 part 2 (EndTxn v5+, the epoch bumped on every transaction); kraft's
+Kafka listener serves EndTxn up to v4, and clients then use the part-1 protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Generic, TypeVar, final
+
+from kraft.types import TopicPartition
+from storage.errors import ErrorCode
+
+from .records import Record, decode_key, decode_metadata, metadata_record, tombstone
+from .state import NO_PRODUCER_EPOCH, TxnMetadata, TxnState
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnConfig:
+    """The coordinator's Kafka configs."""
+
+    transaction_max_timeout_ms: int = 900_000
+    """``transaction.max.timeout.ms``: InitProducerId refuses a longer transaction timeout."""
+    transactional_id_expiration_ms: int = 604_800_000
+    """``transactional.id.expiration.ms``: an idle id is deleted after this long."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerIdAndEpoch:
+    error_code: ErrorCode = ErrorCode.NONE
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+NEEDS_PRODUCER_ID: Final = ProducerIdAndEpoch(error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+"""`init_producer_id`'s answer when it must allocate an id and was given none: call it again
+with one (this object is never sent to a client)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result(Generic[R]):
+    records: list[Record] = field(default_factory=list)
+    response: R
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkerJob:
+    """Markers to write for an ended transaction: one control batch per partition."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+
+
+@final
+class TxnCoordinator:
+    """The transactional ids of one ``__transaction_state`` partition (module docstring)."""
+
+    def __init__(self, config: TxnConfig) -> None:
+        self._config = config
+        self._txns: dict[str, TxnMetadata] = {}
+        self._next_abort_check_ms: int | None = None
+
+    # --- state --------------------------------------------------------------------------------
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one committed record (load, or a write's records once committed)."""
+        transactional_id = decode_key(key)
+        if value is None:
+            self._txns.pop(transactional_id, None)
+        else:
+            self._txns[transactional_id] = decode_metadata(transactional_id, value)
+
+    def get(self, transactional_id: str) -> TxnMetadata | None:
+        return self._txns.get(transactional_id)
+
+    def transactions(self) -> dict[str, TxnMetadata]:
+        return dict(self._txns)
+
+    def snapshot_records(self) -> list[Record]:
+        return [metadata_record(m) for _, m in sorted(self._txns.items())]
+
+    def pending_markers(self) -> list[MarkerJob]:
+        """The ended transactions whose markers are not all written (PREPARE_*)."""
+        return [
+            MarkerJob(
+                transactional_id=m.transactional_id,
+                producer_id=m.producer_id,
+                producer_epoch=m.producer_epoch,
+                commit=m.state is TxnState.PREPARE_COMMIT,
+                partitions=m.partitions,
+            )
+            for _, m in sorted(self._txns.items())
+            if m.state.is_preparing
+        ]
+
+    # --- InitProducerId -----------------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        now_ms: int,
+        *,
+        expected_producer_id: int = -1,
+        expected_producer_epoch: int = -1,
+        new_producer_id: int | None = None,
+    ) -> Result[ProducerIdAndEpoch]:
+        """Kafka's ``handleInitProducerId`` with a transactional id: a producer id and a bumped
+        epoch, which fences every producer of the id with an older one. An ongoing transaction
+        is aborted first (the answer is then CONCURRENT_TRANSACTIONS: the client retries).
+        ``expected_*`` is KIP-360's current id and epoch of a producer that recovers."""
+        if not transactional_id:
+            return _error(ErrorCode.INVALID_REQUEST)
+        if timeout_ms <= 0 or timeout_ms > self._config.transaction_max_timeout_ms:
+            return _error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        meta = self._txns.get(transactional_id)
+        if meta is None:
+            if new_producer_id is None:
+                return Result(response=NEEDS_PRODUCER_ID)
+            fresh = TxnMetadata(
+                transactional_id=transactional_id,
+                producer_id=new_producer_id,
+                producer_epoch=0,
+                timeout_ms=timeout_ms,
+                state=TxnState.EMPTY,
+                last_update_ms=now_ms,
+            )
+            return _answer(fresh)
+        if expected_producer_id >= 0:
+            if expected_producer_id != meta.producer_id:
+                return _error(ErrorCode.PRODUCER_FENCED)
+            if expected_producer_epoch == meta.last_producer_epoch and meta.state.is_complete:
+                # NB: a retry of the bump that already happened: the answer it missed.
+                return Result(response=_pid(meta))
+            if expected_producer_epoch != meta.producer_epoch:
+                return _error(ErrorCode.PRODUCER_FENCED)
+        if meta.state.is_preparing:
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if meta.state is TxnState.ONGOING:
+            # Fence the producer of the ongoing transaction and abort it; the caller retries.
+            fenced = self._fence_and_abort(meta, now_ms)
+            return Result(records=[metadata_record(fenced)], response=_concurrent())
+        if meta.epoch_exhausted:
+            if new_producer_id is None:
+                return Result(response=NEEDS_PRODUCER_ID)
+            bumped = meta.transition(
+                TxnState.EMPTY,
+                now_ms,
+                producer_id=new_producer_id,
+                producer_epoch=0,
+                last_producer_epoch=NO_PRODUCER_EPOCH,
+                timeout_ms=timeout_ms,
+                partitions=frozenset(),
+                start_ms=-1,
+            )
+        else:
+            bumped = meta.transition(
+                TxnState.EMPTY,
+                now_ms,
+                producer_epoch=meta.producer_epoch + 1,
+                last_producer_epoch=meta.producer_epoch,
+                timeout_ms=timeout_ms,
+                partitions=frozenset(),
+                start_ms=-1,
+            )
+        return _answer(bumped)
+
+    def _fence_and_abort(self, meta: TxnMetadata, now_ms: int) -> TxnMetadata:
+        """PREPARE_ABORT with the epoch bumped (if not exhausted): Kafka's
+        ``prepareFenceProducerEpoch`` then ``prepareAbortOrCommit``, in one record."""
+        epoch = meta.producer_epoch if meta.epoch_exhausted else meta.producer_epoch + 1
+        return meta.transition(
+            TxnState.PREPARE_ABORT,
+            now_ms,
+            producer_epoch=epoch,
+            last_producer_epoch=meta.producer_epoch,
+        )
+
+    # --- AddPartitionsToTxn, AddOffsetsToTxn --------------------------------------------------
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+        now_ms: int,
+    ) -> Result[ErrorCode]:
+        """Kafka's ``handleAddPartitionsToTransaction`` (AddOffsetsToTxn adds the group's
+        ``__consumer_offsets`` partition the same way): the transaction becomes ONGOING."""
+        meta, code = self._producer(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return Result(response=code)
+        if meta.state.is_preparing:
+            return Result(response=ErrorCode.CONCURRENT_TRANSACTIONS)
+        if meta.state is TxnState.ONGOING and partitions <= meta.partitions:
+            return Result(response=ErrorCode.NONE)  # nothing new: no record
+        start_ms = meta.start_ms if meta.state is TxnState.ONGOING else now_ms
+        ongoing = meta.transition(
+            TxnState.ONGOING,
+            now_ms,
+            partitions=(meta.partitions if meta.state is TxnState.ONGOING else frozenset())
+            | partitions,
+            start_ms=start_ms,
+        )
+        return Result(records=[metadata_record(ongoing)], response=ErrorCode.NONE)
+
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        """KIP-890 part 1's check (AddPartitionsToTxn v4 ``verify_only``): is ``tp`` in the
+        ongoing transaction of this producer? NONE, or INVALID_TXN_STATE / the fencing error."""
+        meta, code = self._producer(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return code
+        if meta.state is not TxnState.ONGOING or tp not in meta.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.NONE
+
+    # --- EndTxn -------------------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        now_ms: int,
+    ) -> Result[ErrorCode]:
+        """Kafka's ``handleEndTransaction`` (part 1): ONGOING -> PREPARE_COMMIT/ABORT; the
+        markers follow (`pending_markers`). A retry after the end is answered as the end was."""
+        meta, code = self._producer(transactional_id, producer_id, producer_epoch)
+        if meta is None:
+            return Result(response=code)
+        state = meta.state
+        if state is TxnState.ONGOING:
+            target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            prepared = meta.transition(target, now_ms)
+            return Result(records=[metadata_record(prepared)], response=ErrorCode.NONE)
+        done, preparing = (
+            (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT)
+            if commit
+            else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT)
+        )
+        if state is done:
+            return Result(response=ErrorCode.NONE)
+        if state is preparing:
+            return Result(response=ErrorCode.CONCURRENT_TRANSACTIONS)
+        return Result(response=ErrorCode.INVALID_TXN_STATE)
+
+    def complete(self, job: MarkerJob, now_ms: int) -> Result[ErrorCode]:
+        """Every marker of ``job`` is written: COMPLETE_COMMIT / COMPLETE_ABORT (no record if
+        the transaction moved on meanwhile, e.g. the job ran twice)."""
+        meta = self._txns.get(job.transactional_id)
+        want = TxnState.PREPARE_COMMIT if job.commit else TxnState.PREPARE_ABORT
+        if (
+            meta is None
+            or meta.state is not want
+            or meta.producer_id != job.producer_id
+            or meta.producer_epoch != job.producer_epoch
+        ):
+            return Result(response=ErrorCode.NONE)
+        target = TxnState.COMPLETE_COMMIT if job.commit else TxnState.COMPLETE_ABORT
+        done = meta.transition(target, now_ms, partitions=frozenset(), start_ms=-1)
+        return Result(records=[metadata_record(done)], response=ErrorCode.NONE)
+
+    def _producer(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[TxnMetadata | None, ErrorCode]:
+        """The metadata if the request's producer is the id's current one, else the error."""
+        meta = self._txns.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return None, ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if producer_epoch != meta.producer_epoch:
+            return None, ErrorCode.PRODUCER_FENCED
+        return meta, ErrorCode.NONE
+
+    # --- timers -------------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        due: list[int] = []
+        for m in self._txns.values():
+            if m.state is TxnState.ONGOING:
+                due.append(m.start_ms + m.timeout_ms)
+            elif m.state.is_complete:
+                due.append(m.last_update_ms + self._config.transactional_id_expiration_ms)
+        return min(due) if due else None
+
+    def tick(self, now_ms: int, topics: object = None) -> list[Record]:
+        """Abort timed-out transactions (epoch bumped: the producer is fenced) and delete
+        expired transactional ids. ``topics`` is unused (the runtime's shape)."""
+        del topics
+        records: list[Record] = []
+        for _, meta in sorted(self._txns.items()):
+            if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms <= now_ms:
+                records.append(metadata_record(self._fence_and_abort(meta, now_ms)))
+            elif (
+                meta.state.is_complete
+                and meta.last_update_ms + self._config.transactional_id_expiration_ms <= now_ms
+            ):
+                records.append(tombstone(meta.transactional_id))
+        return records
+
+
+def _pid(meta: TxnMetadata) -> ProducerIdAndEpoch:
+    return ProducerIdAndEpoch(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+
+
+def _answer(meta: TxnMetadata) -> Result[ProducerIdAndEpoch]:
+    return Result(records=[metadata_record(meta)], response=_pid(meta))
+
+
+def _error(code: ErrorCode) -> Result[ProducerIdAndEpoch]:
+    return Result(response=ProducerIdAndEpoch(error_code=code))
+
+
+def _concurrent() -> ProducerIdAndEpoch:
+    return ProducerIdAndEpoch(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
+__all__ = [
+    "NEEDS_PRODUCER_ID",
+    "MarkerJob",
+    "ProducerIdAndEpoch",
+    "Result",
+    "TxnConfig",
+    "TxnCoordinator",
+]

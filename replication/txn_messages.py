@@ -1,0 +1,145 @@
+"""Dataclasses of the transaction APIs only the Kafka listener serves (KIP-98): AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and ListTransactions. kraft's
+gRPC clients do not call them yet, so they have no proto message and stay out of
+`replication.messages` (whose every class mirrors one); WriteTxnMarkers, which brokers send
+each other over gRPC, is there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replication.group_messages import OffsetCommitRequest
+from storage.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnTopic:
+    name: str
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TxnTopic, ...] = ()
+    verify_only: bool = False
+    """KIP-890 part 1 (v4+, from a partition leader): only check they were added."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnPartitionResult:
+    partition_index: int
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnTopicResult:
+    name: str
+    partitions: tuple[TxnPartitionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnResponse:
+    results: tuple[TxnTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddOffsetsToTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTxnRequest:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnErrorResponse:
+    """AddOffsetsToTxn's and EndTxn's answer: one error code."""
+
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit: the group's offsets in the producer's transaction (KIP-447: checked
+    by the group's generation or member epoch and member id, as an OffsetCommit). The answer
+    is an `OffsetCommitResponse`."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: OffsetCommitRequest
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsRequest:
+    transactional_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedTransaction:
+    transactional_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+    state: str = ""
+    """Kafka's name: ``Empty``, ``Ongoing``, ``PrepareCommit``, ..."""
+    timeout_ms: int = -1
+    start_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    topics: tuple[TxnTopic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeTransactionsResponse:
+    transactions: tuple[DescribedTransaction, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsRequest:
+    state_filters: tuple[str, ...] = ()
+    producer_id_filters: tuple[int, ...] = ()
+    duration_filter_ms: int = -1
+    """v1: only transactions running longer than this (-1: all)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListedTransaction:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTransactionsResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    unknown_state_filters: tuple[str, ...] = ()
+    transactions: tuple[ListedTransaction, ...] = ()
+
+
+__all__ = [
+    "AddOffsetsToTxnRequest",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponse",
+    "DescribedTransaction",
+    "EndTxnRequest",
+    "ListTransactionsRequest",
+    "ListTransactionsResponse",
+    "ListedTransaction",
+    "TxnErrorResponse",
+    "TxnOffsetCommitRequest",
+    "TxnPartitionResult",
+    "TxnTopic",
+    "TxnTopicResult",
+]

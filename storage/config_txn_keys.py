@@ -1,0 +1,72 @@
+"""The broker keys of transactions (KIP-98) in the config registry (`storage.config_registry`):
+the transaction coordinators' internal topic and their timeouts, with Kafka's names and defaults.
+(Kept out of `storage.config_node_keys`, which is at its size limit.)"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from storage.config_key import INT_MAX, ConfigKey, ConfigType, Reader, Scope
+
+_B = frozenset({Reader.BROKER})
+_BROKER = "BrokerNodeConfig"
+
+
+def _key(name: str, type_: ConfigType, default: str, doc: str, field: str) -> ConfigKey:
+    return ConfigKey(
+        name=name,
+        scope=Scope.NODE,
+        type=type_,
+        default=default,
+        readers=_B,
+        doc=doc,
+        min_value=1,
+        max_value=INT_MAX,
+        owner=_BROKER,
+        field=field,
+    )
+
+
+TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
+    _key(
+        "transaction.state.log.num.partitions",
+        ConfigType.INT,
+        "50",
+        "partitions of `__transaction_state`, created on the first FindCoordinator for a "
+        "transactional id (an id lives on partition `abs(hashCode(transactional.id)) % this`)",
+        "transaction_state_log_num_partitions",
+    ),
+    _key(
+        "transaction.state.log.replication.factor",
+        ConfigType.INT,
+        "3",
+        "replication factor of `__transaction_state` (capped at the number of live brokers)",
+        "transaction_state_log_replication_factor",
+    ),
+    _key(
+        "transaction.state.log.min.isr",
+        ConfigType.INT,
+        "2",
+        "`min.insync.replicas` of `__transaction_state` (capped at its replication factor)",
+        "transaction_state_log_min_isr",
+    ),
+    _key(
+        "transaction.max.timeout.ms",
+        ConfigType.INT,
+        "900000",
+        "the longest `transaction.timeout.ms` a producer may ask for (InitProducerId answers "
+        "INVALID_TRANSACTION_TIMEOUT above it)",
+        "transaction_max_timeout_ms",
+    ),
+    _key(
+        "transactional.id.expiration.ms",
+        ConfigType.INT,
+        "604800000",
+        "a transactional id with no transaction in flight that has not been used this long "
+        "is deleted",
+        "transactional_id_expiration_ms",
+    ),
+)
+"""Every transaction key a broker reads."""
+
+__all__ = ["TXN_NODE_KEYS"]
