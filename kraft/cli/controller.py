@@ -46,11 +46,12 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._node import check_ports_free, write_pid_file
+    from kraft.cli._node import check_ports_free, claim_data_dir
     from kraft.controller.node_config import ControllerNodeConfig
     from kraft.controller.server import run_controller
 
     config = ControllerNodeConfig.from_properties(properties_from_args(args))
+    # The lock first: a second start of a running node fails on it, before anything is touched.
+    claim_data_dir(config.data_dir)  # .lock, then kraft.pid (`kraft cluster status|down`)
     check_ports_free(config.listen, config.metrics_port)
-    write_pid_file(config.data_dir)  # `kraft cluster status|down` find a node restarted by hand
     return run_controller(config)
