@@ -390,7 +390,7 @@ def test_san_arguments_name_a_node_and_hosts_that_parse(tmp_path: Path) -> None:
         ("10.0.0.11", "b1.example.net", "::1"),
     )
     for bad in ("broker-101", "=10.0.0.1", "b=", "b=under_score.net", "b=-x"):
-        with pytest.raises(ValueError, match="--san expects|not an IP address or host name"):
+        with pytest.raises(ValueError, match=r"--san expects|not an IP address or host name"):
             parse_san(bad)
     with pytest.raises(ValueError, match="not in --nodes"):
         create_certs(tmp_path, nodes=["a"], sans={"b": ["10.0.0.1"]})
