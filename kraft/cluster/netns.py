@@ -249,6 +249,7 @@ class NetnsNetwork:
         check_available()
         sweep()
         self.owner = True
+        self.owner_pid = os.getpid()
         self.run_id = secrets.token_hex(2)
         self.subnet = _free_subnet(self.run_id)
         self.bridge = self._name("br")
@@ -284,6 +285,7 @@ class NetnsNetwork:
         except (OSError, ValueError) as e:
             raise OSError(f"no running netns network {run_id!r} ({e})") from None
         self.owner = False
+        self.owner_pid = int(state["pid"])
         self._closed = False
         self.run_id = run_id
         self.subnet = state["subnet"]

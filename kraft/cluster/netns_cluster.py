@@ -141,9 +141,7 @@ class NetnsCluster:
         if self.tls:
             props.update(
                 {
-                    "ssl.keystore.type": "PEM",
                     "ssl.keystore.location": str(self.certs_dir / f"{name}-keystore.pem"),
-                    "ssl.truststore.type": "PEM",
                     "ssl.truststore.location": str(self.certs_dir / "ca.pem"),
                     "ssl.client.auth": "required",
                 }

@@ -9,12 +9,16 @@ not skip, so a CI that lost the privilege shows it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from kraft.cluster.netns import NetnsUnavailableError, check_available
+from kraft.cli import main
+from kraft.cluster.netns import NetnsUnavailableError, check_available, running_networks, sweep
 from kraft.cluster.netns_cluster import NetnsCluster
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
@@ -22,12 +26,16 @@ from replication.clients import Consumer, Producer
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[NetnsCluster]:
+def _require_namespaces() -> None:
     try:
         check_available()
     except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace test needs namespaces: {e}", pytrace=False)
+        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[NetnsCluster]:
+    _require_namespaces()
     with NetnsCluster(controllers=3, brokers=1, tls=True) as c:
         c.wait_until_running(60)
         yield c
@@ -82,7 +90,8 @@ def test_records_cross_a_bandwidth_limited_link_all_of_them(cluster: NetnsCluste
         while client.describe_topic("slow", timeout=10.0).partitions[0].leader < 0:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-    cluster.network.bandwidth(broker, 512)
+    run = cluster.network.run_id  # through the command an operator uses
+    assert main(["netns", "fault", broker, "--bandwidth", "512", "--run", run]) == 0
     try:
         count, value = 200, b"x" * 1000  # 200 KB: about 3 s at 512 kbit/s
         security = cluster.client_security()
@@ -107,4 +116,38 @@ def test_records_cross_a_bandwidth_limited_link_all_of_them(cluster: NetnsCluste
         assert got == count
         assert cluster.network.limits(broker)["overlimits"] > 0
     finally:
-        cluster.network.heal()
+        assert main(["netns", "heal", "--run", run]) == 0
+
+
+def test_a_killed_owner_leaves_nothing_after_a_sweep() -> None:
+    """A harness SIGKILLed mid-run cannot clean up: `sweep` (which every new run calls first)
+    removes its namespaces, links and state, and leaves live runs alone."""
+    _require_namespaces()
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from kraft.cluster.netns import NetnsNetwork; n = NetnsNetwork(); "
+            "n.add_host('a'); n.add_host('b'); print(n.run_id, flush=True); input()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert owner.stdout is not None
+    run = owner.stdout.readline().strip()
+    assert run and run in running_networks()
+    assert not any(run in line for line in sweep())  # its owner lives
+    owner.kill()
+    owner.wait(10)
+    removed = sweep()
+    assert f"netns kn{run}-a" in removed and f"link kn{run}-br" in removed
+    assert not any(run in line for line in _listing())
+    assert run not in running_networks()
+
+
+def _listing() -> list[str]:
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [*links.splitlines(), *namespaces.splitlines()]
