@@ -115,16 +115,6 @@ def check_available() -> None:
     _run("ip", "netns", "del", probe, check=False)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _state_path(run_id: str) -> Path:
     return STATE_DIR / f"{run_id}.json"
 
@@ -137,7 +127,7 @@ def _live_runs() -> dict[str, dict[str, Any]]:
             state = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if _pid_alive(int(state.get("pid", 0))):
+        if Path(f"/proc/{int(state.get('pid', 0))}").exists():  # its owner runs
             runs[path.stem] = state
     return runs
 
