@@ -13,11 +13,15 @@ examples:
   kraft broker --node-id 101 --listen 127.0.0.1:9192 --data-dir /tmp/kraft/broker-101 \\
       --controller-quorum-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093
   kraft broker --config b.properties --override replica.lag.time.max.ms=10000
+  kraft broker --node-id 101 --listen 10.0.0.11:9092 --data-dir /var/lib/kraft/broker \\
+      --controller-quorum-voters 1@10.0.0.1:9091,2@10.0.0.2:9091,3@10.0.0.3:9091
 
 A properties file uses Kafka's keys: node.id, controller.quorum.voters, listeners, log.dirs,
 broker.rack, broker.heartbeat.interval.ms, replica.lag.time.max.ms, replica.fetch.wait.max.ms,
 replica.fetch.max.bytes. Flags override the file. Broker ids must differ from controller ids.
 SIGTERM does a controlled shutdown (the controller moves leadership away first) and exits 0.
+On separate hosts listen on (or advertise) an address the other hosts reach, never 127.0.0.1
+(docs/operations.md: a multi-machine deployment).
 """
 
 

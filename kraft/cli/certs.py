@@ -11,7 +11,7 @@ _EPILOG = """\
 examples:
   kraft certs create --out /tmp/kraft-certs --nodes controller-1,broker-101 --clients alice,bob
   kraft certs create --out certs --clients alice --json
-  kraft certs create --out certs --nodes controller-1,broker-101 --clients alice \
+  kraft certs create --out certs --nodes controller-1,broker-101 --clients alice \\
       --san controller-1=ctl1.example.net,10.0.0.1 --san broker-101=10.0.0.11
 
 Writes, all PEM (keys unencrypted, mode 0600): ca.pem and ca-key.pem (the CA); for every name

@@ -14,11 +14,15 @@ examples:
       --controller-quorum-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \\
       --data-dir /tmp/kraft/controller-1
   kraft controller --config c1.properties --override broker.session.timeout.ms=6000
+  kraft controller --node-id 1 --data-dir /var/lib/kraft/controller \\
+      --controller-quorum-voters 1@10.0.0.1:9091,2@10.0.0.2:9091,3@10.0.0.3:9091
 
 A properties file uses Kafka's keys: node.id, controller.quorum.voters, listeners,
 log.dirs, broker.session.timeout.ms, metadata.log.max.record.bytes.between.snapshots and
 the controller.quorum.* Raft timeouts. Flags override the file. SIGTERM stops the node
-gracefully (a leader hands over with EndQuorumEpoch) and exits 0.
+gracefully (a leader hands over with EndQuorumEpoch) and exits 0. On separate hosts every
+address is the host's own, never 127.0.0.1 (docs/operations.md: a multi-machine deployment,
+TLS across hosts, ports to open, timeouts on a real network).
 """
 
 
