@@ -176,7 +176,11 @@ def run_up(args: argparse.Namespace) -> int:
             for key, value in doc["security"].items():
                 print(f"export KRAFT_{key.upper()}={value}")
             print("Ctrl-C stops the nodes and removes the network.", flush=True)
-        _wait_for_signal(cluster)
+        try:
+            _wait_for_signal(cluster)
+        except SystemExit as stopped:  # SIGTERM (`kraft netns down`): a requested stop
+            if stopped.code != 128 + 15:
+                raise
     return 0
 
 
