@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from kraft.cli import main
-from kraft.cluster.netns import NetnsUnavailableError, check_available, running_networks, sweep
+from kraft.cluster.netns import (
+    STATE_DIR,
+    NetnsNetwork,
+    NetnsUnavailableError,
+    check_available,
+    running_networks,
+    sweep,
+)
 from kraft.cluster.netns_cluster import NetnsCluster
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
@@ -119,32 +125,32 @@ def test_records_cross_a_bandwidth_limited_link_all_of_them(cluster: NetnsCluste
         assert main(["netns", "heal", "--run", run]) == 0
 
 
-def test_a_killed_owner_leaves_nothing_after_a_sweep() -> None:
+def test_a_run_whose_owner_died_leaves_nothing_after_a_sweep() -> None:
     """A harness SIGKILLed mid-run cannot clean up: `sweep` (which every new run calls first)
-    removes its namespaces, links and state, and leaves live runs alone."""
+    removes the namespaces, links and state of a run whose owner is gone, and leaves live runs
+    alone. (The owner here is a process that has exited, recorded as the run's owner.)"""
     _require_namespaces()
-    owner = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from kraft.cluster.netns import NetnsNetwork; n = NetnsNetwork(); "
-            "n.add_host('a'); n.add_host('b'); print(n.run_id, flush=True); input()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
-    )
-    assert owner.stdout is not None
-    run = owner.stdout.readline().strip()
-    assert run and run in running_networks()
-    assert not any(run in line for line in sweep())  # its owner lives
-    owner.kill()
-    owner.wait(10)
+    network = NetnsNetwork()
+    network.add_host("a")
+    network.add_host("b")
+    run = network.run_id
+    assert run in running_networks()
+    assert not any(run in line for line in sweep())  # its owner (this process) lives
+    state = STATE_DIR / f"{run}.json"
+    state.write_text(state.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {_gone_pid()}'))
+    network.owner = False  # as after a SIGKILL: nobody will close it
+    assert run not in running_networks()
     removed = sweep()
     assert f"netns kn{run}-a" in removed and f"link kn{run}-br" in removed
     assert not any(run in line for line in _listing())
-    assert run not in running_networks()
+    assert not state.exists()
+
+
+def _gone_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 def _listing() -> list[str]:
