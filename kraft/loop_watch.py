@@ -14,7 +14,7 @@ import structlog
 LOOP_STALL_LOG_MS = 200
 """A wake-up of the stall watch (every `_STALL_WATCH_S`) this much later than asked is logged
 as ``event_loop_stalled``: something held the event loop (or the CPU was not ours) long enough
-to put Raft's 250 ms fetch timeout at risk."""
+to put Raft's fetch timeout (600 ms by default) at risk."""
 
 _STALL_WATCH_S = 0.05
 

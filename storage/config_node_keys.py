@@ -60,16 +60,16 @@ def _node(
 
 
 _RAFT_KEYS: Final = (
-    ("election.timeout.ms", "election_timeout_ms", "150", "candidates wait a random time in "
+    ("election.timeout.ms", "election_timeout_ms", "300", "candidates wait a random time in "
      "[T, 2T) before campaigning", False),
-    ("fetch.timeout.ms", "fetch_timeout_ms", "250", "a follower that has not fetched from its "
+    ("fetch.timeout.ms", "fetch_timeout_ms", "600", "a follower that has not fetched from its "
      "leader for this long campaigns; a leader not fetched from by a majority for 1.5x this "
      "long resigns (check-quorum)", False),
     ("election.backoff.max.ms", "election_backoff_max_ms", "100", "upper bound of the random "
      "backoff after a lost election", False),
     ("append.linger.ms", "append_linger_ms", "2", "the leader gathers proposals this long into "
      "one batch (only behind entries still awaiting replication)", False),
-    ("request.timeout.ms", "request_timeout_ms", "200", "resend a request with no response "
+    ("request.timeout.ms", "request_timeout_ms", "400", "resend a request with no response "
      "after this long", False),
     ("retry.backoff.ms", "retry_backoff_ms", "20", "wait after an error response", False),
     ("fetch.max.wait.ms", "fetch_max_wait_ms", "60", "long poll of a caught-up fetch; must be "

@@ -11,6 +11,14 @@ PID_FILE = "kraft.pid"
 """Written into a node's data directory while it runs: how ``kraft cluster status`` and
 ``kraft cluster down`` find a node that was restarted by hand (not by the supervisor)."""
 
+LOCK_FILE = ".lock"
+"""Kafka's data-directory lock file: held (``flock``) by the node that runs on the directory,
+for its whole life, so a second process never opens the same logs."""
+
+_held_locks: list[int] = []
+"""Descriptors of the locks this process holds: never closed, so the kernel releases them only
+when the process ends (however it ends)."""
+
 _DATA_DIR_KEYS = ("log.dirs", "log.dir", "metadata.log.dir")
 """The properties that name data directories (Kafka's; ``log.dirs`` is a comma list)."""
 
@@ -143,15 +151,52 @@ def check_ports_free(listen: str, metrics_port: int) -> None:
             )
 
 
+def claim_data_dir(directory: Path) -> None:
+    """Take ``directory``'s lock, then record this process's pid in it: what a node does before
+    it opens anything there (Kafka's ``LogManager`` locks each log directory the same way).
+
+    Raises:
+        OSError: another process holds the lock (a node already runs on this directory): one
+            line naming the directory and that process's pid.
+    """
+    lock_data_dir(directory)
+    write_pid_file(directory)
+
+
+def lock_data_dir(directory: Path) -> None:
+    """Take an exclusive ``flock`` on ``directory/.lock`` and hold it until this process ends.
+
+    Raises:
+        OSError: another process holds it.
+    """
+    import fcntl
+    import os
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        pid = read_pid_file(directory)
+        owner = f"pid {pid}" if pid is not None else "another process"
+        raise OSError(
+            f"data directory {directory} is in use by {owner} (it holds {LOCK_FILE}): a node "
+            "already runs on it; stop that one first"
+        ) from None
+    _held_locks.append(fd)
+
+
 def write_pid_file(directory: Path) -> None:
     """Record this process's pid in ``directory`` (atomically), and remove it at exit if it
-    still names this process."""
+    still names this process. Call it only with the directory's lock held (`claim_data_dir`):
+    then no other live process can own the file."""
     import atexit
     import os
 
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / PID_FILE
-    tmp = directory / (PID_FILE + ".tmp")
+    tmp = directory / f"{PID_FILE}.{os.getpid()}.tmp"
     tmp.write_text(f"{os.getpid()}\n")
     os.replace(tmp, path)
     atexit.register(_remove_pid_file, path, os.getpid())

@@ -13,11 +13,15 @@ examples:
   kraft broker --node-id 101 --listen 127.0.0.1:9192 --data-dir /tmp/kraft/broker-101 \\
       --controller-quorum-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093
   kraft broker --config b.properties --override replica.lag.time.max.ms=10000
+  kraft broker --node-id 101 --listen 10.0.0.11:9092 --data-dir /var/lib/kraft/broker \\
+      --controller-quorum-voters 1@10.0.0.1:9091,2@10.0.0.2:9091,3@10.0.0.3:9091
 
 A properties file uses Kafka's keys: node.id, controller.quorum.voters, listeners, log.dirs,
 broker.rack, broker.heartbeat.interval.ms, replica.lag.time.max.ms, replica.fetch.wait.max.ms,
 replica.fetch.max.bytes. Flags override the file. Broker ids must differ from controller ids.
 SIGTERM does a controlled shutdown (the controller moves leadership away first) and exits 0.
+On separate hosts listen on (or advertise) an address the other hosts reach, never 127.0.0.1
+(docs/operations.md: a multi-machine deployment).
 """
 
 
@@ -46,10 +50,11 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._node import check_ports_free, write_pid_file
+    from kraft.cli._node import check_ports_free, claim_data_dir
     from replication.broker import BrokerNodeConfig, run_broker
 
     config = BrokerNodeConfig.from_properties(properties_from_args(args))
+    # The lock first: a second start of a running node fails on it, before anything is touched.
+    claim_data_dir(config.data_dir)  # .lock, then kraft.pid (`kraft cluster status|down`)
     check_ports_free(config.listen, config.metrics_port)
-    write_pid_file(config.data_dir)  # `kraft cluster status|down` find a node restarted by hand
     return run_broker(config)

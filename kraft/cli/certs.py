@@ -11,13 +11,17 @@ _EPILOG = """\
 examples:
   kraft certs create --out /tmp/kraft-certs --nodes controller-1,broker-101 --clients alice,bob
   kraft certs create --out certs --clients alice --json
+  kraft certs create --out certs --nodes controller-1,broker-101 --clients alice \\
+      --san controller-1=ctl1.example.net,10.0.0.1 --san broker-101=10.0.0.11
 
 Writes, all PEM (keys unencrypted, mode 0600): ca.pem and ca-key.pem (the CA); for every name
 <name>.pem (the certificate, then the CA), <name>-key.pem (its key) and <name>-keystore.pem
 (key and chain in one file). Subjects are CN=<name> (the principal mapping reads it: User:CN=
-alice); SANs are localhost, 127.0.0.1 and the name. Node certificates serve and dial (mTLS
+alice); SANs are localhost, 127.0.0.1, the name, and every host name and IP address --san gives
+for it. A peer or client checks the address it dials against them, so on separate hosts give each
+node the addresses its listeners (and voter entries) name. Node certificates serve and dial (mTLS
 between nodes); client certificates only dial. Use them as:
-  node:    listeners=SSL://127.0.0.1:9092  ssl.keystore.location=DIR/broker-101-keystore.pem
+  node:    listeners=SSL://10.0.0.11:9092  ssl.keystore.location=DIR/broker-101-keystore.pem
            ssl.truststore.location=DIR/ca.pem  ssl.client.auth=required
   client:  export KRAFT_SSL_CAFILE=DIR/ca.pem KRAFT_SSL_CERTFILE=DIR/alice.pem \\
                   KRAFT_SSL_KEYFILE=DIR/alice-key.pem
@@ -53,18 +57,30 @@ def add_parser(sub: Any) -> None:
         metavar="NAME[,NAME...]",
         help="client certificates (client use only)",
     )
+    c.add_argument(
+        "--san",
+        action="append",
+        default=[],
+        metavar="NODE=HOST[,HOST...]",
+        help="subject alternative names for one node of --nodes: host names and IP addresses "
+        "it is dialled by (repeatable)",
+    )
     c.add_argument("--json", action="store_true", help="print the files written as JSON")
     c.set_defaults(handler=create)
 
 
 def create(args: argparse.Namespace) -> int:
-    from kraft.security.certs import create_certs
+    from kraft.security.certs import create_certs, parse_san
 
     nodes = [n.strip() for n in args.nodes.split(",") if n.strip()]
     clients = [n.strip() for n in args.clients.split(",") if n.strip()]
     if not nodes and not clients:
         raise ValueError("give --nodes and/or --clients (names of the certificates to make)")
-    made = create_certs(args.out, nodes=nodes, clients=clients)
+    sans: dict[str, tuple[str, ...]] = {}
+    for value in args.san:
+        node, hosts = parse_san(value)
+        sans[node] = (*sans.get(node, ()), *hosts)
+    made = create_certs(args.out, nodes=nodes, clients=clients, sans=sans)
     doc: dict[str, Any] = {
         "ca": str(made.cafile),
         "ca_key": str(made.ca_keyfile),

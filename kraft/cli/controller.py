@@ -14,11 +14,15 @@ examples:
       --controller-quorum-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \\
       --data-dir /tmp/kraft/controller-1
   kraft controller --config c1.properties --override broker.session.timeout.ms=6000
+  kraft controller --node-id 1 --data-dir /var/lib/kraft/controller \\
+      --controller-quorum-voters 1@10.0.0.1:9091,2@10.0.0.2:9091,3@10.0.0.3:9091
 
 A properties file uses Kafka's keys: node.id, controller.quorum.voters, listeners,
 log.dirs, broker.session.timeout.ms, metadata.log.max.record.bytes.between.snapshots and
 the controller.quorum.* Raft timeouts. Flags override the file. SIGTERM stops the node
-gracefully (a leader hands over with EndQuorumEpoch) and exits 0.
+gracefully (a leader hands over with EndQuorumEpoch) and exits 0. On separate hosts every
+address is the host's own, never 127.0.0.1 (docs/operations.md: a multi-machine deployment,
+TLS across hosts, ports to open, timeouts on a real network).
 """
 
 
@@ -46,11 +50,12 @@ def properties_from_args(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kraft.cli._node import check_ports_free, write_pid_file
+    from kraft.cli._node import check_ports_free, claim_data_dir
     from kraft.controller.node_config import ControllerNodeConfig
     from kraft.controller.server import run_controller
 
     config = ControllerNodeConfig.from_properties(properties_from_args(args))
+    # The lock first: a second start of a running node fails on it, before anything is touched.
+    claim_data_dir(config.data_dir)  # .lock, then kraft.pid (`kraft cluster status|down`)
     check_ports_free(config.listen, config.metrics_port)
-    write_pid_file(config.data_dir)  # `kraft cluster status|down` find a node restarted by hand
     return run_controller(config)

@@ -77,7 +77,9 @@ class ManagedProcess:
     """One child process: started, stopped, killed, paused and restarted with the same args.
 
     ``args`` follow the Python interpreter: ``["-m", "kraft.cli", "controller", ...]`` or
-    ``["examples/replicated_kv.py", "--node", "1"]``.
+    ``["examples/replicated_kv.py", "--node", "1"]``. ``prefix`` comes before the interpreter:
+    ``["ip", "netns", "exec", NS]`` runs it in a network namespace (``ip`` execs the
+    interpreter, so the pid is still the Python process's).
     """
 
     name: str
@@ -85,6 +87,7 @@ class ManagedProcess:
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
     pipe_stdin: bool = False
+    prefix: Sequence[str] = ()
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log: IO[bytes] | None = field(default=None, init=False, repr=False)
     _ended_on_purpose: bool = field(default=False, init=False, repr=False)
@@ -133,7 +136,7 @@ class ManagedProcess:
             **self.env,
         }
         self._proc = subprocess.Popen(
-            [sys.executable, *self.args],
+            [*self.prefix, sys.executable, *self.args],
             stdin=subprocess.PIPE if self.pipe_stdin else subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,

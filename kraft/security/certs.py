@@ -10,7 +10,8 @@ What ``create_certs(out, nodes=..., clients=...)`` writes, all PEM::
 
 Every leaf certificate has the subject ``CN=<name>`` (the principal mapping of
 ``ssl.principal.mapping.rules`` reads the DN: ``User:CN=alice`` by DEFAULT), the SANs
-``localhost`` and ``127.0.0.1`` (plus the node's own name), and both extended key usages
+``localhost`` and ``127.0.0.1`` (plus the node's own name and the host names and addresses given
+for it in ``sans``: the names and addresses other hosts dial it by), and both extended key usages
 serverAuth and clientAuth: a node serves with its certificate and presents the same one when it
 dials another node (mTLS between nodes); a client's serves only as a client. Keys are ECDSA
 P-256 (fast handshakes), unencrypted (``ssl.key.password`` is not supported), and the files are
@@ -23,7 +24,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -107,22 +109,64 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _check_host(host: str) -> x509.GeneralName:
+    """A SAN entry: an IP address (v4 or v6) or a DNS name (RFC 1123 labels, ``*.`` allowed
+    first)."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    labels = host.removeprefix("*.").split(".")
+    if len(host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
+        raise ValueError(f"subject alternative name {host[:40]!r}: not an IP address or host name")
+    return x509.DNSName(host)
+
+
+_LABEL: Final = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def parse_san(value: str) -> tuple[str, tuple[str, ...]]:
+    """``NODE=HOST[,HOST...]`` (``kraft certs create --san``) as ``(node, hosts)``.
+
+    Raises:
+        ValueError: no ``=``, no node name, no host, or a host that is neither an IP address nor
+            a host name.
+    """
+    node, sep, hosts = value.partition("=")
+    names = tuple(h.strip() for h in hosts.split(",") if h.strip())
+    if not sep or not node.strip() or not names:
+        raise ValueError(f"--san expects NODE=HOST[,HOST...], got {value!r}")
+    for host in names:
+        _check_host(host)
+    return node.strip(), names
+
+
 def create_certs(
     out: str | Path,
     *,
     nodes: Sequence[str] = (),
     clients: Sequence[str] = (),
+    sans: Mapping[str, Sequence[str]] | None = None,
     ca_name: str = CA_NAME,
 ) -> CertSet:
     """Make a CA in ``out`` and sign a certificate for every node and client name.
 
+    Args:
+        sans: per node name, the extra host names and IP addresses its certificate names (the
+            addresses its peers and clients dial: ``{"broker-101": ["10.0.0.11", "b1.lan"]}``).
+
     Raises:
-        ValueError: a name is empty, too long, not a file-name-safe word, or repeated.
+        ValueError: a name is empty, too long, not a file-name-safe word, or repeated; ``sans``
+            names a node not in ``nodes`` or a host that is not an IP address or host name.
         OSError: ``out`` cannot be written.
     """
     names = [_check_name(n) for n in (*nodes, *clients)]
     if len(set(names)) != len(names):
         raise ValueError("certificate names must be distinct across --nodes and --clients")
+    extra = {node: [_check_host(h) for h in hosts] for node, hosts in (sans or {}).items()}
+    unknown = sorted(set(extra) - set(nodes))
+    if unknown:
+        raise ValueError(f"subject alternative names for {', '.join(unknown)}: not in --nodes")
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
@@ -164,7 +208,12 @@ def create_certs(
         usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
         if server:
             usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
-        dns = [x509.DNSName(h) for h in dict.fromkeys(["localhost", name])]
+        wanted = [
+            x509.DNSName("localhost"),
+            x509.DNSName(name),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            *extra.get(name, ()),
+        ]
         cert = (
             x509.CertificateBuilder()
             .subject_name(_name(name))
@@ -175,9 +224,7 @@ def create_certs(
             .not_valid_after(until)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
-                x509.SubjectAlternativeName(
-                    [*dns, x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-                ),
+                x509.SubjectAlternativeName(list(dict.fromkeys(wanted))),
                 critical=False,
             )
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
@@ -219,4 +266,5 @@ __all__ = [
     "CertSet",
     "certificate_subject",
     "create_certs",
+    "parse_san",
 ]

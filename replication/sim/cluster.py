@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 from kraft.metadata.image import MetadataImage, PartitionRegistration
-from kraft.raft import RaftConfig
 from kraft.raft.messages import RaftMessage
 from kraft.sim.checker import RaftChecker
+from kraft.sim.cluster import sim_raft_config
 from kraft.sim.cluster_network import Envelope, EnvelopeNetwork
 from kraft.sim.cluster_raft import RaftEnv
 from kraft.sim.network import LinkProfile
@@ -77,13 +77,13 @@ class BrokerCluster:
             checker=self.raft_checker,
             nodes={},
             send=self._send_raft,
-            config=RaftConfig(fetch_snapshot_max_bytes=2048),
+            config=sim_raft_config(fetch_snapshot_max_bytes=2048),
             voters=voters,
             logger=QUIET,
             snapshot_every_records=config.metadata_snapshot_every_records,
         )
-        self.partition_raft_config = RaftConfig()
-        """The Raft timeouts of quorum-mode partitions (KRaft's defaults, scaled as the
+        self.partition_raft_config = sim_raft_config()
+        """The Raft timeouts of quorum-mode partitions (the simulators' `SIM_TIMEOUTS`, as the
         metadata quorum's)."""
         self.quorum_leaders: dict[TopicPartition, tuple[int, int]] = {}
         """tp -> (epoch, broker) of the newest leader a quorum group reported: what the

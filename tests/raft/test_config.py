@@ -8,10 +8,15 @@ from kraft.raft import RaftConfig
 from storage.errors import InvalidConfigError
 
 
-def test_defaults_detect_a_dead_leader_well_under_half_a_second() -> None:
+def test_defaults_replace_a_dead_leader_under_a_second_and_outlast_two_retransmissions() -> None:
+    """Issue 29: a follower campaigns ``fetch_timeout_ms`` after its last fetch, after a backoff
+    of at most ``election_backoff_max_ms``; one pre-vote and one vote round trip later a new
+    leader leads. Meanwhile the fetch timeout must outlast a packet lost twice (TCP's 200 ms
+    minimum retransmission timeout, then 400 ms), or 5% loss elects leaders all the time."""
     c = RaftConfig()
-    assert c.fetch_timeout_ms + 2 * c.election_timeout_ms < 1000
-    assert c.fetch_timeout_ms < 500
+    assert c.fetch_timeout_ms + c.election_backoff_max_ms < 1000
+    assert c.fetch_timeout_ms >= 200 + 400
+    assert c.election_timeout_ms <= c.fetch_timeout_ms // 2
     assert c.fetch_max_wait_ms < c.request_timeout_ms
 
 

@@ -41,6 +41,7 @@ from kraft.raft import (
     parse_leader_change,
 )
 from kraft.sim import SimDisk
+from kraft.sim.cluster import sim_raft_config
 from kraft.types import Epoch, NodeId, Offset
 from storage.records import iter_batches, record_values
 
@@ -65,6 +66,10 @@ def _render(_: Any, level: str, event: MutableMapping[str, Any]) -> str:
     return f"{head} {name}" + (f" {rest}" if rest else "")
 
 
+SCENARIO_CONFIG = sim_raft_config(append_linger_ms=0)
+"""The scripts' timings: the simulators' (their ``tick N`` steps are written against them)."""
+
+
 @dataclass
 class Env:
     lines: list[str] = field(default_factory=list)
@@ -74,7 +79,7 @@ class Env:
     inflight: list[RaftMessage] = field(default_factory=list)
     groups: list[set[NodeId]] = field(default_factory=list)
     now_ms: int = 0
-    config: RaftConfig = field(default_factory=lambda: RaftConfig(append_linger_ms=0))
+    config: RaftConfig = field(default_factory=lambda: SCENARIO_CONFIG)
 
     def logger(self) -> Any:
         return structlog.wrap_logger(

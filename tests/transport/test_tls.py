@@ -356,3 +356,48 @@ def test_a_server_certificate_that_does_not_name_the_host_is_refused_by_this_cli
     finally:
         server.close()
     assert refused.value.message.endswith("does not name the host dialled (SAN)")
+
+
+def test_a_node_certificate_with_its_address_as_a_san_is_accepted_at_that_address(
+    tmp_path: Path,
+) -> None:
+    """Issue 29: a peer dials a node by its address on another host; ``--san`` puts that
+    address (127.0.0.2 here, which the default SANs lack) in the node's certificate."""
+    made = create_certs(
+        tmp_path, nodes=["node-1"], clients=["alice"], sans={"node-1": ["127.0.0.2", "n1.test"]}
+    )
+    node = x509.load_pem_x509_certificates(made.node("node-1").certfile.read_bytes())[0]
+    sans = node.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == [
+        "127.0.0.1",
+        "127.0.0.2",
+    ]
+    assert "n1.test" in sans.get_values_for_type(x509.DNSName)
+    server = _Server(node_tls(_node_props(made)), host="127.0.0.2")
+    try:
+        _check(server.address, _client(made, "alice"))
+        assert server.servicer.subjects[-1] == "CN=alice"
+    finally:
+        server.close()
+
+
+def test_san_arguments_name_a_node_and_hosts_that_parse(tmp_path: Path) -> None:
+    from kraft.cli import main
+    from kraft.security.certs import parse_san
+
+    assert parse_san("broker-101=10.0.0.11, b1.example.net,::1") == (
+        "broker-101",
+        ("10.0.0.11", "b1.example.net", "::1"),
+    )
+    for bad in ("broker-101", "=10.0.0.1", "b=", "b=under_score.net", "b=-x"):
+        with pytest.raises(ValueError, match=r"--san expects|not an IP address or host name"):
+            parse_san(bad)
+    with pytest.raises(ValueError, match="not in --nodes"):
+        create_certs(tmp_path, nodes=["a"], sans={"b": ["10.0.0.1"]})
+    out = tmp_path / "cli"
+    argv = ["certs", "create", "--out", str(out), "--nodes", "c1,b1", "--san", "b1=10.9.9.9"]
+    assert main([*argv, "--san", "b1=b1.lan"]) == 0
+    cert = x509.load_pem_x509_certificates((out / "b1.pem").read_bytes())[0]
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "10.9.9.9" in [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)]
+    assert "b1.lan" in sans.get_values_for_type(x509.DNSName)

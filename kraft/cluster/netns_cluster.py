@@ -1,0 +1,241 @@
+"""A kraft cluster with one node per network namespace (`kraft.cluster.netns`), started the
+way docs/operations.md tells an operator to start one across machines (issue 29):
+
+- one properties file per node (``config/controller-1.properties``, ``broker-101.properties``)
+  with ``node.id``, ``controller.quorum.voters`` naming every controller by its host's address,
+  ``listeners`` on the host's address (controllers ``:9091``, brokers ``:9092``: every host has
+  its own port space) and ``log.dirs``;
+- with ``tls=True``: ``kraft certs create``'s certificates with each node's address as a SAN
+  (``--san``), ``SSL://`` listeners and the ``ssl.*`` keys, ``ssl.client.auth=required``;
+- each node is ``kraft controller|broker --config FILE``, run with ``ip netns exec`` on its host.
+
+This machine is the operator's host (the bridge's ``.1``): clients of this process reach every
+node at its address, through the same links the faults act on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Self
+
+from kraft.cluster.netns import NetnsNetwork
+from kraft.cluster.process import ManagedProcess
+
+CONTROLLER_PORT: Final = 9091
+BROKER_PORT: Final = 9092
+BROKER_ID_BASE: Final = 101
+CLIENT: Final = "client"
+"""The client certificate's name (``tls=True``): subject ``CN=client``."""
+
+
+class NetnsCluster:
+    """Controllers and brokers, each on its own test host.
+
+    Args:
+        controllers: voters (hosts ``controller-1`` ... with node ids 1 ...).
+        brokers: brokers (hosts ``broker-101`` ... with node ids 101 ...).
+        tls: mTLS everywhere with per-host certificates (see the module docstring).
+        data_dir: where configs, certificates, data and logs go (None: a temporary directory,
+            removed by `close`).
+        controller_config, broker_config: extra properties for every node of that role.
+
+    Raises:
+        NetnsUnavailableError: namespaces cannot be made here (from `start`).
+    """
+
+    def __init__(
+        self,
+        *,
+        controllers: int = 3,
+        brokers: int = 1,
+        tls: bool = False,
+        data_dir: str | Path | None = None,
+        controller_config: Mapping[str, str] | None = None,
+        broker_config: Mapping[str, str] | None = None,
+        log_level: str = "info",
+    ) -> None:
+        self.controller_ids = list(range(1, controllers + 1))
+        self.broker_ids = list(range(BROKER_ID_BASE, BROKER_ID_BASE + brokers))
+        self.tls = tls
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kraft-netns-"))
+        self._controller_config = dict(controller_config or {})
+        self._broker_config = dict(broker_config or {})
+        self.log_level = log_level
+        self.network: NetnsNetwork | None = None
+        self.processes: dict[int, ManagedProcess] = {}
+        self.addresses: dict[int, str] = {}
+        """Node id -> ``host:port`` of its (first) listener."""
+        self._client_tls: Any = None
+
+    @staticmethod
+    def host_name(node_id: int) -> str:
+        return f"broker-{node_id}" if node_id >= BROKER_ID_BASE else f"controller-{node_id}"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Make the network and the hosts, write certificates and configs, start every node."""
+        self.network = NetnsNetwork()
+        try:
+            for node_id in (*self.controller_ids, *self.broker_ids):
+                host = self.network.add_host(self.host_name(node_id))
+                port = BROKER_PORT if node_id >= BROKER_ID_BASE else CONTROLLER_PORT
+                self.addresses[node_id] = f"{host.address}:{port}"
+            if self.tls:
+                self._make_certs()
+            for node_id in (*self.controller_ids, *self.broker_ids):
+                self.processes[node_id] = self._process(node_id)
+                self.processes[node_id].start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop every node (SIGKILL: they are test nodes), remove the network, and the data
+        directory if it was a temporary one."""
+        for process in self.processes.values():
+            process.kill()
+        if self.network is not None:
+            self.network.close()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- configs, exactly as docs/operations.md --------------------------------------------
+
+    def _make_certs(self) -> None:
+        from kraft.security.certs import create_certs
+        from kraft.security.tls import client_tls
+
+        names = {self.host_name(i): [self.addresses[i].rpartition(":")[0]] for i in self.addresses}
+        made = create_certs(self.certs_dir, nodes=list(names), clients=[CLIENT], sans=names)
+        client = made.client(CLIENT)
+        self._client_tls = client_tls("SSL", made.cafile, client.certfile, client.keyfile)
+
+    @property
+    def certs_dir(self) -> Path:
+        return self.data_dir / "certs"
+
+    def node_properties(self, node_id: int) -> dict[str, str]:
+        """The properties file of one node, as an operator writes it."""
+        name = self.host_name(node_id)
+        voters = ",".join(f"{i}@{self.addresses[i]}" for i in self.controller_ids)
+        scheme = "SSL" if self.tls else ("PLAINTEXT" if node_id >= BROKER_ID_BASE else "CONTROLLER")
+        props = {
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"{scheme}://{self.addresses[node_id]}",
+            "log.dirs": str(self.data_dir / "data" / name),
+        }
+        if self.tls:
+            props.update(
+                {
+                    "ssl.keystore.location": str(self.certs_dir / f"{name}-keystore.pem"),
+                    "ssl.truststore.location": str(self.certs_dir / "ca.pem"),
+                    "ssl.client.auth": "required",
+                }
+            )
+        extra = self._broker_config if node_id >= BROKER_ID_BASE else self._controller_config
+        return {**props, **extra}
+
+    def config_path(self, node_id: int) -> Path:
+        return self.data_dir / "config" / f"{self.host_name(node_id)}.properties"
+
+    def log_path(self, node_id: int) -> Path:
+        return self.data_dir / "logs" / f"{self.host_name(node_id)}.log"
+
+    def _process(self, node_id: int) -> ManagedProcess:
+        from kraft.properties import write_properties
+
+        path = self.config_path(node_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_properties(path, self.node_properties(node_id))
+        role = "broker" if node_id >= BROKER_ID_BASE else "controller"
+        assert self.network is not None
+        host = self.network.hosts[self.host_name(node_id)]
+        return ManagedProcess(
+            name=host.name,
+            args=["-m", "kraft.cli", "--log-level", self.log_level, role, "--config", str(path)],
+            log_path=self.log_path(node_id),
+            prefix=host.exec_prefix(),
+        )
+
+    # -- clients ---------------------------------------------------------------------------
+
+    @property
+    def controller_bootstrap(self) -> str:
+        return ",".join(self.addresses[i] for i in self.controller_ids)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.addresses[i] for i in self.broker_ids)
+
+    @property
+    def client_tls(self) -> Any:
+        """The `TlsConfig` of this machine's client certificate (None: plaintext)."""
+        return self._client_tls
+
+    def client_security(self) -> dict[str, str]:
+        """kafka-python's settings for a kraft client of this cluster ({}: plaintext)."""
+        if not self.tls:
+            return {}
+        return {
+            "security_protocol": "SSL",
+            "ssl_cafile": str(self.certs_dir / "ca.pem"),
+            "ssl_certfile": str(self.certs_dir / f"{CLIENT}.pem"),
+            "ssl_keyfile": str(self.certs_dir / f"{CLIENT}-key.pem"),
+        }
+
+    def controller_client(self, *, timeout: float = 15.0, request_timeout: float = 1.0) -> Any:
+        """A `ControllerClient` of the controllers (the caller closes it)."""
+        from kraft.controller.client import ControllerClient
+
+        return ControllerClient(
+            self.controller_bootstrap,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            tls=self._client_tls,
+        )
+
+    def wait_until_running(self, timeout: float = 60.0) -> None:
+        """Wait until a controller is active and every broker is registered and unfenced.
+
+        Raises:
+            RuntimeError: a node exited (named, with the last line of its log).
+            TimeoutError: not within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        with self.controller_client(timeout=2.0) as client:
+            while True:
+                for process in self.processes.values():
+                    if process.died():
+                        raise RuntimeError(f"{process.name} {process.exit_summary()}")
+                try:
+                    described = client.describe_cluster(timeout=2.0)
+                    unfenced = {b.broker_id for b in described.brokers if not b.fenced}
+                    if unfenced >= set(self.broker_ids):
+                        return
+                    last = f"unfenced brokers {sorted(unfenced)}"
+                except Exception as e:  # no active controller yet
+                    last = str(e)
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the netns cluster was not running after {timeout:.0f}s: {last} "
+                        f"(logs: {self.data_dir / 'logs'})"
+                    )
+                time.sleep(0.1)
+
+
+__all__ = ["BROKER_ID_BASE", "BROKER_PORT", "CLIENT", "CONTROLLER_PORT", "NetnsCluster"]
