@@ -13,7 +13,7 @@ simulator replays a run exactly from one seed.
 
 Structure
 ---------
-`RaftNode` is the public API and the dispatcher. It owns four collaborators, each holding
+`RaftNode` is the public API and the dispatcher. It owns five collaborators, each holding
 only its own state, and wires them together once, in ``__init__``:
 
 - `QuorumState` (``quorum_state.py``): the role object and every transition, checked against
@@ -27,6 +27,8 @@ only its own state, and wires them together once, in ``__init__``:
   decides every role change (through `QuorumState`) and does what goes with it, so it calls
   `Replication` (start fetching, drop a leader's queue). `Replication` never calls back:
   when a fetch response may name a newer leader, `step` asks `Election` in between.
+- `VoterChanges` (``voter_changes.py``): KIP-853's checks before a leader appends a
+  VotersRecord (AddRaftVoter, RemoveRaftVoter).
 
 This node keeps the `Ready` bookkeeping (the one in flight, log deletion after a
 snapshot), the clock, admission (``admission.py``) and the per-role polls of `tick`, which
@@ -78,13 +80,10 @@ from kraft.raft.roles import (
     Role,
     Unattached,
 )
+from kraft.raft.voter_changes import VoterChanges
 from kraft.types import Epoch, NodeId, Offset
 from storage.errors import (
-    DuplicateVoterError,
     ErrorCode,
-    InvalidRequestError,
-    RequestTimedOutError,
-    VoterNotFoundError,
 )
 
 
@@ -161,6 +160,13 @@ class RaftNode:
         )
         self._quorum.high_watermark_fn = lambda: self._replication.high_watermark
         self._unsafe = unsafe or UnsafeOptions()
+        self._voter_changes = VoterChanges(
+            quorum=self._quorum,
+            config=config,
+            raft_log=self._raft_log,
+            replication=self._replication,
+            unsafe=self._unsafe,
+        )
         self._delete_log_before: Offset | None = None
         self._in_flight: Ready | None = None
         self._now_ms = now_ms
@@ -193,10 +199,7 @@ class RaftNode:
     @property
     def voter_endpoints(self) -> dict[NodeId, str]:
         """The voter set in use with the endpoints its VotersRecord gave ("" if unknown)."""
-        history = self._raft_log.voter_history
-        if history is None:
-            return {v: "" for v in self._voters}
-        return history.latest
+        return self._voter_changes.voter_endpoints()
 
     def voters_at(self, end_offset: int) -> dict[NodeId, str] | None:
         """The voter set of the log below ``end_offset``, for a snapshot ending there to carry
@@ -408,98 +411,14 @@ class RaftNode:
     # --- KIP-853: voter changes ---------------------------------------------------------------
 
     def add_voter(self, voter_id: NodeId, endpoint: str, now_ms: int) -> Offset:
-        """Append a VotersRecord that adds ``voter_id`` (KIP-853 AddRaftVoter, leader side).
-
-        The node must be fetching from this leader as an observer and be caught up (a fetch at
-        or past the high watermark within the last ``fetch_timeout_ms``, Kafka's rule), so that
-        the new majority can go on committing at once.
-
-        Returns:
-            The record's offset: the change is done when the high watermark passes it.
-
-        Raises:
-            NotLeaderError: not the leader.
-            DuplicateVoterError: it is a voter already.
-            RequestTimedOutError: retriable: another change is uncommitted, this leader has not
-                committed in its epoch yet, or the node is not caught up.
-            InvalidRequestError: the voter set is static configuration, or a bad id.
-        """
-        leader = self._voter_change_leader(now_ms)
-        if voter_id < 0:
-            raise InvalidRequestError(f"bad voter id {voter_id}")
-        if voter_id in self._voters:
-            raise DuplicateVoterError(f"node {voter_id} is a voter already")
-        replica = leader.replicas.get(voter_id)
-        hwm = self._replication.high_watermark
-        if (
-            replica is None
-            or replica.caught_up_ms < 0
-            or replica.caught_up_ms < now_ms - self._config.fetch_timeout_ms
-        ):
-            fetched = "never fetched" if replica is None else f"fetched to {replica.end_offset}"
-            raise RequestTimedOutError(
-                f"node {voter_id} is not caught up ({fetched}, high watermark {hwm}); "
-                "start it as an observer and retry"
-            )
-        voters = self.voter_endpoints
-        voters[voter_id] = endpoint[:255]
-        return self._append_voters(leader, voters, now_ms, added=voter_id)
+        """KIP-853 AddRaftVoter, leader side: `VoterChanges.add`."""
+        self._observe_time(now_ms)
+        return self._voter_changes.add(voter_id, endpoint, now_ms)
 
     def remove_voter(self, voter_id: NodeId, now_ms: int) -> Offset:
-        """Append a VotersRecord without ``voter_id`` (KIP-853 RemoveRaftVoter, leader side).
-        A leader that removes itself leads until the record commits, then resigns.
-
-        Raises:
-            NotLeaderError, RequestTimedOutError, InvalidRequestError: as `add_voter`.
-            VoterNotFoundError: it is not a voter.
-        """
-        leader = self._voter_change_leader(now_ms)
-        if voter_id not in self._voters:
-            raise VoterNotFoundError(f"node {voter_id} is not a voter")
-        if self._voters == {voter_id}:
-            raise InvalidRequestError(f"node {voter_id} is the last voter")
-        voters = self.voter_endpoints
-        del voters[voter_id]
-        return self._append_voters(leader, voters, now_ms, removed=voter_id)
-
-    def _voter_change_leader(self, now_ms: int) -> Leader:
+        """KIP-853 RemoveRaftVoter, leader side: `VoterChanges.remove`."""
         self._observe_time(now_ms)
-        history = self._raft_log.voter_history
-        if history is None:
-            raise InvalidRequestError(
-                "the voter set is static (controller.quorum.voters); "
-                "start the quorum with controller.quorum.bootstrap.servers to change it"
-            )
-        role = self._quorum.role
-        if type(role) is not Leader:
-            raise NotLeaderError(leader_id=self._quorum.leader_id, epoch=self._quorum.epoch)
-        hwm = self._replication.high_watermark
-        if hwm <= role.epoch_start_offset:
-            # Ongaro's fix (raft-dev, 2015), kept by KIP-853: a new leader first commits an
-            # entry of its own epoch, so no change from an older epoch is still pending.
-            raise RequestTimedOutError("the leader has not committed in its epoch yet; retry")
-        if history.latest_offset >= hwm and not self._unsafe.concurrent_voter_changes:
-            raise RequestTimedOutError("another voter change is not committed yet; retry")
-        return role
-
-    def _append_voters(
-        self,
-        leader: Leader,
-        voters: dict[NodeId, str],
-        now_ms: int,
-        *,
-        added: NodeId | None = None,
-        removed: NodeId | None = None,
-    ) -> Offset:
-        offset = self._replication.append_voters(leader, voters, now_ms)
-        self._logger.info(
-            "voter_change_appended",
-            offset=offset,
-            added=added,
-            removed=removed,
-            voters=sorted(voters),
-        )
-        return offset
+        return self._voter_changes.remove(voter_id, now_ms)
 
     def _maybe_resign_removed_leader(self, now_ms: int) -> None:
         """KIP-853: a leader no longer in the voter set steps down once that set commits."""
