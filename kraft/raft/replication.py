@@ -36,6 +36,13 @@ from typing import final
 from structlog.typing import FilteringBoundLogger
 
 from kraft.raft.config import RaftConfig, UnsafeOptions
+from kraft.raft.leader_fetches import (
+    OBSERVER_SESSION_TIMEOUT_MS,
+    OBSERVERS_MAX,
+    make_room_for_an_observer,
+    note_caught_up,
+    validate_fetch_position,
+)
 from kraft.raft.log import RaftLog, RaftStorage
 from kraft.raft.messages import (
     DivergingEpoch,
@@ -59,11 +66,6 @@ from storage.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
-
-OBSERVER_SESSION_TIMEOUT_MS = 300_000
-"""Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS: an observer silent this long is forgotten."""
-OBSERVERS_MAX = 1024
-"""The most observers a leader tracks; the stalest one goes first."""
 
 
 @final
@@ -241,12 +243,12 @@ class Replication:
             # it: a second sender claiming the same id (a forged stream, or a restarted peer)
             # must not leave the first one waiting for an answer that never comes.
             self._outbox.send(self._fetch_response(superseded[0], None))
-        position = self._validate_fetch_position(req.fetch_offset, req.last_fetched_epoch)
+        position = validate_fetch_position(self._raft_log, req.fetch_offset, req.last_fetched_epoch)
         if position is not None:
             self._outbox.send(self._fetch_response(req, position))
             return
         replica.end_offset = req.fetch_offset
-        self._note_caught_up(replica, req.fetch_offset, now_ms)
+        note_caught_up(replica, req.fetch_offset, self._raft_log.log_end_offset, now_ms)
         if req.source in self._voters:
             self.maybe_advance_leader_high_watermark(leader, now_ms)
         if req.fetch_offset >= self._raft_log.log_end_offset and req.max_wait_ms > 0:
@@ -259,22 +261,10 @@ class Replication:
                 return
         self._outbox.send(self._fetch_response(req, None))
 
-    def _note_caught_up(self, replica: ReplicaProgress, fetch_offset: int, now_ms: int) -> None:
-        """Kafka's ``ReplicaState.updateFetchState``: at the leader's end now, it is caught up
-        now; at the end the leader had at its previous fetch, it was then (under a steady
-        write load a fetcher is never at the moving end, yet keeps up)."""
-        log_end = self._raft_log.log_end_offset
-        if fetch_offset >= log_end:
-            replica.caught_up_ms = now_ms
-        elif fetch_offset >= replica.leader_end_at_last_fetch >= 0:
-            replica.caught_up_ms = max(replica.caught_up_ms, replica.last_valid_fetch_ms)
-        replica.leader_end_at_last_fetch = log_end
-        replica.last_valid_fetch_ms = now_ms
-
     def _record_fetch(self, leader: Leader, replica_id: NodeId, now_ms: int) -> ReplicaProgress:
         replica = leader.replicas.get(replica_id)
         if replica is None:  # an observer's first fetch
-            self._make_room_for_an_observer(leader, now_ms)
+            make_room_for_an_observer(leader, self._voters, now_ms)
             replica = leader.replicas[replica_id] = ReplicaProgress()
         replica.last_fetch_ms = now_ms
         if replica_id in self._voters:
@@ -286,51 +276,6 @@ class Replication:
                 leader.check_quorum_deadline_ms = now_ms + self._config.check_quorum_timeout_ms
                 leader.fetched_since_check.clear()
         return replica
-
-    def _make_room_for_an_observer(self, leader: Leader, now_ms: int) -> None:
-        """Forget observers silent for Kafka's observer session timeout, and the stalest one
-        past `OBSERVERS_MAX`: fetches from made-up ids must not grow the leader without bound.
-        (Observers count for nothing but DescribeQuorum.)"""
-        observers = [
-            (r.last_fetch_ms, v) for v, r in leader.replicas.items() if v not in self._voters
-        ]
-        if len(observers) < OBSERVERS_MAX and not any(
-            t < now_ms - OBSERVER_SESSION_TIMEOUT_MS for t, _ in observers
-        ):
-            return
-        observers.sort()
-        for i, (last_fetch_ms, v) in enumerate(observers):
-            if (
-                last_fetch_ms >= now_ms - OBSERVER_SESSION_TIMEOUT_MS
-                and len(observers) - i < OBSERVERS_MAX
-            ):
-                break
-            del leader.replicas[v]
-
-    def _validate_fetch_position(
-        self, fetch_offset: int, last_fetched_epoch: int
-    ) -> DivergingEpoch | SnapshotId | None:
-        """Kafka's ``validateOffsetAndEpoch``: None when the fetcher's log matches ours."""
-        log = self._raft_log
-        start = log.log_start_offset
-        snapshot = log.snapshot_id
-        if snapshot is not None and fetch_offset <= start:
-            # KIP-630: behind the log start, or at it with a different history: load the
-            # snapshot. At it with the snapshot's epoch: the logs match (Log Matching).
-            if fetch_offset == start and last_fetched_epoch == snapshot.epoch:
-                return None
-            return snapshot
-        if fetch_offset == 0:
-            return None
-        found = log.end_offset_for_epoch(last_fetched_epoch)
-        if found is None:
-            if snapshot is not None:
-                return snapshot
-            return DivergingEpoch(Epoch(0), Offset(start))
-        epoch, end = found
-        if epoch != last_fetched_epoch or end < fetch_offset:
-            return DivergingEpoch(epoch, end)
-        return None
 
     def _fetch_response(
         self, req: FetchRequest, position: DivergingEpoch | SnapshotId | None
