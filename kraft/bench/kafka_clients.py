@@ -325,6 +325,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
     `LocalCluster` started here), in alternated rounds."""
     from kraft import LocalCluster
     from kraft.bench.against_kafka import _kraft_pids, _server_cpu
+    from kraft.bench.cpu import profiled
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -358,7 +359,10 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
         for round_ in range(1, args.rounds + 1):
             for client in clients if round_ % 2 else list(reversed(clients)):
                 figures: dict[str, Any] = {}
-                with _server_cpu(figures, pids, args.records):
+                with (
+                    profiled(f"{client}-{round_}", cluster),
+                    _server_cpu(figures, pids, args.records),
+                ):
                     run = run_client(args, client, bootstraps[client], topic)
                 runs[client].append(run | figures)
                 say(
