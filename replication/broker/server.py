@@ -103,6 +103,7 @@ from replication.broker.clean_shutdown import take_previous_broker_epoch, write_
 from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.controllers import ControllerDiscovery
+from replication.broker.fetch_stream import FetchStreams
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.group_lag import list_latest_offsets
 from replication.broker.group_service import GroupService
@@ -135,8 +136,6 @@ from storage.errors import (
     ErrorCode,
     KraftError,
     LeaderNotAvailableError,
-    NetworkError,
-    RequestTimedOutError,
     StaleBrokerEpochError,
 )
 from storage.log import wall_clock_ms
@@ -264,6 +263,7 @@ class BrokerServer:
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._fetchers: dict[int, LeaderFetcher] = {}
+        self._fetch_streams = FetchStreams(self._stub)
         # NB: own threads for the blocking controller calls, so forwarded admin requests (on
         # the default executor) can never starve the heartbeats into a fencing.
         self._lifecycle_executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
@@ -400,6 +400,7 @@ class BrokerServer:
         await self.quorum.close()
         for fetcher in self._fetchers.values():
             await fetcher.close()
+        self._fetch_streams.close()
         await self.raft.stop(graceful=False)
         await self.kafka.stop()
         await self._grpc.stop(grace=0.2)
@@ -598,12 +599,7 @@ class BrokerServer:
             raise LeaderNotAvailableError(f"broker {leader_id} has no registered listener")
         address = registration.listeners[0].address
         timeout_s = self.config.replica_fetch_wait_max_ms / 1000 + 10
-        try:
-            reply = await self._stub(address).Fetch(encode(request), timeout=timeout_s)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise RequestTimedOutError(f"fetch from broker {leader_id} timed out") from None
-            raise NetworkError(f"fetch from broker {leader_id} at {address}: {e.code()}") from None
+        reply = await self._fetch_streams.fetch(leader_id, address, encode(request), timeout_s)
         return decode(reply, BrokerFetchResponse)
 
     def _send_alter_partition(self, replica: PartitionReplica, send: AlterPartitionSend) -> None:
