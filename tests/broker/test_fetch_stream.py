@@ -84,7 +84,7 @@ def test_fetches_to_one_leader_share_one_call_answered_in_order() -> None:
 
     async def body(streams: FetchStreams, address: str) -> None:
         for tag in (3, 5, 7):
-            reply = await streams.fetch(1, address, _request(tag), timeout_s=10)
+            reply: Any = await streams.fetch(1, address, _request(tag), timeout_s=10)
             assert reply.error_code == tag
         assert leader.streams == 1 and leader.unary_calls == 0
 
@@ -98,7 +98,7 @@ def test_a_timed_out_fetch_drops_its_call_and_the_next_fetch_opens_a_new_one() -
         with pytest.raises(RequestTimedOutError):
             await streams.fetch(1, address, _request(3, hold=True), timeout_s=0.2)
         # the held request's answer never comes: the next one must not wait behind it
-        reply = await streams.fetch(1, address, _request(9), timeout_s=10)
+        reply: Any = await streams.fetch(1, address, _request(9), timeout_s=10)
         assert reply.error_code == 9
         assert leader.streams == 2
 
@@ -110,7 +110,7 @@ def test_a_leader_without_fetch_stream_is_fetched_from_with_unary_calls() -> Non
 
     async def body(streams: FetchStreams, address: str) -> None:
         for tag in (4, 6):
-            reply = await streams.fetch(1, address, _request(tag), timeout_s=10)
+            reply: Any = await streams.fetch(1, address, _request(tag), timeout_s=10)
             assert reply.error_code == tag
         assert leader.unary_calls == 2 and leader.streams == 0
 
