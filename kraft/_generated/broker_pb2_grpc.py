@@ -45,6 +45,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/kraft.v1.Broker/FetchStream',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/kraft.v1.Broker/ListOffsets',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -113,6 +118,15 @@ class BrokerServicer:
 
     def Fetch(self, request, context):
         """Consumers and follower replicas; long-polls up to max_wait_ms for min_bytes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request_iterator, context):
+        """Follower replicas: the same requests and answers as Fetch, one at a time on one
+        long-lived stream per follower and leader broker (Kafka's fetcher keeps one connection per
+        source broker), so a fetch costs no call set-up.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -197,6 +211,11 @@ def add_BrokerServicer_to_server(servicer, server):
             ),
             'Fetch': grpc.unary_unary_rpc_method_handler(
                     servicer.Fetch,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.SerializeToString,
             ),
@@ -308,6 +327,33 @@ class Broker:
             request,
             target,
             '/kraft.v1.Broker/Fetch',
+            kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kraft.v1.Broker/FetchStream',
             kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.BrokerFetchResponse.FromString,
             options,

@@ -299,7 +299,7 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
     """Every client of ``args.client`` against one kraft cluster (``cluster``, or a
     `LocalCluster` started here), in alternated rounds."""
     from kraft import LocalCluster
-    from kraft.bench.cpu import kraft_pids, nodes_cpu
+    from kraft.bench.cpu import kraft_pids, nodes_cpu, profiled
 
     def say(msg: str) -> None:
         if not args.quiet:
@@ -333,7 +333,10 @@ def run_clients(args: argparse.Namespace, cluster: Any = None) -> dict[str, Any]
         for round_ in range(1, args.rounds + 1):
             for client in clients if round_ % 2 else list(reversed(clients)):
                 figures: dict[str, Any] = {}
-                with nodes_cpu(figures, pids, args.records):
+                with (
+                    profiled(f"{client}-{round_}", cluster),
+                    nodes_cpu(figures, pids, args.records),
+                ):
                     run = run_client(args, client, bootstraps[client], topic)
                 runs[client].append(run | figures)
                 say(

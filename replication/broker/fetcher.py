@@ -3,9 +3,11 @@
 Kafka runs one ``ReplicaFetcherThread`` per source broker, whose FetchRequest carries every
 partition this broker follows there. Here each follower core still builds its own fetch (one
 in flight per partition), and `fetch` parks it; the fetcher sends whatever is parked as ONE
-``Broker.Fetch`` long-poll and hands each partition its part of the answer. Partitions answered
-together re-fetch in the same event-loop turn, so they stay in one request: the RPC rate is
-per leader broker, not per partition (docs/benchmarks.md: one RPC per partition never gets fast).
+Fetch long-poll (a message on the leader's ``Broker.FetchStream`` call,
+`replication.broker.fetch_stream`) and hands each partition its part of the answer.
+Partitions answered together re-fetch in the same event-loop turn, so they stay in one
+request: the RPC rate is per leader broker, not per partition (docs/benchmarks.md: one RPC per
+partition never gets fast).
 
 One request is in flight per leader; a fetch parked meanwhile waits for the next one (at most
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with

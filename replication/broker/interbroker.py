@@ -2,8 +2,8 @@
 ``ReplicaFetcherManager`` and its ``BrokerBlockingSender``, plus the lag reads of the groups).
 
 - Follower fetches: one `LeaderFetcher` per leader broker batches the fetches of every
-  partition it leads into one ``Broker.Fetch`` long poll (`fetch_from_leader`, what each
-  `PartitionReplica` is given); a fetch of a partition this broker is being added to by a
+  partition it leads into one long poll (`fetch_from_leader`, what each `PartitionReplica` is
+  given), sent on one long-lived ``Broker.FetchStream`` call per leader (`FetchStreams`); a fetch of a partition this broker is being added to by a
   reassignment is throttled by ``follower.replication.throttled.rate``.
 - ``Broker.ListOffsets`` to another broker (`list_latest_offsets`: the group lag metrics).
 
@@ -24,6 +24,7 @@ from kraft.metadata import MetadataImage
 from kraft.transport.channels import peer_channel
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
+from replication.broker.fetch_stream import FetchStreams
 from replication.broker.fetcher import LeaderFetcher
 from replication.broker.group_lag import list_latest_offsets
 from replication.broker.throttle import ThrottleBucket
@@ -61,6 +62,7 @@ class InterBrokerClient:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, broker_pb2_grpc.BrokerStub] = {}
         self._fetchers: dict[int, LeaderFetcher] = {}
+        self._fetch_streams = FetchStreams(self.broker_stub)
 
     def broker_stub(self, address: str) -> broker_pb2_grpc.BrokerStub:
         """A stub of the broker at ``address`` (one cached channel per address)."""
@@ -90,7 +92,8 @@ class InterBrokerClient:
         return await fetcher.fetch(request)
 
     async def send_fetch(self, leader_id: int, request: BrokerFetchRequest) -> BrokerFetchResponse:
-        """One ``Broker.Fetch`` to broker ``leader_id``.
+        """One fetch to broker ``leader_id``, on its ``Broker.FetchStream`` call
+        (`replication.broker.fetch_stream`).
 
         Raises:
             LeaderNotAvailableError: the broker has no registered listener.
@@ -102,12 +105,7 @@ class InterBrokerClient:
             raise LeaderNotAvailableError(f"broker {leader_id} has no registered listener")
         address = registration.listeners[0].address
         timeout_s = self._config.replica_fetch_wait_max_ms / 1000 + 10
-        try:
-            reply = await self.broker_stub(address).Fetch(encode(request), timeout=timeout_s)
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise RequestTimedOutError(f"fetch from broker {leader_id} timed out") from None
-            raise NetworkError(f"fetch from broker {leader_id} at {address}: {e.code()}") from None
+        reply = await self._fetch_streams.fetch(leader_id, address, encode(request), timeout_s)
         return decode(reply, BrokerFetchResponse)
 
     async def list_latest_offsets(
@@ -119,6 +117,7 @@ class InterBrokerClient:
     async def close(self) -> None:
         for fetcher in self._fetchers.values():
             await fetcher.close()
+        self._fetch_streams.close()
         for channel in self._channels.values():
             await channel.close()
 

@@ -10,10 +10,13 @@ timeout passes:
 2. reset partitions without a valid position by ``auto.offset.reset`` (earliest or latest),
    with ONE ListOffsets per leader broker carrying all of its partitions;
 3. hand out buffered records (at most ``max.poll.records``), advancing positions;
-4. otherwise send ONE Fetch per leader broker carrying every assigned partition it leads
-   (with ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH
-   instead of serving data), all brokers at once, each a long poll of ``fetch.max.wait.ms``
-   (bounded by what is left of the poll's timeout); the returned batches' headers (and CRCs)
+4. otherwise send ONE Fetch to each leader broker that has none outstanding, carrying every
+   assigned partition it leads that is neither buffered nor being fetched (with
+   ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH instead
+   of serving data), each a long poll of ``fetch.max.wait.ms``, and return as soon as ANY
+   answers with records (the others stay outstanding for the next poll: `InflightFetches`,
+   as Kafka's fetcher; a poll that hands out records sends the drained partitions' next
+   Fetch before it returns); the returned batches' headers (and CRCs)
    are checked then, their records decoded when handed out (`replication.clients.fetched`):
    as `ConsumerRecord` objects by ``poll``, as one Arrow RecordBatch by ``poll_batch``.
 
@@ -40,6 +43,7 @@ thread-safe at all); one thread polling is the intended use.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -58,8 +62,9 @@ from replication.clients.fetched import (
     scan_partition_batches,
 )
 from replication.clients.group_membership import GroupClient
+from replication.clients.inflight import Inflight, InflightFetches
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
-from replication.clients.network import BrokerNetwork, Cancellable
+from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
@@ -129,6 +134,7 @@ class Consumer:
         self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
         self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._inflight = InflightFetches()
         self._backoff_until_ms: dict[int, int] = {}
         """Brokers whose last Fetch or ListOffsets failed, until when they are not asked again
         (``retry.backoff.ms``; a dead leader otherwise cost a failed call per loop of ``poll``:
@@ -248,6 +254,7 @@ class Consumer:
                     self._coordinator.close()
             finally:
                 self._closed = True
+                self._inflight.close()
                 self._network.close()
 
     # -- groups: delegated to the ConsumerCoordinator -------------------------------------------
@@ -368,6 +375,9 @@ class Consumer:
             while True:
                 records = take()
                 if records:
+                    # Kafka's pipelining: the drained partitions' next Fetch goes out now, read
+                    # by a later poll.
+                    self._fetch(0, wait=False)
                     return join(records)
                 if not others_first:
                     self._raise_partition_error()
@@ -505,23 +515,26 @@ class Consumer:
 
     # -- fetching ------------------------------------------------------------------------------
 
-    def _fetch(self, max_wait_ms: int) -> bool:
-        """One round of Fetches, one per leader broker, in parallel; False if nothing was
-        fetchable."""
+    def _fetch(self, max_wait_ms: int, *, wait: bool = True) -> bool:
+        """Send a Fetch to every leader broker with none outstanding (`InflightFetches`),
+        carrying its partitions neither buffered nor being fetched; then (``wait``) wait at
+        most ``max_wait_ms`` for any outstanding Fetch to answer, and take the answers that
+        came. False if no Fetch is outstanding."""
+        inflight = self._inflight
         snapshot = self._metadata.snapshot
         by_leader: dict[int, dict[str, list[FetchPartition]]] = {}
-        positions: dict[TopicPartition, int] = {}
+        positions: dict[int, dict[TopicPartition, int]] = {}
         for tp, position in self._positions.items():
-            if position is None or tp in self._buffer:
+            if position is None or tp in self._buffer or inflight.fetching(tp):
                 continue
             leader = snapshot.leader_for(tp)
             if leader is None:
                 self._metadata.request_update()
                 continue
-            if self._backing_off(leader):
+            if inflight.busy(leader) or self._backing_off(leader):
                 continue
             info = snapshot.partition(tp)
-            positions[tp] = position
+            positions.setdefault(leader, {})[tp] = position
             by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=tp.partition,
@@ -530,21 +543,13 @@ class Consumer:
                     partition_max_bytes=self.config.max_partition_fetch_bytes,
                 )
             )
-        if not by_leader:
-            return False
-        wait_ms = min(self.config.fetch_max_wait_ms, max_wait_ms)
-        replies: list[tuple[int, BrokerFetchResponse | None, KraftError | None]] = []
-        arrived = threading.Condition()
-
-        def collect(leader: int) -> Callable[[BrokerFetchResponse | None, KraftError | None], None]:
-            def done(response: BrokerFetchResponse | None, error: KraftError | None) -> None:
-                with arrived:
-                    replies.append((leader, response, error))
-                    arrived.notify_all()
-
-            return done
-
-        calls: dict[int, Cancellable] = {}
+        # NB: the long poll is fetch.max.wait.ms whatever the poll's timeout, as in Kafka: the
+        # Fetch outlives a short poll and is read by the next one.
+        wait_ms = self.config.fetch_max_wait_ms
+        # A paused leader answers nothing: a Fetch that outlives its long poll by
+        # retry.backoff.max.ms is abandoned and metadata refreshed, not waited on for
+        # request.timeout.ms (a consumer fetch changes nothing on the broker: safe to drop).
+        expires_s = time.monotonic() + (wait_ms + self.config.retry_backoff_max_ms) / 1000
         for leader, topics in by_leader.items():
             request = BrokerFetchRequest(
                 max_wait_ms=wait_ms,
@@ -554,33 +559,39 @@ class Consumer:
                 topics=tuple(FetchTopic(topic=t, partitions=tuple(p)) for t, p in topics.items()),
                 rack_id=self.config.client_rack,
             )
-            calls[leader] = self._network.call_async(
-                snapshot.brokers[leader],
-                "Fetch",
-                request,
-                BrokerFetchResponse,
-                collect(leader),
-                timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
+            address = snapshot.brokers[leader]
+            inflight.start(
+                Inflight(leader, address, positions[leader], expires_s),
+                functools.partial(
+                    self._network.call_async,
+                    address,
+                    "Fetch",
+                    request,
+                    BrokerFetchResponse,
+                    timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
+                ),
             )
-        # A paused leader answers nothing: a Fetch that outlives its long poll by
-        # retry.backoff.max.ms is abandoned and metadata refreshed, not waited on for
-        # request.timeout.ms (a consumer fetch changes nothing on the broker: safe to drop).
-        limit_s = (wait_ms + self.config.retry_backoff_max_ms) / 1000
-        with arrived:
-            arrived.wait_for(lambda: len(replies) == len(by_leader), timeout=limit_s)
-            answered = list(replies)  # NB: a late reply appends to ``replies``, unread
-        for leader in by_leader.keys() - {leader for leader, _, _ in answered}:
-            log.warning("fetch_stalled", broker=leader, waited_ms=int(limit_s * 1000))
-            self._network.mark_suspect(snapshot.brokers[leader])
-            calls[leader].cancel()
+        if not inflight:
+            return False
+        if not wait:
+            return True
+        until_s = min(time.monotonic() + max_wait_ms / 1000, inflight.earliest_expiry_s())
+        answered = inflight.wait(until_s)
+        for entry in inflight.expire(time.monotonic()):
+            log.warning(
+                "fetch_stalled",
+                broker=entry.leader,
+                waited_ms=wait_ms + self.config.retry_backoff_max_ms,
+            )
+            self._network.mark_suspect(entry.address)
             self._metadata.request_update()
-        for leader, response, error in answered:
+        for entry, response, error in answered:
             if error is not None or response is None:
-                log.warning("fetch_failed", broker=leader, error=str(error))
-                self._back_off(leader)
+                log.warning("fetch_failed", broker=entry.leader, error=str(error))
+                self._back_off(entry.leader)
                 self._metadata.request_update()
                 continue
-            self._handle_fetch_response(response, positions)
+            self._handle_fetch_response(response, entry.positions)
         return True
 
     def _back_off(self, broker: int) -> None:
