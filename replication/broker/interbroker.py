@@ -3,8 +3,9 @@
 
 - Follower fetches: one `LeaderFetcher` per leader broker batches the fetches of every
   partition it leads into one long poll (`fetch_from_leader`, what each `PartitionReplica` is
-  given), sent on one long-lived ``Broker.FetchStream`` call per leader (`FetchStreams`); a fetch of a partition this broker is being added to by a
-  reassignment is throttled by ``follower.replication.throttled.rate``.
+  given), sent on one long-lived ``Broker.FetchStream`` call per leader (`FetchStreams`); a
+  fetch of a partition this broker is being added to by a reassignment is throttled by
+  ``follower.replication.throttled.rate``.
 - ``Broker.ListOffsets`` to another broker (`list_latest_offsets`: the group lag metrics).
 
 A leader is dialled at its first registered listener, the inter-broker one
@@ -31,7 +32,7 @@ from replication.broker.throttle import ThrottleBucket
 from replication.codec import decode, encode
 from replication.core import FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import BrokerFetchRequest, BrokerFetchResponse
-from storage.errors import LeaderNotAvailableError, NetworkError, RequestTimedOutError
+from storage.errors import LeaderNotAvailableError
 
 NO_LISTENER_BACKOFF_S = 0.1
 """How long a fetch from a leader with no registered listener waits before it fails."""
