@@ -26,6 +26,9 @@ class ReplicaHost(Protocol):
     """The broker as the partition APIs see it (Kafka's ReplicaManager and MetadataCache)."""
 
     @property
+    def config(self) -> BrokerNodeConfig: ...
+
+    @property
     def image(self) -> MetadataImage: ...
 
     @property

@@ -11,7 +11,9 @@ purgatories).
 - Fetch: followers (``replica_id >= 0``) go through the leader core (epoch fencing, divergence,
   ISR bookkeeping); consumers read only below the high watermark, and get OFFSET_OUT_OF_RANGE
   (with the valid range in the message) outside ``[log start, log end]``. Both long-poll up to
-  ``max_wait_ms`` for ``min_bytes``.
+  ``max_wait_ms`` for ``min_bytes``. KIP-392 (`replication.broker.read_replica`): a leader may
+  name a follower in the consumer's rack instead (``preferred_read_replica``), and a follower
+  serves consumers up to its own high watermark.
 - ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
 - Metadata: from the broker's metadata image.
 - InitProducerId: ids from a block the controller allocates (AllocateProducerIds, KIP-730).
@@ -28,6 +30,11 @@ from typing import TYPE_CHECKING, Any
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.read_replica import (
+    ClientMetadata,
+    consumer_readable,
+    preferred_read_replica,
+)
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -151,12 +158,16 @@ class BrokerService:
 
     # --- Fetch --------------------------------------------------------------------------------
 
-    async def fetch(self, request: BrokerFetchRequest) -> BrokerFetchResponse:
+    async def fetch(
+        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+    ) -> BrokerFetchResponse:
+        """``client``: the consumer's client metadata (KIP-392, `read_replica`); None: an old
+        consumer, which only the leader serves."""
         deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
         tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
         while True:
             events = [r.changed for tp in tps if (r := self._server.replicas.get(tp)) is not None]
-            response, size, errors = self._fetch_once(request)
+            response, size, errors = self._fetch_once(request, client)
             remaining = deadline - time.monotonic()
             if size >= max(request.min_bytes, 1) or errors or remaining <= 0 or not events:
                 return response
@@ -169,7 +180,11 @@ class BrokerService:
             if self._server.stopping:
                 return response
 
-    def _fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
+    def _fetch_once(
+        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+    ) -> tuple[BrokerFetchResponse, int, bool]:
+        """The response, its record bytes, and whether to answer now (an error, or a preferred
+        read replica: Kafka's ``fetchMessages`` answers those at once)."""
         size, errors = 0, False
         remaining_bytes = request.max_bytes
         topics = []
@@ -181,10 +196,11 @@ class BrokerService:
                 if request.replica_id >= 0:
                     data = self._follower_fetch(request, tp, p, max_bytes)
                 else:
-                    data = self._consumer_fetch(tp, p, max_bytes)
+                    data = self._consumer_fetch(tp, p, max_bytes, client)
                 size += len(data.records)
                 remaining_bytes -= len(data.records)
                 errors = errors or data.error_code is not ErrorCode.NONE
+                errors = errors or data.preferred_read_replica >= 0
                 parts.append(data)
             topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(parts)))
         return BrokerFetchResponse(responses=tuple(topics)), size, errors
@@ -236,9 +252,13 @@ class BrokerService:
         )
 
     def _consumer_fetch(
-        self, tp: TopicPartition, p: FetchPartition, max_bytes: int
+        self,
+        tp: TopicPartition,
+        p: FetchPartition,
+        max_bytes: int,
+        client: ClientMetadata | None = None,
     ) -> FetchPartitionData:
-        replica = self._leading(tp)
+        replica = consumer_readable(self._server.replicas, tp, client)  # KIP-392: or a follower
         if replica is None:
             return FetchPartitionData(
                 partition_index=p.partition,
@@ -260,6 +280,17 @@ class BrokerService:
             "last_stable_offset": high_watermark,
             "log_start_offset": log.log_start_offset,
         }
+        preferred = preferred_read_replica(
+            self._server.config.replica_selector_class,
+            self._server.image,
+            self._server.config.node_id,
+            replica,
+            client,
+            p.fetch_offset,
+            clock_ms(),
+        )
+        if preferred is not None:  # KIP-392: no records; read them from that replica
+            return FetchPartitionData(**common, preferred_read_replica=preferred)
         # Kafka's range check is against the log end offset, not the high watermark: an offset
         # in [high watermark, log end offset] is valid and returns nothing until the high
         # watermark passes it (a consumer may be there after a failover, see guarantees.md).
