@@ -60,6 +60,7 @@ from replication.clients.fetched import (
 from replication.clients.group_membership import GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork, Cancellable
+from replication.clients.read_replicas import PreferredReadReplicas
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -128,6 +129,7 @@ class Consumer:
         self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
         self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._read_replicas = PreferredReadReplicas(config.metadata_max_age_ms)  # KIP-392
         self._backoff_until_ms: dict[int, int] = {}
         """Brokers whose last Fetch or ListOffsets failed, until when they are not asked again
         (``retry.backoff.ms``; a dead leader otherwise cost a failed call per loop of ``poll``:
@@ -517,6 +519,7 @@ class Consumer:
             if leader is None:
                 self._metadata.request_update()
                 continue
+            leader = self._read_replicas.node_for(tp, leader, self._clock(), snapshot.brokers)
             if self._backing_off(leader):
                 continue
             info = snapshot.partition(tp)
@@ -576,6 +579,7 @@ class Consumer:
         for leader, response, error in answered:
             if error is not None or response is None:
                 log.warning("fetch_failed", broker=leader, error=str(error))
+                self._read_replicas.clear_broker(leader)
                 self._back_off(leader)
                 self._metadata.request_update()
                 continue
@@ -614,6 +618,9 @@ class Consumer:
         self, tp: TopicPartition, part: FetchPartitionData, position: int
     ) -> None:
         code = part.error_code
+        if code is ErrorCode.NONE and part.preferred_read_replica >= 0:  # KIP-392
+            self._read_replicas.update(tp, part.preferred_read_replica, self._clock())
+            return
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
@@ -645,6 +652,8 @@ class Consumer:
                 ),
             )
             return
+        if self._read_replicas.clear(tp) and code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            return  # a follower behind the position: ask the leader, keep the position (Kafka)
         if part.current_leader is not None:  # KIP-951: the new leader, right away
             hint = part.current_leader
             self._metadata.update_leader(tp, hint.leader_id, hint.leader_epoch)
