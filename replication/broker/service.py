@@ -35,6 +35,7 @@ from replication.broker.read_replica import (
     consumer_readable,
     preferred_read_replica,
 )
+from replication.broker.replica_metrics import consumer_bytes_out
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
@@ -306,6 +307,7 @@ class BrokerService:
             records = replica.read(p.fetch_offset, max_bytes, max_offset=high_watermark)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
+        consumer_bytes_out(tp.topic, len(records))
         return FetchPartitionData(**common, records=records)
 
     # --- ListOffsets --------------------------------------------------------------------------
