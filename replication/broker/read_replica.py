@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.core.replica_selector import (
     ReplicaView,
@@ -28,7 +29,7 @@ from replication.core.replica_selector import (
 )
 
 if TYPE_CHECKING:
-    from kraft.metadata import MetadataImage
+    from replication.broker.host import ReplicaHost
     from replication.broker.partition import PartitionReplica
 
 
@@ -67,23 +68,23 @@ def consumer_readable(
 
 
 def preferred_read_replica(
-    selector: str | None,
-    image: MetadataImage,
-    local_id: int,
+    host: ReplicaHost,
     replica: PartitionReplica,
     client: ClientMetadata | None,
     fetch_offset: int,
-    now_ms: int,
 ) -> int | None:
-    """The follower the leading ``replica`` sends this consumer to, or None (read here)."""
-    if selector is None or client is None or not client.rack_id:
+    """The follower this broker's leading ``replica`` sends the consumer to, or None (read
+    here), by the broker's ``replica.selector.class``."""
+    if client is None or not client.rack_id:
         return None
-    leader = replica.leader
-    if leader is None:  # a follower, or a quorum-mode leader (no ISR view of its followers)
+    selector = host.config.replica_selector_class
+    leader = replica.leader  # None: a follower, or a quorum-mode leader (no view of followers)
+    if selector is None or leader is None:
         return None
+    local_id = host.config.node_id
     racks = {
         broker_id: registration.rack
-        for broker_id, registration in image.brokers.items()
+        for broker_id, registration in host.image.brokers.items()
         if not registration.fenced and registration.endpoint(client.listener) is not None
     }
     own = ReplicaView(
@@ -101,7 +102,7 @@ def preferred_read_replica(
         in_sync_replicas=leader.isr,
         racks=racks,
         fetch_offset=fetch_offset,
-        now_ms=now_ms,
+        now_ms=clock_ms(),
     )
     return select_preferred(selector, client.rack_id, own, candidates)
 

@@ -281,15 +281,7 @@ class BrokerService:
             "last_stable_offset": high_watermark,
             "log_start_offset": log.log_start_offset,
         }
-        preferred = preferred_read_replica(
-            self._server.config.replica_selector_class,
-            self._server.image,
-            self._server.config.node_id,
-            replica,
-            client,
-            p.fetch_offset,
-            clock_ms(),
-        )
+        preferred = preferred_read_replica(self._server, replica, client, p.fetch_offset)
         if preferred is not None:  # KIP-392: no records; read them from that replica
             return FetchPartitionData(**common, preferred_read_replica=preferred)
         # Kafka's range check is against the log end offset, not the high watermark: an offset
