@@ -15,7 +15,8 @@ For each run it reads every broker's CPU time (user + system, ``/proc/PID/stat``
 after, takes off what the broker burns idle (its rate over ``--idle-seconds`` of nothing before
 the runs, times the run's length: heartbeats, the followers' long polls), and prints the CPU
 seconds and µs per record consumed that serving the consumers cost the leader and the two
-followers, and the leader's ratio closest/leader. CPU per record, not records/s: it does not
+followers (medians of ``--rounds`` alternated runs of each), and the leader's ratio
+closest/leader. CPU per record, not records/s: it does not
 depend much on what else the machine runs. ``--client librdkafka`` consumes with
 confluent-kafka on the Kafka listeners instead of kraft's consumer (gRPC).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -104,7 +106,9 @@ def _run(
     return {b: round(after[b] - before[b] - idle[b] * elapsed, 3) for b in pids}
 
 
-def measure(*, records: int, record_size: int, client: str, idle_s: float) -> dict[str, Any]:
+def measure(
+    *, records: int, record_size: int, client: str, idle_s: float, rounds: int
+) -> dict[str, Any]:
     from kraft.cluster import LocalCluster
     from replication.clients import Producer
     from replication.core.replica_selector import RACK_AWARE_SELECTOR
@@ -136,22 +140,28 @@ def measure(*, records: int, record_size: int, client: str, idle_s: float) -> di
         pids = {b: pid for b in cluster.broker_ids if (pid := cluster.broker(b).pid) is not None}
         idle = _idle_rates(pids, idle_s)
         _run(cluster, pids, idle, consume, records, True)  # warm up: caches, connections
-        runs = {
-            "leader": _run(cluster, pids, idle, consume, records, False),
-            "closest": _run(cluster, pids, idle, consume, records, True),
-        }
+        rounds_of: dict[str, list[dict[int, float]]] = {"leader": [], "closest": []}
+        for _ in range(rounds):  # alternated, so a change in the machine's load hits both
+            rounds_of["leader"].append(_run(cluster, pids, idle, consume, records, False))
+            rounds_of["closest"].append(_run(cluster, pids, idle, consume, records, True))
+    runs = {
+        name: {b: statistics.median(r[b] for r in spent) for b in pids}
+        for name, spent in rounds_of.items()
+    }
     consumed = records * len(RACKS)
     out: dict[str, Any] = {
         "client": client,
         "records": records,
         "record_size": record_size,
         "consumers": len(RACKS),
+        "rounds": rounds,
         "leader_rack": RACKS[list(cluster.broker_ids).index(leader)],
         "idle_cpu_s_per_s": {str(b): round(v, 4) for b, v in idle.items()},
     }
     for name, spent in runs.items():
         followers = sum(v for b, v in spent.items() if b != leader)
         out[name] = {
+            "leader_cpu_s_each_round": [r[leader] for r in rounds_of[name]],
             "leader_cpu_s": spent[leader],
             "followers_cpu_s": round(followers, 3),
             "leader_cpu_us_per_record": round(spent[leader] / consumed * 1e6, 2),
@@ -174,15 +184,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--client", choices=("kraft", "librdkafka"), default="kraft")
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="the idle baseline")
+    parser.add_argument("--rounds", type=int, default=3, help="of each run (medians shown)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.records <= 0 or args.record_size < 0 or args.idle_seconds <= 0:
-        parser.error("--records and --idle-seconds must be positive, --record-size >= 0")
+    if min(args.records, args.rounds, args.idle_seconds) <= 0 or args.record_size < 0:
+        parser.error("--records, --rounds, --idle-seconds must be positive, --record-size >= 0")
     result = measure(
         records=args.records,
         record_size=args.record_size,
         client=args.client,
         idle_s=args.idle_seconds,
+        rounds=args.rounds,
     )
     if args.json:
         print(json.dumps(result))

@@ -1,7 +1,8 @@
 """Fetch from the closest replica (KIP-392) on the shared cluster, whose brokers sit in racks
 ``rack-a``/``rack-b``/``rack-c`` with the rack-aware selector (`conftest`): librdkafka and
-kraft's consumer with ``client.rack`` read from the follower in their rack, which the brokers'
-``bytesout`` metric shows; a follower answers a consumer's fetch with Kafka's errors."""
+kraft's consumer with ``client.rack`` read from the follower in their rack, and so does the
+Spark reader with its rack, which the brokers' ``bytesout`` metric shows; a follower answers a
+consumer's fetch with Kafka's errors."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from replication.messages import (
     FetchPartitionData,
     FetchTopic,
 )
+from spark.fetcher import RangeFetcher
+from spark.offsets import OffsetRange
 from storage.errors import ErrorCode
 from tests.kafka_wire.conftest import RACKS
 from tests.metrics.test_metrics_cluster import scrape
@@ -120,6 +123,18 @@ def test_krafts_consumer_with_client_rack_reads_from_the_follower_in_its_rack(
         consumer.seek(tp, 0)
         _wait(lambda: bool(consumer.poll(0.2)), "a record from the leader")
     assert _bytes_out(cluster, leader, topic) > 0
+
+
+def test_the_spark_reader_with_a_rack_reads_from_the_in_sync_replica_there(
+    cluster: LocalCluster, layout: tuple[str, int, int, int]
+) -> None:
+    topic, leader, follower, _ = layout
+    before = _bytes_out(cluster, follower, topic), _bytes_out(cluster, leader, topic)
+    with RangeFetcher(cluster.bootstrap, client_rack=_rack(cluster, follower)) as fetcher:
+        got = [r.value for r in fetcher.records(OffsetRange(topic, 0, 10, RECORDS))]
+    assert got == VALUES[10:]
+    assert _bytes_out(cluster, follower, topic) - before[0] >= sum(map(len, VALUES[10:]))
+    assert _bytes_out(cluster, leader, topic) == before[1]
 
 
 def _fetch(cluster: LocalCluster, broker: int, topic: str, offset: int, epoch: int = -1) -> Any:
