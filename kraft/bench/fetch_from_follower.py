@@ -11,13 +11,12 @@ consumer per rack reads the whole partition from its beginning, one after the ot
 - ``closest``: each sends its rack: the leader serves the consumer in its own rack and names
   the follower in theirs to the two others (``preferred_read_replica``).
 
-For each run it reads every broker's CPU time (user + system, ``/proc/PID/stat``) before and
-after, takes off what the broker burns idle (its rate over ``--idle-seconds`` of nothing before
-the runs, times the run's length: heartbeats, the followers' long polls), and prints the CPU
-seconds and µs per record consumed that serving the consumers cost the leader and the two
-followers (medians of ``--rounds`` alternated runs of each), and the leader's ratio
-closest/leader. CPU per record, not records/s: it does not
-depend much on what else the machine runs. ``--client librdkafka`` consumes with
+It runs each ``--rounds`` times, alternated, and reads every broker's CPU time (user + system,
+``/proc/PID/stat``) around each run: the medians as measured (raw), and less what the broker
+burns idle over the run's length (net: its rate over ``--idle-seconds`` of nothing after the
+runs; heartbeats, the followers' long polls), in CPU seconds and µs per record consumed, for
+the leader and the two followers, and the leader's ratio closest/leader. CPU, not records/s:
+it depends less on what else the machine runs. ``--client librdkafka`` consumes with
 confluent-kafka on the Kafka listeners instead of kraft's consumer (gRPC).
 """
 
@@ -90,20 +89,38 @@ def _idle_rates(pids: dict[int, int], seconds: float) -> dict[int, float]:
 def _run(
     cluster: Any,
     pids: dict[int, int],
-    idle: dict[int, float],
     consume: Callable[[Any, int, str], int],
     records: int,
     with_rack: bool,
-) -> dict[int, float]:
-    """CPU seconds per broker, idle use taken off, while one consumer per rack reads every
-    record."""
+) -> tuple[dict[int, float], float]:
+    """CPU seconds per broker, and the seconds it took, while one consumer per rack reads
+    every record."""
     before, started = _cpu(pids), time.monotonic()
     for rack in RACKS:
         got = consume(cluster, records, rack if with_rack else "")
         if got < records:
             raise RuntimeError(f"a consumer read {got} of {records} records")
     after, elapsed = _cpu(pids), time.monotonic() - started
-    return {b: round(after[b] - before[b] - idle[b] * elapsed, 3) for b in pids}
+    return {b: after[b] - before[b] for b in pids}, elapsed
+
+
+def _figures(
+    rounds: list[tuple[dict[int, float], float]], idle: dict[int, float], leader: int, consumed: int
+) -> dict[str, Any]:
+    """Medians over the rounds of one run: the leader's and the followers' CPU seconds, as
+    measured (raw) and less their idle use over the round (net), and µs per record."""
+    raw = {b: statistics.median(r[0][b] for r in rounds) for b in idle}
+    net = {b: statistics.median(r[0][b] - idle[b] * r[1] for r in rounds) for b in idle}
+    out: dict[str, Any] = {"seconds": round(statistics.median(r[1] for r in rounds), 2)}
+    for kind, spent in (("raw", raw), ("net", net)):
+        followers = sum(v for b, v in spent.items() if b != leader)
+        out[kind] = {
+            "leader_cpu_s": round(spent[leader], 3),
+            "followers_cpu_s": round(followers, 3),
+            "leader_cpu_us_per_record": round(spent[leader] / consumed * 1e6, 2),
+            "followers_cpu_us_per_record": round(followers / consumed * 1e6, 2),
+        }
+    return out
 
 
 def measure(
@@ -138,16 +155,12 @@ def measure(
             time.sleep(0.1)
         leader = cluster.describe_topic(TOPIC).partitions[0].leader
         pids = {b: pid for b in cluster.broker_ids if (pid := cluster.broker(b).pid) is not None}
-        idle = _idle_rates(pids, idle_s)
-        _run(cluster, pids, idle, consume, records, True)  # warm up: caches, connections
-        rounds_of: dict[str, list[dict[int, float]]] = {"leader": [], "closest": []}
+        _run(cluster, pids, consume, records, True)  # warm up: caches, connections
+        runs: dict[str, list[tuple[dict[int, float], float]]] = {"leader": [], "closest": []}
         for _ in range(rounds):  # alternated, so a change in the machine's load hits both
-            rounds_of["leader"].append(_run(cluster, pids, idle, consume, records, False))
-            rounds_of["closest"].append(_run(cluster, pids, idle, consume, records, True))
-    runs = {
-        name: {b: statistics.median(r[b] for r in spent) for b in pids}
-        for name, spent in rounds_of.items()
-    }
+            runs["leader"].append(_run(cluster, pids, consume, records, False))
+            runs["closest"].append(_run(cluster, pids, consume, records, True))
+        idle = _idle_rates(pids, idle_s)  # after the runs: start-up work is over
     consumed = records * len(RACKS)
     out: dict[str, Any] = {
         "client": client,
@@ -157,19 +170,17 @@ def measure(
         "rounds": rounds,
         "leader_rack": RACKS[list(cluster.broker_ids).index(leader)],
         "idle_cpu_s_per_s": {str(b): round(v, 4) for b, v in idle.items()},
+        "leader_cpu_s_each_round": {
+            name: [round(r[0][leader], 3) for r in spent] for name, spent in runs.items()
+        },
     }
     for name, spent in runs.items():
-        followers = sum(v for b, v in spent.items() if b != leader)
-        out[name] = {
-            "leader_cpu_s_each_round": [r[leader] for r in rounds_of[name]],
-            "leader_cpu_s": spent[leader],
-            "followers_cpu_s": round(followers, 3),
-            "leader_cpu_us_per_record": round(spent[leader] / consumed * 1e6, 2),
-            "followers_cpu_us_per_record": round(followers / consumed * 1e6, 2),
-        }
-    out["leader_ratio_closest_to_leader"] = round(
-        runs["closest"][leader] / max(runs["leader"][leader], 1e-9), 3
-    )
+        out[name] = _figures(spent, idle, leader, consumed)
+    for kind in ("raw", "net"):
+        ratio = out["closest"][kind]["leader_cpu_s"] / max(
+            out["leader"][kind]["leader_cpu_s"], 1e-9
+        )
+        out[f"leader_ratio_closest_to_leader_{kind}"] = round(ratio, 3)
     return out
 
 
@@ -200,13 +211,17 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
     for name in ("leader", "closest"):
-        r = result[name]
+        r, n = result[name]["raw"], result[name]["net"]
         print(
-            f"{name:8s} leader {r['leader_cpu_s']:.2f} CPU-s "
-            f"({r['leader_cpu_us_per_record']:.2f} µs/record), followers "
-            f"{r['followers_cpu_s']:.2f} CPU-s ({r['followers_cpu_us_per_record']:.2f} µs/record)"
+            f"{name:8s} leader {r['leader_cpu_s']:.2f} CPU-s ({n['leader_cpu_s']:.2f} net, "
+            f"{n['leader_cpu_us_per_record']:.2f} µs/record), followers "
+            f"{r['followers_cpu_s']:.2f} CPU-s ({n['followers_cpu_s']:.2f} net), "
+            f"{result[name]['seconds']:.1f} s"
         )
-    print(f"leader CPU closest/leader: {result['leader_ratio_closest_to_leader']:.3f}")
+    print(
+        f"leader CPU closest/leader: {result['leader_ratio_closest_to_leader_raw']:.3f} raw, "
+        f"{result['leader_ratio_closest_to_leader_net']:.3f} net"
+    )
     return 0
 
 
