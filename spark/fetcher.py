@@ -237,7 +237,7 @@ class RangeFetcher:
                 continue
             failed = error is not None or part is None or part.error_code is not ErrorCode.NONE
             if failed and self._use_closest and broker != self._leader(tp):
-                self._leave_closest(tp, broker, error, part, progress_deadline)
+                self._fail_over(tp, broker, error, part, progress_deadline, from_closest=True)
                 continue
             if error is not None or part is None or _is_stale(response, part):
                 self._fail_over(tp, broker, error, part, progress_deadline)
@@ -312,27 +312,6 @@ class RangeFetcher:
         ]
         return in_rack[0] if in_rack else None
 
-    def _leave_closest(
-        self,
-        tp: TopicPartition,
-        broker: int,
-        error: KraftError | None,
-        part: FetchPartitionData | None,
-        deadline: float,
-    ) -> None:
-        """A fetch from a follower failed (it fell behind our position, left the ISR, went
-        away): the next one goes to the leader, as Kafka's consumer does. The leader may name
-        a follower again; without progress, ``timeout_s`` still ends it."""
-        why = str(error) if error is not None else (part.error_code.name if part else "no data")
-        if time.monotonic() >= deadline:
-            raise error or error_for(
-                part.error_code if part else ErrorCode.LEADER_NOT_AVAILABLE,
-                f"{tp} stayed unreadable for {self.timeout_s}s: {why}",
-            )
-        log.info("read_replica_left", topic_partition=str(tp), broker=broker, reason=why)
-        self._use_closest, self._preferred = False, None
-        time.sleep(_BACKOFF_S)
-
     def _leader(self, tp: TopicPartition) -> int:
         info = self._snapshot.partition(tp)
         return -1 if info is None else info.leader_id
@@ -379,7 +358,12 @@ class RangeFetcher:
         error: KraftError | None,
         part: FetchPartitionData | None,
         deadline: float,
+        *,
+        from_closest: bool = False,
     ) -> None:
+        """Give up past ``deadline``, else fetch again after a backoff: from the next replica,
+        or (``from_closest``: a follower chosen for the reader's rack failed: it fell behind our
+        position, left the ISR, went away) from the leader, as Kafka's consumer does."""
         why = str(error) if error is not None else (part.error_code.name if part else "no data")
         if time.monotonic() >= deadline:
             if error is not None:
@@ -389,8 +373,11 @@ class RangeFetcher:
                 f"{tp} stayed unreadable for {self.timeout_s}s: {why}",
             )
         log.info("fetch_retried", topic_partition=str(tp), broker=broker, reason=why)
-        self._attempt += 1
         time.sleep(_BACKOFF_S)
+        if from_closest:  # KIP-392: the leader may name a follower again
+            self._use_closest, self._preferred = False, None
+            return
+        self._attempt += 1
         try:
             self._refresh(tp)
         except KraftError as e:
