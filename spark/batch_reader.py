@@ -39,6 +39,7 @@ def read_range(
         fail_on_data_loss=options.fail_on_data_loss,
         fetch_max_bytes=options.fetch_max_bytes,
         tls=options.tls(),
+        client_rack=options.client_rack,
     ) as fetcher:
         yield from fetcher.arrow_batches(
             r, include_headers=options.include_headers, columns=columns

@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 A task owns one range ``[from_offset, until_offset)`` of one partition. `RangeFetcher.chunks`
-looks the partition up (one Metadata call) and sends Fetches for it to the leader, one at a
-time, each returning up to ``fetch_max_bytes`` of whole v2 batches. While the task decodes one
+looks the partition up (one Metadata call) and sends Fetches for it to the leader (or, with
+``client_rack``, the closest in-sync replica: see below), one at a time, each returning up to
+``fetch_max_bytes`` of whole v2 batches. While the task decodes one
 response the next one is already on its way (one Fetch in flight), so the broker's read and
 the network overlap the decoding. The last response usually holds records past
 ``until_offset``: the decoders drop them, so a range stops exactly at its end.
@@ -15,8 +16,11 @@ Failures, per response:
   ...): fetch again from the new leader (KIP-951's ``current_leader`` hint, else fresh
   metadata), falling back to the other in-sync replicas in turn while the metadata still names
   the old one; all under ``timeout_s`` without progress.
-  # NB: a broker serves consumers only while it leads (no KIP-392 follower fetching yet), so
-  # "another in-sync replica" is the one the controller elects from the ISR.
+- KIP-392, with ``client_rack`` (the executor's rack): the fetcher reads from an in-sync
+  replica in that rack when the metadata shows one (the leader if it is there), else from the
+  leader; it sends the rack in every Fetch and follows a leader's ``preferred_read_replica``.
+  A follower serves up to its own high watermark, so a range may wait a moment there for the
+  follower to catch up; any error from a follower sends the next Fetch to the leader.
 - data loss: the range starts below the log start offset (retention deleted it), a gap in the
   offsets, or the range runs past the end of the log (an unclean election truncated it).
   ``fail_on_data_loss`` raises `OffsetOutOfRangeError` naming the lost offsets; otherwise the
@@ -40,7 +44,7 @@ import structlog
 from kraft.logs import ensure_configured
 from kraft.security.tls import TlsConfig
 from kraft.types import TopicPartition
-from replication.clients.metadata import ClusterSnapshot, snapshot_from_response
+from replication.clients.metadata import ClusterSnapshot, PartitionInfo, snapshot_from_response
 from replication.clients.network import BrokerNetwork
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
@@ -123,6 +127,8 @@ class RangeFetcher:
         max_wait_ms: the broker's long poll when the range is not all committed yet.
         network: a `BrokerNetwork` to use (tests); closed with the fetcher.
         tls: the client's TLS settings (`kraft.security.tls`; None: plaintext).
+        client_rack: the reader's rack (``client.rack``, KIP-392): read from an in-sync
+            replica there; empty: from the leader.
     """
 
     def __init__(
@@ -135,6 +141,7 @@ class RangeFetcher:
         max_wait_ms: int = 500,
         network: BrokerNetwork | None = None,
         tls: TlsConfig | None = None,
+        client_rack: str = "",
     ) -> None:
         ensure_configured()  # no output unless the application configures logging
         self.fail_on_data_loss = fail_on_data_loss
@@ -144,6 +151,11 @@ class RangeFetcher:
         self._network = network or BrokerNetwork(bootstrap, request_timeout_s=30.0, tls=tls)
         self._snapshot = ClusterSnapshot()
         self._attempt = 0
+        self.client_rack = client_rack
+        self._use_closest = True
+        """KIP-392: read from the closest replica (until one fails: then from the leader)."""
+        self._preferred: int | None = None
+        """The replica the leader named (``preferred_read_replica``)."""
 
     def __enter__(self) -> Self:
         return self
@@ -220,6 +232,13 @@ class RangeFetcher:
             broker = in_flight.broker
             in_flight = None
             part = None if response is None else _partition_of(response, tp)
+            if error is None and part is not None and part.preferred_read_replica >= 0:
+                self._preferred, self._use_closest = part.preferred_read_replica, True  # KIP-392
+                continue
+            failed = error is not None or part is None or part.error_code is not ErrorCode.NONE
+            if failed and self._use_closest and broker != self._leader(tp):
+                self._fail_over(tp, broker, error, part, progress_deadline, from_closest=True)
+                continue
             if error is not None or part is None or _is_stale(response, part):
                 self._fail_over(tp, broker, error, part, progress_deadline)
                 continue
@@ -267,11 +286,35 @@ class RangeFetcher:
             return -1, -1
         candidates = [info.leader_id] if info.leader_id >= 0 else []
         candidates += [b for b in info.isr if b != info.leader_id]
+        if (
+            self._attempt == 0
+            and self._use_closest
+            and (closest := self._closest(info)) is not None
+        ):
+            return closest, info.leader_epoch
         candidates = [b for b in candidates if b in self._snapshot.brokers]
         if not candidates:
             return -1, -1
         broker = candidates[self._attempt % len(candidates)]
         return broker, info.leader_epoch if broker == info.leader_id else -1
+
+    def _closest(self, info: PartitionInfo) -> int | None:
+        """KIP-392: the replica the leader named, else an in-sync one in the reader's rack
+        (the leader first); None: none (read from the leader)."""
+        if self._preferred is not None and self._preferred in info.isr:
+            return self._preferred if self._preferred in self._snapshot.brokers else None
+        if not self.client_rack:
+            return None
+        in_rack = [
+            b
+            for b in (info.leader_id, *sorted(info.isr))
+            if self._snapshot.racks.get(b) == self.client_rack and b in self._snapshot.brokers
+        ]
+        return in_rack[0] if in_rack else None
+
+    def _leader(self, tp: TopicPartition) -> int:
+        info = self._snapshot.partition(tp)
+        return -1 if info is None else info.leader_id
 
     def _send(self, tp: TopicPartition, offset: int) -> _InFlight:
         broker, epoch = self._target(tp)
@@ -296,6 +339,7 @@ class RangeFetcher:
                     ),
                 ),
             ),
+            rack_id=self.client_rack,
         )
         self._network.call_async(
             self._snapshot.brokers[broker],
@@ -314,7 +358,12 @@ class RangeFetcher:
         error: KraftError | None,
         part: FetchPartitionData | None,
         deadline: float,
+        *,
+        from_closest: bool = False,
     ) -> None:
+        """Give up past ``deadline``, else fetch again after a backoff: from the next replica,
+        or (``from_closest``: a follower chosen for the reader's rack failed: it fell behind our
+        position, left the ISR, went away) from the leader, as Kafka's consumer does."""
         why = str(error) if error is not None else (part.error_code.name if part else "no data")
         if time.monotonic() >= deadline:
             if error is not None:
@@ -324,8 +373,11 @@ class RangeFetcher:
                 f"{tp} stayed unreadable for {self.timeout_s}s: {why}",
             )
         log.info("fetch_retried", topic_partition=str(tp), broker=broker, reason=why)
-        self._attempt += 1
         time.sleep(_BACKOFF_S)
+        if from_closest:  # KIP-392: the leader may name a follower again
+            self._use_closest, self._preferred = False, None
+            return
+        self._attempt += 1
         try:
             self._refresh(tp)
         except KraftError as e:

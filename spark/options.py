@@ -17,6 +17,8 @@ are one option. Values keep Kafka's forms:
   ``failOnDataLoss`` (default true), ``includeHeaders`` (default false);
 - ``kraft.bootstrap`` (or Kafka's ``kafka.bootstrap.servers``): ``host:port,...`` of brokers;
   ``kraft.fetch.max.bytes``: bytes one Fetch may return (default 4 MiB);
+  ``kafka.client.rack`` (KIP-392): the executors' rack: they read from an in-sync replica
+  there (`spark.fetcher.RangeFetcher`);
 - TLS, as Spark's Kafka source passes ``kafka.``-prefixed client configs, with kraft's client
   names (kafka-python's, `kraft.security.tls.client_tls`): ``kafka.security.protocol``
   (``PLAINTEXT`` or ``SSL``), ``kafka.ssl.cafile``, ``kafka.ssl.certfile`` and
@@ -111,6 +113,8 @@ class ReadOptions:
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES
     security: Mapping[str, str] = field(default_factory=dict)
     """The TLS client settings (kafka-python's names; empty: plaintext)."""
+    client_rack: str = ""
+    """``kafka.client.rack`` (KIP-392)."""
 
     def tls(self) -> TlsConfig | None:
         """The TLS config of `security` (None: plaintext); reads the PEM files.
@@ -154,6 +158,7 @@ class ReadOptions:
             timestamp_strategy="error" if strategy == "error" else "latest",
             fetch_max_bytes=_positive_int(opts, "kraft.fetch.max.bytes") or DEFAULT_FETCH_MAX_BYTES,
             security=security_options(opts),
+            client_rack=opts.get("kafka.client.rack", "").strip(),
         )
 
 

@@ -11,8 +11,8 @@
 Each element is a `TopicRecord` ``(topic, partition, offset, key, value, timestamp_ms,
 headers)``. The ranges are parallelised one per slice, so Spark partition ``i`` is range
 ``i``; its task fetches exactly ``[from_offset, until_offset)`` from the partition's leader
-(`RangeFetcher`). Python tasks have no preferred locations, so "partition-aware" means the
-split, not placement.
+(`RangeFetcher`), or with ``client_rack`` from an in-sync replica in that rack (KIP-392).
+Python tasks have no preferred locations, so "partition-aware" means the split, not placement.
 
 For DataFrames the data source (``format("kraft")``) is much faster: it hands Spark Arrow
 batches, where an RDD of tuples pays Python-to-JVM row conversion.
@@ -33,6 +33,7 @@ def topic_rdd(
     offset_ranges: Sequence[OffsetRange],
     *,
     fail_on_data_loss: bool = True,
+    client_rack: str = "",
 ) -> Any:
     """An RDD of the records in ``offset_ranges``, one Spark partition per range.
 
@@ -41,6 +42,8 @@ def topic_rdd(
         bootstrap: ``host:port,...`` of (some of) the brokers.
         fail_on_data_loss: a range below the log start offset fails its task with
             `OffsetOutOfRangeError` (else its lost offsets are skipped with a warning).
+        client_rack: the executors' rack (``client.rack``, KIP-392): each task reads from an
+            in-sync replica there when one exists (else from the leader).
 
     Returns:
         ``pyspark.RDD[TopicRecord]``.
@@ -54,7 +57,9 @@ def topic_rdd(
         return sc.emptyRDD()
 
     def read(index: int, _: Iterator[int]) -> Iterator[TopicRecord]:
-        with RangeFetcher(bootstrap, fail_on_data_loss=fail_on_data_loss) as fetcher:
+        with RangeFetcher(
+            bootstrap, fail_on_data_loss=fail_on_data_loss, client_rack=client_rack
+        ) as fetcher:
             yield from fetcher.records(ranges[index])
 
     # NB: parallelize with one slice per element puts element i in partition i; the closure

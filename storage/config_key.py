@@ -10,6 +10,7 @@ quoting at most `QUOTE_MAX_CHARS` of the value.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -175,6 +176,43 @@ class ConfigKey:
         )
 
 
+def node_key(
+    name: str,
+    type_: ConfigType,
+    default: str | None,
+    doc: str,
+    *,
+    readers: frozenset[Reader],
+    owner: str | None = None,
+    field: str | None = None,
+    min_value: int | None = None,
+    max_value: int | None = None,
+    shown_default: str | None = None,
+    kraft_only: bool = False,
+    choices: Iterable[str] | None = None,
+    unsupported: Iterable[str] = (),
+    unsupported_reason: str = "",
+) -> ConfigKey:
+    """A `Scope.NODE` key (the node key tables' one constructor)."""
+    return ConfigKey(
+        name=name,
+        scope=Scope.NODE,
+        choices=frozenset(choices) if choices is not None else None,
+        unsupported=frozenset(unsupported),
+        unsupported_reason=unsupported_reason,
+        type=type_,
+        default=default,
+        readers=readers,
+        doc=doc,
+        min_value=min_value,
+        max_value=max_value,
+        owner=owner,
+        field=field,
+        shown_default=shown_default,
+        kraft_only=kraft_only,
+    )
+
+
 __all__ = [
     "CONFIG_VALUE_MAX_CHARS",
     "INT_MAX",
@@ -185,6 +223,7 @@ __all__ = [
     "ConfigType",
     "Reader",
     "Scope",
+    "node_key",
     "quoted",
     "split_list",
 ]

@@ -1,7 +1,8 @@
 """The node keys of the config registry (`storage.config_registry`): what a broker's or a
 controller's properties file sets (Kafka's ``KafkaConfig``): the node's identity and listeners,
-transport security, the broker's log, replication, quotas and consumer groups, the controller's
-Raft quorum, the Raft groups of quorum-mode partitions, and authorization.
+transport security, the broker's log, replication and quotas, the controller's Raft quorum, the
+Raft groups of quorum-mode partitions, and authorization. The consumer-group keys have a table
+of their own, `storage.config_group_keys`, spliced in at their place.
 
 One `ConfigKey` per key, declared with `_node`, in the order of the docs tables (each node
 table of docs/operations.md lists its reader's keys in this order).
@@ -9,10 +10,11 @@ table of docs/operations.md lists its reader's keys in this order).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
 
-from storage.config_key import INT_MAX, LONG_MAX, ConfigKey, ConfigType, Reader, Scope
+from storage.config_group_keys import GROUP_NODE_KEYS
+from storage.config_key import INT_MAX, LONG_MAX, ConfigKey, ConfigType, Reader
+from storage.config_key import node_key as _node
 
 _MIB = 1024 * 1024
 _B = frozenset({Reader.BROKER})
@@ -21,42 +23,6 @@ _BC = frozenset({Reader.BROKER, Reader.CONTROLLER})
 _T = ConfigType
 _RAFT = "RaftConfig"
 _BROKER = "BrokerNodeConfig"
-
-
-def _node(
-    name: str,
-    type_: ConfigType,
-    default: str | None,
-    doc: str,
-    *,
-    readers: frozenset[Reader],
-    owner: str | None = None,
-    field: str | None = None,
-    min_value: int | None = None,
-    max_value: int | None = None,
-    shown_default: str | None = None,
-    kraft_only: bool = False,
-    choices: Iterable[str] | None = None,
-    unsupported: Iterable[str] = (),
-    unsupported_reason: str = "",
-) -> ConfigKey:
-    return ConfigKey(
-        name=name,
-        scope=Scope.NODE,
-        choices=frozenset(choices) if choices is not None else None,
-        unsupported=frozenset(unsupported),
-        unsupported_reason=unsupported_reason,
-        type=type_,
-        default=default,
-        readers=readers,
-        doc=doc,
-        min_value=min_value,
-        max_value=max_value,
-        owner=owner,
-        field=field,
-        shown_default=shown_default,
-        kraft_only=kraft_only,
-    )
 
 
 _RAFT_KEYS: Final = (
@@ -440,9 +406,26 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "broker.rack",
         _T.STRING,
         None,
-        "rack for rack-aware replica placement",
+        "the broker's rack (or zone): rack-aware replica placement, and fetch from the closest "
+        "replica (KIP-392) for consumers that set `client.rack`",
         readers=_B,
         shown_default="(none)",
+    ),
+    _node(
+        "replica.selector.class",
+        _T.STRING,
+        None,
+        "KIP-392: which replica a partition leader tells a consumer to read from "
+        "(`preferred_read_replica`); `org.apache.kafka.common.replica.RackAwareReplicaSelector` "
+        "names an in-sync replica in the consumer's `client.rack`, "
+        "`org.apache.kafka.common.replica.LeaderSelector` (or none) keeps every consumer on the "
+        "leader",
+        readers=_B,
+        choices=(
+            "org.apache.kafka.common.replica.LeaderSelector",
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+        ),
+        shown_default="(none: the leader)",
     ),
     _node(
         "broker.heartbeat.interval.ms",
@@ -610,118 +593,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         field="log_cleaner_dedupe_buffer_size",
         min_value=1,
     ),
-    # -- consumer groups (KIP-848): the offsets topic and the group coordinator ------------------
-    _node(
-        "offsets.topic.num.partitions",
-        _T.INT,
-        "50",
-        "partitions of `__consumer_offsets`, created on the first FindCoordinator (a group "
-        "lives on partition `abs(hashCode(group.id)) % this`)",
-        readers=_B,
-        owner=_BROKER,
-        field="offsets_topic_num_partitions",
-        min_value=1,
-    ),
-    _node(
-        "offsets.topic.replication.factor",
-        _T.INT,
-        "3",
-        "replication factor of `__consumer_offsets` (capped at the number of live brokers)",
-        readers=_B,
-        owner=_BROKER,
-        field="offsets_topic_replication_factor",
-        min_value=1,
-    ),
-    _node(
-        "offsets.retention.minutes",
-        _T.INT,
-        "10080",
-        "the committed offsets of a group that has been empty this long are deleted",
-        readers=_B,
-        owner=_BROKER,
-        field="offsets_retention_minutes",
-        min_value=1,
-    ),
-    _node(
-        "group.consumer.session.timeout.ms",
-        _T.INT,
-        "45000",
-        "a member that sends no heartbeat for this long is removed from its group",
-        readers=_B,
-        owner=_BROKER,
-        field="group_consumer_session_timeout_ms",
-        min_value=1,
-    ),
-    _node(
-        "group.consumer.heartbeat.interval.ms",
-        _T.INT,
-        "5000",
-        "the heartbeat interval the coordinator gives members",
-        readers=_B,
-        owner=_BROKER,
-        field="group_consumer_heartbeat_interval_ms",
-        min_value=1,
-    ),
-    _node(
-        "group.consumer.max.size",
-        _T.INT,
-        str(INT_MAX),
-        "members one consumer group may have (GROUP_MAX_SIZE_REACHED beyond)",
-        readers=_B,
-        owner=_BROKER,
-        field="group_consumer_max_size",
-        min_value=1,
-    ),
-    _node(
-        "group.min.session.timeout.ms",
-        _T.INT,
-        "6000",
-        "the shortest session a classic group member may ask for (INVALID_SESSION_TIMEOUT)",
-        readers=_B,
-        owner=_BROKER,
-        field="group_min_session_timeout_ms",
-        min_value=1,
-    ),
-    _node(
-        "group.max.session.timeout.ms",
-        _T.INT,
-        "1800000",
-        "the longest session a classic group member may ask for (INVALID_SESSION_TIMEOUT)",
-        readers=_B,
-        owner=_BROKER,
-        field="group_max_session_timeout_ms",
-        min_value=1,
-    ),
-    _node(
-        "group.initial.rebalance.delay.ms",
-        _T.INT,
-        "3000",
-        "how long a new classic group waits for more members before its first rebalance ends",
-        readers=_B,
-        owner=_BROKER,
-        field="group_initial_rebalance_delay_ms",
-        min_value=0,
-    ),
-    _node(
-        "group.max.size",
-        _T.INT,
-        str(INT_MAX),
-        "members one classic group may have (GROUP_MAX_SIZE_REACHED beyond)",
-        readers=_B,
-        owner=_BROKER,
-        field="group_max_size",
-        min_value=1,
-    ),
-    _node(
-        "group.consumer.assignors",
-        _T.LIST,
-        "uniform,range",
-        "the server-side assignors (`uniform`, `range`); the first is the default, a member "
-        "may ask for another with `group.remote.assignor`",
-        readers=_B,
-        owner=_BROKER,
-        field="group_consumer_assignors",
-    ),
+    *GROUP_NODE_KEYS,
     # kraft's own: the Raft groups of quorum-mode partitions (issue 12), the partition
     # counterparts of Kafka's controller.quorum.election.timeout.ms / fetch.timeout.ms /
     # request.timeout.ms (KIP-595); slower defaults, as a broker runs many groups.
@@ -738,18 +610,6 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
             kraft_only=True,
         )
         for suffix, default, doc in _PARTITION_RAFT_KEYS
-    ),
-    _node(
-        "group.coordinator.snapshot.interval.records",
-        _T.INT,
-        "1000",
-        "after this many records appended to a `__consumer_offsets` partition, its coordinator "
-        "writes a snapshot of its state and moves the log start offset past the older records",
-        readers=_B,
-        owner=_BROKER,
-        field="group_coordinator_snapshot_interval_records",
-        min_value=1,
-        kraft_only=True,
     ),
     # -- authorization (issue 17; kraft.security.guard reads these) -------------------------------
     _node(

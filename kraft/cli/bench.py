@@ -91,6 +91,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.metadata) answers --help
     )
     md.set_defaults(handler=_run_metadata, passthrough=True)
+    ffr = bsub.add_parser(
+        "fetch-from-follower",
+        help="a partition leader's CPU with and without fetch from the closest replica (KIP-392)",
+        epilog="example: kraft bench fetch-from-follower --records 200000 --json",
+        add_help=False,  # its own parser (kraft.bench.fetch_from_follower) answers --help
+    )
+    ffr.set_defaults(handler=_run_fetch_from_follower, passthrough=True)
 
 
 def _run_storage(args: argparse.Namespace) -> int:
@@ -130,6 +137,13 @@ def _run_consume(args: argparse.Namespace) -> int:
     from kraft.bench.produce_consume import main_consume
 
     result: int = main_consume(list(args.rest))
+    return result
+
+
+def _run_fetch_from_follower(args: argparse.Namespace) -> int:
+    from kraft.bench.fetch_from_follower import main
+
+    result: int = main(list(args.rest))
     return result
 
 

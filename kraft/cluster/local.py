@@ -69,7 +69,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -125,6 +125,7 @@ class LocalCluster:
             ``{"metadata.log.max.record.bytes.between.snapshots": "4096"}``.
         broker_config: extra properties for every broker, Kafka keys, e.g.
             ``{"replica.lag.time.max.ms": "5000"}``.
+        broker_racks: ``broker.rack`` of each broker, in id order (KIP-392 layouts).
         log_level: the nodes' log level (their logs are files; info by default).
         fault_network: route every node-to-node and client-to-node connection through a
             fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
@@ -157,6 +158,7 @@ class LocalCluster:
         controller_config: Mapping[str, str] | None = None,
         *,
         broker_config: Mapping[str, str] | None = None,
+        broker_racks: Sequence[str] = (),
         log_level: str = "info",
         fault_network: bool = False,
         metrics: bool = False,
@@ -190,6 +192,7 @@ class LocalCluster:
         self.metrics_addresses = plan.metrics_addresses
         """``host:port`` of each node's Prometheus endpoint (``metrics=True``)."""
         self._broker_extra = dict(broker_config or {})
+        self._racks = dict(zip(self.broker_ids, broker_racks, strict=False))
         self._brokers: dict[int, ManagedProcess] = {}
         self._broker_epochs: dict[int, int] = {}
         """The epoch of each broker's registration last seen healthy."""
@@ -625,24 +628,7 @@ class LocalCluster:
             **self._metrics_property(node_id),
             **self._extra,
         }
-        config_dir = self.data_dir / "config"
-        config_dir.mkdir(parents=True, exist_ok=True)
-        path = config_dir / f"controller-{node_id}.properties"
-        write_properties(path, props)
-        return ManagedProcess(
-            name=f"controller-{node_id}",
-            args=[
-                "-m",
-                "kraft.cli",
-                "--log-level",
-                self.log_level,
-                "controller",
-                "--config",
-                str(path),
-            ],
-            log_path=self.controller_log(node_id),
-            env=self._node_env(node_id),
-        )
+        return self._node_process("controller", node_id, props, self.controller_log(node_id))
 
     def _broker_process(self, broker_id: int) -> ManagedProcess:
         # KIP-853: with a dynamic quorum the brokers too know only the initial voters, and
@@ -671,24 +657,22 @@ class LocalCluster:
             **self._authorizer_properties(),
             **self._metrics_property(broker_id),
             **self._broker_extra,
+            **({"broker.rack": self._racks[broker_id]} if broker_id in self._racks else {}),
         }
+        return self._node_process("broker", broker_id, props, self.broker_log(broker_id))
+
+    def _node_process(
+        self, role: str, node_id: int, props: Mapping[str, str], log_path: Path
+    ) -> ManagedProcess:
+        """The process of one node: its properties written to ``config/<role>-<id>.properties``,
+        run as ``kraft <role> --config`` that file."""
         config_dir = self.data_dir / "config"
         config_dir.mkdir(parents=True, exist_ok=True)
-        path = config_dir / f"broker-{broker_id}.properties"
+        path = config_dir / f"{role}-{node_id}.properties"
         write_properties(path, props)
+        args = ["-m", "kraft.cli", "--log-level", self.log_level, role, "--config", str(path)]
         return ManagedProcess(
-            name=f"broker-{broker_id}",
-            args=[
-                "-m",
-                "kraft.cli",
-                "--log-level",
-                self.log_level,
-                "broker",
-                "--config",
-                str(path),
-            ],
-            log_path=self.broker_log(broker_id),
-            env=self._node_env(broker_id),
+            name=f"{role}-{node_id}", args=args, log_path=log_path, env=self._node_env(node_id)
         )
 
 

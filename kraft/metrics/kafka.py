@@ -30,6 +30,7 @@ ISR_SHRINKS: Final = "kafka_server_replicamanager_isrshrinks_total"
 ISR_EXPANDS: Final = "kafka_server_replicamanager_isrexpands_total"
 MESSAGES_IN: Final = "kafka_server_brokertopicmetrics_messagesin_total"
 BYTES_IN: Final = "kafka_server_brokertopicmetrics_bytesin_total"
+BYTES_OUT: Final = "kafka_server_brokertopicmetrics_bytesout_total"
 
 ACTIVE_CONTROLLER: Final = "kafka_controller_kafkacontroller_activecontrollercount"
 OFFLINE_PARTITIONS: Final = "kafka_controller_kafkacontroller_offlinepartitionscount"

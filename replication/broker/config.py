@@ -20,7 +20,7 @@ address registered with the controller and handed to clients and other brokers; 
 listener's, which then must not be the meta-address ``0.0.0.0``),
 ``listener.security.protocol.map``, ``inter.broker.listener.name``,
 ``socket.request.max.bytes``, ``queued.max.requests``, ``log.dirs`` (the first directory),
-``broker.rack``,
+``broker.rack``, ``replica.selector.class``,
 ``broker.heartbeat.interval.ms``, ``replica.fetch.wait.max.ms``, ``replica.fetch.max.bytes``,
 ``replica.high.watermark.checkpoint.interval.ms``,
 ``replica.lag.time.max.ms``, ``replica.fetch.backoff.ms``, ``min.insync.replicas`` (the
@@ -64,6 +64,7 @@ from storage.config_registry import (
 from storage.errors import InvalidConfigError
 
 _ASSIGNORS_KEY = "group.consumer.assignors"
+_SELECTOR_KEY = "replica.selector.class"
 _INT_FIELDS = {
     k: f for k, f in node_property_fields("BrokerNodeConfig").items() if k != _ASSIGNORS_KEY
 }
@@ -194,6 +195,9 @@ class BrokerNodeConfig:
     """[log.dirs] partition logs (``<topic>-<partition>/``) and the metadata observer's log."""
     rack: str | None = None
     """[broker.rack]"""
+    replica_selector_class: str | None = None
+    """[replica.selector.class] KIP-392 (`replication.core.replica_selector`); None: the
+    leader serves every consumer."""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
     authorization: AuthorizationSettings = field(default_factory=AuthorizationSettings)
@@ -367,6 +371,9 @@ class BrokerNodeConfig:
                 f"node.id {node_id} is a controller id; broker ids must differ (one Raft id space)"
             )
         rack = props.get("broker.rack", "").strip() or None
+        selector = props.get(_SELECTOR_KEY, "").strip() or None
+        if selector is not None and (problem := NODE_KEYS[_SELECTOR_KEY].validate(selector)):
+            raise InvalidConfigError(problem)
         named = parse_listeners(listeners)
         if not named and "://" not in listeners:
             named = [("PLAINTEXT", listeners)]  # a bare host:port, as before names
@@ -396,6 +403,7 @@ class BrokerNodeConfig:
             advertised_listener=advertised or None,
             data_dir=Path(data_dir),
             rack=rack,
+            replica_selector_class=selector,
             metrics_port=metrics_port_property(props),
             **int_fields_from_properties(props, _INT_FIELDS),
             group_consumer_assignors=_assignors(props),
@@ -433,6 +441,8 @@ class BrokerNodeConfig:
             props["socket.request.max.bytes"] = str(self.socket_request_max_bytes)
         if self.rack is not None:
             props["broker.rack"] = self.rack
+        if self.replica_selector_class is not None:
+            props[_SELECTOR_KEY] = self.replica_selector_class
         if self.metrics_port != -1:
             props["metrics.port"] = str(self.metrics_port)
         advertised = [

@@ -25,7 +25,12 @@ if TYPE_CHECKING:
     from replication.broker.config import BrokerNodeConfig
     from replication.broker.partition import PartitionReplica
     from replication.broker.throttle import ThrottleBucket
-    from replication.core import FollowerFetch, LeaderFetchAnswer, ProduceCompletion
+    from replication.core import (
+        FollowerFetch,
+        LeaderFetchAnswer,
+        PartitionLeader,
+        ProduceCompletion,
+    )
     from replication.core.producer_state import ProducerStateManager
     from replication.driver import PartitionDriver
 
@@ -72,6 +77,12 @@ class ServedReplica(Protocol):
         """Set when the log end offset or the high watermark moved (a long poll waits on it)."""
         ...
 
+    @property
+    def leader(self) -> PartitionLeader | None:
+        """The ISR leader core when this replica leads an ISR partition (KIP-392 reads its
+        view of the followers)."""
+        ...
+
     def raft_leader(self) -> tuple[int, int] | None: ...
 
     async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion: ...
@@ -87,6 +98,9 @@ class ServedReplica(Protocol):
 
 class ReplicaHost(Protocol):
     """The broker as the partition APIs see it (Kafka's ReplicaManager and MetadataCache)."""
+
+    @property
+    def node_id(self) -> int: ...
 
     @property
     def image(self) -> MetadataImage: ...

@@ -80,6 +80,7 @@ from replication.driver import (
     ProducerStateLoad,
     QuorumPartitionDriver,
     ReplicationMode,
+    isr_leader,
     open_partition_driver,
     quorum_group,
     raft_leader,
@@ -208,8 +209,7 @@ class PartitionReplica(NoDriverEvents):
 
     @property
     def leader(self) -> PartitionLeader | None:
-        core = self.core
-        return core if isinstance(core, PartitionLeader) else None
+        return isr_leader(self.driver)
 
     @property
     def high_watermark(self) -> int:

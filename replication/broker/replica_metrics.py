@@ -1,7 +1,8 @@
 """The event counters of one broker replica (`kraft.metrics`): Kafka's
 ``BrokerTopicMetrics`` MessagesInPerSec / BytesInPerSec per topic, counted when a produce is
 acknowledged, and ``ReplicaManager`` IsrShrinksPerSec / IsrExpandsPerSec, counted when the
-controller accepts the leader's ISR change."""
+controller accepts the leader's ISR change; and BytesOutPerSec per topic, the record bytes this
+broker sent to consumers (`consumer_bytes_out`: with KIP-392 a follower's count too)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Set
 from typing import final
 
 from kraft.metrics import counter
-from kraft.metrics.kafka import BYTES_IN, ISR_EXPANDS, ISR_SHRINKS, MESSAGES_IN
+from kraft.metrics.kafka import BYTES_IN, BYTES_OUT, ISR_EXPANDS, ISR_SHRINKS, MESSAGES_IN
 from storage.records import BATCH_HEADER_SIZE, read_header
 
 
@@ -37,3 +38,12 @@ class ReplicaMetrics:
             self._shrinks.inc()
         elif after > before:
             self._expands.inc()
+
+
+def consumer_bytes_out(topic: str, size: int) -> None:
+    """``size`` record bytes of ``topic`` went to a consumer (not to a follower: Kafka counts
+    those as ReplicationBytesOut)."""
+    if size:
+        counter(BYTES_OUT, "record bytes sent to consumers, per topic", ("topic",)).labels(
+            topic
+        ).inc(size)

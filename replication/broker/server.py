@@ -198,7 +198,8 @@ class BrokerServer:
         )
         """Registration, heartbeats, fencing, controlled shutdown (`.lifecycle`)."""
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
-        self.api = BrokerApi(BrokerService(self), self.groups, guard, client)
+        service = BrokerService(self, replica_selector=config.replica_selector_class)
+        self.api = BrokerApi(service, self.groups, guard, client)
         """The broker's APIs, which every transport calls (`replication.broker.api`)."""
         add_broker_api_to_server(
             self._grpc,

@@ -11,7 +11,9 @@ purgatories).
 - Fetch: followers (``replica_id >= 0``) go through the leader core (epoch fencing, divergence,
   ISR bookkeeping); consumers read only below the high watermark, and get OFFSET_OUT_OF_RANGE
   (with the valid range in the message) outside ``[log start, log end]``. Both long-poll up to
-  ``max_wait_ms`` for ``min_bytes``.
+  ``max_wait_ms`` for ``min_bytes``. KIP-392 (`replication.broker.read_replica`): a leader may
+  name a follower in the consumer's rack instead (``preferred_read_replica``), and a follower
+  serves consumers up to its own high watermark.
 - ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
 - Metadata: from the broker's metadata image.
 - InitProducerId: ids from a block the controller allocates (AllocateProducerIds, KIP-730).
@@ -29,6 +31,12 @@ from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.broker.producer_ids import ProducerIds
+from replication.broker.read_replica import (
+    ClientMetadata,
+    consumer_readable,
+    preferred_read_replica,
+)
+from replication.broker.replica_metrics import consumer_bytes_out
 from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
 from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
@@ -89,9 +97,17 @@ class BrokerService:
     the clock (the simulator's in the simulator).
     """
 
-    def __init__(self, server: ReplicaHost, *, now_ms: Callable[[], int] = clock_ms) -> None:
+    def __init__(
+        self,
+        server: ReplicaHost,
+        *,
+        now_ms: Callable[[], int] = clock_ms,
+        replica_selector: str | None = None,
+    ) -> None:
         self._server = server
         self._now_ms = now_ms
+        self._replica_selector = replica_selector
+        """``replica.selector.class`` (KIP-392); None: the leader serves every consumer."""
         self._producer_ids = ProducerIds(server.allocate_producer_ids)
 
     # --- helpers ------------------------------------------------------------------------------
@@ -185,12 +201,16 @@ class BrokerService:
 
     # --- Fetch --------------------------------------------------------------------------------
 
-    async def fetch(self, request: BrokerFetchRequest) -> BrokerFetchResponse:
+    async def fetch(
+        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+    ) -> BrokerFetchResponse:
+        """``client``: the consumer's client metadata (KIP-392, `read_replica`); None: an old
+        consumer, which only the leader serves."""
         deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
         tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
         while True:
             events = [r.changed for tp in tps if (r := self._server.replicas.get(tp)) is not None]
-            response, size, errors = self._fetch_once(request)
+            response, size, errors = self._fetch_once(request, client)
             remaining = deadline - time.monotonic()
             if fetch_satisfied(request, response, size, errors) or remaining <= 0 or not events:
                 return response
@@ -208,7 +228,11 @@ class BrokerService:
         partition answered an error (what `fetch` repeats until `fetch_satisfied`)."""
         return self._fetch_once(request)
 
-    def _fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
+    def _fetch_once(
+        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+    ) -> tuple[BrokerFetchResponse, int, bool]:
+        """The response, its record bytes, and whether to answer now (an error, or a preferred
+        read replica: Kafka's ``fetchMessages`` answers those at once)."""
         size, errors = 0, False
         remaining_bytes = request.max_bytes
         topics = []
@@ -220,10 +244,11 @@ class BrokerService:
                 if request.replica_id >= 0:
                     data = self._follower_fetch(request, tp, p, max_bytes)
                 else:
-                    data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level)
+                    data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level, client)
                 size += len(data.records)
                 remaining_bytes -= len(data.records)
                 errors = errors or data.error_code is not ErrorCode.NONE
+                errors = errors or data.preferred_read_replica >= 0
                 parts.append(data)
             topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(parts)))
         return BrokerFetchResponse(responses=tuple(topics)), size, errors
@@ -275,9 +300,14 @@ class BrokerService:
         )
 
     def _consumer_fetch(
-        self, tp: TopicPartition, p: FetchPartition, max_bytes: int, isolation_level: int = 0
+        self,
+        tp: TopicPartition,
+        p: FetchPartition,
+        max_bytes: int,
+        isolation_level: int = 0,
+        client: ClientMetadata | None = None,
     ) -> FetchPartitionData:
-        replica = self._leading(tp)
+        replica = consumer_readable(self._server.replicas, tp, client)  # KIP-392: or a follower
         if replica is None:
             return FetchPartitionData(
                 partition_index=p.partition,
@@ -301,6 +331,16 @@ class BrokerService:
             "last_stable_offset": stable,
             "log_start_offset": log.log_start_offset,
         }
+        preferred = preferred_read_replica(
+            self._server,
+            replica,
+            client,
+            p.fetch_offset,
+            selector=self._replica_selector,
+            now_ms=self._now_ms(),
+        )
+        if preferred is not None:  # KIP-392: no records; read them from that replica
+            return FetchPartitionData(**common, preferred_read_replica=preferred)
         # Kafka's range check is against the log end offset, not the high watermark: an offset
         # in [high watermark, log end offset] is valid and returns nothing until the high
         # watermark passes it (a consumer may be there after a failover, see guarantees.md).
@@ -317,6 +357,7 @@ class BrokerService:
             records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
+        consumer_bytes_out(tp.topic, len(records))
         if committed:
             aborted = aborted_in(replica.producer_state, p.fetch_offset, records)
             return FetchPartitionData(**common, records=records, aborted_transactions=aborted)

@@ -10,14 +10,14 @@ timeout passes:
 2. reset partitions without a valid position by ``auto.offset.reset`` (earliest or latest),
    with ONE ListOffsets per leader broker carrying all of its partitions;
 3. hand out buffered records (at most ``max.poll.records``), advancing positions;
-4. otherwise send ONE Fetch to each leader broker that has none outstanding, carrying every
-   assigned partition it leads that is neither buffered nor being fetched (with
-   ``current_leader_epoch``, KIP-320, so a stale leader answers FENCED_LEADER_EPOCH instead
-   of serving data), each a long poll of ``fetch.max.wait.ms``, and return as soon as ANY
-   answers with records (the others stay outstanding for the next poll: `InflightFetches`,
-   as Kafka's fetcher; a poll that hands out records sends the drained partitions' next
-   Fetch before it returns); the returned batches' headers (and CRCs)
-   are checked then, their records decoded when handed out (`replication.clients.fetched`):
+4. otherwise send ONE Fetch to each broker that has none outstanding (the leader, or the
+   replica the leader named for ``client.rack``, KIP-392: `PreferredReadReplicas`), carrying
+   every assigned partition it serves that is neither buffered nor being fetched (with
+   ``current_leader_epoch``, KIP-320: a stale leader answers FENCED_LEADER_EPOCH), each a long
+   poll of ``fetch.max.wait.ms``, and return as soon as ANY answers with records, as Kafka's
+   fetcher does (the others stay outstanding for the next poll: `InflightFetches`; a poll that
+   hands out records sends the drained partitions' next Fetch first). Batch headers and CRCs
+   are checked on arrival, records decoded when handed out (`replication.clients.fetched`):
    as `ConsumerRecord` objects by ``poll``, as one Arrow RecordBatch by ``poll_batch``.
 
 Per-partition errors: OFFSET_OUT_OF_RANGE resets the position by the policy (``none`` raises
@@ -66,6 +66,7 @@ from replication.clients.inflight import Inflight, InflightFetches
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted
+from replication.clients.read_replicas import PreferredReadReplicas
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
@@ -135,6 +136,7 @@ class Consumer:
         self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._inflight = InflightFetches()
+        self._read_replicas = PreferredReadReplicas(config.metadata_max_age_ms)  # KIP-392
         self._backoff_until_ms: dict[int, int] = {}
         """Brokers whose last Fetch or ListOffsets failed, until when they are not asked again
         (``retry.backoff.ms``; a dead leader otherwise cost a failed call per loop of ``poll``:
@@ -531,6 +533,7 @@ class Consumer:
             if leader is None:
                 self._metadata.request_update()
                 continue
+            leader = self._read_replicas.node_for(tp, leader, self._clock(), snapshot.brokers)
             if inflight.busy(leader) or self._backing_off(leader):
                 continue
             info = snapshot.partition(tp)
@@ -571,10 +574,8 @@ class Consumer:
                     timeout_s=wait_ms / 1000 + self.config.request_timeout_ms / 1000,
                 ),
             )
-        if not inflight:
-            return False
-        if not wait:
-            return True
+        if not inflight or not wait:
+            return bool(inflight)
         until_s = min(time.monotonic() + max_wait_ms / 1000, inflight.earliest_expiry_s())
         answered = inflight.wait(until_s)
         for entry in inflight.expire(time.monotonic()):
@@ -584,6 +585,7 @@ class Consumer:
                 waited_ms=wait_ms + self.config.retry_backoff_max_ms,
             )
             self._network.mark_suspect(entry.address)
+            self._read_replicas.clear_broker(entry.leader)  # KIP-392: back to the leader
             self._metadata.request_update()
         for entry, response, error in answered:
             if error is not None or response is None:
@@ -596,6 +598,7 @@ class Consumer:
 
     def _back_off(self, broker: int) -> None:
         self._backoff_until_ms[broker] = self._clock() + self.config.retry_backoff_ms
+        self._read_replicas.clear_broker(broker)  # KIP-392: read from the leaders meanwhile
 
     def _backing_off(self, broker: int) -> bool:
         until = self._backoff_until_ms.get(broker)
@@ -626,6 +629,9 @@ class Consumer:
         self, tp: TopicPartition, part: FetchPartitionData, position: int
     ) -> None:
         code = part.error_code
+        if code is ErrorCode.NONE and part.preferred_read_replica >= 0:  # KIP-392
+            self._read_replicas.update(tp, part.preferred_read_replica, self._clock())
+            return
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
@@ -658,6 +664,8 @@ class Consumer:
                 ),
             )
             return
+        if self._read_replicas.clear(tp) and code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            return  # a follower behind the position: ask the leader, keep the position (Kafka)
         if part.current_leader is not None:  # KIP-951: the new leader, right away
             hint = part.current_leader
             self._metadata.update_leader(tp, hint.leader_id, hint.leader_epoch)

@@ -61,6 +61,8 @@ class ClusterSnapshot:
 
     brokers: Mapping[int, str] = field(default_factory=dict)
     """Broker id -> ``host:port``."""
+    racks: Mapping[int, str] = field(default_factory=dict)
+    """Broker id -> ``broker.rack``, for the brokers that have one."""
     topics: Mapping[str, tuple[PartitionInfo, ...]] = field(default_factory=dict)
     """Partitions of each known topic, indexed by partition number."""
     topic_errors: Mapping[str, ErrorCode] = field(default_factory=dict)
@@ -133,6 +135,7 @@ def snapshot_from_response(response: MetadataResponse) -> ClusterSnapshot:
         )
     return ClusterSnapshot(
         brokers={b.node_id: b.address for b in response.brokers},
+        racks={b.node_id: b.rack for b in response.brokers if b.rack},
         topics=topics,
         topic_errors=errors,
         cluster_id=response.cluster_id,

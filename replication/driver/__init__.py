@@ -39,7 +39,12 @@ from replication.driver.producer_state_load import (
 )
 from replication.driver.quorum import QuorumPartitionDriver
 from replication.driver.quorum_log import MemoryQuorumStateStore, ReplicaRaftStorage
-from replication.driver.select import ReplicationMode, open_partition_driver, raft_leader
+from replication.driver.select import (
+    ReplicationMode,
+    isr_leader,
+    open_partition_driver,
+    raft_leader,
+)
 
 __all__ = [
     "DriverEvents",
@@ -57,6 +62,7 @@ __all__ = [
     "ReplicaLog",
     "ReplicaRaftStorage",
     "ReplicationMode",
+    "isr_leader",
     "load_producer_state",
     "open_partition_driver",
     "quorum_group",

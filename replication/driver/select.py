@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 
 from kraft.raft import RaftConfig
 from kraft.types import TopicPartition
-from replication.core import TruncationStrategy
+from replication.core import PartitionLeader, TruncationStrategy
 from replication.driver.interface import (
     DriverEvents,
     HighWatermarkCheckpoint,
@@ -116,4 +116,11 @@ def raft_leader(driver: PartitionDriver) -> tuple[int, int] | None:
     return driver.leader_id, driver.leader_epoch
 
 
-__all__ = ["ReplicationMode", "open_partition_driver", "raft_leader"]
+def isr_leader(driver: PartitionDriver) -> PartitionLeader | None:
+    """ISR mode: the leader core, when ``driver`` leads (its view of the followers: KIP-392's
+    replica selection reads it); None as a follower or under quorum mode."""
+    core = driver.core if isinstance(driver, IsrPartitionDriver) else None
+    return core if isinstance(core, PartitionLeader) else None
+
+
+__all__ = ["ReplicationMode", "isr_leader", "open_partition_driver", "raft_leader"]

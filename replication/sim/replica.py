@@ -22,6 +22,7 @@ from replication.core import (
     AlterPartitionSend,
     FollowerFetch,
     LeaderFetchAnswer,
+    PartitionLeader,
     ProduceCompletion,
     ProducerStateManager,
 )
@@ -30,6 +31,7 @@ from replication.driver import (
     MemorySnapshotStore,
     NoDriverEvents,
     PartitionDriver,
+    isr_leader,
     raft_leader,
 )
 from storage.errors import InvariantViolation
@@ -87,6 +89,10 @@ class SimReplica(NoDriverEvents):
     @property
     def producer_state(self) -> ProducerStateManager:
         return self.driver.producer_state
+
+    @property
+    def leader(self) -> PartitionLeader | None:
+        return isr_leader(self.driver)
 
     def raft_leader(self) -> tuple[int, int] | None:
         return raft_leader(self.driver)

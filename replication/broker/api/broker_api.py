@@ -70,6 +70,7 @@ from replication.broker.classic_service import (
 )
 from replication.broker.group_service import GroupService
 from replication.broker.limits import too_many_partitions
+from replication.broker.read_replica import client_metadata
 from replication.broker.service import BrokerService
 from replication.group.classic import (
     HeartbeatRequest,
@@ -225,7 +226,13 @@ class BrokerApi:
         self._controllers = controllers
         self._stats = RequestStats()
         self.produce_api = Api("Produce", _ignore_ctx(broker.produce), ProduceResponse)
-        self.fetch_api = Api("Fetch", _ignore_ctx(broker.fetch), BrokerFetchResponse)
+        self.fetch_api: Api[BrokerFetchRequest, BrokerFetchResponse] = Api(
+            "Fetch",
+            lambda r, ctx: broker.fetch(
+                r, client_metadata(r.rack_id, ctx.listener, ctx.api_version)
+            ),
+            BrokerFetchResponse,
+        )
         self.list_offsets_api = Api(
             "ListOffsets", _ignore_ctx(broker.list_offsets), ListOffsetsResponse
         )
