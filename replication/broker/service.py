@@ -108,7 +108,7 @@ class BrokerService:
         self._now_ms = now_ms
         self._replica_selector = replica_selector
         """``replica.selector.class`` (KIP-392); None: the leader serves every consumer."""
-        self._producer_ids = ProducerIds(server.allocate_producer_ids)
+        self._producer_ids = ProducerIds(lambda: server.allocate_producer_ids())
 
     # --- helpers ------------------------------------------------------------------------------
 
