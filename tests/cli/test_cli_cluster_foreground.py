@@ -10,8 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from kraft.cli._cluster_status import pid_alive
 from tests.interrupts import python_interruptible
+
+# `kraft cluster up` on its default ports (9090-9092): one pytest-xdist worker runs every such
+# test (tests/conftest.py), or two clusters race for the ports and a command finds the other.
+pytestmark = pytest.mark.xdist_group("default-ports")
 
 
 def test_foreground_cluster_shows_status_and_stops_on_ctrl_c(tmp_path: Path) -> None:

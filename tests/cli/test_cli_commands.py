@@ -21,6 +21,10 @@ import pytest
 
 from kraft.cli._cluster_status import pid_alive
 
+# `kraft cluster up` on its default ports (9090-9092): one pytest-xdist worker runs every such
+# test (tests/conftest.py), or two clusters race for the ports and a command finds the other.
+pytestmark = pytest.mark.xdist_group("default-ports")
+
 
 def kraft(
     *args: str, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 60

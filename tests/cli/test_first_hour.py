@@ -27,6 +27,10 @@ from kraft.transport.unreachable import REFUSED_MARKER
 from storage.errors import NetworkError
 from tests.cli.test_cli_bad_input import kraft, one_line_error
 
+# `kraft cluster up` on its default ports (9090-9092): one pytest-xdist worker runs every such
+# test (tests/conftest.py), or two clusters race for the ports and a command finds the other.
+pytestmark = pytest.mark.xdist_group("default-ports")
+
 REFUSED = "127.0.0.1:1"
 """A loopback port nothing listens on: every connection is refused at once."""
 FAST_S = 15.0

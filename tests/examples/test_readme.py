@@ -16,6 +16,10 @@ from pathlib import Path
 import pytest
 import structlog
 
+# `kraft cluster up` on its default ports (9090-9092): one pytest-xdist worker runs every such
+# test (tests/conftest.py), or two clusters race for the ports and a command finds the other.
+pytestmark = pytest.mark.xdist_group("default-ports")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

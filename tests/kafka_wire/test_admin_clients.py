@@ -320,18 +320,18 @@ def test_kafka_topics_and_kafka_configs_create_describe_alter_and_delete(
     cluster: LocalCluster,
 ) -> None:
     server = ("--bootstrap-server", cluster.kafka_bootstrap)
-    topic = ("--topic", "java-admin")
+    topic = ("--topic", "java-admin-wire")
     created = kafka_tool(
         "TopicCommand", *server, "--create", *topic, "--partitions", "3",
         "--replication-factor", "3", "--config", "retention.ms=100000",
     )  # fmt: skip
-    assert "Created topic java-admin." in created
+    assert "Created topic java-admin-wire." in created
     kafka_tool("TopicCommand", *server, "--alter", *topic, "--partitions", "4")
     # --describe: the Java admin's describeTopics is DescribeTopicPartitions (KIP-966).
     described = kafka_tool("TopicCommand", *server, "--describe", *topic)
     assert "PartitionCount: 4" in described and "ReplicationFactor: 3" in described
     assert described.count("Leader: ") == 4
-    entity = ("--entity-type", "topics", "--entity-name", "java-admin")
+    entity = ("--entity-type", "topics", "--entity-name", "java-admin-wire")
     kafka_tool("ConfigCommand", *server, *entity, "--alter", "--add-config", "segment.ms=3600000")
     configs = kafka_tool("ConfigCommand", *server, *entity, "--describe")
     assert "retention.ms=100000" in configs and "segment.ms=3600000" in configs
@@ -340,4 +340,4 @@ def test_kafka_topics_and_kafka_configs_create_describe_alter_and_delete(
         "ConfigCommand", *server, *broker, "--describe", "--all"
     )
     kafka_tool("TopicCommand", *server, "--delete", *topic)
-    until(lambda: "java-admin" not in topic_names(cluster))
+    until(lambda: "java-admin-wire" not in topic_names(cluster))
