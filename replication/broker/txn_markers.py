@@ -63,6 +63,11 @@ async def write_markers(
         replica = replicas.get(tp)
         if replica is None or not replica.driver.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if not (
+            -(2**15) <= marker.producer_epoch < 2**15
+            and -(2**31) <= marker.coordinator_epoch < 2**31
+        ):  # Kafka's INT16 / INT32 fields; kraft's gRPC carries them wider
+            return ErrorCode.INVALID_REQUEST
         batch = build_marker_batch(
             commit=marker.transaction_result,
             producer_id=marker.producer_id,

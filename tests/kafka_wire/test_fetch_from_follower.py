@@ -183,4 +183,13 @@ def test_a_follower_answers_consumers_with_kafkas_errors(
     cluster.create_topic(small, 1, 2)
     (q,) = cluster.describe_topic(small).partitions
     (outsider,) = set(cluster.broker_ids) - set(q.replicas)
-    assert _fetch(cluster, outsider, small, 0).error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    # NB: until the outsider's metadata has the new topic it answers UNKNOWN_TOPIC_OR_PARTITION
+    # (as Kafka's broker does); then NOT_LEADER_OR_FOLLOWER, the code this checks.
+    codes: list[ErrorCode] = []
+
+    def known() -> bool:
+        codes.append(_fetch(cluster, outsider, small, 0).error_code)
+        return codes[-1] is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    _wait(known, "the outsider's metadata naming the new topic")
+    assert codes[-1] is ErrorCode.NOT_LEADER_OR_FOLLOWER
