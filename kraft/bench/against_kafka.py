@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kraft.bench import BenchError
 from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
 from kraft.bench.kafka_clients import (
     MIN_INSYNC_REPLICAS,
@@ -49,7 +50,6 @@ from kraft.bench.kafka_clients import (
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
-    BenchError,
     ensure_topic,
     produce,
 )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kraft.bench import BenchError
 from kraft.bench.cpu import _thread_cpu_s
-from kraft.bench.produce_consume import PARTITIONS, BenchError, _figures
+from kraft.bench.produce_consume import PARTITIONS, _figures
 
 
 def import_arrow() -> None:

@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
+from kraft.bench import BenchError
+from kraft.bench.grpc_ceiling import CEILING_SERVER
 from kraft.bench.produce_consume import (
-    _SERVER,
     PARTITIONS,
-    BenchError,
     cluster_bootstrap,
     ensure_topic,
     percentiles,
@@ -52,7 +52,10 @@ def grpc_round_trip_ms(calls: int = 2000) -> dict[str, float | None]:
     import grpc
 
     server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", CEILING_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stdout is not None

@@ -31,6 +31,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kraft.bench import BenchError
 from kraft.bench.against_kafka import report, rss_lines
 from kraft.bench.cpu import kafka_pids, kraft_pids, nodes_cpu
 from kraft.bench.e2e import check_read_back, wait_read_back
@@ -38,7 +39,6 @@ from kraft.bench.kafka_clients import MIN_INSYNC_REPLICAS, fill, kafka_topic
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
-    BenchError,
     ensure_topic,
     percentiles,
 )

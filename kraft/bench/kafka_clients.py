@@ -22,10 +22,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kraft.bench import BenchError
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
-    BenchError,
     _figures,
     consume,
     ensure_topic,

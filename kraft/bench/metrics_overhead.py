@@ -30,13 +30,13 @@ import urllib.request
 import uuid
 from typing import Any
 
+from kraft.bench import BenchError
 from kraft.bench.ab import alternate
 from kraft.bench.ab import summarize as ab_summarize
 from kraft.bench.cpu import _process_cpu_s
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
-    BenchError,
     ensure_topic,
     produce,
 )

@@ -31,7 +31,6 @@ import contextlib
 import itertools
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -42,37 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
+from kraft.bench import BenchError
 from kraft.bench.cpu import _cpu_figures, _thread_cpu_s, cpu_time, profiled
+from kraft.bench.grpc_ceiling import grpc_ceiling
 from kraft.bench.table import Column, cell, load_line, table
 
 PARTITIONS = 6
 _WINDOW_CHECK = 64
-CEILING_TRIALS = 3
 REPLICATION_FACTOR = 3
-
-_SERVER = r"""
-import sys, grpc
-from concurrent import futures
-def push(it, ctx):
-    n = 0
-    for m in it:
-        n += len(m)
-    return n.to_bytes(8, "big")
-server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
-    options=[("grpc.max_receive_message_length", 64 << 20)])
-handler = grpc.method_handlers_generic_handler(
-    "bench.Ceiling", {"Push": grpc.stream_unary_rpc_method_handler(push)})
-server.add_generic_rpc_handlers((handler,))
-port = server.add_insecure_port("127.0.0.1:0")
-server.start()
-print(port, flush=True)
-sys.stdin.read()
-server.stop(0)
-"""
-
-
-class BenchError(Exception):
-    pass
 
 
 def percentiles(values_ms: list[float]) -> dict[str, float | None]:
@@ -94,65 +70,6 @@ def _figures(records: int, size: int, seconds: float, lat_ms: list[float]) -> di
         "records_per_s": round(records / seconds, 1),
         "mb_per_s": round(records * size / seconds / 1e6, 3),
         **percentiles(lat_ms),
-    }
-
-
-# -- the raw gRPC ceiling ------------------------------------------------------------------------
-
-
-def grpc_ceiling(total_bytes: int, message_bytes: int) -> dict[str, Any]:
-    """MB/s of one client-streaming call to a server in another process, over 127.0.0.1."""
-    import grpc
-
-    total_bytes = max(total_bytes, 32 << 20)
-    count = max(1, total_bytes // message_bytes)
-    server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        push = channel.stream_unary("/bench.Ceiling/Push")
-        grpc.channel_ready_future(channel).result(timeout=10)
-        payload = os.urandom(message_bytes)
-
-        def messages(n: int) -> Iterator[bytes]:
-            for _ in range(n):
-                yield payload
-
-        push(messages(min(count, 64)), timeout=30)  # warm up
-        trials: list[float] = []
-        for _ in range(CEILING_TRIALS):
-            start = time.perf_counter()
-            received = int.from_bytes(push(messages(count), timeout=120), "big")
-            trials.append(time.perf_counter() - start)
-            if received != count * message_bytes:
-                raise BenchError(
-                    f"gRPC ceiling: the server got {received} bytes, not {count * message_bytes}"
-                )
-        seconds = sorted(trials)[len(trials) // 2]  # the median trial
-        channel.close()
-    finally:
-        if server.stdin is not None:
-            with contextlib.suppress(OSError):
-                server.stdin.close()
-        try:
-            server.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    return {
-        "message_bytes": message_bytes,
-        "messages": count,
-        "bytes": received,
-        "seconds": round(seconds, 3),
-        "trials_mb_per_s": [round(received / t / 1e6, 3) for t in trials],
-        "messages_per_s": round(count / seconds, 1),
-        "mb_per_s": round(received / seconds / 1e6, 3),
     }
 
 

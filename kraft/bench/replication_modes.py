@@ -19,8 +19,9 @@ import argparse
 import time
 from typing import Any
 
+from kraft.bench import BenchError
 from kraft.bench.cpu import _cpu_figures, cpu_time, profiled
-from kraft.bench.produce_consume import BenchError, _figures, ensure_topic, produce
+from kraft.bench.produce_consume import _figures, ensure_topic, produce
 
 ISR_CONFIG = {"min.insync.replicas": "2"}
 QUORUM_CONFIG = {"replication.mode": "quorum"}

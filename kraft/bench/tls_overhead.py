@@ -20,11 +20,11 @@ import sys
 import uuid
 from typing import Any
 
+from kraft.bench import BenchError
 from kraft.bench.ab import alternate, summarize
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
-    BenchError,
     consume,
     ensure_topic,
     produce,
