@@ -31,6 +31,7 @@ from kraft._generated import broker_pb2, controller_pb2
 from kraft.security.guard import caller_of
 from kraft.security.settings import AuthorizationSettings
 from kraft.transport import controller_codec
+from kraft.transport.channels import client_id_of
 from replication.broker.api.authorization import Refused
 from replication.broker.api.broker_api import FORWARDED, Api, BrokerApi
 from replication.broker.api.context import RequestContext
@@ -122,6 +123,7 @@ class GrpcPeers:
             principal=caller.principal,
             client_host=caller.host,
             listener=self.listener,
+            client_id=client_id_of(context.invocation_metadata()),
             api=api,
             security_protocol="SSL" if caller.tls else "PLAINTEXT",
         )
