@@ -62,7 +62,7 @@ from replication.clients.fetched import (
     scan_partition_batches,
 )
 from replication.clients.group_membership import GroupClient
-from replication.clients.inflight import Inflight, InflightFetches
+from replication.clients.fetches_in_flight import Inflight, InflightFetches
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted
