@@ -61,8 +61,8 @@ from replication.clients.fetched import (
     decode_partition_records,
     scan_partition_batches,
 )
-from replication.clients.group_membership import GroupClient
 from replication.clients.fetches_in_flight import Inflight, InflightFetches
+from replication.clients.group_membership import GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted

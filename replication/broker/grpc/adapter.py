@@ -28,6 +28,7 @@ import grpc
 from google.protobuf.message import Message
 
 from kraft._generated import broker_pb2, controller_pb2
+from kraft.raft.messages import CurrentLeader
 from kraft.security.guard import caller_of
 from kraft.security.settings import AuthorizationSettings
 from kraft.transport import controller_codec
@@ -223,7 +224,7 @@ def _forward_handler(
             )
             await context.abort(status, f"forwarding to the controller failed: {e.message}")
             raise  # pragma: no cover - abort raises
-        return controller_codec.encode_response(response, controller_codec.CurrentLeader())
+        return controller_codec.encode_response(response, CurrentLeader())
 
     return grpc.unary_unary_rpc_method_handler(
         unary,
