@@ -140,7 +140,10 @@ def _results() -> dict[str, Any]:
     kafka["failures"] = _failures(
         65.0, {KAFKA.name: (False, "NOT_ENOUGH_REPLICAS"), KAFKA_MIN1.name: (True, "NONE")}
     )
-    kraft["data-loss"] = {**_losses("isr-min2", 626), "power_loss": {"where": "the simulator", "modes": {}}}
+    kraft["data-loss"] = {
+        **_losses("isr-min2", 626),
+        "power_loss": {"where": "the simulator", "modes": {}},
+    }
     kafka["data-loss"] = _losses(KAFKA.name, 714)
     merge(kraft, kafka)
     return {
