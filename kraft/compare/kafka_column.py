@@ -49,6 +49,10 @@ simulator only (a SIGKILLed JVM keeps its page cache, as a Python broker does)."
 RESTART_TIMEOUT_S = 180.0
 """A killed Kafka broker's JVM restarting on two loaded cores: measured over 90 s at load
 average 40."""
+DESCRIBE_TIMEOUTS_S = (1.0, 5.0)
+"""A describe asks every broker with the first timeout (a paused one costs that), then, if
+none answered, again with the second: a JVM on two loaded cores can take over a second to
+accept a connection and answer."""
 WARMUP_PER_STEADY_RECORD = 10
 """``kraft compare --with-kafka`` warms Kafka up with 10 times the steady phase's records."""
 
@@ -110,19 +114,20 @@ class KafkaArena(Arena):
 
     def describe(self, topic: str) -> PartitionView:
         """Partition 0 of ``topic``, with its leader epoch, as the first broker that answers
-        a Metadata request within a second sees it (the one that answered last is asked
-        first).
+        a Metadata request in time sees it (`DESCRIBE_TIMEOUTS_S`; the one that answered last
+        is asked first).
 
         Raises:
             TimeoutError: no broker answered.
         """
-        for i, address in enumerate(self._addresses):
-            try:
-                view = describe_partition(address, topic, timeout_s=1.0)
-            except (OSError, LookupError, ConnectionError):
-                continue
-            self._addresses.insert(0, self._addresses.pop(i))
-            return view
+        for timeout_s in DESCRIBE_TIMEOUTS_S:
+            for i, address in enumerate(self._addresses):
+                try:
+                    view = describe_partition(address, topic, timeout_s=timeout_s)
+                except (OSError, LookupError, ConnectionError):
+                    continue
+                self._addresses.insert(0, self._addresses.pop(i))
+                return view
         raise TimeoutError(f"no Kafka broker described {topic}")
 
     def produce_once(self, topic: str) -> str:
