@@ -123,6 +123,8 @@ class Arena:
         ``NONE`` when written."""
         from kraft.compare.kafka_wire import produce_once
 
+        if not self.cluster.kafka_bootstrap:
+            return "-"  # a cluster without Kafka listeners
         return produce_once(self.cluster.kafka_bootstrap, topic)
 
     def read_back(self, topic: str) -> list[bytes]:
