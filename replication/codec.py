@@ -11,7 +11,7 @@ means "set" (the ``current_leader`` and ``diverging_epoch`` hints), and ``bytes`
 The hot messages (Produce and Fetch, both ways: every produced batch and every follower fetch
 crosses them) have hand-written converters instead, with the same results: the by-name
 converter resolves type hints per field and costs ~0.3-0.5 ms per Fetch, a fifth of a busy
-broker's event loop in the profile (docs/benchmarks.md). `tests/clients/test_broker_codec.py`
+broker's event loop in a profile of `kraft bench produce`. `tests/clients/test_broker_codec.py`
 checks both ways against the generic converter.
 """
 

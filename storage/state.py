@@ -4,7 +4,7 @@ Raft term and vote, producer-id state, committed group offsets and snapshot meta
 here, not in segment files. Keys are grouped into named key spaces (``store.space("raft")``);
 a `WriteBatch` spans any number of spaces and commits atomically; ``sync=True`` makes the
 write durable (WAL fsync) before it returns, which is what election state needs before a
-vote is sent (KIP-595). Measured here (docs/benchmarks.md): ~2,150 synced puts/s alone,
+vote is sent (KIP-595). Measured once on a 2-vCPU VM: ~2,150 synced puts/s alone,
 ~12,300/s in batches of 16, so callers batch what they can.
 
 Key spaces are key prefixes (``<space>\\x00<key>``) in one raw-mode database: one WAL, so a

@@ -5,15 +5,17 @@ of every partition), one fresh one-partition topic per mode and scenario, the sa
 workload (`workload.ProbeProducer`) on each, and the same faults on real processes:
 
 - `scenarios.slow_follower`: SIGSTOP of a follower; produce latency over time, ISR moments;
-- `scenarios.failures`: SIGKILL of 1 then 2 replicas, then restarts; who keeps accepting;
+- `scenarios.failures`: SIGKILL of 1 then 2 replicas, then restarts; who keeps accepting,
+  and what one acks=all Produce request gets (`kafka_wire`: NOT_ENOUGH_REPLICAS, ...);
 - `scenarios.leader_kill`: SIGKILL of the leader to the next acknowledged write;
 - `losses`: acks=1 with a leader kill, unclean election with a stale replica, and the last
   replica standing's power loss (in the simulator: a real process keeps its page cache);
 - `scenarios.steady`: throughput and CPU per record (`kraft bench produce`'s harness).
 
-With ``--with-kafka``, `kafka_column` runs the slow-follower, leader-kill and steady phases on
-an Apache Kafka cluster (`kraft.peer`) as a third column, through librdkafka (``--client
-confluent-kafka`` drives kraft's columns the same way).
+With ``--with-kafka``, `kafka_column` runs every scenario but the simulator's power loss on an
+Apache Kafka cluster (`kraft.peer`) as a third column, through librdkafka (``--client
+confluent-kafka`` drives kraft's columns the same way) and kio requests (`kafka_wire`: the
+leader epoch, one Produce's error code).
 
 `checker.check_acknowledged` compares the acknowledged sends with a final read; `report` and
 `plots` write ``report.md`` and the PNGs; `run.run` does it all (``kraft compare``).

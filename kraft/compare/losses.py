@@ -25,18 +25,23 @@ from typing import Any
 from kraft.compare.checker import check_acknowledged
 from kraft.compare.modes import Arena, Mode
 from kraft.compare.scenarios import Say, Timing
-from kraft.compare.workload import (
-    Clock,
-    ProbeProducer,
-    TopicWatcher,
-    read_topic,
-    unavailable_s,
-)
+from kraft.compare.workload import Clock, ProbeProducer, TopicWatcher, unavailable_s
 
 
 def _check(arena: Arena, probe: ProbeProducer) -> dict[str, Any]:
-    read = read_topic(arena.cluster.bootstrap, probe.topic, 1)
+    read = arena.read_back(probe.topic)
     return check_acknowledged(probe.acknowledged_values(), read).as_dict()
+
+
+def real_process_losses(
+    arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing, say: Say
+) -> dict[str, Any]:
+    """The two cases on real processes, one after the other, on ``arena`` (kraft's cluster or
+    Apache Kafka's): `acks1_leader_kill` and `unclean_election`."""
+    return {
+        "acks1_leader_kill": acks1_leader_kill(arena, modes, clock, timing, say),
+        "unclean_election": unclean_election(arena, modes, clock, timing, say),
+    }
 
 
 SAME_LEADER_ATTEMPTS = 3
@@ -86,9 +91,7 @@ def acks1_leader_kill(
         }
     probes: dict[str, dict[str, ProbeProducer]] = {
         mode: {
-            acks: ProbeProducer(
-                arena.cluster.bootstrap, topic, clock, acks=acks, rate_per_s=1000, window=20_000
-            )
+            acks: arena.probe(topic, clock, acks=acks, rate_per_s=1000, window=20_000)
             for acks, topic in pair.items()
         }
         for mode, pair in topics.items()
@@ -140,17 +143,13 @@ def unclean_election(
             continue
         for unclean in ("true", "false"):
             extra = {"min.insync.replicas": "1", "unclean.leader.election.enable": unclean}
-            topics[f"isr, unclean={unclean}"] = arena.create(
+            topics[f"{mode.name}, unclean={unclean}"] = arena.create(
                 f"stale-u{unclean[0]}", mode, extra, leader=a
             )
+    isr_topics = [t for k, t in topics.items() if ", unclean=" in k]
     probes = {
-        k: ProbeProducer(
-            arena.cluster.bootstrap,
-            t,
-            clock,
-            rate_per_s=100,
-            delivery_timeout_ms=3_000,
-            request_timeout_ms=1_500,
+        k: arena.probe(
+            t, clock, rate_per_s=100, delivery_timeout_ms=3_000, request_timeout_ms=1_500
         )
         for k, t in topics.items()
     }
@@ -168,7 +167,7 @@ def unclean_election(
         for b in stale:
             arena.cluster.kill_broker(b)
         followers_killed_at = clock.now()
-        _wait_isr_alone(arena, [t for k, t in topics.items() if k.startswith("isr")], a)
+        _wait_isr_alone(arena, isr_topics, a)
         time.sleep(timing.phase_s)  # A alone acknowledges (min.insync.replicas=1)
         alone_at = clock.now()
         step(f"SIGKILL {a}, the last in-sync replica")
@@ -177,13 +176,13 @@ def unclean_election(
         step(f"restart the stale replicas {stale}")
         back = clock.now()
         for b in stale:
-            arena.cluster.start_broker(b)
+            arena.start_broker(b)
         fresh: dict[str, str] = {}
         for key, topic in topics.items():
             if "unclean=true" in key:
                 with contextlib.suppress(TimeoutError):
                     arena.wait_led(topic, timeout=30, not_on=a)
-                    fresh[key] = _fresh_write(arena, topic)
+                    fresh[key] = arena.produce_once(topic)
         time.sleep(timing.phase_s)
         step(f"restart {a}")
         a_back = clock.now()
@@ -322,21 +321,6 @@ def _crc(batch: bytes) -> int:
     return read_header(batch).crc
 
 
-def _fresh_write(arena: Arena, topic: str) -> str:
-    """One acks=all write by a new producer: ``ok`` or the error's name (is the partition
-    writable, whatever the probe's own producer state)."""
-    from kraft import Producer
-
-    with Producer(
-        arena.cluster.bootstrap, delivery_timeout_ms=5_000, request_timeout_ms=2_000
-    ) as p:
-        try:
-            p.send(topic, f"{topic}:fresh".encode()).result(timeout=10)
-        except Exception as e:
-            return type(e).__name__
-    return "ok"
-
-
 def _errors(probe: ProbeProducer, start: float, end: float) -> dict[str, int]:
     """How the sends of ``[start, end)`` that were not acknowledged failed, by error."""
     counts: dict[str, int] = {}
@@ -400,4 +384,10 @@ def power_loss(say: Say, seeds: Sequence[int] = (7, 8, 9)) -> dict[str, Any]:
     return out
 
 
-__all__ = ["acks1_leader_kill", "power_loss", "power_loss_sim", "unclean_election"]
+__all__ = [
+    "acks1_leader_kill",
+    "power_loss",
+    "power_loss_sim",
+    "real_process_losses",
+    "unclean_election",
+]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer
+from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer, read_topic
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
@@ -116,6 +116,25 @@ class Arena:
 
     def describe(self, topic: str) -> Any:
         return self.cluster.describe_topic(topic, timeout=5).partitions[0]
+
+    def produce_once(self, topic: str) -> str:
+        """One acks=all Produce to partition 0's leader through the brokers' Kafka listeners,
+        the same request the Kafka column sends (`kafka_wire.produce_once`): its error name,
+        ``NONE`` when written."""
+        from kraft.compare.kafka_wire import produce_once
+
+        if not self.cluster.kafka_bootstrap:
+            return "-"  # a cluster without Kafka listeners
+        return produce_once(self.cluster.kafka_bootstrap, topic)
+
+    def read_back(self, topic: str) -> list[bytes]:
+        """Every value of partition 0 of ``topic``, to the high watermark (a loss check's
+        final read; kraft's own client)."""
+        return read_topic(self.cluster.bootstrap, topic, 1)
+
+    def start_broker(self, broker: int) -> None:
+        """Start one killed broker and return (others may still be down)."""
+        self.cluster.start_broker(broker)
 
     def leader(self, topic: str) -> int:
         return int(self.describe(topic).leader)

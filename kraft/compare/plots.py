@@ -20,7 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-COLORS = {
+COLORS = {  # the first prefix that matches: the longer name first
+    "kafka-isr-min1": "tab:brown",
     "isr-min2": "tab:blue",
     "isr-min1": "tab:green",
     "quorum": "tab:red",

@@ -53,7 +53,8 @@ def _clients(results: dict[str, Any]) -> list[str]:
                 if "kafka" in clients
                 else ""
             )
-            + ". The data-loss cases always use kraft's client.",
+            + ". The data-loss cases use their column's client too, and read back with kraft's "
+            "own client on kraft's columns, with librdkafka on Kafka's.",
         ]
     if results.get("kafka_error"):
         out += ["", f"**The Apache Kafka column failed**: `{results['kafka_error']}`."]
@@ -102,6 +103,7 @@ def _versus_kafka(results: dict[str, Any]) -> list[str]:
             else "-"
         )
         rows.append([label, _f(a, spec), _f(b, spec), ratio])
+    rows += [[label, a, b, "-"] for label, a, b in _faults_versus_kafka(s)]
     return [
         f"`{KRAFT_ISR}` (kraft's ISR, min.insync.replicas=2) against `{KAFKA_MODE}` (Apache "
         "Kafka's, the same settings) in the phases both ran; kraft / Kafka in the last column. "
@@ -109,6 +111,59 @@ def _versus_kafka(results: dict[str, Any]) -> list[str]:
         "",
         *_table(["figure", KRAFT_ISR, KAFKA_MODE, "kraft / Kafka"], rows),
     ]
+
+
+KAFKA_TWINS = ((KRAFT_ISR, KAFKA_MODE), ("isr-min1", "kafka-isr-min1"))
+"""kraft's ISR mode and the Kafka mode with the same ``min.insync.replicas`` (2, then 1)."""
+
+
+def _faults_versus_kafka(s: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, kraft's, Kafka's) of the failures and data-loss scenarios: yes/no, error
+    names and counts, side by side (no ratio)."""
+    rows: list[tuple[str, str, str]] = []
+    fail = s.get("failures", {}).get("modes", {})
+    for kraft_mode, kafka_mode in KAFKA_TWINS:
+        a, b = fail.get(kraft_mode), fail.get(kafka_mode)
+        if a is None or b is None:
+            continue
+        min_isr = "2" if kraft_mode == KRAFT_ISR else "1"
+        for pa, pb in zip(a["phases"], b["phases"], strict=False):
+            rows.append(
+                (
+                    f"failures, min.insync.replicas={min_isr}, {pa['phase']}: accepting; "
+                    "one Produce",
+                    f"{_f(pa['accepting'])}; {pa.get('produce_once', '-')}",
+                    f"{_f(pb['accepting'])}; {pb.get('produce_once', '-')}",
+                )
+            )
+    loss = s.get("data-loss", {})
+    kill = loss.get("acks1_leader_kill", {}).get("modes", {})
+    a, b = kill.get(KRAFT_ISR), kill.get(KAFKA_MODE)
+    if a and b:
+        for acks in ("acks=1", "acks=all"):
+            rows.append(
+                (
+                    f"leader kill under {acks}: acknowledged records lost (of)",
+                    f"{a[acks]['lost']} ({a[acks]['acknowledged']:,})",
+                    f"{b[acks]['lost']} ({b[acks]['acknowledged']:,})",
+                )
+            )
+    unclean = loss.get("unclean_election", {}).get("modes", {})
+    for setting in ("true", "false"):
+        a = unclean.get(f"{KRAFT_ISR}, unclean={setting}")
+        b = unclean.get(f"{KAFKA_MODE}, unclean={setting}")
+        if a and b:
+            rows.append(
+                (
+                    f"stale replica, unclean.leader.election.enable={setting}: lost (of); "
+                    "led again after s",
+                    f"{a['lost']} ({a['acknowledged']:,}); "
+                    f"{_f(a.get('led_again_after_s'), '.1f', 'not before the old leader')}",
+                    f"{b['lost']} ({b['acknowledged']:,}); "
+                    f"{_f(b.get('led_again_after_s'), '.1f', 'not before the old leader')}",
+                )
+            )
+    return rows
 
 
 def render_report(results: dict[str, Any], plots: list[str]) -> str:
@@ -209,17 +264,30 @@ def _failures(r: dict[str, Any]) -> list[str]:
                     f"{p['acked']}/{p['sent']}",
                     _f(p["accepting"]),
                     _f(p["unavailable_s"], ".2f"),
+                    p.get("produce_once", "-"),
                     ", ".join(p["errors"]) or "-",
                 ]
             )
+    killed = "; ".join(
+        f"`{mode}`: Kafka brokers {m['kafka_killed']}"
+        for mode, m in r["modes"].items()
+        if "kafka_killed" in m
+    )
     out = [
-        f"Killed (SIGKILL) brokers {r['killed']} one after the other, each phase "
-        f"{r['phases'][0]['end'] - r['phases'][0]['start']:.0f} s; acks=all probe, "
-        "delivery.timeout.ms=3000. *Accepting*: a record sent in the second half of the phase "
-        "was acknowledged. *Unavailable*: seconds of the phase in gaps of more than 0.5 s "
-        "between acknowledgements.",
+        f"Killed (SIGKILL) brokers {r['killed']} one after the other"
+        + (f" ({killed}, in Kafka's own run)" if killed else "")
+        + f", each phase {r['phases'][0]['end'] - r['phases'][0]['start']:.0f} s; acks=all "
+        "probe, delivery.timeout.ms=3000. *Accepting*: a record sent in the second half of the "
+        "phase was acknowledged. *Unavailable*: seconds of the phase in gaps of more than 0.5 s "
+        "between acknowledgements. *One Produce*: the error of one acks=all Produce request "
+        "sent to the leader's Kafka listener at the phase's end (NONE: written; "
+        "NOT_ENOUGH_REPLICAS: refused, the ISR is below `min.insync.replicas`; "
+        "REQUEST_TIMED_OUT: held for replicas that never answered).",
         "",
-        *_table(["mode", "phase", "acked/sent", "accepting", "unavailable s", "errors"], rows),
+        *_table(
+            ["mode", "phase", "acked/sent", "accepting", "unavailable s", "one Produce", "errors"],
+            rows,
+        ),
     ]
     verdicts = []
     for mode, m in r["modes"].items():
@@ -364,7 +432,8 @@ def _loss(r: dict[str, Any]) -> list[str]:
             "",
             "min.insync.replicas=1; steps: " + "; ".join(s["name"] for s in u["steps"]) + ". "
             "*Led again*: seconds from the stale replicas' restart to a leader. *Fresh write*: "
-            "one acks=all write by a new producer once the stale replica leads. *Probe acks*: "
+            "the error of one acks=all Produce request once a stale replica leads (NONE: "
+            "written). *Probe acks*: "
             "acknowledgements the long-running idempotent probe got while only the stale "
             "replicas were up.",
             "",
@@ -385,7 +454,7 @@ def _loss(r: dict[str, Any]) -> list[str]:
         stuck = [
             m
             for m, c in u["modes"].items()
-            if c.get("fresh_producer_write") == "ok" and c.get("acknowledged_in_window") == 0
+            if c.get("fresh_producer_write") == "NONE" and c.get("acknowledged_in_window") == 0
         ]
         if stuck:
             out += [

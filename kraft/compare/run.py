@@ -30,7 +30,7 @@ SCENARIOS: dict[str, tuple[Scenario, bool]] = {
     "slow-follower": (scenarios.slow_follower, False),
     "failures": (scenarios.failures, True),
     "leader-kill": (scenarios.leader_kill, False),
-    "data-loss": (losses.acks1_leader_kill, False),
+    "data-loss": (losses.real_process_losses, False),
     "steady": (scenarios.steady, False),
 }
 ALL_SCENARIOS = tuple(SCENARIOS)
@@ -118,13 +118,7 @@ def run(
             try:
                 result = function(arena, taking_part, clock, timing, say)
                 if name == "data-loss":
-                    result = {
-                        "acks1_leader_kill": result,
-                        "unclean_election": losses.unclean_election(
-                            arena, taking_part, clock, timing, say
-                        ),
-                        "power_loss": losses.power_loss(say, (7,) if quick else (7, 8, 9)),
-                    }
+                    result["power_loss"] = losses.power_loss(say, (7,) if quick else (7, 8, 9))
             except Exception as e:  # a scenario that fails is reported; the others still run
                 result = {"error": f"{type(e).__name__}: {e}"[:300]}
             result["seconds"] = round(clock.now() - started, 1)
@@ -164,8 +158,8 @@ def _kafka_column(
     """Apache Kafka's ISR as a third column (`kraft.compare.kafka_column`), after kraft's
     cluster is gone: the phases that apply, merged into ``results``."""
     from kraft.compare.kafka_column import (
-        KAFKA,
         WARMUP_PER_STEADY_RECORD,
+        kafka_modes,
         merge,
         run_kafka_column,
     )
@@ -178,7 +172,8 @@ def _kafka_column(
         with KafkaCluster(controllers, replication_factor, broker_config=broker_config) as kafka:
             results["kafka_version"] = kafka.version
             results["clients"]["kafka"] = CLIENT_LABELS["confluent-kafka"]
-            results["modes"][KAFKA.name] = KAFKA.label
+            for name in selected:
+                results["modes"].update({m.name: m.label for m in kafka_modes(name)})
             warmup = timing.steady_records * WARMUP_PER_STEADY_RECORD
             results["kafka_warmup_records"] = warmup
             column = run_kafka_column(
@@ -249,8 +244,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--with-kafka",
         action="store_true",
-        help="Apache Kafka's ISR as a third column (kraft peer kafka; librdkafka drives it): "
-        "slow-follower, leader-kill and steady",
+        help="Apache Kafka's ISR as a third column (kraft peer kafka; librdkafka drives it), "
+        "in every scenario but the simulator's power loss",
     )
     parser.add_argument(
         "--client",

@@ -13,6 +13,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,7 +189,9 @@ def failures(
     arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing, say: Say
 ) -> dict[str, Any]:
     """SIGKILL one replica, then a second, then restart both: per mode and phase, whether
-    acks=all writes were still accepted and for how long they were not."""
+    acks=all writes were still accepted and for how long they were not, and what one acks=all
+    Produce request got at the phase's end (`Arena.produce_once`: NOT_ENOUGH_REPLICAS when
+    the ISR is below ``min.insync.replicas``)."""
     first = arena.cluster.broker_ids[0]
     topics = {m.name: arena.create("fail", m, leader=first) for m in modes}
     probes = _start_probes(
@@ -201,12 +204,19 @@ def failures(
     )
     _wait_flowing(probes, clock)
     phases: list[tuple[str, float, float]] = []
+    once: list[dict[str, str]] = []
     killed: list[int] = []
+
+    def produce_once() -> None:
+        with ThreadPoolExecutor(max_workers=len(modes)) as pool:
+            answers = pool.map(arena.produce_once, [topics[m.name] for m in modes])
+            once.append(dict(zip([m.name for m in modes], answers, strict=True)))
 
     def phase(name: str) -> None:
         start = clock.now()
         time.sleep(timing.phase_s)
         phases.append((name, start, clock.now()))
+        produce_once()
 
     phase("all replicas up")
     leaders = {arena.leader(t) for t in topics.values()}
@@ -221,6 +231,7 @@ def failures(
     arena.restart(killed)
     time.sleep(timing.phase_s)
     phases.append(("restarted", start, clock.now()))
+    produce_once()
     _stop(probes)
     out: dict[str, Any] = {
         "killed": killed,
@@ -229,7 +240,10 @@ def failures(
     }
     for mode in modes:
         probe = probes[mode.name]
-        rows = [phase_row(name, probe.sends, a, b) for name, a, b in phases]
+        rows = [
+            {**phase_row(name, probe.sends, a, b), "produce_once": answers[mode.name]}
+            for (name, a, b), answers in zip(phases, once, strict=True)
+        ]
         out["modes"][mode.name] = {
             "topic": topics[mode.name],
             "phases": rows,

@@ -191,7 +191,7 @@ class RequestMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     ) -> grpc.RpcMethodHandler:
         # One wrapped handler per method, built on its first call: the per-RPC cost is then
         # one dict lookup (building it per call cost ~50 µs of server CPU per RPC with
-        # `RejectUnparseable`'s, see docs/benchmarks.md). The server's handlers are fixed
+        # `RejectUnparseable`'s, `python -m kraft.bench.rpc_overhead`). The handlers are fixed
         # once it starts, so a method's handler does not change.
         method = handler_call_details.method
         handler = self._handlers.get(method)

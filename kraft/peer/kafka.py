@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Self
@@ -233,9 +233,12 @@ class KafkaCluster:
     def resume_broker(self, broker_id: int) -> None:
         self.processes[broker_id].resume()
 
-    def start_broker(self, broker_id: int, timeout: float = 90.0) -> None:
-        """Start ``broker_id`` again (after `kill_broker`) and wait until it lists every
-        broker, itself included.
+    def start_broker(
+        self, broker_id: int, timeout: float = 90.0, *, listing: Collection[int] | None = None
+    ) -> None:
+        """Start ``broker_id`` again (after `kill_broker`) and wait until it lists the brokers
+        of ``listing`` (default: every broker), itself included. A broker lists only those
+        registered and unfenced: with another broker still down, name the ones that are up.
 
         Raises:
             TimeoutError: not serving within ``timeout`` seconds.
@@ -243,10 +246,11 @@ class KafkaCluster:
         process = self.processes[broker_id]
         if not process.is_running():
             self._launcher.submit(process.start).result()
+        expected = {broker_id, *(self.broker_ids if listing is None else listing)}
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(OSError):
-                if set(listed_brokers(self.broker_addresses[broker_id])) >= set(self.broker_ids):
+                if set(listed_brokers(self.broker_addresses[broker_id])) >= expected:
                     return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"Kafka broker {broker_id} was not serving within {timeout} s")

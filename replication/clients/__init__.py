@@ -29,7 +29,7 @@ Layout: pure cores without I/O or clock (`partitioner`, `batch`, `accumulator`, 
 keep Kafka's names (``linger.ms``, ``batch.size``, ``delivery.timeout.ms``, ...) and may be
 given that way or snake_case (`ProducerConfig`, `ConsumerConfig`).
 
-Cost model (docs/benchmarks.md: ~2,000 unary gRPC calls/s per process, 4 µs per record): a record
+Cost model (a 2-vCPU VM: ~2,000 unary gRPC calls/s per process, 4 µs per record): a record
 costs one append under a lock (encoded in place, no per-record batch objects); the producer
 sends ONE Produce per broker per round carrying every ready partition's batch, and the
 consumer ONE Fetch per leader broker carrying every assigned partition it leads.

@@ -66,6 +66,7 @@ def _results() -> dict[str, object]:
             "accepting": False,
             "unavailable_s": 4.0,
             "seconds": 4.0,
+            "produce_once": "NOT_ENOUGH_REPLICAS",
         },
     ]
     return {
@@ -93,7 +94,11 @@ def _results() -> dict[str, object]:
 def test_the_report_states_the_claim_the_figure_and_that_the_quorum_column_is_pending() -> None:
     text = render_report(_results(), [])  # type: ignore[arg-type]
     assert "f+1 replicas tolerate f failures" in text
-    assert "| isr-min2 | 2 replicas killed | 0/10 | no | 4.00 | NotEnoughReplicasError |" in text
+    row = (
+        "| isr-min2 | 2 replicas killed | 0/10 | no | 4.00 | NOT_ENOUGH_REPLICAS "
+        "| NotEnoughReplicasError |"
+    )
+    assert row in text
     assert "quorum column is pending" in text
     table = summary_table(_results())  # type: ignore[arg-type]
     assert "refused" in table and "quorum: pending" in table
