@@ -2,8 +2,8 @@
 ``Broker.FetchStream`` call per leader instead of a unary ``Fetch`` call each.
 
 Kafka's ``ReplicaFetcherThread`` keeps one connection per source broker. Here a unary call costs
-its set-up on both sides (call object, metadata, status: about twice the CPU of a message on an
-open stream, `kraft bench` figures in docs/benchmarks.md), and a follower sends one fetch per
+its set-up on both sides (call object, metadata, status), which a message on an open stream does not
+pay, and a follower sends one fetch per
 batch the leader receives, so the stream is what a replicated record costs.
 
 `LeaderFetcher` has one request in flight per leader, so a stream carries one request at a time:

@@ -6,8 +6,8 @@ in flight per partition), and `fetch` parks it; the fetcher sends whatever is pa
 Fetch long-poll (a message on the leader's ``Broker.FetchStream`` call,
 `replication.broker.fetch_stream`) and hands each partition its part of the answer.
 Partitions answered together re-fetch in the same event-loop turn, so they stay in one
-request: the RPC rate is per leader broker, not per partition (docs/benchmarks.md: one RPC per
-partition never gets fast).
+request: the RPC rate is per leader broker, not per partition (one RPC per partition costs a
+gRPC call's set-up per partition per fetch).
 
 One request is in flight per leader; a fetch parked meanwhile waits for the next one (at most
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with
