@@ -2,9 +2,9 @@
 ``Broker.FetchStream`` call per leader instead of a unary ``Fetch`` call each.
 
 Kafka's ``ReplicaFetcherThread`` keeps one connection per source broker. Here a unary call costs
-its set-up on both sides (call object, metadata, status), which a message on an open stream does not
-pay, and a follower sends one fetch per
-batch the leader receives, so the stream is what a replicated record costs.
+its set-up on both sides (call object, metadata, status), which a message on an open stream
+does not pay, and a follower sends one fetch per batch the leader receives, so the stream is
+what a replicated record costs.
 
 `LeaderFetcher` has one request in flight per leader, so a stream carries one request at a time:
 write it, read its answer (the leader answers a stream's requests in order). A call that fails,
