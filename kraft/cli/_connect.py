@@ -11,7 +11,7 @@ import argparse
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kraft.arguments import positive_seconds
 
@@ -47,6 +47,14 @@ def security() -> dict[str, str]:
     from kraft.security.tls import client_security_from_env
 
     return client_security_from_env()
+
+
+def print_table(header: list[str], rows: list[list[Any]]) -> None:
+    """Left-aligned columns, a header line first (as Kafka's tools print)."""
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for row in cells:
+        print(" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def add_timeout_argument(p: argparse.ArgumentParser, what: str = "each request") -> None:

@@ -8,7 +8,12 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kraft.cli._connect import AdminSession, add_bootstrap_arguments, add_timeout_argument
+from kraft.cli._connect import (
+    AdminSession,
+    add_bootstrap_arguments,
+    add_timeout_argument,
+    print_table,
+)
 
 if TYPE_CHECKING:
     from kraft.types import TopicPartition
@@ -117,13 +122,6 @@ def add_parser(sub: Any) -> None:
     x.set_defaults(handler=delete)
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> None:
-    cells = [header, *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    for row in cells:
-        print(" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
 def list_groups(args: argparse.Namespace) -> int:
     with AdminSession(args) as session, session.reachable():
         groups = session.admin.list_groups()
@@ -183,7 +181,7 @@ def describe(args: argparse.Namespace) -> int:
         return 0
     if not description.members:
         print(f"Consumer group '{args.group}' has no active members.\n")
-    _table(
+    print_table(
         [
             "GROUP",
             "TOPIC",
@@ -219,7 +217,7 @@ def _print_state(args: argparse.Namespace, d: GroupDescription) -> int:
     if args.json:
         print(json.dumps(doc))
         return 0
-    _table(
+    print_table(
         ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
         [
             [
@@ -253,7 +251,7 @@ def _print_members(args: argparse.Namespace, d: GroupDescription) -> int:
     if not rows:
         print(f"Consumer group '{d.group_id}' has no active members.")
         return 0
-    _table(
+    print_table(
         ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
         [
             [
@@ -337,7 +335,7 @@ def reset_offsets(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"executed": bool(args.execute), "offsets": rows}))
         return 0
-    _table(
+    print_table(
         ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
         [list(r.values()) for r in rows],
     )

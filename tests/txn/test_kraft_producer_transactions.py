@@ -1,18 +1,22 @@
 """kraft's own transactional `Producer` (KIP-98, KIP-447) over gRPC against the shared kraft 3+3
 cluster: consume-transform-produce with the input offsets committed in the transaction, an
 abort that a read_committed `Consumer` never sees, and a zombie producer fenced by a second
-producer with the same transactional id."""
+producer with the same transactional id; ``kraft transactions list|describe|abort``."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from typing import Any
 
 import pytest
 
+from kraft.cli import main
 from kraft.cluster import LocalCluster
-from kraft.types import TopicPartition
+from kraft.types import TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.clients import AdminClient, Consumer, Producer
+from replication.group import partition_for_group
 from storage.errors import InvalidTxnStateError, KraftError, ProducerFencedError
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
@@ -152,3 +156,54 @@ def test_a_second_producer_with_the_same_id_fences_the_zombie(kraft_cluster: Loc
         assert _settled(cluster, topic, 1) == [b"successor"]
     finally:
         zombie.close(5)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], cluster: LocalCluster, *argv: str) -> Any:
+    code = main(["transactions", *argv, "--bootstrap", cluster.bootstrap, "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
+
+
+def test_kraft_transactions_lists_describes_and_aborts_a_hanging_transaction(
+    kraft_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = kraft_cluster
+    topic = _topic(cluster, "hang")
+    tid = f"hang-{uuid.uuid4().hex[:6]}"
+    with _txn_producer(cluster, tid) as producer:
+        producer.begin_transaction()
+        producer.send(topic, b"hanging", partition=0)
+        producer.flush(30)
+        listed = _cli(capsys, cluster, "list", "--state", "Ongoing")
+        assert {"transactional_id": tid, "producer_id": listed[0]["producer_id"]} in [
+            {k: t[k] for k in ("transactional_id", "producer_id")} for t in listed
+        ]
+        described = _cli(capsys, cluster, "describe", "--transactional-id", tid)
+        assert described["state"] == "Ongoing"
+        assert described["partitions"] == [f"{topic}-0"]
+        assert _read(cluster, topic, "read_committed") == []  # the LSO is held back
+        # The operator aborts it at the partition (as if its producer were gone for good).
+        with AdminClient(cluster.bootstrap) as admin:
+            state = admin.describe_topic(TRANSACTION_STATE_TOPIC)
+            leader_epoch = state.partitions[partition_for_group(tid, len(state.partitions))]
+        _cli(
+            capsys,
+            cluster,
+            "abort",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--producer-id",
+            str(described["producer_id"]),
+            "--producer-epoch",
+            str(described["producer_epoch"]),
+            "--coordinator-epoch",
+            str(leader_epoch.leader_epoch),
+        )
+        with Producer(cluster.bootstrap) as plain:
+            plain.send(topic, b"after", partition=0).result(30)
+        assert _read(cluster, topic, "read_committed") == [b"after"]
+    assert main(["transactions", "list", "--state", "Nope", "--bootstrap", cluster.bootstrap]) == 1
+    assert "unknown transaction states: Nope" in capsys.readouterr().err
