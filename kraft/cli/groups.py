@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.cli._connect import (
     AdminSession,
-    add_bootstrap_arguments,
-    add_timeout_argument,
+    action_adder,
+    add_admin_arguments,
     print_table,
 )
 
@@ -49,12 +49,6 @@ def _offsets(admin: AdminClient, queries: dict[TopicPartition, int]) -> dict[Top
     return out
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    add_bootstrap_arguments(p, controller=False)
-    add_timeout_argument(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "groups",
@@ -65,17 +59,10 @@ def add_parser(sub: Any) -> None:
     )
     gsub = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
-        return gsub.add_parser(  # type: ignore[no-any-return]
-            name,
-            help=help_text,
-            description=help_text[0].upper() + help_text[1:] + ".",
-            epilog="example:\n" + "".join(f"  {e}\n" for e in examples),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+    action = action_adder(gsub)
 
     ls = action("list", "list the consumer groups", "kraft groups list --json")
-    _common(ls)
+    add_admin_arguments(ls)
     ls.set_defaults(handler=list_groups)
 
     d = action(
@@ -89,7 +76,7 @@ def add_parser(sub: Any) -> None:
     view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
     view.add_argument("--members", action="store_true", help="members and their partitions")
     view.add_argument("--state", action="store_true", help="coordinator, assignor, state")
-    _common(d)
+    add_admin_arguments(d)
     d.set_defaults(handler=describe)
 
     r = action(
@@ -111,14 +98,14 @@ def add_parser(sub: Any) -> None:
     to.add_argument("--shift-by", type=int, metavar="N")
     to.add_argument("--to-datetime", metavar="ISO", help="e.g. 2026-01-31T12:00:00Z")
     r.add_argument("--execute", action="store_true", help="write the plan (default: dry run)")
-    _common(r)
+    add_admin_arguments(r)
     r.set_defaults(handler=reset_offsets)
 
     x = action(
         "delete", "delete an empty group and its committed offsets", "kraft groups delete billing"
     )
     x.add_argument("group")
-    _common(x)
+    add_admin_arguments(x)
     x.set_defaults(handler=delete)
 
 

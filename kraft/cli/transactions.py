@@ -8,8 +8,8 @@ from typing import Any
 
 from kraft.cli._connect import (
     AdminSession,
-    add_bootstrap_arguments,
-    add_timeout_argument,
+    action_adder,
+    add_admin_arguments,
     print_table,
 )
 
@@ -29,12 +29,6 @@ coordinator epoch from the leader epoch of the id's __transaction_state partitio
 """
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    add_bootstrap_arguments(p, controller=False)
-    add_timeout_argument(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "transactions",
@@ -45,14 +39,7 @@ def add_parser(sub: Any) -> None:
     )
     tsub = p.add_subparsers(dest="transactions_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
-        return tsub.add_parser(  # type: ignore[no-any-return]
-            name,
-            help=help_text,
-            description=help_text[0].upper() + help_text[1:] + ".",
-            epilog="example:\n" + "".join(f"  {e}\n" for e in examples),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+    action = action_adder(tsub)
 
     ls = action(
         "list",
@@ -72,7 +59,7 @@ def add_parser(sub: Any) -> None:
         metavar="MS",
         help="only transactions running longer than this",
     )
-    _common(ls)
+    add_admin_arguments(ls)
     ls.set_defaults(handler=list_transactions)
 
     d = action(
@@ -81,7 +68,7 @@ def add_parser(sub: Any) -> None:
         "kraft transactions describe --transactional-id billing-etl",
     )
     d.add_argument("--transactional-id", required=True, metavar="ID")
-    _common(d)
+    add_admin_arguments(d)
     d.set_defaults(handler=describe)
 
     a = action(
@@ -95,7 +82,7 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--producer-id", required=True, type=int)
     a.add_argument("--producer-epoch", required=True, type=int)
     a.add_argument("--coordinator-epoch", required=True, type=int)
-    _common(a)
+    add_admin_arguments(a)
     a.set_defaults(handler=abort)
 
 

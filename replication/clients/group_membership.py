@@ -129,6 +129,16 @@ def find_coordinator(
     return c.node_id, c.address
 
 
+def commit_topics(offsets: Mapping[TopicPartition, int]) -> tuple[OffsetCommitRequestTopic, ...]:
+    """An OffsetCommit's (or TxnOffsetCommit's) topics for ``offsets``, in order."""
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset)
+        )
+    return tuple(OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items())
+
+
 def group_partitions(parts: Iterable[TopicPartition]) -> tuple[GroupTopicPartitions, ...]:
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(parts):
@@ -231,14 +241,7 @@ class GroupClient:
                 may no longer commit (its partitions are someone else's).
             KraftError: another error for a partition.
         """
-        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset)
-            )
-        topics = tuple(
-            OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
-        )
+        topics = commit_topics(offsets)
 
         def attempt(address: str) -> ErrorCode | None:
             request = OffsetCommitRequest(
@@ -515,6 +518,7 @@ __all__ = [
     "ConsumerGroupMetadata",
     "GroupClient",
     "GroupMembership",
+    "commit_topics",
     "find_coordinator",
     "group_partitions",
 ]

@@ -54,12 +54,11 @@ from replication.clients.group_membership import (
     COORDINATOR_ERRORS,
     ConsumerGroupMetadata,
     GroupClient,
+    commit_topics,
 )
 from replication.group_messages import (
     COORDINATOR_KEY_TYPE_TRANSACTION,
     OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
     OffsetCommitResponse,
 )
 from replication.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -239,30 +238,6 @@ class TransactionManager:
             producer_epoch=producer_epoch,
             group_id=group.group_id,
         )
-        try:
-            self._coordinator.retrying(
-                timeout_s, lambda a: self._txn_call(a, "AddOffsetsToTxn", add)
-            )
-            with self._mutex:
-                self._started = True
-            self._txn_offset_commit(offsets, group, timeout_s, producer_id, producer_epoch)
-        except KraftError as e:
-            self._fail(e)
-            raise
-
-    def _txn_offset_commit(
-        self,
-        offsets: Mapping[TopicPartition, int],
-        group: ConsumerGroupMetadata,
-        timeout_s: float,
-        producer_id: int,
-        producer_epoch: int,
-    ) -> None:
-        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset)
-            )
         request = TxnOffsetCommitRequest(
             transactional_id=self.transactional_id,
             producer_id=producer_id,
@@ -271,29 +246,32 @@ class TransactionManager:
                 group_id=group.group_id,
                 generation_id_or_member_epoch=group.generation_id,
                 member_id=group.member_id,
-                topics=tuple(
-                    OffsetCommitRequestTopic(name=t, partitions=tuple(p))
-                    for t, p in by_topic.items()
-                ),
+                topics=commit_topics(offsets),
             ),
         )
 
-        def attempt(address: str) -> ErrorCode | None:
+        def commit(address: str) -> ErrorCode | None:
             response = self._network.call(address, "TxnOffsetCommit", request, OffsetCommitResponse)
-            codes = [
-                response.error_code,
-                *(p.error_code for t in response.topics for p in t.partitions),
-            ]
+            codes = [response.error_code]
+            codes += [p.error_code for t in response.topics for p in t.partitions]
             failed = [c for c in codes if c is not ErrorCode.NONE]
             if not failed:
                 return None
             if failed[0] in _RETRY:
                 return failed[0]
-            raise error_for(
-                failed[0], response.error_message or f"TxnOffsetCommit: {failed[0].name}"
-            )
+            message = response.error_message or f"TxnOffsetCommit: {failed[0].name}"
+            raise error_for(failed[0], message)
 
-        GroupClient(self._network, group.group_id, self._config).retrying(timeout_s, attempt)
+        try:
+            self._coordinator.retrying(
+                timeout_s, lambda a: self._txn_call(a, "AddOffsetsToTxn", add)
+            )
+            with self._mutex:
+                self._started = True
+            GroupClient(self._network, group.group_id, self._config).retrying(timeout_s, commit)
+        except KraftError as e:
+            self._fail(e)
+            raise
 
     def end(self, *, commit: bool, timeout_s: float, producer_id: int, producer_epoch: int) -> None:
         """EndTxn (when the coordinator has anything of this transaction), then READY.

@@ -18,18 +18,9 @@ from kraft.types import TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.clients import AdminClient, Consumer, Producer
 from replication.group import partition_for_group
 from storage.errors import InvalidTxnStateError, KraftError, ProducerFencedError
+from tests.kafka_wire.test_transactions_cluster import new_topic  # 2 partitions, RF 3
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
-
-
-def _topic(cluster: LocalCluster, prefix: str, partitions: int = 2) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with AdminClient(cluster.bootstrap) as admin:
-        admin.create_topic(
-            name, partitions=partitions, replication_factor=3, config={"min.insync.replicas": "2"}
-        )
-        admin.wait_for_leaders(name, timeout=30)
-    return name
 
 
 def _txn_producer(cluster: LocalCluster, transactional_id: str) -> Producer:
@@ -71,7 +62,7 @@ def test_consume_transform_produce_commits_output_and_input_offsets_together(
     kraft_cluster: LocalCluster,
 ) -> None:
     cluster = kraft_cluster
-    source, sink = _topic(cluster, "ctp-in"), _topic(cluster, "ctp-out")
+    source, sink = new_topic(cluster, "ctp-in"), new_topic(cluster, "ctp-out")
     with Producer(cluster.bootstrap) as plain:
         for i in range(6):
             plain.send(source, f"in-{i}".encode(), partition=i % 2)
@@ -117,7 +108,7 @@ def test_an_abort_hides_its_records_and_the_next_transaction_commits(
     kraft_cluster: LocalCluster,
 ) -> None:
     cluster = kraft_cluster
-    topic = _topic(cluster, "abort")
+    topic = new_topic(cluster, "abort")
     with _txn_producer(cluster, f"abort-{uuid.uuid4().hex[:6]}") as producer:
         with pytest.raises(InvalidTxnStateError):
             producer.send(topic, b"outside")  # no transaction open
@@ -138,7 +129,7 @@ def test_an_abort_hides_its_records_and_the_next_transaction_commits(
 
 def test_a_second_producer_with_the_same_id_fences_the_zombie(kraft_cluster: LocalCluster) -> None:
     cluster = kraft_cluster
-    topic = _topic(cluster, "fence")
+    topic = new_topic(cluster, "fence")
     tid = f"fence-{uuid.uuid4().hex[:6]}"
     zombie = _txn_producer(cluster, tid)
     try:
@@ -169,7 +160,7 @@ def test_kraft_transactions_lists_describes_and_aborts_a_hanging_transaction(
     kraft_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = kraft_cluster
-    topic = _topic(cluster, "hang")
+    topic = new_topic(cluster, "hang")
     tid = f"hang-{uuid.uuid4().hex[:6]}"
     with _txn_producer(cluster, tid) as producer:
         producer.begin_transaction()
