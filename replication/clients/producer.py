@@ -446,8 +446,9 @@ class Producer(ProducerSender):
         if txn.begin_abort():
             with self._lock:
                 dropped = self._accumulator.abort_all()
+            error = txn.error or InvalidTxnStateError("the transaction was aborted")
             for batch in dropped:
-                batch.result.complete(-1, -1, txn.error)
+                batch.result.complete(-1, -1, error)
         self.flush(self._block_s(timeout))
         pid, epoch = self._producer_id_and_epoch()
         txn.end(

@@ -148,15 +148,17 @@ class TransactionManager:
         ``producer_epoch`` are the current ones (-1: none) for KIP-360's bump after an abort.
 
         Raises:
-            InvalidTxnStateError: already initialized (not after an abort that bumps).
+            InvalidTxnStateError: already initialized (a bump, with the current id, is only
+                between transactions).
             KraftError: a fatal error (e.g. INVALID_TRANSACTION_TIMEOUT), or a retriable one
                 when ``timeout_s`` ran out.
         """
         with self._mutex:
             self._check_not_fatal()
-            if self.state not in (TxnClientState.UNINITIALIZED, TxnClientState.ABORTING):
+            bump = producer_id >= 0 and self.state is TxnClientState.READY
+            if self.state is not TxnClientState.UNINITIALIZED and not bump:
                 raise InvalidTxnStateError(f"init_transactions in state {self.state.value}")
-            if self.state is TxnClientState.UNINITIALIZED:
+            if not bump:
                 self.state = TxnClientState.INITIALIZING
         request = InitProducerIdRequest(
             transactional_id=self.transactional_id,

@@ -31,11 +31,11 @@ def _txn_producer(cluster: LocalCluster, transactional_id: str) -> Producer:
     return p
 
 
-def _read(cluster: LocalCluster, topic: str, isolation: str) -> list[bytes]:
+def _read(cluster: LocalCluster, topic: str, isolation: str, partitions: int = 2) -> list[bytes]:
     """The values a consumer at ``isolation`` reads from the start of ``topic`` to its end
     now (read_committed: the last stable offset)."""
     with Consumer(cluster.bootstrap, isolation_level=isolation) as c:
-        tps = [TopicPartition(topic, p) for p in range(2)]
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
         c.seek_to_end(tps)
         ends = {tp: c.position(tp, 10) for tp in tps}
@@ -49,10 +49,10 @@ def _read(cluster: LocalCluster, topic: str, isolation: str) -> list[bytes]:
         return sorted(got)
 
 
-def _settled(cluster: LocalCluster, topic: str, want: int) -> list[bytes]:
+def _settled(cluster: LocalCluster, topic: str, want: int, partitions: int = 2) -> list[bytes]:
     """read_committed values once ``want`` are visible (the markers follow the commit)."""
     deadline = time.monotonic() + 20
-    while len(got := _read(cluster, topic, "read_committed")) < want:
+    while len(got := _read(cluster, topic, "read_committed", partitions)) < want:
         assert time.monotonic() < deadline, f"only {len(got)} of {want} committed visible"
         time.sleep(0.1)
     return got
@@ -198,3 +198,31 @@ def test_kraft_transactions_lists_describes_and_aborts_a_hanging_transaction(
         assert _read(cluster, topic, "read_committed") == [b"after"]
     assert main(["transactions", "list", "--state", "Nope", "--bootstrap", cluster.bootstrap]) == 1
     assert "unknown transaction states: Nope" in capsys.readouterr().err
+
+
+def test_a_failed_record_makes_the_transaction_abortable_and_the_abort_bumps_the_epoch(
+    kraft_cluster: LocalCluster,
+) -> None:
+    cluster = kraft_cluster
+    topic = f"too-large-{uuid.uuid4().hex[:8]}"
+    with AdminClient(cluster.bootstrap) as admin:
+        admin.create_topic(
+            topic, partitions=1, replication_factor=3, config={"max.message.bytes": "512"}
+        )
+        admin.wait_for_leaders(topic, timeout=30)
+    tid = f"abortable-{uuid.uuid4().hex[:6]}"
+    with _txn_producer(cluster, tid) as producer, AdminClient(cluster.bootstrap) as admin:
+        epoch = admin.describe_transaction(tid).producer_epoch
+        producer.begin_transaction()
+        producer.send(topic, b"small", partition=0)
+        failed = producer.send(topic, b"x" * 4096, partition=0)  # the broker refuses it
+        with pytest.raises(KraftError):
+            failed.result(30)
+        with pytest.raises(KraftError):
+            producer.commit_transaction(30)  # abortable: only an abort may follow
+        producer.abort_transaction(30)  # and a new epoch: the lost sequence is forgotten
+        assert admin.describe_transaction(tid).producer_epoch == epoch + 1  # KIP-360
+        producer.begin_transaction()
+        producer.send(topic, b"next", partition=0)
+        producer.commit_transaction(30)
+    assert _settled(cluster, topic, 1, partitions=1) == [b"next"]
