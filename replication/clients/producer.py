@@ -42,6 +42,12 @@ complete, retry (re-enqueue with backoff, refreshing metadata first on a stale-l
 fail with the typed exception of the error code, or fail and reset the producer id. Futures complete
 outside the lock, as their callbacks are user code.
 
+With ``transactional.id`` the producer is transactional (KIP-98, KIP-447):
+``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction`` and ``abort_transaction`` drive its `TransactionManager`
+(`replication.clients.transactions`: states, partitions added before their first batch, and
+errors), and its batches carry the transactional bit.
+
 Guarantees (as Kafka's, with ``enable.idempotence=true``, the default): no duplicates from
 retries and per-partition order, for batches acknowledged under one producer id and epoch.
 After a reset, a batch whose first attempt was written but whose response was lost may be written
