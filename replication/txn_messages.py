@@ -1,8 +1,8 @@
-"""Dataclasses of the transaction APIs only the Kafka listener serves (KIP-98): AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and ListTransactions. kraft's
-gRPC clients do not call them yet, so they have no proto message and stay out of
-`replication.messages` (whose every class mirrors one); WriteTxnMarkers, which brokers send
-each other over gRPC, is there."""
+"""Dataclasses of the transaction APIs (KIP-98, KIP-447, KIP-664): AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and ListTransactions. Each mirrors
+the message of the same name in ``proto/kraft/v1/broker.proto`` (kraft's transactional producer
+and ``kraft transactions`` call them over gRPC; the Kafka listener maps Kafka's versions onto
+them). WriteTxnMarkers, which brokers send each other, is in `replication.messages`."""
 
 from __future__ import annotations
 

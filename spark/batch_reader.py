@@ -40,6 +40,7 @@ def read_range(
         fetch_max_bytes=options.fetch_max_bytes,
         tls=options.tls(),
         client_rack=options.client_rack,
+        read_committed=options.read_committed,
     ) as fetcher:
         yield from fetcher.arrow_batches(
             r, include_headers=options.include_headers, columns=columns
@@ -61,7 +62,11 @@ class KraftBatchReader(DataSourceReader):
         self.columns = None if columns is None else tuple(columns)
 
     def partitions(self) -> Sequence[InputPartition]:
-        with OffsetLookup(self.options.bootstrap, tls=self.options.tls()) as lookup:
+        with OffsetLookup(
+            self.options.bootstrap,
+            tls=self.options.tls(),
+            read_committed=self.options.read_committed,
+        ) as lookup:
             ranges = plan_ranges(self.options, lookup)
         return [RangePartition(r) for r in ranges]
 

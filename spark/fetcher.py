@@ -46,8 +46,11 @@ from kraft.security.tls import TlsConfig
 from kraft.types import TopicPartition
 from replication.clients.metadata import ClusterSnapshot, PartitionInfo, snapshot_from_response
 from replication.clients.network import BrokerNetwork
+from replication.clients.read_committed import drop_aborted
 from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     BrokerFetchRequest,
     BrokerFetchResponse,
     FetchPartition,
@@ -129,6 +132,9 @@ class RangeFetcher:
         tls: the client's TLS settings (`kraft.security.tls`; None: plaintext).
         client_rack: the reader's rack (``client.rack``, KIP-392): read from an in-sync
             replica there; empty: from the leader.
+        read_committed: Fetch with ``isolation.level=read_committed`` (KIP-98): up to the
+            last stable offset, and the aborted transactions' batches dropped (a range
+            planned under read_committed ends at or below the last stable offset).
     """
 
     def __init__(
@@ -142,9 +148,11 @@ class RangeFetcher:
         network: BrokerNetwork | None = None,
         tls: TlsConfig | None = None,
         client_rack: str = "",
+        read_committed: bool = False,
     ) -> None:
         ensure_configured()  # no output unless the application configures logging
         self.fail_on_data_loss = fail_on_data_loss
+        self._isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self.fetch_max_bytes = fetch_max_bytes
         self.timeout_s = timeout_s
         self.max_wait_ms = max_wait_ms
@@ -267,7 +275,9 @@ class RangeFetcher:
             if next_offset < until:
                 in_flight = self._send(tp, next_offset)  # overlap the next Fetch with decoding
             progress_deadline = time.monotonic() + self.timeout_s
-            yield Chunk(part.records, position, until)
+            # read_committed: the span above is of every batch (aborted ones move the
+            # position too); what is decoded leaves them out.
+            yield Chunk(drop_aborted(part.records, part.aborted_transactions), position, until)
             position = next_offset
 
     # -- internals -----------------------------------------------------------------------------
@@ -326,6 +336,7 @@ class RangeFetcher:
             max_wait_ms=self.max_wait_ms,
             min_bytes=1,
             max_bytes=self.fetch_max_bytes,
+            isolation_level=self._isolation,
             topics=(
                 FetchTopic(
                     topic=tp.topic,

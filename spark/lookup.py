@@ -3,7 +3,8 @@
 `OffsetLookup` answers them with the broker protocol: Metadata (from any broker) for the
 partitions of topics, and ListOffsets (one request per partition leader, carrying all of its
 partitions) for the earliest offset (log start), the latest (the high watermark: a reader sees
-only committed records) or the first offset at or after a timestamp (KIP-79). A stale leader
+only committed records; with ``read_committed``, the last stable offset: no open transaction's
+records, KIP-98) or the first offset at or after a timestamp (KIP-79). A stale leader
 refreshes the metadata and the request is retried, under one deadline.
 
 Thread-safe: no (one per planning call; close it when done).
@@ -26,6 +27,8 @@ from replication.clients.sequencing import METADATA_ERRORS
 from replication.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     ListOffsetsResponse,
 )
 from spark.options import (
@@ -61,13 +64,20 @@ class OffsetLookup:
         bootstrap: ``host:port,...`` of (some of) the brokers.
         timeout_s: how long one question may take, retries included.
         tls: the client's TLS settings (`kraft.security.tls`; None: plaintext).
+        read_committed: ListOffsets under ``read_committed`` (latest: the last stable offset).
     """
 
     def __init__(
-        self, bootstrap: str, *, timeout_s: float = 30.0, tls: TlsConfig | None = None
+        self,
+        bootstrap: str,
+        *,
+        timeout_s: float = 30.0,
+        tls: TlsConfig | None = None,
+        read_committed: bool = False,
     ) -> None:
         ensure_configured()  # no output unless the application configures logging
         self.timeout_s = timeout_s
+        self._isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self._network = BrokerNetwork(bootstrap, request_timeout_s=min(10.0, timeout_s), tls=tls)
         self._snapshot = ClusterSnapshot()
 
@@ -221,7 +231,9 @@ class OffsetLookup:
         tps: list[TopicPartition],
         queries: Mapping[TopicPartition, int],
     ) -> dict[TopicPartition, int]:
-        request = snapshot.list_offsets_request({tp: queries[tp] for tp in tps})
+        request = snapshot.list_offsets_request(
+            {tp: queries[tp] for tp in tps}, isolation_level=self._isolation
+        )
         try:
             response = self._network.call(
                 snapshot.brokers[leader], "ListOffsets", request, ListOffsetsResponse

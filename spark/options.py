@@ -18,7 +18,10 @@ are one option. Values keep Kafka's forms:
 - ``kraft.bootstrap`` (or Kafka's ``kafka.bootstrap.servers``): ``host:port,...`` of brokers;
   ``kraft.fetch.max.bytes``: bytes one Fetch may return (default 4 MiB);
   ``kafka.client.rack`` (KIP-392): the executors' rack: they read from an in-sync replica
-  there (`spark.fetcher.RangeFetcher`);
+  there (`spark.fetcher.RangeFetcher`); ``kafka.isolation.level`` (KIP-98):
+  ``read_uncommitted`` (default) or ``read_committed``: ``latest`` is then each partition's
+  last stable offset (no open transaction's records are planned), and the executors drop the
+  records of aborted transactions (a range's offsets then hold fewer records);
 - TLS, as Spark's Kafka source passes ``kafka.``-prefixed client configs, with kraft's client
   names (kafka-python's, `kraft.security.tls.client_tls`): ``kafka.security.protocol``
   (``PLAINTEXT`` or ``SSL``), ``kafka.ssl.cafile``, ``kafka.ssl.certfile`` and
@@ -115,6 +118,8 @@ class ReadOptions:
     """The TLS client settings (kafka-python's names; empty: plaintext)."""
     client_rack: str = ""
     """``kafka.client.rack`` (KIP-392)."""
+    read_committed: bool = False
+    """``kafka.isolation.level=read_committed`` (KIP-98)."""
 
     def tls(self) -> TlsConfig | None:
         """The TLS config of `security` (None: plaintext); reads the PEM files.
@@ -159,6 +164,7 @@ class ReadOptions:
             fetch_max_bytes=_positive_int(opts, "kraft.fetch.max.bytes") or DEFAULT_FETCH_MAX_BYTES,
             security=security_options(opts),
             client_rack=opts.get("kafka.client.rack", "").strip(),
+            read_committed=_isolation(opts),
         )
 
 
@@ -211,6 +217,16 @@ def security_options(opts: Mapping[str, str]) -> dict[str, str]:
             message = message.replace(name, key)
         raise ValueError(f"option {message}") from None
     return security
+
+
+def _isolation(opts: Mapping[str, str]) -> bool:
+    """``kafka.isolation.level``: True for read_committed."""
+    level = opts.get("kafka.isolation.level", "read_uncommitted").strip().lower()
+    if level not in ("read_uncommitted", "read_committed"):
+        raise ValueError(
+            f"kafka.isolation.level must be read_uncommitted or read_committed, not {level!r}"
+        )
+    return level == "read_committed"
 
 
 def lower_keys(options: Mapping[str, Any]) -> dict[str, str]:

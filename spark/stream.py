@@ -52,7 +52,11 @@ class KraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicPartition, int] | None = None
 
     def _lookup(self) -> OffsetLookup:
-        return OffsetLookup(self.options.bootstrap, tls=self.options.tls())
+        return OffsetLookup(
+            self.options.bootstrap,
+            tls=self.options.tls(),
+            read_committed=self.options.read_committed,
+        )
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         with self._lookup() as lookup:

@@ -105,6 +105,36 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxn = channel.unary_unary(
+                '/kraft.v1.Broker/AddPartitionsToTxn',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.FromString,
+                _registered_method=True)
+        self.AddOffsetsToTxn = channel.unary_unary(
+                '/kraft.v1.Broker/AddOffsetsToTxn',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+                _registered_method=True)
+        self.EndTxn = channel.unary_unary(
+                '/kraft.v1.Broker/EndTxn',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+                _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/kraft.v1.Broker/TxnOffsetCommit',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.OffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.DescribeTransactions = channel.unary_unary(
+                '/kraft.v1.Broker/DescribeTransactions',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.FromString,
+                _registered_method=True)
+        self.ListTransactions = channel.unary_unary(
+                '/kraft.v1.Broker/ListTransactions',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -201,6 +231,43 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddPartitionsToTxn(self, request, context):
+        """Transactions (KIP-98): kraft's transactional producer and admin.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddOffsetsToTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndTxn(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnOffsetCommit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -273,6 +340,36 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxn,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.SerializeToString,
+            ),
+            'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddOffsetsToTxn,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.SerializeToString,
+            ),
+            'EndTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndTxn,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.EndTxnRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.OffsetCommitResponse.SerializeToString,
+            ),
+            'DescribeTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTransactions,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.SerializeToString,
+            ),
+            'ListTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTransactions,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -653,6 +750,168 @@ class Broker:
             '/kraft.v1.Broker/WriteTxnMarkers',
             kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/AddPartitionsToTxn',
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddOffsetsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/AddOffsetsToTxn',
+            kraft_dot_v1_dot_broker__pb2.AddOffsetsToTxnRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/EndTxn',
+            kraft_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/TxnOffsetCommit',
+            kraft_dot_v1_dot_broker__pb2.TxnOffsetCommitRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.OffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/DescribeTransactions',
+            kraft_dot_v1_dot_broker__pb2.DescribeTransactionsRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.DescribeTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/ListTransactions',
+            kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         quorum,
         sim,
         topics,
+        transactions,
     )
     from kraft.logs import LEVELS
 
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         produce,
         consume,
         groups,
+        transactions,
         acls,
         controller,
         broker,

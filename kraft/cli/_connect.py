@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kraft.arguments import positive_seconds
 
@@ -47,6 +47,37 @@ def security() -> dict[str, str]:
     from kraft.security.tls import client_security_from_env
 
     return client_security_from_env()
+
+
+def add_admin_arguments(p: argparse.ArgumentParser) -> None:
+    """An admin action's options: ``--bootstrap`` (brokers), ``--timeout`` and ``--json``."""
+    add_bootstrap_arguments(p, controller=False)
+    add_timeout_argument(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def action_adder(actions: Any) -> Callable[..., argparse.ArgumentParser]:
+    """``action(name, help, *examples)``: a subcommand's action parser on ``actions`` (from
+    ``add_subparsers``), its description the help and its epilog the examples."""
+
+    def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
+        return actions.add_parser(  # type: ignore[no-any-return]
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            epilog="example:\n" + "".join(f"  {e}\n" for e in examples),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    return action
+
+
+def print_table(header: list[str], rows: list[list[Any]]) -> None:
+    """Left-aligned columns, a header line first (as Kafka's tools print)."""
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for row in cells:
+        print(" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def add_timeout_argument(p: argparse.ArgumentParser, what: str = "each request") -> None:

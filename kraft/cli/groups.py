@@ -8,7 +8,12 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kraft.cli._connect import AdminSession, add_bootstrap_arguments, add_timeout_argument
+from kraft.cli._connect import (
+    AdminSession,
+    action_adder,
+    add_admin_arguments,
+    print_table,
+)
 
 if TYPE_CHECKING:
     from kraft.types import TopicPartition
@@ -44,12 +49,6 @@ def _offsets(admin: AdminClient, queries: dict[TopicPartition, int]) -> dict[Top
     return out
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    add_bootstrap_arguments(p, controller=False)
-    add_timeout_argument(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "groups",
@@ -60,17 +59,10 @@ def add_parser(sub: Any) -> None:
     )
     gsub = p.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
-        return gsub.add_parser(  # type: ignore[no-any-return]
-            name,
-            help=help_text,
-            description=help_text[0].upper() + help_text[1:] + ".",
-            epilog="example:\n" + "".join(f"  {e}\n" for e in examples),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
+    action = action_adder(gsub)
 
     ls = action("list", "list the consumer groups", "kraft groups list --json")
-    _common(ls)
+    add_admin_arguments(ls)
     ls.set_defaults(handler=list_groups)
 
     d = action(
@@ -84,7 +76,7 @@ def add_parser(sub: Any) -> None:
     view.add_argument("--offsets", action="store_true", help="offsets and lag (the default)")
     view.add_argument("--members", action="store_true", help="members and their partitions")
     view.add_argument("--state", action="store_true", help="coordinator, assignor, state")
-    _common(d)
+    add_admin_arguments(d)
     d.set_defaults(handler=describe)
 
     r = action(
@@ -106,22 +98,15 @@ def add_parser(sub: Any) -> None:
     to.add_argument("--shift-by", type=int, metavar="N")
     to.add_argument("--to-datetime", metavar="ISO", help="e.g. 2026-01-31T12:00:00Z")
     r.add_argument("--execute", action="store_true", help="write the plan (default: dry run)")
-    _common(r)
+    add_admin_arguments(r)
     r.set_defaults(handler=reset_offsets)
 
     x = action(
         "delete", "delete an empty group and its committed offsets", "kraft groups delete billing"
     )
     x.add_argument("group")
-    _common(x)
+    add_admin_arguments(x)
     x.set_defaults(handler=delete)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> None:
-    cells = [header, *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    for row in cells:
-        print(" ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def list_groups(args: argparse.Namespace) -> int:
@@ -183,7 +168,7 @@ def describe(args: argparse.Namespace) -> int:
         return 0
     if not description.members:
         print(f"Consumer group '{args.group}' has no active members.\n")
-    _table(
+    print_table(
         [
             "GROUP",
             "TOPIC",
@@ -219,7 +204,7 @@ def _print_state(args: argparse.Namespace, d: GroupDescription) -> int:
     if args.json:
         print(json.dumps(doc))
         return 0
-    _table(
+    print_table(
         ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
         [
             [
@@ -253,7 +238,7 @@ def _print_members(args: argparse.Namespace, d: GroupDescription) -> int:
     if not rows:
         print(f"Consumer group '{d.group_id}' has no active members.")
         return 0
-    _table(
+    print_table(
         ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
         [
             [
@@ -337,7 +322,7 @@ def reset_offsets(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"executed": bool(args.execute), "offsets": rows}))
         return 0
-    _table(
+    print_table(
         ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
         [list(r.values()) for r in rows],
     )

@@ -170,16 +170,7 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
     # KIP-98: a transaction coordinator's markers to a partition leader (Kafka: CLUSTER_ACTION).
     "WriteTxnMarkers": lambda r, _: _node(),
-}
-"""The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
-
-KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
-    # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves them --
-    "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    "DescribeProducers": lambda r, _: Requirement(
-        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
-    ),
-    # -- transactions (KIP-98, `replication.broker.txn_service`): no gRPC method serves them --
+    # -- transactions (KIP-98, `replication.broker.txn_service`) -----------------------------
     "AddPartitionsToTxn": lambda r, _: (
         _node()
         if r.verify_only  # KIP-890: a partition leader asks the coordinator
@@ -210,6 +201,15 @@ KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
             (Need(_R.GROUP, _O.READ, r.commit.group_id),),
             *_each(_R.TOPIC, _O.READ, (t.name for t in r.commit.topics)),
         )
+    ),
+}
+"""The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
+
+KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
+    # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves them --
+    "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "DescribeProducers": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
     ),
     # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

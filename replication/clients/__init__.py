@@ -23,9 +23,16 @@ Usage::
         ...
     consumer.close()
 
+    txn = Producer("127.0.0.1:9092", transactional_id="etl-0")   # KIP-98: docs/transactions.md
+    txn.init_transactions()
+    txn.begin_transaction()
+    txn.send("events-clean", value=b"v")
+    txn.send_offsets_to_transaction({tp: 42}, group_consumer.group_metadata())
+    txn.commit_transaction()                     # or abort_transaction()
+
 Layout: pure cores without I/O or clock (`partitioner`, `batch`, `accumulator`, `sequencing`,
 `metadata`, `config`, `routing`, `in_flight`) and thin shells (`network`, `producer` with
-`bulk` for `send_batch`, `consumer`, `admin`). Config keys
+`bulk` for `send_batch` and `transactions` for its transactions, `consumer`, `admin`). Config keys
 keep Kafka's names (``linger.ms``, ``batch.size``, ``delivery.timeout.ms``, ...) and may be
 given that way or snake_case (`ProducerConfig`, `ConsumerConfig`).
 
@@ -41,6 +48,7 @@ from replication.clients.batch import RecordFuture, RecordMetadata
 from replication.clients.bulk import BatchFuture, SentPart
 from replication.clients.config import ConsumerConfig, ProducerConfig
 from replication.clients.consumer import Consumer, ConsumerRecord
+from replication.clients.group_membership import ConsumerGroupMetadata
 from replication.clients.partitioner import murmur2, partition_for_key
 from replication.clients.producer import Producer
 
@@ -49,6 +57,7 @@ __all__ = [
     "BatchFuture",
     "Consumer",
     "ConsumerConfig",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "Producer",
     "ProducerConfig",

@@ -225,6 +225,7 @@ class RecordAccumulator:
         leader_of: Callable[[TopicPartition], int | None],
         node_ready: Callable[[int], bool],
         max_request_size: int,
+        sendable: Callable[[TopicPartition], bool] | None = None,
     ) -> Drained:
         """Take what to send now, grouped by leader: one request's worth per broker.
 
@@ -234,6 +235,8 @@ class RecordAccumulator:
         of EVERY partition it leads (one per partition, ready or not, but none in retry
         backoff and within the in-flight limits), up to ``max_request_size`` bytes. A request
         the broker costs anyway carries every partition's data: fewer requests per record.
+        A transactional producer drains only the partitions ``sendable`` says were added to
+        its transaction (Kafka's ``isSendToPartitionAllowed``).
         """
         out = Drained(next_ready_check_ms=max(self.linger_ms, 1) if self._queues else 60_000)
         queues = self._queues
@@ -243,6 +246,8 @@ class RecordAccumulator:
         ready_nodes: set[int] = set()
         candidates: list[tuple[TopicPartition, int]] = []
         for tp in tps:
+            if sendable is not None and not sendable(tp):
+                continue
             queue = queues[tp]
             first = queue[0]
             leader = leader_of(tp)
@@ -396,6 +401,9 @@ class RecordAccumulator:
 
     def has_queued(self) -> bool:
         return any(self._queues.values())
+
+    def queued_partitions(self) -> list[TopicPartition]:
+        return [tp for tp, q in self._queues.items() if q]
 
     def has_incomplete(self) -> bool:
         return bool(self._incomplete)

@@ -23,7 +23,7 @@ Thread-safe (the controller client is).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Self
 
@@ -69,6 +69,8 @@ from replication.clients.group_admin import (
 )
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
+from replication.clients.txn_admin import AbortSpec, TransactionAdmin
+from replication.txn_messages import DescribedTransaction, ListedTransaction
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
 
 
@@ -130,6 +132,15 @@ class AdminClient:
         )
         self._groups = GroupAdmin(
             self._broker_network, timeout, lambda: self.describe_cluster().brokers
+        )
+        self._transactions = TransactionAdmin(
+            self._broker_network,
+            timeout,
+            lambda: [
+                b.listeners[0].address
+                for b in self.describe_cluster().brokers
+                if not b.fenced and b.listeners
+            ],
         )
 
     def __enter__(self) -> Self:
@@ -508,6 +519,33 @@ class AdminClient:
             GroupIdNotFoundError: no such group. NonEmptyGroupError: it has members.
         """
         self._groups.delete_group(group_id)
+
+    # -- transactions (`replication.clients.txn_admin`, KIP-664) --------------------------------
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        min_duration_ms: int = -1,
+    ) -> list[ListedTransaction]:
+        """Every transactional id the coordinators know (filtered by Kafka's state names,
+        producer ids, and how long an ongoing transaction has run)."""
+        return self._transactions.list_transactions(
+            states=states, producer_ids=producer_ids, duration_filter_ms=min_duration_ms
+        )
+
+    def describe_transaction(self, transactional_id: str) -> DescribedTransaction:
+        """Its state, producer id and epoch, timeout, start time and partitions.
+
+        Raises:
+            TransactionalIdNotFoundError: no such transactional id.
+        """
+        return self._transactions.describe_transaction(transactional_id)
+
+    def abort_transaction(self, spec: AbortSpec) -> None:
+        """Write an abort marker for a hanging transaction (needs CLUSTER_ACTION)."""
+        self._transactions.abort_transaction(spec)
 
     # -- ACLs (`replication.clients.acl_admin`) ------------------------------------------------
 

@@ -56,6 +56,7 @@ _ATTRIBUTES = b"\x00"
 _PREFIX = struct.Struct(">qiibI")  # base offset, length, leader epoch, magic, crc
 _COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count: what the CRC covers
 RECORD_BATCH_OVERHEAD = 61
+_TRANSACTIONAL = 0x10  # the batch attributes' bit 4 (storage.records)
 _COMPLETE_LOCK = threading.Lock()
 _log = structlog.get_logger("kraft.producer")
 _T = TypeVar("_T")
@@ -441,8 +442,11 @@ class ProducerBatch:
             self.base_sequence = base_sequence
             self._encoded = None
 
-    def encode(self, compression: Compression = Compression.NONE) -> bytes:
-        """The whole v2 batch (base offset 0: the leader assigns offsets)."""
+    def encode(
+        self, compression: Compression = Compression.NONE, transactional: bool = False
+    ) -> bytes:
+        """The whole v2 batch (base offset 0: the leader assigns offsets); ``transactional``
+        sets the attributes' transactional bit (KIP-98: a transactional producer's batches)."""
         if self._encoded is not None:
             return self._encoded
         assert self.record_count > 0, "an empty batch is never sent"
@@ -451,7 +455,7 @@ class ProducerBatch:
         body = compress(compression, self._chunks[0])
         covered = (
             _COVERED.pack(
-                int(compression),
+                int(compression) | (_TRANSACTIONAL if transactional else 0),
                 self.record_count - 1,
                 self.base_timestamp_ms,
                 self.max_timestamp_ms,

@@ -94,6 +94,12 @@ class ProducerConfig(ClientSecurity):
     """[compression.type] none, gzip, snappy, lz4 or zstd (Kafka's codecs)."""
     client_id: str = ""
     """[client.id]"""
+    transactional_id: str = ""
+    """[transactional.id] KIP-98: "" for none; set, the producer is transactional
+    (`replication.clients.transactions`) and needs idempotence."""
+    transaction_timeout_ms: int = 60_000
+    """[transaction.timeout.ms] how long the coordinator lets a transaction run before it
+    aborts it (at most the broker's ``transaction.max.timeout.ms``)."""
 
     @classmethod
     def create(cls, options: Mapping[str, Any]) -> Self:
@@ -128,6 +134,10 @@ class ProducerConfig(ClientSecurity):
                 raise ValueError("enable.idempotence requires acks=all")
             if self.max_in_flight_requests_per_connection > 5:
                 raise ValueError("enable.idempotence requires max.in.flight <= 5")
+        elif self.transactional_id:
+            raise ValueError("transactional.id requires enable.idempotence")
+        if self.transaction_timeout_ms <= 0:
+            raise ValueError("transaction.timeout.ms must be > 0")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

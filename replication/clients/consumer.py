@@ -58,11 +58,12 @@ from replication.clients.consumer_groups import ConsumerCoordinator, OwnedPartit
 from replication.clients.fetched import (
     ConsumerRecord,
     FetchedPartition,
+    broker_found_corrupt,
     decode_partition_records,
     scan_partition_batches,
 )
 from replication.clients.fetches_in_flight import Inflight, InflightFetches
-from replication.clients.group_membership import GroupClient
+from replication.clients.group_membership import ConsumerGroupMetadata, GroupClient
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted
@@ -81,7 +82,6 @@ from replication.messages import (
     ListOffsetsResponse,
 )
 from storage.errors import (
-    CorruptRecordError,
     ErrorCode,
     KraftError,
     OffsetOutOfRangeError,
@@ -304,6 +304,12 @@ class Consumer:
         if self._coordinator is None:
             raise ValueError("committed() needs a group_id")
         return self._coordinator.committed(partitions)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """For `Producer.send_offsets_to_transaction` (KIP-447)."""
+        if self._coordinator is None:
+            raise ValueError("group_metadata() needs a group_id")
+        return self._coordinator.group_metadata()
 
     # -- poll ----------------------------------------------------------------------------------
 
@@ -650,22 +656,7 @@ class Consumer:
         if code is ErrorCode.CORRUPT_MESSAGE:  # the broker could not read its log there
             # NB: Kafka's consumer raises this too ("Encountered corrupt message when
             # fetching offset"), where other retriable errors are retried.
-            detail = (part.error_message or "corrupt batch")[:200]
-            self._buffer[tp] = FetchedPartition(
-                tp,
-                b"",
-                0,
-                0,
-                position,
-                position,
-                CorruptRecordError(
-                    f"the broker found a corrupt batch in {tp} at offset {position}: {detail}; "
-                    "seek past it to continue",
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    offset=position,
-                ),
-            )
+            self._buffer[tp] = broker_found_corrupt(tp, position, part.error_message)
             return
         if self._read_replicas.clear(tp) and code is ErrorCode.OFFSET_OUT_OF_RANGE:
             return  # a follower behind the position: ask the leader, keep the position (Kafka)

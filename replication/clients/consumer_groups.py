@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, final
 import structlog
 
 from kraft.types import TopicPartition
-from replication.clients.group_membership import GroupClient, GroupMembership
+from replication.clients.group_membership import (
+    ConsumerGroupMetadata,
+    GroupClient,
+    GroupMembership,
+)
 from storage.errors import KraftError
 
 if TYPE_CHECKING:
@@ -109,6 +113,15 @@ class ConsumerCoordinator:
             self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
             self._partitions.add_topics(names)
             self._membership = GroupMembership(self._client, self._config, names)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's id and epoch now (KIP-447; -1 and "" when not a member)."""
+        membership = self._membership
+        if membership is None:
+            return ConsumerGroupMetadata(self._client.group_id)
+        return ConsumerGroupMetadata(
+            self._client.group_id, membership.member_epoch, membership.member_id
+        )
 
     def unsubscribe(self) -> None:
         """Revoke every partition (committing first with ``enable.auto.commit``), leave."""

@@ -253,9 +253,25 @@ class FetchedPartition:
         return 0 if self._arrow is None else self._arrow.num_rows - self._row
 
 
+def broker_found_corrupt(tp: TopicPartition, position: int, message: str) -> FetchedPartition:
+    """The partition stopped at ``position``: the broker answered CORRUPT_MESSAGE (it could not
+    read its log there); Kafka's consumer raises this too ("Encountered corrupt message when
+    fetching offset"), where other retriable errors are retried."""
+    detail = (message or "corrupt batch")[:200]
+    error = CorruptRecordError(
+        f"the broker found a corrupt batch in {tp} at offset {position}: {detail}; "
+        "seek past it to continue",
+        topic=tp.topic,
+        partition=tp.partition,
+        offset=position,
+    )
+    return FetchedPartition(tp, b"", 0, 0, position, position, error)
+
+
 __all__ = [
     "ConsumerRecord",
     "FetchedPartition",
+    "broker_found_corrupt",
     "decode_partition_records",
     "scan_partition_batches",
 ]

@@ -36,13 +36,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
 from kraft.types import TopicPartition
 from replication.clients.network import BrokerNetwork
 from replication.group_messages import (
+    COORDINATOR_KEY_TYPE_GROUP,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     ConsumerGroupHeartbeatRequest,
@@ -79,6 +81,9 @@ COORDINATOR_ERRORS = frozenset(
     }
 )
 """Look the coordinator up again (after a backoff) and retry."""
+_SAME_COORDINATOR = frozenset({ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS})
+"""Retried at the same coordinator: a heartbeat brings the new member epoch; the previous
+transaction's markers are being written."""
 _LOST_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 _FATAL_HEARTBEAT_ERRORS = frozenset(
     {
@@ -92,9 +97,16 @@ _FATAL_HEARTBEAT_ERRORS = frozenset(
 
 
 def find_coordinator(
-    network: BrokerNetwork, group_id: str, *, timeout_s: float, addresses: Iterable[str] = ()
+    network: BrokerNetwork,
+    group_id: str,
+    *,
+    timeout_s: float,
+    addresses: Iterable[str] = (),
+    key_type: int = COORDINATOR_KEY_TYPE_GROUP,
 ) -> tuple[int, str]:
-    """The coordinator of ``group_id``: (node id, address); retried until ``timeout_s``.
+    """The coordinator of ``group_id`` (or of a transactional id, with
+    ``key_type=COORDINATOR_KEY_TYPE_TRANSACTION``): (node id, address); retried until
+    ``timeout_s``.
 
     Raises:
         KraftError: a non-retriable error, or a retriable one when time is up.
@@ -107,7 +119,7 @@ def find_coordinator(
 
     response = network.call_any(
         "FindCoordinator",
-        FindCoordinatorRequest(coordinator_keys=(group_id,)),
+        FindCoordinatorRequest(key_type=key_type, coordinator_keys=(group_id,)),
         FindCoordinatorResponse,
         addresses=addresses,
         timeout_s=timeout_s,
@@ -117,6 +129,16 @@ def find_coordinator(
     return c.node_id, c.address
 
 
+def commit_topics(offsets: Mapping[TopicPartition, int]) -> tuple[OffsetCommitRequestTopic, ...]:
+    """An OffsetCommit's (or TxnOffsetCommit's) topics for ``offsets``, in order."""
+    by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp, offset in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset)
+        )
+    return tuple(OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items())
+
+
 def group_partitions(parts: Iterable[TopicPartition]) -> tuple[GroupTopicPartitions, ...]:
     by_topic: dict[str, list[int]] = {}
     for tp in sorted(parts):
@@ -124,13 +146,40 @@ def group_partitions(parts: Iterable[TopicPartition]) -> tuple[GroupTopicPartiti
     return tuple(GroupTopicPartitions(topic=t, partitions=tuple(p)) for t, p in by_topic.items())
 
 
-class GroupClient:
-    """Coordinator lookup, OffsetCommit and OffsetFetch for one group (thread-safe)."""
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    """A consumer's place in its group, for `Producer.send_offsets_to_transaction` (Kafka's
+    ``ConsumerGroupMetadata``, KIP-447): the coordinator refuses the offsets of a member that
+    is no longer the group's (a zombie) by its member id and generation (member epoch)."""
 
-    def __init__(self, network: BrokerNetwork, group_id: str, config: ConsumerConfig) -> None:
+    group_id: str
+    generation_id: int = -1
+    """The member epoch (KIP-848); -1 with ``member_id`` "": not checked."""
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+class _Backoff(Protocol):
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+
+class GroupClient:
+    """Coordinator lookup, OffsetCommit and OffsetFetch for one group (thread-safe); with
+    ``key_type=COORDINATOR_KEY_TYPE_TRANSACTION``, the lookup and `retrying` of a transactional
+    id's coordinator (`replication.clients.transactions`)."""
+
+    def __init__(
+        self,
+        network: BrokerNetwork,
+        group_id: str,
+        config: _Backoff,
+        key_type: int = COORDINATOR_KEY_TYPE_GROUP,
+    ) -> None:
         self.network = network
         self.group_id = group_id
         self._config = config
+        self._key_type = key_type
         self._lock = threading.Lock()
         self._coordinator: str | None = None
         self.coordinator_id = -1
@@ -140,7 +189,9 @@ class GroupClient:
         with self._lock:
             if self._coordinator is not None:
                 return self._coordinator
-        node_id, address = find_coordinator(self.network, self.group_id, timeout_s=timeout_s)
+        node_id, address = find_coordinator(
+            self.network, self.group_id, timeout_s=timeout_s, key_type=self._key_type
+        )
         with self._lock:
             self._coordinator, self.coordinator_id = address, node_id
         return address
@@ -171,7 +222,7 @@ class GroupClient:
             if code is None:
                 return
             last = last or code.name
-            if code is not ErrorCode.STALE_MEMBER_EPOCH:
+            if code not in _SAME_COORDINATOR:
                 self.forget_coordinator()
             time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
 
@@ -190,14 +241,7 @@ class GroupClient:
                 may no longer commit (its partitions are someone else's).
             KraftError: another error for a partition.
         """
-        by_topic: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequestPartition(partition_index=tp.partition, committed_offset=offset)
-            )
-        topics = tuple(
-            OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
-        )
+        topics = commit_topics(offsets)
 
         def attempt(address: str) -> ErrorCode | None:
             request = OffsetCommitRequest(
@@ -471,8 +515,10 @@ class GroupMembership:
 
 __all__ = [
     "COORDINATOR_ERRORS",
+    "ConsumerGroupMetadata",
     "GroupClient",
     "GroupMembership",
+    "commit_topics",
     "find_coordinator",
     "group_partitions",
 ]

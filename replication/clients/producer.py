@@ -42,6 +42,12 @@ complete, retry (re-enqueue with backoff, refreshing metadata first on a stale-l
 fail with the typed exception of the error code, or fail and reset the producer id. Futures complete
 outside the lock, as their callbacks are user code.
 
+With ``transactional.id`` the producer is transactional (KIP-98, KIP-447):
+``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction`` and ``abort_transaction`` drive its `TransactionManager`
+(`replication.clients.transactions`: states, partitions added before their first batch, and
+errors), and its batches carry the transactional bit.
+
 Guarantees (as Kafka's, with ``enable.idempotence=true``, the default): no duplicates from
 retries and per-partition order, for batches acknowledged under one producer id and epoch.
 After a reset, a batch whose first attempt was written but whose response was lost may be written
@@ -54,7 +60,7 @@ import contextlib
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 from kraft.logs import ensure_configured
@@ -70,6 +76,7 @@ from replication.clients.bulk import (
     first_oversized,
 )
 from replication.clients.config import ProducerConfig
+from replication.clients.group_membership import ConsumerGroupMetadata
 from replication.clients.in_flight import InFlightRequests
 from replication.clients.metadata import MetadataCache
 from replication.clients.network import BrokerNetwork
@@ -77,7 +84,9 @@ from replication.clients.partitioner import StickyPartitioner
 from replication.clients.routing import KeyPartitions, TopicState
 from replication.clients.sender import ProducerSender
 from replication.clients.sequencing import IdempotenceState
+from replication.clients.transactions import TransactionManager
 from storage.errors import (
+    InvalidTxnStateError,
     KraftError,
     NetworkError,
     RecordTooLargeError,
@@ -154,6 +163,11 @@ class Producer(ProducerSender):
         self.produce_batches_sent = 0
         self._key_partitions = KeyPartitions()
         self._fatal: KraftError | None = None
+        self._transactions = (
+            TransactionManager(self._network, config, self._fail_fatally)
+            if config.transactional_id
+            else None
+        )
         self._closing = False
         self._stopped = False
         self._sender = threading.Thread(target=self._run, name="kraft-producer-sender", daemon=True)
@@ -191,6 +205,8 @@ class Producer(ProducerSender):
             raise RuntimeError("cannot send after the producer is closed")
         if self._fatal is not None:
             raise self._fatal
+        if self._transactions is not None:
+            self._transactions.check_send()
         size = (len(value) if value else 0) + (len(key) if key else 0)
         if size > self._max_record_size:
             return _failed_future(
@@ -262,6 +278,8 @@ class Producer(ProducerSender):
             raise RuntimeError("cannot send after the producer is closed")
         if self._fatal is not None:
             raise self._fatal
+        if self._transactions is not None:
+            self._transactions.check_send()
         vals = as_value_list(values, "values")
         ks = None if keys is None else as_value_list(keys, "keys")
         if ks is not None and len(ks) != len(vals):
@@ -354,6 +372,124 @@ class Producer(ProducerSender):
         for batch in aborted:
             batch.result.complete(-1, -1, NetworkError("the producer was closed"))
         self._network.close()
+
+    # -- transactions (KIP-98, KIP-447: `replication.clients.transactions`) ---------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register ``transactional.id`` with its coordinator: a producer id and a new epoch,
+        fencing every older producer of the id and aborting its open transaction. Call once,
+        before the first ``begin_transaction``.
+
+        Raises:
+            InvalidTxnStateError: not a transactional producer, or called twice.
+            KraftError: e.g. `InvalidTransactionTimeoutError`, or a retriable error once
+                ``timeout`` (default ``max.block.ms``) ran out.
+        """
+        txn = self._transactional("init_transactions")
+        producer_id, epoch = txn.init(self._block_s(timeout), -1, -1)
+        self._adopt(producer_id, epoch)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: every ``send`` until the commit or abort belongs to it.
+
+        Raises:
+            InvalidTxnStateError: before ``init_transactions`` or inside a transaction.
+        """
+        self._transactional("begin_transaction").begin()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer's ``offsets`` (each the next offset to read) with the transaction
+        (consume-transform-produce). ``group_metadata`` is the consumer's
+        ``Consumer.group_metadata()`` (KIP-447: a zombie member's offsets are refused), or a
+        bare group id (no member check).
+
+        Raises:
+            InvalidTxnStateError: no transaction is open.
+            KraftError: the coordinator's error; the transaction must then be aborted
+                (`ProducerFencedError`: the producer must be closed).
+        """
+        txn = self._transactional("send_offsets_to_transaction")
+        group = (
+            ConsumerGroupMetadata(group_metadata)
+            if isinstance(group_metadata, str)
+            else group_metadata
+        )
+        pid, epoch = self._producer_id_and_epoch()
+        txn.send_offsets(offsets, group, self._block_s(timeout), pid, epoch)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush every record of the transaction, then commit it: its records and offsets
+        become visible to ``read_committed`` consumers together.
+
+        Raises:
+            KraftError: a record or the commit failed: call ``abort_transaction``;
+                `ProducerFencedError` (a newer producer took the transactional id) and other
+                fatal errors: close the producer.
+            TimeoutError: the flush did not finish within ``timeout`` (abort, or retry).
+        """
+        txn = self._transactional("commit_transaction")
+        txn.begin_commit()
+        self.flush(self._block_s(timeout))
+        if self._fatal is not None:
+            raise self._fatal
+        if txn.error is not None:
+            raise txn.error
+        pid, epoch = self._producer_id_and_epoch()
+        txn.end(
+            commit=True, timeout_s=self._block_s(timeout), producer_id=pid, producer_epoch=epoch
+        )
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records still queued after an error are dropped, those sent
+        are hidden from ``read_committed`` consumers by the abort markers.
+
+        Raises:
+            KraftError: a fatal error (`ProducerFencedError`: close the producer).
+        """
+        txn = self._transactional("abort_transaction")
+        if txn.begin_abort():
+            with self._lock:
+                dropped = self._accumulator.abort_all()
+            error = txn.error or InvalidTxnStateError("the transaction was aborted")
+            for batch in dropped:
+                batch.result.complete(-1, -1, error)
+        self.flush(self._block_s(timeout))
+        pid, epoch = self._producer_id_and_epoch()
+        txn.end(
+            commit=False, timeout_s=self._block_s(timeout), producer_id=pid, producer_epoch=epoch
+        )
+        state = self._idempotence
+        if state is not None and state.epoch_bump_requested:  # KIP-360: a sequence was lost
+            self._adopt(*txn.init(self._block_s(timeout), pid, epoch))
+
+    def _transactional(self, call: str) -> TransactionManager:
+        if self._transactions is None:
+            raise InvalidTxnStateError(f"{call} needs transactional.id")
+        if self._fatal is not None:
+            raise self._fatal
+        return self._transactions
+
+    def _block_s(self, timeout: float | None) -> float:
+        return self.config.max_block_ms / 1000 if timeout is None else timeout
+
+    def _producer_id_and_epoch(self) -> tuple[int, int]:
+        state = self._idempotence
+        assert state is not None, "a transactional producer is idempotent"
+        with self._lock:
+            return state.producer_id, state.producer_epoch
+
+    def _adopt(self, producer_id: int, producer_epoch: int) -> None:
+        state = self._idempotence
+        assert state is not None, "a transactional producer is idempotent"
+        with self._lock:
+            state.set_producer_id_and_epoch(producer_id, producer_epoch)
+            self._accumulator.resequence()
+        self._wakeup.set()
 
     def partitions_for(self, topic: str) -> list[int]:
         """The partitions of ``topic`` (fetching its metadata if needed)."""

@@ -3,6 +3,10 @@ id, expire, drain and send one Produce per broker, detect stalled requests and a
 whose partitions moved, and settle each batch from its response. The loop and its guarantees
 are described in `replication.clients.producer`'s docstring.
 
+A transactional producer (`replication.clients.transactions`) sends no InitProducerId of its
+own, adds the queued partitions to its transaction before draining, drains only those added,
+marks its batches transactional and reports failed batches to its `TransactionManager`.
+
 `ProducerSender` is a mixin of `Producer`: it holds no state of its own; the attributes it
 declares are the producer's, set in ``Producer.__init__`` and shared under ``_lock``.
 """
@@ -22,6 +26,7 @@ from replication.clients.in_flight import InFlightRequest, InFlightRequests
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.sequencing import IdempotenceState, ProduceAction, decide
+from replication.clients.transactions import TransactionManager
 from replication.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -58,6 +63,7 @@ class ProducerSender:
     produce_batches_sent: int
     _fatal: KraftError | None
     _stopped: bool
+    _transactions: TransactionManager | None
 
     def _refresh_metadata(self) -> None:
         snapshot = self._metadata.snapshot
@@ -95,7 +101,12 @@ class ProducerSender:
         if stalled:
             self._abandon_moved(stalled)
         state = self._idempotence
+        txn = self._transactions
         if state is not None and (not state.has_producer_id or state.epoch_bump_requested):
+            if txn is not None:
+                # init_transactions gives the id; after a lost sequence abort_transaction
+                # bumps the epoch (KIP-360): nothing is sent meanwhile.
+                return self.config.retry_backoff_ms
             with self._lock:
                 quiet = self._accumulator.in_flight_count == 0
                 idle = not self._accumulator.has_incomplete()
@@ -105,6 +116,12 @@ class ProducerSender:
                 return self.config.retry_backoff_ms  # responses will wake us
             if not self._init_producer_id(state):
                 return self.config.retry_backoff_ms
+        if txn is not None and state is not None:
+            with self._lock:
+                queued = self._accumulator.queued_partitions()
+            adding = txn.partitions_to_add(queued)
+            if adding:  # before draining: a partition is sent to once it is in the transaction
+                txn.add_partitions(adding, state.producer_id, state.producer_epoch)
         now = self._clock()
         with self._lock:
             expired = self._accumulator.expire(now)
@@ -115,7 +132,11 @@ class ProducerSender:
                 drained = Drained(next_ready_check_ms=self.config.retry_backoff_ms)
             else:
                 drained = self._accumulator.drain(
-                    now, snapshot.leader_for, self._node_ready, self.config.max_request_size
+                    now,
+                    snapshot.leader_for,
+                    self._node_ready,
+                    self.config.max_request_size,
+                    None if txn is None else txn.is_added,
                 )
             for node in drained.batches_by_node:
                 self._in_flight.drained(node)
@@ -129,6 +150,8 @@ class ProducerSender:
         ):
             metadata.request_update()  # retrying against an unreachable leader: find the next
         for batch in expired:
+            if txn is not None:
+                txn.on_batch_failed(RequestTimedOutError(f"a batch for {batch.tp} expired"))
             batch.result.complete(
                 -1,
                 -1,
@@ -235,7 +258,8 @@ class ProducerSender:
         for batch in batches:
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProducePartitionData(
-                    index=batch.tp.partition, records=batch.encode(self._compression)
+                    index=batch.tp.partition,
+                    records=batch.encode(self._compression, self._transactions is not None),
                 )
             )
         request = ProduceRequest(
@@ -343,7 +367,10 @@ class ProducerSender:
                     aborted = self._accumulator.abort_all()
         if refresh:
             self._metadata.request_update()
+        txn = self._transactions
         for batch, base, append_time, outcome in done:
+            if outcome is not None and txn is not None:
+                txn.on_batch_failed(outcome)
             batch.result.complete(base, append_time, outcome)
         for batch in aborted:
             batch.result.complete(-1, -1, self._fatal)

@@ -16,7 +16,17 @@ from kraft.cli import build_parser
 
 DOCS = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
 
-JSON_GROUPS = ("topics", "configs", "groups", "acls", "quorum", "certs", "produce", "consume")
+JSON_GROUPS = (
+    "topics",
+    "configs",
+    "groups",
+    "transactions",
+    "acls",
+    "quorum",
+    "certs",
+    "produce",
+    "consume",
+)
 """Commands (by their first word) whose every action takes ``--json``; also `cluster status`,
 `dump-log`, `nemesis` and `fuzz`."""
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft._generated import broker_pb2 as pb
-from replication import group_messages, messages
+from replication import group_messages, messages, txn_messages
 from replication.codec import decode, decode_bytes, decode_generic, encode, encode_generic
 from replication.messages import FetchPartitionData, ProducePartitionData, ProduceRequest
 from storage.errors import ErrorCode
@@ -23,7 +23,7 @@ from storage.records import SimpleRecord, build_batch
 MESSAGE_CLASSES: list[type[Any]] = sorted(
     (
         typing.cast(type[Any], cls)
-        for module in (messages, group_messages)
+        for module in (messages, group_messages, txn_messages)
         for cls in vars(module).values()
         if isinstance(cls, type) and dataclasses.is_dataclass(cls)
     ),

@@ -56,8 +56,11 @@ def test_options_accept_kafka_names_in_any_case() -> None:
             "minPartitions": "4",
             "failOnDataLoss": "False",
             "includeheaders": "true",
+            "KAFKA.ISOLATION.LEVEL": "read_committed",
         }
     )
+    assert opts.read_committed
+    assert not ReadOptions.parse({"bootstrap": "h:1", "subscribe": "a"}).read_committed
     assert opts.subscription == Subscribe(("a", "b"))
     assert opts.starting.offset_for(TopicPartition("a", 0)) == 23
     assert opts.starting.offset_for(TopicPartition("a", 1)) == EARLIEST
@@ -104,6 +107,10 @@ def test_assign_and_timestamps_parse() -> None:
         ({"kraft.bootstrap": "h:1", "subscribe": "a", "minPartitions": "0"}, "minpartitions"),
         ({"kraft.bootstrap": "h:1", "subscribe": "a", "failOnDataLoss": "yes"}, "true or false"),
         ({"kraft.bootstrap": "h:1", "subscribePattern": "("}, "not a valid regex"),
+        (
+            {"kraft.bootstrap": "h:1", "subscribe": "a", "kafka.isolation.level": "serializable"},
+            "kafka.isolation.level must be",
+        ),
     ],
 )
 def test_bad_options_raise_value_error_naming_the_option(

@@ -55,6 +55,14 @@ from replication.messages import (
     ProduceRequest,
     WriteTxnMarkersRequest,
 )
+from replication.txn_messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    ListTransactionsRequest,
+    TxnOffsetCommitRequest,
+)
 from storage.errors import ErrorCode, KraftError
 
 Req = TypeVar("Req")
@@ -104,6 +112,14 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
         ConsumerGroupDescribeRequest, lambda a: a.consumer_group_describe_api
     ),
     "DeleteGroups": Route(DeleteGroupsRequest, lambda a: a.delete_groups_api),
+    "AddPartitionsToTxn": Route(AddPartitionsToTxnRequest, lambda a: a.add_partitions_to_txn_api),
+    "AddOffsetsToTxn": Route(AddOffsetsToTxnRequest, lambda a: a.add_offsets_to_txn_api),
+    "EndTxn": Route(EndTxnRequest, lambda a: a.end_txn_api),
+    "TxnOffsetCommit": Route(TxnOffsetCommitRequest, lambda a: a.txn_offset_commit_api),
+    "DescribeTransactions": Route(
+        DescribeTransactionsRequest, lambda a: a.describe_transactions_api
+    ),
+    "ListTransactions": Route(ListTransactionsRequest, lambda a: a.list_transactions_api),
 }
 """The ``kraft.v1.Broker`` methods, by name (the Kafka API's)."""
 FETCH_STREAM: Final = "FetchStream"
