@@ -5,8 +5,11 @@
    workloads (`replication.nemesis.workload`; with ``metadata_workers`` topics are created,
    deleted and reconfigured alongside, `replication.nemesis.metadata`; with
    ``group_members`` a consumer group reads the topic, members joining and leaving,
-   `replication.nemesis.groups`), which record every operation into the `History`
-   (``history.jsonl``). With a group, the faults start once it has formed.
+   `replication.nemesis.groups`; with ``workload="txn"`` transactional producers and
+   read_committed readers over the Kafka listener write and read two topics instead,
+   `replication.nemesis.txn_workload`), which record every operation into the `History`
+   (``history.jsonl``). With a group, the faults start once it has formed; with
+   transactions, once the first one has ended.
 2. Play the schedule `plan_faults` drew from the seed: kills, pauses, controlled shutdowns,
    rolling restarts, network partitions, delayed and throttled links, one at a time, each
    healed before the next.
@@ -14,7 +17,7 @@
    unacknowledged is indeterminate) and the readers, then read every partition back from its
    log start to its high watermark (`FinalRead`).
 4. Record the final metadata and the group's committed offsets, check the history
-   (`check_history`, `check_metadata`, `check_groups`), then stop the brokers and compare
+   (`check_history`, `check_metadata`, `check_groups`, `check_txn_history`), then stop the brokers and compare
    every replica's log below the high watermark, batch for batch (``replicas_identical``).
 
 The result goes to ``summary.json`` and a timeline (``timeline.png``); the exit code of
