@@ -134,9 +134,8 @@ def run(args: argparse.Namespace) -> int:
                 f"violations: {report.violations()} (unseen, informational: "
                 f"{report.unseen.count})"
             )
-            for name in report.VIOLATIONS:
-                for example in getattr(report, name).examples[:5]:
-                    print(f"  {name}: {example}")
+            for line in report.examples():
+                print(f"  {line}")
         print(
             f"replicas identical below the high watermark: {result.replicas_identical}\n"
             f"{'VALID' if result.valid else 'INVALID'} in {result.seconds:.0f}s; "
@@ -181,6 +180,5 @@ def _print_txn(txn: Any) -> None:
         f"read_uncommitted reader), read back read_committed {txn.final_records:,}\n"
         f"violations: {txn.violations()}"
     )
-    for name in txn.VIOLATIONS:
-        for example in getattr(txn, name).examples[:5]:
-            print(f"  {name}: {example}")
+    for line in txn.examples():
+        print(f"  {line}")

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
-from replication.nemesis.anomalies import Anomalies
+from replication.nemesis.anomalies import Anomalies, AnomalyReport
 from replication.nemesis.groups import (
     GroupAssign,
     GroupCommit,
@@ -227,7 +227,7 @@ class History:
 
 
 @dataclass(slots=True)
-class HistoryReport:
+class HistoryReport(AnomalyReport):
     """What `check_history` found (see the module docstring)."""
 
     sends: int = 0
@@ -252,18 +252,6 @@ class HistoryReport:
         "non_monotonic_polls",
         "vanished",
     )
-
-    @property
-    def valid(self) -> bool:
-        return all(getattr(self, name).count == 0 for name in self.VIOLATIONS)
-
-    def violations(self) -> dict[str, int]:
-        return {name: getattr(self, name).count for name in self.VIOLATIONS}
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["valid"] = self.valid
-        return data
 
 
 def check_history(operations: Iterable[Operation]) -> HistoryReport:

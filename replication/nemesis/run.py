@@ -17,8 +17,9 @@
    unacknowledged is indeterminate) and the readers, then read every partition back from its
    log start to its high watermark (`FinalRead`).
 4. Record the final metadata and the group's committed offsets, check the history
-   (`check_history`, `check_metadata`, `check_groups`, `check_txn_history`), then stop the brokers and compare
-   every replica's log below the high watermark, batch for batch (``replicas_identical``).
+   (`check_history`, `check_metadata`, `check_groups`, `check_txn_history`), then stop the
+   brokers and compare every replica's log below the high watermark, batch for batch
+   (``replicas_identical``).
 
 The result goes to ``summary.json`` and a timeline (``timeline.png``); the exit code of
 ``kraft nemesis`` is non-zero on any violation, and the summary names the seed to replay.

@@ -47,10 +47,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
-from replication.nemesis.anomalies import Anomalies
+from replication.nemesis.anomalies import Anomalies, AnomalyReport
 
 READ_COMMITTED: Final = "read_committed"
 READ_UNCOMMITTED: Final = "read_uncommitted"
@@ -184,7 +184,7 @@ TXN_OPERATIONS: Final[tuple[type[TxnOperation], ...]] = (
 
 
 @dataclass(slots=True)
-class TxnReport:
+class TxnReport(AnomalyReport):
     """What `check_txn_history` found (see the module docstring)."""
 
     transactions: int = 0
@@ -216,18 +216,6 @@ class TxnReport:
         "inconsistent_offsets",
         "non_monotonic_polls",
     )
-
-    @property
-    def valid(self) -> bool:
-        return all(getattr(self, name).count == 0 for name in self.VIOLATIONS)
-
-    def violations(self) -> dict[str, int]:
-        return {name: getattr(self, name).count for name in self.VIOLATIONS}
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["valid"] = self.valid
-        return data
 
 
 @dataclass(slots=True)
