@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -66,8 +66,10 @@ from replication.nemesis.txn_history import (
     TxnReport,
     check_txn_history,
 )
-from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker, final_txn_reads
 from replication.nemesis.workload import ProducerWorker, ReaderWorker
+
+if TYPE_CHECKING:  # confluent-kafka (a dev extra) is imported only by --workload txn
+    from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
 
 TOPIC = "nemesis"
 TXN_TOPICS = (TOPIC, f"{TOPIC}-b")
@@ -486,10 +488,7 @@ def run_nemesis(
         player.heal_all()
         cluster.wait_until_healthy(timeout=90)
         for producer in producers:
-            if isinstance(producer, TxnProducerWorker):
-                producer.stop()
-            else:
-                producer.stop(flush_timeout_s=60)
+            producer.stop(flush_timeout_s=60)
         for reader in readers:
             reader.stop()
         for group_worker in group_workers:
@@ -498,7 +497,7 @@ def run_nemesis(
             metadata_worker.stop()
         progress(f"{_since(started):6.1f}s  reading every partition back")
         finals: list[FinalRead] | list[TxnFinalRead] = (
-            final_txn_reads(cluster.kafka_bootstrap, TXN_TOPICS, config.partitions, clock_ms)
+            _final_txn_reads(cluster.kafka_bootstrap, config.partitions, clock_ms)
             if txn
             else _final_reads(cluster.bootstrap, config.partitions, clock_ms)
         )
@@ -555,6 +554,8 @@ def _txn_workers(
 ) -> tuple[list[ProducerWorker | TxnProducerWorker], list[ReaderWorker | TxnReaderWorker]]:
     """The transactional workload's producers and readers (the last reader read_uncommitted,
     as a contrast, when there are two or more)."""
+    from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
+
     producers: list[ProducerWorker | TxnProducerWorker] = [
         TxnProducerWorker(
             f"t{i}",
@@ -581,6 +582,14 @@ def _txn_workers(
         for i in range(config.readers)
     ]
     return producers, readers
+
+
+def _final_txn_reads(
+    kafka_bootstrap: str, partitions: int, clock_ms: Callable[[], int]
+) -> list[TxnFinalRead]:
+    from replication.nemesis.txn_workload import final_txn_reads
+
+    return final_txn_reads(kafka_bootstrap, TXN_TOPICS, partitions, clock_ms)
 
 
 def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -> list[FinalRead]:

@@ -273,10 +273,11 @@ class TxnProducerWorker(threading.Thread):
             )
         )
 
-    def stop(self) -> None:
-        """Finish the transaction under way (its outcome recorded) and stop."""
+    def stop(self, flush_timeout_s: float) -> None:
+        """Finish the transaction under way (its outcome recorded; waiting up to
+        ``flush_timeout_s`` for it) and stop."""
         self._stopping.set()
-        self.join(timeout=END_TIMEOUT_S + 40)
+        self.join(timeout=flush_timeout_s)
         if self.is_alive():
             _logger.warning("nemesis_txn_producer_hung", producer=self.process)
         self.producer = None
