@@ -49,6 +49,7 @@ from replication.nemesis.txn_history import (
     TxnRestart,
     TxnSend,
 )
+from replication.nemesis.workload import ReaderWorker
 
 RECORDS_PER_TXN: Final = (2, 6)
 """The fewest and most records of one transaction."""
@@ -283,9 +284,10 @@ class TxnProducerWorker(threading.Thread):
         self.producer = None
 
 
-class TxnReaderWorker(threading.Thread):
+class TxnReaderWorker(ReaderWorker):
     """A consumer at ``isolation`` assigned every partition of ``topics``, polling all the
-    time (see the module docstring)."""
+    time, started afresh from the beginning after an error (`ReaderWorker`'s loop; see the
+    module docstring)."""
 
     def __init__(
         self,
@@ -298,26 +300,10 @@ class TxnReaderWorker(threading.Thread):
         *,
         isolation: str,
     ) -> None:
-        super().__init__(name=f"nemesis-{name}", daemon=True)
-        self.process = name
+        super().__init__(name, bootstrap, topics[0], partitions, history, clock_ms)
         self.isolation = isolation
-        self._bootstrap_servers = bootstrap
         self._topics = tuple(topics)
         self._partitions = partitions
-        self._history = history
-        self._clock_ms = clock_ms
-        self._stopping = threading.Event()
-        self.polled = 0
-        self.restarts = 0
-
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                self._read()
-            except Exception as e:
-                self.restarts += 1
-                _logger.info("nemesis_txn_reader_restarted", reader=self.process, error=str(e))
-                self._stopping.wait(0.5)
 
     def _read(self) -> None:
         consumer = _consumer(self._bootstrap_servers, self.isolation)
@@ -356,10 +342,6 @@ class TxnReaderWorker(threading.Thread):
                     )
         finally:
             consumer.close()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self.join(timeout=15)
 
 
 def _consumer(bootstrap: str, isolation: str) -> confluent_kafka.Consumer:
