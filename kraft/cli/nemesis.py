@@ -69,6 +69,14 @@ def add_parser(sub: Any) -> None:
         default=0,
         help="consumer-group member slots reading the topic, joining and leaving (default 0)",
     )
+    p.add_argument(
+        "--workload",
+        choices=["plain", "txn"],
+        default="plain",
+        help="plain: idempotent producers and readers (kraft's clients); txn: transactional "
+        "producers (commits and aborts) and read_committed readers, confluent-kafka over the "
+        "Kafka listener, checked for aborted reads, lost commits and partial transactions",
+    )
     p.add_argument("--out", default="nemesis-out", help="output directory (default nemesis-out)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=run)
@@ -99,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         unclean=args.unclean,
         metadata_workers=args.metadata_workers,
         group_members=args.group_members,
+        workload=args.workload,
         out=Path(args.out),
     )
     from kraft.logs import configure_logging
@@ -114,21 +123,25 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, default=str))
     else:
         report = result.report
+        print(f"\nfaults: {summary['faults_by_kind']}")
+        if args.workload == "txn":
+            _print_txn(result.txn)
+        else:
+            print(
+                f"sends {report.sends:,}, acknowledged {report.acknowledged:,}, failed "
+                f"{report.failed_definite:,} definite / {report.failed_indeterminate:,} "
+                f"indeterminate, polls {report.polls:,}, read back {report.final_records:,}\n"
+                f"violations: {report.violations()} (unseen, informational: "
+                f"{report.unseen.count})"
+            )
+            for line in report.examples():
+                print(f"  {line}")
         print(
-            f"\nfaults: {summary['faults_by_kind']}\n"
-            f"sends {report.sends:,}, acknowledged {report.acknowledged:,}, failed "
-            f"{report.failed_definite:,} definite / {report.failed_indeterminate:,} "
-            f"indeterminate, polls {report.polls:,}, read back {report.final_records:,}\n"
-            f"violations: {report.violations()} (unseen, informational: "
-            f"{report.unseen.count})\n"
             f"replicas identical below the high watermark: {result.replicas_identical}\n"
             f"{'VALID' if result.valid else 'INVALID'} in {result.seconds:.0f}s; "
             f"history, summary and timeline in {args.out}\n"
             f"replay: {summary['replay']}"
         )
-        for name in report.VIOLATIONS:
-            for example in getattr(report, name).examples[:5]:
-                print(f"  {name}: {example}")
         for problem in result.replica_problems[:5]:
             print(f"  replicas: {problem}")
         if args.metadata_workers:
@@ -155,3 +168,17 @@ def run(args: argparse.Namespace) -> int:
                 for example in getattr(groups, name)[:5]:
                     print(f"  {name}: {example}")
     return 0 if result.valid else 1
+
+
+def _print_txn(txn: Any) -> None:
+    """The transactional checker's counts and violations (`TxnReport`)."""
+    print(
+        f"transactions: {txn.transactions:,} ({txn.committed:,} committed, {txn.aborted:,} "
+        f"aborted, {txn.indeterminate:,} indeterminate of which {txn.indeterminate_visible:,} "
+        f"visible), {txn.records_sent:,} records, {txn.restarts} producer restarts\n"
+        f"polls {txn.polls:,} ({txn.uncommitted_seen:,} aborted records seen by the "
+        f"read_uncommitted reader), read back read_committed {txn.final_records:,}\n"
+        f"violations: {txn.violations()}"
+    )
+    for line in txn.examples():
+        print(f"  {line}")

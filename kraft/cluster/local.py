@@ -99,6 +99,8 @@ if TYPE_CHECKING:
 
 CLIENT = "client"
 """The fault network's name for this process's clients (the source of client links)."""
+KAFKA_CLIENT = "kafka-client"
+"""The fault network's name for Kafka clients (the source of links to the Kafka listeners)."""
 TLS_CLIENT = "client"
 """The name (and ``CN``) of the certificate of the cluster's own clients (``tls=True``)."""
 TLS_ADMIN = "admin"
@@ -129,7 +131,8 @@ class LocalCluster:
         fault_network: route every node-to-node and client-to-node connection through a
             fault proxy of its own (`network`, a `FaultNetwork`; links are named by node id,
             and ``"client"`` for this process's clients, which dial through it once
-            `use_fault_network` is called). For fault runs: partitions without root.
+            `use_fault_network` is called; Kafka clients through ``("kafka-client", broker)``,
+            the Kafka listener's advertised address). For fault runs: partitions without root.
         metrics: give every node a Prometheus endpoint (``metrics.port``: a free port each,
             or with ``base_port`` the ports after the nodes' own, in the same order;
             `metrics_addresses` lists them).
@@ -212,6 +215,7 @@ class LocalCluster:
             self.certs = self._make_certs((*admin, *(c for c in tls_clients if c != TLS_ADMIN)))
             self.tls = client_tls(**self.admin_security)
         self._dial_maps: dict[int | str, dict[str, str]] = {}
+        self._kafka_proxies: dict[int, str] = {}  # broker -> its Kafka listener's proxy
         if fault_network:
             self._start_fault_network()
         # NB: one thread starts every child, and lives as long as the cluster (PDEATHSIG).
@@ -229,9 +233,10 @@ class LocalCluster:
         sources: list[int | str] = [*addresses, CLIENT]
         # The proxies bind ports chosen here, none of the nodes' (which are free until the nodes
         # start): a proxy on port 0 once took a controller's port, and the controller failed.
-        taken = [*addresses.values(), *self.metrics_addresses.values()]
+        kafka = self.kafka_addresses if self.kafka else {}
+        taken = [*addresses.values(), *self.metrics_addresses.values(), *kafka.values()]
         node_ports = {int(a.rpartition(":")[2]) for a in taken}
-        links = len(sources) * len(addresses) - len(addresses)
+        links = len(sources) * len(addresses) - len(addresses) + len(kafka)
         proxy_ports = iter(
             [p for p in free_ports(links + len(node_ports)) if p not in node_ports][:links]
         )
@@ -244,6 +249,11 @@ class LocalCluster:
                         source, destination, (host, int(port)), listen_port=next(proxy_ports)
                     )
                     dial_map[address] = proxy
+        for broker_id, address in kafka.items():
+            host, _, port = address.rpartition(":")
+            self._kafka_proxies[broker_id] = network.add_link(
+                KAFKA_CLIENT, broker_id, (host, int(port)), listen_port=next(proxy_ports)
+            )
 
     # -- TLS ---------------------------------------------------------------------------------
 
@@ -342,8 +352,10 @@ class LocalCluster:
 
     @property
     def kafka_bootstrap(self) -> str:
-        """Any Kafka client's ``bootstrap.servers``: every Kafka listener ("" without)."""
-        return ",".join(self.kafka_addresses[i] for i in self.broker_ids if self.kafka)
+        """Any Kafka client's ``bootstrap.servers``: every Kafka listener ("" without; with
+        ``fault_network``, their proxies)."""
+        addresses = self._kafka_proxies or self.kafka_addresses
+        return ",".join(addresses[i] for i in self.broker_ids if self.kafka)
 
     @property
     def controller_bootstrap(self) -> str:
@@ -642,6 +654,7 @@ class LocalCluster:
             else {"controller.quorum.voters": format_voters(self.controller_addresses)}
         )
         kafka = self.kafka_addresses[broker_id] if self.kafka else ""
+        proxy = self._kafka_proxies.get(broker_id)  # advertised: Kafka clients use the proxy
         props = {
             "process.roles": "broker",
             "node.id": str(broker_id),
@@ -655,6 +668,7 @@ class LocalCluster:
             **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id], kafka),
             **self._authorizer_properties(),
             **self._metrics_property(broker_id),
+            **({"advertised.listeners": f"KAFKA://{proxy}"} if proxy else {}),
             **self._broker_extra,
             **({"broker.rack": self._racks[broker_id]} if broker_id in self._racks else {}),
         }
@@ -679,4 +693,4 @@ def _launcher() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-launcher")
 
 
-__all__ = ["BROKER_ID_BASE", "CLIENT", "TLS_ADMIN", "TLS_CLIENT", "LocalCluster"]
+__all__ = ["BROKER_ID_BASE", "CLIENT", "KAFKA_CLIENT", "TLS_ADMIN", "TLS_CLIENT", "LocalCluster"]

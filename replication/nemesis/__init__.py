@@ -2,8 +2,10 @@
 
 `History` records every send, acknowledgement, failure and poll of a run as JSON lines;
 `check_history` judges them the way Jepsen's Kafka checker does (lost, duplicated,
-inconsistent offsets, non-monotonic sends and polls, vanished and unseen writes). The fault
-proxies that partition the network are `kraft.cluster.fault_network.FaultNetwork`.
+inconsistent offsets, non-monotonic sends and polls, vanished and unseen writes);
+`check_txn_history` judges a transactional run's (aborted and premature reads, lost and
+partial commits, duplicates; `replication.nemesis.txn_history`). The fault proxies that
+partition the network are `kraft.cluster.fault_network.FaultNetwork`.
 """
 
 from replication.nemesis.history import (
@@ -22,6 +24,7 @@ from replication.nemesis.history import (
     iter_jsonl,
     to_json,
 )
+from replication.nemesis.txn_history import TxnReport, check_txn_history
 
 __all__ = [
     "Ack",
@@ -34,7 +37,9 @@ __all__ = [
     "Seek",
     "Send",
     "SendFailed",
+    "TxnReport",
     "check_history",
+    "check_txn_history",
     "from_json",
     "iter_jsonl",
     "to_json",

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar, Final
 
+from replication.nemesis.anomalies import Anomalies, AnomalyReport
 from replication.nemesis.groups import (
     GroupAssign,
     GroupCommit,
@@ -47,9 +48,7 @@ from replication.nemesis.groups import (
     GroupRevoke,
 )
 from replication.nemesis.metadata import MetaDone, MetaFinal, MetaOp
-
-SAMPLE_LIMIT: Final = 20
-"""How many examples of each anomaly a report keeps (the counts are exact)."""
+from replication.nemesis.txn_history import TXN_OPERATIONS, TxnFinalRead, TxnOperation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,9 +146,11 @@ Operation = (
     | GroupCommit
     | GroupLeave
     | GroupFinal
+    | TxnOperation
 )
 """Every operation of a history: the writes and reads judged here, the metadata workload's
-(`replication.nemesis.metadata`) and the consumer group's (`replication.nemesis.groups`)."""
+(`replication.nemesis.metadata`), the consumer group's (`replication.nemesis.groups`) and the
+transactional workload's (`replication.nemesis.txn_history`)."""
 
 _KINDS: Final[dict[str, type[Operation]]] = {
     cls.kind: cls
@@ -168,6 +169,7 @@ _KINDS: Final[dict[str, type[Operation]]] = {
         GroupCommit,
         GroupLeave,
         GroupFinal,
+        *TXN_OPERATIONS,
     )
 }
 
@@ -188,7 +190,7 @@ def from_json(line: str) -> Operation:
     cls = _KINDS.get(str(data.pop("kind", "")))
     if cls is None:
         raise ValueError(f"not a history operation: {line[:80]!r}")
-    if cls is FinalRead:
+    if cls in (FinalRead, TxnFinalRead):
         data["records"] = tuple((int(o), str(v)) for o, v in data["records"])
     elif cls is MetaFinal:
         data["topics"] = tuple(data["topics"])
@@ -225,20 +227,7 @@ class History:
 
 
 @dataclass(slots=True)
-class Anomalies:
-    """The count of one kind of anomaly and a few examples."""
-
-    count: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def add(self, example: str) -> None:
-        self.count += 1
-        if len(self.examples) < SAMPLE_LIMIT:
-            self.examples.append(example)
-
-
-@dataclass(slots=True)
-class HistoryReport:
+class HistoryReport(AnomalyReport):
     """What `check_history` found (see the module docstring)."""
 
     sends: int = 0
@@ -263,18 +252,6 @@ class HistoryReport:
         "non_monotonic_polls",
         "vanished",
     )
-
-    @property
-    def valid(self) -> bool:
-        return all(getattr(self, name).count == 0 for name in self.VIOLATIONS)
-
-    def violations(self) -> dict[str, int]:
-        return {name: getattr(self, name).count for name in self.VIOLATIONS}
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["valid"] = self.valid
-        return data
 
 
 def check_history(operations: Iterable[Operation]) -> HistoryReport:

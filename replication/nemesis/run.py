@@ -5,8 +5,11 @@
    workloads (`replication.nemesis.workload`; with ``metadata_workers`` topics are created,
    deleted and reconfigured alongside, `replication.nemesis.metadata`; with
    ``group_members`` a consumer group reads the topic, members joining and leaving,
-   `replication.nemesis.groups`), which record every operation into the `History`
-   (``history.jsonl``). With a group, the faults start once it has formed.
+   `replication.nemesis.groups`; with ``workload="txn"`` transactional producers and
+   read_committed readers over the Kafka listener write and read two topics instead,
+   `replication.nemesis.txn_workload`), which record every operation into the `History`
+   (``history.jsonl``). With a group, the faults start once it has formed; with
+   transactions, once the first one has ended.
 2. Play the schedule `plan_faults` drew from the seed: kills, pauses, controlled shutdowns,
    rolling restarts, network partitions, delayed and throttled links, one at a time, each
    healed before the next.
@@ -14,8 +17,9 @@
    unacknowledged is indeterminate) and the readers, then read every partition back from its
    log start to its high watermark (`FinalRead`).
 4. Record the final metadata and the group's committed offsets, check the history
-   (`check_history`, `check_metadata`, `check_groups`), then stop the brokers and compare
-   every replica's log below the high watermark, batch for batch (``replicas_identical``).
+   (`check_history`, `check_metadata`, `check_groups`, `check_txn_history`), then stop the
+   brokers and compare every replica's log below the high watermark, batch for batch
+   (``replicas_identical``).
 
 The result goes to ``summary.json`` and a timeline (``timeline.png``); the exit code of
 ``kraft nemesis`` is non-zero on any violation, and the summary names the seed to replay.
@@ -29,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -54,9 +58,23 @@ from replication.nemesis.metadata import (
     read_final_metadata,
 )
 from replication.nemesis.replicas import compare_replica_logs
+from replication.nemesis.txn_history import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    TxnEnd,
+    TxnFinalRead,
+    TxnReport,
+    check_txn_history,
+)
 from replication.nemesis.workload import ProducerWorker, ReaderWorker
 
+if TYPE_CHECKING:  # confluent-kafka (a dev extra) is imported only by --workload txn
+    from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
+
 TOPIC = "nemesis"
+TXN_TOPICS = (TOPIC, f"{TOPIC}-b")
+"""The transactional workload's topics (the first is the one partition-0 faults look up)."""
+WORKLOADS = ("plain", "txn")
 
 _logger = structlog.get_logger("replication.nemesis")
 
@@ -80,6 +98,10 @@ class NemesisConfig:
     """Threads creating, deleting and reconfiguring topics (`replication.nemesis.metadata`)."""
     group_members: int = 0
     """Member slots of a consumer group reading the topic (`replication.nemesis.groups`)."""
+    workload: str = "plain"
+    """``plain``: idempotent producers (kraft's clients, gRPC); ``txn``: transactional
+    producers and read_committed readers (confluent-kafka over the Kafka listener,
+    `replication.nemesis.txn_workload`), the readers one of ``readers`` read_uncommitted."""
     out: Path = Path("nemesis-out")
 
 
@@ -105,11 +127,13 @@ class NemesisResult:
     replicas_identical: bool
     replica_problems: list[str]
     seconds: float
+    txn: TxnReport = field(default_factory=TxnReport)
 
     @property
     def valid(self) -> bool:
         return (
             self.report.valid
+            and self.txn.valid
             and self.metadata.valid
             and self.groups.valid
             and self.replicas_identical
@@ -127,6 +151,7 @@ class NemesisResult:
             "faults_by_kind": by_kind,
             "faults": [asdict(f) for f in self.faults],
             "history": self.report.as_dict(),
+            **({"txn": self.txn.as_dict()} if self.config.get("workload") == "txn" else {}),
             "metadata": self.metadata.as_dict(),
             "groups": self.groups.as_dict(),
             "replicas_identical": self.replicas_identical,
@@ -149,6 +174,7 @@ def replay_command(config: dict[str, Any]) -> str:
         "min_insync_replicas": "--min-insync-replicas",
         "metadata_workers": "--metadata-workers",
         "group_members": "--group-members",
+        "workload": "--workload",
     }
     parts = [f"kraft nemesis --seed {config['seed']}", f"--faults {','.join(config['faults'])}"]
     parts += [
@@ -369,16 +395,18 @@ def run_nemesis(
         history = History(history_file)
         cluster.wait_until_healthy(timeout=60)
         cluster.use_fault_network()
-        cluster.create_topic(
-            TOPIC,
-            config.partitions,
-            config.replication_factor,
-            config={
-                "min.insync.replicas": str(config.min_insync_replicas),
-                "unclean.leader.election.enable": "true" if config.unclean else "false",
-            },
-        )
-        producers = [
+        txn = config.workload == "txn"
+        for topic in TXN_TOPICS if txn else (TOPIC,):
+            cluster.create_topic(
+                topic,
+                config.partitions,
+                config.replication_factor,
+                config={
+                    "min.insync.replicas": str(config.min_insync_replicas),
+                    "unclean.leader.election.enable": "true" if config.unclean else "false",
+                },
+            )
+        producers: list[ProducerWorker | TxnProducerWorker] = [
             ProducerWorker(
                 f"p{i}",
                 cluster.bootstrap,
@@ -390,11 +418,15 @@ def run_nemesis(
                 acks=config.acks,
             )
             for i in range(config.producers)
+            if not txn
         ]
-        readers = [
+        readers: list[ReaderWorker | TxnReaderWorker] = [
             ReaderWorker(f"r{i}", cluster.bootstrap, TOPIC, config.partitions, history, clock_ms)
             for i in range(config.readers)
+            if not txn
         ]
+        if txn:
+            producers, readers = _txn_workers(config, cluster.kafka_bootstrap, history, clock_ms)
         history_record: Callable[[Any], None] = history.record
         metadata_workers = [
             MetadataWorker(
@@ -421,8 +453,15 @@ def run_nemesis(
         for worker in (*producers, *readers, *metadata_workers, *group_workers):
             worker.start()
         # The faults start once the group has formed (its coordinator loads the first time a
-        # member asks; that took ~30 s on 2 loaded cores): the schedule is shifted by it.
-        offset_s = _wait_for_group(history, started, progress) if group_workers else 0.0
+        # member asks; that took ~30 s on 2 loaded cores), or the first transaction ended (the
+        # transaction coordinators likewise): the schedule is shifted by it.
+        offset_s = 0.0
+        if group_workers:
+            offset_s = _wait_for_first(
+                history, GroupAssign, "the consumer group to form", started, progress
+            )
+        elif txn:
+            offset_s = _wait_for_first(history, TxnEnd, "a first transaction", started, progress)
         player = _FaultPlayer(cluster, history, unclean=config.unclean)
         schedule = plan_faults(
             config.seed,
@@ -457,7 +496,12 @@ def run_nemesis(
         for metadata_worker in metadata_workers:
             metadata_worker.stop()
         progress(f"{_since(started):6.1f}s  reading every partition back")
-        for final in _final_reads(cluster.bootstrap, config.partitions, clock_ms):
+        finals: list[FinalRead] | list[TxnFinalRead] = (
+            _final_txn_reads(cluster.kafka_bootstrap, config.partitions, clock_ms)
+            if txn
+            else _final_reads(cluster.bootstrap, config.partitions, clock_ms)
+        )
+        for final in finals:
             history.record(final)
         if metadata_workers:
             created = [op.topic for op in history.operations if isinstance(op, MetaOp)]
@@ -468,16 +512,22 @@ def run_nemesis(
         report = check_history(history.operations)
         metadata_report = check_metadata(history.operations)
         group_report = check_groups(history.operations, TOPIC)
-        high_watermarks = {
-            op.partition: op.high_watermark
-            for op in history.operations
-            if isinstance(op, FinalRead)
-        }
+        txn_report = check_txn_history(history.operations)
+        high_watermarks: dict[str, dict[int, int]] = {}
+        for op in history.operations:
+            if isinstance(op, FinalRead):
+                high_watermarks.setdefault(op.topic, {})[op.partition] = op.high_watermark
+            elif isinstance(op, TxnFinalRead):
+                high_watermarks.setdefault(op.topic, {})[op.partition] = op.end_offset
         for broker in cluster.broker_ids:
             cluster.stop_broker(broker)
-        problems = compare_replica_logs(
-            {b: cluster.broker_data_dir(b) for b in cluster.broker_ids}, TOPIC, high_watermarks
-        )
+        problems = [
+            problem
+            for topic, ends in high_watermarks.items()
+            for problem in compare_replica_logs(
+                {b: cluster.broker_data_dir(b) for b in cluster.broker_ids}, topic, ends
+            )
+        ]
     result = NemesisResult(
         config={**asdict(config), "out": str(config.out)},
         faults=applied,
@@ -487,6 +537,7 @@ def run_nemesis(
         replicas_identical=not problems,
         replica_problems=problems,
         seconds=time.monotonic() - started,
+        txn=txn_report,
     )
     (out / "summary.json").write_text(json.dumps(result.summary(), indent=2, default=str))
     try:
@@ -496,6 +547,49 @@ def run_nemesis(
     except ImportError:  # matplotlib is an optional extra
         _logger.warning("nemesis_timeline_skipped", reason="matplotlib not installed")
     return result
+
+
+def _txn_workers(
+    config: NemesisConfig, kafka_bootstrap: str, history: History, clock_ms: Callable[[], int]
+) -> tuple[list[ProducerWorker | TxnProducerWorker], list[ReaderWorker | TxnReaderWorker]]:
+    """The transactional workload's producers and readers (the last reader read_uncommitted,
+    as a contrast, when there are two or more)."""
+    from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
+
+    producers: list[ProducerWorker | TxnProducerWorker] = [
+        TxnProducerWorker(
+            f"t{i}",
+            kafka_bootstrap,
+            TXN_TOPICS,
+            config.partitions,
+            history,
+            clock_ms,
+            seed=config.seed * 1000 + 700 + i,
+            rate_per_s=config.rate_per_producer,
+        )
+        for i in range(config.producers)
+    ]
+    readers: list[ReaderWorker | TxnReaderWorker] = [
+        TxnReaderWorker(
+            f"{'ru' if i == config.readers - 1 and i > 0 else 'rc'}{i}",
+            kafka_bootstrap,
+            TXN_TOPICS,
+            config.partitions,
+            history,
+            clock_ms,
+            isolation=READ_UNCOMMITTED if i == config.readers - 1 and i > 0 else READ_COMMITTED,
+        )
+        for i in range(config.readers)
+    ]
+    return producers, readers
+
+
+def _final_txn_reads(
+    kafka_bootstrap: str, partitions: int, clock_ms: Callable[[], int]
+) -> list[TxnFinalRead]:
+    from replication.nemesis.txn_workload import final_txn_reads
+
+    return final_txn_reads(kafka_bootstrap, TXN_TOPICS, partitions, clock_ms)
 
 
 def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -> list[FinalRead]:
@@ -536,19 +630,24 @@ def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -
     return finals
 
 
-def _wait_for_group(
-    history: History, started: float, progress: Callable[[str], None], timeout_s: float = 90.0
+def _wait_for_first(
+    history: History,
+    kind: type[GroupAssign | TxnEnd],
+    what: str,
+    started: float,
+    progress: Callable[[str], None],
+    timeout_s: float = 90.0,
 ) -> float:
-    """Wait until a group member was assigned partitions (at most ``timeout_s``); the
+    """Wait until the history holds an operation of ``kind`` (at most ``timeout_s``); the
     seconds since ``started``."""
-    progress(f"{_since(started):6.1f}s  waiting for the consumer group to form")
+    progress(f"{_since(started):6.1f}s  waiting for {what}")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if any(isinstance(op, GroupAssign) for op in history.operations):
+        if any(isinstance(op, kind) for op in history.operations):
             break
         threading.Event().wait(0.2)
     else:
-        _logger.warning("nemesis_group_not_formed", timeout_s=timeout_s)
+        _logger.warning("nemesis_workload_not_started", waited_for=what, timeout_s=timeout_s)
     return _since(started)
 
 

@@ -197,3 +197,26 @@ def test_grpc_through_a_link_times_out_when_cut_and_recovers_when_healed() -> No
                 assert time.monotonic() < deadline, "no answer after the heal"
         channel.close()
     server.stop(grace=None)
+
+
+def test_kafka_clients_of_a_fault_network_cluster_reach_the_brokers_through_proxies() -> None:
+    """Each broker advertises its Kafka listener's proxy, so librdkafka (which dials what
+    Metadata says) crosses the fault network, and isolating the broker cuts it too."""
+    from kraft.cluster.local import KAFKA_CLIENT, LocalCluster
+    from kraft.properties import load_properties
+
+    cluster = LocalCluster(1, 2, fault_network=True)  # not started: its configs are written
+    try:
+        assert cluster.network is not None
+        for broker in cluster.broker_ids:
+            proxy = cluster.network.address(KAFKA_CLIENT, broker)
+            assert proxy != cluster.kafka_addresses[broker]
+            props = load_properties(cluster.data_dir / "config" / f"broker-{broker}.properties")
+            assert props["advertised.listeners"] == f"KAFKA://{proxy}"
+        assert cluster.kafka_bootstrap == ",".join(
+            cluster.network.address(KAFKA_CLIENT, b) for b in cluster.broker_ids
+        )
+        first = cluster.broker_ids[0]
+        assert (KAFKA_CLIENT, first) in cluster.network.isolate(first)
+    finally:
+        cluster.close()
