@@ -248,7 +248,7 @@ def test_the_fault_player_slows_the_links_of_the_target_and_heals_them() -> None
     class Cluster:
         network = Network()
 
-    player = _FaultPlayer(Cluster())  # type: ignore[arg-type]
+    player = _FaultPlayer(Cluster(), History(), unclean=False)  # type: ignore[arg-type]
     fault = Fault(start_s=0, end_s=1, kind="bandwidth", targets=(102,), rate_bytes_per_s=16384)
     nodes = player.apply(fault)
     player.undo(fault, nodes)
