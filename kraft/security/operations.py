@@ -108,7 +108,7 @@ def _fetch(r: Any, _: TopicNameOf) -> Requirement:
 
 def _subscribed(r: Any) -> Iterable[str]:
     """The subscribed topic names of a heartbeat: a tuple or None on the dataclass
-    (`replication.group_messages`), an optional list message on the proto."""
+    (`replication.messages.groups`), an optional list message on the proto."""
     names = r.subscribed_topic_names
     if names is None or isinstance(names, tuple):
         return names or ()

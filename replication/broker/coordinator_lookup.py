@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from replication.group import partition_for_group
-from replication.group_messages import Coordinator
+from replication.messages import Coordinator
 from storage.errors import ErrorCode, KraftError, TopicAlreadyExistsError
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ member check for it; ListGroups lists both; DeleteGroups deletes an Empty classi
 its offsets; a ConsumerGroupHeartbeat for a classic group with members gets
 GROUP_ID_NOT_FOUND (an Empty one is taken over).
 
-The wire dataclasses (`replication.group_messages`, topics by name) are converted here to and
+The wire dataclasses (`replication.messages.groups`, topics by name) are converted here to and
 from the coordinator's (`replication.group`, assignments by topic id), and every request goes to
 the `GroupRuntime` shard of its group's ``__consumer_offsets`` partition.
 
@@ -48,7 +48,7 @@ from replication.group import types as g
 from replication.group.classic import ClassicGroupConfig
 from replication.group.classic import ListedGroup as ClassicListing
 from replication.group.txn_offsets import pending_record
-from replication.group_messages import (
+from replication.messages import (
     COORDINATOR_KEY_TYPE_GROUP,
     COORDINATOR_KEY_TYPE_TRANSACTION,
     ConsumerGroupDescribeRequest,
@@ -75,9 +75,7 @@ from replication.group_messages import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from replication.group_messages import (
-    Coordinator as WireCoordinator,
-)
+from replication.messages import Coordinator as WireCoordinator
 from storage.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,

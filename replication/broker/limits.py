@@ -16,7 +16,7 @@ follower's fetch (``replica_id >= 0``) is exempt: it names what its leader leads
 def too_many_partitions(request: object) -> str | None:
     """Why ``request`` names too many partitions, or None.
 
-    ``request`` is an API dataclass (`replication.messages`, `replication.group_messages`) or
+    ``request`` is an API dataclass (`replication.messages`) or
     a transport's message with the same field names (the gRPC adapter counts on the proto
     message before decoding it, so a huge request costs no decoding): ``topics`` or
     ``topic_data``, each with ``partitions`` or ``partition_data`` (a bare name counts one).

@@ -40,22 +40,16 @@ from replication.broker.replica_metrics import consumer_bytes_out
 from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
 from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
-from replication.kafka_only_messages import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
-    DescribeProducersRequest,
-    DescribeProducersResponse,
-    LogDirPartition,
-    PartitionProducers,
-    ProducerDescription,
-    TopicPartitions,
-)
 from replication.messages import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     BrokerFetchRequest,
     BrokerFetchResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     EpochEndOffset,
     FetchPartition,
     FetchPartitionData,
@@ -67,15 +61,19 @@ from replication.messages import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
+    LogDirPartition,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+    PartitionProducers,
     ProducePartitionResponse,
+    ProducerDescription,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
+    TopicPartitions,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )

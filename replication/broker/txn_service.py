@@ -33,10 +33,24 @@ from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, Interna
 from replication.broker.group_runtime import GroupRuntime
 from replication.broker.txn_markers import OffsetsMarkerHook, send_markers
 from replication.group import partition_for_group
-from replication.group_messages import Coordinator
 from replication.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    Coordinator,
+    DescribedTransaction,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    ListedTransaction,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnErrorResponse,
+    TxnPartitionResult,
+    TxnTopic,
+    TxnTopicResult,
     WritableTxnMarker,
 )
 from replication.txn import (
@@ -48,22 +62,6 @@ from replication.txn import (
     TxnState,
 )
 from replication.txn.coordinator import ProducerIdAndEpoch
-from replication.txn_messages import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    DescribedTransaction,
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    EndTxnRequest,
-    ListedTransaction,
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    TxnErrorResponse,
-    TxnPartitionResult,
-    TxnTopic,
-    TxnTopicResult,
-)
 from storage.errors import CoordinatorNotAvailableError, ErrorCode, KraftError
 from storage.log import wall_clock_ms
 

@@ -70,7 +70,7 @@ from replication.clients.group_admin import (
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
 from replication.clients.txn_admin import AbortSpec, TransactionAdmin
-from replication.txn_messages import DescribedTransaction, ListedTransaction
+from replication.messages import DescribedTransaction, ListedTransaction
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient
-from replication.group_messages import (
+from replication.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,

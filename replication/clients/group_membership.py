@@ -43,7 +43,7 @@ import structlog
 
 from kraft.types import TopicPartition
 from replication.clients.network import BrokerNetwork
-from replication.group_messages import (
+from replication.messages import (
     COORDINATOR_KEY_TYPE_GROUP,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,

@@ -56,17 +56,16 @@ from replication.clients.group_membership import (
     GroupClient,
     commit_topics,
 )
-from replication.group_messages import (
+from replication.messages import (
     COORDINATOR_KEY_TYPE_TRANSACTION,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-)
-from replication.messages import InitProducerIdRequest, InitProducerIdResponse
-from replication.txn_messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnRequest,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
     TxnErrorResponse,
     TxnOffsetCommitRequest,
     TxnTopic,

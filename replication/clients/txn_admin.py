@@ -18,20 +18,18 @@ from dataclasses import dataclass
 from kraft.types import TopicPartition
 from replication.clients.group_membership import COORDINATOR_ERRORS, GroupClient
 from replication.clients.network import BrokerNetwork
-from replication.group_messages import COORDINATOR_KEY_TYPE_TRANSACTION
 from replication.messages import (
-    WritableTxnMarker,
-    WritableTxnMarkerTopic,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
-from replication.txn_messages import (
+    COORDINATOR_KEY_TYPE_TRANSACTION,
     DescribedTransaction,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListedTransaction,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from storage.errors import ErrorCode, LeaderNotAvailableError, error_for
 

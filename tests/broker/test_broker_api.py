@@ -31,27 +31,23 @@ from replication.broker.api.authorization import Refused
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST
 from replication.broker.server import BrokerServer
-from replication.group_messages import (
-    ConsumerGroupHeartbeatRequest,
-    ListGroupsRequest,
-    OffsetFetchRequest,
-)
-from replication.kafka_only_messages import (
-    DescribeLogDirsRequest,
-    DescribeProducersRequest,
-    TopicPartitions,
-)
 from replication.messages import (
     BrokerFetchRequest,
+    ConsumerGroupHeartbeatRequest,
+    DescribeLogDirsRequest,
+    DescribeProducersRequest,
     FetchPartition,
     FetchTopic,
+    ListGroupsRequest,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
     MetadataRequest,
+    OffsetFetchRequest,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
+    TopicPartitions,
 )
 from storage.errors import ErrorCode, InvalidRequestError, TopicAuthorizationFailedError
 from tests.metadata.builders import ImageBuilder

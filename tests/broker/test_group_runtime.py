@@ -479,7 +479,7 @@ def test_list_groups_answers_load_in_progress_while_an_offsets_partition_loads(
         from replication.broker.group_shard import GroupShard
         from replication.group import GroupConfig
         from replication.group.classic import ClassicGroupConfig
-        from replication.group_messages import ListGroupsRequest
+        from replication.messages import ListGroupsRequest
         from tests.group.helpers import topics
 
         h.runtime._new_coordinator = lambda: GroupShard(GroupConfig(), ClassicGroupConfig())
@@ -524,7 +524,7 @@ def _admin(network: ScriptedNetwork, timeout: float) -> Any:
 
 
 def test_the_admin_asks_a_loading_broker_again_until_it_lists_its_groups() -> None:
-    from replication.group_messages import ListedGroup, ListGroupsResponse
+    from replication.messages import ListedGroup, ListGroupsResponse
 
     loading = ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     done = ListGroupsResponse(groups=(ListedGroup(group_id="g", group_state="Stable"),))
@@ -535,7 +535,7 @@ def test_the_admin_asks_a_loading_broker_again_until_it_lists_its_groups() -> No
 
 
 def test_the_admin_gives_up_on_a_broker_still_loading_after_its_timeout() -> None:
-    from replication.group_messages import ListGroupsResponse
+    from replication.messages import ListGroupsResponse
 
     loading = ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     network = ScriptedNetwork([loading] * 100)

@@ -14,16 +14,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft._generated import broker_pb2 as pb
-from replication import group_messages, messages, txn_messages
 from replication.codec import decode, decode_bytes, decode_generic, encode, encode_generic
-from replication.messages import FetchPartitionData, ProducePartitionData, ProduceRequest
+from replication.messages import (
+    FetchPartitionData,
+    ProducePartitionData,
+    ProduceRequest,
+    broker,
+    groups,
+    txn,
+)
 from storage.errors import ErrorCode
 from storage.records import SimpleRecord, build_batch
 
 MESSAGE_CLASSES: list[type[Any]] = sorted(
     (
         typing.cast(type[Any], cls)
-        for module in (messages, group_messages, txn_messages)
+        for module in (broker, groups, txn)  # every message with a proto mirror
         for cls in vars(module).values()
         if isinstance(cls, type) and dataclasses.is_dataclass(cls)
     ),
@@ -97,7 +103,7 @@ def test_record_batches_cross_the_codec_byte_for_byte() -> None:
     )
     request = ProduceRequest(
         topic_data=(
-            messages.ProduceTopicData(
+            broker.ProduceTopicData(
                 name="t", partition_data=(ProducePartitionData(index=0, records=batch + batch),)
             ),
         )
@@ -112,7 +118,7 @@ def test_unset_leader_hints_decode_as_none_and_set_ones_survive() -> None:
     hinted = FetchPartitionData(
         partition_index=3,
         error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        current_leader=messages.LeaderIdAndEpoch(leader_id=0, leader_epoch=0),
+        current_leader=broker.LeaderIdAndEpoch(leader_id=0, leader_epoch=0),
     )
     assert decode(encode(hinted), FetchPartitionData) == hinted
 
@@ -125,10 +131,10 @@ def test_an_unknown_error_code_decodes_as_unknown_server_error() -> None:
 
 
 HOT_CLASSES = [
-    messages.ProduceRequest,
-    messages.ProduceResponse,
-    messages.BrokerFetchRequest,
-    messages.BrokerFetchResponse,
+    broker.ProduceRequest,
+    broker.ProduceResponse,
+    broker.BrokerFetchRequest,
+    broker.BrokerFetchResponse,
 ]
 
 
@@ -150,6 +156,6 @@ def test_an_unknown_error_code_decodes_as_unknown_server_error_in_a_fetch_respon
     )
     proto.error_code = 31337  # type: ignore[assignment]
     proto.responses[0].partitions[0].error_code = 31337  # type: ignore[assignment]
-    again = decode(proto, messages.BrokerFetchResponse)
+    again = decode(proto, broker.BrokerFetchResponse)
     assert again.error_code is ErrorCode.UNKNOWN_SERVER_ERROR
     assert again.responses[0].partitions[0].error_code is ErrorCode.UNKNOWN_SERVER_ERROR

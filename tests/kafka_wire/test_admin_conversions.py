@@ -50,20 +50,18 @@ from replication.broker.api import RequestContext
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.handlers import HANDLERS
-from replication.kafka_only_messages import (
+from replication.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeProducersRequest,
     DescribeProducersResponse,
-    PartitionProducers,
-    ProducerDescription,
-    TopicPartitions,
-)
-from replication.messages import (
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+    PartitionProducers,
+    ProducerDescription,
+    TopicPartitions,
 )
 from storage.errors import (
     ClusterAuthorizationFailedError,

@@ -33,19 +33,17 @@ from kraft.security.guard import Caller
 from kraft.security.operations import Need
 from replication.broker.api.context import RequestContext
 from replication.group.classic import DescribedGroup as ClassicDescribedGroup
-from replication.group_messages import (
+from replication.messages import (
     Coordinator,
     DeletableGroupResult,
     DescribedGroup,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
-from replication.messages import (
     FetchPartitionData,
     FetchTopicResponse,
     ListOffsetsPartitionResponse,
     ListOffsetsTopicResponse,
     MetadataTopic,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
     ProducePartitionResponse,
     ProduceTopicResponse,
 )

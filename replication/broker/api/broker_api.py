@@ -1,7 +1,7 @@
 """`BrokerApi`: one async handler per Kafka API, the one entry every transport calls.
 
 Each handler is ``async def <api>(self, request, ctx: RequestContext) -> response`` on the
-dataclasses of `replication.messages` and `replication.group_messages` (Kafka's ``KafkaApis``):
+dataclasses of `replication.messages` (Kafka's ``KafkaApis``):
 it bounds the request (`replication.broker.limits`), authorizes it
 (`replication.broker.api.authorization`), calls the partition APIs
 (`replication.broker.service.BrokerService`) or the group coordinator's
@@ -85,53 +85,47 @@ from replication.group.classic import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from replication.group_messages import (
+from replication.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    BrokerFetchRequest,
+    BrokerFetchResponse,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-)
-from replication.kafka_only_messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeProducersRequest,
     DescribeProducersResponse,
-)
-from replication.messages import (
-    BrokerFetchRequest,
-    BrokerFetchResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    MetadataRequest,
-    MetadataResponse,
-    ProduceRequest,
-    ProduceResponse,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
-from replication.txn_messages import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     EndTxnRequest,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    ProduceRequest,
+    ProduceResponse,
     TxnErrorResponse,
     TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from storage.errors import (
     ClusterAuthorizationFailedError,

@@ -38,30 +38,26 @@ from replication.broker.api.broker_api import FORWARDED, Api, BrokerApi
 from replication.broker.api.context import RequestContext
 from replication.broker.limits import too_many_partitions
 from replication.codec import decode, encode
-from replication.group_messages import (
+from replication.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    BrokerFetchRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
-    FindCoordinatorRequest,
-    ListGroupsRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-)
-from replication.messages import (
-    BrokerFetchRequest,
-    InitProducerIdRequest,
-    ListOffsetsRequest,
-    MetadataRequest,
-    ProduceRequest,
-    WriteTxnMarkersRequest,
-)
-from replication.txn_messages import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
     ListTransactionsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    ProduceRequest,
     TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
 )
 from storage.errors import ErrorCode, KraftError
 

@@ -45,14 +45,12 @@ from replication.broker.kafka.config_handlers import CONFIG_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.frames import Request
-from replication.kafka_only_messages import (
+from replication.messages import (
     DescribeLogDirsRequest,
     DescribeProducersRequest,
-    TopicPartitions,
-)
-from replication.messages import (
     MetadataRequest,
     MetadataTopic,
+    TopicPartitions,
 )
 from storage.errors import ErrorCode
 

@@ -15,13 +15,14 @@ from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
-from replication.group_messages import (
+from replication.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     FindCoordinatorRequest,
     GroupTopicPartitions,
     ListGroupsRequest,
+    MetadataRequest,
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
@@ -30,7 +31,6 @@ from replication.group_messages import (
     OffsetFetchRequestTopic,
     OffsetFetchResponse,
 )
-from replication.messages import MetadataRequest
 from storage.errors import ErrorCode
 
 Response = Mapping[str, Any] | None

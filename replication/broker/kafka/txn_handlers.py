@@ -1,6 +1,6 @@
 """The Kafka adapter's transaction handlers (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions and ListTransactions (KIP-664), kio <->
-`replication.txn_messages` around the broker API, as `replication.broker.kafka.handlers` does
+`replication.messages.txn` around the broker API, as `replication.broker.kafka.handlers` does
 for the others (InitProducerId with a transactional id is there: one handler per API).
 
 Versions: AddPartitionsToTxn 0-5 (v4+ batches transactions and carries KIP-890's
@@ -19,8 +19,7 @@ from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import offset_commit_answer, offset_commit_request
-from replication.messages import WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest
-from replication.txn_messages import (
+from replication.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -29,6 +28,9 @@ from replication.txn_messages import (
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
     TxnTopic,
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
 )
 from storage.errors import ErrorCode
 

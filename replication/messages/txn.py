@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replication.group_messages import OffsetCommitRequest
+from replication.messages.groups import OffsetCommitRequest
 from storage.errors import ErrorCode
 
 
