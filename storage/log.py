@@ -256,20 +256,28 @@ class SegmentedLog:
             h = checked_single_batch(data, self._config)
             if h is None:
                 return self._append_many(data, leader_epoch)
-            offset = self._segments.log_end_offset
-            next_offset = offset + h[6] + 1
-            epoch = h[2] if leader_epoch is None else leader_epoch
+            length, epoch, _magic, _crc, delta, max_timestamp_ms, records = h
+            segments = self._segments
+            offset = segments.active.next_offset
+            next_offset = offset + delta + 1
+            if leader_epoch is not None:
+                epoch = leader_epoch
             if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
                 self._epoch_cache.assign(epoch, offset)
             now_ms = self._clock_ms()
             try:
-                seg = self._segments.for_append(len(data), next_offset, now_ms, self._config)
+                seg = segments.for_append(len(data), next_offset, now_ms, self._config)
                 seg.append_batch(
-                    _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
+                    _PREFIX.pack(offset, length, epoch),
+                    data,
+                    offset,
+                    next_offset,
+                    max_timestamp_ms,
+                    now_ms,
                 )
             except OSError as e:
                 raise self._undo_append(e) from e
-            self._flusher.after_append(h[12], now_ms)
+            self._flusher.after_append(records, now_ms)
             return offset
         except OSError as e:
             raise health.failed_by(e, "append") from e
