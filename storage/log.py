@@ -87,7 +87,8 @@ from storage.retention import SegmentInfo
 from storage.segment import BatchSpan
 from storage.segment_list import SegmentList
 
-_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+# a batch's first 21 bytes: base offset, batch length, partition leader epoch, magic, CRC
+_HEAD = struct.Struct(">qiibI")
 
 _logger = structlog.get_logger(__name__)
 
@@ -246,17 +247,18 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         # The hottest call of a broker: `maps_storage_errors` inlined (one frame less), the
-        # open check reduced to one attribute, one batch checked in one call and written
-        # without a copy (writev of a new 16-byte prefix and the rest of the caller's bytes).
+        # open check reduced to one attribute, one batch checked in one call and written with
+        # one writev: a new 21-byte head (base offset and epoch assigned) and the copy of the
+        # rest that the CRC check made.
         health = self._health
         try:
             if not health.serving:
                 health.check_open()
             data = batch if type(batch) is bytes else bytes(batch)
-            h = checked_single_batch(data, self._config)
-            if h is None:
+            checked = checked_single_batch(data, self._config)
+            if checked is None:
                 return self._append_many(data, leader_epoch)
-            length, epoch, _magic, _crc, delta, max_timestamp_ms, records = h
+            (length, epoch, magic, crc, delta, max_timestamp_ms, records), body = checked
             segments = self._segments
             offset = segments.active.next_offset
             next_offset = offset + delta + 1
@@ -268,8 +270,8 @@ class SegmentedLog:
             try:
                 seg = segments.for_append(len(data), next_offset, now_ms, self._config)
                 seg.append_batch(
-                    _PREFIX.pack(offset, length, epoch),
-                    data,
+                    _HEAD.pack(offset, length, epoch, magic, crc),
+                    body,
                     offset,
                     next_offset,
                     max_timestamp_ms,

@@ -350,19 +350,20 @@ class LogSegment:
 
     def append_batch(
         self,
-        prefix: bytes,
-        data: bytes,
+        head: bytes,
+        body: bytes,
         base_offset: int,
         next_offset: int,
         max_timestamp_ms: int,
         now_ms: int,
     ) -> None:
-        """The one-batch fast path of `append`: write ``prefix`` (the rewritten first 16 bytes:
-        base offset, length, leader epoch) and ``data[16:]`` with one ``writev``."""
-        size = len(data)
-        written = self._writev(self.fd, (prefix, memoryview(data)[16:]))
+        """The one-batch fast path of `append`: write one batch, ``head`` (its first bytes, as
+        rewritten: base offset, length, leader epoch, ...) then ``body`` (the rest), with one
+        ``writev``."""
+        size = len(head) + len(body)
+        written = self._writev(self.fd, (head, body))
         if written < size:  # pragma: no cover - a short write to a regular file (disk full)
-            rest = memoryview(prefix + data[16:])[written:]
+            rest = memoryview(head + body)[written:]
             while rest:
                 rest = rest[self.io.write(self.fd, rest) :]
         if self.rolling_base_ms is None:
