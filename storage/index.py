@@ -151,12 +151,13 @@ class OffsetIndex(_IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry (asserts that both columns increase); ignored when the index is full."""
-        if len(self.relative_offsets) >= self.max_entries:
+        offsets = self.relative_offsets
+        if len(offsets) >= self.max_entries:
             return
         relative = offset - self.base_offset
-        if self.relative_offsets:
-            assert relative > self.relative_offsets[-1] and position > self.positions[-1]
-        self.relative_offsets.append(relative)
+        if offsets:
+            assert relative > offsets[-1] and position > self.positions[-1]
+        offsets.append(relative)
         self.positions.append(position)
 
     def lookup(self, offset: int) -> tuple[int, int]:

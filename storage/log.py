@@ -9,6 +9,13 @@ Retention deletes whole segments from the front (never the active one) and moves
 start offset* up; truncation cuts from the back. Offsets are strictly contiguous from the log
 start offset to the *log end offset* (LEO, the next offset to assign).
 
+`SegmentedLog` does the appends and reads itself and owns the parts the rest works on,
+each handed only what it changes: the `SegmentList` (the segment files), the `LogOffsets` (log
+start offset and recovery point), the `LeaderEpochCache`. Flushing is `storage.log_flush`
+(segments, offsets, flush policy); truncation and retention are `storage.log_trim` (segments,
+offsets, epoch cache); compaction is `storage.log_cleaner` (segments). The log's public
+methods check that it is open and map disk errors, then call them.
+
 Batches are bytes: a leader append validates each batch's header, size and CRC, rewrites its
 base offset (and leader epoch) in place and writes the whole call in one ``os.write``; a read
 is an index lookup and one ``os.pread``. Nothing decodes records on these paths.
@@ -48,9 +55,8 @@ import structlog
 
 from storage.checkpoint import fsync_dir
 from storage.config import LogConfig
-from storage.errors import InvalidOffsetError, KafkaStorageError, KraftError, OffsetOutOfRangeError
+from storage.errors import KafkaStorageError, KraftError
 from storage.file_io import FileIO, file_io_for, storage_error
-from storage.flush_policy import FlushPolicy
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_append import (
     assign_epochs,
@@ -62,12 +68,11 @@ from storage.log_cleaner import (
     CleanJob,
     CleanOutput,
     CleanResult,
-    apply_clean,
-    discard_clean,
-    is_current,
+    finish_clean,
     prepare_clean,
     run_clean,
 )
+from storage.log_flush import LogFlusher
 from storage.log_health import LogHealth, maps_storage_errors
 from storage.log_loader import CLEAN_SHUTDOWN_FILE, load_log
 from storage.log_offsets import LogOffsets
@@ -77,11 +82,13 @@ from storage.log_read import (
     offset_for_timestamp,
     read_batches,
 )
-from storage.retention import SegmentInfo, plan_retention
+from storage.log_trim import LogTrimmer
+from storage.retention import SegmentInfo
 from storage.segment import BatchSpan
 from storage.segment_list import SegmentList
 
-_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+# a batch's first 21 bytes: base offset, batch length, partition leader epoch, magic, CRC
+_HEAD = struct.Struct(">qiibI")
 
 _logger = structlog.get_logger(__name__)
 
@@ -127,7 +134,8 @@ class SegmentedLog:
             lambda: self._segments.log_end_offset,
             loaded.epoch_cache.entries,
         )
-        self._flush_policy = FlushPolicy(config, clock_ms())
+        self._trimmer = LogTrimmer(self._segments, self._offsets, self._epoch_cache, self._log)
+        self._flusher = LogFlusher(self._segments, self._offsets, config, clock_ms())
         self.had_clean_shutdown = loaded.had_clean_shutdown
         self._offsets.checkpoint_log_start(if_changed=True)
         self._offsets.lower_recovery_point(self._offsets.recovery_point)  # a stale checkpoint
@@ -239,33 +247,39 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         # The hottest call of a broker: `maps_storage_errors` inlined (one frame less), the
-        # open check reduced to one attribute, one batch checked in one call and written
-        # without a copy (writev of a new 16-byte prefix and the rest of the caller's bytes).
+        # open check reduced to one attribute, one batch checked in one call and written with
+        # one writev: a new 21-byte head (base offset and epoch assigned) and the copy of the
+        # rest that the CRC check made.
         health = self._health
         try:
             if not health.serving:
                 health.check_open()
             data = batch if type(batch) is bytes else bytes(batch)
-            h = checked_single_batch(data, self._config)
-            if h is None:
+            checked = checked_single_batch(data, self._config)
+            if checked is None:
                 return self._append_many(data, leader_epoch)
-            offset = self._segments.log_end_offset
-            next_offset = offset + h[6] + 1
-            epoch = h[2] if leader_epoch is None else leader_epoch
+            (length, epoch, magic, crc, delta, max_timestamp_ms, records), body = checked
+            segments = self._segments
+            offset = segments.active.next_offset
+            next_offset = offset + delta + 1
+            if leader_epoch is not None:
+                epoch = leader_epoch
             if epoch >= 0 and epoch != self._epoch_cache.latest_epoch:
                 self._epoch_cache.assign(epoch, offset)
             now_ms = self._clock_ms()
             try:
-                seg = self._segments.for_append(len(data), next_offset, now_ms, self._config)
+                seg = segments.for_append(len(data), next_offset, now_ms, self._config)
                 seg.append_batch(
-                    _PREFIX.pack(offset, h[1], epoch), data, offset, next_offset, h[8], now_ms
+                    _HEAD.pack(offset, length, epoch, magic, crc),
+                    body,
+                    offset,
+                    next_offset,
+                    max_timestamp_ms,
+                    now_ms,
                 )
             except OSError as e:
                 raise self._undo_append(e) from e
-            if self._config.sync_every_append:  # `_after_append`, inlined
-                self._sync_data()
-            elif self._flush_policy.on_appended(h[12], now_ms):
-                self._flush(now_ms, checkpoint=False)
+            self._flusher.after_append(records, now_ms)
             return offset
         except OSError as e:
             raise health.failed_by(e, "append") from e
@@ -314,7 +328,7 @@ class SegmentedLog:
             seg.append(data, spans, now_ms)
         except OSError as e:
             raise self._undo_append(e) from e
-        self._after_append(sum(span.record_count for span in spans), now_ms)
+        self._flusher.after_append(sum(span.record_count for span in spans), now_ms)
 
     def _undo_append(self, error: OSError) -> KafkaStorageError:
         """An append's roll or write failed before the segment recorded it: cut the active
@@ -328,12 +342,6 @@ class SegmentedLog:
         self._log.warning("append_undone", error=error.strerror, log_end_offset=self.log_end_offset)
         return storage_error(error, "append", self._directory)
 
-    def _after_append(self, records: int, now_ms: int) -> None:
-        if self._config.sync_every_append:
-            self._sync_data()
-        elif self._flush_policy.on_appended(records, now_ms):
-            self._flush(now_ms, checkpoint=False)
-
     @maps_storage_errors
     def update_config(self, config: LogConfig) -> None:
         """Kafka's ``UnifiedLog.updateConfig``: apply a changed config to the open log at once.
@@ -343,11 +351,11 @@ class SegmentedLog:
         if config == self._config:
             return
         self._config = config
-        self._flush_policy.update_config(config)
+        self._flusher.update_config(config)
         self._segments.update_config(config)
         self._log.info("log_config_updated", **config.to_properties())
 
-    # --- flushing --------------------------------------------------------------------------------
+    # --- flushing (`storage.log_flush`) ----------------------------------------------------------
 
     @maps_storage_errors
     def flush(self) -> None:
@@ -359,7 +367,7 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        self._flush(self._clock_ms(), checkpoint=True)
+        self._flusher.flush(self._clock_ms(), checkpoint=True)
 
     @maps_storage_errors
     def sync_data(self) -> None:
@@ -372,18 +380,14 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        self._sync_data()
+        self._flusher.sync_data()
 
     @maps_storage_errors
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush if ``flush.ms`` has passed since the last flush (call it from a periodic tick);
         returns True if it flushed."""
         self._health.check_open()
-        now_ms = self._clock_ms() if now_ms is None else now_ms
-        if self._flush_policy.is_due(now_ms) and self._has_unflushed():
-            self._flush(now_ms, checkpoint=True)
-            return True
-        return False
+        return self._flusher.maybe_flush(self._clock_ms() if now_ms is None else now_ms)
 
     def flush_due_in_ms(self) -> int | None:
         """Milliseconds until `maybe_flush` would flush (0: now): ``flush.ms`` since the last
@@ -391,23 +395,7 @@ class SegmentedLog:
         For a shell that sleeps until its next deadline instead of polling."""
         if self._health.closed:
             return None
-        due_at_ms = self._flush_policy.due_at_ms()
-        if due_at_ms is None or not self._has_unflushed():
-            return None
-        return max(0, due_at_ms - self._clock_ms())
-
-    def _has_unflushed(self) -> bool:
-        return self._offsets.recovery_point < self.log_end_offset or self._segments.active.dirty
-
-    def _flush(self, now_ms: int, *, checkpoint: bool) -> None:
-        self._segments.sync(self._offsets.checkpointed_recovery_point)
-        self._offsets.flushed_to(self.log_end_offset, checkpoint=checkpoint)
-        self._flush_policy.flushed(now_ms)
-
-    def _sync_data(self) -> None:
-        # The synced-append path: indexes and the checkpoint wait for the next flush.
-        self._segments.sync_data()
-        self._offsets.flushed_to(self.log_end_offset, checkpoint=False)
+        return self._flusher.flush_due_in_ms(self._clock_ms())
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -471,7 +459,7 @@ class SegmentedLog:
             timestamp_ms=timestamp_ms,
         )
 
-    # --- truncation and retention ----------------------------------------------------------------
+    # --- truncation and retention (`storage.log_trim`) -------------------------------------------
 
     @maps_storage_errors
     def truncate_to(self, offset: int) -> bool:
@@ -486,36 +474,7 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        if offset < 0:
-            raise InvalidOffsetError(f"cannot truncate to negative offset {offset}")
-        old_end = self.log_end_offset
-        if offset >= old_end:
-            return False
-        if offset < self._offsets.log_start_offset:
-            self.truncate_fully_and_start_at(offset)
-            return True
-        deleted = self._segments.delete_back_above(offset)
-        removed = self._segments.active.truncate_to(offset)
-        if self.log_end_offset < self._offsets.log_start_offset:
-            # NB: the batch holding ``offset`` began below the log start offset: nothing at or
-            # above the start is left, so the log restarts empty there (the start never moves
-            # back).
-            self.truncate_fully_and_start_at(self._offsets.log_start_offset)
-            return True
-        if deleted:
-            self._segments.sync_dir()
-        end = self.log_end_offset
-        self._offsets.lower_recovery_point(end)
-        self._epoch_cache.truncate_from_end(end)
-        self._log.info(
-            "log_truncated",
-            offset=offset,
-            previous_log_end_offset=old_end,
-            log_end_offset=end,
-            segments_deleted=deleted,
-            bytes_removed=removed,
-        )
-        return True
+        return self._trimmer.truncate_to(offset, self._config)
 
     @maps_storage_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -527,12 +486,7 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        if offset < 0:
-            raise InvalidOffsetError(f"cannot start a log at negative offset {offset}")
-        self._segments.reset_at(offset, self._config)
-        self._offsets.reset_at(offset)
-        self._epoch_cache.clear()
-        self._log.info("log_truncated_fully", log_start_offset=offset)
+        self._trimmer.truncate_fully_and_start_at(offset, self._config)
 
     @maps_storage_errors
     def advance_log_start_offset(self, offset: int) -> bool:
@@ -546,18 +500,7 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        if offset > self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"cannot start the log at {offset}, past its end {self.log_end_offset}",
-                log_start_offset=self._offsets.log_start_offset,
-                log_end_offset=self.log_end_offset,
-            )
-        if offset <= self._offsets.log_start_offset:
-            return False
-        self._offsets.set_log_start_offset(offset)
-        deleted = self._segments.delete_front_below(offset)
-        self._after_start_moved(deleted, reason="log_start_offset_advanced")
-        return True
+        return self._trimmer.advance_log_start_offset(offset)
 
     delete_records_before = advance_log_start_offset
 
@@ -578,18 +521,10 @@ class SegmentedLog:
             LogClosedError: the log is closed.
         """
         self._health.check_open()
-        plan = plan_retention(
-            self.segments,
-            self._config,
-            log_start_offset=self._offsets.log_start_offset,
-            now_ms=self._clock_ms() if now_ms is None else now_ms,
-            high_watermark=high_watermark,
-        )
-        if plan.segments_to_delete:
-            self._segments.delete_first(plan.segments_to_delete)
-            self._offsets.set_log_start_offset(plan.log_start_offset)
-            self._after_start_moved(plan.segments_to_delete, reason="retention_applied")
-        return plan.segments_to_delete
+        now_ms = self._clock_ms() if now_ms is None else now_ms
+        return self._trimmer.apply_retention(self._config, now_ms, high_watermark)
+
+    # --- compaction (`storage.log_cleaner`) ------------------------------------------------------
 
     def compact(
         self,
@@ -647,38 +582,11 @@ class SegmentedLog:
     def finish_compaction(
         self, job: CleanJob, output: CleanOutput | Exception
     ) -> CleanResult | None:
-        """Swap a pass's output in (`storage.log_cleaner.apply_clean`), or raise its error;
+        """Swap a pass's output in (`storage.log_cleaner.finish_clean`), or raise its error;
         None if the log changed under the pass (retention, a truncation) or closed: dropped."""
         health = self._health
-        if health.closed or health.failed is not None or not is_current(self._segments, job):
-            if not isinstance(output, Exception):
-                discard_clean(output)
-            self._log.info("log_compaction_dropped", reason="log_changed_during_the_pass")
-            return None
-        if isinstance(output, Exception):
-            raise output
-        result = apply_clean(self._segments, job, output)
-        self._log.info(
-            "log_compacted",
-            segments_cleaned=result.segments_cleaned,
-            segments_rewritten=result.segments_rewritten,
-            records_removed=result.records_removed,
-            bytes_before=result.bytes_before,
-            bytes_after=result.bytes_after,
-            end_offset=result.end_offset,
-            keys_mapped=result.keys_mapped,
-            dirty_ratio=round(result.dirty_ratio, 3),
-        )
-        return result
-
-    def _after_start_moved(self, deleted: int, *, reason: str) -> None:
-        if deleted:
-            self._segments.sync_dir()
-        self._epoch_cache.truncate_from_start(self._offsets.log_start_offset)
-        self._offsets.checkpoint_log_start()
-        self._log.info(
-            reason, log_start_offset=self._offsets.log_start_offset, segments_deleted=deleted
-        )
+        usable = not health.closed and health.failed is None
+        return finish_clean(self._segments, job, output, log_usable=usable, logger=self._log)
 
     # --- closing ---------------------------------------------------------------------------------
 
@@ -696,7 +604,7 @@ class SegmentedLog:
             self.abandon()  # NB: nothing of a failed log is trusted: the next open recovers it
             return
         try:
-            self._flush(self._clock_ms(), checkpoint=True)
+            self._flusher.flush(self._clock_ms(), checkpoint=True)
             self._offsets.checkpoint_log_start(if_changed=True)
         except OSError as e:
             self.abandon()

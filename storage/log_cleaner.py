@@ -23,7 +23,8 @@ keeps serving):
 - `apply_clean` (the owner's thread, once `is_current` says every planned segment is still
   the one the job read: the same segment objects, sizes and next offsets; after retention, a
   truncation or a reset in between the pass is moot and `discard_clean` deletes its
-  ``.cleaned`` files): swaps each group in (steps 2-5) and checkpoints the pass's end.
+  ``.cleaned`` files): swaps each group in (steps 2-5) and checkpoints the pass's end;
+  `finish_clean` makes that choice for `storage.log.SegmentedLog.finish_compaction`.
   `clean_log` runs the three in a row.
 
 Consecutive segments whose cleaned bytes fit in one ``segment.bytes`` are merged into one
@@ -59,6 +60,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from structlog.typing import FilteringBoundLogger
 
 from storage.checkpoint import fsync_dir, read_offset, write_offset, write_synced
 from storage.compaction import (
@@ -382,6 +385,44 @@ def clean_log(
     return apply_clean(segments, job, run_clean(job))  # nothing changes it meanwhile
 
 
+def finish_clean(
+    segments: SegmentList,
+    job: CleanJob,
+    output: CleanOutput | Exception,
+    *,
+    log_usable: bool,
+    logger: FilteringBoundLogger,
+) -> CleanResult | None:
+    """The owner's end of a pass: `apply_clean` if the log is still usable (open, not failed)
+    and `is_current`, else drop the pass (`discard_clean`; None). An ``Exception`` from
+    `run_clean` is raised here, unless the pass is dropped anyway.
+
+    Raises:
+        OSError: a disk error during the swap (the caller maps it; recovery finishes it).
+        Exception: the one `run_clean` raised.
+    """
+    if not log_usable or not is_current(segments, job):
+        if not isinstance(output, Exception):
+            discard_clean(output)
+        logger.info("log_compaction_dropped", reason="log_changed_during_the_pass")
+        return None
+    if isinstance(output, Exception):
+        raise output
+    result = apply_clean(segments, job, output)
+    logger.info(
+        "log_compacted",
+        segments_cleaned=result.segments_cleaned,
+        segments_rewritten=result.segments_rewritten,
+        records_removed=result.records_removed,
+        bytes_before=result.bytes_before,
+        bytes_after=result.bytes_after,
+        end_offset=result.end_offset,
+        keys_mapped=result.keys_mapped,
+        dirty_ratio=round(result.dirty_ratio, 3),
+    )
+    return result
+
+
 def write_swap_file(directory: Path, base_offset: int, data: bytes) -> Path:
     """Steps 1-2: ``data`` durably in ``<base>.log.swap``; returns its path."""
     name = segment_file_name(base_offset)
@@ -438,6 +479,7 @@ __all__ = [
     "apply_clean",
     "clean_log",
     "discard_clean",
+    "finish_clean",
     "finish_interrupted_swaps",
     "is_current",
     "prepare_clean",

@@ -326,7 +326,12 @@ class LogSegment:
         self.roll_deadline_ms = LONG_MAX if ms is None else ms + self.config.segment_ms
 
     def _update_indexes_full(self) -> None:
-        self.indexes_full = self.offset_index.is_full or self.time_index.is_full
+        # NB: `is_full` of each index without its property and ``__len__`` frames (hot path)
+        offsets, times = self.offset_index, self.time_index
+        self.indexes_full = (
+            len(offsets.positions) >= offsets.max_entries
+            or len(times.timestamps) >= times.max_entries
+        )
 
     # --- writes ---------------------------------------------------------------------------------
 
@@ -345,19 +350,20 @@ class LogSegment:
 
     def append_batch(
         self,
-        prefix: bytes,
-        data: bytes,
+        head: bytes,
+        body: bytes,
         base_offset: int,
         next_offset: int,
         max_timestamp_ms: int,
         now_ms: int,
     ) -> None:
-        """The one-batch fast path of `append`: write ``prefix`` (the rewritten first 16 bytes:
-        base offset, length, leader epoch) and ``data[16:]`` with one ``writev``."""
-        size = len(data)
-        written = self._writev(self.fd, [prefix, memoryview(data)[16:]])
+        """The one-batch fast path of `append`: write one batch, ``head`` (its first bytes, as
+        rewritten: base offset, length, leader epoch, ...) then ``body`` (the rest), with one
+        ``writev``."""
+        size = len(head) + len(body)
+        written = self._writev(self.fd, (head, body))
         if written < size:  # pragma: no cover - a short write to a regular file (disk full)
-            rest = memoryview(prefix + data[16:])[written:]
+            rest = memoryview(head + body)[written:]
             while rest:
                 rest = rest[self.io.write(self.fd, rest) :]
         if self.rolling_base_ms is None:
@@ -366,11 +372,18 @@ class LogSegment:
             self.max_timestamp_ms = max_timestamp_ms
             self.last_offset_of_max_timestamp = next_offset - 1
         if self.bytes_since_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(base_offset, self.size)
-            self.time_index.maybe_append(self.max_timestamp_ms, next_offset - 1)
-            self.bytes_since_index_entry = 0
-            self._update_indexes_full()
-        self.bytes_since_index_entry += size
+            offsets, times = self.offset_index, self.time_index
+            offsets.append(base_offset, self.size)
+            stamps = times.timestamps
+            if not stamps or self.max_timestamp_ms > stamps[-1]:  # else maybe_append would not
+                times.maybe_append(self.max_timestamp_ms, next_offset - 1)
+            self.bytes_since_index_entry = size
+            # `_update_indexes_full`, inlined
+            self.indexes_full = (
+                len(offsets.positions) >= offsets.max_entries or len(stamps) >= times.max_entries
+            )
+        else:
+            self.bytes_since_index_entry += size
         self.size += size
         self.next_offset = next_offset
         self.dirty = True

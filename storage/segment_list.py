@@ -44,7 +44,7 @@ from storage.segment import LogSegment
 class SegmentList:
     """The segments of the log in ``directory`` (``segments``: as recovered, at least one)."""
 
-    __slots__ = ("_bases", "_dir_dirty", "_directory", "_io", "_log", "_segments")
+    __slots__ = ("_bases", "_dir_dirty", "_directory", "_io", "_log", "_segments", "active")
 
     def __init__(
         self, directory: Path, segments: list[LogSegment], io: FileIO, logger: FilteringBoundLogger
@@ -57,6 +57,8 @@ class SegmentList:
         # Invariant: _bases[i] == _segments[i].base_offset, strictly increasing.
         self._bases = [s.base_offset for s in segments]
         self._dir_dirty = False
+        self.active: LogSegment = segments[-1]
+        """The last segment, the one taking appends (an attribute: appends read it first)."""
 
     # --- views -----------------------------------------------------------------------------------
 
@@ -71,12 +73,8 @@ class SegmentList:
         return self._bases
 
     @property
-    def active(self) -> LogSegment:
-        return self._segments[-1]
-
-    @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self.active.next_offset
 
     @property
     def size_bytes(self) -> int:
@@ -111,7 +109,7 @@ class SegmentList:
         active one, rolled first if the append would pass ``segment.bytes``, ``segment.ms``
         has run out, an index is full, or an offset would not fit the index's 32-bit relative
         offsets. An empty active segment always takes the append."""
-        seg = self._segments[-1]
+        seg = self.active
         if seg.size and (
             seg.size + size > config.segment_bytes
             or now_ms > seg.roll_deadline_ms
@@ -134,6 +132,7 @@ class SegmentList:
         seg = LogSegment.create(self._directory, old.next_offset, config, self._io)
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
+        self.active = seg
         self._dir_dirty = True
         self._log.info(
             "segment_rolled",
@@ -171,6 +170,8 @@ class SegmentList:
     def _delete_last(self) -> None:
         seg = self._segments.pop()
         self._bases.pop()
+        if self._segments:
+            self.active = self._segments[-1]
         seg.delete()
 
     def reset_at(self, offset: int, config: LogConfig) -> None:
@@ -180,6 +181,7 @@ class SegmentList:
         seg = LogSegment.create(self._directory, offset, config, self._io)
         self._segments.append(seg)
         self._bases.append(offset)
+        self.active = seg
         fsync_dir(self._directory)
         self._dir_dirty = False
 

@@ -15,6 +15,8 @@ hits both sides of a pair alike. ``ratio_fastest_blocks`` is the fastest raw blo
 fastest log block (``timeit``'s minimum), the median over rounds. On a machine shared with
 other work, whole-run medians swung 0.55-0.86 between runs; at load 10 the paired median
 stayed within 0.69-0.73, while at load 25 nothing here is steady (read the quartiles).
+``cpu_ratio`` is the same comparison in this thread's CPU time per batch (user and system,
+``raw_cpu_us`` / ``kraft_cpu_us``, medians over rounds): waits for a core drop out of it.
 The other figures are the median of ``rounds`` interleaved runs. Reads are measured warm
 (both files read once first); if ``/proc/sys/vm/drop_caches`` is writable, "cold" reads are
 measured too, dropping the page cache before each pass (NB: on a VM the host may still cache
@@ -94,28 +96,32 @@ def _log_append(directory: Path, batch: bytes, count: int, *, synced: bool) -> f
 
 def _paired_appends(
     raw_path: Path, log_dir: Path, batch: bytes, count: int, block: int
-) -> tuple[float, float, list[float], float]:
+) -> tuple[float, float, list[float], float, tuple[float, float]]:
     """Append ``count`` batches to a raw file and to a log in alternating blocks of ``block``
     batches (raw first in even blocks, the log first in odd ones). Returns the total raw and
-    log seconds, each block's ratio raw/log, and the ratio of the fastest full blocks."""
+    log seconds, each block's ratio raw/log, the ratio of the fastest full blocks, and the
+    raw and log CPU seconds (this thread's, user and system)."""
     fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o644)
     log = SegmentedLog.open(log_dir, LogConfig())
-    append, write, clock = log.append, os.write, time.perf_counter
+    append, write, clock, cpu = log.append, os.write, time.perf_counter, time.thread_time
     raw_total, log_total, ratios, raw_best, log_best = 0.0, 0.0, [], math.inf, math.inf
+    raw_cpu, log_cpu = 0.0, 0.0
     try:
         done, i = 0, 0
         while done < count:
             n = min(block, count - done)
             for side in ("raw", "log") if i % 2 == 0 else ("log", "raw"):
-                start = clock()
+                start, start_cpu = clock(), cpu()
                 if side == "raw":
                     for _ in range(n):
                         write(fd, batch)
                     raw_s = clock() - start
+                    raw_cpu += cpu() - start_cpu
                 else:
                     for _ in range(n):
                         append(batch)
                     log_s = clock() - start
+                    log_cpu += cpu() - start_cpu
             raw_total, log_total = raw_total + raw_s, log_total + log_s
             ratios.append(raw_s / log_s)
             if n == block:
@@ -124,7 +130,7 @@ def _paired_appends(
     finally:
         os.close(fd)
         log.close()
-    return raw_total, log_total, ratios, raw_best / log_best
+    return raw_total, log_total, ratios, raw_best / log_best, (raw_cpu, log_cpu)
 
 
 def _raw_read(path: Path) -> tuple[float, int]:
@@ -221,15 +227,18 @@ def run(
     }
     try:
         raw_times, log_times, ratios, best = [], [], [], []
+        raw_cpu, log_cpu = [], []
         for _ in range(rounds):  # interleaved, so page-cache writeback hits both alike
             shutil.rmtree(log_dir, ignore_errors=True)
-            raw_s, log_s, block_ratios, best_ratio = _paired_appends(
+            raw_s, log_s, block_ratios, best_ratio, (raw_c, log_c) = _paired_appends(
                 raw_file, log_dir, batch, count, block_batches
             )
             raw_times.append(raw_s)
             log_times.append(log_s)
             ratios.extend(block_ratios)
             best.append(best_ratio)
+            raw_cpu.append(raw_c)
+            log_cpu.append(log_c)
         result["append"] = _figure(
             statistics.median(log_times), statistics.median(raw_times), count * len(batch), count
         )
@@ -239,6 +248,13 @@ def run(
         quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         result["append"]["ratio_quartiles"] = [round(quartiles[0], 3), round(quartiles[2], 3)]
         result["append"]["blocks"] = len(ratios)
+        # CPU per batch (this thread, user + system): what an append costs whatever share of
+        # the cores the run got; raw_cpu_us / kraft_cpu_us is the ratio without the waits
+        raw_cpu_us = statistics.median(raw_cpu) / count * 1e6
+        log_cpu_us = statistics.median(log_cpu) / count * 1e6
+        result["append"]["raw_cpu_us"] = round(raw_cpu_us, 2)
+        result["append"]["kraft_cpu_us"] = round(log_cpu_us, 2)
+        result["append"]["cpu_ratio"] = round(raw_cpu_us / log_cpu_us, 3)
 
         synced_dir = root / "synced"
         raw_synced = _raw_append(root / "raw-synced.bin", batch, synced_count, os.fdatasync)
@@ -303,6 +319,12 @@ def _print_table(result: dict[str, Any]) -> None:
         print(
             f"(append ratio: median of {result['append']['blocks']} paired blocks, quartiles "
             f"{low}-{high}; fastest blocks {result['append']['ratio_fastest_blocks']})"
+        )
+    if "cpu_ratio" in result["append"]:
+        a = result["append"]
+        print(
+            f"(append CPU per batch: kraft {a['kraft_cpu_us']} us, raw {a['raw_cpu_us']} us, "
+            f"ratio {a['cpu_ratio']})"
         )
     if "append_fdatasync_each" in result:
         fsyncs = result["append_fdatasync_each"]["raw_fsync_batches_s"]

@@ -16,6 +16,7 @@ from storage.errors import (
     RecordTooLargeError,
 )
 from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, SegmentedLog
+from storage.log_loader import RECOVERY_POINT_CHECKPOINT
 from storage.log_read import EARLIEST_LOCAL_TIMESTAMP, MAX_TIMESTAMP
 from storage.records import build_batch, iter_batches, read_header
 from storage.segment import segment_file_name
@@ -330,6 +331,41 @@ def test_index_entries_are_sparse_and_agree_with_a_scan(tmp_path: Path) -> None:
     batch_size = len(make_batch(1, 90))
     assert 40 * batch_size // (500 + batch_size) <= len(entries) < 40
     assert_indexes_agree_with_scan(built)
+
+
+def test_one_batch_appends_index_as_a_rebuild_from_the_file_does(tmp_path: Path) -> None:
+    """The one-batch append path keeps its own index bookkeeping (no spans): its entries, and
+    the roll when the time index fills first, must match what a recovery rebuilds."""
+    builder = LogBuilder(tmp_path).with_config(index_interval_bytes=0, segment_index_bytes=36)
+    log = builder.build()
+    for ts in (5, 3, 7, 7, 9, 2, 11, 12, 13, 20, 1, 30, 31, 32):  # out of order, repeats
+        log.append(make_batch(timestamp_ms=ts))
+    # 36 bytes hold 4 offset-index entries but only 3 time-index entries: the time index
+    # fills first and rolls the segment
+    bases = [s.base_offset for s in log.segments]
+    assert bases == [0, 5, 9, 13], bases
+
+    def index_files() -> dict[int, tuple[list[tuple[int, int]], bytes]]:
+        files = {}
+        for base in bases:
+            times = tmp_path / segment_file_name(base, ".timeindex")
+            files[base] = (
+                read_offset_index(tmp_path, base),
+                times.read_bytes() if times.exists() else b"",
+            )
+            times.unlink(missing_ok=True)
+            (tmp_path / segment_file_name(base, ".index")).unlink(missing_ok=True)
+        return files
+
+    log.flush()
+    ours = index_files()
+    log.abandon()
+    (tmp_path / RECOVERY_POINT_CHECKPOINT).unlink()  # recover every segment from its start
+    rebuilt = SegmentedLog.open(tmp_path, builder.config)
+    rebuilt.flush()
+    assert index_files() == ours
+    assert sum(len(entries) for entries, _ in ours.values()) > 8
+    rebuilt.abandon()
 
 
 def test_offset_for_timestamp_finds_the_first_record_at_or_after_it(tmp_path: Path) -> None:
