@@ -294,6 +294,10 @@ class FetchSessionCache:
         self.partitions_cached += len(session.partitions)
         return session
 
+    def close(self, session_id: int) -> None:
+        """Forget session ``session_id`` (if there is one)."""
+        self._remove(session_id)
+
     def _remove(self, session_id: int) -> None:
         session = self._sessions.pop(session_id, None)
         if session is not None:

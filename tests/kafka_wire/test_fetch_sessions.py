@@ -19,6 +19,7 @@ from kraft.cluster import LocalCluster
 from kraft.metrics.kafka import FETCH_SESSION_REQUESTS
 from kraft.peer.jars import kafka_jars
 from kraft.peer.tools import tool_command
+from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST
 from replication.clients import Producer
 from tests.java_jars import jars_unavailable
 from tests.kafka_wire.wire import call
@@ -28,7 +29,7 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
 FETCH, METADATA = 1, 3
 UNKNOWN_TOPIC_ID, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 100, 70, 71
-FETCH_SESSION_TOPIC_ID_ERROR = 106
+FETCH_SESSION_TOPIC_ID_ERROR, INVALID_REQUEST, NOT_LEADER_OR_FOLLOWER = 106, 42, 6
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
@@ -61,6 +62,11 @@ def _fetch(address: str, version: int, **fields: Any) -> Any:
 def _by_id(topic_id: uuid.UUID, offset: int) -> dict[str, Any]:
     partition = {"partition": 0, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
     return {"topic_id": topic_id, "partitions": [partition]}
+
+
+def _many(topic_id: uuid.UUID, indexes: range) -> dict[str, Any]:
+    partitions = [{"partition": i, "fetch_offset": 0, "partition_max_bytes": 1} for i in indexes]
+    return {"topic_id": topic_id, "partitions": partitions}
 
 
 def _code(answer: Any) -> int:
@@ -135,6 +141,23 @@ def test_a_session_by_topic_id_answers_only_news_and_refuses_wrong_epochs_and_id
     closed = _fetch(leader, 18, session_id=sid, session_epoch=-1, topics=[_by_id(topic_id, 6)])
     assert (_code(closed), closed.session_id) == (0, 0)
     assert _code(_fetch(leader, 18, session_id=sid, session_epoch=3)) == (
+        FETCH_SESSION_ID_NOT_FOUND
+    )
+
+    # A session grown past what one request may name (a few partitions at a time) ends with
+    # INVALID_REQUEST, a typed answer, and the client starts over.
+    half = MAX_PARTITIONS_PER_REQUEST // 2 + 1
+    grown = _fetch(leader, 18, topics=[_many(topic_id, range(half))])
+    assert _code(grown) == 0 and grown.session_id != 0
+    over = _fetch(
+        leader,
+        18,
+        session_id=grown.session_id,
+        session_epoch=1,
+        topics=[_many(topic_id, range(half, 2 * half))],
+    )
+    assert (_code(over), over.session_id) == (INVALID_REQUEST, 0)
+    assert _code(_fetch(leader, 18, session_id=grown.session_id, session_epoch=2)) == (
         FETCH_SESSION_ID_NOT_FOUND
     )
 
@@ -254,3 +277,27 @@ def test_the_java_consumer_fetches_by_topic_id_in_incremental_sessions(
             consumer.communicate()
     assert consumer.returncode == 0, err[-3000:]
     assert sorted(out.splitlines()) == sorted(first + second)
+
+
+def test_a_broker_not_leading_names_the_leader_and_its_endpoint(cluster: LocalCluster) -> None:
+    """KIP-951 in Fetch v16+: NOT_LEADER_OR_FOLLOWER with the leader and its Kafka address."""
+    topic = "fetch-node-endpoints"
+    cluster.create_topic(topic, 1, 1)
+    leader = cluster.describe_topic(topic).partitions[0].leader
+    outsider = cluster.kafka_addresses[min(set(cluster.broker_ids) - {leader})]
+    (metadata,) = call(outsider, METADATA, 12, {"topics": [{"name": topic}]}).topics
+    answers: list[Any] = []
+
+    def moved() -> bool:
+        # NB: until the outsider's metadata has the topic, its id is unknown there.
+        fetched = _fetch(outsider, 18, session_epoch=-1, topics=[_by_id(metadata.topic_id, 0)])
+        answers.append(fetched)
+        (part,) = _partitions(fetched).values()
+        return int(part.error_code.value) == NOT_LEADER_OR_FOLLOWER
+
+    _wait(moved, "the outsider's NOT_LEADER_OR_FOLLOWER")
+    (part,) = _partitions(answers[-1]).values()
+    assert part.current_leader.leader_id == leader
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in answers[-1].node_endpoints] == [
+        (leader, cluster.kafka_addresses[leader])
+    ]

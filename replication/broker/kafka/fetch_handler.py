@@ -10,7 +10,10 @@ cache says which of them the answer holds and under which session id.
 From Fetch v13 a request names topics by id: each id is resolved in the broker's metadata image
 at every request (a session outlives a topic); an unknown id (a deleted topic, the zero id) is
 answered UNKNOWN_TOPIC_ID for each of its partitions, as Kafka's ``KafkaApis`` does, and the
-answer names topics by the ids the client sent.
+answer names topics by the ids the client sent. A partition whose leader moved
+(NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) carries the new leader, and from v16 the answer
+that leader's endpoint on this listener (KIP-951), so the client goes there without a Metadata
+round trip.
 """
 
 from __future__ import annotations
@@ -40,11 +43,15 @@ from replication.messages import (
     FetchPartitionData,
     FetchTopic,
     LeaderIdAndEpoch,
+    MetadataRequest,
 )
-from storage.errors import ErrorCode
+from storage.errors import ErrorCode, InvalidRequestError
 
 TOPIC_IDS_VERSION: Final = 13
 """Fetch v13 names topics by id (KIP-516)."""
+NODE_ENDPOINTS_VERSION: Final = 16
+"""Fetch v16 answers the new leaders' endpoints with ``current_leader`` (KIP-951)."""
+_LEADER_MOVED: Final = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 READ_COMMITTED: Final = 1
 _ZERO_ID: Final = str(uuid.UUID(int=0))
 _SESSION_ERRORS: Final = {
@@ -168,7 +175,7 @@ async def handle_fetch(
         if ref not in names:
             names[ref] = (api.topic_name(ref) if ref != _ZERO_ID else None) if by_id else ref
     read_committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
-    answer = await api.fetch(
+    fetch = api.fetch(
         BrokerFetchRequest(
             # NB: replication stays on gRPC: a Kafka client's fetch is always a consumer's.
             replica_id=CONSUMER_REPLICA_ID,
@@ -181,6 +188,15 @@ async def handle_fetch(
         ),
         ctx,
     )
+    try:
+        answer = await fetch
+    except InvalidRequestError:
+        # More partitions than a request may name (`replication.broker.limits`), which a
+        # session can reach by adding a few at a time: the session ends, the client starts
+        # over with a full fetch (Kafka's clients do after a top-level error).
+        if context.session is not None:
+            sessions.close(context.session.id)
+        return {"error_code": ErrorCode.INVALID_REQUEST, "session_id": 0, "responses": []}
     fetched = {(t.topic, p.partition_index): p for t in answer.responses for p in t.partitions}
     missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     data: dict[PartitionKey, FetchPartitionData] = {}
@@ -195,6 +211,21 @@ async def handle_fetch(
     session_id, answered = sessions.answered(
         context, {key: _answer_of(d) for key, d in data.items()}, _now_ms()
     )
+    leaders = {
+        d.current_leader.leader_id
+        for key in answered
+        if (d := data[key]).error_code in _LEADER_MOVED
+        and d.current_leader is not None
+        and d.current_leader.leader_id >= 0
+    }
+    endpoints = []
+    if leaders and request.api_version >= NODE_ENDPOINTS_VERSION:
+        brokers = await api.metadata(MetadataRequest(topics=("",)), ctx)  # no topic: brokers
+        endpoints = [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
+            for b in brokers.brokers
+            if b.node_id in leaders
+        ]
     topics: list[dict[str, Any]] = []
     for ref, index in answered:
         if not topics or topics[-1]["ref"] != ref:
@@ -210,6 +241,7 @@ async def handle_fetch(
             }
             for t in topics
         ],
+        "node_endpoints": endpoints,
     }
 
 
