@@ -82,13 +82,12 @@ class ContextKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class PartitionRequest:
-    """What a client asks of one partition."""
+    """What a consumer asks of one partition (a follower's fields are not cached: replicas
+    fetch over gRPC, without sessions)."""
 
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
-    last_fetched_epoch: int = -1
-    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
