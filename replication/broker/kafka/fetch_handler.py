@@ -175,28 +175,31 @@ async def handle_fetch(
         if ref not in names:
             names[ref] = (api.topic_name(ref) if ref != _ZERO_ID else None) if by_id else ref
     read_committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
-    fetch = api.fetch(
-        BrokerFetchRequest(
-            # NB: replication stays on gRPC: a Kafka client's fetch is always a consumer's.
-            replica_id=CONSUMER_REPLICA_ID,
-            max_wait_ms=millis(body.max_wait),
-            min_bytes=body.min_bytes,
-            max_bytes=getattr(body, "max_bytes", 0x7FFFFFFF),
-            isolation_level=getattr(body, "isolation_level", 0),
-            rack_id=getattr(body, "rack_id", "") or "",
-            topics=_runs(context.partitions, names),
-        ),
-        ctx,
-    )
     try:
-        answer = await fetch
+        answer = await api.fetch(
+            BrokerFetchRequest(
+                # NB: replication stays on gRPC: a Kafka client's fetch is always a consumer's.
+                replica_id=CONSUMER_REPLICA_ID,
+                max_wait_ms=millis(body.max_wait),
+                min_bytes=body.min_bytes,
+                max_bytes=getattr(body, "max_bytes", 0x7FFFFFFF),
+                isolation_level=getattr(body, "isolation_level", 0),
+                rack_id=getattr(body, "rack_id", "") or "",
+                topics=_runs(context.partitions, names),
+            ),
+            ctx,
+        )
+        error = answer.error_code
     except InvalidRequestError:
         # More partitions than a request may name (`replication.broker.limits`), which a
-        # session can reach by adding a few at a time: the session ends, the client starts
-        # over with a full fetch (Kafka's clients do after a top-level error).
+        # session can reach by adding a few at a time.
+        error = ErrorCode.INVALID_REQUEST
+    if error is not ErrorCode.NONE:
+        # A top-level error ends the session: the client starts over with a full fetch
+        # (Kafka's clients do after one).
         if context.session is not None:
             sessions.close(context.session.id)
-        return {"error_code": ErrorCode.INVALID_REQUEST, "session_id": 0, "responses": []}
+        return {"error_code": error, "session_id": 0, "responses": []}
     fetched = {(t.topic, p.partition_index): p for t in answer.responses for p in t.partitions}
     missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     data: dict[PartitionKey, FetchPartitionData] = {}
@@ -232,7 +235,7 @@ async def handle_fetch(
             topics.append({"ref": ref, "partitions": []})
         topics[-1]["partitions"].append(_partition(data[ref, index], read_committed))
     return {
-        "error_code": answer.error_code,
+        "error_code": ErrorCode.NONE,
         "session_id": session_id,
         "responses": [
             {
