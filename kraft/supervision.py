@@ -110,7 +110,14 @@ async def serve_until_stopped(
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await start()
+    try:
+        await start()
+    except BaseException:
+        # Release what the start opened (its servers' ports, their threads) before the error
+        # ends the process, so the error, not an unawaited shutdown, is the log's last word.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(on_death(), STOP_TIMEOUT_S)
+        raise
     stop_task = asyncio.create_task(stop.wait(), name="wait-for-signal")
     death_task = asyncio.create_task(supervisor.wait_for_death(), name="wait-for-death")
     done, _ = await asyncio.wait({stop_task, death_task}, return_when=asyncio.FIRST_COMPLETED)

@@ -1,9 +1,16 @@
 """Fixtures shared by the whole suite (plugins, so that each exists once per run).
 
-`make test` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``). A session
-fixture exists once per worker, so every test that uses one of the shared clusters (the Apache
-Kafka peer, six JVMs; the shared kraft 3+3) is sent to one worker: each cluster then starts
-once per run, as it does without xdist.
+`make test` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``). A fixture
+wider than a test exists once per worker that runs one of its users, so its users are grouped
+onto one worker (`pytest_collection_modifyitems`):
+
+- every test that uses one of the shared clusters (the Apache Kafka peer, six JVMs; the shared
+  kraft 3+3) goes to one worker, so each cluster starts once per run, as without xdist;
+- the tests of a package with a package fixture (Spark's one SparkSession and cluster) go to
+  one worker, and so do the tests of a module with a module fixture (a module's cluster):
+  split across both workers, each worker started its own.
+
+A module that names its own group (``pytestmark = xdist_group(...)``) keeps it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,24 @@ SHARED_CLUSTERS = frozenset({"kafka_peer", "kraft_cluster"})
 """Session fixtures whose users run on one xdist worker (the group below)."""
 
 
+def _widest_fixture_group(item: pytest.Item) -> str | None:
+    """``package:<dir>`` or ``module:<file>`` if ``item`` uses a fixture of that scope."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    scopes = {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
+    if "package" in scopes:
+        return f"package:{item.path.parent}"
+    if "module" in scopes:
+        return f"module:{item.path}"
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SHARED_CLUSTERS.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("shared-clusters"))
+        elif item.get_closest_marker("xdist_group") is None:
+            group = _widest_fixture_group(item)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))

@@ -43,11 +43,11 @@ from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
+    DescribeClusterResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from kraft.metadata.records import ConfigResourceType
-from kraft.transport.controller_codec import DescribeClusterResponse
 from storage.errors import (
     ErrorCode,
     InvalidReplicationFactorError,

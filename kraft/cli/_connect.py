@@ -17,7 +17,7 @@ from kraft.arguments import positive_seconds
 
 if TYPE_CHECKING:
     from kraft.controller.client import ControllerClient
-    from kraft.transport.controller_codec import DescribeClusterResponse, TopicMetadata
+    from kraft.controller.messages import DescribeClusterResponse, TopicMetadata
     from replication.clients import AdminClient
 
 BOOTSTRAP_ENV = "KRAFT_BOOTSTRAP"

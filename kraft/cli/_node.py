@@ -125,18 +125,26 @@ def check_directories(paths: Iterable[str | Path], what: str) -> None:
                 break
 
 
-def check_ports_free(listen: str, metrics_port: int) -> None:
+def check_ports_free(listen: str, metrics_port: int, more_listeners: Iterable[str] = ()) -> None:
     """Refuse, in one line naming the port and its key, to start a node whose port something
     else listens on: gRPC's own bind error comes later and says only "Failed to bind".
 
     Raises:
-        OSError: ``listen`` (``listeners``) or ``metrics_port`` (``metrics.port``) is taken.
+        OSError: ``listen`` or one of ``more_listeners`` (``listeners``), or ``metrics_port``
+            (``metrics.port``) is taken.
     """
     from kraft.cli._cluster_start import port_taken
 
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    wanted = [("listeners", host, int(port))] if port.isdigit() and int(port) > 0 else []
+    def split(address: str) -> tuple[str, str]:
+        host, _, port = address.rpartition(":")
+        return host.strip("[]") or "0.0.0.0", port
+
+    host = split(listen)[0]
+    wanted = [
+        ("listeners", where, int(port))
+        for where, port in map(split, (listen, *more_listeners))
+        if port.isdigit() and int(port) > 0
+    ]
     if metrics_port > 0:
         wanted.append(("metrics.port", host, metrics_port))
     for key, where, number in wanted:

@@ -56,5 +56,5 @@ def run(args: argparse.Namespace) -> int:
     config = BrokerNodeConfig.from_properties(properties_from_args(args))
     # The lock first: a second start of a running node fails on it, before anything is touched.
     claim_data_dir(config.data_dir)  # .lock, then kraft.pid (`kraft cluster status|down`)
-    check_ports_free(config.listen, config.metrics_port)
+    check_ports_free(config.listen, config.metrics_port, [k.listen for k in config.kafka_listeners])
     return run_broker(config)

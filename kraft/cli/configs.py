@@ -15,7 +15,7 @@ from kraft.cli._connect import (
 )
 
 if TYPE_CHECKING:
-    from kraft.controller.config_describe import DescribeConfigsEntry
+    from kraft.controller.messages import DescribeConfigsEntry
 
 _EPILOG = """\
 examples:
@@ -119,7 +119,7 @@ def _entry_doc(entry: DescribeConfigsEntry) -> dict[str, Any]:
 
 
 def describe(args: argparse.Namespace) -> int:
-    from kraft.controller.config_describe import ConfigSource
+    from kraft.controller.messages import ConfigSource
 
     kind, name, label = _resource(args)
     with AdminSession(args) as session, session.reachable():

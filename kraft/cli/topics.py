@@ -19,7 +19,7 @@ from kraft.cli._connect import (
 )
 
 if TYPE_CHECKING:
-    from kraft.transport.controller_codec import TopicMetadata
+    from kraft.controller.messages import TopicMetadata
 
 _EPILOG = """\
 examples:

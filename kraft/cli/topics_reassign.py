@@ -228,7 +228,7 @@ def _execute(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...
 
 
 def _verify(args: argparse.Namespace, plan: dict[TopicPartition, tuple[int, ...]]) -> int:
-    from kraft.controller.config_describe import ConfigSource
+    from kraft.controller.messages import ConfigSource
 
     with AdminSession(args) as session:
         with session.reachable():

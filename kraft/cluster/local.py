@@ -87,12 +87,11 @@ from kraft.cluster.health import (
 )
 from kraft.cluster.process import ManagedProcess, free_ports, wait_for
 from kraft.controller.client import ControllerClient
-from kraft.controller.messages import CreatableTopicResult
+from kraft.controller.messages import CreatableTopicResult, TopicMetadata
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.properties import format_voters, write_properties
 from kraft.security.tls import TlsConfig, client_tls
 from kraft.transport.channels import DIAL_MAP_ENV, format_dial_map, set_dial_map
-from kraft.transport.controller_codec import TopicMetadata
 from storage.errors import KraftError
 
 if TYPE_CHECKING:

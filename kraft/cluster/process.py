@@ -23,6 +23,7 @@ import atexit
 import ctypes
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -33,7 +34,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Final
 
 _PR_SET_PDEATHSIG = 1
 _live: weakref.WeakSet[ManagedProcess] = weakref.WeakSet()
@@ -227,6 +228,10 @@ class ManagedProcess:
             self._log = None
 
 
+_EXIT_WARNING: Final = re.compile(r"^\S+:\d+: \w*Warning: ")
+"""A warning's line as Python prints it (``sys:1: RuntimeWarning: coroutine ...``)."""
+
+
 def last_log_line(path: Path, limit: int = 300) -> str:
     """The last non-empty line of the log at ``path`` (at most ``limit`` characters)."""
     try:
@@ -235,9 +240,12 @@ def last_log_line(path: Path, limit: int = 300) -> str:
             lines = [line for line in f.read().decode(errors="replace").splitlines() if line]
     except OSError as e:
         return f"(no log: {e.strerror})"
-    if not lines:
+    # NB: the interpreter's exit may add a warning (an unawaited coroutine, an unclosed
+    # resource) after the error that ended the process; the error is the line to show.
+    meaningful = [line for line in lines if not _EXIT_WARNING.match(line)] or lines
+    if not meaningful:
         return "(empty log)"
-    line = lines[-1].strip()
+    line = meaningful[-1].strip()
     return line if len(line) <= limit else line[:limit] + "..."
 
 

@@ -17,9 +17,18 @@ from __future__ import annotations
 
 import random
 import uuid
-from dataclasses import dataclass, field
 from typing import Final
 
+from kraft.controller.messages import (
+    AclCreationResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsFilterResult,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kraft.controller.result import ControllerResult
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import (
@@ -27,65 +36,11 @@ from kraft.metadata.records import (
     MetadataRecord,
     RemoveAccessControlEntryRecord,
 )
-from kraft.security.acls import AclBinding, AclBindingFilter, binding_problem
+from kraft.security.acls import binding_problem
 from storage.errors import ErrorCode
 
 ACLS_PER_REQUEST_MAX: Final = 1000
 """The most creations or filters one ACL request may carry."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CreateAclsRequest:
-    creations: tuple[AclBinding, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AclCreationResult:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CreateAclsResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    results: tuple[AclCreationResult, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteAclsRequest:
-    filters: tuple[AclBindingFilter, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteAclsFilterResult:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    matching_acls: tuple[AclBinding, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteAclsResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    filter_results: tuple[DeleteAclsFilterResult, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeAclsRequest:
-    filter: AclBindingFilter = field(default_factory=AclBindingFilter)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeAclsResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    acls: tuple[AclBinding, ...] = ()
-    node_id: int = -1
-    """The controller that answered (set by the server, as DescribeConfigs')."""
-    controller_id: int = -1
-    """The active controller it knows of: a client that must read its own writes
-    (``require_active``) goes on until the two are the same."""
 
 
 def _too_many(count: int) -> str | None:
@@ -173,14 +128,6 @@ def _new_acl_id(taken: set[str], rng: random.Random) -> str:
 
 __all__ = [
     "ACLS_PER_REQUEST_MAX",
-    "AclCreationResult",
-    "CreateAclsRequest",
-    "CreateAclsResponse",
-    "DeleteAclsFilterResult",
-    "DeleteAclsRequest",
-    "DeleteAclsResponse",
-    "DescribeAclsRequest",
-    "DescribeAclsResponse",
     "describe_acls",
     "handle_create_acls",
     "handle_delete_acls",

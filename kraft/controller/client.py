@@ -35,15 +35,6 @@ import grpc
 from tenacity import RetryCallState, wait_exponential_jitter
 
 from kraft._generated import controller_pb2_grpc
-from kraft.controller.acl_control import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
-from kraft.controller.config_describe import DescribeConfigsRequest, DescribeConfigsResponse
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -55,12 +46,22 @@ from kraft.controller.messages import (
     BrokerHeartbeatResponse,
     CreatableTopic,
     CreatableTopicResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
@@ -70,26 +71,23 @@ from kraft.controller.messages import (
     RegisterBrokerRequest,
     RegisterBrokerResponse,
     TopicIdPartition,
+    TopicMetadata,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
 from kraft.metadata.records import Endpoint
-from kraft.security.tls import TlsConfig
-from kraft.transport.channels import client_channel, map_grpc_errors, parse_bootstrap_servers
-from kraft.transport.controller_codec import (
+from kraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
     CurrentLeader,
-    DescribeClusterRequest,
-    DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
-    TopicMetadata,
-    decode_response,
-    encode,
 )
+from kraft.security.tls import TlsConfig
+from kraft.transport.channels import client_channel, map_grpc_errors, parse_bootstrap_servers
+from kraft.transport.controller_codec import decode_response, encode
 from kraft.transport.retry import StopRetrying, retry_retriable
 from kraft.transport.unreachable import BootstrapRefusals
 from kraft.types import NodeId, Offset

@@ -54,14 +54,7 @@ from typing import TypeVar, final
 import structlog
 from structlog.typing import FilteringBoundLogger
 
-from kraft.controller.acl_control import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    handle_create_acls,
-    handle_delete_acls,
-)
+from kraft.controller.acl_control import handle_create_acls, handle_delete_acls
 from kraft.controller.cluster_control import (
     BrokerHeartbeatManager,
     handle_allocate_producer_ids,
@@ -82,12 +75,16 @@ from kraft.controller.messages import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     CreatableTopicResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeletableTopicResult,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     ElectLeadersRequest,

@@ -57,17 +57,18 @@ import structlog
 from google.protobuf.message import Message
 
 from kraft._generated import controller_pb2_grpc
-from kraft.controller.acl_control import (
+from kraft.controller.acl_control import describe_acls
+from kraft.controller.config_describe import describe_configs
+from kraft.controller.core import ControllerCore
+from kraft.controller.messages import (
     DescribeAclsRequest,
     DescribeAclsResponse,
-    describe_acls,
-)
-from kraft.controller.config_describe import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
-    describe_configs,
+    TopicMetadata,
 )
-from kraft.controller.core import ControllerCore
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.controller.service import OFF_LOOP_DECODE_BYTES, ControllerServicer
@@ -78,20 +79,17 @@ from kraft.metadata.records import MetadataRecord
 from kraft.metrics.kafka import CONTROLLER_GAUGES, RAFT_GAUGES, controller_values, raft_values
 from kraft.metrics.node import serve_node_metrics
 from kraft.metrics.registry import GaugeValue
+from kraft.raft.messages import (
+    CurrentLeader,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    QuorumReplica,
+)
 from kraft.raft_shell import RaftServer, clock_ms
 from kraft.security.guard import AccessGuard
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.channels import aio_server
-from kraft.transport.controller_codec import (
-    CurrentLeader,
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-    DescribeQuorumRequest,
-    DescribeQuorumResponse,
-    QuorumReplica,
-    TopicMetadata,
-    encode_response,
-)
+from kraft.transport.controller_codec import encode_response
 from storage.errors import ErrorCode, LogClosedError, NotControllerError
 
 Req = TypeVar("Req")

@@ -12,15 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from kraft._generated import controller_pb2_grpc
-from kraft.controller.acl_control import (
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DeleteAclsRequest,
-    DeleteAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
-from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.limits import (
     reject_create_partitions,
     reject_create_topics,
@@ -33,9 +24,17 @@ from kraft.controller.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
@@ -43,15 +42,9 @@ from kraft.controller.messages import (
     UnregisterBrokerRequest,
 )
 from kraft.controller.reassignment import reject_alter_partition_reassignments
+from kraft.raft.messages import AddRaftVoterRequest, DescribeQuorumRequest, RemoveRaftVoterRequest
 from kraft.raft_shell.voter_changes import add_raft_voter, remove_raft_voter
-from kraft.transport.controller_codec import (
-    AddRaftVoterRequest,
-    DescribeClusterRequest,
-    DescribeQuorumRequest,
-    RemoveRaftVoterRequest,
-    decode,
-    encode_response,
-)
+from kraft.transport.controller_codec import decode, encode_response
 from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:

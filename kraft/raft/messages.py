@@ -1,6 +1,7 @@
-"""The Raft RPCs of KIP-595 (and KIP-996 pre-vote, KIP-630 snapshots) as frozen dataclasses.
+"""The Raft RPCs of KIP-595 (and KIP-996 pre-vote, KIP-630 snapshots) as frozen dataclasses,
+and the metadata quorum's admin APIs (DescribeQuorum, KIP-853's voter changes).
 
-Every message names its ``source`` and ``destination`` node and carries the sender's
+Every Raft RPC names its ``source`` and ``destination`` node and carries the sender's
 ``epoch``: for a request, the epoch the sender is in (for a pre-vote, the epoch the
 prospective would campaign in); for a response, the responder's current epoch, so a stale
 requester learns it is behind. Responses echo the request's ``correlation_id``, which lets a
@@ -158,9 +159,79 @@ class FetchSnapshotResponse(RaftMessage):
     data: bytes = b""
 
 
+# -- the metadata quorum's admin APIs (KIP-595 DescribeQuorum, KIP-853 voters) and KIP-951's
+# current-leader hint, answered by the controllers' Raft shell ------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentLeader:
+    """The active controller as the answering controller knows it (KIP-951's CurrentLeader)."""
+
+    leader_id: int = -1
+    leader_address: str = ""
+    epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeQuorumRequest:
+    """KIP-595 DescribeQuorum (no arguments: kraft has one metadata partition)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuorumReplica:
+    replica_id: int
+    log_end_offset: int = -1
+    lag: int = 0
+    last_fetch_timestamp_ms: int = -1
+    """Wall-clock milliseconds of the last fetch; -1 if it never fetched."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeQuorumResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    leader_id: int = -1
+    leader_epoch: int = -1
+    high_watermark: int = -1
+    voters: tuple[QuorumReplica, ...] = ()
+    observers: tuple[QuorumReplica, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddRaftVoterRequest:
+    """KIP-853: add ``voter_id``, reached at ``endpoint`` (``host:port``), to the quorum."""
+
+    voter_id: int
+    endpoint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddRaftVoterResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveRaftVoterRequest:
+    """KIP-853: remove ``voter_id`` from the quorum."""
+
+    voter_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoveRaftVoterResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+
+
 __all__ = [
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
+    "CurrentLeader",
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
     "DivergingEpoch",
     "EndQuorumEpochRequest",
     "EndQuorumEpochResponse",
@@ -168,7 +239,10 @@ __all__ = [
     "FetchResponse",
     "FetchSnapshotRequest",
     "FetchSnapshotResponse",
+    "QuorumReplica",
     "RaftMessage",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
     "SnapshotId",
     "VoteRequest",
     "VoteResponse",

@@ -14,14 +14,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
-from kraft.raft_shell.server import RaftServer
-from kraft.transport.channels import parse_bootstrap_servers
-from kraft.transport.controller_codec import (
+from kraft.raft.messages import (
     AddRaftVoterRequest,
     AddRaftVoterResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
 )
+from kraft.raft_shell.server import RaftServer
+from kraft.transport.channels import parse_bootstrap_servers
 from storage.errors import ErrorCode, KraftError, NotControllerError
 
 COMMIT_WAIT_S: Final = 10.0

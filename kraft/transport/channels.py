@@ -290,7 +290,21 @@ def _address_problem(address: str) -> str | None:
     return None
 
 
+CLIENT_ID_METADATA: Final = "kafka-client-id"
+"""The call metadata key of a client's ``client.id`` (a Kafka request header's client id):
+the broker's `replication.broker.api.RequestContext` takes it from there."""
+
+
+def client_id_of(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
+    """The ``client.id`` a call carries in its metadata ("" if none)."""
+    for key, value in metadata or ():
+        if key == CLIENT_ID_METADATA:
+            return value if isinstance(value, str) else value.decode(errors="replace")
+    return ""
+
+
 __all__ = [
+    "CLIENT_ID_METADATA",
     "DIAL_MAP_ENV",
     "GRPC_ERRORS",
     "SOCKET_REQUEST_MAX_BYTES",
@@ -298,6 +312,7 @@ __all__ = [
     "bind",
     "client_channel",
     "client_channel_options",
+    "client_id_of",
     "dial_target",
     "format_dial_map",
     "map_grpc_errors",

@@ -36,115 +36,16 @@ import dataclasses
 import enum
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
 from kraft._generated import controller_pb2 as pb
-from kraft.metadata.image import BrokerRegistration, PartitionDescription
+from kraft.raft.messages import CurrentLeader
 from storage.errors import ErrorCode, InvalidRequestError
 
 T = TypeVar("T")
-
-# -- shell-answered messages ---------------------------------------------------------------------
-# NB: these live here rather than in kraft.controller.messages because the controller core
-# never sees them: the server answers them from its committed image and its Raft state.
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CurrentLeader:
-    """The active controller as the answering controller knows it (KIP-951's CurrentLeader)."""
-
-    leader_id: int = -1
-    leader_address: str = ""
-    epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeClusterRequest:
-    """``topic_names=None``: every topic; else those (unknown ones get an error entry)."""
-
-    topic_names: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicMetadata:
-    name: str
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    topic_id: str = ""
-    partitions: tuple[PartitionDescription, ...] = ()
-    replication_mode: str = ""
-    """The topic's ``replication.mode``: ``isr``, or ``quorum`` (each partition a Raft group
-    that elects its own leader); empty from a controller that predates it (ISR)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeClusterResponse:
-    """A controller's committed image: brokers, and topics with leader/epoch/replicas/ISR."""
-
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    node_id: int = -1
-    controller_id: int = -1
-    metadata_offset: int = -1
-    brokers: tuple[BrokerRegistration, ...] = ()
-    topics: tuple[TopicMetadata, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeQuorumRequest:
-    """KIP-595 DescribeQuorum (no arguments: kraft has one metadata partition)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QuorumReplica:
-    replica_id: int
-    log_end_offset: int = -1
-    lag: int = 0
-    last_fetch_timestamp_ms: int = -1
-    """Wall-clock milliseconds of the last fetch; -1 if it never fetched."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeQuorumResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-    leader_id: int = -1
-    leader_epoch: int = -1
-    high_watermark: int = -1
-    voters: tuple[QuorumReplica, ...] = ()
-    observers: tuple[QuorumReplica, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AddRaftVoterRequest:
-    """KIP-853: add ``voter_id``, reached at ``endpoint`` (``host:port``), to the quorum."""
-
-    voter_id: int
-    endpoint: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AddRaftVoterResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveRaftVoterRequest:
-    """KIP-853: remove ``voter_id`` from the quorum."""
-
-    voter_id: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveRaftVoterResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    error_message: str = ""
-
 
 # -- the converter ---------------------------------------------------------------------------------
 
@@ -286,17 +187,6 @@ def _item(value: Any, hint: Any) -> Any:
 
 
 __all__ = [
-    "AddRaftVoterRequest",
-    "AddRaftVoterResponse",
-    "CurrentLeader",
-    "DescribeClusterRequest",
-    "DescribeClusterResponse",
-    "DescribeQuorumRequest",
-    "DescribeQuorumResponse",
-    "QuorumReplica",
-    "RemoveRaftVoterRequest",
-    "RemoveRaftVoterResponse",
-    "TopicMetadata",
     "decode",
     "decode_response",
     "encode",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kraft.controller.acl_control import (
+from kraft.controller.client import ControllerClient
+from kraft.controller.messages import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,
@@ -13,7 +14,6 @@ from kraft.controller.acl_control import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
-from kraft.controller.client import ControllerClient
 from kraft.security.acls import AclBinding, AclBindingFilter, binding_problem
 from storage.errors import ErrorCode, InvalidRequestError, error_for
 

@@ -28,12 +28,6 @@ from dataclasses import dataclass
 from typing import Self
 
 from kraft.controller.client import ControllerClient
-from kraft.controller.config_describe import (
-    DescribeConfigsEntry,
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    DescribeConfigsResponse,
-)
 from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
@@ -44,6 +38,12 @@ from kraft.controller.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsEntry,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
     ElectionType,
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -53,16 +53,12 @@ from kraft.controller.messages import (
     ListPartitionReassignmentsResponse,
     ReassignablePartition,
     ReassignableTopic,
+    TopicMetadata,
 )
 from kraft.logs import ensure_configured
 from kraft.metadata.records import ConfigResourceType
+from kraft.raft.messages import DescribeQuorumResponse
 from kraft.security.acls import AclBinding, AclBindingFilter
-from kraft.transport.controller_codec import (
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-    DescribeQuorumResponse,
-    TopicMetadata,
-)
 from kraft.types import TopicPartition
 from replication.clients import acl_admin
 from replication.clients.config import ClientSecurity

@@ -61,8 +61,8 @@ from replication.clients.fetched import (
     decode_partition_records,
     scan_partition_batches,
 )
+from replication.clients.fetches_in_flight import Inflight, InflightFetches
 from replication.clients.group_membership import GroupClient
-from replication.clients.inflight import Inflight, InflightFetches
 from replication.clients.metadata import ClusterSnapshot, MetadataCache
 from replication.clients.network import BrokerNetwork
 from replication.clients.read_committed import drop_aborted
@@ -125,7 +125,10 @@ class Consumer:
         self.config = config = ConsumerConfig.create(options)
         self._clock = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self._network = network or BrokerNetwork(
-            bootstrap, request_timeout_s=config.request_timeout_ms / 1000, tls=config.tls()
+            bootstrap,
+            request_timeout_s=config.request_timeout_ms / 1000,
+            tls=config.tls(),
+            client_id=config.client_id,
         )
         self._metadata = MetadataCache(
             refresh_backoff_ms=config.retry_backoff_ms, max_age_ms=config.metadata_max_age_ms

@@ -33,6 +33,7 @@ import grpc
 from kraft._generated import broker_pb2_grpc
 from kraft.security.tls import TlsConfig
 from kraft.transport.channels import (
+    CLIENT_ID_METADATA,
     client_channel,
     map_grpc_errors,
     parse_bootstrap_servers,
@@ -82,8 +83,12 @@ class BrokerNetwork:
         *,
         request_timeout_s: float = 30.0,
         tls: TlsConfig | None = None,
+        client_id: str = "",
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap, "bootstrap.servers")
+        # ``client.id`` rides on every call, as in a Kafka request's header: the broker's
+        # request context, its logs and its quotas name it.
+        self._call_metadata = ((CLIENT_ID_METADATA, client_id),) if client_id else None
         self.request_timeout_s = request_timeout_s
         self.tls = tls
         self._lock = threading.Lock()
@@ -164,7 +169,9 @@ class BrokerNetwork:
         try:
             with map_grpc_errors(address, "broker", self.tls):
                 reply = getattr(stub, method)(
-                    encode(request), timeout=timeout_s or self.request_timeout_s
+                    encode(request),
+                    timeout=timeout_s or self.request_timeout_s,
+                    metadata=self._call_metadata,
                 )
         except KraftError as e:
             self._note_outcome(address, e)
@@ -187,7 +194,9 @@ class BrokerNetwork:
         try:
             stub = self.stub(address)
             future = getattr(stub, method).future(
-                encode(request), timeout=timeout_s or self.request_timeout_s
+                encode(request),
+                timeout=timeout_s or self.request_timeout_s,
+                metadata=self._call_metadata,
             )
         except KraftError as e:
             on_done(None, e)

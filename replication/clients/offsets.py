@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kraft.controller.messages import DescribeClusterResponse
 from kraft.security.tls import TlsConfig
-from kraft.transport.controller_codec import DescribeClusterResponse
 from kraft.types import TopicPartition
 from replication.clients.network import BrokerNetwork
 from replication.messages import (

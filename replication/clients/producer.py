@@ -121,7 +121,10 @@ class Producer(ProducerSender):
         self._clock = clock_ms
         self._time_ns = time.time_ns if clock_ms is wall_clock_ms else None  # send(): no call
         self._network = network or BrokerNetwork(
-            bootstrap, request_timeout_s=config.request_timeout_ms / 1000, tls=config.tls()
+            bootstrap,
+            request_timeout_s=config.request_timeout_ms / 1000,
+            tls=config.tls(),
+            client_id=config.client_id,
         )
         self._metadata = MetadataCache(
             refresh_backoff_ms=config.retry_backoff_ms, max_age_ms=config.metadata_max_age_ms

@@ -45,7 +45,7 @@ from replication.nemesis.groups import (
     check_groups,
     read_final_offsets,
 )
-from replication.nemesis.history import FinalRead, History, HistoryReport, check_history
+from replication.nemesis.history import Ack, FinalRead, History, HistoryReport, check_history
 from replication.nemesis.metadata import (
     MetadataReport,
     MetadataWorker,
@@ -164,11 +164,18 @@ def replay_command(config: dict[str, Any]) -> str:
 class _FaultPlayer:
     """Applies one `Fault` to the cluster and undoes it."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: LocalCluster, history: History, *, unclean: bool) -> None:
         self.cluster = cluster
+        self.history = history
+        self.unclean = unclean
         network = cluster.network
         assert network is not None
         self.network = network
+
+    def _acks_of_partition_zero(self) -> int:
+        return sum(
+            1 for op in list(self.history.operations) if isinstance(op, Ack) and op.partition == 0
+        )
 
     def _leader_of_partition_zero(self) -> int:
         description = self.cluster.describe_topic(TOPIC, timeout=5)
@@ -233,17 +240,30 @@ class _FaultPlayer:
         partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
         stale = next(r for r in partition.replicas if r != partition.leader)
         net.isolate(stale)
-        deadline = time.monotonic() + 20
-        while stale in c.describe_topic(TOPIC, timeout=5).partitions[0].isr:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"broker {stale} never left the ISR of {TOPIC}-0")
-            threading.Event().wait(0.2)
-        threading.Event().wait(2.0)  # acknowledged writes the stale replica never gets
+        _wait_for(
+            lambda: stale not in c.describe_topic(TOPIC, timeout=5).partitions[0].isr,
+            f"broker {stale} never left the ISR of {TOPIC}-0",
+        )
+        # Acknowledged writes the stale replica never gets (about 2 s of the default load):
+        # counted, not slept on, since on a loaded machine 2 s could pass with none, and the
+        # run then rightly reported nothing lost.
+        acked = self._acks_of_partition_zero()
+        _wait_for(
+            lambda: self._acks_of_partition_zero() >= acked + 100,
+            f"no writes to {TOPIC}-0 were acknowledged without broker {stale}",
+        )
         others = [r for r in partition.replicas if r != stale]
         for broker in others:
             c.kill_broker(broker)
         net.heal()
         net.reset()
+        if self.unclean:
+            # The others restart when the fault ends: if that came before the controller fenced
+            # them and elected the stale replica, the election would be clean after all.
+            _wait_for(
+                lambda: c.describe_topic(TOPIC, timeout=5).partitions[0].leader == stale,
+                f"broker {stale} was never elected (uncleanly) leader of {TOPIC}-0",
+            )
         return [str(stale), "killed:", *map(str, others)]
 
     def _lone_leader(self) -> list[str]:
@@ -296,6 +316,19 @@ class _FaultPlayer:
                 c.resume_controller(controller)
             else:
                 c.start_controller(controller)
+
+
+def _wait_for(condition: Callable[[], bool], failure: str, timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` until it holds.
+
+    Raises:
+        TimeoutError: ``failure``, after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(failure)
+        threading.Event().wait(0.2)
 
 
 def run_nemesis(
@@ -390,7 +423,7 @@ def run_nemesis(
         # The faults start once the group has formed (its coordinator loads the first time a
         # member asks; that took ~30 s on 2 loaded cores): the schedule is shifted by it.
         offset_s = _wait_for_group(history, started, progress) if group_workers else 0.0
-        player = _FaultPlayer(cluster)
+        player = _FaultPlayer(cluster, history, unclean=config.unclean)
         schedule = plan_faults(
             config.seed,
             config.duration_s,

@@ -10,8 +10,8 @@ from types import TracebackType
 import pytest
 
 from kraft.cli import topics
+from kraft.controller.messages import DescribeClusterResponse, TopicMetadata
 from kraft.metadata.image import PartitionDescription
-from kraft.transport.controller_codec import DescribeClusterResponse, TopicMetadata
 
 
 def _topic(name: str, mode: str) -> TopicMetadata:

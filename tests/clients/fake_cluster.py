@@ -94,6 +94,8 @@ class FakeCluster:
         self.lock = threading.RLock()
         self.addresses = {b: f"fake-{b}:9092" for b in range(1, brokers + 1)}
         self.by_address = {a: b for b, a in self.addresses.items()}
+        self.client_ids: set[str] = set()
+        """The ``client.id`` of every call a real transport brought (tests/clients loopback)."""
         self.partitions: dict[str, int] = {}
         self.leaders: dict[TopicPartition, tuple[int, int]] = {}
         self.logs: dict[TopicPartition, list[bytes]] = {}

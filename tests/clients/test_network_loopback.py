@@ -6,6 +6,7 @@ One real-transport test per the style guide (§7): protos cross the wire through
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from kraft._generated import broker_pb2_grpc
 from kraft.cluster.process import free_ports
+from kraft.transport.channels import client_id_of
 from kraft.types import TopicPartition
 from replication import messages
 from replication.clients import Consumer, Producer
@@ -40,6 +42,7 @@ class _Servicer(broker_pb2_grpc.BrokerServicer):  # type: ignore[misc]
         self._address = address
 
     def _serve(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
+        self._cluster.client_ids.add(client_id_of(context.invocation_metadata()))
         try:
             answer = self._cluster.handle(self._address, method, decode(request, _REQUESTS[method]))
         except NetworkError:
@@ -91,6 +94,19 @@ def test_produce_and_consume_over_real_grpc_with_a_lost_response(served: FakeClu
         while len(records) < 100:
             records.extend(c.poll(timeout=2))
     assert [r.value for r in records] == [b"%d" % i for i in range(100)]
+
+
+def test_client_id_rides_on_every_call_as_in_a_kafka_request_header(
+    served: FakeCluster,
+) -> None:
+    with Producer(served.bootstrap, client_id="billing", linger_ms=1) as producer:
+        producer.send("t", value=b"x", partition=0).result(10)
+    with Consumer(served.bootstrap, client_id="audit", auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition("t", 0)])
+        deadline = time.monotonic() + 10
+        while not c.poll(timeout=1) and time.monotonic() < deadline:
+            pass
+    assert served.client_ids == {"billing", "audit"}
 
 
 def test_an_unreachable_broker_is_a_retriable_network_error() -> None:

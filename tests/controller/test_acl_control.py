@@ -7,13 +7,11 @@ import random
 
 from kraft.controller.acl_control import (
     ACLS_PER_REQUEST_MAX,
-    CreateAclsRequest,
-    DeleteAclsRequest,
-    DescribeAclsRequest,
     describe_acls,
     handle_create_acls,
     handle_delete_acls,
 )
+from kraft.controller.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from kraft.metadata.image import MetadataImage
 from kraft.security.acls import (
     AclBinding,

@@ -3,18 +3,16 @@ kafka-configs.sh --describe --all shows them."""
 
 from __future__ import annotations
 
-from kraft.controller.config_describe import (
-    ConfigSource,
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    describe_configs,
-)
+from kraft.controller.config_describe import describe_configs
 from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
+    ConfigSource,
     CreatableTopic,
     CreateTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
     IncrementalAlterConfigsRequest,
 )
 from kraft.metadata.records import ConfigResourceType

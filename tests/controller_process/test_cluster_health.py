@@ -8,13 +8,9 @@ from typing import Any
 
 from kraft.cli._cluster_status import collect_status, render_status
 from kraft.cluster.health import EXITED, STOPPED, NodeProcess, check_cluster_health
+from kraft.controller.messages import DescribeClusterResponse, TopicMetadata
 from kraft.metadata.image import BrokerRegistration, PartitionDescription
-from kraft.transport.controller_codec import (
-    DescribeClusterResponse,
-    DescribeQuorumResponse,
-    QuorumReplica,
-    TopicMetadata,
-)
+from kraft.raft.messages import DescribeQuorumResponse, QuorumReplica
 from storage.errors import RequestTimedOutError
 
 NOW_MS = 1_000_000

@@ -12,24 +12,14 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from kraft.controller.acl_control import (
-    AclCreationResult,
-    CreateAclsRequest,
-    CreateAclsResponse,
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-)
-from kraft.controller.config_describe import (
-    ConfigSource,
-    DescribeConfigsEntry,
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-)
 from kraft.controller.messages import (
+    AclCreationResult,
     AlterConfigOp,
     AlterConfigsResourceResult,
+    ConfigSource,
     CreatableTopicResult,
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
@@ -38,6 +28,12 @@ from kraft.controller.messages import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeConfigsEntry,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,

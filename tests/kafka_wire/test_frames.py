@@ -98,6 +98,21 @@ def test_a_frame_over_socket_request_max_bytes_closes_before_it_is_read() -> Non
     assert conn.next_event() == event, "a closed connection stays closed"
 
 
+def test_another_protocols_first_bytes_close_with_a_line_that_names_it() -> None:
+    """A gRPC client (kraft's own, pointed at the wrong port), a TLS client on a PLAINTEXT
+    listener, curl: each opening reads as an absurd frame size; the reason says who it is."""
+    openings = {
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n": "gRPC port",
+        bytes.fromhex("160301020001"): "security.protocol=SSL",
+        b"GET /metrics HTTP/1.1\r\n": "HTTP/1",
+    }
+    for opening, named in openings.items():
+        conn = connection()
+        conn.receive_data(opening)
+        event = conn.next_event()
+        assert isinstance(event, Closed) and named in event.reason, (opening, event)
+
+
 def test_a_negative_or_tiny_frame_size_closes() -> None:
     for size in (-1, 0, 7):
         conn = connection()

@@ -13,16 +13,18 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
 
 def test_a_fixed_seed_run_with_kills_pauses_and_partitions_is_valid(tmp_path: Path) -> None:
+    # Seed 55 draws each of the four kinds in 40 s (a pause, a kill, a controller kill, a
+    # bridge partition); longer runs are `kraft nemesis` commands (docs/guarantees.md).
     result = run_nemesis(
         NemesisConfig(
-            seed=11,
-            duration_s=60,
+            seed=55,
+            duration_s=40,
             faults=("kill", "pause", "partition", "kill-controller"),
             rate_per_producer=150,
             out=tmp_path,
         )
     )
-    assert result.faults, "the schedule injected no fault"
+    assert {f.kind for f in result.faults} == {"kill", "pause", "partition", "kill-controller"}
     assert not [f for f in result.faults if f.error], result.faults
     assert result.report.acknowledged > 1000
     assert result.valid, (result.report.violations(), result.replica_problems)

@@ -227,3 +227,40 @@ def test_a_controller_process_whose_raft_loop_dies_exits_non_zero_with_one_error
     assert len(deaths) == 1, proc.stderr[-2000:]
     assert deaths[0]["level"] == "error" and "ValueError" in deaths[0]["error"]
     assert deaths[0]["task"] == "raft-loop-1"
+
+
+def test_a_start_that_fails_releases_what_it_opened_and_raises() -> None:
+    from kraft.supervision import serve_until_stopped
+
+    released: list[str] = []
+
+    async def start() -> None:
+        raise OSError("cannot listen on 127.0.0.1:1")
+
+    async def on_death() -> None:
+        released.append("stopped")
+
+    async def main() -> int:
+        return await serve_until_stopped(
+            LoopSupervisor(structlog.get_logger("test")),
+            start=start,
+            on_signal=on_death,
+            on_death=on_death,
+        )
+
+    with pytest.raises(OSError, match="cannot listen"):
+        asyncio.run(main())
+    assert released == ["stopped"]
+
+
+def test_a_dead_nodes_summary_names_its_error_not_the_warning_printed_at_exit(
+    tmp_path: Path,
+) -> None:
+    from kraft.cluster.process import last_log_line
+
+    log = tmp_path / "broker.log"
+    log.write_text(
+        "OSError: cannot listen on 127.0.0.1:9092: the port is taken\n"
+        "sys:1: RuntimeWarning: coroutine 'AioServer.shutdown' was never awaited\n"
+    )
+    assert last_log_line(log) == "OSError: cannot listen on 127.0.0.1:9092: the port is taken"

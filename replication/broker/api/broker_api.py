@@ -33,16 +33,19 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 import structlog
 
-from kraft.controller.acl_control import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
-from kraft.controller.config_describe import DescribeConfigsRequest
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
+    CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteAclsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
@@ -50,8 +53,8 @@ from kraft.controller.messages import (
     UnregisterBrokerRequest,
 )
 from kraft.metrics.registry import RequestStats
+from kraft.raft.messages import DescribeQuorumRequest
 from kraft.security.guard import AccessGuard
-from kraft.transport.controller_codec import DescribeClusterRequest, DescribeQuorumRequest
 from replication.broker.api.authorization import (
     FILTERED,
     PER_TOPIC,

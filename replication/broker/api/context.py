@@ -14,8 +14,10 @@ class RequestContext:
     ``principal`` is ``User:...`` (the client certificate's subject mapped through
     ``ssl.principal.mapping.rules``, or ``User:ANONYMOUS``); ``client_host`` the peer's IP
     address, as Kafka's ACL hosts are; ``listener`` the listener's name (``PLAINTEXT``,
-    ``SSL``, ...); ``api`` Kafka's API name (``Produce``, ``Fetch``, ``CreateTopics``, ...);
-    ``api_version`` the version the client sent (-1 where a transport has none, as gRPC).
+    ``SSL``, ...); ``client_id`` the client's ``client.id`` (a Kafka request header's, or the
+    ``kafka-client-id`` metadata of a gRPC call); ``api`` Kafka's API name (``Produce``,
+    ``Fetch``, ``CreateTopics``, ...); ``api_version`` the version the client sent (-1 where a
+    transport has none, as gRPC).
     """
 
     principal: str = ANONYMOUS

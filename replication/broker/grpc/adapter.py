@@ -28,9 +28,11 @@ import grpc
 from google.protobuf.message import Message
 
 from kraft._generated import broker_pb2, controller_pb2
+from kraft.raft.messages import CurrentLeader
 from kraft.security.guard import caller_of
 from kraft.security.settings import AuthorizationSettings
 from kraft.transport import controller_codec
+from kraft.transport.channels import client_id_of
 from replication.broker.api.authorization import Refused
 from replication.broker.api.broker_api import FORWARDED, Api, BrokerApi
 from replication.broker.api.context import RequestContext
@@ -122,6 +124,7 @@ class GrpcPeers:
             principal=caller.principal,
             client_host=caller.host,
             listener=self.listener,
+            client_id=client_id_of(context.invocation_metadata()),
             api=api,
             security_protocol="SSL" if caller.tls else "PLAINTEXT",
         )
@@ -221,7 +224,7 @@ def _forward_handler(
             )
             await context.abort(status, f"forwarding to the controller failed: {e.message}")
             raise  # pragma: no cover - abort raises
-        return controller_codec.encode_response(response, controller_codec.CurrentLeader())
+        return controller_codec.encode_response(response, CurrentLeader())
 
     return grpc.unary_unary_rpc_method_handler(
         unary,

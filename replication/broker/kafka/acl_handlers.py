@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from kraft.controller.acl_control import (
+from kraft.controller.messages import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,

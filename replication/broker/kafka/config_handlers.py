@@ -16,16 +16,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from kraft.controller.config_describe import (
-    ConfigSource,
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    DescribeConfigsResponse,
-)
 from kraft.controller.messages import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResource,
+    ConfigSource,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )

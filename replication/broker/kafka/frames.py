@@ -132,7 +132,8 @@ class KafkaConnection:
         (size,) = _SIZE.unpack_from(self._buffer, 0)
         if size < _HEADER_PREFIX.size or size > self.max_request_bytes:
             return self._close(
-                f"frame of {size} bytes outside [{_HEADER_PREFIX.size}, "
+                foreign_protocol(bytes(self._buffer[:4]))
+                or f"frame of {size} bytes outside [{_HEADER_PREFIX.size}, "
                 f"{self.max_request_bytes}] (socket.request.max.bytes)"
             )
         if len(self._buffer) < 4 + size:
@@ -240,6 +241,33 @@ class KafkaConnection:
         return out
 
 
+_FOREIGN_PREFIXES: Final = (
+    (
+        b"PRI ",
+        "an HTTP/2 client (gRPC: kraft's own clients?) on a Kafka listener; kraft's clients "
+        "connect to the broker's gRPC port (`kraft cluster env` prints both)",
+    ),
+    (
+        b"\x16\x03",
+        "a TLS handshake on a PLAINTEXT listener; the client has security.protocol=SSL: point "
+        "it at an SSL listener or use PLAINTEXT",
+    ),
+    *(
+        (method, "an HTTP/1 request on a Kafka listener (a browser, curl, a health check?)")
+        for method in (b"GET ", b"POST", b"HEAD", b"PUT ")
+    ),
+)
+
+
+def foreign_protocol(prefix: bytes) -> str | None:
+    """What another protocol's first four bytes say about the client that sent them, or None:
+    read as a Kafka frame's size they are out of range, and the size alone explains nothing."""
+    for start, meaning in _FOREIGN_PREFIXES:
+        if prefix.startswith(start):
+            return meaning
+    return None
+
+
 def build_header(header_cls: type[Any], correlation_id: int) -> Any:
     if header_cls is ResponseHeaderV1:
         return ResponseHeaderV1(correlation_id=i32(correlation_id))
@@ -282,6 +310,7 @@ __all__ = [
     "NeedData",
     "Request",
     "api_version_entries",
+    "foreign_protocol",
     "request_class",
     "response_class",
 ]

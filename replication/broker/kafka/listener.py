@@ -182,7 +182,7 @@ class _Connection:
                 event = self._protocol.next_event()
                 if isinstance(event, Closed):
                     if event.reason != "end of stream":
-                        _log.info(
+                        _log.warning(
                             "kafka_connection_closed",
                             listener=self._owner.config.name,
                             peer=str(self._peer),

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from kraft.types import TopicPartition
-from replication.clients.inflight import Inflight, InflightFetches, OnDone
+from replication.clients.fetches_in_flight import Inflight, InflightFetches, OnDone
 from replication.messages import BrokerFetchResponse
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)

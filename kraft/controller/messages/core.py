@@ -1,4 +1,4 @@
-"""Requests and responses of the controller APIs, as frozen dataclasses.
+"""Requests and responses of the APIs the controller core decides, as frozen dataclasses.
 
 They mirror Kafka's request/response schemas (``clients/src/main/resources/common/message``)
 with snake_case names; the gRPC shell converts them to and from proto. Errors are per item, as
@@ -436,6 +436,8 @@ ControllerRequest = (
 )
 
 __all__ = [
+    "NO_EPOCH",
+    "NO_NODE",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
     "AlterConfigOp",
@@ -479,6 +481,8 @@ __all__ = [
     "ReassignablePartitionResponse",
     "ReassignableTopic",
     "ReassignableTopicResponse",
+    "RegisterBrokerRequest",
+    "RegisterBrokerResponse",
     "ReplicaElectionResult",
     "TopicIdPartition",
     "UnregisterBrokerRequest",
