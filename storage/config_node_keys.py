@@ -168,6 +168,20 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         min_value=1,
         max_value=INT_MAX,
     ),
+    _node(
+        "max.incremental.fetch.session.cache.slots",
+        _T.INT,
+        "1000",
+        "incremental fetch sessions (KIP-227) this broker keeps for Kafka clients: a full fetch "
+        "makes one while a slot is free, else evicts the least recently used session (Kafka "
+        "keeps sessions younger than `min.incremental.fetch.session.eviction.ms`); 0: none, "
+        "every fetch names all its partitions",
+        readers=_B,
+        owner=_BROKER,
+        field="max_incremental_fetch_session_cache_slots",
+        min_value=0,
+        max_value=INT_MAX,
+    ),
     # Transport security (issue 17; kraft.security.tls reads these). Kafka's PEM form
     # (KIP-651): the ``.certificate.chain``/``.key``/``.certificates`` keys hold PEM text, the
     # ``.location`` keys a PEM file's path.

@@ -15,7 +15,7 @@ Burrow fill the gap). Every name, with its meaning and a sample alert, is in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from kraft.metadata.image import MetadataImage
@@ -39,6 +39,15 @@ ACTIVE_BROKERS: Final = "kafka_controller_kafkacontroller_activebrokercount"
 TOPIC_COUNT: Final = "kafka_controller_kafkacontroller_globaltopiccount"
 GLOBAL_PARTITIONS: Final = "kafka_controller_kafkacontroller_globalpartitioncount"
 
+FETCH_SESSIONS: Final = "kafka_server_fetchsessioncache_numincrementalfetchsessions"
+FETCH_SESSION_PARTITIONS: Final = (
+    "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached"
+)
+FETCH_SESSION_EVICTIONS: Final = (
+    "kafka_server_fetchsessioncache_incrementalfetchsessionevictionspersec_count"
+)
+FETCH_SESSION_REQUESTS: Final = "kraft_fetchsessioncache_requests_count"
+
 GROUP_LAG: Final = "kafka_consumergroup_lag"
 GROUP_OFFSET: Final = "kafka_consumergroup_current_offset"
 
@@ -60,6 +69,17 @@ CONTROLLER_GAUGES: Final = (
     GaugeSpec(ACTIVE_BROKERS, "registered brokers that are unfenced (active controller only)"),
     GaugeSpec(TOPIC_COUNT, "topics (active controller only)"),
     GaugeSpec(GLOBAL_PARTITIONS, "partitions (active controller only)"),
+)
+FETCH_SESSION_GAUGES: Final = (
+    GaugeSpec(FETCH_SESSIONS, "incremental fetch sessions (KIP-227) this broker keeps"),
+    GaugeSpec(FETCH_SESSION_PARTITIONS, "partitions over this broker's fetch sessions"),
+    GaugeSpec(FETCH_SESSION_EVICTIONS, "fetch sessions evicted to make room for a new one"),
+    GaugeSpec(
+        FETCH_SESSION_REQUESTS,
+        "Kafka clients' fetches since the broker started, by how their session took them "
+        "(full, incremental, sessionless, error) and how they name topics (id: Fetch v13+)",
+        ("kind", "topics"),
+    ),
 )
 GROUP_LABELS: Final = ("consumergroup", "topic", "partition")
 GROUP_GAUGES: Final = (
@@ -143,6 +163,18 @@ def group_values(
     return {GROUP_OFFSET: offsets, GROUP_LAG: lags}
 
 
+def fetch_session_values(
+    sessions: int, partitions: int, evictions: int, requests: Mapping[tuple[str, str], int]
+) -> dict[str, GaugeValue]:
+    """The fetch-session gauges (``requests``: fetches by kind and ``id`` or ``name``)."""
+    return {
+        FETCH_SESSIONS: sessions,
+        FETCH_SESSION_PARTITIONS: partitions,
+        FETCH_SESSION_EVICTIONS: evictions,
+        FETCH_SESSION_REQUESTS: {labels: float(n) for labels, n in requests.items()},
+    }
+
+
 def raft_values(
     leader_id: int | None, epoch: int, high_watermark: int, log_end_offset: int
 ) -> dict[str, GaugeValue]:
@@ -157,10 +189,12 @@ def raft_values(
 __all__ = [
     "BROKER_GAUGES",
     "CONTROLLER_GAUGES",
+    "FETCH_SESSION_GAUGES",
     "GROUP_GAUGES",
     "RAFT_GAUGES",
     "broker_values",
     "controller_values",
+    "fetch_session_values",
     "group_values",
     "raft_values",
 ]

@@ -188,6 +188,8 @@ class BrokerNodeConfig:
     """[socket.request.max.bytes] the largest request frame a Kafka listener reads."""
     queued_max_requests: int = 500
     """[queued.max.requests] requests in flight per Kafka connection."""
+    max_incremental_fetch_session_cache_slots: int = 1000
+    """[max.incremental.fetch.session.cache.slots] Kafka clients' fetch sessions (KIP-227)."""
     advertised_listener: str | None = None
     """[advertised.listeners] host:port registered with the controller: what clients and other
     brokers connect to. None: ``listen`` (with the bound port if ``listen`` asks for port 0)."""

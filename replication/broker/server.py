@@ -46,9 +46,11 @@ from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
 from kraft.metrics.kafka import (
     BROKER_GAUGES,
+    FETCH_SESSION_GAUGES,
     GROUP_GAUGES,
     RAFT_GAUGES,
     broker_values,
+    fetch_session_values,
     raft_values,
 )
 from kraft.metrics.node import serve_node_metrics
@@ -199,7 +201,13 @@ class BrokerServer:
         """Registration, heartbeats, fencing, controlled shutdown (`.lifecycle`)."""
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
         service = BrokerService(self, replica_selector=config.replica_selector_class)
-        self.api = BrokerApi(service, self.groups, guard, client)
+        self.api = BrokerApi(
+            service,
+            self.groups,
+            guard,
+            client,
+            fetch_session_slots=config.max_incremental_fetch_session_cache_slots,
+        )
         """The broker's APIs, which every transport calls (`replication.broker.api`)."""
         add_broker_api_to_server(
             self._grpc,
@@ -297,7 +305,7 @@ class BrokerServer:
         self.metrics_port = serve_node_metrics(
             self.config.metrics_port,
             self.config.listen,
-            (*BROKER_GAUGES, *GROUP_GAUGES, *RAFT_GAUGES),
+            (*BROKER_GAUGES, *FETCH_SESSION_GAUGES, *GROUP_GAUGES, *RAFT_GAUGES),
             self._metric_values,
             role="broker",
             node_id=self.node_id,
@@ -349,7 +357,7 @@ class BrokerServer:
 
     def _metric_values(self) -> dict[str, GaugeValue]:
         """The gauges of `kraft.metrics.kafka`, read on the metrics endpoint's thread."""
-        image, raft = self.image, self.raft
+        image, raft, sessions = self.image, self.raft, self.api.fetch_sessions
         return {
             **broker_values(
                 image,
@@ -360,6 +368,15 @@ class BrokerServer:
                 raft.leader_id, raft.epoch, raft.high_watermark, raft.node.log_end_offset
             ),
             **self.groups.lag.metric_values(),
+            **fetch_session_values(
+                len(sessions),
+                sessions.partitions_cached,
+                sessions.evictions,
+                {
+                    (kind.value, "id" if by_id else "name"): n
+                    for (kind, by_id), n in dict(sessions.contexts).items()
+                },
+            ),
         }
 
     async def stop(self) -> None:

@@ -161,6 +161,26 @@ def test_garbage_in_a_string_length_closes() -> None:
     assert isinstance(conn.next_event(), Closed)
 
 
+def test_an_array_longer_than_the_frame_closes_before_kio_reads_it() -> None:
+    """Found by `kraft fuzz --target kafka --seed 10` (a flipped bit): kio's native reader
+    allocated room for the items an array's length claims, 111 GB for a 523-byte frame, and
+    the failed allocation aborted the broker."""
+    for version, huge in ((12, b"\xff\xff\xff\xff\x0f"), (4, struct.pack(">i", 2**31 - 1))):
+        frame = request_frame(
+            METADATA, version, {"topics": [{"name": "t"}]}, correlation_id=1, client_id="c"
+        )
+        # The body's first field is the topics array; the header ends after client id "c"
+        # (and, flexible, an empty tag section).
+        at = 4 + 8 + 3 + (1 if version == 12 else 0)
+        count = 1 if version == 12 else 4
+        assert frame[at : at + count] == (b"\x02" if version == 12 else struct.pack(">i", 1))
+        body = frame[4:at] + huge + frame[at + count :]
+        conn = connection()
+        conn.receive_data(struct.pack(">i", len(body)) + body)
+        event = conn.next_event()
+        assert isinstance(event, Closed) and "bytes left" in event.reason, event
+
+
 def test_a_null_where_the_schema_allows_none_closes() -> None:
     # Found by `kraft fuzz --target kafka` (a flipped bit): kio reads a non-nullable array of
     # length -1 as None, and ListOffsets' and OffsetCommit's handlers raised iterating it.

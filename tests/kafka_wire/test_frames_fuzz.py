@@ -3,13 +3,22 @@ frame layer (`KafkaConnection`), and a closed connection stays closed."""
 
 from __future__ import annotations
 
+import random
 import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replication.broker.kafka.frames import NEED_DATA, Closed, KafkaConnection, Request
+from replication.broker.kafka.entities import check_lengths, read_entity
+from replication.broker.kafka.frames import (
+    NEED_DATA,
+    Closed,
+    KafkaConnection,
+    Request,
+    request_class,
+)
 from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
+from replication.nemesis.kafka_payloads import KafkaPayloadFuzzer
 from tests.kafka_wire.wire import request_frame
 
 VALID = [
@@ -74,3 +83,21 @@ def test_any_api_key_and_version_header_is_decided(api_key: int, version: int) -
         assert isinstance(event, Request) and event.unsupported
     else:
         assert isinstance(event, Request | Closed)
+
+
+def test_the_length_check_walks_every_served_request_exactly_as_kio_reads_it() -> None:
+    """`check_lengths` (run before kio's native reader) ends where kio ends on random valid
+    requests of every served API and version: it refuses no well-formed request."""
+    for key, (low, high) in sorted(SUPPORTED_VERSIONS.items()):
+        for version in range(low, high + 1):
+            cls = request_class(key, version)
+            for n in range(3):
+                rng = random.Random(f"{key}:{version}:{n}")
+                _, frame = KafkaPayloadFuzzer(rng, ["t"]).request(key, version, n)
+                payload = memoryview(frame)[4:]
+                header_end = check_lengths(cls.__header_schema__, payload, 0)
+                assert read_entity(cls.__header_schema__, payload, 0)[1] == header_end
+                assert (
+                    check_lengths(cls, payload, header_end)
+                    == read_entity(cls, payload, header_end)[1]
+                ), (key, version, n)

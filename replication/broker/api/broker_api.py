@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ from replication.broker.group_service import GroupService
 from replication.broker.limits import too_many_partitions
 from replication.broker.read_replica import client_metadata
 from replication.broker.service import BrokerService
+from replication.core.fetch_session import FetchSessionCache
 from replication.group.classic import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -210,6 +212,7 @@ class BrokerApi:
         groups: the group APIs.
         guard: the broker's `AccessGuard` (its authorizer off: every request allowed).
         controllers: the channel forwarded admin requests go through.
+        fetch_session_slots: ``max.incremental.fetch.session.cache.slots``.
     """
 
     def __init__(
@@ -218,8 +221,12 @@ class BrokerApi:
         groups: GroupService,
         guard: AccessGuard,
         controllers: ControllerChannel,
+        *,
+        fetch_session_slots: int,
     ) -> None:
         self._guard = guard
+        self.fetch_sessions = FetchSessionCache(fetch_session_slots, random.Random())
+        """Kafka clients' fetch sessions (KIP-227), served by the Kafka listeners."""
         self._controllers = controllers
         self._stats = RequestStats()
         self.produce_api = Api("Produce", _ignore_ctx(broker.produce), ProduceResponse)
@@ -327,6 +334,10 @@ class BrokerApi:
         self.offset_delete_api = Api(
             "OffsetDelete", _ignore_ctx(classic.offset_delete), OffsetDeleteResponse
         )
+
+    def topic_name(self, topic_id: str) -> str | None:
+        """The name of topic ``topic_id`` in the broker's metadata image (None: unknown)."""
+        return self._guard.topic_name(topic_id)
 
     # --- the handlers -------------------------------------------------------------------------
 

@@ -46,7 +46,13 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.primitive import i32
 
-from replication.broker.kafka.entities import ChunkWriter, null_field, read_entity, to_chunks
+from replication.broker.kafka.entities import (
+    ChunkWriter,
+    check_lengths,
+    null_field,
+    read_entity,
+    to_chunks,
+)
 
 DEFAULT_MAX_REQUEST_BYTES: Final = 104_857_600
 """Kafka's ``socket.request.max.bytes`` default (100 MiB)."""
@@ -154,6 +160,8 @@ class KafkaConnection:
             return self._new_request(api_key, version, correlation_id, "", None, True)
         try:
             body_cls = request_class(api_key, version)
+            # NB: lengths first: kio's native reader trusts them (see `check_lengths`).
+            check_lengths(body_cls, frame, check_lengths(body_cls.__header_schema__, frame, 0))
             header, offset = read_entity(body_cls.__header_schema__, frame, 0)
             body, end = read_entity(body_cls, frame, offset)
         except Exception as e:  # any decoding failure closes, as Kafka does

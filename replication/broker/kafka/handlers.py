@@ -6,10 +6,11 @@ converts: it reads the kio request (``getattr`` with a default for a field its v
 calls the broker API with the context, and returns the response as a mapping of kio's field
 names for the newest version; `replication.broker.kafka.entities.build` makes the version the
 client asked for. None means no response (Produce with acks=0). Record batches pass through as
-bytes both ways.
+bytes both ways. Fetch, with its sessions and topic ids, has a module of its own
+(`replication.broker.kafka.fetch_handler`).
 
 Versions start at Kafka 4.0's floors (KIP-896) and end where this adapter stops understanding
-the schema (topic ids in Produce/Fetch, ListOffsets' -5 and timeouts, ...): see
+the schema (topic ids in Produce, ListOffsets' -5 and timeouts, ...): see
 docs/kafka-compatibility.md.
 """
 
@@ -27,16 +28,13 @@ from replication.broker.kafka.admin_handlers import ADMIN_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
+from replication.broker.kafka.fetch_handler import current_leader, handle_fetch
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
 from replication.broker.kafka.txn_handlers import TXN_HANDLERS
 from replication.messages import (
     CONSUMER_REPLICA_ID,
-    BrokerFetchRequest,
-    FetchPartition,
-    FetchTopic,
     InitProducerIdRequest,
-    LeaderIdAndEpoch,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
@@ -67,12 +65,6 @@ def _controller_id(answer: MetadataResponse) -> int:
     (KIP-590); here the lowest id, so answers do not flap. kraft's own Metadata names the
     active controller instead."""
     return min((b.node_id for b in answer.brokers), default=-1)
-
-
-def _leader(leader: LeaderIdAndEpoch | None) -> dict[str, int]:
-    if leader is None:
-        return {"leader_id": -1, "leader_epoch": -1}
-    return {"leader_id": leader.leader_id, "leader_epoch": leader.leader_epoch}
 
 
 # -- Produce --------------------------------------------------------------------------------------
@@ -121,82 +113,12 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
                         "log_start_offset": p.log_start_offset,
                         "error_message": p.error_message or None,
                         **(
-                            {"current_leader": _leader(p.current_leader)}
+                            {"current_leader": current_leader(p.current_leader)}
                             if p.current_leader is not None
                             else {}
                         ),
                     }
                     for p in t.partition_responses
-                ],
-            }
-            for t in answer.responses
-        ],
-    }
-
-
-# -- Fetch ----------------------------------------------------------------------------------------
-
-
-async def handle_fetch(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
-    body = request.body
-    session_id = getattr(body, "session_id", 0)
-    if session_id != 0:  # KIP-227: kraft keeps no fetch sessions and never handed this one out
-        return {"error_code": KioErrorCode.fetch_session_id_not_found, "session_id": 0}
-    answer = await api.fetch(
-        BrokerFetchRequest(
-            # NB: replication stays on gRPC: a Kafka client's fetch is always a consumer's.
-            replica_id=CONSUMER_REPLICA_ID,
-            max_wait_ms=millis(body.max_wait),
-            min_bytes=body.min_bytes,
-            max_bytes=getattr(body, "max_bytes", 0x7FFFFFFF),
-            isolation_level=getattr(body, "isolation_level", 0),
-            rack_id=getattr(body, "rack_id", "") or "",
-            topics=tuple(
-                FetchTopic(
-                    topic=t.topic,
-                    partitions=tuple(
-                        FetchPartition(
-                            partition=p.partition,
-                            current_leader_epoch=getattr(p, "current_leader_epoch", -1),
-                            fetch_offset=p.fetch_offset,
-                            partition_max_bytes=p.partition_max_bytes,
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in body.topics
-            ),
-        ),
-        ctx,
-    )
-    return {
-        "error_code": answer.error_code,
-        "session_id": 0,  # no session: the client sends full fetches (KIP-227)
-        "responses": [
-            {
-                "topic": t.topic,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": p.error_code,
-                        "high_watermark": p.high_watermark,
-                        "last_stable_offset": p.last_stable_offset,
-                        "log_start_offset": p.log_start_offset,
-                        "preferred_read_replica": p.preferred_read_replica,
-                        "aborted_transactions": [
-                            {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                            for a in p.aborted_transactions
-                        ]
-                        if getattr(body, "isolation_level", 0) == 1
-                        else None,
-                        "records": p.records,
-                        **(
-                            {"current_leader": _leader(p.current_leader)}
-                            if p.current_leader is not None
-                            else {}
-                        ),
-                    }
-                    for p in t.partitions
                 ],
             }
             for t in answer.responses
@@ -397,7 +319,7 @@ async def handle_sasl_handshake(
 
 HANDLERS: Final[Mapping[int, ApiSpec]] = {
     0: ApiSpec("Produce", 3, 11, handle_produce),
-    1: ApiSpec("Fetch", 4, 12, handle_fetch),
+    1: ApiSpec("Fetch", 4, 18, handle_fetch),
     2: ApiSpec("ListOffsets", 1, 8, handle_list_offsets),
     3: ApiSpec("Metadata", 0, 12, handle_metadata),
     17: ApiSpec("SaslHandshake", 0, 1, handle_sasl_handshake),
