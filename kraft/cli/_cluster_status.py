@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kraft.metrics.scrape import MetricsWatch
-
 if TYPE_CHECKING:
     from kraft.controller.client import ControllerClient
+    from kraft.metrics.scrape import MetricsWatch
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -110,7 +109,10 @@ def collect_status(
     health = check_cluster_health(nodes, client, require_full_isr=True)
     by_id = {(n.role, n.node_id): n for n in health.nodes}
     urls = metrics_urls(info)
-    watch = watch or MetricsWatch()
+    if watch is None:
+        from kraft.metrics.scrape import MetricsWatch  # prometheus and grpc: not for --help
+
+        watch = MetricsWatch()
     age = watch.age()
     if urls and age is not None and age < rate_interval:
         time.sleep(rate_interval - age)

@@ -248,9 +248,6 @@ class AdminSession:
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from kraft.controller.client import ControllerClient
-        from replication.clients import AdminClient
-
         self.timeout: float = args.timeout
         request_timeout = min(self.timeout, 3.0)
         bootstrap = getattr(args, "bootstrap", None)
@@ -275,6 +272,11 @@ class AdminSession:
             )
         if bootstrap:
             refuse_controllers(bootstrap)
+        # NB: the clients (grpc, protobuf: most of a command's start) only once the addresses
+        # passed: a mistake is answered before they load.
+        from kraft.controller.client import ControllerClient
+        from replication.clients import AdminClient
+
         self.admin: AdminClient = AdminClient(
             self.where, timeout=self.timeout, request_timeout=request_timeout, **security()
         )

@@ -246,6 +246,7 @@ class KafkaCluster:
         process = self.processes[broker_id]
         if not process.is_running():
             self._launcher.submit(process.start).result()
+            self._write_info()  # cluster.json names the running nodes: the new pid
         expected = {broker_id, *(self.broker_ids if listing is None else listing)}
         deadline = time.monotonic() + timeout
         while True:

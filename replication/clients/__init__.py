@@ -42,15 +42,49 @@ sends ONE Produce per broker per round carrying every ready partition's batch, a
 consumer ONE Fetch per leader broker carrying every assigned partition it leads.
 """
 
-from kraft.types import TopicPartition
-from replication.clients.admin import AdminClient
-from replication.clients.batch import RecordFuture, RecordMetadata
-from replication.clients.bulk import BatchFuture, SentPart
-from replication.clients.config import ConsumerConfig, ProducerConfig
-from replication.clients.consumer import Consumer, ConsumerRecord
-from replication.clients.group_membership import ConsumerGroupMetadata
-from replication.clients.partitioner import murmur2, partition_for_key
-from replication.clients.producer import Producer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kraft.types import TopicPartition
+    from replication.clients.admin import AdminClient
+    from replication.clients.batch import RecordFuture, RecordMetadata
+    from replication.clients.bulk import BatchFuture, SentPart
+    from replication.clients.config import ConsumerConfig, ProducerConfig
+    from replication.clients.consumer import Consumer, ConsumerRecord
+    from replication.clients.group_membership import ConsumerGroupMetadata
+    from replication.clients.partitioner import murmur2, partition_for_key
+    from replication.clients.producer import Producer
+
+# NB: imported on first use, as `kraft`'s names are: a module of the package (the CLI checks
+# its bootstrap addresses with `replication.clients.config` before anything connects) costs
+# only itself, not the producer, consumer and admin client with grpc.
+_EXPORTS = {
+    "TopicPartition": "kraft.types",
+    "AdminClient": "replication.clients.admin",
+    "RecordFuture": "replication.clients.batch",
+    "RecordMetadata": "replication.clients.batch",
+    "BatchFuture": "replication.clients.bulk",
+    "SentPart": "replication.clients.bulk",
+    "ConsumerConfig": "replication.clients.config",
+    "ProducerConfig": "replication.clients.config",
+    "Consumer": "replication.clients.consumer",
+    "ConsumerRecord": "replication.clients.consumer",
+    "ConsumerGroupMetadata": "replication.clients.group_membership",
+    "murmur2": "replication.clients.partitioner",
+    "partition_for_key": "replication.clients.partitioner",
+    "Producer": "replication.clients.producer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'replication.clients' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "AdminClient",
