@@ -47,11 +47,18 @@ every slot is taken, a new session evicts the least recently used one.
 from __future__ import annotations
 
 import enum
-import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, final
+from typing import Final, Protocol, final
+
+
+class SessionIds(Protocol):
+    """Where session ids are drawn from: the caller's generator (a `random.Random`), so the
+    core makes no randomness of its own."""
+
+    def randint(self, a: int, b: int) -> int: ...
+
 
 INVALID_SESSION_ID: Final = 0
 """The id of no session (a sessionless answer)."""
@@ -161,7 +168,7 @@ class FetchSessionCache:
     """The broker's fetch sessions, at most ``max_slots``
     (``max.incremental.fetch.session.cache.slots``)."""
 
-    def __init__(self, max_slots: int, rng: random.Random) -> None:
+    def __init__(self, max_slots: int, rng: SessionIds) -> None:
         self.max_slots = max_slots
         self._rng = rng
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()
