@@ -1,5 +1,8 @@
 """`kraft nemesis` on real processes: a clean run is valid, and the checker reports the losses
-the documentation predicts for acks=1 with leader kills and for an unclean election."""
+the documentation predicts for acks=1 with leader kills and for an unclean election.
+
+The acks=1 run is in `make test`; the two longer runs (a minute and more each) are marked
+``long`` and run by `make test-long`."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from replication.nemesis.run import NemesisConfig, run_nemesis
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
 
 
+@pytest.mark.long
 def test_a_fixed_seed_run_with_kills_pauses_and_partitions_is_valid(tmp_path: Path) -> None:
     # Seed 55 draws each of the four kinds in 40 s (a pause, a kill, a controller kill, a
     # bridge partition); longer runs are `kraft nemesis` commands (docs/guarantees.md).
@@ -55,6 +59,7 @@ def test_acks_1_with_leader_kills_loses_acknowledged_writes_and_the_checker_says
     assert not result.valid
 
 
+@pytest.mark.long
 def test_an_unclean_election_of_a_stale_replica_loses_writes_and_a_clean_one_does_not(
     tmp_path: Path,
 ) -> None:
