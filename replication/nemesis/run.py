@@ -39,6 +39,7 @@ import structlog
 
 from kraft.cluster.fault_network import DROP
 from kraft.cluster.local import LocalCluster
+from kraft.cluster.process import wait_for
 from kraft.types import TopicPartition
 from replication.clients.consumer import Consumer
 from replication.nemesis.faults import Fault, plan_faults
@@ -72,6 +73,8 @@ if TYPE_CHECKING:  # confluent-kafka (a dev extra) is imported only by --workloa
     from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
 
 TOPIC = "nemesis"
+FAULT_SETUP_TIMEOUT_S = 30.0
+"""How long a targeted fault waits for each condition of its setup (`_stale_leader`)."""
 TXN_TOPICS = (TOPIC, f"{TOPIC}-b")
 """The transactional workload's topics (the first is the one partition-0 faults look up)."""
 WORKLOADS = ("plain", "txn")
@@ -266,17 +269,21 @@ class _FaultPlayer:
         partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
         stale = next(r for r in partition.replicas if r != partition.leader)
         net.isolate(stale)
-        _wait_for(
+        wait_for(
             lambda: stale not in c.describe_topic(TOPIC, timeout=5).partitions[0].isr,
-            f"broker {stale} never left the ISR of {TOPIC}-0",
+            FAULT_SETUP_TIMEOUT_S,
+            f"broker {stale} to leave the ISR of {TOPIC}-0",
+            interval=0.2,
         )
         # Acknowledged writes the stale replica never gets (about 2 s of the default load):
         # counted, not slept on, since on a loaded machine 2 s could pass with none, and the
         # run then rightly reported nothing lost.
         acked = self._acks_of_partition_zero()
-        _wait_for(
+        wait_for(
             lambda: self._acks_of_partition_zero() >= acked + 100,
-            f"no writes to {TOPIC}-0 were acknowledged without broker {stale}",
+            FAULT_SETUP_TIMEOUT_S,
+            f"100 writes to {TOPIC}-0 acknowledged without broker {stale}",
+            interval=0.2,
         )
         others = [r for r in partition.replicas if r != stale]
         for broker in others:
@@ -286,9 +293,11 @@ class _FaultPlayer:
         if self.unclean:
             # The others restart when the fault ends: if that came before the controller fenced
             # them and elected the stale replica, the election would be clean after all.
-            _wait_for(
+            wait_for(
                 lambda: c.describe_topic(TOPIC, timeout=5).partitions[0].leader == stale,
-                f"broker {stale} was never elected (uncleanly) leader of {TOPIC}-0",
+                FAULT_SETUP_TIMEOUT_S,
+                f"broker {stale} to be elected (uncleanly) leader of {TOPIC}-0",
+                interval=0.2,
             )
         return [str(stale), "killed:", *map(str, others)]
 
@@ -342,19 +351,6 @@ class _FaultPlayer:
                 c.resume_controller(controller)
             else:
                 c.start_controller(controller)
-
-
-def _wait_for(condition: Callable[[], bool], failure: str, timeout_s: float = 30.0) -> None:
-    """Poll ``condition`` until it holds.
-
-    Raises:
-        TimeoutError: ``failure``, after ``timeout_s`` seconds.
-    """
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(failure)
-        threading.Event().wait(0.2)
 
 
 def run_nemesis(
