@@ -111,6 +111,11 @@ def _main(argv: Sequence[str] | None) -> int:
         # connection) to stderr before kraft's one line says the same thing better; silence
         # it before grpc is first imported, unless the user chose a verbosity.
         os.environ["GRPC_VERBOSITY"] = "NONE"
+    if node:
+        # kio (the Kafka codec) imports hypothesis for its test strategies whenever it is
+        # installed, as it is beside the test tools: 0.3 s of every node's start. A server
+        # never draws test data, so it reads hypothesis as absent.
+        sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     from kraft.cluster.process import die_with_parent
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)

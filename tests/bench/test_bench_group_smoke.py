@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(180)
 def test_bench_group_runs_and_reports_json(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ def test_bench_produce_runs_acks_all_and_1() -> None:
     assert report["records_per_s"] == report["runs"]["produce acks=all"]["records_per_s"]
 
 
+@pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(40)
 def test_bench_consume_reads_every_record_with_poll_and_poll_batch() -> None:
@@ -84,6 +85,7 @@ def test_bench_produce_consume_help_names_the_options(
         assert option in out
 
 
+@pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(40)
 def test_bench_produce_with_send_batch_acknowledges_every_record() -> None:
@@ -93,6 +95,7 @@ def test_bench_produce_with_send_batch_acknowledges_every_record() -> None:
     assert run["p50_ms"] <= run["p99_ms"]
 
 
+@pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(40)
 def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc() -> None:
@@ -111,6 +114,7 @@ def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc() -> 
     assert 0 < rt["p50_ms"] <= rt["p99_ms"]
 
 
+@pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(60)
 def test_bench_produce_puts_a_quorum_topic_beside_the_isr_one() -> None:

@@ -70,6 +70,7 @@ def test_against_refuses_a_given_bootstrap(capsys: pytest.CaptureFixture[str]) -
     assert "starts its own clusters" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.kafka
 @pytest.mark.process
 def test_a_short_run_reports_both_systems(
@@ -107,6 +108,7 @@ def test_against_takes_one_client(capsys: pytest.CaptureFixture[str]) -> None:
     assert "one --client" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.kafka
 @pytest.mark.process
 def test_each_client_on_kraft_then_one_on_both_after_its_warm_up(

@@ -71,6 +71,7 @@ def test_lingers_parse_and_several_need_against(capsys: pytest.CaptureFixture[st
     assert "go with --against" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.kafka
 @pytest.mark.process
 def test_a_short_run_reports_both_systems_at_both_lingers(

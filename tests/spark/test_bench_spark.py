@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.process]
 RECORDS = 3000
 
 
+@pytest.mark.long
 def test_bench_spark_reports_rates_and_ratios_for_every_source(
     cluster: LocalCluster, session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
