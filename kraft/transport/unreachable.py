@@ -2,10 +2,11 @@
 
 A connection refused is a definite answer, known in milliseconds: nothing listens there; so
 is a port that answers with something other than HTTP/2 (gRPC's "Failed parsing HTTP/2": an
-HTTP server, a metrics endpoint, a Kafka listener). A client that has never heard from any
-broker or controller, and whose every bootstrap address fails in one of these ways for
-`REFUSED_GRACE_S` (long enough to ride over a node that is
-starting and has not bound its port yet), gives up with a `NetworkError` naming the addresses
+HTTP server, a metrics endpoint), and a kraft broker's Kafka listener, which answers a gRPC
+client with `KAFKA_LISTENER_REPLY` so that the error can name it. A client that has never
+heard from any broker or controller, and whose every bootstrap address fails in one of these
+ways for `REFUSED_GRACE_S` (long enough to ride over a node that is starting and has not
+bound its port yet), gives up with a `NetworkError` naming the addresses
 instead of retrying until its deadline (10 s for the CLI, 60 s for ``max.block.ms``) and then
 reporting something else, such as an unknown topic. Once any address has answered, refusals
 are the ordinary failures of a cluster in motion (a broker restarting) and are retried as
@@ -25,6 +26,17 @@ from storage.errors import KraftError, NetworkError
 REFUSED_GRACE_S: Final = 1.0
 """How long every bootstrap address must have refused before the client gives up."""
 
+KAFKA_LISTENER_REPLY: Final = (
+    b"kraft: this port speaks the Kafka protocol; kraft's own clients connect to the broker's "
+    b"gRPC port (`kraft cluster env` prints KRAFT_BOOTSTRAP)\r\n"
+)
+"""What a kraft Kafka listener answers a client of another protocol before it closes. A gRPC
+client reads its first bytes as an HTTP/2 frame header whose type byte is the ``f`` of
+``kraft`` (`KAFKA_LISTENER_FRAME_TYPE`), and names that type in its error; a person with
+``nc`` reads the line."""
+
+KAFKA_LISTENER_FRAME_TYPE: Final = KAFKA_LISTENER_REPLY[3]
+
 REFUSED_MARKER: Final = "no bootstrap address answers as a kraft"
 """Starts the message of the error `BootstrapRefusals.verdict` returns (the CLI keeps it)."""
 
@@ -36,6 +48,11 @@ def definite_failure(error: KraftError) -> str | None:
         return None
     if "Connection refused" in error.message:
         return "refused the connection (nothing listens there)"
+    if f"got frame type {KAFKA_LISTENER_FRAME_TYPE})" in error.message:
+        return (
+            "is a kraft broker's Kafka listener (for Kafka clients: KAFKA_BOOTSTRAP_SERVERS); "
+            "kraft's clients take the gRPC port, KRAFT_BOOTSTRAP in `kraft cluster env`"
+        )
     if "Failed parsing HTTP/2" in error.message:
         return "answered, but not in gRPC (another service's port: HTTP, a Kafka listener?)"
     return None
@@ -98,4 +115,11 @@ class BootstrapRefusals:
         )
 
 
-__all__ = ["REFUSED_GRACE_S", "REFUSED_MARKER", "BootstrapRefusals", "definite_failure"]
+__all__ = [
+    "KAFKA_LISTENER_FRAME_TYPE",
+    "KAFKA_LISTENER_REPLY",
+    "REFUSED_GRACE_S",
+    "REFUSED_MARKER",
+    "BootstrapRefusals",
+    "definite_failure",
+]

@@ -8,6 +8,7 @@ import struct
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0
 from kio.schema.errors import ErrorCode as KioErrorCode
 
+from kraft.transport.unreachable import KAFKA_LISTENER_REPLY
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import (
     NEED_DATA,
@@ -111,6 +112,8 @@ def test_another_protocols_first_bytes_close_with_a_line_that_names_it() -> None
         conn.receive_data(opening)
         event = conn.next_event()
         assert isinstance(event, Closed) and named in event.reason, (opening, event)
+        if opening.startswith((b"PRI ", b"GET ")):  # told where it is, before the close
+            assert KAFKA_LISTENER_REPLY in event.reply, event
 
 
 def test_a_negative_or_tiny_frame_size_closes() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from typing import Any
 
 import pytest
@@ -19,7 +20,9 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from replication.broker.api import RequestContext
 from replication.broker.kafka import SUPPORTED_VERSIONS, KafkaListener, KafkaListenerConfig
 from replication.broker.kafka.listener import HANDLED_PER_CONNECTION
+from replication.clients import AdminClient
 from replication.messages import MetadataBroker, MetadataRequest, MetadataResponse
+from storage.errors import NetworkError
 from tests.kafka_wire.wire import decode_response, request_frame
 
 METADATA = 3
@@ -274,6 +277,41 @@ def test_a_client_that_resets_while_at_the_bound_leaves_nothing_behind() -> None
             await wait_for(lambda: not listener._connections)
             assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
             assert not unhandled, unhandled
+        finally:
+            await listener.stop()
+
+    asyncio.run(run())
+
+
+def test_kraft_s_own_client_on_a_kafka_listener_is_told_so_at_once() -> None:
+    """Issue 30: kraft's gRPC client pointed at a Kafka listener (KAFKA_BOOTSTRAP_SERVERS where
+    KRAFT_BOOTSTRAP belongs) waited out its whole timeout on "Socket closed"; the listener now
+    answers it a line that its error names, and it gives up after the refusal grace."""
+
+    async def run() -> None:
+        listener = KafkaListener(
+            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
+            GatedApi(),  # type: ignore[arg-type]
+        )
+        await listener.start()
+        assert listener.bound_port is not None
+        address = f"127.0.0.1:{listener.bound_port}"
+
+        def list_topics() -> NetworkError:
+            admin = AdminClient(address)
+            try:
+                with pytest.raises(NetworkError) as raised:
+                    admin.list_topics(timeout=30)
+                return raised.value
+            finally:
+                admin.close()
+
+        try:
+            started = time.monotonic()
+            error = await asyncio.get_running_loop().run_in_executor(None, list_topics)
+            assert time.monotonic() - started < 15, "waited for the deadline"  # grace: 1 s
+            assert address in error.message and "Kafka listener" in error.message, error
+            assert "KRAFT_BOOTSTRAP" in error.message, error
         finally:
             await listener.stop()
 

@@ -46,6 +46,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.primitive import i32
 
+from kraft.transport.unreachable import KAFKA_LISTENER_REPLY
 from replication.broker.kafka.entities import (
     ChunkWriter,
     check_lengths,
@@ -78,9 +79,11 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Closed:
-    """The connection must close; ``reason`` says why (for the log)."""
+    """The connection must close; ``reason`` says why (for the log), after ``reply`` is sent
+    (a line for a client of another protocol, so that it can say where it is; usually none)."""
 
     reason: str
+    reply: bytes = b""
 
 
 class NeedData:
@@ -131,9 +134,11 @@ class KafkaConnection:
             return NEED_DATA
         (size,) = _SIZE.unpack_from(self._buffer, 0)
         if size < _HEADER_PREFIX.size or size > self.max_request_bytes:
+            foreign = foreign_protocol(bytes(self._buffer[:4]))
+            if foreign is not None:
+                return self._close(*foreign)
             return self._close(
-                foreign_protocol(bytes(self._buffer[:4]))
-                or f"frame of {size} bytes outside [{_HEADER_PREFIX.size}, "
+                f"frame of {size} bytes outside [{_HEADER_PREFIX.size}, "
                 f"{self.max_request_bytes}] (socket.request.max.bytes)"
             )
         if len(self._buffer) < 4 + size:
@@ -143,8 +148,8 @@ class KafkaConnection:
         del self._buffer[: 4 + size]
         return self._decode(frame)
 
-    def _close(self, reason: str) -> Closed:
-        self._closed = Closed(reason)
+    def _close(self, reason: str, reply: bytes = b"") -> Closed:
+        self._closed = Closed(reason, reply)
         self._buffer.clear()
         return self._closed
 
@@ -241,30 +246,42 @@ class KafkaConnection:
         return out
 
 
+_HTTP1_REPLY: Final = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+    b"Content-Length: %d\r\n\r\n%s" % (len(KAFKA_LISTENER_REPLY), KAFKA_LISTENER_REPLY)
+)
+
 _FOREIGN_PREFIXES: Final = (
     (
         b"PRI ",
         "an HTTP/2 client (gRPC: kraft's own clients?) on a Kafka listener; kraft's clients "
         "connect to the broker's gRPC port (`kraft cluster env` prints both)",
+        KAFKA_LISTENER_REPLY,  # a gRPC client reads it as a bad first frame and names it
     ),
     (
         b"\x16\x03",
         "a TLS handshake on a PLAINTEXT listener; the client has security.protocol=SSL: point "
         "it at an SSL listener or use PLAINTEXT",
+        b"",
     ),
     *(
-        (method, "an HTTP/1 request on a Kafka listener (a browser, curl, a health check?)")
+        (
+            method,
+            "an HTTP/1 request on a Kafka listener (a browser, curl, a health check?)",
+            _HTTP1_REPLY,
+        )
         for method in (b"GET ", b"POST", b"HEAD", b"PUT ")
     ),
 )
 
 
-def foreign_protocol(prefix: bytes) -> str | None:
-    """What another protocol's first four bytes say about the client that sent them, or None:
-    read as a Kafka frame's size they are out of range, and the size alone explains nothing."""
-    for start, meaning in _FOREIGN_PREFIXES:
+def foreign_protocol(prefix: bytes) -> tuple[str, bytes] | None:
+    """What another protocol's first four bytes say about the client that sent them (the
+    reason to log) and what to answer it before closing, or None: read as a Kafka frame's size
+    they are out of range, and the size alone explains nothing."""
+    for start, meaning, reply in _FOREIGN_PREFIXES:
         if prefix.startswith(start):
-            return meaning
+            return meaning, reply
     return None
 
 

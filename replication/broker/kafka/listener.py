@@ -181,6 +181,9 @@ class _Connection:
             while not self._failed:
                 event = self._protocol.next_event()
                 if isinstance(event, Closed):
+                    if event.reply:
+                        self._writer.write(event.reply)
+                        await self._writer.drain()
                     if event.reason != "end of stream":
                         _log.warning(
                             "kafka_connection_closed",
