@@ -29,6 +29,7 @@ import pytest
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
 
 from kraft.cluster import LocalCluster
+from kraft.cluster.local import LOCAL_OFFSETS_TOPIC_PARTITIONS
 from kraft.security.acls import (
     AclBinding,
     AclOperation,
@@ -37,6 +38,7 @@ from kraft.security.acls import (
     ResourceType,
 )
 from replication.clients import AdminClient
+from replication.group.hashing import partition_for_group
 from tests.kafka_wire.wire import decode_response, request_frame
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
@@ -320,3 +322,56 @@ def test_librdkafka_over_ssl_alice_produces_and_consumes_nobody_is_refused(
     with pytest.raises(confluent_kafka.KafkaException) as raised:
         admin.describe_topics(request, request_timeout=15)[TOPIC].result(timeout=20)
     assert raised.value.args[0].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+# -- OffsetDelete and DescribeGroups, per topic and per group ------------------------------------
+
+
+def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
+    cluster: LocalCluster,
+) -> None:
+    """As Kafka's KafkaApis: alice's OffsetDelete of her group deletes the offset of her topic,
+    answers a partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION and a topic she may not
+    READ TOPIC_AUTHORIZATION_FAILED (kafka-python's per-partition errors); her DescribeGroups
+    of her group and of one she may not DESCRIBE describes hers and refuses the other."""
+    group = "alice-offset-delete"
+    # A group of the same offsets partition (so of the same coordinator) that alice may not see.
+    refused_group = next(
+        name
+        for i in range(10_000)
+        if partition_for_group(name := f"bob-{i}", LOCAL_OFFSETS_TOPIC_PARTITIONS)
+        == partition_for_group(group, LOCAL_OFFSETS_TOPIC_PARTITIONS)
+    )
+    mine, missing, other = (
+        kafka.TopicPartition(TOPIC, 0),
+        kafka.TopicPartition(TOPIC, PARTITIONS + 5),
+        kafka.TopicPartition("not-alices", 0),
+    )
+    consumer = kafka.KafkaConsumer(
+        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
+    )
+    try:
+        consumer.assign([mine])
+        consumer.commit({mine: kafka.structs.OffsetAndMetadata(3, "", -1)})
+    finally:
+        consumer.close()
+    admin = kafka.KafkaAdminClient(**kafka_python_ssl(cluster, "alice"))
+    try:
+        assert admin.list_group_offsets(group)[group][mine].offset == 3
+        assert admin.delete_group_offsets(group, [mine, missing, other]) == {
+            mine: kafka.errors.NoError,
+            missing: kafka.errors.UnknownTopicOrPartitionError,
+            other: kafka.errors.TopicAuthorizationFailedError,
+        }
+        assert mine not in admin.list_group_offsets(group)[group]
+        # One DescribeGroups naming both, sent to each broker: the coordinator answers per group.
+        answers = [
+            admin.describe_groups([group, refused_group], group_coordinator_id=broker)
+            for broker in cluster.broker_ids
+        ]
+        (described,) = [a for a in answers if "NotCoordinator" not in str(a[group]["error"])]
+        # (her group, its offsets deleted, is described on its own terms)
+        assert "GroupAuthorizationFailed" not in str(described[group]["error"])
+        assert "GroupAuthorizationFailed" in str(described[refused_group]["error"])
+    finally:
+        admin.close()
