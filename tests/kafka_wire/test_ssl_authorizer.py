@@ -6,7 +6,9 @@ TOPIC_AUTHORIZATION_FAILED as each client's own exception type. Her principal is
 certificate's subject through ``ssl.principal.mapping.rules`` (``User:CN=alice``), authorized
 by the same ACLs as a gRPC call.
 
-One cluster serves the module (1 controller, 2 brokers; the suite's time is tight).
+One cluster serves the module (1 controller, 2 brokers; the suite's time is tight). Its
+brokers' KAFKA listeners serve a certificate of their own (Kafka's
+``listener.name.kafka.ssl.keystore.location``), their gRPC listeners the broker's.
 """
 
 from __future__ import annotations
@@ -62,10 +64,24 @@ def grant(
     )
 
 
+KAFKA_LISTENER_CERTIFICATE = "controller-1"
+"""The certificate every broker's KAFKA listener serves, by its own ssl.keystore.location
+(Kafka's ``listener.name.kafka.`` prefix): one of the cluster's CA, not the broker's own,
+which its SSL (gRPC) listener serves."""
+
+
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("cluster")
+    keystore = data_dir / "certs" / f"{KAFKA_LISTENER_CERTIFICATE}-keystore.pem"  # `kraft certs`
     with LocalCluster(
-        controllers=1, brokers=2, tls=True, authorizer=True, tls_clients=("alice", "nobody")
+        controllers=1,
+        brokers=2,
+        data_dir=data_dir,
+        tls=True,
+        authorizer=True,
+        tls_clients=("alice", "nobody"),
+        broker_config={"listener.name.kafka.ssl.keystore.location": str(keystore)},
     ) as c:
         c.wait_until_healthy(timeout=60)
         with AdminClient(c.bootstrap, **c.admin_security) as admin:
@@ -161,6 +177,31 @@ def test_the_kafka_listeners_are_ssl_and_advertised(cluster: LocalCluster) -> No
         conn.sendall(api_versions)
         reply = conn.recv(64)
         assert reply == b"" or reply[0] == 0x15  # 0x15: a TLS alert record
+
+
+def served_certificate(address: str, context: ssl.SSLContext) -> str:
+    """The common name of the certificate the listener at ``address`` serves."""
+    host, _, port = address.rpartition(":")
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=host) as conn,
+    ):
+        subject = conn.getpeercert()["subject"]
+    return str(dict(field for rdn in subject for field in rdn)["commonName"])
+
+
+def test_each_listener_serves_its_own_certificate(cluster: LocalCluster) -> None:
+    """A broker's two listeners, two certificates: the SSL (gRPC) listener serves the broker's
+    (the broker-wide ssl.keystore.location), the KAFKA listener its own
+    (listener.name.kafka.ssl.keystore.location); the clients above connect through the latter."""
+    alice = cluster.client_security_of("alice")
+    context = ssl.create_default_context(cafile=alice["ssl_cafile"])
+    context.load_cert_chain(alice["ssl_certfile"], alice["ssl_keyfile"])
+    context.set_alpn_protocols(["h2"])  # gRPC's
+    for broker in cluster.broker_ids:
+        assert served_certificate(cluster.broker_addresses[broker], context) == f"broker-{broker}"
+        kafka_listener = served_certificate(cluster.kafka_addresses[broker], context)
+        assert kafka_listener == KAFKA_LISTENER_CERTIFICATE
 
 
 # -- kafka-python -------------------------------------------------------------------------------
