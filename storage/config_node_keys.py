@@ -173,9 +173,9 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         _T.INT,
         "1000",
         "incremental fetch sessions (KIP-227) this broker keeps for Kafka clients: a full fetch "
-        "makes one while a slot is free, else evicts the least recently used session (Kafka "
-        "keeps sessions younger than `min.incremental.fetch.session.eviction.ms`); 0: none, "
-        "every fetch names all its partitions",
+        "makes one while a slot is free, else evicts one unused for 2 minutes, or one made over "
+        "2 minutes ago that is worth less (a consumer's before a follower's, fewer partitions "
+        "first), else fetches without a session; 0: none, every fetch names all its partitions",
         readers=_B,
         owner=_BROKER,
         field="max_incremental_fetch_session_cache_slots",
