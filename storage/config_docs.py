@@ -23,7 +23,9 @@ def _default_cell(key: ConfigKey) -> str:
 
 
 def _name_cell(key: ConfigKey) -> str:
-    return f"`{key.name}`" + (" (kraft's own)" if key.kraft_only else "")
+    own = " (kraft's own)" if key.kraft_only else ""
+    per_listener = " (also per listener: `listener.name.<listener>.`)" if key.per_listener else ""
+    return f"`{key.name}`{own}{per_listener}"
 
 
 def markdown_table(table: str) -> str:

@@ -99,6 +99,9 @@ class ConfigKey:
     """The default column of the docs when it is not just ``default``."""
     kraft_only: bool = False
     """A key of kraft's own, not Kafka's."""
+    per_listener: bool = False
+    """A listener may set its own value, ``listener.name.<listener>.<name>`` (Kafka's
+    listener prefix; `storage.config_registry.listener_key`)."""
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -192,6 +195,7 @@ def node_key(
     choices: Iterable[str] | None = None,
     unsupported: Iterable[str] = (),
     unsupported_reason: str = "",
+    per_listener: bool = False,
 ) -> ConfigKey:
     """A `Scope.NODE` key (the node key tables' one constructor)."""
     return ConfigKey(
@@ -210,6 +214,7 @@ def node_key(
         field=field,
         shown_default=shown_default,
         kraft_only=kraft_only,
+        per_listener=per_listener,
     )
 
 

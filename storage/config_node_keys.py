@@ -173,9 +173,9 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         _T.INT,
         "1000",
         "incremental fetch sessions (KIP-227) this broker keeps for Kafka clients: a full fetch "
-        "makes one while a slot is free, else evicts the least recently used session (Kafka "
-        "keeps sessions younger than `min.incremental.fetch.session.eviction.ms`); 0: none, "
-        "every fetch names all its partitions",
+        "makes one while a slot is free, else evicts one unused for 2 minutes, or one made over "
+        "2 minutes ago that is worth less (a consumer's before a follower's, fewer partitions "
+        "first), else fetches without a session; 0: none, every fetch names all its partitions",
         readers=_B,
         owner=_BROKER,
         field="max_incremental_fetch_session_cache_slots",
@@ -184,13 +184,15 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
     ),
     # Transport security (issue 17; kraft.security.tls reads these). Kafka's PEM form
     # (KIP-651): the ``.certificate.chain``/``.key``/``.certificates`` keys hold PEM text, the
-    # ``.location`` keys a PEM file's path.
+    # ``.location`` keys a PEM file's path. Each may be set per listener too
+    # (``listener.name.<listener>.ssl.keystore.location``, ...), as in Kafka.
     _node(
         "ssl.keystore.type",
         _T.STRING,
         "PEM",
         "the format of this node's certificate and key (an `SSL://` listener's)",
         readers=_BC,
+        per_listener=True,
         choices=("PEM", "JKS", "PKCS12"),
         unsupported=("JKS", "PKCS12"),
         unsupported_reason="kraft reads PEM only",
@@ -203,6 +205,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "this node's certificate chain as PEM text (leaf first); it serves with it and presents "
         "it when it dials another node",
         readers=_BC,
+        per_listener=True,
         shown_default="(none)",
     ),
     _node(
@@ -211,6 +214,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         None,
         "this node's private key as PEM text (unencrypted: `ssl.key.password` is not supported)",
         readers=_BC,
+        per_listener=True,
         shown_default="(none)",
     ),
     _node(
@@ -220,6 +224,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "the path of a PEM file holding the private key and the certificate chain; instead of "
         "the two keys above",
         readers=_BC,
+        per_listener=True,
         shown_default="(none)",
     ),
     _node(
@@ -228,6 +233,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "PEM",
         "the format of the trusted CA certificates",
         readers=_BC,
+        per_listener=True,
         choices=("PEM", "JKS", "PKCS12"),
         unsupported=("JKS", "PKCS12"),
         unsupported_reason="kraft reads PEM only",
@@ -240,6 +246,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "the CA certificates this node trusts, as PEM text: a client's or another node's "
         "certificate must be signed by one",
         readers=_BC,
+        per_listener=True,
         shown_default="(none)",
     ),
     _node(
@@ -248,6 +255,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         None,
         "the path of a PEM file of trusted CA certificates; instead of the key above",
         readers=_BC,
+        per_listener=True,
         shown_default="(none)",
     ),
     _node(
@@ -260,6 +268,7 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "listener, whose Python server can only require one or not ask); `none`: no client "
         "certificate is asked for",
         readers=_BC,
+        per_listener=True,
         choices=("required", "requested", "none"),
     ),
     _node(

@@ -11,6 +11,8 @@ Everything else is derived from `REGISTRY`:
 - the controller's topic-config validation (`validate`, via ``kraft.metadata.configs``);
 - the field tables of `RaftConfig`, `ReplicationConfig`, `ControllerConfig` and the node
   configs (`node_property_fields`);
+- the keys a listener may set for itself (`PER_LISTENER_KEYS`, `listener_key`:
+  ``listener.name.<listener>.ssl.keystore.location``, as Kafka's listener prefix);
 - the configuration tables of ``docs/operations.md`` (`storage.config_docs`; a test holds them
   equal).
 
@@ -118,6 +120,19 @@ LOG_PROPERTY_FIELDS: Final[Mapping[str, str]] = {
 """Topic key -> `LogConfig` field (``storage.config.PROPERTY_KEYS``)."""
 
 
+LISTENER_PREFIX: Final = "listener.name."
+"""Kafka's prefix of a listener's own value of a node key (``ListenerName.configPrefix``)."""
+
+PER_LISTENER_KEYS: Final[tuple[str, ...]] = tuple(k.name for k in NODE_REGISTRY if k.per_listener)
+"""The node keys a listener may set for itself (the ``ssl.*`` keys)."""
+
+
+def listener_key(listener: str, key: str) -> str:
+    """Listener ``listener``'s own name of node key ``key``: ``listener.name.external.<key>``
+    (the listener's name lower-cased, as Kafka matches it)."""
+    return f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+
+
 def node_property_fields(owner: str) -> dict[str, str]:
     """Node property -> field of the config class ``owner`` (a topic key held by a node's
     config is read under its synonym: ``min.insync.replicas`` of `ReplicationConfig`)."""
@@ -145,10 +160,12 @@ __all__ = [
     "DYNAMIC_BROKER_KEYS",
     "DYNAMIC_NODE_KEYS",
     "INT_MAX",
+    "LISTENER_PREFIX",
     "LOG_PROPERTY_FIELDS",
     "LONG_MAX",
     "NODE_KEYS",
     "NODE_REGISTRY",
+    "PER_LISTENER_KEYS",
     "REGISTRY",
     "SEGMENT_BYTES_MIN",
     "TOPIC_KEYS",
@@ -158,6 +175,7 @@ __all__ = [
     "ConfigType",
     "Reader",
     "Scope",
+    "listener_key",
     "node_property_fields",
     "quoted",
     "split_list",

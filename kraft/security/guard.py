@@ -234,7 +234,7 @@ class AccessGuard:
         if len(refused) == len({t for t in topics if t is not None}):
             return Decision(refusal)  # nothing left to answer: refused whole
         who = f"{caller.principal[:_QUOTE_MAX]} (from {caller.host})"
-        why = f"{who} may not {need.operation.name} topic"
+        why = f"{who} may not {need.operation.name} {need.resource_type.name.lower()}"
         return Decision(refused_topics=frozenset(refused), why=why)
 
     @staticmethod

@@ -19,8 +19,9 @@ listeners).
 from listings (Metadata, DescribeCluster, ListGroups, OffsetFetch of every topic), and answers
 TOPIC_AUTHORIZATION_FAILED for a topic the caller named but may not describe, as Kafka does.
 
-Per topic, as Kafka: Produce, Fetch, ListOffsets, OffsetCommit, CreateTopics and DeleteTopics
-name their topics in `Requirement.topics`; when only some of a request's topics are refused,
+Per topic, as Kafka: Produce, Fetch, ListOffsets, OffsetCommit, OffsetDelete, CreateTopics and
+DeleteTopics name their topics in `Requirement.topics` (DescribeGroups its groups, answered per
+group the same way); when only some of a request's topics are refused,
 those get TOPIC_AUTHORIZATION_FAILED in the answer and the others a normal one
 (`kraft.security.per_topic`). A request whose every named topic is refused, or that misses a
 permission on anything else (its group, the cluster), is refused whole; the error names the
@@ -61,8 +62,9 @@ class Requirement:
     node: bool = False
     """A node-to-node RPC (CLUSTER_ACTION on the cluster)."""
     topics: tuple[str | None, ...] = ()
-    """Per group, the topic it is about when the method answers per topic (else None, or
-    empty): an unmet group of a topic refuses that topic only (`kraft.security.per_topic`)."""
+    """Per group, the topic (DescribeGroups: the group) it is about when the method answers per
+    topic (else None, or empty): an unmet group of a topic refuses that topic only
+    (`kraft.security.per_topic`)."""
 
 
 PUBLIC_SERVICES: Final = frozenset({"grpc.health.v1.Health"})
@@ -216,12 +218,12 @@ KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "Heartbeat": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "LeaveGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
-    "DescribeGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
-    "OffsetDelete": lambda r, _: Requirement(
-        (
-            (Need(_R.GROUP, _O.DELETE, r.group_id),),
-            *_each(_R.TOPIC, _O.READ, (t for t, _ in r.partitions)),
-        )
+    # Per group, as Kafka's handleDescribeGroupsRequest: a refused group is answered
+    # GROUP_AUTHORIZATION_FAILED, the others described.
+    "DescribeGroups": lambda r, _: _per_topic(_R.GROUP, _O.DESCRIBE, r.group_ids),
+    # The group whole, its topics per topic (Kafka's handleOffsetDeleteRequest).
+    "OffsetDelete": lambda r, _: _per_topic(
+        _R.TOPIC, _O.READ, (t for t, _ in r.partitions), (Need(_R.GROUP, _O.DELETE, r.group_id),)
     ),
 }
 """The rules of the broker APIs served only on the Kafka listener (kraft's own clients use

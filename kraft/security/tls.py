@@ -21,7 +21,9 @@ The ``.location`` keys hold a PEM *file's path* (Kafka's ``ssl.keystore.location
 ``ssl.keystore.type=PEM``: one file with the private key and the certificate chain). A node
 whose first listener is ``SSL://`` serves TLS and dials every other node over TLS, presenting
 its own certificate (mTLS between nodes: one certificate serves both ends); any other listener
-name is plaintext.
+name is plaintext. A listener's own ``listener.name.<listener>.ssl.*`` keys override the
+node-wide ones for it (Kafka's listener prefix; `listener_properties`), so two listeners may
+serve different certificates.
 
 **Clients** take kafka-python's names (`client_tls`): ``security_protocol="SSL"``,
 ``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``; ``PLAINTEXT`` (the default) gives None.
@@ -64,7 +66,7 @@ from typing import Final, Protocol
 
 import grpc
 
-from storage.config_registry import NODE_KEYS
+from storage.config_registry import NODE_KEYS, PER_LISTENER_KEYS, listener_key
 from storage.errors import InvalidConfigError
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL")
@@ -244,21 +246,54 @@ def _split_keystore(pem: bytes, what: str) -> tuple[bytes, bytes]:
 def listener_security_protocol(listeners: str) -> str:
     """``SSL`` or ``PLAINTEXT``: the protocol of the first of ``listeners``
     (``SSL://host:port``; any other listener name, or none, is plaintext)."""
+    return "SSL" if _first_listener_name(listeners) == "SSL" else "PLAINTEXT"
+
+
+def listener_properties(props: Mapping[str, str], listener: str) -> Mapping[str, str]:
+    """``props`` as listener ``listener`` reads its ``ssl.*`` keys: Kafka's
+    ``listener.name.<listener>.ssl.*`` keys (`storage.config_registry.listener_key`) override
+    the node-wide ones for that listener, key by key.
+
+    NB: a listener that names its own keystore (or trust store) in either form replaces the
+    node-wide one whole: a node-wide ``ssl.keystore.location`` never sits beside a listener's
+    ``ssl.keystore.certificate.chain`` (Kafka refuses such a mix; here the listener's wins).
+    """
+    own = {
+        key: props[name]
+        for key in PER_LISTENER_KEYS
+        if (name := listener_key(listener, key)) in props
+    }
+    if not own:
+        return props
+    out = dict(props)
+    for store in ("ssl.keystore.", "ssl.truststore."):
+        if any(k.startswith(store) for k in own):
+            for key in PER_LISTENER_KEYS:
+                if key.startswith(store):
+                    out.pop(key, None)
+    out.update(own)
+    return out
+
+
+def _first_listener_name(listeners: str) -> str:
     first = listeners.split(",")[0].strip()
-    name = first.split("://", 1)[0].upper() if "://" in first else "PLAINTEXT"
-    return "SSL" if name == "SSL" else "PLAINTEXT"
+    return first.split("://", 1)[0].upper() if "://" in first else "PLAINTEXT"
 
 
 def node_tls(props: Mapping[str, str]) -> TlsConfig | None:
-    """The TLS config of a node's properties: None unless its first listener is ``SSL://``.
+    """The TLS config of a node's properties: None unless its first listener is ``SSL://``
+    (whose own ``listener.name.ssl.ssl.*`` keys override the node-wide ones).
 
     Raises:
         InvalidConfigError: a key is invalid, missing, or names unreadable PEM;
             ``ssl.client.auth=requested`` (see `ClientAuth`).
     """
-    if listener_security_protocol(props.get("listeners", "")) != "SSL":
+    listeners = props.get("listeners", "")
+    if listener_security_protocol(listeners) != "SSL":
         return None
-    tls = ssl_material(props, "listeners=SSL://")
+    tls = ssl_material(
+        listener_properties(props, _first_listener_name(listeners)), "listeners=SSL://"
+    )
     if tls.client_auth is ClientAuth.REQUESTED:
         raise InvalidConfigError(
             "ssl.client.auth=requested is not supported on the SSL:// gRPC listener (gRPC's "
@@ -511,6 +546,7 @@ __all__ = [
     "client_security_from_env",
     "client_tls",
     "client_tls_from_env",
+    "listener_properties",
     "listener_security_protocol",
     "node_tls",
     "normalize_pem",

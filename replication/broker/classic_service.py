@@ -47,6 +47,8 @@ from storage.errors import ErrorCode, KraftError
 
 R = TypeVar("R", bound=Response)
 
+_UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupsRequest:
@@ -79,11 +81,19 @@ class ClassicGroupService:
     Args:
         runtime: the broker's group shards.
         partition_of: a group id's offsets partition (raises a KraftError without the topic).
+        partition_count: a topic's number of partitions in the broker's image (None: no such
+            topic), for OffsetDelete's UNKNOWN_TOPIC_OR_PARTITION.
     """
 
-    def __init__(self, runtime: GroupRuntime, partition_of: Callable[[str], int]) -> None:
+    def __init__(
+        self,
+        runtime: GroupRuntime,
+        partition_of: Callable[[str], int],
+        partition_count: Callable[[str], int | None],
+    ) -> None:
         self._runtime = runtime
         self._partition_of = partition_of
+        self._partition_count = partition_count
 
     async def _call(
         self,
@@ -147,13 +157,29 @@ class ClassicGroupService:
         return DescribeGroupsResponse(groups=tuple(out))
 
     async def offset_delete(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        """Kafka's handleOffsetDeleteRequest: a partition the image does not have is answered
+        UNKNOWN_TOPIC_OR_PARTITION, the others by the coordinator; a group error (no such
+        group, a non-empty classic group, not the coordinator) answers the request alone."""
+        if not request.group_id:
+            return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        known, unknown = [], []
+        for topic, index in dict.fromkeys(request.partitions):
+            count = self._partition_count(topic)
+            if count is not None and 0 <= index < count:
+                known.append((topic, index))
+            else:
+                unknown.append(PartitionResult(topic=topic, partition=index, error_code=_UNKNOWN))
+        known_only = OffsetDeleteRequest(group_id=request.group_id, partitions=tuple(known))
         try:
             partition = self._partition_of(request.group_id)
-            return await self._runtime.write(
-                partition, lambda c, _now: delete_offsets(_shard(c), request)
+            answer = await self._runtime.write(
+                partition, lambda c, _now: delete_offsets(_shard(c), known_only)
             )
         except KraftError as e:
             return OffsetDeleteResponse(error_code=e.code)
+        if answer.error_code != ErrorCode.NONE:
+            return answer
+        return OffsetDeleteResponse(partitions=(*unknown, *answer.partitions))
 
 
 def delete_offsets(shard: GroupShard, request: OffsetDeleteRequest) -> Result[OffsetDeleteResponse]:

@@ -48,7 +48,7 @@ from kraft.properties import (
 )
 from kraft.raft import RaftConfig
 from kraft.security.settings import AuthorizationSettings
-from kraft.security.tls import TlsConfig, node_tls, ssl_material
+from kraft.security.tls import TlsConfig, listener_properties, node_tls, ssl_material
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
@@ -59,6 +59,7 @@ from storage.config_registry import (
     INT_MAX,
     LONG_MAX,
     NODE_KEYS,
+    listener_key,
     node_property_fields,
 )
 from storage.errors import InvalidConfigError
@@ -287,16 +288,16 @@ class BrokerNodeConfig:
     tls: TlsConfig | None = None
     """[listeners=SSL://, ssl.*] the broker serves TLS and dials the controllers and the other
     brokers with its certificate (`kraft.security.tls.node_tls`); None: plaintext."""
-    kafka_tls: TlsConfig | None = None
-    """[ssl.*] what the SSL Kafka listeners serve with (the same keys as ``tls``: one
-    certificate per broker); None when no Kafka listener is SSL."""
+    kafka_tls: Mapping[str, TlsConfig] = field(default_factory=dict)
+    """[ssl.*, listener.name.<listener>.ssl.*] what each SSL Kafka listener serves with, by
+    listener name: the broker's ``ssl.*`` keys, overridden by the listener's own."""
 
     def __post_init__(self) -> None:
         self.partition_raft_config()  # NB: refuses bad quorum.partition.* timeouts early
         ssl_listeners = [k.name for k in self.kafka_listeners if k.security_protocol == "SSL"]
-        if ssl_listeners and self.kafka_tls is None:
+        if unserved := [name for name in ssl_listeners if name not in self.kafka_tls]:
             raise InvalidConfigError(
-                f"listener {ssl_listeners[0]} is SSL: give the broker's ssl.keystore.* and "
+                f"listener {unserved[0]} is SSL: give the broker's ssl.keystore.* and "
                 "ssl.truststore.* keys"
             )
         explicit = self.advertised_listener is not None
@@ -454,8 +455,12 @@ class BrokerNodeConfig:
             advertised.insert(0, f"{self.grpc_listener_name}://{self.advertised_listener}")
         if advertised:
             props["advertised.listeners"] = ",".join(advertised)
-        if (tls := self.tls or self.kafka_tls) is not None:
-            props.update(tls.to_properties())
+        node_wide = self.tls or next(iter(self.kafka_tls.values()), None)
+        if node_wide is not None:
+            props.update(node_wide.to_properties())
+        for name, own in self.kafka_tls.items():
+            if own != node_wide:
+                props.update({listener_key(name, k): v for k, v in own.to_properties().items()})
         protocols = [f"{k.name}:SSL" for k in self.kafka_listeners if k.security_protocol == "SSL"]
         if protocols:
             props["listener.security.protocol.map"] = ",".join(protocols)
@@ -465,12 +470,14 @@ class BrokerNodeConfig:
 
 def _kafka_tls(
     props: Mapping[str, str], listeners: tuple[KafkaListenerSpec, ...]
-) -> TlsConfig | None:
-    """The ``ssl.*`` material of the SSL Kafka listeners (None: none is SSL)."""
-    ssl_names = [k.name for k in listeners if k.security_protocol == "SSL"]
-    if not ssl_names:
-        return None
-    return ssl_material(props, f"listener {ssl_names[0]} (SSL)")
+) -> dict[str, TlsConfig]:
+    """The ``ssl.*`` material of each SSL Kafka listener: the broker's keys, overridden by
+    the listener's own ``listener.name.<listener>.ssl.*`` (`listener_properties`)."""
+    return {
+        k.name: ssl_material(listener_properties(props, k.name), f"listener {k.name} (SSL)")
+        for k in listeners
+        if k.security_protocol == "SSL"
+    }
 
 
 def _assignors(props: Mapping[str, str]) -> str:

@@ -133,7 +133,11 @@ class GroupService:
             self.complete_txn_offsets,
         )
         """The transaction coordinators (KIP-98) on ``__transaction_state``."""
-        self.classic = ClassicGroupService(self.runtime, self._partition_of)
+        self.classic = ClassicGroupService(
+            self.runtime,
+            self._partition_of,
+            lambda topic: None if (t := self._topics().get(topic)) is None else t.partitions,
+        )
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, OffsetDelete."""
         self.offsets_topic = InternalTopic(
             server,

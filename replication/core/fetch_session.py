@@ -14,9 +14,9 @@ How a request is taken (`FetchSessionCache.new_context`, Kafka's ``FetchManager.
 
 =================================  =============================================================
 epoch 0 (full)                     any session named is closed; the partitions are fetched and,
-                                   if a slot is free (else by evicting the least recently used
-                                   session; no slot at all with 0 slots), a session is made of
-                                   them (`answered` gives its id, else 0). The whole answer.
+                                   if a slot is free or one may be evicted (below; no slot at
+                                   all with 0 slots), a session is made of them (`answered`
+                                   gives its id, else 0). The whole answer.
 epoch -1 (final)                   the session named, if any, is closed; a sessionless fetch of
                                    the request's partitions (id 0: a client without sessions).
 epoch > 0, unknown id              FETCH_SESSION_ID_NOT_FOUND (`SessionError.ID_NOT_FOUND`).
@@ -39,9 +39,21 @@ find somebody else's session under its old id). The caller fetches between `new_
 `answered`; a session closed or evicted in between still answers that fetch, and the next
 request with its id gets FETCH_SESSION_ID_NOT_FOUND.
 
-Eviction is simpler than Kafka's (which keeps sessions younger than
-``min.incremental.fetch.session.eviction.ms`` and prefers followers and larger sessions): when
-every slot is taken, a new session evicts the least recently used one.
+*Eviction* (KIP-227, Kafka's ``FetchSessionCacheShard.tryEvict``). When every slot is taken, a
+new session may take the slot of an existing one:
+
+1. the least recently used session, if unused for more than ``eviction_ms`` (KIP-227's
+   ``min.incremental.fetch.session.eviction.ms``, a constant of 120 s in Kafka): it is stale;
+2. else the least valuable session the new one may evict, if the new one is worth more. Worth
+   is ``(privileged, size)``: a follower's session (privileged) is worth more than any
+   consumer's, then the one caching more partitions; among equals the lower id goes first. A
+   consumer's new session may evict only sessions made more than ``eviction_ms`` ago; a
+   follower's may also evict a younger consumer session. A session is never evicted by one
+   worth the same or less.
+
+Otherwise no session is made: the fetch is answered whole with session id 0, and the client
+fetches without a session. (Kafka also splits its cache into 8 shards, each evicting among
+its own sessions; one cache here.)
 """
 
 from __future__ import annotations
@@ -49,7 +61,7 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Protocol, final
 
 
@@ -66,6 +78,10 @@ INITIAL_EPOCH: Final = 0
 """A full fetch that asks for a new session."""
 FINAL_EPOCH: Final = -1
 """A full fetch that closes its session, or a client without sessions."""
+EVICTION_MS: Final = 120_000
+"""How long a session is safe from eviction by a consumer's (after it was made) and from
+eviction as stale (after it was last used): Kafka's ``MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS``
+(KIP-227's ``min.incremental.fetch.session.eviction.ms``)."""
 _INT32_MAX: Final = 2**31 - 1
 
 PartitionKey = tuple[str, int]
@@ -138,9 +154,13 @@ class _Cached:
 class FetchSession:
     """One client's session: its partitions in fetch order, and the epoch it must send next."""
 
-    def __init__(self, session_id: int, uses_topic_ids: bool, now_ms: int) -> None:
+    def __init__(
+        self, session_id: int, uses_topic_ids: bool, now_ms: int, privileged: bool = False
+    ) -> None:
         self.id = session_id
         self.uses_topic_ids = uses_topic_ids
+        self.privileged = privileged
+        """A follower's session (KIP-227): worth more than any consumer's."""
         self.epoch = 1
         """The epoch of the next request."""
         self.created_ms = now_ms
@@ -149,6 +169,10 @@ class FetchSession:
 
     def fetch_list(self) -> tuple[tuple[PartitionKey, PartitionRequest], ...]:
         return tuple((key, cached.request) for key, cached in self.partitions.items())
+
+    def worth(self) -> tuple[bool, int, int]:
+        """Kafka's ``EvictableKey``: the least worth is evicted first."""
+        return self.privileged, len(self.partitions), self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,15 +185,18 @@ class FetchContext:
     error: SessionError | None = None
     uses_topic_ids: bool = False
     session: FetchSession | None = field(default=None, repr=False)
+    privileged: bool = False
+    """A follower's fetch: the session it makes is privileged (KIP-227)."""
 
 
 @final
 class FetchSessionCache:
     """The broker's fetch sessions, at most ``max_slots``
-    (``max.incremental.fetch.session.cache.slots``)."""
+    (``max.incremental.fetch.session.cache.slots``); ``eviction_ms``: see the module doc."""
 
-    def __init__(self, max_slots: int, rng: SessionIds) -> None:
+    def __init__(self, max_slots: int, rng: SessionIds, eviction_ms: int = EVICTION_MS) -> None:
         self.max_slots = max_slots
+        self.eviction_ms = eviction_ms
         self._rng = rng
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()
         """By id, least recently used first."""
@@ -195,9 +222,13 @@ class FetchSessionCache:
         partitions: Sequence[tuple[PartitionKey, PartitionRequest]],
         forgotten: Iterable[PartitionKey] = (),
         now_ms: int,
+        privileged: bool = False,
     ) -> FetchContext:
-        """How to serve a Fetch of ``partitions`` (what the request names, in its order)."""
+        """How to serve a Fetch of ``partitions`` (what the request names, in its order);
+        ``privileged``: a follower's fetch (KIP-227)."""
         context = self._context(session_id, epoch, uses_topic_ids, partitions, forgotten, now_ms)
+        if privileged and context.kind is ContextKind.FULL:
+            context = replace(context, privileged=True)
         counted = (context.kind, uses_topic_ids)
         self.contexts[counted] = self.contexts.get(counted, 0) + 1
         return context
@@ -282,14 +313,16 @@ class FetchSessionCache:
     ) -> FetchSession | None:
         if not context.partitions or self.max_slots <= 0:
             return None
-        while len(self._sessions) >= self.max_slots:
-            oldest = next(iter(self._sessions))
-            self._remove(oldest)
+        while len(self._sessions) >= self.max_slots:  # (more than once: the slots shrank)
+            evicted = self._evictable(context.privileged, len(context.partitions), now_ms)
+            if evicted is None:
+                return None
+            self._remove(evicted)
             self.evictions += 1
         session_id = INVALID_SESSION_ID
         while session_id == INVALID_SESSION_ID or session_id in self._sessions:
             session_id = self._rng.randint(1, _INT32_MAX)
-        session = FetchSession(session_id, context.uses_topic_ids, now_ms)
+        session = FetchSession(session_id, context.uses_topic_ids, now_ms, context.privileged)
         for key, request in context.partitions:
             cached = _Cached(request)
             answer = answers.get(key)
@@ -299,6 +332,28 @@ class FetchSessionCache:
         self._sessions[session_id] = session
         self.partitions_cached += len(session.partitions)
         return session
+
+    def _evictable(self, privileged: bool, size: int, now_ms: int) -> int | None:
+        """The session a new one (a follower's if ``privileged``, caching ``size``
+        partitions) may evict, or None (the module doc's rules)."""
+        least_recent = next(iter(self._sessions.values()), None)
+        if least_recent is None:
+            return None
+        if now_ms - least_recent.last_used_ms > self.eviction_ms:
+            return least_recent.id  # stale
+        candidates = [
+            s
+            for s in self._sessions.values()
+            if now_ms - s.created_ms > self.eviction_ms or (privileged and not s.privileged)
+        ]
+        if not candidates:
+            return None
+        least = min(candidates, key=FetchSession.worth)
+        # Kafka compares (privileged, size, 0) with the candidate's (privileged, size, id >= 1):
+        # the new session must be worth strictly more.
+        if (privileged, size) <= (least.privileged, len(least.partitions)):
+            return None
+        return least.id
 
     def close(self, session_id: int) -> None:
         """Forget session ``session_id`` (if there is one)."""
@@ -311,6 +366,7 @@ class FetchSessionCache:
 
 
 __all__ = [
+    "EVICTION_MS",
     "FINAL_EPOCH",
     "INITIAL_EPOCH",
     "INVALID_SESSION_ID",

@@ -64,14 +64,18 @@ ALICE = RequestContext(
 """A client over TLS that may WRITE and DESCRIBE topic ``t``, nothing else."""
 ADMIN = RequestContext(principal="User:CN=admin", listener="SSL", security_protocol="SSL")
 """A super user over TLS."""
+CAROL = RequestContext(principal="User:CN=carol", listener="SSL", security_protocol="SSL")
+"""A client over TLS that may do anything to group ``mine`` and READ topic ``t``."""
 
 
-def _acl(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+def _acl(
+    resource_type: ResourceType, name: str, operation: AclOperation, who: RequestContext = ALICE
+) -> AclBinding:
     return AclBinding(
         resource_type=resource_type,
         resource_name=name,
         pattern_type=PatternType.LITERAL,
-        principal=ALICE.principal,
+        principal=who.principal,
         host="*",
         operation=operation,
         permission_type=AclPermissionType.ALLOW,
@@ -91,6 +95,8 @@ def _image() -> MetadataImage:
     acls = [
         _acl(ResourceType.TOPIC, "t", AclOperation.WRITE),
         _acl(ResourceType.TOPIC, "t", AclOperation.DESCRIBE),
+        _acl(ResourceType.GROUP, "mine", AclOperation.ALL, CAROL),
+        _acl(ResourceType.TOPIC, "t", AclOperation.READ, CAROL),
     ]
     records = [AccessControlEntryRecord.of(f"acl-{i}", b) for i, b in enumerate(acls)]
     return image.apply_batch(records, base_offset=image.last_offset + 1, epoch=1)
@@ -247,6 +253,49 @@ def test_classic_group_apis_are_refused_with_kafkas_codes(tmp_path: Path) -> Non
         assert _requests("JoinGroup", "ERROR") >= 1
 
     _run(tmp_path, test)
+
+
+def test_describe_groups_and_offset_delete_are_refused_per_group_and_per_topic(
+    tmp_path: Path,
+) -> None:
+    """Kafka's handleDescribeGroupsRequest answers a group the caller may not DESCRIBE
+    GROUP_AUTHORIZATION_FAILED and describes the others; handleOffsetDeleteRequest refuses the
+    request whole without DELETE on its group, else answers each topic without READ
+    TOPIC_AUTHORIZATION_FAILED on its partitions and the others as the coordinator does."""
+    from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
+    from replication.group import PartitionResult
+
+    async def test(server: BrokerServer) -> None:
+        api = server.api
+        described = await api.describe_groups(DescribeGroupsRequest(group_ids=("g", "mine")), CAROL)
+        # (no __consumer_offsets in this broker's image: its coordinator is not available)
+        assert {g.group_id: g.error_code for g in described.groups} == {
+            "g": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            "mine": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        }
+        refused_group = await api.offset_delete(
+            OffsetDeleteRequest(group_id="g", partitions=(("t", 0),)), CAROL
+        )
+        assert refused_group.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED
+        every_topic_refused = await api.offset_delete(
+            OffsetDeleteRequest(group_id="mine", partitions=(("secret", 0), ("secret", 1))), CAROL
+        )
+        assert every_topic_refused.error_code is ErrorCode.NONE
+        assert every_topic_refused.partitions == (
+            PartitionResult(topic="secret", partition=0, error_code=_TOPIC_REFUSED),
+            PartitionResult(topic="secret", partition=1, error_code=_TOPIC_REFUSED),
+        )
+        # Some topics refused: the rest reach the coordinator, whose group error (here, no
+        # coordinator) answers the request alone, as Kafka's OffsetDeleteResponse.Builder.merge.
+        mixed = await api.offset_delete(
+            OffsetDeleteRequest(group_id="mine", partitions=(("secret", 0), ("t", 0))), CAROL
+        )
+        assert (mixed.error_code, mixed.partitions) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, ())
+
+    _run(tmp_path, test)
+
+
+_TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 def test_listings_show_only_what_the_caller_may_describe(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ CLASSIC = ClassicGroupConfig(initial_rebalance_delay_ms=1_000)
 
 def classic_harness(h: Harness) -> ClassicGroupService:
     h.runtime._new_coordinator = lambda: GroupShard(GroupConfig(), CLASSIC)
-    return ClassicGroupService(h.runtime, lambda _group_id: 0)
+    return ClassicGroupService(h.runtime, lambda _group_id: 0, lambda _topic: 1)
 
 
 def join(member_id: str = "") -> JoinGroupRequest:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kraft.security.certs import create_certs
+from kraft.security.certs import certificate_subject, create_certs
 from kraft.security.tls import ClientAuth
 from replication.broker.config import BrokerNodeConfig, KafkaListenerSpec
 from storage.errors import InvalidConfigError
@@ -115,10 +115,11 @@ def test_an_ssl_kafka_listener_serves_with_the_brokers_ssl_keys(tmp_path: Path) 
     assert c.kafka_listeners == (
         KafkaListenerSpec(name="EXTERNAL", listen="127.0.0.1:9093", security_protocol="SSL"),
     )
-    assert c.kafka_tls is not None and c.kafka_tls.client_auth is ClientAuth.REQUESTED
-    assert c.kafka_tls.certificate_chain_pem and c.kafka_tls.private_key_pem
+    served = c.kafka_tls["EXTERNAL"]
+    assert served.client_auth is ClientAuth.REQUESTED
+    assert served.certificate_chain_pem and served.private_key_pem
     assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
-    c.kafka_tls.server_ssl_context()  # loads
+    served.server_ssl_context()  # loads
 
 
 def test_an_ssl_grpc_listener_shares_its_keys_with_an_ssl_kafka_listener(tmp_path: Path) -> None:
@@ -130,8 +131,44 @@ def test_an_ssl_grpc_listener_shares_its_keys_with_an_ssl_kafka_listener(tmp_pat
         **keys,
     }
     c = BrokerNodeConfig.from_properties(props)
-    assert c.tls is not None and c.tls == c.kafka_tls
+    assert c.tls is not None and c.kafka_tls == {"KAFKA": c.tls}
     assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
     # requested: Kafka's, but gRPC's Python server cannot ask for an optional certificate.
     with pytest.raises(InvalidConfigError, match="requested is not supported on the SSL:// gRPC"):
         BrokerNodeConfig.from_properties({**props, "ssl.client.auth": "requested"})
+
+
+def test_a_listeners_own_ssl_keys_override_the_brokers_for_that_listener(tmp_path: Path) -> None:
+    """Kafka's ``listener.name.<listener>.ssl.*`` keys: INTERNAL serves the broker's keystore,
+    EXTERNAL its own (another certificate, given as PEM text) and its own client auth; the
+    gRPC listener's own keys (``listener.name.ssl.``) override the broker's for it too."""
+    certs = create_certs(tmp_path / "certs", nodes=["broker-101", "external", "grpc"])
+    external = certs.node("external")
+    props = {
+        **BASE,
+        "listeners": "SSL://127.0.0.1:9092,INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094",
+        "listener.security.protocol.map": "SSL:SSL,INTERNAL:SSL,EXTERNAL:SSL",
+        "ssl.keystore.location": str(certs.node("broker-101").keystore),
+        "ssl.truststore.location": str(certs.cafile),
+        "ssl.client.auth": "required",
+        "listener.name.ssl.ssl.keystore.location": str(certs.node("grpc").keystore),
+        "listener.name.external.ssl.keystore.certificate.chain": external.certfile.read_text(),
+        "listener.name.external.ssl.keystore.key": external.keyfile.read_text(),
+        "listener.name.external.ssl.client.auth": "requested",
+    }
+    c = BrokerNodeConfig.from_properties(props)
+
+    def subject(chain: bytes | None) -> str:
+        assert chain is not None
+        return certificate_subject(chain)
+
+    assert c.tls is not None and subject(c.tls.certificate_chain_pem) == "CN=grpc"
+    internal, own = c.kafka_tls["INTERNAL"], c.kafka_tls["EXTERNAL"]
+    assert subject(internal.certificate_chain_pem) == "CN=broker-101"
+    assert internal.client_auth is ClientAuth.REQUIRED
+    assert subject(own.certificate_chain_pem) == "CN=external"
+    assert own.client_auth is ClientAuth.REQUESTED and own.ca_pem == internal.ca_pem
+    assert BrokerNodeConfig.from_properties({**BASE, **c.to_properties()}) == c
+    # A listener's own value is validated as the key is (the registry's one definition).
+    with pytest.raises(InvalidConfigError, match=r"ssl\.client\.auth"):
+        BrokerNodeConfig.from_properties({**props, "listener.name.internal.ssl.client.auth": "x"})

@@ -6,7 +6,9 @@ TOPIC_AUTHORIZATION_FAILED as each client's own exception type. Her principal is
 certificate's subject through ``ssl.principal.mapping.rules`` (``User:CN=alice``), authorized
 by the same ACLs as a gRPC call.
 
-One cluster serves the module (1 controller, 2 brokers; the suite's time is tight).
+One cluster serves the module (1 controller, 2 brokers; the suite's time is tight). Its
+brokers' KAFKA listeners serve a certificate of their own (Kafka's
+``listener.name.kafka.ssl.keystore.location``), their gRPC listeners the broker's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pytest
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
 
 from kraft.cluster import LocalCluster
+from kraft.cluster.local import LOCAL_OFFSETS_TOPIC_PARTITIONS
 from kraft.security.acls import (
     AclBinding,
     AclOperation,
@@ -37,6 +40,7 @@ from kraft.security.acls import (
     ResourceType,
 )
 from replication.clients import AdminClient
+from replication.group.hashing import partition_for_group
 from tests.kafka_wire.wire import decode_response, request_frame
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(240)]
@@ -60,10 +64,24 @@ def grant(
     )
 
 
+KAFKA_LISTENER_CERTIFICATE = "controller-1"
+"""The certificate every broker's KAFKA listener serves, by its own ssl.keystore.location
+(Kafka's ``listener.name.kafka.`` prefix): one of the cluster's CA, not the broker's own,
+which its SSL (gRPC) listener serves."""
+
+
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    data_dir = tmp_path_factory.mktemp("cluster")
+    keystore = data_dir / "certs" / f"{KAFKA_LISTENER_CERTIFICATE}-keystore.pem"  # `kraft certs`
     with LocalCluster(
-        controllers=1, brokers=2, tls=True, authorizer=True, tls_clients=("alice", "nobody")
+        controllers=1,
+        brokers=2,
+        data_dir=data_dir,
+        tls=True,
+        authorizer=True,
+        tls_clients=("alice", "nobody"),
+        broker_config={"listener.name.kafka.ssl.keystore.location": str(keystore)},
     ) as c:
         c.wait_until_healthy(timeout=60)
         with AdminClient(c.bootstrap, **c.admin_security) as admin:
@@ -159,6 +177,31 @@ def test_the_kafka_listeners_are_ssl_and_advertised(cluster: LocalCluster) -> No
         conn.sendall(api_versions)
         reply = conn.recv(64)
         assert reply == b"" or reply[0] == 0x15  # 0x15: a TLS alert record
+
+
+def served_certificate(address: str, context: ssl.SSLContext) -> str:
+    """The common name of the certificate the listener at ``address`` serves."""
+    host, _, port = address.rpartition(":")
+    with (
+        socket.create_connection((host, int(port)), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=host) as conn,
+    ):
+        subject = conn.getpeercert()["subject"]
+    return str(dict(field for rdn in subject for field in rdn)["commonName"])
+
+
+def test_each_listener_serves_its_own_certificate(cluster: LocalCluster) -> None:
+    """A broker's two listeners, two certificates: the SSL (gRPC) listener serves the broker's
+    (the broker-wide ssl.keystore.location), the KAFKA listener its own
+    (listener.name.kafka.ssl.keystore.location); the clients above connect through the latter."""
+    alice = cluster.client_security_of("alice")
+    context = ssl.create_default_context(cafile=alice["ssl_cafile"])
+    context.load_cert_chain(alice["ssl_certfile"], alice["ssl_keyfile"])
+    context.set_alpn_protocols(["h2"])  # gRPC's
+    for broker in cluster.broker_ids:
+        assert served_certificate(cluster.broker_addresses[broker], context) == f"broker-{broker}"
+        kafka_listener = served_certificate(cluster.kafka_addresses[broker], context)
+        assert kafka_listener == KAFKA_LISTENER_CERTIFICATE
 
 
 # -- kafka-python -------------------------------------------------------------------------------
@@ -320,3 +363,56 @@ def test_librdkafka_over_ssl_alice_produces_and_consumes_nobody_is_refused(
     with pytest.raises(confluent_kafka.KafkaException) as raised:
         admin.describe_topics(request, request_timeout=15)[TOPIC].result(timeout=20)
     assert raised.value.args[0].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+# -- OffsetDelete and DescribeGroups, per topic and per group ------------------------------------
+
+
+def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
+    cluster: LocalCluster,
+) -> None:
+    """As Kafka's KafkaApis: alice's OffsetDelete of her group deletes the offset of her topic,
+    answers a partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION and a topic she may not
+    READ TOPIC_AUTHORIZATION_FAILED (kafka-python's per-partition errors); her DescribeGroups
+    of her group and of one she may not DESCRIBE describes hers and refuses the other."""
+    group = "alice-offset-delete"
+    # A group of the same offsets partition (so of the same coordinator) that alice may not see.
+    refused_group = next(
+        name
+        for i in range(10_000)
+        if partition_for_group(name := f"bob-{i}", LOCAL_OFFSETS_TOPIC_PARTITIONS)
+        == partition_for_group(group, LOCAL_OFFSETS_TOPIC_PARTITIONS)
+    )
+    mine, missing, other = (
+        kafka.TopicPartition(TOPIC, 0),
+        kafka.TopicPartition(TOPIC, PARTITIONS + 5),
+        kafka.TopicPartition("not-alices", 0),
+    )
+    consumer = kafka.KafkaConsumer(
+        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
+    )
+    try:
+        consumer.assign([mine])
+        consumer.commit({mine: kafka.structs.OffsetAndMetadata(3, "", -1)})
+    finally:
+        consumer.close()
+    admin = kafka.KafkaAdminClient(**kafka_python_ssl(cluster, "alice"))
+    try:
+        assert admin.list_group_offsets(group)[group][mine].offset == 3
+        assert admin.delete_group_offsets(group, [mine, missing, other]) == {
+            mine: kafka.errors.NoError,
+            missing: kafka.errors.UnknownTopicOrPartitionError,
+            other: kafka.errors.TopicAuthorizationFailedError,
+        }
+        assert mine not in admin.list_group_offsets(group)[group]
+        # One DescribeGroups naming both, sent to each broker: the coordinator answers per group.
+        answers = [
+            admin.describe_groups([group, refused_group], group_coordinator_id=broker)
+            for broker in cluster.broker_ids
+        ]
+        (described,) = [a for a in answers if "NotCoordinator" not in str(a[group]["error"])]
+        # (her group, its offsets deleted, is described on its own terms)
+        assert "GroupAuthorizationFailed" not in str(described[group]["error"])
+        assert "GroupAuthorizationFailed" in str(described[refused_group]["error"])
+    finally:
+        admin.close()

@@ -1,6 +1,8 @@
 """KIP-227's fetch sessions (`replication.core.fetch_session`): a full fetch makes a session, an
 incremental one names only what changed and is answered only with news, a wrong epoch or id is
-refused, epoch -1 closes, and a full cache evicts its least recently used session."""
+refused, epoch -1 closes, and a full cache evicts as KIP-227 says: a stale session, else the
+least worth (consumers before followers, fewer partitions first) of those old enough, for a
+session worth more."""
 
 from __future__ import annotations
 
@@ -42,13 +44,16 @@ def serve(
     return cache.answered(context, {k: v for k, v in answers.items() if k in fetched}, now_ms=0)
 
 
-def full(cache: FetchSessionCache, *keys: PartitionKey, now_ms: int = 0) -> int:
+def full(
+    cache: FetchSessionCache, *keys: PartitionKey, now_ms: int = 0, follower: bool = False
+) -> int:
     context = cache.new_context(
         session_id=0,
         epoch=INITIAL_EPOCH,
         uses_topic_ids=False,
         partitions=[(k, req(0)) for k in keys],
         now_ms=now_ms,
+        privileged=follower,
     )
     assert context.kind is ContextKind.FULL
     session_id, answered = cache.answered(context, {k: ok(10) for k in keys}, now_ms=now_ms)
@@ -162,15 +167,73 @@ def test_a_full_fetch_naming_a_session_replaces_it() -> None:
     assert cache.partitions_cached == 1
 
 
-def test_a_full_cache_evicts_the_least_recently_used_session() -> None:
-    cache = FetchSessionCache(2, random.Random(1))
-    first = full(cache, A0, now_ms=1)
+EVICT_MS = 100
+"""The tests' ``eviction_ms`` (Kafka's is 120 s)."""
+
+
+def parts(n: int, topic: str = "t") -> tuple[PartitionKey, ...]:
+    return tuple((topic, i) for i in range(n))
+
+
+def test_a_full_cache_evicts_a_session_unused_for_longer_than_the_eviction_time() -> None:
+    """KIP-227: an existing session may be evicted if it "has been inactive for more than
+    min.incremental.fetch.session.eviction.ms", whatever its worth."""
+    cache = FetchSessionCache(2, random.Random(1), eviction_ms=EVICT_MS)
+    first = full(cache, *parts(5), now_ms=1, follower=True)
     second = full(cache, A1, now_ms=2)
-    incremental(cache, first, 1, now_ms=3)  # first is now the more recently used
-    third = full(cache, B0, now_ms=4)
-    assert cache.get(second) is None and cache.get(first) is not None and cache.get(third)
+    incremental(cache, second, 1, now_ms=60)  # second used since; first not
+    third = full(cache, B0, now_ms=102)  # first unused for 101 ms > 100
+    assert cache.get(first) is None and cache.get(second) and cache.get(third)
     assert cache.evictions == 1 and cache.partitions_cached == 2
-    assert incremental(cache, second, 1).error is SessionError.ID_NOT_FOUND
+    assert incremental(cache, first, 1).error is SessionError.ID_NOT_FOUND
+
+
+def test_a_consumer_session_evicts_only_an_older_smaller_consumer_session() -> None:
+    """KIP-227: a new session evicts one made more than the eviction time ago and caching
+    fewer partitions, the least worth first (fewest partitions); a session made recently,
+    or as big, stays, and the new fetch is answered without a session (id 0)."""
+    cache = FetchSessionCache(3, random.Random(1), eviction_ms=EVICT_MS)
+    small = full(cache, *parts(2, "s"), now_ms=0)
+    big = full(cache, *parts(4, "b"), now_ms=0)
+    young = full(cache, A0, now_ms=90)
+    for sid in (small, big):  # all recently used: none is stale
+        incremental(cache, sid, 1, now_ms=150)
+    # Made 60 ms ago: the smallest, but too young; the others are bigger than two partitions.
+    assert full(cache, *parts(2, "n"), now_ms=150) == INVALID_SESSION_ID
+    assert cache.evictions == 0 and len(cache) == 3
+    # Three partitions: worth more than `small` (old enough), the least worth of the old ones.
+    third = full(cache, *parts(3, "n"), now_ms=151)
+    assert third != INVALID_SESSION_ID and cache.get(small) is None
+    assert cache.get(big) and cache.get(young) and cache.evictions == 1
+    # Now every old session caches at least as many: a same-size session evicts nothing.
+    assert full(cache, *parts(3, "m"), now_ms=152) == INVALID_SESSION_ID
+    assert cache.partitions_cached == 4 + 1 + 3
+
+
+def test_a_follower_session_evicts_a_young_consumer_session_but_not_a_young_followers() -> None:
+    """KIP-227: a follower's (privileged) session may evict a consumer's even one made
+    recently; a consumer's never evicts a follower's while fresher than the eviction time,
+    however many partitions it caches, nor a follower's a young follower's."""
+    cache = FetchSessionCache(2, random.Random(1), eviction_ms=EVICT_MS)
+    consumer = full(cache, *parts(50), now_ms=0)
+    leader_a = full(cache, A0, now_ms=1, follower=True)
+    # A follower with one partition evicts the young fifty-partition consumer session.
+    leader_b = full(cache, B0, now_ms=2, follower=True)
+    assert cache.get(consumer) is None and cache.get(leader_a) and cache.get(leader_b)
+    # A consumer of 1,000 partitions evicts neither follower session (made 2 ms ago) ...
+    assert full(cache, *parts(1000, "c"), now_ms=3) == INVALID_SESSION_ID
+    # ... nor does a third follower's.
+    assert full(cache, *parts(9, "f"), now_ms=4, follower=True) == INVALID_SESSION_ID
+    for sid in (leader_a, leader_b):
+        incremental(cache, sid, 1, now_ms=150)
+    # Old enough now: a bigger follower session evicts the smaller (lower id among equals).
+    assert full(cache, A0, A1, now_ms=151, follower=True) != INVALID_SESSION_ID
+    assert len(cache) == 2 and cache.evictions == 2
+    survivor = leader_a if cache.get(leader_a) else leader_b
+    session = cache.get(survivor)
+    assert session is not None and session.privileged
+    # A consumer's session, though bigger, never evicts a follower's (unless stale).
+    assert full(cache, *parts(1000, "c"), now_ms=152) == INVALID_SESSION_ID
 
 
 def test_no_slots_no_sessions_and_an_empty_full_fetch_makes_none() -> None:

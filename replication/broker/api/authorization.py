@@ -32,6 +32,7 @@ from kraft.security.acls import AclOperation, ResourceType
 from kraft.security.guard import Caller
 from kraft.security.operations import Need
 from replication.broker.api.context import RequestContext
+from replication.group import PartitionResult
 from replication.group.classic import DescribedGroup as ClassicDescribedGroup
 from replication.messages import (
     Coordinator,
@@ -73,9 +74,19 @@ def caller_of(ctx: RequestContext) -> Caller:
 # -- per topic ----------------------------------------------------------------------------------
 
 PER_TOPIC: Final = frozenset(
-    {"Produce", "Fetch", "ListOffsets", "OffsetCommit", "CreateTopics", "DeleteTopics"}
+    {
+        "Produce",
+        "Fetch",
+        "ListOffsets",
+        "OffsetCommit",
+        "OffsetDelete",
+        "CreateTopics",
+        "DeleteTopics",
+        "DescribeGroups",
+    }
 )
-"""The APIs answered per topic (the others are allowed or refused whole)."""
+"""The APIs answered per topic (DescribeGroups: per group; the others are allowed or refused
+whole)."""
 
 
 def without_topics(api: str, request: Any, refused: Set[str], topic_name: TopicNameOf) -> Any:
@@ -88,6 +99,12 @@ def without_topics(api: str, request: Any, refused: Set[str], topic_name: TopicN
         return replace(request, topics=tuple(t for t in request.topics if t.topic not in refused))
     if api in ("ListOffsets", "OffsetCommit", "CreateTopics"):
         return replace(request, topics=tuple(t for t in request.topics if t.name not in refused))
+    if api == "OffsetDelete":
+        return replace(
+            request, partitions=tuple(tp for tp in request.partitions if tp[0] not in refused)
+        )
+    if api == "DescribeGroups":
+        return replace(request, group_ids=tuple(g for g in request.group_ids if g not in refused))
     if api == "DeleteTopics":
         assert isinstance(request, DeleteTopicsRequest)
         return replace(
@@ -171,6 +188,22 @@ def answer_refused(
             if t.name in refused
         )
         return replace(response, topics=(*response.topics, *extra))
+    if api == "OffsetDelete":
+        refused_partitions = tuple(
+            PartitionResult(topic=topic, partition=partition, error_code=code)
+            for topic, partition in dict.fromkeys(request.partitions)
+            if topic in refused
+        )
+        if response.error_code != ErrorCode.NONE:
+            return response  # Kafka: a group error answers the request alone
+        return replace(response, partitions=(*response.partitions, *refused_partitions))
+    if api == "DescribeGroups":  # Kafka answers a refused group Dead, GROUP_AUTHORIZATION_FAILED
+        extra = tuple(
+            ClassicDescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            for g in request.group_ids
+            if g in refused
+        )
+        return replace(response, groups=(*extra, *response.groups))
     if api == "CreateTopics":
         extra = tuple(
             CreatableTopicResult(name=name, error_code=code, error_message=message(name))
@@ -233,6 +266,9 @@ def refused_response(api: str, request: Any, empty: Any, refusal: Refused) -> An
                 ClassicDescribedGroup(group_id=g, error_code=code) for g in request.group_ids
             ),
         )
+    if api == "OffsetDelete" and code == _FAILED:  # every topic refused: per partition
+        names = {t for t, _ in request.partitions}
+        return answer_refused(api, request, names, empty, lambda _: why, lambda _: None, code)
     if api == "DeleteGroups":
         return replace(
             empty,

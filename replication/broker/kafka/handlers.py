@@ -10,7 +10,7 @@ bytes both ways. Fetch, with its sessions and topic ids, has a module of its own
 (`replication.broker.kafka.fetch_handler`).
 
 Versions start at Kafka 4.0's floors (KIP-896) and end where this adapter stops understanding
-the schema (topic ids in Produce, ListOffsets' -5 and timeouts, ...): see
+the schema (ListOffsets' -5 and timeouts, ...): see
 docs/kafka-compatibility.md.
 """
 
@@ -70,23 +70,61 @@ def _controller_id(answer: MetadataResponse) -> int:
 # -- Produce --------------------------------------------------------------------------------------
 
 
+PRODUCE_TOPIC_IDS_VERSION: Final = 13
+"""Produce names its topics by id from this version (KIP-516)."""
+
+
+def _produce_topic_names(
+    api: KafkaBrokerApi, request: Request
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Produce v13+ (KIP-516): each topic id the broker knows -> its name, and the answer
+    for each it does not (UNKNOWN_TOPIC_ID on every partition, as Kafka's KafkaApis)."""
+    names: dict[str, str] = {}
+    unknown = []
+    for t in request.body.topic_data:
+        topic_id = str(t.topic_id)  # NB: kio reads the zero id as None, which names no topic
+        name = api.topic_name(topic_id) if t.topic_id is not None else None
+        if name is None:
+            unknown.append(
+                {
+                    "topic_id": t.topic_id,
+                    "partition_responses": [
+                        {
+                            "index": p.index,
+                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                            "base_offset": -1,
+                        }
+                        for p in t.partition_data
+                    ],
+                }
+            )
+        else:
+            names[topic_id] = name
+    return names, unknown
+
+
 async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
     body = request.body
+    by_id = request.api_version >= PRODUCE_TOPIC_IDS_VERSION
+    names, unknown = _produce_topic_names(api, request) if by_id else ({}, [])
+    ids = {name: topic_id for topic_id, name in names.items()}
     topics = tuple(
         ProduceTopicData(
-            name=t.name,
+            name=names[str(t.topic_id)] if by_id else t.name,
             partition_data=tuple(
                 ProducePartitionData(index=p.index, records=p.records or b"")
                 for p in t.partition_data
             ),
         )
         for t in body.topic_data
+        if not by_id or str(t.topic_id) in names
     )
     if body.acks not in (0, 1, -1):  # Kafka: INVALID_REQUIRED_ACKS for every partition
         return {
             "responses": [
                 {
                     "name": t.name,
+                    "topic_id": ids.get(t.name),
                     "partition_responses": [
                         {"index": p.index, "error_code": ErrorCode.INVALID_REQUIRED_ACKS}
                         for p in t.partition_data
@@ -94,6 +132,7 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
                 }
                 for t in topics
             ]
+            + unknown
         }
     answer = await api.produce(
         ProduceRequest(acks=body.acks, timeout_ms=millis(body.timeout), topic_data=topics), ctx
@@ -104,6 +143,7 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
         "responses": [
             {
                 "name": t.name,
+                "topic_id": ids.get(t.name),
                 "partition_responses": [
                     {
                         "index": p.index,
@@ -122,7 +162,8 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
                 ],
             }
             for t in answer.responses
-        ],
+        ]
+        + unknown,
     }
 
 
@@ -318,7 +359,7 @@ async def handle_sasl_handshake(
 
 
 HANDLERS: Final[Mapping[int, ApiSpec]] = {
-    0: ApiSpec("Produce", 3, 11, handle_produce),
+    0: ApiSpec("Produce", 3, 13, handle_produce),
     1: ApiSpec("Fetch", 4, 18, handle_fetch),
     2: ApiSpec("ListOffsets", 1, 8, handle_list_offsets),
     3: ApiSpec("Metadata", 0, 12, handle_metadata),

@@ -30,7 +30,7 @@ class KafkaListeners:
                     security_protocol=spec.security_protocol,
                     max_request_bytes=config.socket_request_max_bytes,
                     queued_max_requests=config.queued_max_requests,
-                    tls=config.kafka_tls if spec.security_protocol == "SSL" else None,
+                    tls=config.kafka_tls.get(spec.name),  # only SSL listeners have one
                     principal_rules=config.authorization.principal_rules,
                 ),
                 api,
