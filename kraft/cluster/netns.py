@@ -469,7 +469,9 @@ class NetnsNetwork:
         """Stop host's relays and remove their filters and veths (none: nothing happens)."""
         from kraft.cluster.netns_relay import stop_relay
 
-        for pid in self.relays.pop(host.name, []):
+        if host.name not in self.relays:
+            return
+        for pid in self.relays.pop(host.name):
             stop_relay(pid)
         self._save()
         ns = ("-n", host.namespace)
