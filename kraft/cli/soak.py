@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from kraft.arguments import positive_int
+from kraft.arguments import positive_int, positive_seconds
 
 _EPILOG = """\
 examples:
@@ -25,13 +25,6 @@ and descriptor slopes after the warm-up) and soak.png (matplotlib). Exit 1 if a 
 """
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "soak",
@@ -46,18 +39,23 @@ def add_parser(sub: Any) -> None:
         default="netns",
         help="netns (root): a host per node; local: loopback with fault proxies",
     )
-    p.add_argument("--minutes", type=_positive, default=30.0, help="length (default 30)")
+    seconds = positive_seconds
+    p.add_argument("--minutes", type=seconds, default=30.0, help="length (default 30)")
     p.add_argument("--partitions", type=positive_int, default=1000, help="default 1000")
-    p.add_argument("--rate", type=_positive, default=1000.0, help="records/s (default 1000)")
-    p.add_argument("--fault-every", type=_positive, default=30.0, metavar="S", help="default 30")
-    p.add_argument("--fault-seconds", type=_positive, default=10.0, metavar="S",
-                   help="each fault's length (default 10)")  # fmt: skip
-    p.add_argument("--faults", default="partition,loss,delay,bandwidth,kill,pause",
-                   help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,"
-                   "kill,pause)")  # fmt: skip
+    p.add_argument("--rate", type=positive_int, default=1000, help="records/s (default 1000)")
+    p.add_argument("--fault-every", type=seconds, default=30.0, metavar="S", help="default 30")
+    p.add_argument(
+        "--fault-seconds", type=seconds, default=10.0, metavar="S", help="each fault (default 10)"
+    )
+    p.add_argument(
+        "--faults",
+        default="partition,loss,delay,bandwidth,kill,pause",
+        help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,kill,pause)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the faults' seed (default 0)")
-    p.add_argument("--warmup", type=_positive, default=60.0, metavar="S",
-                   help="seconds the slopes leave out (default 60)")  # fmt: skip
+    p.add_argument(
+        "--warmup", type=seconds, default=60.0, metavar="S", help="what slopes omit (default 60)"
+    )
     p.add_argument("--out", default="soak-out", help="output directory (default soak-out)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=run)

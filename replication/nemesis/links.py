@@ -13,7 +13,8 @@ proxies' partitions leave the client links alone.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kraft.cluster.fault_network import DROP
@@ -119,6 +120,38 @@ class HostLinks:
         self._faulted.clear()
 
 
+def fault_cluster(
+    network: str,
+    *,
+    controllers: int,
+    brokers: int,
+    data_dir: Path,
+    broker_config: Mapping[str, str],
+    controller_config: Mapping[str, str] | None = None,
+) -> LocalCluster | NetnsCluster:
+    """A cluster (not started) whose network faults `links_of` injects: ``netns``, a host
+    per node; ``local``, loopback with a fault proxy on every link."""
+    from kraft.cluster.local import LocalCluster
+    from kraft.cluster.netns_cluster import NetnsCluster
+
+    if network == "netns":
+        return NetnsCluster(
+            controllers=controllers,
+            brokers=brokers,
+            data_dir=data_dir,
+            broker_config=broker_config,
+            controller_config=controller_config,
+        )
+    return LocalCluster(
+        controllers,
+        brokers,
+        data_dir=data_dir,
+        fault_network=True,
+        broker_config=broker_config,
+        controller_config=controller_config,
+    )
+
+
 def links_of(cluster: LocalCluster | NetnsCluster, seed: int = 0) -> ProxyLinks | HostLinks:
     """The faults of ``cluster``'s network: its proxies (a `LocalCluster` started with
     ``fault_network=True``) or its hosts' links."""
@@ -131,4 +164,4 @@ def links_of(cluster: LocalCluster | NetnsCluster, seed: int = 0) -> ProxyLinks 
     return ProxyLinks(cluster.network)
 
 
-__all__ = ["HostLinks", "ProxyLinks", "links_of"]
+__all__ = ["HostLinks", "ProxyLinks", "fault_cluster", "links_of"]

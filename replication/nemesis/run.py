@@ -51,7 +51,7 @@ from replication.nemesis.groups import (
     read_final_offsets,
 )
 from replication.nemesis.history import Ack, FinalRead, History, HistoryReport, check_history
-from replication.nemesis.links import HostLinks, ProxyLinks, links_of
+from replication.nemesis.links import HostLinks, ProxyLinks, fault_cluster, links_of
 from replication.nemesis.metadata import (
     MetadataReport,
     MetadataWorker,
@@ -392,26 +392,16 @@ def run_nemesis(
     # 4.0 did it: with eligible leader replicas (KIP-966, on by default) the fenced ISR
     # members stay eligible and the stale replica is never elected.
     controller_config = {"eligible.leader.replicas.enable": "false"} if config.unclean else None
-    cluster: LocalCluster | NetnsCluster
-    if config.network == "netns":
-        if config.workload != "plain":
-            raise ValueError("--network netns runs the plain workload (no Kafka listener there)")
-        cluster = NetnsCluster(
-            controllers=config.controllers,
-            brokers=config.brokers,
-            data_dir=out / "cluster",
-            broker_config=broker_config,
-            controller_config=controller_config,
-        )
-    else:
-        cluster = LocalCluster(
-            config.controllers,
-            config.brokers,
-            data_dir=out / "cluster",
-            fault_network=True,
-            broker_config=broker_config,
-            controller_config=controller_config,
-        )
+    if config.network == "netns" and config.workload != "plain":
+        raise ValueError("--network netns runs the plain workload (no Kafka listener there)")
+    cluster = fault_cluster(
+        config.network,
+        controllers=config.controllers,
+        brokers=config.brokers,
+        data_dir=out / "cluster",
+        broker_config=broker_config,
+        controller_config=controller_config,
+    )
     applied: list[AppliedFault] = []
     with (out / "history.jsonl").open("w") as history_file, cluster:
         history = History(history_file)

@@ -39,7 +39,7 @@ from replication.clients.consumer import Consumer
 from replication.clients.producer import Producer
 from replication.nemesis.faults import draw_fault
 from replication.nemesis.history import History
-from replication.nemesis.links import links_of
+from replication.nemesis.links import fault_cluster, links_of
 from replication.nemesis.run import FaultPlayer, sleep_until
 from replication.nemesis.soak_report import (
     FaultSpan,
@@ -321,22 +321,13 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         "group.consumer.session.timeout.ms": "10000",
         "group.consumer.heartbeat.interval.ms": "1000",
     }
-    cluster: LocalCluster | NetnsCluster
-    if config.network == "netns":
-        cluster = NetnsCluster(
-            controllers=config.controllers,
-            brokers=config.brokers,
-            data_dir=out / "cluster",
-            broker_config=broker_config,
-        )
-    else:
-        cluster = LocalCluster(
-            config.controllers,
-            config.brokers,
-            data_dir=out / "cluster",
-            fault_network=True,
-            broker_config=broker_config,
-        )
+    cluster = fault_cluster(
+        config.network,
+        controllers=config.controllers,
+        brokers=config.brokers,
+        data_dir=out / "cluster",
+        broker_config=broker_config,
+    )
     duration_s = config.minutes * 60
     rng = random.Random(config.seed)
     applied: list[FaultSpan] = []
