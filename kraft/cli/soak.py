@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             f"consumed by the group in {result.seconds:.0f} s; steady "
             f"{result.steady_records_per_s:,.0f} records/s; after {len(result.faults)} heals "
             f"back within 10% in {', '.join(f'{r:g}' for r in recovered) or '-'} s "
-            f"({len(result.recovery_s) - len(recovered)} not before the next fault)"
+            f"({len(result.recovery_s) - len(recovered)} not before the next fault); "
+            f"{result.stalled_s} s with nothing acknowledged after the warm-up"
         )
         for host, slope in result.slopes.items():
             print(f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min")

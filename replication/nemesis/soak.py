@@ -49,6 +49,7 @@ from replication.nemesis.soak_report import (
     plot_soak,
     rates,
     recoveries,
+    stalled_seconds,
     steady_rate,
 )
 
@@ -92,6 +93,8 @@ class SoakResult:
     faults: list[dict[str, Any]]
     steady_records_per_s: float
     recovery_s: list[float | None]
+    stalled_s: int = 0
+    """Seconds after the warm-up with nothing acknowledged (during faults or not)."""
     slopes: dict[str, dict[str, float]] = field(default_factory=dict)
     """Host -> {rss, fds} in percent per 10 minutes after the warm-up."""
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -400,6 +403,7 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         faults=[asdict(f) for f in applied],
         steady_records_per_s=round(steady, 1),
         recovery_s=recoveries(series, applied, steady),
+        stalled_s=stalled_seconds(series, config.warmup_s),
         slopes=slopes,
         load_average=os.getloadavg(),
     )

@@ -105,6 +105,11 @@ def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[st
     return out
 
 
+def stalled_seconds(series: Sequence[tuple[float, float]], warmup_s: float) -> int:
+    """Seconds after the warm-up in which nothing was acknowledged."""
+    return sum(1 for t, r in series if t >= warmup_s and r == 0)
+
+
 def steady_rate(
     series: Sequence[tuple[float, float]], faults: Sequence[FaultSpan], warmup_s: float
 ) -> float:
@@ -124,6 +129,8 @@ def recoveries(
     `RECOVERY_WINDOW_S` reaches `RECOVERED` of ``steady`` (None: not before the next fault or
     the end)."""
     out: list[float | None] = []
+    if steady <= 0:  # no steady rate to come back to (the load stalled outside the faults)
+        return [None] * len(faults)
     for i, fault in enumerate(faults):
         until = faults[i + 1].start_s if i + 1 < len(faults) else float("inf")
         after = [(t, r) for t, r in series if fault.end_s <= t < until]
@@ -217,5 +224,6 @@ __all__ = [
     "rates",
     "recoveries",
     "slope_percent_per_10_min",
+    "stalled_seconds",
     "steady_rate",
 ]

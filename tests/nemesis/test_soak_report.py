@@ -16,6 +16,7 @@ from replication.nemesis.soak_report import (
     rates,
     recoveries,
     slope_percent_per_10_min,
+    stalled_seconds,
     steady_rate,
 )
 
@@ -70,6 +71,8 @@ def test_recovery_is_the_time_from_a_heal_until_the_rate_is_back_within_ten_perc
     assert recoveries(series, faults, steady) == [2.0]
     never = [(float(t), 0.0 if t >= 20 else 100.0) for t in range(1, 60)]
     assert recoveries(never, faults, 100.0) == [None]
+    assert recoveries(never, faults, 0.0) == [None]  # a stalled run has nothing to return to
+    assert stalled_seconds(never, warmup_s=10) == 40
 
 
 def test_the_plot_is_written(tmp_path: Path) -> None:
