@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         produce,
         quorum,
         sim,
+        soak,
         topics,
         transactions,
     )
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         compare,
         sim,
         nemesis,
+        soak,
         netns,
         fuzz,
         peer,

@@ -28,8 +28,9 @@ def add_parser(sub: Any) -> None:
             "replicas' logs are identical below the high watermark. Exit 1 on a violation."
         ),
         epilog=(
-            "example: kraft nemesis --seed 7 --duration 120 --faults kill,pause,partition "
-            "--out /tmp/nemesis"
+            "examples: kraft nemesis --seed 7 --duration 120 --faults kill,pause,partition "
+            "--out /tmp/nemesis; sudo kraft nemesis --network netns --faults "
+            "partition,loss,delay,bandwidth,kill,pause"
         ),
     )
     p.add_argument("--seed", type=int, default=0, help="the fault schedule's seed (default 0)")
@@ -38,7 +39,16 @@ def add_parser(sub: Any) -> None:
         "--faults",
         default="kill,pause,partition",
         help="comma-separated: kill, kill-controller, pause, stop, partition, roll, delay, "
-        "bandwidth, stale-leader, lone-leader, or all",
+        "bandwidth, stale-leader, lone-leader, loss (--network netns), or all",
+    )
+    p.add_argument(
+        "--network",
+        choices=["local", "netns"],
+        default="local",
+        help="local: every node on loopback, network faults by TCP proxies; netns (root): "
+        "every node on a host of its own (a network namespace on a private bridge), faults on "
+        "the hosts' links: partitions and one-way cuts dropping packets, loss, bandwidth (tbf), "
+        "delay with jitter (netem, or a delaying relay where the kernel has none)",
     )
     p.add_argument("--brokers", type=positive_int, default=3, help="brokers (default 3)")
     p.add_argument("--partitions", type=positive_int, default=6, help="partitions (default 6)")
@@ -89,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     from replication.nemesis.run import NemesisConfig, run_nemesis
 
     try:
-        kinds = parse_fault_kinds(args.faults)
+        kinds = parse_fault_kinds(args.faults, packets=args.network == "netns")
+        if args.network == "netns" and args.workload != "plain":
+            raise ValueError("--network netns runs --workload plain")
     except ValueError as e:
         print(f"kraft nemesis: {e}", file=sys.stderr)
         return 2
@@ -108,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         metadata_workers=args.metadata_workers,
         group_members=args.group_members,
         workload=args.workload,
+        network=args.network,
         out=Path(args.out),
     )
     from kraft.logs import configure_logging

@@ -28,10 +28,12 @@ examples:
   sudo kraft netns fault broker-101 --isolate                   # both ways (link down)
   sudo kraft netns fault broker-101 --loss 5 --direction both
   sudo kraft netns fault broker-102 --bandwidth 512             # kbit/s each way
+  sudo kraft netns fault broker-103 --delay 100 --jitter 20     # ms, each way
   sudo kraft netns heal                                         # every host
 
-Faults add up until healed. --delay needs the kernel's netem qdisc and fails, named, where
-the kernel has none.
+Faults add up until healed (a second --delay of a host replaces its first). --delay uses the
+kernel's netem qdisc where it has one, otherwise a delaying packet relay per direction (a
+process started for it, stopped by heal); it prints which ran.
 """
 
 
@@ -73,13 +75,20 @@ def add_parser(sub: Any) -> None:
     kind.add_argument("--isolate", action="store_true", help="its link down (both ways)")
     kind.add_argument("--loss", type=float, metavar="PERCENT", help="drop packets at random")
     kind.add_argument("--bandwidth", type=int, metavar="KBIT", help="kbit/s each way (tbf)")
-    kind.add_argument("--delay", type=int, metavar="MS", help="needs netem")
+    kind.add_argument("--delay", type=float, metavar="MS", help="delay (netem, else a relay)")
     fault.add_argument(
         "--to", default="", metavar="HOST[,HOST...]", help="--cut: only towards these hosts"
     )
     fault.add_argument(
-        "--direction", choices=("out", "in", "both"), default="both", help="--loss: which way"
+        "--direction",
+        choices=("out", "in", "both"),
+        default="both",
+        help="--loss, --delay: which way",
     )
+    fault.add_argument(
+        "--jitter", type=float, default=0.0, metavar="MS", help="--delay: up to MS either way"
+    )
+    fault.add_argument("--seed", type=int, default=0, help="--delay: the jitter's seed")
     fault.set_defaults(handler=run_fault)
 
     heal = nsub.add_parser(
@@ -210,7 +219,11 @@ def run_fault(args: argparse.Namespace) -> int:
     elif args.bandwidth is not None:
         network.bandwidth(args.host, args.bandwidth)
     else:
-        network.delay(args.host, args.delay)
+        ran = network.delay(
+            args.host, args.delay, jitter_ms=args.jitter, direction=args.direction, seed=args.seed
+        )
+        how = "netem" if ran == "netem" else "a delaying relay (this kernel has no netem)"
+        print(f"{args.host}: {args.delay:g} ms ± {args.jitter:g} ms {args.direction} by {how}")
     return 0
 
 

@@ -177,10 +177,14 @@ class LocalFaultNetwork:
         node: Endpoint,
         *,
         delay_ms: int = 0,
+        jitter_ms: int = 0,
         rate_bytes_per_s: int | None = None,
     ) -> None:
-        """Delay (and optionally throttle) every link to and from ``node``, both ways."""
-        faults = LinkFaults(delay_ms=delay_ms, rate_bytes_per_s=rate_bytes_per_s)
+        """Delay (varied by up to ``jitter_ms`` either way) and optionally throttle every link
+        to and from ``node``, both ways."""
+        faults = LinkFaults(
+            delay_ms=delay_ms, jitter_ms=jitter_ms, rate_bytes_per_s=rate_bytes_per_s
+        )
         for link in self._links:
             if node in link:
                 self.set_faults(*link, upstream=faults, downstream=faults)
@@ -336,9 +340,16 @@ class FaultNetwork:
         return cast(list[Link], self._call("partition", set(side_a), set(side_b)))
 
     def slow(
-        self, node: Endpoint, *, delay_ms: int = 0, rate_bytes_per_s: int | None = None
+        self,
+        node: Endpoint,
+        *,
+        delay_ms: int = 0,
+        jitter_ms: int = 0,
+        rate_bytes_per_s: int | None = None,
     ) -> None:
-        self._call("slow", node, delay_ms=delay_ms, rate_bytes_per_s=rate_bytes_per_s)
+        self._call(
+            "slow", node, delay_ms=delay_ms, jitter_ms=jitter_ms, rate_bytes_per_s=rate_bytes_per_s
+        )
 
     def reset(self, node: Endpoint | None = None) -> int:
         return cast(int, self._call("reset", node))

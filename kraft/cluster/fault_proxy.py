@@ -13,7 +13,9 @@ direction says what happens to its bytes:
 - ``drop``: a blackhole. Bytes are read and discarded; the connection stays open, as with
   packets lost on a partitioned network (the sender's gRPC keepalive or deadline notices,
   not a reset). Dropping only one direction is a one-way partition.
-- ``delay_ms``: every chunk is held that long before it is written (order is kept).
+- ``delay_ms``: every chunk is held that long before it is written (order is kept), varied
+  by up to ``jitter_ms`` either way (`kraft.cluster.delay_line`, drawn from the proxy's
+  ``seed``).
 - ``rate_bytes_per_s``: the direction's bandwidth is capped.
 
 `reset_connections` closes every open connection at once (both ends see a reset), and
@@ -37,11 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Final, final
 
 import structlog
+
+from kraft.cluster.delay_line import delivery_time
 
 CHUNK_BYTES: Final = 64 * 1024
 """The most one read takes from a socket."""
@@ -53,17 +58,25 @@ class LinkFaults:
 
     drop: bool = False
     delay_ms: int = 0
+    jitter_ms: int = 0
     rate_bytes_per_s: int | None = None
 
     def __post_init__(self) -> None:
-        if self.delay_ms < 0:
-            raise ValueError(f"delay_ms must be >= 0, got {self.delay_ms}")
+        if self.delay_ms < 0 or self.jitter_ms < 0:
+            raise ValueError(
+                f"delay_ms, jitter_ms must be >= 0, got {self.delay_ms}, {self.jitter_ms}"
+            )
         if self.rate_bytes_per_s is not None and self.rate_bytes_per_s <= 0:
             raise ValueError(f"rate_bytes_per_s must be > 0, got {self.rate_bytes_per_s}")
 
     @property
     def healthy(self) -> bool:
-        return not self.drop and self.delay_ms == 0 and self.rate_bytes_per_s is None
+        return (
+            not self.drop
+            and self.delay_ms == 0
+            and self.jitter_ms == 0
+            and self.rate_bytes_per_s is None
+        )
 
 
 HEALTHY: Final = LinkFaults()
@@ -109,6 +122,7 @@ class FaultProxy:
         listen_host: str = "127.0.0.1",
         listen_port: int = 0,
         name: str = "",
+        seed: int = 0,
     ) -> None:
         self.target = target
         self.name = name or f"{target[0]}:{target[1]}"
@@ -119,6 +133,8 @@ class FaultProxy:
         self.downstream = HEALTHY
         self.refuse = False
         self.counters = LinkCounters()
+        self._random = random.Random(seed)
+        """Jitter's draws (`delivery_time`): a link's schedule replays from its seed."""
         self._logger = structlog.get_logger("kraft.cluster.fault_proxy").bind(link=self.name)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -217,6 +233,7 @@ class FaultProxy:
         of chunks never changes."""
         pending: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
         writer_task = asyncio.ensure_future(self._drain(pending, writer, upstream=upstream))
+        due = 0.0
         try:
             while True:
                 try:
@@ -232,7 +249,13 @@ class FaultProxy:
                     else:
                         self.counters.downstream_dropped_bytes += len(chunk)
                     continue
-                due = time.monotonic() + faults.delay_ms / 1000
+                due = delivery_time(
+                    time.monotonic(),
+                    faults.delay_ms / 1000,
+                    faults.jitter_ms / 1000,
+                    self._random.random(),
+                    due,
+                )
                 pending.put_nowait((due, chunk))
         finally:
             pending.put_nowait(None)

@@ -35,6 +35,7 @@ from kraft.security.tls import TlsConfig
 from kraft.transport.channels import client_channel
 
 if TYPE_CHECKING:
+    from kraft.cluster.process import ManagedProcess
     from kraft.controller.client import ControllerClient
 
 RUNNING: Final = "running"
@@ -126,6 +127,25 @@ class ClusterHealth:
     @property
     def healthy(self) -> bool:
         return not self.problems
+
+
+def node_process(role: str, node_id: int, address: str, process: ManagedProcess) -> NodeProcess:
+    """What `check_cluster_health` needs to know of one node's process: running, stopped on
+    purpose, or exited on its own (with how)."""
+    if process.is_running():
+        state = RUNNING
+    elif process.died():
+        state = EXITED
+    else:
+        state = STOPPED
+    return NodeProcess(
+        role=role,
+        node_id=node_id,
+        address=address,
+        pid=process.pid,
+        process=state,
+        exit_detail=process.exit_summary() if state == EXITED else "",
+    )
 
 
 def serving_status(address: str, timeout: float = 1.0, tls: TlsConfig | None = None) -> str:
@@ -318,5 +338,6 @@ __all__ = [
     "NodeProcess",
     "PartitionHealth",
     "check_cluster_health",
+    "node_process",
     "serving_status",
 ]

@@ -77,13 +77,11 @@ from typing import TYPE_CHECKING, Self
 from kraft.cluster.addresses import BROKER_ID_BASE, plan_addresses
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
-    EXITED,
-    RUNNING,
-    STOPPED,
     ClusterHealth,
     NodeExitedError,
     NodeProcess,
     check_cluster_health,
+    node_process,
 )
 from kraft.cluster.process import ManagedProcess, free_ports, wait_for
 from kraft.controller.client import ControllerClient
@@ -479,20 +477,7 @@ class LocalCluster:
             if role == "controller"
             else self.broker_addresses[node_id]
         )
-        if process.is_running():
-            state = RUNNING
-        elif process.died():
-            state = EXITED
-        else:
-            state = STOPPED
-        return NodeProcess(
-            role=role,
-            node_id=node_id,
-            address=address,
-            pid=process.pid,
-            process=state,
-            exit_detail=process.exit_summary() if state == EXITED else "",
-        )
+        return node_process(role, node_id, address, process)
 
     def active_controller_id(self, timeout: float = 15) -> int:
         """The node id of the active controller (waits up to ``timeout`` for one)."""

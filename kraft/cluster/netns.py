@@ -21,8 +21,10 @@ network would do to it (packets vanish silently; its sockets get no error):
 - `isolate(host)`: both ways, by setting its veth down.
 - `loss(host, percent, direction)`: each packet dropped with that probability.
 - `bandwidth(host, kbit)`: a token bucket (``tc tbf``) on both directions of its link.
-- `heal(host)` removes them all. Delay, jitter and reordering need ``netem``; a kernel without
-  it (``CONFIG_NET_SCH_NETEM`` unset) has none here, and `delay` says so.
+- `delay(host, ms, jitter_ms=...)`: each direction held back, by netem where the kernel has it,
+  otherwise by a delaying packet relay per direction (`kraft.cluster.netns_relay`: a filter
+  redirects the packets to a process that writes them back later); it returns which ran.
+- `heal(host)` removes them all (and stops the relays).
 
 A drop is a classic-BPF classifier (``tc filter ... bpf bytecode``: a destination address
 match, or the kernel's random number, ``SKF_AD_RANDOM``) whose action redirects the packet
@@ -57,6 +59,8 @@ from typing import Any, Final, Literal
 STATE_DIR: Final = Path("/run/kraft-netns")
 PREFIX: Final = "kn"
 _RUN_NAME: Final = re.compile(rf"^{PREFIX}([0-9a-f]{{4}})-")
+RELAY_MARK: Final = 0x6B72_6C79
+"""``SO_MARK`` of the packets a delay relay writes back (`kraft.cluster.netns_relay`)."""
 SUBNET_BASE: Final = "10.77"
 """Runs take a /24 of 10.77.0.0/16 (private, RFC 1918), one no route of this machine uses."""
 FIRST_HOST: Final = 10
@@ -167,8 +171,15 @@ def sweep(*, everything: bool = False) -> list[str]:
             removed.append(f"link {name}")
     for path in STATE_DIR.glob("*.json") if STATE_DIR.is_dir() else ():
         if path.stem not in live:
-            path.unlink(missing_ok=True)
+            _remove_state(path.stem)
     return removed
+
+
+def _remove_state(run_id: str) -> None:
+    """A run's state file and its relays' logs."""
+    _state_path(run_id).unlink(missing_ok=True)
+    for log in STATE_DIR.glob(f"{run_id}-relay-*.log"):
+        log.unlink(missing_ok=True)
 
 
 def _free_subnet(run_id: str) -> str:
@@ -214,6 +225,11 @@ def _match_destination(address: str) -> str:
     return _bpf((0x20, 0, 0, _IP_DST_OFFSET), (0x15, 0, 1, dst), _RET_MATCH, _RET_NONE)
 
 
+def _match_unmarked(mark: int) -> str:
+    """Every packet but those marked ``mark`` (``SKF_AD_MARK``): what the relay writes back."""
+    return _bpf((0x20, 0, 0, 0xFFFFF000 + 20), (0x15, 1, 0, mark), _RET_MATCH, _RET_NONE)
+
+
 def _match_probability(percent: float) -> str:
     threshold = min(0xFFFFFFFF, round(percent / 100 * 2**32))
     return _bpf(_LOAD_RANDOM, (0x35, 0, 1, threshold), _RET_NONE, _RET_MATCH)  # jge: keep
@@ -245,6 +261,8 @@ class NetnsNetwork:
         self.bridge = self._name("br")
         self._blackhole = self._name("bk")
         self._closed = False
+        self.relays: dict[str, list[int]] = {}
+        """Host name -> pids of its delay relays (`kraft.cluster.netns_relay`)."""
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self._save()
         atexit.register(self.close)
@@ -282,6 +300,7 @@ class NetnsNetwork:
         self.bridge = self._name("br")
         self._blackhole = self._name("bk")
         self.hosts = {name: Host(**fields) for name, fields in state["hosts"].items()}
+        self.relays = {name: list(pids) for name, pids in state.get("relays", {}).items()}
 
     def _name(self, suffix: str) -> str:
         return f"{PREFIX}{self.run_id}-{suffix}"
@@ -308,6 +327,7 @@ class NetnsNetwork:
                 }
                 for name, h in self.hosts.items()
             },
+            "relays": self.relays,
         }
         tmp = _state_path(self.run_id).with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=1))
@@ -384,22 +404,85 @@ class NetnsNetwork:
                 "rate", f"{kbit}kbit", "burst", str(burst), "latency", "200ms",
             )  # fmt: skip
 
-    def delay(self, name: str, ms: int) -> None:
-        """Delay needs the kernel's netem qdisc.
-
-        Raises:
-            NetnsUnavailableError: netem is missing (it is tried first).
-        """
+    def delay(
+        self,
+        name: str,
+        ms: float,
+        *,
+        jitter_ms: float = 0.0,
+        direction: Direction = "both",
+        seed: int = 0,
+    ) -> str:
+        """Delay what host ``name`` receives (``in``), sends (``out``) or both by ``ms``
+        each, varied by up to ``jitter_ms`` either way (order kept). Uses the kernel's netem
+        where it has it, otherwise a delaying relay (`kraft.cluster.netns_relay`, its jitter
+        drawn from ``seed``); says which ran: ``"netem"`` or ``"relay"``. A second delay of
+        the same host replaces the first."""
+        if ms < 0 or jitter_ms < 0:
+            raise ValueError(f"delay {ms} ms, jitter {jitter_ms} ms: give values >= 0")
         host = self.hosts[name]
-        done = _run(
-            "tc", "qdisc", "replace", "dev", host.link, "root", "netem", "delay", f"{ms}ms",
-            check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise NetnsUnavailableError(
-                "delay needs netem, which this kernel lacks (CONFIG_NET_SCH_NETEM): "
-                f"{done.stderr.strip()}"
+        self._stop_delay(host)
+        ends = {"in": ((), host.link), "out": (("-n", host.namespace), host.inner)}
+        chosen = ("in", "out") if direction == "both" else (direction,)
+        if has_netem():
+            for way in chosen:
+                prefix, dev = ends[way]
+                _run(
+                    "tc", *prefix, "qdisc", "replace", "dev", dev, "root", "netem",
+                    "delay", f"{ms}ms", *((f"{jitter_ms}ms",) if jitter_ms else ()),
+                )  # fmt: skip
+            return "netem"
+        from kraft.cluster.netns_relay import start_relay
+
+        pids = self.relays.setdefault(name, [])
+        for way in chosen:
+            prefix, dev = ends[way]
+            in_namespace = way == "out"
+            entry = "kdly0" if in_namespace else self._relay_entry(host)
+            tap = "kdly1" if in_namespace else f"{self._relay_entry(host)[:-1]}e"
+            _run("ip", *prefix, "link", "add", entry, "type", "veth", "peer", "name", tap)
+            for dev_up in (entry, tap):
+                _run("ip", *prefix, "link", "set", dev_up, "up")
+            exec_prefix = host.exec_prefix() if in_namespace else []
+            pids.append(
+                start_relay(
+                    exec_prefix,
+                    listen=tap,
+                    send=dev,
+                    delay_ms=ms,
+                    jitter_ms=jitter_ms,
+                    seed=seed * 2 + len(pids),
+                    owner_pid=self.owner_pid,
+                    log_path=str(STATE_DIR / f"{self.run_id}-relay-{name}-{way}.log"),
+                )
             )
+            self._save()
+            _run("tc", *prefix, "qdisc", "add", "dev", dev, "clsact", check=False)  # may exist
+            _run(
+                "tc", *prefix, "filter", "add", "dev", dev, "egress", "prio", "1",
+                "protocol", "ip", "bpf", "bytecode", _match_unmarked(RELAY_MARK),
+                "action", "mirred", "egress", "redirect", "dev", entry,
+            )  # fmt: skip
+        return "relay"
+
+    def _stop_delay(self, host: Host) -> None:
+        """Stop host's relays and remove their filters and veths (none: nothing happens)."""
+        from kraft.cluster.netns_relay import stop_relay
+
+        if host.name not in self.relays:
+            return
+        for pid in self.relays.pop(host.name):
+            stop_relay(pid)
+        self._save()
+        ns = ("-n", host.namespace)
+        _run("tc", *ns, "filter", "del", "dev", host.inner, "egress", check=False)
+        _run("tc", "filter", "del", "dev", host.link, "egress", "prio", "1", check=False)
+        _run("ip", *ns, "link", "del", "kdly0", check=False)
+        _run("ip", "link", "del", self._relay_entry(host), check=False)
+
+    def _relay_entry(self, host: Host) -> str:
+        """The veth (this machine's namespace) a host's inbound relay reads the far end of."""
+        return self._name(f"h{host.link.rpartition('h')[2]}d")
 
     def limits(self, name: str) -> dict[str, int]:
         """Counters of host ``name``'s faults: packets dropped by filters and packets a token
@@ -416,6 +499,7 @@ class NetnsNetwork:
     def heal(self, name: str | None = None) -> None:
         """Remove every fault of host ``name`` (None: of every host)."""
         for host in [self.hosts[name]] if name else list(self.hosts.values()):
+            self._stop_delay(host)
             _run("ip", "link", "set", host.link, "up")
             for hook in ("ingress", "egress"):
                 _run("tc", "filter", "del", "dev", host.link, hook, check=False)
@@ -431,11 +515,17 @@ class NetnsNetwork:
             if self._closed or not self.owner:
                 return
             self._closed = True
+        from kraft.cluster.netns_relay import stop_relay
+
+        for pids in self.relays.values():
+            for pid in pids:
+                stop_relay(pid)
         for host in self.hosts.values():
             _run("ip", "netns", "del", host.namespace, check=False)
+            _run("ip", "link", "del", self._relay_entry(host), check=False)
         for link in (*(h.link for h in self.hosts.values()), self._blackhole, self.bridge):
             _run("ip", "link", "del", link, check=False)
-        _state_path(self.run_id).unlink(missing_ok=True)
+        _remove_state(self.run_id)
         atexit.unregister(self.close)
 
     def __enter__(self) -> NetnsNetwork:
@@ -463,6 +553,26 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+_netem: bool | None = None
+
+
+def has_netem() -> bool:
+    """Whether this kernel has the netem qdisc (probed once, in a namespace of its own)."""
+    global _netem
+    if _netem is None:
+        probe = f"{PREFIX}{os.getpid() % 0x10000:04x}-netem"
+        _run("ip", "netns", "add", probe)
+        try:
+            done = _run(
+                "tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms",
+                check=False,
+            )  # fmt: skip
+        finally:
+            _run("ip", "netns", "del", probe, check=False)
+        _netem = done.returncode == 0
+    return _netem
+
+
 def running_networks() -> dict[str, Sequence[str]]:
     """Every live run's id and host names."""
     return {run: list(state.get("hosts", {})) for run, state in _live_runs().items()}
@@ -475,6 +585,7 @@ __all__ = [
     "NetnsNetwork",
     "NetnsUnavailableError",
     "check_available",
+    "has_netem",
     "running_networks",
     "sweep",
 ]

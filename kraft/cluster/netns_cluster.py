@@ -71,6 +71,8 @@ class NetnsCluster:
         self.addresses: dict[int, str] = {}
         """Node id -> ``host:port`` of its (first) listener."""
         self._client_tls: Any = None
+        self._client: Any = None
+        """The controllers' client `describe_topic` and `wait_until_healthy` share."""
 
     @staticmethod
     def host_name(node_id: int) -> str:
@@ -105,6 +107,9 @@ class NetnsCluster:
     def close(self) -> None:
         """Stop every node (SIGKILL: they are test nodes), remove the network, and the data
         directory if it was a temporary one."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         for process in self.processes.values():
             process.kill()
         if self.network is not None:
@@ -136,7 +141,7 @@ class NetnsCluster:
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
             "listeners": f"{scheme}://{self.addresses[node_id]}",
-            "log.dirs": str(self.data_dir / "data" / name),
+            "log.dirs": str(self.data_path(node_id)),
         }
         if self.tls:
             props.update(
@@ -148,6 +153,10 @@ class NetnsCluster:
             )
         extra = self._broker_config if node_id >= BROKER_ID_BASE else self._controller_config
         return {**props, **extra}
+
+    def data_path(self, node_id: int) -> Path:
+        """The node's ``log.dirs``."""
+        return self.data_dir / "data" / self.host_name(node_id)
 
     def config_path(self, node_id: int) -> Path:
         return self.data_dir / "config" / f"{self.host_name(node_id)}.properties"
@@ -236,6 +245,107 @@ class NetnsCluster:
                         f"(logs: {self.data_dir / 'logs'})"
                     )
                 time.sleep(0.1)
+
+    # -- processes and metadata: what a fault run needs (LocalCluster's names) -------------
+
+    def controller(self, node_id: int) -> ManagedProcess:
+        return self.processes[node_id]
+
+    def broker(self, broker_id: int) -> ManagedProcess:
+        return self.processes[broker_id]
+
+    def broker_data_dir(self, broker_id: int) -> Path:
+        return self.data_path(broker_id)
+
+    def start_broker(self, broker_id: int) -> None:
+        self.processes[broker_id].start()
+
+    start_controller = start_broker
+
+    def kill_broker(self, broker_id: int) -> None:
+        """SIGKILL."""
+        self.processes[broker_id].kill()
+
+    kill_controller = kill_broker
+
+    def stop_broker(self, broker_id: int, timeout: float = 40.0) -> int | None:
+        """SIGTERM (a broker's controlled shutdown); its exit code."""
+        return self.processes[broker_id].stop(timeout=timeout)
+
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP."""
+        self.processes[broker_id].pause()
+
+    def resume_broker(self, broker_id: int) -> None:
+        self.processes[broker_id].resume()
+
+    resume_controller = resume_broker
+
+    def _shared_client(self) -> Any:
+        if self._client is None:
+            self._client = self.controller_client()
+        return self._client
+
+    def active_controller_id(self, timeout: float = 15.0) -> int:
+        leader: int = self._shared_client().describe_quorum(timeout=timeout).leader_id
+        return leader
+
+    def describe_topic(self, name: str, *, timeout: float = 15.0) -> Any:
+        return self._shared_client().describe_topic(name, timeout=timeout)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        config: Mapping[str, str] | None = None,
+        *,
+        timeout: float = 60.0,
+    ) -> None:
+        """Create a topic and wait until every partition has a leader."""
+        from kraft.cluster.process import wait_for
+
+        client = self._shared_client()
+        client.create_topic(name, partitions, replication_factor, configs=config, timeout=timeout)
+        wait_for(
+            lambda: all(p.leader >= 0 for p in self.describe_topic(name).partitions),
+            timeout,
+            f"a leader for every partition of {name}",
+        )
+
+    def wait_until_healthy(self, timeout: float = 60.0) -> None:
+        """Wait until `kraft.cluster.health` says healthy: every node not stopped on purpose
+        runs and serves, a controller leads and every running voter follows, every running
+        broker is unfenced, every partition has a leader. (A restarted broker's old
+        registration may still pass for it until its session expires.)
+
+        Raises:
+            NodeExitedError: a node that should run has exited.
+            TimeoutError: not healthy within ``timeout`` seconds.
+        """
+        from kraft.cluster.health import NodeExitedError, check_cluster_health, node_process
+
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = [
+                node_process(
+                    "broker" if i >= BROKER_ID_BASE else "controller", i, self.addresses[i], p
+                )
+                for i, p in self.processes.items()
+            ]
+            health = check_cluster_health(nodes, self._shared_client())
+            if health.exited:
+                raise NodeExitedError(
+                    f"{'; '.join(health.exited)} (logs: {self.log_path(0).parent})"
+                )
+            if health.healthy:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the netns cluster was not healthy after {timeout:.0f}s: "
+                    f"{'; '.join(health.problems)}"
+                )
+            time.sleep(0.2)
 
 
 __all__ = ["BROKER_ID_BASE", "BROKER_PORT", "CLIENT", "CONTROLLER_PORT", "NetnsCluster"]

@@ -26,7 +26,10 @@ Kinds (``--faults``):
   ``unclean.leader.election.enable`` it becomes the leader and the writes it missed are lost
   when the others return and truncate to it; without, the partition waits for its ISR.
 - ``delay``: every link to and from one node (a controller, a broker, or partition 0's
-  leader) delays what it carries by 50-500 ms each way (a congested or distant link);
+  leader) delays what it carries by 50-500 ms each way, varied by a fifth of that either way
+  (a congested or distant link);
+- ``loss`` (``--network netns`` only: a TCP proxy cannot lose packets): 1-10% of the packets
+  one node (a controller, a broker, or partition 0's leader) sends and receives vanish;
 - ``bandwidth``: every link to and from one broker (or partition 0's leader) is throttled to
   16-256 KiB/s each way (a saturated NIC): replication falls behind, the ISR shrinks;
 - ``lone-leader`` (targeted): partition 0's leader is cut from its followers (not from the
@@ -53,10 +56,15 @@ FAULT_KINDS: Final = (
     "lone-leader",
     "delay",
     "bandwidth",
+    "loss",
 )
+PACKET_ONLY_KINDS: Final = ("loss",)
+"""Kinds only a network of hosts (``--network netns``) can inject."""
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
 DELAYS_MS: Final = (50, 100, 200, 500)
 """What ``delay`` adds to every byte's way, each way."""
+LOSS_PERCENTS: Final = (1.0, 5.0, 10.0)
+"""What ``loss`` drops, each way."""
 RATES_BYTES_PER_S: Final = (16 * 1024, 64 * 1024, 256 * 1024)
 """What ``bandwidth`` throttles links to, each way."""
 
@@ -83,29 +91,42 @@ class Fault:
     """For ``majority`` and ``bridge``: the two sides (a bridge node is on neither)."""
     delay_ms: int = 0
     """For ``delay``: the delay each way."""
+    loss_percent: float = 0.0
+    """For ``loss``: the share of packets dropped each way."""
     rate_bytes_per_s: int | None = None
     """For ``bandwidth``: the rate each way."""
+
+    @property
+    def jitter_ms(self) -> int:
+        """For ``delay``: how far either way each chunk or packet's delay varies."""
+        return self.delay_ms // 5
 
     @property
     def label(self) -> str:
         what = f"{self.kind}:{self.shape}" if self.shape else self.kind
         if self.delay_ms:
             what += f":{self.delay_ms}ms"
+        if self.loss_percent:
+            what += f":{self.loss_percent:g}%"
         if self.rate_bytes_per_s is not None:
             what += f":{self.rate_bytes_per_s // 1024}KiB/s"
         targets = ",".join(map(str, self.targets))
         return f"{what}({targets})" if targets else what
 
 
-def parse_fault_kinds(text: str) -> tuple[str, ...]:
-    """``kill,pause,...`` (or ``all``) as a tuple of kinds.
+def parse_fault_kinds(text: str, *, packets: bool = False) -> tuple[str, ...]:
+    """``kill,pause,...`` (or ``all``) as a tuple of kinds; ``packets``: the network is one
+    of hosts, where `PACKET_ONLY_KINDS` work too.
 
     Raises:
-        ValueError: an unknown kind.
+        ValueError: an unknown kind, or one the network cannot inject.
     """
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    known = FAULT_KINDS if packets else tuple(k for k in FAULT_KINDS if k not in PACKET_ONLY_KINDS)
     if kinds == ("all",):
-        return FAULT_KINDS
+        return known
+    if not packets and (only := [k for k in kinds if k in PACKET_ONLY_KINDS]):
+        raise ValueError(f"fault kind {only[0]!r} needs --network netns (packets, not a proxy)")
     unknown = [k for k in kinds if k not in FAULT_KINDS]
     if unknown or not kinds:
         raise ValueError(
@@ -133,12 +154,12 @@ def plan_faults(
         if t + length > duration_s:
             break
         kind = rng.choice(list(kinds))
-        faults.append(_fault(rng, kind, t, t + length, controllers, brokers))
+        faults.append(draw_fault(rng, kind, t, t + length, controllers, brokers))
         t += length + rng.uniform(*QUIET_SECONDS)
     return faults
 
 
-def _fault(
+def draw_fault(
     rng: random.Random,
     kind: str,
     start: float,
@@ -146,6 +167,7 @@ def _fault(
     controllers: Sequence[int],
     brokers: Sequence[int],
 ) -> Fault:
+    """One fault of ``kind`` from ``start`` to ``end``, its targets drawn from ``rng``."""
     broker = rng.choice(list(brokers))
     match kind:
         case "kill" | "pause" | "stop":
@@ -161,6 +183,11 @@ def _fault(
             node = rng.choice(choices)
             delay = rng.choice(DELAYS_MS)
             return Fault(start_s=start, end_s=end, kind=kind, targets=(node,), delay_ms=delay)
+        case "loss":
+            choices = [*controllers, *brokers, "leader"]
+            node = rng.choice(choices)
+            percent = rng.choice(LOSS_PERCENTS)
+            return Fault(start_s=start, end_s=end, kind=kind, targets=(node,), loss_percent=percent)
         case "bandwidth":
             choices = [*brokers, "leader"]
             node = rng.choice(choices)
@@ -217,9 +244,12 @@ def _fault(
 __all__ = [
     "DELAYS_MS",
     "FAULT_KINDS",
+    "LOSS_PERCENTS",
+    "PACKET_ONLY_KINDS",
     "PARTITION_SHAPES",
     "RATES_BYTES_PER_S",
     "Fault",
+    "draw_fault",
     "parse_fault_kinds",
     "plan_faults",
 ]

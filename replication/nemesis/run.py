@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kraft.cluster.fault_network import DROP
 from kraft.cluster.local import LocalCluster
+from kraft.cluster.netns_cluster import NetnsCluster
 from kraft.cluster.process import wait_for
 from kraft.types import TopicPartition
 from replication.clients.consumer import Consumer
@@ -51,6 +51,7 @@ from replication.nemesis.groups import (
     read_final_offsets,
 )
 from replication.nemesis.history import Ack, FinalRead, History, HistoryReport, check_history
+from replication.nemesis.links import HostLinks, ProxyLinks, fault_cluster, links_of
 from replication.nemesis.metadata import (
     MetadataReport,
     MetadataWorker,
@@ -105,6 +106,10 @@ class NemesisConfig:
     """``plain``: idempotent producers (kraft's clients, gRPC); ``txn``: transactional
     producers and read_committed readers (confluent-kafka over the Kafka listener,
     `replication.nemesis.txn_workload`), the readers one of ``readers`` read_uncommitted."""
+    network: str = "local"
+    """``local``: every node on loopback, faults by TCP proxies; ``netns``: every node on a
+    host of its own (a network namespace: root only), faults on the hosts' links
+    (`replication.nemesis.links`)."""
     out: Path = Path("nemesis-out")
 
 
@@ -178,6 +183,7 @@ def replay_command(config: dict[str, Any]) -> str:
         "metadata_workers": "--metadata-workers",
         "group_members": "--group-members",
         "workload": "--workload",
+        "network": "--network",
     }
     parts = [f"kraft nemesis --seed {config['seed']}", f"--faults {','.join(config['faults'])}"]
     parts += [
@@ -190,15 +196,22 @@ def replay_command(config: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-class _FaultPlayer:
+class FaultPlayer:
     """Applies one `Fault` to the cluster and undoes it."""
 
-    def __init__(self, cluster: LocalCluster, history: History, *, unclean: bool) -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster | NetnsCluster,
+        history: History,
+        network: ProxyLinks | HostLinks,
+        *,
+        unclean: bool,
+        topic: str = TOPIC,
+    ) -> None:
         self.cluster = cluster
+        self.topic = topic
         self.history = history
         self.unclean = unclean
-        network = cluster.network
-        assert network is not None
         self.network = network
 
     def _acks_of_partition_zero(self) -> int:
@@ -207,7 +220,7 @@ class _FaultPlayer:
         )
 
     def _leader_of_partition_zero(self) -> int:
-        description = self.cluster.describe_topic(TOPIC, timeout=5)
+        description = self.cluster.describe_topic(self.topic, timeout=5)
         return description.partitions[0].leader
 
     def apply(self, fault: Fault) -> list[str]:
@@ -238,12 +251,20 @@ class _FaultPlayer:
             case "lone-leader", _:
                 return self._lone_leader()
             case "delay" | "bandwidth", _:
-                target = fault.targets[0]
-                node = self._leader_of_partition_zero() if target == "leader" else target
-                net.slow(node, delay_ms=fault.delay_ms, rate_bytes_per_s=fault.rate_bytes_per_s)
+                node = self._target(fault)
+                ran = net.slow(
+                    node,
+                    delay_ms=fault.delay_ms,
+                    jitter_ms=fault.jitter_ms,
+                    rate_bytes_per_s=fault.rate_bytes_per_s,
+                )
+                return [str(node), f"by:{ran}"]
+            case "loss", _:
+                node = self._target(fault)
+                net.loss(node, fault.loss_percent)
                 return [str(node)]
             case "partition", "isolate":
-                net.isolate(fault.targets[0])
+                net.isolate(int(fault.targets[0]))
                 return [str(fault.targets[0])]
             case "partition", "leader-from-controllers":
                 leader = self._leader_of_partition_zero()
@@ -251,28 +272,28 @@ class _FaultPlayer:
                 return [str(leader)]
             case "partition", "one-way":
                 broker = int(fault.targets[0])
-                for source, destination in net.links:
-                    if source == broker:
-                        net.cut(source, destination, one_way=True)
-                    elif destination == broker:
-                        net.set_faults(source, destination, downstream=DROP)
+                net.one_way(broker)
                 return [str(broker)]
             case "partition", _:  # majority, bridge
                 net.partition(set(fault.side_a), set(fault.side_b))
                 return [*map(str, fault.side_a), "|", *map(str, fault.side_b)]
         raise ValueError(f"unknown fault {fault.label}")
 
+    def _target(self, fault: Fault) -> int:
+        target = fault.targets[0]
+        return self._leader_of_partition_zero() if target == "leader" else int(target)
+
     def _stale_leader(self) -> list[str]:
         """Isolate a follower of partition 0 until it leaves the ISR, let writes go on
         without it, kill every other replica, then reconnect it (see ``faults.py``)."""
         c, net = self.cluster, self.network
-        partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
+        partition = c.describe_topic(self.topic, timeout=5).partitions[0]
         stale = next(r for r in partition.replicas if r != partition.leader)
         net.isolate(stale)
         wait_for(
-            lambda: stale not in c.describe_topic(TOPIC, timeout=5).partitions[0].isr,
+            lambda: stale not in c.describe_topic(self.topic, timeout=5).partitions[0].isr,
             FAULT_SETUP_TIMEOUT_S,
-            f"broker {stale} to leave the ISR of {TOPIC}-0",
+            f"broker {stale} to leave the ISR of {self.topic}-0",
             interval=0.2,
         )
         # Acknowledged writes the stale replica never gets (about 2 s of the default load):
@@ -282,21 +303,20 @@ class _FaultPlayer:
         wait_for(
             lambda: self._acks_of_partition_zero() >= acked + 100,
             FAULT_SETUP_TIMEOUT_S,
-            f"100 writes to {TOPIC}-0 acknowledged without broker {stale}",
+            f"100 writes to {self.topic}-0 acknowledged without broker {stale}",
             interval=0.2,
         )
         others = [r for r in partition.replicas if r != stale]
         for broker in others:
             c.kill_broker(broker)
         net.heal()
-        net.reset()
         if self.unclean:
             # The others restart when the fault ends: if that came before the controller fenced
             # them and elected the stale replica, the election would be clean after all.
             wait_for(
-                lambda: c.describe_topic(TOPIC, timeout=5).partitions[0].leader == stale,
+                lambda: c.describe_topic(self.topic, timeout=5).partitions[0].leader == stale,
                 FAULT_SETUP_TIMEOUT_S,
-                f"broker {stale} to be elected (uncleanly) leader of {TOPIC}-0",
+                f"broker {stale} to be elected (uncleanly) leader of {self.topic}-0",
                 interval=0.2,
             )
         return [str(stale), "killed:", *map(str, others)]
@@ -305,13 +325,12 @@ class _FaultPlayer:
         """Cut partition 0's leader from its followers for less than the ISR lag time, then
         kill it and reconnect the rest (see ``faults.py``)."""
         c, net = self.cluster, self.network
-        partition = c.describe_topic(TOPIC, timeout=5).partitions[0]
+        partition = c.describe_topic(self.topic, timeout=5).partitions[0]
         followers = {r for r in partition.replicas if r != partition.leader}
         net.partition({partition.leader}, followers)
         threading.Event().wait(1.5)  # acks=1 writes only the leader has
         c.kill_broker(partition.leader)
         net.heal()
-        net.reset()
         return ["killed:", str(partition.leader)]
 
     def undo(self, fault: Fault, nodes: list[str]) -> None:
@@ -326,18 +345,16 @@ class _FaultPlayer:
                 c.resume_broker(int(fault.targets[0]))
             case "kill-controller":
                 c.start_controller(int(nodes[0].removeprefix("controller-")))
-            case "partition":
-                net.heal()
-                net.reset()  # a connection that lived through a blackhole starts afresh
+            case "partition" | "loss":
+                net.heal()  # a connection that lived through a blackhole starts afresh
             case "delay" | "bandwidth":
-                net.heal()  # the bytes queued in the proxies drain at full speed
+                net.heal(reset=False)  # the bytes queued in the proxies drain at full speed
             case _:
                 pass
 
     def heal_all(self) -> None:
         """Everything back: links healed, paused nodes resumed, dead nodes started."""
         self.network.heal()
-        self.network.reset()
         c = self.cluster
         for broker in c.broker_ids:
             process = c.broker(broker)
@@ -371,26 +388,26 @@ def run_nemesis(
         "group.consumer.session.timeout.ms": "6000",
         "group.consumer.heartbeat.interval.ms": "500",
     }
+    # NB: --unclean shows what an unclean election of a stale replica loses, as Kafka before
+    # 4.0 did it: with eligible leader replicas (KIP-966, on by default) the fenced ISR
+    # members stay eligible and the stale replica is never elected.
+    controller_config = {"eligible.leader.replicas.enable": "false"} if config.unclean else None
+    if config.network == "netns" and config.workload != "plain":
+        raise ValueError("--network netns runs the plain workload (no Kafka listener there)")
+    cluster = fault_cluster(
+        config.network,
+        controllers=config.controllers,
+        brokers=config.brokers,
+        data_dir=out / "cluster",
+        broker_config=broker_config,
+        controller_config=controller_config,
+    )
     applied: list[AppliedFault] = []
-    with (
-        (out / "history.jsonl").open("w") as history_file,
-        LocalCluster(
-            config.controllers,
-            config.brokers,
-            data_dir=out / "cluster",
-            fault_network=True,
-            broker_config=broker_config,
-            # NB: --unclean shows what an unclean election of a stale replica loses, as Kafka
-            # before 4.0 did it: with eligible leader replicas (KIP-966, on by default) the
-            # fenced ISR members stay eligible and the stale replica is never elected.
-            controller_config={"eligible.leader.replicas.enable": "false"}
-            if config.unclean
-            else None,
-        ) as cluster,
-    ):
+    with (out / "history.jsonl").open("w") as history_file, cluster:
         history = History(history_file)
         cluster.wait_until_healthy(timeout=60)
-        cluster.use_fault_network()
+        if isinstance(cluster, LocalCluster):
+            cluster.use_fault_network()
         txn = config.workload == "txn"
         for topic in TXN_TOPICS if txn else (TOPIC,):
             cluster.create_topic(
@@ -421,8 +438,9 @@ def run_nemesis(
             for i in range(config.readers)
             if not txn
         ]
+        kafka_bootstrap = cluster.kafka_bootstrap if isinstance(cluster, LocalCluster) else ""
         if txn:
-            producers, readers = _txn_workers(config, cluster.kafka_bootstrap, history, clock_ms)
+            producers, readers = _txn_workers(config, kafka_bootstrap, history, clock_ms)
         history_record: Callable[[Any], None] = history.record
         metadata_workers = [
             MetadataWorker(
@@ -458,7 +476,8 @@ def run_nemesis(
             )
         elif txn:
             offset_s = _wait_for_first(history, TxnEnd, "a first transaction", started, progress)
-        player = _FaultPlayer(cluster, history, unclean=config.unclean)
+        links = links_of(cluster, config.seed)
+        player = FaultPlayer(cluster, history, links, unclean=config.unclean)
         schedule = plan_faults(
             config.seed,
             config.duration_s,
@@ -467,19 +486,19 @@ def run_nemesis(
             brokers=cluster.broker_ids,
         )
         for fault in schedule:
-            _sleep_until(started, offset_s + fault.start_s)
+            sleep_until(started, offset_s + fault.start_s)
             record = AppliedFault(label=fault.label, kind=fault.kind, start_s=_since(started))
             progress(f"{record.start_s:6.1f}s  {fault.label}")
             try:
                 record.nodes = player.apply(fault)
-                _sleep_until(started, offset_s + fault.end_s)
+                sleep_until(started, offset_s + fault.end_s)
                 player.undo(fault, record.nodes)
             except Exception as e:
                 record.error = f"{type(e).__name__}: {str(e)[:200]}"
                 _logger.warning("nemesis_fault_failed", fault=fault.label, error=record.error)
             record.end_s = _since(started)
             applied.append(record)
-        _sleep_until(started, offset_s + config.duration_s)
+        sleep_until(started, offset_s + config.duration_s)
         progress(f"{_since(started):6.1f}s  healing everything")
         player.heal_all()
         cluster.wait_until_healthy(timeout=90)
@@ -493,7 +512,7 @@ def run_nemesis(
             metadata_worker.stop()
         progress(f"{_since(started):6.1f}s  reading every partition back")
         finals: list[FinalRead] | list[TxnFinalRead] = (
-            _final_txn_reads(cluster.kafka_bootstrap, config.partitions, clock_ms)
+            _final_txn_reads(kafka_bootstrap, config.partitions, clock_ms)
             if txn
             else _final_reads(cluster.bootstrap, config.partitions, clock_ms)
         )
@@ -651,10 +670,18 @@ def _since(started: float) -> float:
     return round(time.monotonic() - started, 3)
 
 
-def _sleep_until(started: float, at_s: float) -> None:
+def sleep_until(started: float, at_s: float) -> None:
     delay = started + at_s - time.monotonic()
     if delay > 0:
         threading.Event().wait(delay)
 
 
-__all__ = ["TOPIC", "AppliedFault", "NemesisConfig", "NemesisResult", "run_nemesis"]
+__all__ = [
+    "TOPIC",
+    "AppliedFault",
+    "FaultPlayer",
+    "NemesisConfig",
+    "NemesisResult",
+    "run_nemesis",
+    "sleep_until",
+]

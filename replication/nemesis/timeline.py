@@ -24,6 +24,7 @@ FAULT_COLORS = {
     "roll": "tab:olive",
     "delay": "tab:cyan",
     "bandwidth": "tab:purple",
+    "loss": "tab:green",
     "stale-leader": "black",
     "lone-leader": "black",
 }

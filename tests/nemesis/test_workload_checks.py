@@ -234,25 +234,26 @@ def test_delay_and_bandwidth_faults_are_drawn_with_their_amounts() -> None:
 
 def test_the_fault_player_slows_the_links_of_the_target_and_heals_them() -> None:
     from replication.nemesis.faults import Fault
-    from replication.nemesis.run import _FaultPlayer
+    from replication.nemesis.links import ProxyLinks
+    from replication.nemesis.run import FaultPlayer
 
     calls: list[tuple[Any, ...]] = []
 
     class Network:
-        def slow(self, node: object, *, delay_ms: int, rate_bytes_per_s: int | None) -> None:
+        def slow(
+            self, node: object, *, delay_ms: int, jitter_ms: int, rate_bytes_per_s: int | None
+        ) -> None:
             calls.append(("slow", node, delay_ms, rate_bytes_per_s))
 
         def heal(self) -> None:
             calls.append(("heal",))
 
-    class Cluster:
-        network = Network()
-
-    player = _FaultPlayer(Cluster(), History(), unclean=False)  # type: ignore[arg-type]
+    links = ProxyLinks(Network())  # type: ignore[arg-type]
+    player = FaultPlayer(object(), History(), links, unclean=False)  # type: ignore[arg-type]
     fault = Fault(start_s=0, end_s=1, kind="bandwidth", targets=(102,), rate_bytes_per_s=16384)
     nodes = player.apply(fault)
     player.undo(fault, nodes)
-    assert nodes == ["102"]
+    assert nodes == ["102", "by:proxy"]
     assert calls == [("slow", 102, 0, 16384), ("heal",)]
 
 
