@@ -4,7 +4,7 @@
   shaded, ISR shrink and expand marked;
 - ``throughput.png``: acknowledged records/s over time of the fixed-rate probe, one panel per
   scenario and mode, faults shaded and labelled, the offered rate drawn: availability over
-  time, not a throughput measurement (the report's steady-state table is one);
+  time, not a throughput measurement (that is `kraft bench produce`);
 - ``unavailability.png``: seconds without acknowledgements per mode and failure phase;
 - ``records-lost.png``: acknowledged records lost per mode and data-loss case.
 """
@@ -126,7 +126,7 @@ def _latency(s: dict[str, Any]) -> Any:
 def _throughput(s: dict[str, Any], rate: float) -> Any:
     """One panel per scenario and mode (small multiples: no line hides another), each with
     the rate its probe offered: these are acknowledged records/s of a fixed, low load, i.e.
-    availability over time, not what a mode could sustain (the steady-state table is)."""
+    availability over time, not what a mode could sustain (`kraft bench produce` measures that)."""
     parts = [k for k in ("slow-follower", "failures") if "modes" in s.get(k, {})]
     panels = [(part, mode) for part in parts for mode in s[part]["modes"]]
     fig, axes = plt.subplots(

@@ -75,10 +75,13 @@ def _start_probes(
     return probes
 
 
-def _wait_flowing(probes: dict[str, ProbeProducer], clock: Clock, timeout: float = 30.0) -> None:
-    """Until every probe has had a send acknowledged (metadata learnt, connections up)."""
+def _wait_flowing(
+    probes: dict[str, ProbeProducer], clock: Clock, timeout: float = 30.0, since: float = -1.0
+) -> None:
+    """Until every probe has had a send (sent after ``since``) acknowledged (metadata learnt,
+    connections up)."""
     deadline = time.monotonic() + timeout
-    while not all(p.acked_after(-1.0) for p in probes.values()):
+    while not all(p.acked_after(since) for p in probes.values()):
         if time.monotonic() > deadline:
             raise TimeoutError("the probe producers got no acknowledgement within 30s")
         time.sleep(0.05)
@@ -100,11 +103,17 @@ def _isr_events(watcher: TopicWatcher, topic: str) -> list[dict[str, Any]]:
     ]
 
 
-def _window_percentiles(probe: ProbeProducer, start: float, end: float) -> dict[str, Any]:
+def _window_percentiles(
+    probe: ProbeProducer, start: float, end: float, *, acked_by: float | None = None
+) -> dict[str, Any]:
+    """Latency percentiles of the sends of ``[start, end)`` that were acknowledged (by
+    ``acked_by``, when given)."""
     lat = [
         (s.acked_s - s.sent_s) * 1e3
         for s in probe.sends
-        if s.acked_s is not None and start <= s.sent_s < end
+        if s.acked_s is not None
+        and start <= s.sent_s < end
+        and (acked_by is None or s.acked_s < acked_by)
     ]
     return {"acked": len(lat), **percentiles(lat), "max_ms": round(max(lat), 1) if lat else None}
 
@@ -134,6 +143,9 @@ def slow_follower(
         flowing_at = clock.now()  # "before" starts here: not the first sends' connecting
         say(f"warm-up {timing.warmup_s:.0f}s")
         time.sleep(timing.warmup_s)
+        # and until a record sent since has been acknowledged: "before" is not empty however
+        # slow acks=all is (a cold JVM under load took 4 s)
+        _wait_flowing(probes, clock, since=flowing_at)
         paused_at = clock.now()
         say(f"SIGSTOP broker {victim} for {timing.pause_s:.0f}s")
         arena.cluster.pause_broker(victim)
@@ -168,8 +180,11 @@ def slow_follower(
         out["modes"][mode.name] = {
             "topic": topic,
             "leader": arena.leader(topic),
-            # a record sent just before the pause waits for the paused follower too
-            "before": _window_percentiles(probe, flowing_at, paused_at - 0.5),
+            # Undisturbed: sent and acknowledged before the pause. A record sent before it
+            # but not yet acknowledged waits for the paused follower too; a fixed margin
+            # (it was 0.5 s) let one in whenever acks took longer than that (a cold JVM
+            # under load: 0.8-1 s), and "before" then showed the pause itself.
+            "before": _window_percentiles(probe, flowing_at, paused_at, acked_by=paused_at),
             "during": _window_percentiles(probe, paused_at, resumed_at),
             "after": _window_percentiles(probe, resumed_at, end),
             "isr_shrink_s": round(shrink - paused_at, 3) if shrink is not None else None,

@@ -17,6 +17,7 @@ from kraft.interop.normalize import error_name, is_set_uuid, replica_shape
 from kraft.interop.wire import NotServed, Session
 from storage.records import SimpleRecord, build_batch, iter_records, split_batches
 
+FIND_COORDINATOR = 10
 BASE_TS = 1_700_000_000_000
 """The timestamps of every record this test writes start here (fixed: comparable)."""
 MAX_MESSAGE_BYTES = 4096
@@ -126,14 +127,16 @@ def fetch(
     *,
     leader_epoch: int = -1,
     node: int | None = None,
+    isolation_level: int = 0,
 ) -> Any:
-    """Fetch partition 0 of ``topic`` from its leader (or from ``node``)."""
+    """Fetch partition 0 of ``topic`` from its leader (or from ``node``); ``isolation_level``
+    1 is read_committed."""
     body = {
         "replica_id": -1,
         "max_wait": 0,
         "min_bytes": 0,
         "max_bytes": max_bytes,
-        "isolation_level": 0,
+        "isolation_level": isolation_level,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [
@@ -368,6 +371,20 @@ RETRIABLE = frozenset(
 """Answers a Kafka client retries (Kafka's transaction state loads on the first call)."""
 
 
+def find_coordinator(t: Target, key: str, key_type: int) -> tuple[str, int]:
+    """FindCoordinator of a group (``key_type`` 0) or a transactional id (1), retried while
+    the coordinator loads: its error name and node."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = t.session.send(
+            FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": [key]}
+        ).coordinators[0]
+        code = error_name(found.error_code)
+        if code not in RETRIABLE or time.monotonic() > deadline:
+            return code, int(found.node_id)
+        time.sleep(0.2)
+
+
 def _init_producer_id(t: Target) -> Any:
     deadline = time.monotonic() + WAIT_S
     while True:
@@ -545,6 +562,29 @@ def _classic_group(t: Target, out: Fields) -> None:
 
 
 STEPS["classic_group_range"] = _classic_group
+
+
+def _transactions(t: Target, out: Fields) -> None:
+    from kraft.interop.txn_step import transactions
+
+    transactions(t, out)
+
+
+def _fetch_sessions(t: Target, out: Fields) -> None:
+    from kraft.interop.session_step import fetch_sessions
+
+    fetch_sessions(t, out)
+
+
+def _consumer_group(t: Target, out: Fields) -> None:
+    from kraft.interop.consumer_group_step import consumer_group
+
+    consumer_group(t, out)
+
+
+STEPS["transactions"] = _transactions
+STEPS["fetch_sessions"] = _fetch_sessions
+STEPS["consumer_group_kip848"] = _consumer_group
 
 SKIPPED: dict[str, str] = {
     "compacted_tombstones": "skipped: a compacted topic's cleaner runs on its own schedule on "

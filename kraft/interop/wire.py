@@ -39,9 +39,13 @@ PREFERRED: Mapping[int, int] = {
     19: 7,  # CreateTopics
     20: 6,  # DeleteTopics
     22: 4,  # InitProducerId
+    24: 3,  # AddPartitionsToTxn: v3, a client's (v4+ is between brokers, KIP-890)
+    26: 4,  # EndTxn: v4 (v5 bumps the epoch at every transaction, KIP-890's version 2)
     29: 3,  # DescribeAcls
     30: 3,  # CreateAcls
     32: 4,  # DescribeConfigs
+    68: 1,  # ConsumerGroupHeartbeat: v1, the member id chosen by the client (KIP-1082)
+    69: 0,  # ConsumerGroupDescribe
 }
 """The version this client would like to send of each API it uses."""
 
@@ -61,9 +65,13 @@ API_NAMES: Mapping[int, str] = {
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    24: "AddPartitionsToTxn",
+    26: "EndTxn",
     29: "DescribeAcls",
     30: "CreateAcls",
     32: "DescribeConfigs",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 

@@ -183,8 +183,16 @@ def test_the_kafka_column_lands_beside_kraft_on_kraft_fault_time() -> None:
 def test_the_report_sets_kraft_isr_beside_kafka_isr_with_ratios() -> None:
     report = render_report(_results(), [])
     assert "## kraft's ISR beside Apache Kafka's" in report
-    assert "| steady: records/s | 3,000 | 30,000 | 0.10x |" in report
-    assert "| steady: brokers' CPU µs/record | 90.0 | 15.0 | 6.00x |" in report
+    # one short burst each, different clients, a barely warmed JVM: shown, but no ratio, and
+    # the report says why and where the throughput comparison is
+    assert "| steady load (not a throughput figure): records/s | 3,000 | 30,000 | - |" in report
+    assert (
+        "| steady load (not a throughput figure): brokers' CPU µs/record | 90.0 | 15.0 | - |"
+        in (report)
+    )
+    assert "are not a throughput comparison" in report
+    assert "`kraft bench produce --against kafka`" in report
+    assert "the clients differ (kraft's column: kraft's client (gRPC)" in report
     assert "| slow follower: p99 during the pause, ms | 2400.0 | 2300.0 | 1.04x |" in report
     assert "confluent-kafka (librdkafka)" in report and "Kafka broker 103" in report
     assert (
@@ -224,7 +232,9 @@ def test_a_paused_kafka_follower_stalls_acks_all_writes_until_it_resumes(
     row = slow["modes"][KAFKA.name]
     assert row["failed"] == 0 and row["before"]["acked"] > 0
     assert row["during"]["max_ms"] > 1000  # held while the follower was paused
-    assert row["before"]["p99_ms"] < row["during"]["max_ms"] / 2
+    # "before" is sent and acknowledged before the pause, so its slowest ack is below the
+    # warm-up's length however loaded the machine; the first record of the pause waits for it
+    assert row["before"]["max_ms"] < row["during"]["max_ms"]
     assert slow["victim"] in kafka_peer.broker_ids
     assert set(kafka_peer.pids()) == set(kafka_peer.node_ids())  # healed: every node runs
     arena = KafkaArena(kafka_peer, 3)

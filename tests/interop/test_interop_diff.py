@@ -1,7 +1,7 @@
 """`kraft interop diff`, a short part of its sequence, in the suite: kraft's wire answers must
 agree with Apache Kafka's on the steps where they should (produce and fetch at the edges,
-produce refusals, ListOffsets by time, the idempotent producer, Metadata's shapes), so a
-regression in what kraft answers on its Kafka listener fails here.
+produce refusals, ListOffsets by time, the idempotent producer, Metadata's shapes, fetch
+sessions), so a regression in what kraft answers on its Kafka listener fails here.
 
 Kafka is the suite's one shared cluster (``kafka_peer``, tests/kafka_peer.py); kraft is a
 LocalCluster (1 controller, 3 brokers) of this module.
@@ -24,6 +24,7 @@ AGREEING_STEPS = [
     "produce_refusals",
     "list_offsets_by_time",
     "idempotent_producer",
+    "fetch_sessions",
 ]
 
 
@@ -53,6 +54,11 @@ def test_kraft_answers_as_kafka_on_the_wire_edges(
     idem = results["idempotent_producer"]["kafka"]
     assert idem["duplicate.base_offset"] == idem["first.base_offset"] == 0
     assert idem["out_of_sequence.error"] == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    sessions = results["fetch_sessions"]["kafka"]  # KIP-227, poll after poll
+    assert sessions["full.session_id_set"] and sessions["incremental_nothing_new.partitions"] == []
+    assert sessions["incremental_new_records.partitions"] == [["a", "NONE", 2, ["one-0", "one-1"]]]
+    assert sessions["wrong_epoch.error"] == "INVALID_FETCH_SESSION_EPOCH"
+    assert sessions["unknown_session.error"] == "FETCH_SESSION_ID_NOT_FOUND"
     differences = [d for d in compare(results) if d.status != "accepted"]
     assert not differences, "\n".join(
         f"{d.step} {d.field}: kraft {d.kraft} kafka {d.kafka}" for d in differences
@@ -93,3 +99,39 @@ def test_both_systems_get_one_version_per_api() -> None:
     kraft = {1: (4, 12), 3: (0, 12), 19: (2, 7)}
     kafka = {1: (4, 17), 3: (0, 13), 19: (2, 7), 32: (1, 4)}
     assert common_versions(kraft, kafka) == {1: 12, 3: 12, 19: 7, 32: 4}
+
+
+def test_a_read_committed_consumer_drops_the_aborted_transactions_batches() -> None:
+    import struct
+
+    from kraft.interop.txn_step import consumer_view
+    from storage.control import ControlType, build_marker_batch
+    from storage.records import build_batch
+
+    def data(offset: int, *vals: str) -> bytes:
+        return build_batch(
+            [v.encode() for v in vals],
+            timestamp_ms=BASE_TS,
+            base_offset=offset,
+            producer_id=7,
+            producer_epoch=0,
+            base_sequence=offset,
+            is_transactional=True,
+        )
+
+    def marker(offset: int, commit: bool) -> bytes:
+        batch = bytearray(
+            build_marker_batch(
+                commit=commit, producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp_ms=0
+            )
+        )
+        struct.pack_into(">q", batch, 0, offset)  # the base offset is outside the CRC
+        return bytes(batch)
+
+    log = b"".join([data(0, "c0", "c1"), marker(2, True), data(3, "a0"), marker(4, False)])
+    log += data(5, "d0")
+    committed = consumer_view(log, [3])
+    assert committed["kept"] == ["c0", "c1", "d0"]
+    assert committed["markers"] == [[2, ControlType.COMMIT], [4, ControlType.ABORT]]
+    assert committed["data_batches_returned"] == 3
+    assert consumer_view(log, [])["kept"] == ["c0", "c1", "a0", "d0"]
