@@ -300,6 +300,7 @@ class GroupService:
             group_id=request.group_id,
             member_id=request.member_id,
             member_epoch=request.generation_id_or_member_epoch,
+            before_v9=0 <= request.api_version < 9 and producer_id < 0,
             partitions=tuple(
                 g.OffsetCommitPartition(
                     topic=t.name,

@@ -58,6 +58,11 @@ def commit_offsets(
         member = members.get(req.member_id)
         if member is None:
             return fail(ErrorCode.UNKNOWN_MEMBER_ID, "the member is not in the group")
+        if req.before_v9:
+            return fail(
+                ErrorCode.UNSUPPORTED_VERSION,
+                "OffsetCommit v9 or later must be used by a member of a consumer group (KIP-848)",
+            )
         if req.member_epoch != member.member_epoch:
             return fail(
                 ErrorCode.STALE_MEMBER_EPOCH,

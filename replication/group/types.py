@@ -131,6 +131,9 @@ class OffsetCommitRequest:
     member_id: str = ""
     member_epoch: int = ADMIN_MEMBER_EPOCH
     partitions: tuple[OffsetCommitPartition, ...] = ()
+    before_v9: bool = False
+    """Sent as a Kafka OffsetCommit older than v9, which a member of a consumer group (KIP-848)
+    may not use outside a transaction: Kafka answers UNSUPPORTED_VERSION."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -74,12 +74,19 @@ class Shell:
         return result.response
 
     def offset_commit(
-        self, member_id: str, epoch: int, offsets: Mapping[tuple[str, int], int], group: str = "g"
+        self,
+        member_id: str,
+        epoch: int,
+        offsets: Mapping[tuple[str, int], int],
+        group: str = "g",
+        *,
+        before_v9: bool = False,
     ) -> OffsetCommitResponse:
         req = OffsetCommitRequest(
             group_id=group,
             member_id=member_id,
             member_epoch=epoch,
+            before_v9=before_v9,
             partitions=tuple(
                 OffsetCommitPartition(topic=t, partition=p, offset=o)
                 for (t, p), o in sorted(offsets.items())

@@ -43,6 +43,20 @@ def test_commit_with_an_older_epoch_is_stale_and_from_an_unknown_member_is_rejec
     assert fetched(shell) == {}
 
 
+def test_a_member_must_commit_with_offset_commit_v9_or_later_an_admin_need_not() -> None:
+    """Kafka's ConsumerGroup.validateOffsetCommit: v8 and older have no member epoch, so a
+    member of a consumer group (KIP-848) gets UNSUPPORTED_VERSION (found by kraft interop diff)."""
+    shell = Shell(t=2)
+    m = Member(shell, "m1", ["t"])
+    m.heartbeat()
+    old = shell.offset_commit("m1", m.epoch, {("t", 0): 4}, before_v9=True)
+    assert old.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert fetched(shell) == {}
+    assert shell.offset_commit("m1", m.epoch, {("t", 0): 4}).error_code == ErrorCode.NONE
+    m.leave()
+    assert shell.offset_commit("", -1, {("t", 0): 9}, before_v9=True).error_code == ErrorCode.NONE
+
+
 def test_commit_from_a_member_removed_by_session_timeout_is_rejected() -> None:
     shell = Shell(GroupConfig(session_timeout_ms=1000), t=2)
     m1, m2 = Member(shell, "m1", ["t"]), Member(shell, "m2", ["t"])
