@@ -25,14 +25,16 @@ class ProduceTopicData(_message.Message):
     def __init__(self, name: _Optional[str] = ..., partition_data: _Optional[_Iterable[_Union[ProducePartitionData, _Mapping]]] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("acks", "timeout_ms", "topic_data")
+    __slots__ = ("acks", "timeout_ms", "topic_data", "transactional_id")
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPIC_DATA_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     acks: int
     timeout_ms: int
     topic_data: _containers.RepeatedCompositeFieldContainer[ProduceTopicData]
-    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topic_data: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ...) -> None: ...
+    transactional_id: str
+    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topic_data: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class LeaderIdAndEpoch(_message.Message):
     __slots__ = ("leader_id", "leader_epoch")
@@ -725,6 +727,26 @@ class AddPartitionsToTxnResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[TxnTopicResult]
     def __init__(self, results: _Optional[_Iterable[_Union[TxnTopicResult, _Mapping]]] = ...) -> None: ...
+
+class AddPartitionsToTxnBatchRequest(_message.Message):
+    __slots__ = ("transactions",)
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    transactions: _containers.RepeatedCompositeFieldContainer[AddPartitionsToTxnRequest]
+    def __init__(self, transactions: _Optional[_Iterable[_Union[AddPartitionsToTxnRequest, _Mapping]]] = ...) -> None: ...
+
+class AddPartitionsToTxnBatchResult(_message.Message):
+    __slots__ = ("transactional_id", "results")
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    results: _containers.RepeatedCompositeFieldContainer[TxnTopicResult]
+    def __init__(self, transactional_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[TxnTopicResult, _Mapping]]] = ...) -> None: ...
+
+class AddPartitionsToTxnBatchResponse(_message.Message):
+    __slots__ = ("transactions",)
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    transactions: _containers.RepeatedCompositeFieldContainer[AddPartitionsToTxnBatchResult]
+    def __init__(self, transactions: _Optional[_Iterable[_Union[AddPartitionsToTxnBatchResult, _Mapping]]] = ...) -> None: ...
 
 class AddOffsetsToTxnRequest(_message.Message):
     __slots__ = ("transactional_id", "producer_id", "producer_epoch", "group_id")

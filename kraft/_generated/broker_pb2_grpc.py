@@ -105,6 +105,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxnBatch = channel.unary_unary(
+                '/kraft.v1.Broker/AddPartitionsToTxnBatch',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.FromString,
+                _registered_method=True)
         self.AddPartitionsToTxn = channel.unary_unary(
                 '/kraft.v1.Broker/AddPartitionsToTxn',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
@@ -231,6 +236,13 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddPartitionsToTxnBatch(self, request, context):
+        """KIP-890 part 1: a partition leader asks a coordinator (verify_only, CLUSTER_ACTION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddPartitionsToTxn(self, request, context):
         """Transactions (KIP-98): kraft's transactional producer and admin.
         """
@@ -340,6 +352,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'AddPartitionsToTxnBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxnBatch,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.SerializeToString,
             ),
             'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
                     servicer.AddPartitionsToTxn,
@@ -750,6 +767,33 @@ class Broker:
             '/kraft.v1.Broker/WriteTxnMarkers',
             kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddPartitionsToTxnBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/AddPartitionsToTxnBatch',
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -181,6 +181,8 @@ BROKER_APIS: Final[dict[str, Rule]] = {
             )
         )
     ),
+    # KIP-890 part 1: a partition leader's verify_only entries (Kafka: CLUSTER_ACTION).
+    "AddPartitionsToTxnBatch": lambda r, _: _node(),
     "AddOffsetsToTxn": lambda r, _: Requirement(
         (
             (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),

@@ -103,6 +103,9 @@ from replication.messages.kafka_only import (
 )
 from replication.messages.txn import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchRequest,
+    AddPartitionsToTxnBatchResponse,
+    AddPartitionsToTxnBatchResult,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     DescribedTransaction,
@@ -133,6 +136,9 @@ __all__ = [
     "READ_UNCOMMITTED",
     "AbortedTransaction",
     "AddOffsetsToTxnRequest",
+    "AddPartitionsToTxnBatchRequest",
+    "AddPartitionsToTxnBatchResponse",
+    "AddPartitionsToTxnBatchResult",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
     "BrokerFetchRequest",

@@ -46,6 +46,25 @@ class AddPartitionsToTxnResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchRequest:
+    """KIP-890 part 1: a partition leader's ``verify_only`` entries to one coordinator broker
+    (AddPartitionsToTxn v4+'s broker form)."""
+
+    transactions: tuple[AddPartitionsToTxnRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchResult:
+    transactional_id: str
+    results: tuple[TxnTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchResponse:
+    transactions: tuple[AddPartitionsToTxnBatchResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AddOffsetsToTxnRequest:
     transactional_id: str
     producer_id: int

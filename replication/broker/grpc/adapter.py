@@ -40,6 +40,7 @@ from replication.broker.limits import too_many_partitions
 from replication.codec import decode, encode
 from replication.messages import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchRequest,
     AddPartitionsToTxnRequest,
     BrokerFetchRequest,
     ConsumerGroupDescribeRequest,
@@ -109,6 +110,9 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
     ),
     "DeleteGroups": Route(DeleteGroupsRequest, lambda a: a.delete_groups_api),
     "AddPartitionsToTxn": Route(AddPartitionsToTxnRequest, lambda a: a.add_partitions_to_txn_api),
+    "AddPartitionsToTxnBatch": Route(
+        AddPartitionsToTxnBatchRequest, lambda a: a.add_partitions_to_txn_batch_api
+    ),
     "AddOffsetsToTxn": Route(AddOffsetsToTxnRequest, lambda a: a.add_offsets_to_txn_api),
     "EndTxn": Route(EndTxnRequest, lambda a: a.end_txn_api),
     "TxnOffsetCommit": Route(TxnOffsetCommitRequest, lambda a: a.txn_offset_commit_api),
