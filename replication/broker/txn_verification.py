@@ -201,7 +201,10 @@ class TxnVerifier:
         )
         answer: Mapping[str, Mapping[TopicPartition, ErrorCode]] | ErrorCode
         try:
-            response = await self._call(outgoing.node, request)
+            # NB: bounded, the local call too: entries for this broker queue behind it.
+            response = await asyncio.wait_for(
+                self._call(outgoing.node, request), VERIFY_TIMEOUT_S + 1
+            )
             answer = (
                 ErrorCode.NETWORK_EXCEPTION
                 if response is None
@@ -216,7 +219,7 @@ class TxnVerifier:
             )
         except KraftError as e:
             answer = e.code
-        except Exception:  # never leave a Produce waiting: it retries NOT_ENOUGH_REPLICAS
+        except Exception:  # a timeout, a bug: the Produce retries (NOT_ENOUGH_REPLICAS)
             answer = ErrorCode.NETWORK_EXCEPTION
         self._finish(self._batcher.answered(outgoing.node, answer))
         self._pump()
