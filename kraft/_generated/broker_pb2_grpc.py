@@ -140,6 +140,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
                 _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/kraft.v1.Broker/DescribeProducers',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServicer:
@@ -280,6 +285,12 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeProducers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -387,6 +398,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ListTransactions,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -956,6 +972,33 @@ class Broker:
             '/kraft.v1.Broker/ListTransactions',
             kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/DescribeProducers',
+            kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

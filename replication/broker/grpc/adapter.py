@@ -46,6 +46,7 @@ from replication.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
+    DescribeProducersRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
@@ -120,6 +121,7 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
         DescribeTransactionsRequest, lambda a: a.describe_transactions_api
     ),
     "ListTransactions": Route(ListTransactionsRequest, lambda a: a.list_transactions_api),
+    "DescribeProducers": Route(DescribeProducersRequest, lambda a: a.describe_producers_api),
 }
 """The ``kraft.v1.Broker`` methods, by name (the Kafka API's)."""
 FETCH_STREAM: Final = "FetchStream"
