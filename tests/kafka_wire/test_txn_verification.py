@@ -41,6 +41,18 @@ def _produce(
     return [(b, p) for b, p in out if p.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER]
 
 
+def _transactional_batch(state: Any, value: bytes) -> bytes:
+    """The first batch of ``state``'s producer (a DescribeTransactions answer)."""
+    return build_batch(
+        [value],
+        timestamp_ms=int(time.time() * 1000),
+        producer_id=state.producer_id,
+        producer_epoch=state.producer_epoch,
+        base_sequence=0,
+        is_transactional=True,
+    )
+
+
 def _open_transactions(cluster: LocalCluster, leader: int, topic: str) -> list[int]:
     request = {"topics": [{"name": topic, "partition_indexes": [0]}]}
     answer = call(cluster.kafka_addresses[leader], 61, 0, request)
@@ -75,14 +87,7 @@ def test_a_batch_for_a_partition_not_in_the_transaction_is_refused_and_leaves_no
     owner = producer(cluster, tid)  # the id's producer id and epoch, at its coordinator
     try:
         (state,) = describe(cluster, tid)
-        batch = build_batch(
-            [b"hanging"],
-            timestamp_ms=int(time.time() * 1000),
-            producer_id=state.producer_id,
-            producer_epoch=state.producer_epoch,
-            base_sequence=0,
-            is_transactional=True,
-        )
+        batch = _transactional_batch(state, b"hanging")
         ((leader, answer),) = _produce(cluster, version, tid, topic, batch)
         assert answer.error_code == refused_with
         assert _open_transactions(cluster, leader, topic) == []
@@ -123,14 +128,7 @@ def test_a_produce_verified_by_the_coordinator_opens_the_transaction(
             for p in t.results_by_partition
         }
         assert ErrorCode.NONE in codes
-        batch = build_batch(
-            [b"verified"],
-            timestamp_ms=int(time.time() * 1000),
-            producer_id=state.producer_id,
-            producer_epoch=state.producer_epoch,
-            base_sequence=0,
-            is_transactional=True,
-        )
+        batch = _transactional_batch(state, b"verified")
         ((leader, answer),) = _produce(cluster, 11, tid, topic, batch)
         assert answer.error_code == ErrorCode.NONE
         assert _open_transactions(cluster, leader, topic) == [0]
