@@ -15,6 +15,10 @@ and writes each one's markers to its partitions' leaders (`replication.broker.tx
 retrying the partitions that failed; once all are written it writes COMPLETE_COMMIT /
 COMPLETE_ABORT. The markers carry the coordinator's epoch: the leader epoch of its partition.
 
+*Verification (KIP-890 part 1).* Partition leaders ask ``verify_only`` questions here, many
+transactional ids per call (`add_partitions_to_txn_batch`, the ``AddPartitionsToTxnBatch`` gRPC
+call; `replication.broker.txn_verification` is the asking side).
+
 *Producer ids.* A new transactional id, or one whose epoch is exhausted, takes an id from this
 broker's block (`ProducerIds`, KIP-730), as an idempotent producer's does.
 """
