@@ -75,6 +75,7 @@ def _encode_produce_request(m: ProduceRequest) -> Any:
             )
             for t in m.topic_data
         ],
+        transactional_id=m.transactional_id,
     )
 
 
@@ -91,6 +92,7 @@ def _decode_produce_request(m: Any) -> ProduceRequest:
             )
             for t in m.topic_data
         ),
+        transactional_id=m.transactional_id,
     )
 
 

@@ -219,12 +219,33 @@ def int_fields_from_properties(
     return out
 
 
+def bool_fields_from_properties(
+    props: Mapping[str, str], keys: Mapping[str, str]
+) -> dict[str, bool]:
+    """The boolean fields named by ``keys`` (node keys of the registry) found in ``props``
+    (``true``/``false``).
+
+    Raises:
+        InvalidConfigError: a value is neither.
+    """
+    out: dict[str, bool] = {}
+    for key, name in keys.items():
+        raw = str(props.get(key, "")).strip()
+        if not raw:
+            continue
+        if (problem := NODE_KEYS[key].validate(raw)) is not None:
+            raise InvalidConfigError(problem)
+        out[name] = raw.lower() == "true"
+    return out
+
+
 __all__ = [
     "INT_MAX",
     "LONG_MAX",
     "PROPERTY_KEYS",
     "SEGMENT_BYTES_MIN",
     "LogConfig",
+    "bool_fields_from_properties",
     "int_fields_from_properties",
     "normalized_cleanup_policy",
     "validate_log_property",

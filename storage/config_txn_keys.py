@@ -58,6 +58,18 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         "INVALID_TRANSACTION_TIMEOUT above it)",
         "transaction_max_timeout_ms",
     ),
+    ConfigKey(
+        name="transaction.partition.verification.enable",
+        scope=Scope.NODE,
+        type=ConfigType.BOOLEAN,
+        default="true",
+        readers=_B,
+        doc="KIP-890 part 1: a partition leader asks the transaction coordinator whether a "
+        "transactional batch's partition was added to the producer's ongoing transaction before "
+        "the batch opens a transaction there, and refuses it otherwise (no hanging transaction)",
+        owner=_BROKER,
+        field="transaction_partition_verification_enable",
+    ),
     _key(
         "transactional.id.expiration.ms",
         ConfigType.INT,

@@ -253,6 +253,14 @@ class InconsistentVoterSetError(KraftError):
 
 
 @final
+class TransactionAbortableError(KraftError):
+    """The transaction must be aborted: e.g. a partition leader found the partition was not
+    added to it (Kafka error 120, KIP-890)."""
+
+    code = ErrorCode.TRANSACTION_ABORTABLE
+
+
+@final
 class DuplicateVoterError(KraftError):
     """The node to add is a voter already (Kafka error 126, KIP-853 AddRaftVoter)."""
 
@@ -410,6 +418,7 @@ __all__ = [
     "SslAuthenticationFailedError",
     "StaleBrokerEpochError",
     "StaleMemberEpochError",
+    "TransactionAbortableError",
     "TransactionCoordinatorFencedError",
     "TransactionalIdNotFoundError",
     "UnknownLeaderEpochError",

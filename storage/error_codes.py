@@ -96,6 +96,7 @@ class ErrorCode(enum.IntEnum):
     FENCED_MEMBER_EPOCH = 110
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    TRANSACTION_ABORTABLE = 120
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     # kraft's own codes (no Kafka equivalent).

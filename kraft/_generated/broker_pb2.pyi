@@ -25,14 +25,16 @@ class ProduceTopicData(_message.Message):
     def __init__(self, name: _Optional[str] = ..., partition_data: _Optional[_Iterable[_Union[ProducePartitionData, _Mapping]]] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("acks", "timeout_ms", "topic_data")
+    __slots__ = ("acks", "timeout_ms", "topic_data", "transactional_id")
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPIC_DATA_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     acks: int
     timeout_ms: int
     topic_data: _containers.RepeatedCompositeFieldContainer[ProduceTopicData]
-    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topic_data: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ...) -> None: ...
+    transactional_id: str
+    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topic_data: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class LeaderIdAndEpoch(_message.Message):
     __slots__ = ("leader_id", "leader_epoch")
@@ -726,6 +728,26 @@ class AddPartitionsToTxnResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[TxnTopicResult]
     def __init__(self, results: _Optional[_Iterable[_Union[TxnTopicResult, _Mapping]]] = ...) -> None: ...
 
+class AddPartitionsToTxnBatchRequest(_message.Message):
+    __slots__ = ("transactions",)
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    transactions: _containers.RepeatedCompositeFieldContainer[AddPartitionsToTxnRequest]
+    def __init__(self, transactions: _Optional[_Iterable[_Union[AddPartitionsToTxnRequest, _Mapping]]] = ...) -> None: ...
+
+class AddPartitionsToTxnBatchResult(_message.Message):
+    __slots__ = ("transactional_id", "results")
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    results: _containers.RepeatedCompositeFieldContainer[TxnTopicResult]
+    def __init__(self, transactional_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[TxnTopicResult, _Mapping]]] = ...) -> None: ...
+
+class AddPartitionsToTxnBatchResponse(_message.Message):
+    __slots__ = ("transactions",)
+    TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
+    transactions: _containers.RepeatedCompositeFieldContainer[AddPartitionsToTxnBatchResult]
+    def __init__(self, transactions: _Optional[_Iterable[_Union[AddPartitionsToTxnBatchResult, _Mapping]]] = ...) -> None: ...
+
 class AddOffsetsToTxnRequest(_message.Message):
     __slots__ = ("transactional_id", "producer_id", "producer_epoch", "group_id")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
@@ -831,3 +853,53 @@ class ListTransactionsResponse(_message.Message):
     unknown_state_filters: _containers.RepeatedScalarFieldContainer[str]
     transactions: _containers.RepeatedCompositeFieldContainer[ListedTransaction]
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., unknown_state_filters: _Optional[_Iterable[str]] = ..., transactions: _Optional[_Iterable[_Union[ListedTransaction, _Mapping]]] = ...) -> None: ...
+
+class TopicPartitions(_message.Message):
+    __slots__ = ("name", "partitions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class DescribeProducersRequest(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
+    def __init__(self, topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class ProducerDescription(_message.Message):
+    __slots__ = ("producer_id", "producer_epoch", "last_sequence", "last_timestamp_ms", "current_txn_start_offset")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LAST_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp_ms: int
+    current_txn_start_offset: int
+    def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp_ms: _Optional[int] = ..., current_txn_start_offset: _Optional[int] = ...) -> None: ...
+
+class PartitionProducers(_message.Message):
+    __slots__ = ("topic", "partition", "error_code", "producers")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    PRODUCERS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partition: int
+    error_code: _errors_pb2.ErrorCode
+    producers: _containers.RepeatedCompositeFieldContainer[ProducerDescription]
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., producers: _Optional[_Iterable[_Union[ProducerDescription, _Mapping]]] = ...) -> None: ...
+
+class DescribeProducersResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "partitions")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionProducers]
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionProducers, _Mapping]]] = ...) -> None: ...

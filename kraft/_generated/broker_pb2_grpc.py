@@ -105,6 +105,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.AddPartitionsToTxnBatch = channel.unary_unary(
+                '/kraft.v1.Broker/AddPartitionsToTxnBatch',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.FromString,
+                _registered_method=True)
         self.AddPartitionsToTxn = channel.unary_unary(
                 '/kraft.v1.Broker/AddPartitionsToTxn',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.SerializeToString,
@@ -134,6 +139,11 @@ class BrokerStub:
                 '/kraft.v1.Broker/ListTransactions',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/kraft.v1.Broker/DescribeProducers',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
                 _registered_method=True)
 
 
@@ -231,6 +241,13 @@ class BrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddPartitionsToTxnBatch(self, request, context):
+        """KIP-890 part 1: a partition leader asks a coordinator (verify_only, CLUSTER_ACTION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddPartitionsToTxn(self, request, context):
         """Transactions (KIP-98): kraft's transactional producer and admin.
         """
@@ -263,6 +280,12 @@ class BrokerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTransactions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeProducers(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -341,6 +364,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
+            'AddPartitionsToTxnBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddPartitionsToTxnBatch,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.SerializeToString,
+            ),
             'AddPartitionsToTxn': grpc.unary_unary_rpc_method_handler(
                     servicer.AddPartitionsToTxn,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnRequest.FromString,
@@ -370,6 +398,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     servicer.ListTransactions,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -761,6 +794,33 @@ class Broker:
             _registered_method=True)
 
     @staticmethod
+    def AddPartitionsToTxnBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/AddPartitionsToTxnBatch',
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.AddPartitionsToTxnBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AddPartitionsToTxn(request,
             target,
             options=(),
@@ -912,6 +972,33 @@ class Broker:
             '/kraft.v1.Broker/ListTransactions',
             kraft_dot_v1_dot_broker__pb2.ListTransactionsRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Broker/DescribeProducers',
+            kraft_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -91,6 +91,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FENCED_MEMBER_EPOCH: _ClassVar[ErrorCode]
     UNSUPPORTED_ASSIGNOR: _ClassVar[ErrorCode]
     STALE_MEMBER_EPOCH: _ClassVar[ErrorCode]
+    TRANSACTION_ABORTABLE: _ClassVar[ErrorCode]
     DUPLICATE_VOTER: _ClassVar[ErrorCode]
     VOTER_NOT_FOUND: _ClassVar[ErrorCode]
     LOG_CLOSED: _ClassVar[ErrorCode]
@@ -179,6 +180,7 @@ NEW_LEADER_ELECTED: ErrorCode
 FENCED_MEMBER_EPOCH: ErrorCode
 UNSUPPORTED_ASSIGNOR: ErrorCode
 STALE_MEMBER_EPOCH: ErrorCode
+TRANSACTION_ABORTABLE: ErrorCode
 DUPLICATE_VOTER: ErrorCode
 VOTER_NOT_FOUND: ErrorCode
 LOG_CLOSED: ErrorCode

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from kraft.cli._connect import (
@@ -19,13 +20,17 @@ examples:
   kraft transactions list
   kraft transactions list --state Ongoing --min-duration-ms 60000     # long-running ones
   kraft transactions describe --transactional-id billing-etl
+  kraft transactions abort --topic events --partition 0 --start-offset 1234
   kraft transactions abort --topic events --partition 0 \\
       --producer-id 4000 --producer-epoch 3 --coordinator-epoch 7
 
 abort writes an abort marker for one producer's open transaction in one partition (a hanging
 transaction holds the partition's last stable offset back, so read_committed consumers stop
-there); it needs CLUSTER_ACTION. Take the producer id and epoch from `describe`, and the
-coordinator epoch from the leader epoch of the id's __transaction_state partition.
+there); it needs CLUSTER_ACTION. With --start-offset (the offset read_committed consumers are
+stuck at), the partition's leader names the producer whose transaction opened there
+(DescribeProducers), as kafka-transactions.sh does; otherwise take the producer id and epoch
+from `describe`, and the coordinator epoch from the leader epoch of the id's
+__transaction_state partition.
 """
 
 
@@ -79,9 +84,16 @@ def add_parser(sub: Any) -> None:
     )
     a.add_argument("--topic", required=True)
     a.add_argument("--partition", required=True, type=int)
-    a.add_argument("--producer-id", required=True, type=int)
-    a.add_argument("--producer-epoch", required=True, type=int)
-    a.add_argument("--coordinator-epoch", required=True, type=int)
+    a.add_argument(
+        "--start-offset",
+        type=int,
+        metavar="OFFSET",
+        help="the first offset of the open transaction: its producer is found with "
+        "DescribeProducers (instead of the three options below)",
+    )
+    a.add_argument("--producer-id", type=int)
+    a.add_argument("--producer-epoch", type=int)
+    a.add_argument("--coordinator-epoch", type=int)
     add_admin_arguments(a)
     a.set_defaults(handler=abort)
 
@@ -136,19 +148,32 @@ def describe(args: argparse.Namespace) -> int:
 
 def abort(args: argparse.Namespace) -> int:
     from kraft.types import TopicPartition
-    from replication.clients.txn_admin import AbortSpec
+    from replication.clients.txn_admin import AbortSpec, abort_spec_at
 
-    spec = AbortSpec(
-        partition=TopicPartition(args.topic, args.partition),
-        producer_id=args.producer_id,
-        producer_epoch=args.producer_epoch,
-        coordinator_epoch=args.coordinator_epoch,
-    )
+    tp = TopicPartition(args.topic, args.partition)
+    explicit = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+    if args.start_offset is None and None in explicit:
+        print(
+            "error: name the transaction with --start-offset, or with --producer-id, "
+            "--producer-epoch and --coordinator-epoch",
+            file=sys.stderr,
+        )
+        return 2
     with AdminSession(args) as session, session.reachable():
+        if args.start_offset is not None:  # as kafka-transactions.sh: DescribeProducers first
+            producers = session.admin.describe_producers(tp)
+            spec = abort_spec_at(tp, args.start_offset, producers)
+        else:
+            spec = AbortSpec(
+                partition=tp,
+                producer_id=args.producer_id,
+                producer_epoch=args.producer_epoch,
+                coordinator_epoch=max(args.coordinator_epoch, 0),
+            )
         session.admin.abort_transaction(spec)
+    name = f"{args.topic}-{args.partition}"
     if args.json:
-        print(json.dumps({"aborted": f"{args.topic}-{args.partition}"}))
+        print(json.dumps({"aborted": name, "producer_id": spec.producer_id}))
     else:
-        tp = f"{args.topic}-{args.partition}"
-        print(f"wrote an abort marker for producer {args.producer_id} to {tp}")
+        print(f"wrote an abort marker for producer {spec.producer_id} to {name}")
     return 0

@@ -54,7 +54,7 @@ from kraft.raft import RaftConfig
 from kraft.security.settings import AuthorizationSettings
 from kraft.security.tls import TlsConfig, node_tls
 from kraft.transport.channels import SOCKET_REQUEST_MAX_BYTES
-from storage.config import int_fields_from_properties
+from storage.config import bool_fields_from_properties, int_fields_from_properties
 from storage.config_key import ConfigType
 from storage.config_registry import NODE_KEYS, node_property_fields
 from storage.errors import InvalidConfigError
@@ -138,7 +138,7 @@ class ControllerNodeConfig:
             )
         controller_fields: dict[str, Any] = {
             **int_fields_from_properties(props, _CONTROLLER_FIELDS),
-            **_bool_fields_from_properties(props, _CONTROLLER_BOOL_FIELDS),
+            **bool_fields_from_properties(props, _CONTROLLER_BOOL_FIELDS),
         }
         node_fields = int_fields_from_properties(props, _NODE_FIELDS)  # ranges checked
         return cls(
@@ -178,25 +178,6 @@ class ControllerNodeConfig:
             **self.authorization.to_properties(),
             **(self.tls.to_properties() if self.tls is not None else {}),
         }
-
-
-def _bool_fields_from_properties(
-    props: Mapping[str, str], keys: Mapping[str, str]
-) -> dict[str, bool]:
-    """The boolean fields named by ``keys`` found in ``props`` (``true``/``false``).
-
-    Raises:
-        InvalidConfigError: a value is neither.
-    """
-    out: dict[str, bool] = {}
-    for key, name in keys.items():
-        raw = str(props.get(key, "")).strip()
-        if not raw:
-            continue
-        if (problem := NODE_KEYS[key].validate(raw)) is not None:
-            raise InvalidConfigError(problem)
-        out[name] = raw.lower() == "true"
-    return out
 
 
 __all__ = ["DEFAULT_SNAPSHOT_INTERVAL_BYTES", "ControllerNodeConfig"]

@@ -30,6 +30,9 @@ TOOL_MAIN_CLASSES: Mapping[str, str] = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    # No bin/ script: Kafka's system tests run it with kafka-run-class.sh (exactly-once copy).
+    "transactional-message-copier": "org.apache.kafka.tools.TransactionalMessageCopier",
 }
 """The script name -> the main class it runs (Kafka 4.x)."""
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")

@@ -183,6 +183,12 @@ BROKER_APIS: Final[dict[str, Rule]] = {
             )
         )
     ),
+    # KIP-664: a partition leader's producers (`kraft transactions abort --start-offset`).
+    "DescribeProducers": lambda r, _: Requirement(
+        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
+    ),
+    # KIP-890 part 1: a partition leader's verify_only entries (Kafka: CLUSTER_ACTION).
+    "AddPartitionsToTxnBatch": lambda r, _: _node(),
     "AddOffsetsToTxn": lambda r, _: Requirement(
         (
             (Need(_R.TRANSACTIONAL_ID, _O.WRITE, r.transactional_id),),
@@ -208,11 +214,8 @@ BROKER_APIS: Final[dict[str, Rule]] = {
 """The rules of the APIs a broker answers itself (Kafka's KafkaApis), keyed by Kafka API name."""
 
 KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
-    # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves them --
+    # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves it --
     "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    "DescribeProducers": lambda r, _: Requirement(
-        _each(_R.TOPIC, _O.READ, (t.name for t in r.topics))
-    ),
     # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kraft.properties import (
     format_voters,
@@ -52,7 +53,8 @@ from kraft.security.tls import TlsConfig, listener_properties, node_tls, ssl_mat
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
 from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
-from storage.config import int_fields_from_properties
+from storage.config import bool_fields_from_properties, int_fields_from_properties
+from storage.config_key import ConfigType
 from storage.config_registry import (
     BROKER_LOG_KEYS,
     DYNAMIC_BROKER_KEYS,
@@ -66,10 +68,17 @@ from storage.errors import InvalidConfigError
 
 _ASSIGNORS_KEY = "group.consumer.assignors"
 _SELECTOR_KEY = "replica.selector.class"
-_INT_FIELDS = {
-    k: f for k, f in node_property_fields("BrokerNodeConfig").items() if k != _ASSIGNORS_KEY
+_BOOL_FIELDS = {
+    k: f
+    for k, f in node_property_fields("BrokerNodeConfig").items()
+    if NODE_KEYS[k].type is ConfigType.BOOLEAN
 }
-"""Key -> field of this class's integer settings (from the registry)."""
+_INT_FIELDS = {
+    k: f
+    for k, f in node_property_fields("BrokerNodeConfig").items()
+    if k != _ASSIGNORS_KEY and k not in _BOOL_FIELDS
+}
+"""Key -> field of this class's integer and boolean settings (from the registry)."""
 GROUP_ASSIGNORS = ("uniform", "range")
 """The server-side assignors kraft has (KIP-848's ``uniform`` and ``range``)."""
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = int(NODE_KEYS["log.retention.check.interval.ms"].default or 0)
@@ -252,6 +261,8 @@ class BrokerNodeConfig:
     """[transaction.max.timeout.ms]"""
     transactional_id_expiration_ms: int = 604_800_000
     """[transactional.id.expiration.ms]"""
+    transaction_partition_verification_enable: bool = True
+    """[transaction.partition.verification.enable] KIP-890 part 1 (`.txn_verification`)."""
     offsets_retention_minutes: int = 10080
     """[offsets.retention.minutes]"""
     group_consumer_session_timeout_ms: int = 45_000
@@ -393,6 +404,10 @@ class BrokerNodeConfig:
         for key in sorted(k for k in props if k in BROKER_LOG_KEYS):
             if (problem := DYNAMIC_BROKER_KEYS[key].validate(props[key])) is not None:
                 raise InvalidConfigError(problem)
+        settings: dict[str, Any] = {
+            **int_fields_from_properties(props, _INT_FIELDS),
+            **bool_fields_from_properties(props, _BOOL_FIELDS),
+        }
         return cls(
             node_id=NodeId(node_id),
             voters=voters,
@@ -408,7 +423,7 @@ class BrokerNodeConfig:
             rack=rack,
             replica_selector_class=selector,
             metrics_port=metrics_port_property(props),
-            **int_fields_from_properties(props, _INT_FIELDS),
+            **settings,
             group_consumer_assignors=_assignors(props),
             log_defaults=log_defaults,
             replication=ReplicationConfig.from_properties(props),

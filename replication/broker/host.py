@@ -11,7 +11,7 @@ run the request handling the broker runs; a test may hand in anything that has t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kraft.types import TopicPartition
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from replication.core.producer_state import ProducerStateManager
     from replication.driver import PartitionDriver
+    from storage.errors import ErrorCode
 
 
 class ServedLog(Protocol):
@@ -54,6 +55,11 @@ class ServedLog(Protocol):
     def read(
         self, from_offset: int, max_bytes: int, /, *, max_offset: int | None = None
     ) -> bytes: ...
+
+
+Admit = Callable[[], "ErrorCode"]
+"""A last check run with a Produce's append (KIP-890 part 1's verification guard): NONE, or
+the error that refuses the batch."""
 
 
 class ServedReplica(Protocol):
@@ -85,7 +91,9 @@ class ServedReplica(Protocol):
 
     def raft_leader(self) -> tuple[int, int] | None: ...
 
-    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion: ...
+    async def produce(
+        self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None = None
+    ) -> ProduceCompletion: ...
 
     def handle_follower_fetch(
         self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True

@@ -96,6 +96,7 @@ from storage.records import BatchHeader, read_header
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
 SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
 OnOffline = Callable[["PartitionReplica", KafkaStorageError], None]
+Admit = Callable[[], ErrorCode]
 OnInput = Callable[["PartitionReplica"], None]
 
 HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
@@ -440,14 +441,18 @@ class PartitionReplica(NoDriverEvents):
 
     # --- leader inputs ------------------------------------------------------------------------
 
-    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion:
-        """One partition of a Produce: validated and appended now; awaited until answered."""
+    async def produce(
+        self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None = None
+    ) -> ProduceCompletion:
+        """One partition of a Produce: appended now (unless KIP-890's ``admit`` refuses)."""
         if not await self._await_sequence_turn(records, timeout_ms):
             return ProduceCompletion(
                 request_id=-1, error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             )
         if not self.driver.is_leader:
             return ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if admit is not None and (refused := admit()) is not ErrorCode.NONE:
+            return ProduceCompletion(request_id=-1, error_code=refused)
         request_id = self._next_request_id
         self._next_request_id += 1
         future: asyncio.Future[ProduceCompletion] = asyncio.get_running_loop().create_future()
@@ -467,17 +472,14 @@ class PartitionReplica(NoDriverEvents):
         NB: Kafka handles a connection's requests in order, and its producers rely on it (up
         to 5 in flight, KIP-98). Concurrent gRPC calls may be handled in any order, so batch
         N+1 can reach the leader before batch N: it would be rejected (OUT_OF_ORDER_SEQUENCE)
-        or, for a producer the leader does not know yet, start the producer's state at the
-        wrong sequence (KIP-360 accepts any first sequence). So a batch whose sequence does
-        not follow waits up to `SEQUENCE_REORDER_WAIT_MS` for the appends before it; then
-        the core decides as usual, except for a producer the leader still does not know: a
-        batch with a sequence above 0 is refused OUT_OF_ORDER_SEQUENCE_NUMBER rather than let
-        start its state (the producer retries it once its predecessor is in, or, if it was
-        next in line because the leader lost the producer's state, bumps its epoch and starts
-        again at 0). Accepting it put a later record before earlier ones whose requests were
-        slower: `kraft nemesis` at a load of 60 saw records 2,002-2,266 of a producer land
-        after its record 2,272.
-        """
+        or, for a producer the leader does not know yet, start its state at the wrong
+        sequence (KIP-360 accepts any first sequence). So a batch whose sequence does not
+        follow waits up to `SEQUENCE_REORDER_WAIT_MS` for the appends before it; then the
+        core decides, except for a producer still unknown: a batch with a sequence above 0 is
+        refused OUT_OF_ORDER_SEQUENCE_NUMBER rather than let start its state (the producer
+        retries it, or bumps its epoch and starts at 0). Accepting it put a later record
+        before earlier ones (`kraft nemesis` at a load of 60: records 2,002-2,266 of a
+        producer after its record 2,272)."""
         try:
             header = read_header(records)
         except KraftError:

@@ -76,6 +76,7 @@ from replication.broker.retention import run_retention
 from replication.broker.service import BrokerService
 from replication.broker.throttle import ThrottleBucket
 from replication.broker.tick import run_tick_loop
+from replication.broker.txn_verification import TxnVerifier
 from storage.log import wall_clock_ms
 
 METADATA_DIR = "__cluster_metadata"
@@ -200,7 +201,22 @@ class BrokerServer:
         )
         """Registration, heartbeats, fencing, controlled shutdown (`.lifecycle`)."""
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
-        service = BrokerService(self, replica_selector=config.replica_selector_class)
+        self.txn_verifier = (
+            TxnVerifier(
+                image=lambda: self.image,
+                node_id=config.node_id,
+                stub=self.broker_stub,
+                local=self.groups.transactions.add_partitions_to_txn_batch,
+            )
+            if config.transaction_partition_verification_enable
+            else None
+        )
+        """KIP-890 part 1: a partition leader asks the transaction coordinators."""
+        service = BrokerService(
+            self,
+            replica_selector=config.replica_selector_class,
+            txn_verifier=self.txn_verifier,
+        )
         self.api = BrokerApi(
             service,
             self.groups,
@@ -385,6 +401,8 @@ class BrokerServer:
         self.supervisor.close()
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         self.groups.close()
+        if self.txn_verifier is not None:
+            self.txn_verifier.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -82,6 +82,7 @@ from storage.records import iter_batches, iter_records
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost, ServedReplica
+    from replication.broker.txn_verification import TxnVerifier
     from replication.core import ProduceCompletion
 
 
@@ -101,8 +102,11 @@ class BrokerService:
         *,
         now_ms: Callable[[], int] = clock_ms,
         replica_selector: str | None = None,
+        txn_verifier: TxnVerifier | None = None,
     ) -> None:
         self._server = server
+        self._txn_verifier = txn_verifier
+        """KIP-890 part 1 (``transaction.partition.verification.enable``); None: off."""
         self._now_ms = now_ms
         self._replica_selector = replica_selector
         """``replica.selector.class`` (KIP-392); None: the leader serves every consumer."""
@@ -181,18 +185,42 @@ class BrokerService:
             else None,
         )
 
-    async def produce(self, request: ProduceRequest) -> ProduceResponse:
-        async def one(tp: TopicPartition, records: bytes) -> ProducePartitionResponse:
-            target = self.produce_to(tp, records)
+    async def produce(self, request: ProduceRequest, produce_version: int = -1) -> ProduceResponse:
+        """``produce_version``: the Kafka client's (-1 for kraft's): which error a transactional
+        batch the coordinator did not verify gets (KIP-890 part 1, `.txn_verification`)."""
+        targets = {
+            (tp := TopicPartition(t.name, p.index)): (self.produce_to(tp, p.records), p.records)
+            for t in request.topic_data
+            for p in t.partition_data
+        }
+        leading = {
+            tp: (target, records)
+            for tp, (target, records) in targets.items()
+            if not isinstance(target, ProducePartitionResponse)
+        }
+        gates = (
+            {}
+            if self._txn_verifier is None
+            else await self._txn_verifier.gates(request.transactional_id, leading, produce_version)
+        )
+
+        async def one(tp: TopicPartition) -> ProducePartitionResponse:
+            target, records = targets[tp]
             if isinstance(target, ProducePartitionResponse):
                 return target
-            done = await target.produce(request.acks, request.timeout_ms, records)
+            gate = gates.get(tp)
+            if gate is not None and gate.error_code is not ErrorCode.NONE:
+                return ProducePartitionResponse(
+                    index=tp.partition, error_code=gate.error_code, error_message=gate.error_message
+                )
+            admit = None if gate is None else gate.admit
+            done = await target.produce(request.acks, request.timeout_ms, records, admit)
             return self.produce_answered(tp, target, done)
 
         topics = []
         for topic in request.topic_data:
             answers = await asyncio.gather(
-                *(one(TopicPartition(topic.name, p.index), p.records) for p in topic.partition_data)
+                *(one(TopicPartition(topic.name, p.index)) for p in topic.partition_data)
             )
             topics.append(ProduceTopicResponse(name=topic.name, partition_responses=tuple(answers)))
         return ProduceResponse(responses=tuple(topics))

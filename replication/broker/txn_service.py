@@ -15,6 +15,10 @@ and writes each one's markers to its partitions' leaders (`replication.broker.tx
 retrying the partitions that failed; once all are written it writes COMPLETE_COMMIT /
 COMPLETE_ABORT. The markers carry the coordinator's epoch: the leader epoch of its partition.
 
+*Verification (KIP-890 part 1).* Partition leaders ask ``verify_only`` questions here, many
+transactional ids per call (`add_partitions_to_txn_batch`, the ``AddPartitionsToTxnBatch`` gRPC
+call; `replication.broker.txn_verification` is the asking side).
+
 *Producer ids.* A new transactional id, or one whose epoch is exhausted, takes an id from this
 broker's block (`ProducerIds`, KIP-730), as an idempotent producer's does.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -35,6 +40,9 @@ from replication.broker.txn_markers import OffsetsMarkerHook, send_markers
 from replication.group import partition_for_group
 from replication.messages import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchRequest,
+    AddPartitionsToTxnBatchResponse,
+    AddPartitionsToTxnBatchResult,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     Coordinator,
@@ -236,6 +244,20 @@ class TxnService:
         except KraftError as e:
             code = e.code
         return _per_partition(request, lambda tp: code)
+
+    async def add_partitions_to_txn_batch(
+        self, request: AddPartitionsToTxnBatchRequest
+    ) -> AddPartitionsToTxnBatchResponse:
+        """A partition leader's ``verify_only`` entries (KIP-890 part 1), each answered."""
+        out = []
+        for txn in request.transactions:
+            answer = await self.add_partitions_to_txn(replace(txn, verify_only=True))
+            out.append(
+                AddPartitionsToTxnBatchResult(
+                    transactional_id=txn.transactional_id, results=answer.results
+                )
+            )
+        return AddPartitionsToTxnBatchResponse(transactions=tuple(out))
 
     async def add_offsets_to_txn(self, request: AddOffsetsToTxnRequest) -> TxnErrorResponse:
         """The group's ``__consumer_offsets`` partition joins the transaction (KIP-98)."""

@@ -70,7 +70,7 @@ from replication.clients.group_admin import (
 from replication.clients.network import BrokerNetwork
 from replication.clients.offsets import ListedOffset, list_offsets, offset_spec
 from replication.clients.txn_admin import AbortSpec, TransactionAdmin
-from replication.messages import DescribedTransaction, ListedTransaction
+from replication.messages import DescribedTransaction, ListedTransaction, ProducerDescription
 from storage.errors import ErrorCode, KraftError, LeaderNotAvailableError, error_for
 
 
@@ -546,6 +546,10 @@ class AdminClient:
     def abort_transaction(self, spec: AbortSpec) -> None:
         """Write an abort marker for a hanging transaction (needs CLUSTER_ACTION)."""
         self._transactions.abort_transaction(spec)
+
+    def describe_producers(self, partition: TopicPartition) -> list[ProducerDescription]:
+        """The partition's active producers, from its leader (KIP-664)."""
+        return self._transactions.describe_producers(partition)
 
     # -- ACLs (`replication.clients.acl_admin`) ------------------------------------------------
 

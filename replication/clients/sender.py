@@ -263,6 +263,7 @@ class ProducerSender:
                 )
             )
         request = ProduceRequest(
+            transactional_id=self.config.transactional_id or "",
             acks=self.config.acks,
             timeout_ms=self.config.request_timeout_ms,
             topic_data=tuple(

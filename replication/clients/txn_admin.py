@@ -7,7 +7,9 @@
   type 1), again after a coordinator error;
 - ``abort_transaction`` writes an abort marker for one producer to one partition's leader
   (WriteTxnMarkers, CLUSTER_ACTION): the operator's way out of a hanging transaction, whose
-  open batches hold the partition's last stable offset back (KIP-664).
+  open batches hold the partition's last stable offset back (KIP-664);
+- ``describe_producers`` asks a partition's leader for its producers (DescribeProducers), and
+  `abort_spec_at` picks the one whose transaction is open from a given offset.
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from replication.clients.network import BrokerNetwork
 from replication.messages import (
     COORDINATOR_KEY_TYPE_TRANSACTION,
     DescribedTransaction,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListedTransaction,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    ProducerDescription,
+    TopicPartitions,
     WritableTxnMarker,
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
@@ -130,20 +136,6 @@ class TransactionAdmin:
                 without CLUSTER_ACTION, NOT_LEADER_OR_FOLLOWER).
         """
         tp = spec.partition
-        metadata = self._network.fetch_metadata([tp.topic], timeout_s=self._timeout)
-        brokers = {b.node_id: b.address for b in metadata.brokers}
-        leader = next(
-            (
-                p.leader_id
-                for t in metadata.topics
-                if t.name == tp.topic
-                for p in t.partitions
-                if p.partition_index == tp.partition
-            ),
-            -1,
-        )
-        if leader not in brokers:
-            raise LeaderNotAvailableError(f"no leader for {tp} in the metadata")
         request = WriteTxnMarkersRequest(
             markers=(
                 WritableTxnMarker(
@@ -158,7 +150,7 @@ class TransactionAdmin:
             )
         )
         response = self._network.call(
-            brokers[leader], "WriteTxnMarkers", request, WriteTxnMarkersResponse
+            self._leader(tp), "WriteTxnMarkers", request, WriteTxnMarkersResponse
         )
         for marker in response.markers:
             for topic in marker.topics:
@@ -166,5 +158,69 @@ class TransactionAdmin:
                     if p.error_code is not ErrorCode.NONE:
                         raise error_for(p.error_code, f"abort marker for {tp}")
 
+    def describe_producers(self, tp: TopicPartition) -> list[ProducerDescription]:
+        """The active producers of ``tp`` at its leader (Kafka's ``Admin.describeProducers``):
+        id, epoch, last sequence and timestamp, and the first offset of an open transaction.
 
-__all__ = ["AbortSpec", "TransactionAdmin"]
+        Raises:
+            KraftError: the leader's error for the partition.
+        """
+        request = DescribeProducersRequest(
+            topics=(TopicPartitions(name=tp.topic, partitions=(tp.partition,)),)
+        )
+        response = self._network.call(
+            self._leader(tp), "DescribeProducers", request, DescribeProducersResponse
+        )
+        if response.error_code is not ErrorCode.NONE:
+            raise error_for(response.error_code, response.error_message or "DescribeProducers")
+        out: list[ProducerDescription] = []
+        for p in response.partitions:
+            if p.error_code is not ErrorCode.NONE:
+                raise error_for(p.error_code, f"producers of {tp}")
+            out.extend(p.producers)
+        return out
+
+    def _leader(self, tp: TopicPartition) -> str:
+        metadata = self._network.fetch_metadata([tp.topic], timeout_s=self._timeout)
+        brokers = {b.node_id: b.address for b in metadata.brokers}
+        leader = next(
+            (
+                p.leader_id
+                for t in metadata.topics
+                if t.name == tp.topic
+                for p in t.partitions
+                if p.partition_index == tp.partition
+            ),
+            -1,
+        )
+        if leader not in brokers:
+            raise LeaderNotAvailableError(f"no leader for {tp} in the metadata")
+        return brokers[leader]
+
+
+def abort_spec_at(
+    tp: TopicPartition, start_offset: int, producers: Iterable[ProducerDescription]
+) -> AbortSpec:
+    """The `AbortSpec` of the transaction open in ``tp`` since ``start_offset`` (as
+    ``kafka-transactions.sh abort --start-offset`` finds it; coordinator epoch 0, as Kafka's
+    tool uses when the leader reports none).
+
+    Raises:
+        InvalidRequestError: no producer has a transaction open there from that offset.
+    """
+    for p in producers:
+        if p.current_txn_start_offset == start_offset:
+            return AbortSpec(
+                partition=tp,
+                producer_id=p.producer_id,
+                producer_epoch=p.producer_epoch,
+                coordinator_epoch=0,
+            )
+    raise error_for(
+        ErrorCode.INVALID_REQUEST,
+        f"Could not find any open transactions starting at offset {start_offset} on "
+        f"partition {tp.topic}-{tp.partition}",
+    )
+
+
+__all__ = ["AbortSpec", "TransactionAdmin", "abort_spec_at"]

@@ -167,6 +167,8 @@ class ProducerStateManager:
         self._saw_transactions = bool(self._aborted) or any(
             e.current_txn_first_offset >= 0 for e in self._entries.values()
         )
+        self._markers_seen: dict[int, int] = {}
+        """Markers folded in per producer, only ever counted up (not state: never reloaded)."""
 
     # --- queries --------------------------------------------------------------------------
 
@@ -182,6 +184,12 @@ class ProducerStateManager:
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._entries.get(producer_id)
+
+    def markers_seen(self, producer_id: int) -> int:
+        """How many markers of ``producer_id`` this object folded in: a partition leader's
+        KIP-890 verification guard holds while it does not change (a marker ended the
+        transaction the coordinator verified)."""
+        return self._markers_seen.get(producer_id, 0)
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (the last stable offset is the
@@ -302,6 +310,7 @@ class ProducerStateManager:
         changes nothing else."""
         self._saw_transactions = True
         producer_id, epoch = header.producer_id, header.producer_epoch
+        self._markers_seen[producer_id] = self._markers_seen.get(producer_id, 0) + 1
         entry = self._entries.get(producer_id)
         if entry is None:
             self._entries[producer_id] = ProducerStateEntry(

@@ -8,7 +8,7 @@ them from Kafka's own messages (`replication.broker.kafka`). By API family:
   the other replica and transaction APIs of the ``Broker`` service;
 - `.groups`: the consumer-group APIs (KIP-848, and the classic protocol's);
 - `.txn`: the transaction APIs (KIP-98, KIP-447, KIP-664);
-- `.kafka_only`: what only the Kafka listener serves (DescribeLogDirs, DescribeProducers): no
+- `.kafka_only`: what only the Kafka listener serves (DescribeLogDirs): no
   proto message mirrors them.
 """
 
@@ -94,24 +94,27 @@ from replication.messages.groups import (
 from replication.messages.kafka_only import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
-    DescribeProducersRequest,
-    DescribeProducersResponse,
     LogDirPartition,
-    PartitionProducers,
-    ProducerDescription,
-    TopicPartitions,
 )
 from replication.messages.txn import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchRequest,
+    AddPartitionsToTxnBatchResponse,
+    AddPartitionsToTxnBatchResult,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     DescribedTransaction,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     EndTxnRequest,
     ListedTransaction,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    PartitionProducers,
+    ProducerDescription,
+    TopicPartitions,
     TxnErrorResponse,
     TxnOffsetCommitRequest,
     TxnPartitionResult,
@@ -133,6 +136,9 @@ __all__ = [
     "READ_UNCOMMITTED",
     "AbortedTransaction",
     "AddOffsetsToTxnRequest",
+    "AddPartitionsToTxnBatchRequest",
+    "AddPartitionsToTxnBatchResponse",
+    "AddPartitionsToTxnBatchResult",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
     "BrokerFetchRequest",

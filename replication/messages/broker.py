@@ -54,6 +54,8 @@ class ProduceRequest:
     timeout_ms: int = 30_000
     """How long the leader may wait for acks=all replication."""
     topic_data: tuple[ProduceTopicData, ...] = ()
+    transactional_id: str = ""
+    """A transactional producer's: the leader verifies its transaction (KIP-890 part 1)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,20 +1,13 @@
-"""Dataclasses of the broker APIs only the Kafka listener serves: DescribeLogDirs and
-DescribeProducers (Kafka's admin tools ask them; kraft's gRPC clients do not, so they have no
-proto message and stay out of `replication.messages`, whose every class mirrors one)."""
+"""Dataclasses of the broker API only the Kafka listener serves: DescribeLogDirs (Kafka's admin
+tools ask it; kraft's gRPC clients do not, so it has no proto message and stays out of
+`replication.messages`, whose every class mirrors one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replication.messages.txn import TopicPartitions
 from storage.errors import ErrorCode
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TopicPartitions:
-    """Some partitions of one topic (a request's selection)."""
-
-    name: str
-    partitions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,44 +36,8 @@ class DescribeLogDirsResponse:
     usable_bytes: int = -1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeProducersRequest:
-    topics: tuple[TopicPartitions, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerDescription:
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp_ms: int
-    current_txn_start_offset: int = -1
-    """The first offset of the producer's open transaction here (KIP-98), -1 if none."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionProducers:
-    topic: str
-    partition: int
-    error_code: ErrorCode = ErrorCode.NONE
-    producers: tuple[ProducerDescription, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribeProducersResponse:
-    error_code: ErrorCode = ErrorCode.NONE
-    """A refusal of the whole request (else per partition)."""
-    error_message: str = ""
-    partitions: tuple[PartitionProducers, ...] = ()
-
-
 __all__ = [
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
-    "DescribeProducersRequest",
-    "DescribeProducersResponse",
     "LogDirPartition",
-    "PartitionProducers",
-    "ProducerDescription",
-    "TopicPartitions",
 ]

@@ -2,7 +2,8 @@
 AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions and ListTransactions. Each mirrors
 the message of the same name in ``proto/kraft/v1/broker.proto`` (kraft's transactional producer
 and ``kraft transactions`` call them over gRPC; the Kafka listener maps Kafka's versions onto
-them). WriteTxnMarkers, which brokers send each other, is in `replication.messages`."""
+them). WriteTxnMarkers, which brokers send each other, is in `replication.messages`.
+DescribeProducers (KIP-664), which ``kraft transactions abort --start-offset`` asks, is here."""
 
 from __future__ import annotations
 
@@ -43,6 +44,25 @@ class TxnTopicResult:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddPartitionsToTxnResponse:
     results: tuple[TxnTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchRequest:
+    """KIP-890 part 1: a partition leader's ``verify_only`` entries to one coordinator broker
+    (AddPartitionsToTxn v4+'s broker form)."""
+
+    transactions: tuple[AddPartitionsToTxnRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchResult:
+    transactional_id: str
+    results: tuple[TxnTopicResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddPartitionsToTxnBatchResponse:
+    transactions: tuple[AddPartitionsToTxnBatchResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,10 +146,54 @@ class ListTransactionsResponse:
     transactions: tuple[ListedTransaction, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicPartitions:
+    """Some partitions of one topic (a request's selection)."""
+
+    name: str
+    partitions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeProducersRequest:
+    """DescribeProducers (KIP-664): the producers of partitions their leader holds (what
+    ``kraft transactions abort --start-offset`` finds the open transaction's producer with)."""
+
+    topics: tuple[TopicPartitions, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerDescription:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp_ms: int
+    current_txn_start_offset: int = -1
+    """The first offset of the producer's open transaction here (KIP-98), -1 if none."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionProducers:
+    topic: str
+    partition: int
+    error_code: ErrorCode = ErrorCode.NONE
+    producers: tuple[ProducerDescription, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeProducersResponse:
+    error_code: ErrorCode = ErrorCode.NONE
+    """A refusal of the whole request (else per partition)."""
+    error_message: str = ""
+    partitions: tuple[PartitionProducers, ...] = ()
+
+
 __all__ = [
     "AddOffsetsToTxnRequest",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "DescribeProducersRequest",
+    "DescribeProducersResponse",
     "DescribeTransactionsRequest",
     "DescribeTransactionsResponse",
     "DescribedTransaction",
@@ -137,6 +201,9 @@ __all__ = [
     "ListTransactionsRequest",
     "ListTransactionsResponse",
     "ListedTransaction",
+    "PartitionProducers",
+    "ProducerDescription",
+    "TopicPartitions",
     "TxnErrorResponse",
     "TxnOffsetCommitRequest",
     "TxnPartitionResult",

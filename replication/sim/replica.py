@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import asyncio
 
 if TYPE_CHECKING:
+    from replication.broker.host import Admit
     from replication.sim.broker import SimBroker
 
 
@@ -117,7 +118,9 @@ class SimReplica(NoDriverEvents):
     def changed(self) -> asyncio.Event:
         raise InvariantViolation("the simulator's broker parks fetches itself (no event loop)")
 
-    async def produce(self, acks: int, timeout_ms: int, records: bytes) -> ProduceCompletion:
+    async def produce(
+        self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None = None
+    ) -> ProduceCompletion:
         raise InvariantViolation(
             "the simulator's broker produces through BrokerService.produce_to (no event loop)"
         )

@@ -240,12 +240,16 @@ class TxnCoordinator:
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
     ) -> ErrorCode:
         """KIP-890 part 1's check (AddPartitionsToTxn v4 ``verify_only``): is ``tp`` in the
-        ongoing transaction of this producer? NONE, or INVALID_TXN_STATE / the fencing error."""
+        ongoing transaction of this producer? NONE; TRANSACTION_ABORTABLE if not (Kafka 4's
+        ``handleVerifyPartitionsInTransaction``); CONCURRENT_TRANSACTIONS while the last one's
+        markers are written; or the fencing error."""
         meta, code = self._producer(transactional_id, producer_id, producer_epoch)
         if meta is None:
             return code
+        if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state is not TxnState.ONGOING or tp not in meta.partitions:
-            return ErrorCode.INVALID_TXN_STATE
+            return ErrorCode.TRANSACTION_ABORTABLE
         return ErrorCode.NONE
 
     # --- EndTxn -------------------------------------------------------------------------------

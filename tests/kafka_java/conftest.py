@@ -7,7 +7,10 @@ them and uses its own topic and group.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +22,7 @@ from tests.java_jars import jars_unavailable
 
 TOOL_TIMEOUT_S = 120.0
 """One tool run, JVM start included."""
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="package")
@@ -58,3 +62,15 @@ def run_tool(tool: str, *args: str, stdin: str | None = None) -> str:
     )
     assert done.returncode == 0, f"{tool} exited {done.returncode}: {done.stderr[-3000:]}"
     return done.stdout
+
+
+def run_kraft_tool(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's ``tool`` as a user types it: ``kraft peer kafka tool TOOL ARGS``."""
+    return subprocess.run(
+        [sys.executable, "-m", "kraft.cli", "peer", "kafka", "tool", tool, *args],
+        capture_output=True,
+        text=True,
+        timeout=TOOL_TIMEOUT_S,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )

@@ -10,22 +10,16 @@ last test, on the same cluster.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from kraft.cluster import LocalCluster
 from kraft.peer.tools import parse_consumer_perf_test, parse_producer_perf_test
 from kraft.types import TopicPartition
 from replication.clients import AdminClient, Consumer, Producer
-from tests.kafka_java.conftest import TOOL_TIMEOUT_S, create_topic, run_tool
+from tests.kafka_java.conftest import create_topic, run_kraft_tool, run_tool
 
 pytestmark = [pytest.mark.java, pytest.mark.process, pytest.mark.timeout(400)]
 
-ROOT = Path(__file__).resolve().parents[2]
 KIP848 = ("--command-property", "group.protocol=consumer")
 """The KIP-848 consumer protocol; the classic one (the default) has its own test below."""
 
@@ -179,17 +173,7 @@ def test_topics_list_get_offsets_and_api_versions(cluster: LocalCluster) -> None
             f.result(timeout=30)
 
     # As typed in docs/kafka-compatibility.md: through kraft's own command.
-    listed = subprocess.run(
-        [
-            *(sys.executable, "-m", "kraft.cli", "peer", "kafka", "tool", "kafka-topics"),
-            *("--bootstrap-server", cluster.kafka_bootstrap, "--list"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TOOL_TIMEOUT_S,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    listed = run_kraft_tool("kafka-topics", "--bootstrap-server", cluster.kafka_bootstrap, "--list")
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert topic in listed.stdout.split()
 
@@ -220,14 +204,7 @@ def test_topics_list_get_offsets_and_api_versions(cluster: LocalCluster) -> None
 
 
 def test_an_unknown_tool_is_one_line_naming_the_known_ones() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "kraft.cli", "peer", "kafka", "tool", "kafka-nope", "--list"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
+    done = run_kraft_tool("kafka-nope", "--list")
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no Kafka tool 'kafka-nope'" in done.stderr
     assert "kafka-console-producer" in done.stderr and "kafka-topics" in done.stderr

@@ -156,10 +156,10 @@ def test_kip_890_verification_accepts_only_added_partitions_of_the_current_epoch
     coord = TxnCoordinator(TxnConfig())
     pid, epoch = ongoing(coord)
     assert coord.verify_partition("a", pid, epoch, TP0) is ErrorCode.NONE
-    assert coord.verify_partition("a", pid, epoch, TP1) is ErrorCode.INVALID_TXN_STATE
+    assert coord.verify_partition("a", pid, epoch, TP1) is ErrorCode.TRANSACTION_ABORTABLE
     assert coord.verify_partition("a", pid, epoch - 1, TP0) is ErrorCode.PRODUCER_FENCED
     apply(coord, coord.end_txn("a", pid, epoch, commit=False, now_ms=1))
-    assert coord.verify_partition("a", pid, epoch, TP0) is ErrorCode.INVALID_TXN_STATE
+    assert coord.verify_partition("a", pid, epoch, TP0) is ErrorCode.CONCURRENT_TRANSACTIONS
 
 
 def test_a_timed_out_transaction_is_aborted_with_the_epoch_bumped() -> None:

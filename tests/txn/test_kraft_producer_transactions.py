@@ -226,3 +226,35 @@ def test_a_failed_record_makes_the_transaction_abortable_and_the_abort_bumps_the
         producer.send(topic, b"next", partition=0)
         producer.commit_transaction(30)
     assert _settled(cluster, topic, 1, partitions=1) == [b"next"]
+
+
+def test_kraft_transactions_abort_finds_the_producer_from_the_start_offset(
+    kraft_cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``kafka-transactions.sh abort --start-offset``: the leader's DescribeProducers names
+    the producer whose transaction opened at that offset, and its abort marker is written."""
+    cluster = kraft_cluster
+    topic = new_topic(cluster, "hang-at")
+    with Producer(cluster.bootstrap) as plain:
+        plain.send(topic, b"before", partition=0).result(30)
+    with _txn_producer(cluster, f"hang-at-{uuid.uuid4().hex[:6]}") as producer:
+        producer.begin_transaction()
+        producer.send(topic, b"hanging", partition=0)
+        producer.flush(30)
+        assert _read(cluster, topic, "read_committed") == [b"before"]  # held at offset 1
+        argv = ["abort", "--topic", topic, "--partition", "0"]
+        assert main(["transactions", *argv, "--start-offset", "0", "--bootstrap",
+                     cluster.bootstrap]) == 1  # fmt: skip
+        assert "Could not find any open transactions starting at offset 0" in (
+            capsys.readouterr().err
+        )
+        assert main(["transactions", *argv, "--bootstrap", cluster.bootstrap]) == 2
+        capsys.readouterr()
+        aborted = _cli(capsys, cluster, *argv, "--start-offset", "1")
+        with AdminClient(cluster.bootstrap) as admin:
+            producers = admin.describe_producers(TopicPartition(topic, 0))
+        assert aborted["producer_id"] in [p.producer_id for p in producers]
+        assert [p.current_txn_start_offset for p in producers] == [-1, -1]  # nothing open
+        with Producer(cluster.bootstrap) as plain:
+            plain.send(topic, b"after", partition=0).result(30)
+        assert _read(cluster, topic, "read_committed") == [b"after", b"before"]

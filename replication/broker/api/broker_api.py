@@ -89,6 +89,7 @@ from replication.group.classic import (
 )
 from replication.messages import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     BrokerFetchRequest,
@@ -229,7 +230,9 @@ class BrokerApi:
         """Kafka clients' fetch sessions (KIP-227), served by the Kafka listeners."""
         self._controllers = controllers
         self._stats = RequestStats()
-        self.produce_api = Api("Produce", _ignore_ctx(broker.produce), ProduceResponse)
+        self.produce_api: Api[ProduceRequest, ProduceResponse] = Api(
+            "Produce", lambda r, ctx: broker.produce(r, ctx.api_version), ProduceResponse
+        )
         self.fetch_api: Api[BrokerFetchRequest, BrokerFetchResponse] = Api(
             "Fetch",
             lambda r, ctx: broker.fetch(
@@ -262,6 +265,11 @@ class BrokerApi:
             "AddPartitionsToTxn",
             _ignore_ctx(transactions.add_partitions_to_txn),
             AddPartitionsToTxnResponse,
+        )
+        self.add_partitions_to_txn_batch_api = Api(
+            "AddPartitionsToTxnBatch",
+            _ignore_ctx(transactions.add_partitions_to_txn_batch),
+            AddPartitionsToTxnBatchResponse,
         )
         self.add_offsets_to_txn_api = Api(
             "AddOffsetsToTxn", _ignore_ctx(transactions.add_offsets_to_txn), TxnErrorResponse

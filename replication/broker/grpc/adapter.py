@@ -40,11 +40,13 @@ from replication.broker.limits import too_many_partitions
 from replication.codec import decode, encode
 from replication.messages import (
     AddOffsetsToTxnRequest,
+    AddPartitionsToTxnBatchRequest,
     AddPartitionsToTxnRequest,
     BrokerFetchRequest,
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
+    DescribeProducersRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
@@ -109,6 +111,9 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
     ),
     "DeleteGroups": Route(DeleteGroupsRequest, lambda a: a.delete_groups_api),
     "AddPartitionsToTxn": Route(AddPartitionsToTxnRequest, lambda a: a.add_partitions_to_txn_api),
+    "AddPartitionsToTxnBatch": Route(
+        AddPartitionsToTxnBatchRequest, lambda a: a.add_partitions_to_txn_batch_api
+    ),
     "AddOffsetsToTxn": Route(AddOffsetsToTxnRequest, lambda a: a.add_offsets_to_txn_api),
     "EndTxn": Route(EndTxnRequest, lambda a: a.end_txn_api),
     "TxnOffsetCommit": Route(TxnOffsetCommitRequest, lambda a: a.txn_offset_commit_api),
@@ -116,6 +121,7 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
         DescribeTransactionsRequest, lambda a: a.describe_transactions_api
     ),
     "ListTransactions": Route(ListTransactionsRequest, lambda a: a.list_transactions_api),
+    "DescribeProducers": Route(DescribeProducersRequest, lambda a: a.describe_producers_api),
 }
 """The ``kraft.v1.Broker`` methods, by name (the Kafka API's)."""
 FETCH_STREAM: Final = "FetchStream"

@@ -135,7 +135,13 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
             + unknown
         }
     answer = await api.produce(
-        ProduceRequest(acks=body.acks, timeout_ms=millis(body.timeout), topic_data=topics), ctx
+        ProduceRequest(
+            acks=body.acks,
+            timeout_ms=millis(body.timeout),
+            topic_data=topics,
+            transactional_id=getattr(body, "transactional_id", None) or "",
+        ),
+        ctx,
     )
     if body.acks == 0:
         return None
