@@ -54,6 +54,7 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
+from replication.broker.change_event import ChangeEvent
 from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import QuorumHost
@@ -155,7 +156,7 @@ class PartitionReplica(NoDriverEvents):
         self._send_alter_partition = send_alter_partition
         self._on_offline = on_offline
         self._on_input = on_input
-        self._changed = asyncio.Event()
+        self._changed = ChangeEvent()
         self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
         self._next_request_id = 1
         self._fetcher: asyncio.Task[None] | None = None
@@ -237,13 +238,13 @@ class PartitionReplica(NoDriverEvents):
         return self.driver.offline
 
     @property
-    def changed(self) -> asyncio.Event:
+    def changed(self) -> ChangeEvent:
         """Set (and replaced) when the log end offset or the high watermark moved."""
         return self._changed
 
     def notify(self) -> None:
         self._changed.set()
-        self._changed = asyncio.Event()
+        self._changed = ChangeEvent()
 
     def raft_leader(self) -> tuple[int, int] | None:
         """Quorum mode: the Raft leader this replica knows and its epoch (None if it knows
