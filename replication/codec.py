@@ -61,21 +61,13 @@ def _error_code(value: int) -> ErrorCode:
 
 
 def _encode_produce_request(m: ProduceRequest) -> Any:
-    topic_data = _pb.ProduceTopicData
-    partition_data = _pb.ProducePartitionData
-    return _pb.ProduceRequest(
-        acks=m.acks,
-        timeout_ms=m.timeout_ms,
-        topic_data=[
-            topic_data(
-                name=t.name,
-                partition_data=[
-                    partition_data(index=p.index, records=p.records) for p in t.partition_data
-                ],
-            )
-            for t in m.topic_data
-        ],
-    )
+    # NB: top-down with add(), as _encode_fetch_response: a constructor copies its submessages.
+    out = _pb.ProduceRequest(acks=m.acks, timeout_ms=m.timeout_ms)
+    for t in m.topic_data:
+        topic = out.topic_data.add(name=t.name)
+        for p in t.partition_data:
+            topic.partition_data.add(index=p.index, records=p.records)
+    return out
 
 
 def _decode_produce_request(m: Any) -> ProduceRequest:
