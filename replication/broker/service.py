@@ -216,20 +216,21 @@ class BrokerService:
         marks: list[object] | None = None
         response: BrokerFetchResponse | None = None
         while True:
-            replicas = [r for tp in tps if (r := server.replicas.get(tp)) is not None]
-            events = [r.changed for r in replicas]
+            events = [r.changed for tp in tps if (r := server.replicas.get(tp)) is not None]
+            remaining = deadline - time.monotonic()
             # NB: a follower's parked fetch is satisfied only by new records (or an error, a
             # leadership change, a moved log start); a wake-up for a high watermark alone
-            # (another follower's acknowledgement) would read nothing: no pass for it.
+            # (another follower's acknowledgement) would read nothing: no pass for it until
+            # the deadline, whose pass answers with the high watermark of then.
             seen = (
                 _log_marks(tps, server) if follower and not server.leader_throttle.limited else None
             )
-            if response is None or seen is None or seen != marks:
+            if response is None or seen is None or seen != marks or remaining <= 0:
                 marks = seen
                 response, size, errors = self._fetch_once(request, client)
                 if fetch_satisfied(request, response, size, errors):
                     return response
-            remaining = deadline - time.monotonic()
+                remaining = deadline - time.monotonic()
             if remaining <= 0 or not events:
                 return response
             await wait_any(events, remaining)
@@ -593,7 +594,7 @@ def fetch_satisfied(
 
 def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[object]:
     """What a follower's fetch of ``tps`` reads depends on: per partition, the replica, its
-    generation (role and epoch), whether it is offline, and its log's start and end."""
+    generation (role), leader epoch, whether it is offline, and its log's start and end."""
     marks: list[object] = []
     for tp in tps:
         replica = server.replicas.get(tp)
@@ -605,6 +606,7 @@ def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[objec
             (
                 replica,
                 driver.generation,
+                driver.leader_epoch,
                 driver.offline is None,
                 log.log_start_offset,
                 log.log_end_offset,
