@@ -61,22 +61,15 @@ def _error_code(value: int) -> ErrorCode:
 
 
 def _encode_produce_request(m: ProduceRequest) -> Any:
-    topic_data = _pb.ProduceTopicData
-    partition_data = _pb.ProducePartitionData
-    return _pb.ProduceRequest(
-        acks=m.acks,
-        timeout_ms=m.timeout_ms,
-        topic_data=[
-            topic_data(
-                name=t.name,
-                partition_data=[
-                    partition_data(index=p.index, records=p.records) for p in t.partition_data
-                ],
-            )
-            for t in m.topic_data
-        ],
-        transactional_id=m.transactional_id,
+    # NB: top-down with add(), as _encode_fetch_response: a constructor copies its submessages.
+    out = _pb.ProduceRequest(
+        acks=m.acks, timeout_ms=m.timeout_ms, transactional_id=m.transactional_id
     )
+    for t in m.topic_data:
+        topic = out.topic_data.add(name=t.name)
+        for p in t.partition_data:
+            topic.partition_data.add(index=p.index, records=p.records)
+    return out
 
 
 def _decode_produce_request(m: Any) -> ProduceRequest:
@@ -215,39 +208,34 @@ def _decode_fetch_request(m: Any) -> BrokerFetchRequest:
     )
 
 
-def _encode_fetch_partition_data(p: FetchPartitionData) -> Any:
-    out = _pb.FetchPartitionData(
-        partition_index=p.partition_index,
-        error_code=int(p.error_code.value),
-        error_message=p.error_message,
-        high_watermark=p.high_watermark,
-        last_stable_offset=p.last_stable_offset,
-        log_start_offset=p.log_start_offset,
-        preferred_read_replica=p.preferred_read_replica,
-        records=p.records,
-        aborted_transactions=[
-            _pb.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-            for a in p.aborted_transactions
-        ],
-    )
+def _fill_fetch_partition_data(out: Any, p: FetchPartitionData) -> None:
+    """Set ``out`` (a ``FetchPartitionData`` already in its response) from ``p``."""
+    out.partition_index = p.partition_index
+    out.error_code = int(p.error_code.value)
+    out.error_message = p.error_message
+    out.high_watermark = p.high_watermark
+    out.last_stable_offset = p.last_stable_offset
+    out.log_start_offset = p.log_start_offset
+    out.preferred_read_replica = p.preferred_read_replica
+    out.records = p.records
+    for a in p.aborted_transactions:
+        out.aborted_transactions.add(producer_id=a.producer_id, first_offset=a.first_offset)
     if p.diverging_epoch is not None:
         d = p.diverging_epoch
         out.diverging_epoch.CopyFrom(_pb.EpochEndOffset(epoch=d.epoch, end_offset=d.end_offset))
     if p.current_leader is not None:
         out.current_leader.CopyFrom(_encode_leader(p.current_leader))
-    return out
 
 
 def _encode_fetch_response(m: BrokerFetchResponse) -> Any:
-    return _pb.BrokerFetchResponse(
-        error_code=int(m.error_code.value),
-        responses=[
-            _pb.FetchTopicResponse(
-                topic=t.topic, partitions=[_encode_fetch_partition_data(p) for p in t.partitions]
-            )
-            for t in m.responses
-        ],
-    )
+    # NB: built top-down with add(): a message handed to its parent's constructor is copied
+    # whole, records included, once per level (30x the build time of a 2 MiB response).
+    out = _pb.BrokerFetchResponse(error_code=int(m.error_code.value))
+    for t in m.responses:
+        topic = out.responses.add(topic=t.topic)
+        for p in t.partitions:
+            _fill_fetch_partition_data(topic.partitions.add(), p)
+    return out
 
 
 def _decode_fetch_partition_data(p: Any) -> FetchPartitionData:

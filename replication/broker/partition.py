@@ -17,8 +17,8 @@ what needs the event loop:
   ``Broker.Fetch`` carrying its replica id and broker epoch, see `replication.broker.fetcher`)
   and the leader's answer goes back to the driver;
 - a leader parks produce futures until the driver's `produce_completed`, holds an idempotent
-  batch that arrived ahead of its predecessor (`SEQUENCE_REORDER_WAIT_MS`), and wakes parked
-  fetches whenever its log end offset or high watermark moves (`changed`);
+  batch that arrived ahead of its predecessor (`replication.broker.sequence_turn`), and wakes
+  parked fetches whenever its log end offset or high watermark moves (`changed`);
 - log maintenance that only the segmented log has: ``flush.ms`` flushes, retention
   (`apply_retention`, below the high watermark only), dynamic log configs, timestamp lookups,
   and a corrupt batch found on read.
@@ -54,11 +54,13 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
+from replication.broker.change_event import ChangeEvent
 from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.broker.replica_metrics import ReplicaMetrics
+from replication.broker.sequence_turn import await_sequence_turn
 from replication.broker.stable_reads import last_stable_offset
 from replication.core import (
     AlterPartitionSend,
@@ -91,7 +93,6 @@ from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, Kra
 from storage.file_io import storage_error
 from storage.log import SegmentedLog
 from storage.log_cleaner import CleanJob, CleanOutput
-from storage.records import BatchHeader, read_header
 
 FetchFromLeader = Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]]
 SendAlterPartition = Callable[["PartitionReplica", AlterPartitionSend], None]
@@ -100,8 +101,6 @@ Admit = Callable[[], ErrorCode]
 OnInput = Callable[["PartitionReplica"], None]
 
 HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
-SEQUENCE_REORDER_WAIT_MS = 500
-"""How long an idempotent batch that arrived before its predecessor waits for it."""
 
 _log = structlog.get_logger("replication.broker.partition")
 
@@ -158,7 +157,7 @@ class PartitionReplica(NoDriverEvents):
         self._send_alter_partition = send_alter_partition
         self._on_offline = on_offline
         self._on_input = on_input
-        self._changed = asyncio.Event()
+        self._changed = ChangeEvent()
         self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
         self._next_request_id = 1
         self._fetcher: asyncio.Task[None] | None = None
@@ -240,13 +239,13 @@ class PartitionReplica(NoDriverEvents):
         return self.driver.offline
 
     @property
-    def changed(self) -> asyncio.Event:
+    def changed(self) -> ChangeEvent:
         """Set (and replaced) when the log end offset or the high watermark moved."""
         return self._changed
 
     def notify(self) -> None:
         self._changed.set()
-        self._changed = asyncio.Event()
+        self._changed = ChangeEvent()
 
     def raft_leader(self) -> tuple[int, int] | None:
         """Quorum mode: the Raft leader this replica knows and its epoch (None if it knows
@@ -445,7 +444,7 @@ class PartitionReplica(NoDriverEvents):
         self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None = None
     ) -> ProduceCompletion:
         """One partition of a Produce: appended now (unless KIP-890's ``admit`` refuses)."""
-        if not await self._await_sequence_turn(records, timeout_ms):
+        if not await await_sequence_turn(self, records, timeout_ms):
             return ProduceCompletion(
                 request_id=-1, error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             )
@@ -464,53 +463,6 @@ class PartitionReplica(NoDriverEvents):
         if completion.error_code is ErrorCode.NONE:
             self._metrics.produced(records)
         return completion
-
-    async def _await_sequence_turn(self, records: bytes, timeout_ms: int) -> bool:
-        """Hold an idempotent batch that arrived ahead of its predecessor, briefly; False if
-        it must be refused OUT_OF_ORDER_SEQUENCE_NUMBER.
-
-        NB: Kafka handles a connection's requests in order, and its producers rely on it (up
-        to 5 in flight, KIP-98). Concurrent gRPC calls may be handled in any order, so batch
-        N+1 can reach the leader before batch N: it would be rejected (OUT_OF_ORDER_SEQUENCE)
-        or, for a producer the leader does not know yet, start its state at the wrong
-        sequence (KIP-360 accepts any first sequence). So a batch whose sequence does not
-        follow waits up to `SEQUENCE_REORDER_WAIT_MS` for the appends before it; then the
-        core decides, except for a producer still unknown: a batch with a sequence above 0 is
-        refused OUT_OF_ORDER_SEQUENCE_NUMBER rather than let start its state (the producer
-        retries it, or bumps its epoch and starts at 0). Accepting it put a later record
-        before earlier ones (`kraft nemesis` at a load of 60: records 2,002-2,266 of a
-        producer after its record 2,272)."""
-        try:
-            header = read_header(records)
-        except KraftError:
-            return True  # the core answers CORRUPT_MESSAGE
-        if header.producer_id < 0 or header.is_control or header.base_sequence < 0:
-            return True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + min(SEQUENCE_REORDER_WAIT_MS, max(timeout_ms, 0)) / 1000
-        while self.driver.is_leader and self._ahead_of_sequence(header):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                unknown = self.producer_state.entry(header.producer_id) is None
-                self._logger.info(
-                    "out_of_order_batch_refused" if unknown else "out_of_order_batch_released",
-                    producer_id=header.producer_id,
-                    base_sequence=header.base_sequence,
-                )
-                return not unknown
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
-        return True
-
-    def _ahead_of_sequence(self, header: BatchHeader) -> bool:
-        entry = self.producer_state.entry(header.producer_id)
-        first = header.base_sequence
-        if entry is None or header.producer_epoch > entry.producer_epoch:
-            return first != 0
-        if header.producer_epoch < entry.producer_epoch:
-            return False
-        return first > entry.last_sequence + 1
 
     def handle_follower_fetch(
         self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True

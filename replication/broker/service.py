@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
+from replication.broker.change_event import wait_any
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.broker.producer_ids import ProducerIds
 from replication.broker.read_replica import (
@@ -219,9 +220,13 @@ class BrokerService:
 
         topics = []
         for topic in request.topic_data:
-            answers = await asyncio.gather(
-                *(one(TopicPartition(topic.name, p.index)) for p in topic.partition_data)
-            )
+            data = topic.partition_data
+            if len(data) == 1:  # the common case (librdkafka): no task and gather for one
+                answers = [await one(TopicPartition(topic.name, data[0].index))]
+            else:
+                answers = await asyncio.gather(
+                    *(one(TopicPartition(topic.name, p.index)) for p in data)
+                )
             topics.append(ProduceTopicResponse(name=topic.name, partition_responses=tuple(answers)))
         return ProduceResponse(responses=tuple(topics))
 
@@ -234,19 +239,30 @@ class BrokerService:
         consumer, which only the leader serves."""
         deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
         tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
+        server = self._server
+        follower = request.replica_id >= 0
+        marks: list[object] | None = None
+        response: BrokerFetchResponse | None = None
         while True:
-            events = [r.changed for tp in tps if (r := self._server.replicas.get(tp)) is not None]
-            response, size, errors = self._fetch_once(request, client)
+            events = [r.changed for tp in tps if (r := server.replicas.get(tp)) is not None]
             remaining = deadline - time.monotonic()
-            if fetch_satisfied(request, response, size, errors) or remaining <= 0 or not events:
+            # NB: a follower's parked fetch is satisfied only by new records (or an error, a
+            # leadership change, a moved log start); a wake-up for a high watermark alone
+            # (another follower's acknowledgement) would read nothing: no pass for it until
+            # the deadline, whose pass answers with the high watermark of then.
+            seen = (
+                _log_marks(tps, server) if follower and not server.leader_throttle.limited else None
+            )
+            if response is None or seen is None or seen != marks or remaining <= 0:
+                marks = seen
+                response, size, errors = self._fetch_once(request, client)
+                if fetch_satisfied(request, response, size, errors):
+                    return response
+                remaining = deadline - time.monotonic()
+            if remaining <= 0 or not events:
                 return response
-            waiters = [asyncio.ensure_future(e.wait()) for e in events]
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
-            if self._server.stopping:
+            await wait_any(events, remaining)
+            if server.stopping:
                 return response
 
     def fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
@@ -602,6 +618,29 @@ def fetch_satisfied(
         or errors
         or any(p.diverging_epoch is not None for t in response.responses for p in t.partitions)
     )
+
+
+def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[object]:
+    """What a follower's fetch of ``tps`` reads depends on: per partition, the replica, its
+    generation (role), leader epoch, whether it is offline, and its log's start and end."""
+    marks: list[object] = []
+    for tp in tps:
+        replica = server.replicas.get(tp)
+        if replica is None:
+            marks.append(None)
+            continue
+        driver, log = replica.driver, replica.log
+        marks.append(
+            (
+                replica,
+                driver.generation,
+                driver.leader_epoch,
+                driver.offline is None,
+                log.log_start_offset,
+                log.log_end_offset,
+            )
+        )
+    return marks
 
 
 def _selected(

@@ -10,7 +10,7 @@ import pytest
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from replication.broker import partition as partition_module
+from replication.broker import sequence_turn as sequence_turn_module
 from replication.broker.partition import PartitionReplica, follower_response
 from replication.core import (
     AlterPartitionSend,
@@ -178,7 +178,7 @@ def test_a_new_producers_batch_whose_predecessor_never_came_is_refused_not_taken
     producer start at any sequence), so its record landed before records sent earlier. Now it
     is refused OUT_OF_ORDER_SEQUENCE_NUMBER (the producer retries it after its predecessor),
     and the predecessor, arriving late, still starts the producer at 0."""
-    monkeypatch.setattr(partition_module, "SEQUENCE_REORDER_WAIT_MS", 50)
+    monkeypatch.setattr(sequence_turn_module, "SEQUENCE_REORDER_WAIT_MS", 50)
 
     async def run() -> None:
         pair = Pair(tmp_path)
