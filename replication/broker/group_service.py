@@ -291,16 +291,17 @@ class GroupService:
         )
 
     async def offset_commit(
-        self, request: OffsetCommitRequest, *, producer_id: int = -1
+        self, request: OffsetCommitRequest, *, producer_id: int = -1, before_v9: bool = False
     ) -> OffsetCommitResponse:
         """OffsetCommit; with ``producer_id``, TxnOffsetCommit (KIP-98, KIP-447): validated the
         same way, its offsets pending until the producer's transaction ends
-        (`replication.group.txn_offsets`)."""
+        (`replication.group.txn_offsets`). ``before_v9``: a Kafka OffsetCommit older than v9,
+        which a consumer group's member (KIP-848) may not send."""
         inner = g.OffsetCommitRequest(
             group_id=request.group_id,
             member_id=request.member_id,
             member_epoch=request.generation_id_or_member_epoch,
-            before_v9=0 <= request.api_version < 9 and producer_id < 0,
+            before_v9=before_v9,
             partitions=tuple(
                 g.OffsetCommitPartition(
                     topic=t.name,

@@ -108,9 +108,6 @@ class OffsetCommitRequest:
     """-1 with an empty ``member_id``: an admin commit, only to an empty group."""
     member_id: str = ""
     topics: tuple[OffsetCommitRequestTopic, ...] = ()
-    api_version: int = -1
-    """The Kafka OffsetCommit version (-1 on gRPC): a consumer group's member (KIP-848) must
-    send v9 or later."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

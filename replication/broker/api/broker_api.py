@@ -302,8 +302,11 @@ class BrokerApi:
             lambda r, ctx: groups.consumer_group_heartbeat(_with_client(r, ctx)),
             ConsumerGroupHeartbeatResponse,
         )
-        self.offset_commit_api = Api(
-            "OffsetCommit", _ignore_ctx(groups.offset_commit), OffsetCommitResponse
+        self.offset_commit_api: Api[OffsetCommitRequest, OffsetCommitResponse] = Api(
+            "OffsetCommit",
+            # A KIP-848 member must send v9+ (-1: gRPC, which has no versions).
+            lambda r, ctx: groups.offset_commit(r, before_v9=0 <= ctx.api_version < 9),
+            OffsetCommitResponse,
         )
         self.offset_fetch_api = Api(
             "OffsetFetch", _ignore_ctx(groups.offset_fetch), OffsetFetchResponse

@@ -71,12 +71,9 @@ async def handle_find_coordinator(
 # -- OffsetCommit, OffsetFetch --------------------------------------------------------------------
 
 
-def offset_commit_request(
-    body: Any, generation_id_or_member_epoch: int, api_version: int = -1
-) -> OffsetCommitRequest:
-    """The OffsetCommit of a kio OffsetCommit (``api_version``) or TxnOffsetCommit body."""
+def offset_commit_request(body: Any, generation_id_or_member_epoch: int) -> OffsetCommitRequest:
+    """The OffsetCommit of a kio OffsetCommit or TxnOffsetCommit body."""
     return OffsetCommitRequest(
-        api_version=api_version,
         group_id=body.group_id,
         generation_id_or_member_epoch=generation_id_or_member_epoch,
         member_id=getattr(body, "member_id", "") or "",
@@ -132,7 +129,7 @@ async def handle_offset_commit(
     api: KafkaBrokerApi, request: Request, ctx: RequestContext
 ) -> Response:
     body = request.body
-    commit = offset_commit_request(body, body.generation_id_or_member_epoch, request.api_version)
+    commit = offset_commit_request(body, body.generation_id_or_member_epoch)
     return offset_commit_answer(body, await api.offset_commit(commit, ctx))
 
 
