@@ -65,6 +65,12 @@ class LogTrimmer:
         segments, offsets = self._segments, self._offsets
         old_end = segments.log_end_offset
         if offset >= old_end:
+            # NB: the log keeps every offset, but an epoch entry starting at the log end (this
+            # replica led an epoch and appended nothing in it) goes, as in Kafka's
+            # ``UnifiedLog.truncateTo``: kept, it stays the follower's last fetched epoch, the
+            # leader answers the same diverging epoch again, and the follower truncates to its
+            # log end again, forever (a fetch livelock: the replica never rejoins the ISR).
+            self._epoch_cache.truncate_from_end(old_end)
             return False
         if offset < offsets.log_start_offset:
             self.truncate_fully_and_start_at(offset, config)

@@ -63,6 +63,13 @@ MAX_REPLICA_OPENS_PER_RECONCILE = 32
 """Replicas one reconcile pass opens (each opens or creates a log on disk, ~10 ms); the rest
 wait for the next pass, scheduled at once, so a topic of thousands of partitions never holds
 the event loop (and with it heartbeats and fetches) for seconds."""
+RECONCILE_APPLY_BUDGET_S = 0.1
+"""A pass applies changed registrations to open replicas until it has spent this long; the
+rest wait for the next pass, scheduled at once. Each leadership change writes and fsyncs the
+replica's leader-epoch checkpoint: a fencing moves hundreds of partitions, and applying them all
+in one pass held a loaded broker's loop (its heartbeats with it) for seconds, so the broker
+was fenced in turn, which moved them all again -- brokers fenced every few seconds, and
+acks=all writes stopped, long after a network fault had healed."""
 RECONCILE_OPEN_BUDGET_S = 0.05
 """...and a pass stops opening once it has spent this long: under load an open took ~30 ms
 (fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
@@ -120,8 +127,9 @@ class ReplicaManager:
         self._reconciled_image: MetadataImage | None = None
         self._strays_checked = False
         self.revisit: set[TopicPartition] = set()
-        """Partitions the next pass visits even if unchanged: left unopened by the last
-        (`MAX_REPLICA_OPENS_PER_RECONCILE`), or reopened by the offline probe."""
+        """Partitions the next pass visits even if unchanged: left unopened or unapplied by
+        the last (`MAX_REPLICA_OPENS_PER_RECONCILE`, the time budgets), or reopened by the
+        offline probe."""
         self._tick_wake = asyncio.Event()
         self._touched: set[PartitionReplica] = set()
         """Replicas that had an input since the tick task last read their deadline."""
@@ -208,7 +216,9 @@ class ReplicaManager:
                     if held.driver.is_leader and held_tp not in visited:
                         held.update_brokers(brokers)
         opens_left = MAX_REPLICA_OPENS_PER_RECONCILE
-        opens_until = time.monotonic() + RECONCILE_OPEN_BUDGET_S
+        started = time.monotonic()
+        opens_until = started + RECONCILE_OPEN_BUDGET_S
+        applies_until = started + RECONCILE_APPLY_BUDGET_S
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
         for topic, index, registration in work:
@@ -240,6 +250,10 @@ class ReplicaManager:
                     replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                     self.replicas[tp] = replica
                 else:
+                    if time.monotonic() > applies_until:
+                        self.revisit.add(tp)  # `wanted` has it: a full pass keeps it
+                        self.metadata_changed()
+                        continue
                     # Dynamic topic configs apply live, as in Kafka (no restart).
                     replica.update_log_config(settings.log)
                 replica.apply_registration(registration, brokers, settings.replication)

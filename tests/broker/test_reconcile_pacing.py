@@ -17,6 +17,7 @@ from kraft.types import TopicPartition
 from replication.broker.partition import FileCheckpoint, PartitionReplica
 from replication.broker.replica_manager import (
     MAX_REPLICA_OPENS_PER_RECONCILE,
+    RECONCILE_APPLY_BUDGET_S,
     RECONCILE_OPEN_BUDGET_S,
     ReplicaManager,
 )
@@ -111,6 +112,58 @@ def test_a_pass_stops_opening_replicas_once_its_time_budget_is_spent(
         async with _broker(_broker_config(tmp_path), image) as b:
             assert 0 < len(b.replicas) <= 3
             assert b.replica_manager.reconcile_scheduled, "the rest is scheduled, not dropped"
+
+    asyncio.run(run())
+
+
+def test_a_pass_stops_applying_changed_registrations_once_its_time_budget_is_spent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The soak's first stall: a fencing moved every partition; each leadership change fsyncs
+    an epoch checkpoint, so one pass over them all held a loaded broker's loop (and its
+    heartbeats) for seconds, and the controller fenced that broker in turn, again and again."""
+    image = (
+        ImageBuilder()
+        .with_brokers(101, 102, 103)
+        .with_topic("wide", partitions=PARTITIONS, rf=3)
+        .build()
+    )
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            for _ in range(500):
+                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
+                    break
+                await asyncio.sleep(0)
+            assert len(b.replicas) == PARTITIONS
+            applied: list[TopicPartition] = []
+            delay_s = [RECONCILE_APPLY_BUDGET_S / 2]
+            original = PartitionReplica.apply_registration
+
+            def slow(replica: PartitionReplica, *args: Any, **kwargs: Any) -> None:
+                time.sleep(delay_s[0])
+                applied.append(replica.topic_partition)
+                original(replica, *args, **kwargs)
+
+            monkeypatch.setattr(PartitionReplica, "apply_registration", slow)
+            for index in range(PARTITIONS):
+                current = b.image.partition(topic_id_for("wide"), index)
+                assert current is not None
+                change = PartitionChangeRecord(
+                    topic_id=topic_id_for("wide"),
+                    partition=index,
+                    isr=tuple(r for r in current.isr if r != current.replicas[-1]),
+                )
+                b.image = b.image.apply(change, b.image.last_offset + 1)
+            b.replica_manager.reconcile()
+            assert 0 < len(applied) <= 3, "one time budget per pass"
+            assert b.replica_manager.reconcile_scheduled, "the rest is scheduled, not dropped"
+            delay_s[0] = 0.0
+            for _ in range(500):
+                if len(set(applied)) == PARTITIONS:
+                    break
+                await asyncio.sleep(0)
+            assert set(applied) == set(b.replicas)
 
     asyncio.run(run())
 

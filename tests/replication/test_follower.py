@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kraft.metadata.image import PartitionRegistration
 from replication.core import (
     DivergingEpoch,
@@ -14,6 +16,7 @@ from replication.core import (
     TruncationStrategy,
 )
 from storage.errors import ErrorCode
+from storage.log import SegmentedLog
 from tests.replication.harness import QUIET, TP, MemoryLog, batch
 
 LOCAL, LEADER = 2, 1
@@ -38,7 +41,7 @@ class FollowerContext:
     def __init__(
         self,
         *,
-        log: MemoryLog | None = None,
+        log: MemoryLog | SegmentedLog | None = None,
         leader_epoch: int = 5,
         high_watermark: int = 0,
         strategy: TruncationStrategy = TruncationStrategy.LEADER_EPOCH,
@@ -46,7 +49,8 @@ class FollowerContext:
         self.now_ms = 0
         self.log = log or MemoryLog()
         self.producer_state = ProducerStateManager()
-        self.producer_state.load_from_batches(self.log.headers())
+        if isinstance(self.log, MemoryLog):
+            self.producer_state.load_from_batches(self.log.headers())
         self.published: list[int] = []
         self.follower = PartitionFollower(
             topic_partition=TP,
@@ -71,11 +75,11 @@ class FollowerContext:
             if rd.truncate_fully_and_start_at is not None:
                 self.log.truncate_fully_and_start_at(rd.truncate_fully_and_start_at)
             if rd.truncate_to is not None:
-                self.log.truncate_to(rd.truncate_to)
-                self.log.leader_epoch_cache.truncate_from_end(self.log.log_end_offset)
+                self.log.truncate_to(rd.truncate_to)  # as the shell: the log trims its epochs
             if rd.append:
                 self.log.append_as_follower(rd.append)
             if rd.rebuild_producer_state:
+                assert isinstance(self.log, MemoryLog)
                 self.producer_state.reload(None, self.log.headers())
             self.published.append(rd.high_watermark)
             f.advance(rd)
@@ -180,6 +184,26 @@ def test_stale_epoch_entry_without_batches_is_dropped_by_truncation() -> None:
     assert request.last_fetched_epoch == 4
     ctx.answer(request, high_watermark=0, diverging_epoch=DivergingEpoch(epoch=2, end_offset=7))
     assert ctx.log.log_end_offset == 3 and ctx.log.leader_epoch_cache.latest_epoch == 2
+
+
+def test_empty_epoch_at_the_log_end_of_a_segmented_log_does_not_livelock_the_fetch(
+    tmp_path: Path,
+) -> None:
+    """The soak's stall: a replica led epoch 4 at its log end (3) without appending; the
+    leader has one more epoch-2 record. Diverging epoch (2, ends at 4) -> truncate to 3 (the
+    log end, no offset removed). The real log must drop the entry (4, 3) then, or the next
+    fetch says last epoch 4 again and the leader answers the same divergence forever."""
+    log = SegmentedLog.open(tmp_path)
+    log.append_as_follower(_leader_batches((2, 3)))
+    log.assign_leader_epoch(4, 3)
+    ctx = FollowerContext(log=log, leader_epoch=6)
+    request = ctx.request()
+    assert request.last_fetched_epoch == 4
+    ctx.answer(request, high_watermark=0, diverging_epoch=DivergingEpoch(epoch=2, end_offset=4))
+    request = ctx.request()
+    assert (request.fetch_offset, request.last_fetched_epoch) == (3, 2)
+    ctx.answer(request, high_watermark=4, records=_leader_batches((2, 1), start=3))
+    assert ctx.log.log_end_offset == 4 and ctx.follower.high_watermark == 4
 
 
 def test_fenced_leader_epoch_waits_for_metadata() -> None:

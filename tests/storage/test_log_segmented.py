@@ -308,6 +308,18 @@ def test_truncate_to_at_or_beyond_the_log_end_is_a_no_op(tmp_path: Path) -> None
         log.truncate_to(-1)
 
 
+def test_truncate_to_the_log_end_drops_an_epoch_entry_starting_there(tmp_path: Path) -> None:
+    """A replica that led epoch 4 and appended nothing keeps the entry (4, LEO): a truncation
+    to the log end removes it (Kafka's ``UnifiedLog.truncateTo``), else the follower keeps
+    fetching with last epoch 4 and the leader keeps answering the same diverging epoch."""
+    log = LogBuilder(tmp_path).with_batches(3, epoch=2).build()
+    assert log.assign_leader_epoch(4, 3)
+    assert not log.truncate_to(3)  # no offset removed
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(2, 0)]
+    log.close()
+    assert SegmentedLog.open(tmp_path).leader_epoch_cache.latest_epoch == 2
+
+
 def test_truncate_fully_and_start_at_empties_the_log_at_that_offset(tmp_path: Path) -> None:
     log = LogBuilder(tmp_path).with_config(segment_bytes=200).with_batches(5, epoch=2).build()
     log.truncate_fully_and_start_at(100)
