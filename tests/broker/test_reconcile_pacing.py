@@ -27,13 +27,26 @@ from tests.metadata.builders import ImageBuilder, topic_id_for
 PARTITIONS = MAX_REPLICA_OPENS_PER_RECONCILE * 2 + 5
 
 
-def test_a_large_topic_is_opened_over_several_loop_turns_and_completely(tmp_path: Path) -> None:
-    image = (
+def _wide_image() -> MetadataImage:
+    """One topic of `PARTITIONS` partitions over three brokers."""
+    return (
         ImageBuilder()
         .with_brokers(101, 102, 103)
         .with_topic("wide", partitions=PARTITIONS, rf=3)
         .build()
     )
+
+
+async def _settled(b: Any) -> None:
+    """Let the broker's passes run until every replica is open and none is scheduled."""
+    for _ in range(500):
+        if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
+            return
+        await asyncio.sleep(0)
+
+
+def test_a_large_topic_is_opened_over_several_loop_turns_and_completely(tmp_path: Path) -> None:
+    image = _wide_image()
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
@@ -54,19 +67,11 @@ def test_a_batch_that_changes_one_partition_revisits_that_partition_only(
     """Kafka's ``localChanges``: before, every applied batch (an ISR change of one partition)
     re-applied the registration of every replica the broker holds, O(partitions) per batch and
     O(partitions^2) while a large topic settles."""
-    image = (
-        ImageBuilder()
-        .with_brokers(101, 102, 103)
-        .with_topic("wide", partitions=PARTITIONS, rf=3)
-        .build()
-    )
+    image = _wide_image()
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
-            for _ in range(500):
-                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
-                    break
-                await asyncio.sleep(0)
+            await _settled(b)
             assert len(b.replicas) == PARTITIONS
             applied: list[TopicPartition] = []
             original = PartitionReplica.apply_registration
@@ -94,12 +99,7 @@ def test_a_pass_stops_opening_replicas_once_its_time_budget_is_spent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under load an open took ~30 ms (fsyncs): 32 per pass held the loop for a second."""
-    image = (
-        ImageBuilder()
-        .with_brokers(101, 102, 103)
-        .with_topic("wide", partitions=PARTITIONS, rf=3)
-        .build()
-    )
+    image = _wide_image()
     original = ReplicaManager._open_replica
 
     def slow(manager: ReplicaManager, *args: Any, **kwargs: Any) -> PartitionReplica:
@@ -122,19 +122,11 @@ def test_a_pass_stops_applying_changed_registrations_once_its_time_budget_is_spe
     """The soak's first stall: a fencing moved every partition; each leadership change fsyncs
     an epoch checkpoint, so one pass over them all held a loaded broker's loop (and its
     heartbeats) for seconds, and the controller fenced that broker in turn, again and again."""
-    image = (
-        ImageBuilder()
-        .with_brokers(101, 102, 103)
-        .with_topic("wide", partitions=PARTITIONS, rf=3)
-        .build()
-    )
+    image = _wide_image()
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
-            for _ in range(500):
-                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
-                    break
-                await asyncio.sleep(0)
+            await _settled(b)
             assert len(b.replicas) == PARTITIONS
             applied: list[TopicPartition] = []
             delay_s = [RECONCILE_APPLY_BUDGET_S / 2]
@@ -173,19 +165,11 @@ def test_a_broker_fenced_updates_the_leaders_view_without_a_pass_over_every_part
 ) -> None:
     """At 20,000 partitions a full pass at each fencing held a broker's loop long enough to
     get it fenced in turn, over and over. Only the replicas it leads use the brokers' states."""
-    image = (
-        ImageBuilder()
-        .with_brokers(101, 102, 103)
-        .with_topic("wide", partitions=PARTITIONS, rf=3)
-        .build()
-    )
+    image = _wide_image()
 
     async def run() -> None:
         async with _broker(_broker_config(tmp_path), image) as b:
-            for _ in range(500):
-                if len(b.replicas) == PARTITIONS and not b.replica_manager.reconcile_scheduled:
-                    break
-                await asyncio.sleep(0)
+            await _settled(b)
             applied: list[TopicPartition] = []
             updated: list[TopicPartition] = []
             monkeypatch.setattr(
