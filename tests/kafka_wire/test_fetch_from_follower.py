@@ -69,6 +69,17 @@ def layout(cluster: LocalCluster) -> tuple[str, int, int, int]:
     _wait(in_sync, "all three replicas in the ISR")
     (p,) = cluster.describe_topic(topic).partitions
     first, second = sorted(b for b in p.replicas if b != p.leader)
+
+    # NB: a follower learns the high watermark from its next fetch's answer, after the ISR
+    # says it is in sync: until then it serves nothing (as Kafka's follower does), and a
+    # test on another xdist worker can run first.
+    def caught_up() -> bool:
+        return all(
+            _fetch(cluster, b, topic, 0, p.leader_epoch).high_watermark == RECORDS
+            for b in (first, second)
+        )
+
+    _wait(caught_up, "both followers' high watermark at the log end")
     return topic, p.leader, first, second
 
 
