@@ -9,9 +9,11 @@ process tests (`test_clients_cluster`) run the listener over real brokers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -51,6 +53,21 @@ class GatedApi:
         raise AssertionError(f"unexpected call of {name}")
 
 
+@contextlib.asynccontextmanager
+async def serving(api: GatedApi, **config: Any) -> AsyncIterator[tuple[KafkaListener, int]]:
+    """A started listener on an OS-chosen loopback port over ``api``, and that port."""
+    listener = KafkaListener(
+        KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0, **config),
+        api,  # type: ignore[arg-type]
+    )
+    await listener.start()
+    assert listener.bound_port is not None
+    try:
+        yield listener, listener.bound_port
+    finally:
+        await listener.stop()
+
+
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
     (size,) = struct.unpack(">i", await reader.readexactly(4))
     return await reader.readexactly(size)
@@ -80,14 +97,8 @@ async def wait_for(condition: Any, timeout_s: float = 10.0) -> None:
 def test_a_connection_holds_at_most_queued_max_requests_and_answers_in_order() -> None:
     async def run() -> None:
         api = GatedApi()
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0, queued_max_requests=2),
-            api,  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+        async with serving(api, queued_max_requests=2) as (_, port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"".join(
                     request_frame(
@@ -99,7 +110,7 @@ def test_a_connection_holds_at_most_queued_max_requests_and_answers_in_order() -
             await writer.drain()
             await wait_for(lambda: api.slow_calls == 2)
             # Another connection is served meanwhile: the loop read what it could.
-            assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
+            assert await metadata_round_trip(port, "fast", 7) == 7
             assert api.slow_calls == 2, "the listener read past queued.max.requests"
             api.gate.set()
             frames = [await asyncio.wait_for(read_frame(reader), 10) for _ in range(6)]
@@ -109,8 +120,6 @@ def test_a_connection_holds_at_most_queued_max_requests_and_answers_in_order() -
             assert (ctx.listener, ctx.api, ctx.api_version) == ("KAFKA", "Metadata", 12)
             assert ctx.principal == "User:ANONYMOUS" and ctx.client_host == "127.0.0.1"
             writer.close()
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -120,14 +129,8 @@ def test_a_connection_that_pipelines_and_never_reads_is_handled_a_few_requests_a
     # all handled at once: 2 GiB of responses held, and 5 s of latency for everyone else.
     async def run() -> None:
         api = GatedApi()
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
-            api,  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+        async with serving(api) as (_, port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"".join(
                     request_frame(
@@ -138,14 +141,12 @@ def test_a_connection_that_pipelines_and_never_reads_is_handled_a_few_requests_a
             )
             await writer.drain()
             await wait_for(lambda: api.slow_calls == HANDLED_PER_CONNECTION)
-            assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
+            assert await metadata_round_trip(port, "fast", 7) == 7
             assert api.slow_calls == HANDLED_PER_CONNECTION, "more handled at once than the bound"
             api.gate.set()
             frames = [await asyncio.wait_for(read_frame(reader), 10) for _ in range(100)]
             assert [decode_response(METADATA, 12, f)[0] for f in frames] == list(range(100))
             writer.close()
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -153,14 +154,7 @@ def test_a_connection_that_pipelines_and_never_reads_is_handled_a_few_requests_a
 def test_bad_input_closes_only_its_own_connection() -> None:
     async def run() -> None:
         api = GatedApi()
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0, max_request_bytes=1 << 16),
-            api,  # type: ignore[arg-type]
-        )
-        await listener.start()
-        port = listener.bound_port
-        assert port is not None
-        try:
+        async with serving(api, max_request_bytes=1 << 16) as (_, port):
             for garbage in (
                 struct.pack(">i", 1 << 20),  # over socket.request.max.bytes
                 struct.pack(">ihhih", 10, 12345, 0, 1, -1),  # unknown API key
@@ -171,8 +165,6 @@ def test_bad_input_closes_only_its_own_connection() -> None:
                 assert await asyncio.wait_for(reader.read(), 10) == b"", "not closed"
                 writer.close()
                 assert await metadata_round_trip(port, "fast", 9) == 9
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -182,14 +174,8 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
     ApiVersions advertises exactly the dispatch table."""
 
     async def run() -> None:
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
-            GatedApi(),  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+        async with serving(GatedApi()) as (_, port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(request_frame(17, 1, {"mechanism": "PLAIN"}, correlation_id=1))
             writer.write(request_frame(18, 4, {}, correlation_id=2))
             _, sasl = decode_response(17, 1, await asyncio.wait_for(read_frame(reader), 10))
@@ -201,8 +187,6 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
                 int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
             } == dict(SUPPORTED_VERSIONS)
             writer.close()
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -212,14 +196,8 @@ def test_describe_cluster_gives_the_brokers_and_a_broker_as_controller() -> None
     the controllers' endpoints (KIP-919, type 2) is refused."""
 
     async def run() -> None:
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
-            GatedApi(),  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+        async with serving(GatedApi()) as (_, port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             for correlation, endpoint_type in ((1, 1), (2, 2)):
                 body = {"include_cluster_authorized_operations": False}
                 writer.write(
@@ -237,8 +215,6 @@ def test_describe_cluster_gives_the_brokers_and_a_broker_as_controller() -> None
             _, refused = decode_response(60, 1, await asyncio.wait_for(read_frame(reader), 10))
             assert refused.error_code == KioErrorCode.unsupported_endpoint_type
             writer.close()
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -251,14 +227,8 @@ def test_a_client_that_resets_while_at_the_bound_leaves_nothing_behind() -> None
         api = GatedApi()
         unhandled: list[object] = []
         asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unhandled.append(ctx))
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0, queued_max_requests=2),
-            api,  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", listener.bound_port)
+        async with serving(api, queued_max_requests=2) as (listener, port):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"".join(
                     request_frame(
@@ -275,10 +245,8 @@ def test_a_client_that_resets_while_at_the_bound_leaves_nothing_behind() -> None
             await asyncio.sleep(0)  # let the reset land before the handlers answer
             api.gate.set()
             await wait_for(lambda: not listener._connections)
-            assert await metadata_round_trip(listener.bound_port, "fast", 7) == 7
+            assert await metadata_round_trip(port, "fast", 7) == 7
             assert not unhandled, unhandled
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
 
@@ -289,15 +257,7 @@ def test_kraft_s_own_client_on_a_kafka_listener_is_told_so_at_once() -> None:
     answers it a line that its error names, and it gives up after the refusal grace."""
 
     async def run() -> None:
-        listener = KafkaListener(
-            KafkaListenerConfig(name="KAFKA", host="127.0.0.1", port=0),
-            GatedApi(),  # type: ignore[arg-type]
-        )
-        await listener.start()
-        assert listener.bound_port is not None
-        address = f"127.0.0.1:{listener.bound_port}"
-
-        def list_topics() -> NetworkError:
+        def list_topics(address: str) -> NetworkError:
             admin = AdminClient(address)
             try:
                 with pytest.raises(NetworkError) as raised:
@@ -306,13 +266,12 @@ def test_kraft_s_own_client_on_a_kafka_listener_is_told_so_at_once() -> None:
             finally:
                 admin.close()
 
-        try:
+        async with serving(GatedApi()) as (_, port):
+            address = f"127.0.0.1:{port}"
             started = time.monotonic()
-            error = await asyncio.get_running_loop().run_in_executor(None, list_topics)
+            error = await asyncio.get_running_loop().run_in_executor(None, list_topics, address)
             assert time.monotonic() - started < 15, "waited for the deadline"  # grace: 1 s
             assert address in error.message and "Kafka listener" in error.message, error
             assert "KRAFT_BOOTSTRAP" in error.message, error
-        finally:
-            await listener.stop()
 
     asyncio.run(run())
