@@ -19,6 +19,7 @@ import json
 import random
 import sys
 import time
+from typing import Any
 
 COUNTRIES = ["BR", "DE", "FR", "IN", "JP", "US"]
 TOPIC = "page-views"
@@ -44,6 +45,34 @@ def produce_events(bootstrap: str, count: int) -> dict[str, int]:
     return expected
 
 
+def views_per_country(session: Any, bootstrap: str) -> dict[str, int]:
+    """The job: read the whole topic with the ``kraft`` source, show views and distinct users
+    per country, and return the views per country."""
+    from pyspark.sql import functions as F
+
+    views = (
+        session.read.format("kraft")
+        .option("kraft.bootstrap", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
+    events = views.select(
+        F.col("partition"),
+        F.col("offset"),
+        F.get_json_object(F.col("value").cast("string"), "$.country").alias("country"),
+        F.col("key").cast("string").alias("user"),
+    )
+    per_country = (
+        events.groupBy("country")
+        .agg(F.count("*").alias("views"), F.countDistinct("user").alias("users"))
+        .orderBy(F.desc("views"))
+    )
+    per_country.show()
+    return {r["country"]: r["views"] for r in per_country.collect()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=20_000)
@@ -58,34 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         expected = produce_events(cluster.bootstrap, args.records)
         print(f"produced {args.records} page views to {TOPIC!r}")
 
-        from pyspark.sql import functions as F
-
         import spark as kraft_spark
 
         started = time.monotonic()
         session = kraft_spark.local_session(args.master, "kraft-spark-batch-job")
         try:
-            views = (
-                session.read.format("kraft")
-                .option("kraft.bootstrap", cluster.bootstrap)
-                .option("subscribe", TOPIC)
-                .option("startingOffsets", "earliest")
-                .option("endingOffsets", "latest")
-                .load()
-            )
-            events = views.select(
-                F.col("partition"),
-                F.col("offset"),
-                F.get_json_object(F.col("value").cast("string"), "$.country").alias("country"),
-                F.col("key").cast("string").alias("user"),
-            )
-            per_country = (
-                events.groupBy("country")
-                .agg(F.count("*").alias("views"), F.countDistinct("user").alias("users"))
-                .orderBy(F.desc("views"))
-            )
-            per_country.show()
-            got = {r["country"]: r["views"] for r in per_country.collect()}
+            got = views_per_country(session, cluster.bootstrap)
             print(f"Spark job took {time.monotonic() - started:.1f} s (session start included)")
         finally:
             kraft_spark.stop_session(session)

@@ -36,7 +36,11 @@ def _widest_fixture_group(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # NB: tryfirst: xdist's worker reads the marks in its own hook of this name (it appends
+    # ``@group`` to each node id); run after it, these marks grouped nothing, and every
+    # shared cluster and the SparkSession started once per worker.
     for item in items:
         if SHARED_CLUSTERS.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("shared-clusters"))

@@ -1,4 +1,6 @@
-"""examples/spark_batch_job.py runs as the docs say and checks its own aggregate."""
+"""examples/spark_batch_job.py runs as the docs say and checks its own aggregate: its own cluster
+and SparkSession, so ``make test-long``; the job itself runs in ``make test`` on the Spark
+package's shared ones (`tests/spark/test_example_job.py`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
     pytest.mark.spark,
     pytest.mark.process,
+    pytest.mark.long,
     pytest.mark.skipif(
         importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,
         reason="needs pyspark and java",
