@@ -368,6 +368,20 @@ def test_librdkafka_over_ssl_alice_produces_and_consumes_nobody_is_refused(
 # -- OffsetDelete and DescribeGroups, per topic and per group ------------------------------------
 
 
+def commit_as_alice(
+    cluster: LocalCluster, group: str, tp: kafka.TopicPartition, offset: int
+) -> None:
+    """A kafka-python consumer of alice's that assign()s ``tp`` and commits ``offset``."""
+    consumer = kafka.KafkaConsumer(
+        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
+    )
+    try:
+        consumer.assign([tp])
+        consumer.commit({tp: kafka.structs.OffsetAndMetadata(offset, "", -1)})
+    finally:
+        consumer.close()
+
+
 def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
     cluster: LocalCluster,
 ) -> None:
@@ -388,14 +402,7 @@ def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
         kafka.TopicPartition(TOPIC, PARTITIONS + 5),
         kafka.TopicPartition("not-alices", 0),
     )
-    consumer = kafka.KafkaConsumer(
-        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
-    )
-    try:
-        consumer.assign([mine])
-        consumer.commit({mine: kafka.structs.OffsetAndMetadata(3, "", -1)})
-    finally:
-        consumer.close()
+    commit_as_alice(cluster, group, mine, 3)
     admin = kafka.KafkaAdminClient(**kafka_python_ssl(cluster, "alice"))
     try:
         assert admin.list_group_offsets(group)[group][mine].offset == 3
@@ -426,14 +433,7 @@ def test_describe_and_delete_groups_answer_each_group(cluster: LocalCluster) -> 
 
     mine, refused = "alice-items", "bob-items"
     tp = kafka.TopicPartition(TOPIC, 0)
-    consumer = kafka.KafkaConsumer(
-        group_id=mine, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
-    )
-    try:
-        consumer.assign([tp])
-        consumer.commit({tp: kafka.structs.OffsetAndMetadata(1, "", -1)})
-    finally:
-        consumer.close()
+    commit_as_alice(cluster, mine, tp, 1)
     confluent = ConfluentAdmin(librdkafka_ssl(cluster, "alice"))
     futures = confluent.describe_consumer_groups([mine, refused])
     assert futures[mine].result(timeout=30).state == confluent_kafka.ConsumerGroupState.EMPTY
