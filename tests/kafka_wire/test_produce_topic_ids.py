@@ -253,13 +253,14 @@ def test_a_broker_not_leading_names_the_leader_and_its_endpoint_in_produce(
 
 @pytest.mark.process
 @pytest.mark.timeout(150)
-def test_librdkafka_follows_a_moved_leader_from_the_produce_answer(cluster: LocalCluster) -> None:
-    """librdkafka applies a Produce answer's ``current_leader`` (KIP-951) as an inline metadata
-    update: after the leader moves (a reassignment to the same replicas in another order, then
-    a preferred election), its next produce to the old leader logs "updated with leader <new>"
-    (its ``rd_kafka_metadata_update_op``, which only the inline path runs) and the record is
-    delivered. NB: librdkafka knows every broker already, so it needs no ``node_endpoints``
-    here; those are checked on the wire above."""
+def test_a_moved_leader_is_named_in_produce_and_fetch_answers(cluster: LocalCluster) -> None:
+    """After the leader moves (a reassignment to the same replicas in another order, then a
+    preferred election), librdkafka applies its Produce answer's ``current_leader`` (KIP-951)
+    as an inline metadata update: its next produce to the old leader logs "updated with leader
+    <new>" (its ``rd_kafka_metadata_update_op``, which only the inline path runs) and the record
+    is delivered. (librdkafka knows every broker already, so it needs no ``node_endpoints``
+    here; those are checked on the wire above.) A Fetch v16+ with the old leader epoch is
+    FENCED_LEADER_EPOCH with the new leader, its epoch and its endpoint."""
     import logging
 
     import confluent_kafka
@@ -293,6 +294,7 @@ def test_librdkafka_follows_a_moved_leader_from_the_produce_answer(cluster: Loca
 
     produce(b"before")
     partition = cluster.describe_topic(name).partitions[0]
+    old_epoch = partition.leader_epoch
     moved_to = next(r for r in partition.replicas if r != partition.leader)
     wanted = [moved_to, *(r for r in partition.replicas if r != moved_to)]
     tp = TopicPartition(name, 0)
@@ -306,3 +308,38 @@ def test_librdkafka_follows_a_moved_leader_from_the_produce_answer(cluster: Loca
     produce(b"after")
     assert errors == [None, None]
     assert any(f"[0]: updated with leader {moved_to} " in line for line in lines), lines[-20:]
+
+    new_epoch = cluster.describe_topic(name).partitions[0].leader_epoch
+    leader_address = cluster.kafka_addresses[moved_to]
+    (described,) = call(leader_address, 3, 12, {"topics": [{"name": name}]}).topics
+    fetch = {
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": described.topic_id,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": old_epoch,
+                        "fetch_offset": 0,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+    }
+    fenced = call(leader_address, 1, 17, fetch)
+    (part,) = fenced.responses[0].partitions
+    assert part.error_code.value == ErrorCode.FENCED_LEADER_EPOCH
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
+        moved_to,
+        new_epoch,
+    )
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in fenced.node_endpoints] == [
+        (moved_to, leader_address)
+    ]
