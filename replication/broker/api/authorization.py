@@ -208,7 +208,7 @@ def answer_refused(
         if response.error_code != ErrorCode.NONE:
             return response  # Kafka: a group error answers the request alone
         return replace(response, partitions=(*response.partitions, *refused_partitions))
-    if api == "DescribeGroups":  # Kafka answers a refused group Dead, GROUP_AUTHORIZATION_FAILED
+    if api == "DescribeGroups":  # Kafka: the refused groups first, state unknown ("")
         extra = tuple(
             ClassicDescribedGroup(group_id=g, error_code=code)
             for g in request.group_ids
@@ -295,7 +295,7 @@ def refused_response(api: str, request: Any, empty: Any, refusal: Refused) -> An
                 for g in request.group_ids
             ),
         )
-    if api == "DescribeGroups":  # Kafka answers each group Dead with the refusal
+    if api == "DescribeGroups":  # Kafka answers each group with the refusal
         return replace(
             empty,
             groups=tuple(
