@@ -582,9 +582,23 @@ def _consumer_group(t: Target, out: Fields) -> None:
     consumer_group(t, out)
 
 
+def _group_items(t: Target, out: Fields) -> None:
+    from kraft.interop.items_step import group_items
+
+    group_items(t, out)
+
+
+def _leader_hints(t: Target, out: Fields) -> None:
+    from kraft.interop.items_step import leader_hints
+
+    leader_hints(t, out)
+
+
 STEPS["transactions"] = _transactions
 STEPS["fetch_sessions"] = _fetch_sessions
 STEPS["consumer_group_kip848"] = _consumer_group
+STEPS["group_items"] = _group_items
+STEPS["leader_hints"] = _leader_hints
 
 SKIPPED: dict[str, str] = {
     "compacted_tombstones": "skipped: a compacted topic's cleaner runs on its own schedule on "

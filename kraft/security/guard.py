@@ -89,12 +89,14 @@ class Refusal:
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What the guard decided for one call: refused whole (``refusal``), or allowed with the
-    named topics in ``refused_topics`` answered TOPIC_AUTHORIZATION_FAILED (per topic)."""
+    named items in ``refused_topics`` answered ``code`` (per topic, per group, per key)."""
 
     refusal: Refusal | None = None
     refused_topics: frozenset[str] = frozenset()
     why: str = ""
     """The refused topics' message, before the topic's quoted name."""
+    code: ErrorCode = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    """The refused items' error (TOPIC_ or GROUP_AUTHORIZATION_FAILED, ...)."""
 
 
 _ALLOWED: Final = Decision()
@@ -235,7 +237,7 @@ class AccessGuard:
             return Decision(refusal)  # nothing left to answer: refused whole
         who = f"{caller.principal[:_QUOTE_MAX]} (from {caller.host})"
         why = f"{who} may not {need.operation.name} {need.resource_type.name.lower()}"
-        return Decision(refused_topics=frozenset(refused), why=why)
+        return Decision(refused_topics=frozenset(refused), why=why, code=refusal.code)
 
     @staticmethod
     def _refusal(caller: Caller, need: Need) -> Refusal:

@@ -20,8 +20,9 @@ from listings (Metadata, DescribeCluster, ListGroups, OffsetFetch of every topic
 TOPIC_AUTHORIZATION_FAILED for a topic the caller named but may not describe, as Kafka does.
 
 Per topic, as Kafka: Produce, Fetch, ListOffsets, OffsetCommit, OffsetDelete, CreateTopics and
-DeleteTopics name their topics in `Requirement.topics` (DescribeGroups its groups, answered per
-group the same way); when only some of a request's topics are refused,
+DeleteTopics name their topics in `Requirement.topics` (DescribeGroups, ConsumerGroupDescribe
+and DeleteGroups their groups, FindCoordinator its keys, answered per item the same way, with
+the item's own error); when only some of a request's topics are refused,
 those get TOPIC_AUTHORIZATION_FAILED in the answer and the others a normal one
 (`kraft.security.per_topic`). A request whose every named topic is refused, or that misses a
 permission on anything else (its group, the cluster), is refused whole; the error names the
@@ -62,8 +63,8 @@ class Requirement:
     node: bool = False
     """A node-to-node RPC (CLUSTER_ACTION on the cluster)."""
     topics: tuple[str | None, ...] = ()
-    """Per group, the topic (DescribeGroups: the group) it is about when the method answers per
-    topic (else None, or empty): an unmet group of a topic refuses that topic only
+    """Per group, the topic (or the group, the coordinator key) it is about when the method
+    answers per item (else None, or empty): an unmet group of an item refuses that item only
     (`kraft.security.per_topic`)."""
 
 
@@ -154,8 +155,11 @@ BROKER_APIS: Final[dict[str, Rule]] = {
         if r.transactional_id
         else ((_cluster(_O.IDEMPOTENT_WRITE), Need(_R.TOPIC, _O.WRITE, None)),)
     ),
-    "FindCoordinator": lambda r, _: Requirement(
-        _each(_R.TRANSACTIONAL_ID if r.key_type == 1 else _R.GROUP, _O.DESCRIBE, r.coordinator_keys)
+    # Per key, per group and per group id, as Kafka's handleFindCoordinatorRequest,
+    # handleConsumerGroupDescribe and handleDeleteGroupsRequest: a refused one is answered
+    # with its error, the others served.
+    "FindCoordinator": lambda r, _: _per_topic(
+        _R.TRANSACTIONAL_ID if r.key_type == 1 else _R.GROUP, _O.DESCRIBE, r.coordinator_keys
     ),
     "ConsumerGroupHeartbeat": lambda r, _: _heartbeat(r),
     "OffsetCommit": lambda r, _: _per_topic(
@@ -168,8 +172,8 @@ BROKER_APIS: Final[dict[str, Rule]] = {
         )
     ),
     "ListGroups": lambda r, _: Requirement(),  # filtered: `filter_response`
-    "ConsumerGroupDescribe": lambda r, _: Requirement(_each(_R.GROUP, _O.DESCRIBE, r.group_ids)),
-    "DeleteGroups": lambda r, _: Requirement(_each(_R.GROUP, _O.DELETE, r.groups_names)),
+    "ConsumerGroupDescribe": lambda r, _: _per_topic(_R.GROUP, _O.DESCRIBE, r.group_ids),
+    "DeleteGroups": lambda r, _: _per_topic(_R.GROUP, _O.DELETE, r.groups_names),
     # KIP-98: a transaction coordinator's markers to a partition leader (Kafka: CLUSTER_ACTION).
     "WriteTxnMarkers": lambda r, _: _node(),
     # -- transactions (KIP-98, `replication.broker.txn_service`) -----------------------------

@@ -234,7 +234,7 @@ def _classic_subscriptions(group: ClassicGroup) -> set[str] | None:
 
 
 def _describe(group_id: str) -> Callable[[Coordinator], list[DescribedGroup]]:
-    return lambda c: _shard(c).classic.describe_groups([group_id])
+    return lambda c: _shard(c).describe_classic([group_id])
 
 
 def _shard(c: Coordinator) -> GroupShard:

@@ -46,7 +46,6 @@ from replication.group import (
 )
 from replication.group import types as g
 from replication.group.classic import ClassicGroupConfig
-from replication.group.classic import ListedGroup as ClassicListing
 from replication.group.txn_offsets import pending_record
 from replication.messages import (
     COORDINATOR_KEY_TYPE_GROUP,
@@ -79,6 +78,7 @@ from replication.messages import Coordinator as WireCoordinator
 from storage.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
+    InvalidGroupIdError,
     KraftError,
 )
 
@@ -232,9 +232,9 @@ class GroupService:
                 error_code=ErrorCode.INVALID_REQUEST,
                 error_message=f"unknown coordinator key type {key_type} (0 group, 1 transaction)",
             )
-        if not key or len(key) > GROUP_ID_MAX_CHARS:
+        if len(key) > GROUP_ID_MAX_CHARS:  # "" has a coordinator, as in Kafka
             return WireCoordinator(
-                key=key[:GROUP_ID_MAX_CHARS],
+                key=key,
                 error_code=ErrorCode.INVALID_GROUP_ID,
                 error_message="a group id is 1 to 255 characters",
             )
@@ -437,7 +437,7 @@ class GroupService:
         wanted = {s.lower() for s in request.states_filter}
         groups = []
         for coordinator in self.runtime.loaded_coordinators():
-            for listing in _listings(coordinator):
+            for listing in _shard(coordinator).list_groups():
                 state = listing.state.value
                 if wanted and state.lower() not in wanted:
                     continue
@@ -454,9 +454,14 @@ class GroupService:
     async def consumer_group_describe(
         self, request: ConsumerGroupDescribeRequest
     ) -> ConsumerGroupDescribeResponse:
+        """Each group on its own (Kafka's GroupCoordinatorService.consumerGroupDescribe): the
+        empty id INVALID_GROUP_ID, a group of another coordinator NOT_COORDINATOR, one not
+        here, or a classic one, GROUP_ID_NOT_FOUND."""
         out = []
         for group_id in request.group_ids:
             try:
+                if not group_id:
+                    raise InvalidGroupIdError("the group id is empty")
                 description = await self._describe_one(group_id)
             except KraftError as e:
                 out.append(
@@ -464,6 +469,17 @@ class GroupService:
                         group_id=group_id[:GROUP_ID_MAX_CHARS],
                         error_code=e.code,
                         error_message=e.message,
+                    )
+                )
+                continue
+            if description.error_code != ErrorCode.NONE:
+                out.append(
+                    DescribedGroup(
+                        group_id=group_id,
+                        error_code=description.error_code,
+                        error_message=f"group {group_id[:GROUP_ID_MAX_CHARS]!r} not found"
+                        if description.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+                        else "",
                     )
                 )
                 continue
@@ -495,7 +511,7 @@ class GroupService:
         partition = self._partition_of(group_id)
 
         def run(c: Coordinator) -> list[g.GroupDescription]:
-            if _shard(c).classic.has_group(group_id):  # Kafka: "not a consumer group"
+            if _shard(c).is_classic(group_id):  # Kafka: "not a consumer group"
                 return [
                     g.GroupDescription(
                         group_id=group_id,
@@ -528,7 +544,7 @@ class GroupService:
 
     async def delete_groups(self, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
         out = []
-        for group_id in request.groups_names:
+        for group_id in dict.fromkeys(request.groups_names):  # each once, as Kafka
             try:
                 response = await self._delete_one(group_id)
             except KraftError as e:
@@ -563,15 +579,6 @@ def _fetch_offsets(c: Coordinator, request: g.OffsetFetchRequest) -> g.OffsetFet
     if shard.classic.has_group(request.group_id):  # no KIP-848 member to check
         request = dataclasses.replace(request, member_id="", member_epoch=-1)
     return shard.kip848.fetch_offsets(request)
-
-
-def _listings(c: Coordinator) -> list[g.GroupListing | ClassicListing]:
-    """Both kinds of group of a shard; a classic group's offsets (kept by the KIP-848
-    coordinator under the same id) do not list it twice."""
-    shard = _shard(c)
-    classic: list[g.GroupListing | ClassicListing] = list(shard.classic.list_groups())
-    ids = {x.group_id for x in classic}
-    return classic + [x for x in shard.kip848.list_groups() if x.group_id not in ids]
 
 
 __all__ = ["OFFSETS_TOPIC_CONFIGS", "GroupService"]

@@ -16,15 +16,17 @@ when the shard is unloaded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import final
 
-from replication.group import GroupConfig, GroupCoordinator, TopicInfo
+from replication.group import GroupConfig, GroupCoordinator, GroupListing, TopicInfo
 from replication.group.classic import (
     ClassicGroupConfig,
     ClassicGroupManager,
     ClassicGroupState,
+    DescribedGroup,
     Effects,
+    ListedGroup,
     Reply,
     is_classic_record,
 )
@@ -48,6 +50,51 @@ class GroupShard:
         self._replies: list[Reply] = []
         self.txn_offsets = PendingTxnOffsets()
         """Offsets of transactions not ended yet (TxnOffsetCommit, KIP-447)."""
+
+    # --- the groups as the Kafka APIs see them ---------------------------------------------
+
+    def is_simple_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is known here only by offsets committed outside any membership
+        (a consumer that assign()s and commits, an admin): no consumer group's metadata and no
+        classic group. Kafka 4.x keeps such a group as an Empty classic group of protocol type
+        "" (``getOrMaybeCreateClassicGroup`` on a commit at generation -1)."""
+        kept = self.kip848.groups().get(group_id)
+        return kept is not None and not kept.has_metadata and not self.classic.has_group(group_id)
+
+    def is_classic(self, group_id: str) -> bool:
+        """A classic group for Kafka: one with classic members or records, or a simple one
+        (then ConsumerGroupDescribe answers GROUP_ID_NOT_FOUND, "not a consumer group")."""
+        return self.classic.has_group(group_id) or self.is_simple_group(group_id)
+
+    def describe_classic(self, group_ids: Sequence[str]) -> list[DescribedGroup]:
+        """DescribeGroups: the classic groups, a simple group Empty with no protocol type."""
+        return [
+            DescribedGroup(group_id=gid, state=ClassicGroupState.EMPTY)
+            if self.is_simple_group(gid)
+            else described
+            for gid, described in zip(
+                group_ids, self.classic.describe_groups(group_ids), strict=True
+            )
+        ]
+
+    def list_groups(self) -> list[GroupListing | ListedGroup]:
+        """ListGroups: both kinds of group; a classic group's offsets (kept by the KIP-848
+        coordinator under the same id) do not list it twice, and a simple group is listed as
+        Kafka lists it (classic, Empty, protocol type "")."""
+        out: list[GroupListing | ListedGroup] = list(self.classic.list_groups())
+        ids = {x.group_id for x in out}
+        for listing in self.kip848.list_groups():
+            if listing.group_id in ids:
+                continue
+            if self.is_simple_group(listing.group_id):
+                out.append(
+                    ListedGroup(
+                        group_id=listing.group_id, protocol_type="", state=ClassicGroupState.EMPTY
+                    )
+                )
+            else:
+                out.append(listing)
+        return out
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         if is_classic_record(key):

@@ -218,8 +218,8 @@ class DescribedGroup:
     error_message: str = ""
     group_id: str
     group_state: str = ""
-    group_epoch: int = -1
-    assignment_epoch: int = -1
+    group_epoch: int = 0
+    assignment_epoch: int = 0
     assignor_name: str = ""
     members: tuple[DescribedGroupMember, ...] = ()
 

@@ -298,6 +298,57 @@ def test_describe_groups_and_offset_delete_are_refused_per_group_and_per_topic(
 _TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
+def test_find_coordinator_describe_and_delete_groups_are_refused_per_group(
+    tmp_path: Path,
+) -> None:
+    """Kafka's handleFindCoordinatorRequest (v4+, batched keys), handleConsumerGroupDescribe and
+    handleDeleteGroupsRequest answer a group the caller may not DESCRIBE (DELETE) with
+    GROUP_AUTHORIZATION_FAILED and serve the others; a request whose every group is refused
+    gets the refusal on each."""
+    from replication.messages import (
+        ConsumerGroupDescribeRequest,
+        DeleteGroupsRequest,
+        FindCoordinatorRequest,
+    )
+
+    refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    # (no __consumer_offsets in this broker's image: its coordinator is not available)
+    unavailable = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    async def test(server: BrokerServer) -> None:
+        api = server.api
+        found = await api.find_coordinator(
+            FindCoordinatorRequest(coordinator_keys=("g", "mine", "h")), CAROL
+        )
+        assert [(c.key, c.error_code) for c in found.coordinators] == [
+            ("g", refused),
+            ("mine", unavailable),
+            ("h", refused),
+        ]
+        assert "may not DESCRIBE group 'g'" in found.coordinators[0].error_message
+        described = await api.consumer_group_describe(
+            ConsumerGroupDescribeRequest(group_ids=("g", "mine")), CAROL
+        )
+        assert {g.group_id: g.error_code for g in described.groups} == {
+            "g": refused,
+            "mine": unavailable,
+        }
+        deleted = await api.delete_groups(
+            DeleteGroupsRequest(groups_names=("mine", "g", "g")), CAROL
+        )
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [
+            ("mine", unavailable),
+            ("g", refused),  # once, as Kafka answers each group once
+        ]
+        every = await api.delete_groups(DeleteGroupsRequest(groups_names=("g", "h")), CAROL)
+        assert [(r.group_id, r.error_code) for r in every.results] == [
+            ("g", refused),
+            ("h", refused),
+        ]
+
+    _run(tmp_path, test)
+
+
 def test_listings_show_only_what_the_caller_may_describe(tmp_path: Path) -> None:
     async def test(server: BrokerServer) -> None:
         everything = await server.api.metadata(MetadataRequest(), ALICE)

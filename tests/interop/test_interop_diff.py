@@ -1,7 +1,8 @@
 """`kraft interop diff`, a short part of its sequence, in the suite: kraft's wire answers must
 agree with Apache Kafka's on the steps where they should (produce and fetch at the edges,
 produce refusals, ListOffsets by time, the idempotent producer, Metadata's shapes, fetch
-sessions), so a regression in what kraft answers on its Kafka listener fails here.
+sessions, the group APIs per group, KIP-951's leader hints in Produce), so a regression in
+what kraft answers on its Kafka listener fails here.
 
 Kafka is the suite's one shared cluster (``kafka_peer``, tests/kafka_peer.py); kraft is a
 LocalCluster (1 controller, 3 brokers) of this module.
@@ -25,6 +26,8 @@ AGREEING_STEPS = [
     "list_offsets_by_time",
     "idempotent_producer",
     "fetch_sessions",
+    "group_items",
+    "leader_hints",
 ]
 
 
@@ -59,6 +62,14 @@ def test_kraft_answers_as_kafka_on_the_wire_edges(
     assert sessions["incremental_new_records.partitions"] == [["a", "NONE", 2, ["one-0", "one-1"]]]
     assert sessions["wrong_epoch.error"] == "INVALID_FETCH_SESSION_EPOCH"
     assert sessions["unknown_session.error"] == "FETCH_SESSION_ID_NOT_FOUND"
+    items = results["group_items"]["kafka"]  # each group its own answer; the simple group
+    assert items["simple.describe_groups"] == ["NONE", "Empty", "", "", 0]
+    assert items["simple.list_groups"] == [["Empty", "classic", ""]]
+    assert ["empty", "INVALID_GROUP_ID", "", 0] in items["consumer_group_describe"]
+    assert items["delete_groups"] == [["elsewhere", "NOT_COORDINATOR"], ["simple", "NONE"]]
+    hints = results["leader_hints"]["kafka"]  # KIP-951 in Produce v10+
+    assert hints["produce_to_follower.error"] == "NOT_LEADER_OR_FOLLOWER"
+    assert hints["produce_to_follower.node_endpoints"] == [[True, True]]
     differences = [d for d in compare(results) if d.status != "accepted"]
     assert not differences, "\n".join(
         f"{d.step} {d.field}: kraft {d.kraft} kafka {d.kafka}" for d in differences

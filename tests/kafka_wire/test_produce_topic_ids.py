@@ -205,3 +205,141 @@ def test_v13_on_the_wire_to_a_real_broker(cluster: LocalCluster) -> None:
         while not values and time.monotonic() < deadline:
             values = [r.value for r in consumer.poll(timeout=0.5)]
     assert values == [b"by-id"]
+
+
+@pytest.mark.process
+@pytest.mark.timeout(120)
+def test_a_broker_not_leading_names_the_leader_and_its_endpoint_in_produce(
+    cluster: LocalCluster,
+) -> None:
+    """KIP-951 in Produce v10+: a broker that does not lead the partition answers
+    NOT_LEADER_OR_FOLLOWER with ``current_leader`` and the leader's Kafka endpoint in
+    ``node_endpoints``, so a client sends there without a Metadata refresh; v9 has neither."""
+    name = "produce-node-endpoints"
+    cluster.create_topic(name, 1, 1)
+    leader = cluster.describe_topic(name).partitions[0].leader
+    outsider = cluster.kafka_addresses[min(set(cluster.broker_ids) - {leader})]
+    body = {
+        "acks": -1,
+        "timeout": 10_000,
+        "topic_data": [
+            {
+                "name": name,
+                "partition_data": [{"index": 0, "records": build_batch([b"x"], timestamp_ms=1)}],
+            }
+        ],
+    }
+    deadline = time.monotonic() + 30
+    while True:  # NB: until the outsider's image has the topic, it is unknown there
+        answer = call(outsider, 0, 11, body)
+        (part,) = answer.responses[0].partition_responses
+        if part.error_code.value == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            break
+        assert time.monotonic() < deadline, part
+        time.sleep(0.05)  # NB: polling a condition, with the deadline above
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
+        leader,
+        cluster.describe_topic(name).partitions[0].leader_epoch,
+    )
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in answer.node_endpoints] == [
+        (leader, cluster.kafka_addresses[leader])
+    ]
+    old = call(outsider, 0, 9, body)
+    assert old.responses[0].partition_responses[0].error_code.value == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    assert not hasattr(old, "node_endpoints")
+
+
+@pytest.mark.process
+@pytest.mark.timeout(150)
+def test_a_moved_leader_is_named_in_produce_and_fetch_answers(cluster: LocalCluster) -> None:
+    """After the leader moves (a reassignment to the same replicas in another order, then a
+    preferred election), librdkafka applies its Produce answer's ``current_leader`` (KIP-951)
+    as an inline metadata update: its next produce to the old leader logs "updated with leader
+    <new>" (its ``rd_kafka_metadata_update_op``, which only the inline path runs) and the record
+    is delivered. (librdkafka knows every broker already, so it needs no ``node_endpoints``
+    here; those are checked on the wire above.) A Fetch v16+ with the old leader epoch is
+    FENCED_LEADER_EPOCH with the new leader, its epoch and its endpoint."""
+    import logging
+
+    import confluent_kafka
+
+    from replication.clients import AdminClient
+
+    name = "produce-leader-moved"
+    cluster.create_topic(name, 1, 3)
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(f"rdkafka.{name}")
+    logger.addHandler(Collect())
+    logger.setLevel(logging.DEBUG)
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "debug": "metadata",
+            "topic.metadata.refresh.interval.ms": 600_000,  # no periodic refresh in between
+        },
+        logger=logger,
+    )
+    errors: list[Any] = []
+
+    def produce(value: bytes) -> None:
+        producer.produce(name, value, partition=0, on_delivery=lambda e, _m: errors.append(e))
+        assert producer.flush(30) == 0
+
+    produce(b"before")
+    partition = cluster.describe_topic(name).partitions[0]
+    old_epoch = partition.leader_epoch
+    moved_to = next(r for r in partition.replicas if r != partition.leader)
+    wanted = [moved_to, *(r for r in partition.replicas if r != moved_to)]
+    tp = TopicPartition(name, 0)
+    with AdminClient(cluster.bootstrap) as admin:
+        assert admin.alter_partition_reassignments({tp: wanted}) == {tp: None}
+        deadline = time.monotonic() + 60
+        while cluster.describe_topic(name).partitions[0].leader != moved_to:
+            assert time.monotonic() < deadline, "the leader did not move"
+            admin.elect_leaders([tp])  # ELECTION_NOT_NEEDED once the reassignment is done
+            time.sleep(0.2)  # NB: polling a condition, with the deadline above
+    produce(b"after")
+    assert errors == [None, None]
+    assert any(f"[0]: updated with leader {moved_to} " in line for line in lines), lines[-20:]
+
+    new_epoch = cluster.describe_topic(name).partitions[0].leader_epoch
+    leader_address = cluster.kafka_addresses[moved_to]
+    (described,) = call(leader_address, 3, 12, {"topics": [{"name": name}]}).topics
+    fetch = {
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": described.topic_id,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": old_epoch,
+                        "fetch_offset": 0,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+    }
+    fenced = call(leader_address, 1, 17, fetch)
+    (part,) = fenced.responses[0].partitions
+    assert part.error_code.value == ErrorCode.FENCED_LEADER_EPOCH
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
+        moved_to,
+        new_epoch,
+    )
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in fenced.node_endpoints] == [
+        (moved_to, leader_address)
+    ]

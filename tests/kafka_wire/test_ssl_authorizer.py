@@ -368,6 +368,20 @@ def test_librdkafka_over_ssl_alice_produces_and_consumes_nobody_is_refused(
 # -- OffsetDelete and DescribeGroups, per topic and per group ------------------------------------
 
 
+def commit_as_alice(
+    cluster: LocalCluster, group: str, tp: kafka.TopicPartition, offset: int
+) -> None:
+    """A kafka-python consumer of alice's that assign()s ``tp`` and commits ``offset``."""
+    consumer = kafka.KafkaConsumer(
+        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
+    )
+    try:
+        consumer.assign([tp])
+        consumer.commit({tp: kafka.structs.OffsetAndMetadata(offset, "", -1)})
+    finally:
+        consumer.close()
+
+
 def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
     cluster: LocalCluster,
 ) -> None:
@@ -388,14 +402,7 @@ def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
         kafka.TopicPartition(TOPIC, PARTITIONS + 5),
         kafka.TopicPartition("not-alices", 0),
     )
-    consumer = kafka.KafkaConsumer(
-        group_id=group, enable_auto_commit=False, **kafka_python_ssl(cluster, "alice")
-    )
-    try:
-        consumer.assign([mine])
-        consumer.commit({mine: kafka.structs.OffsetAndMetadata(3, "", -1)})
-    finally:
-        consumer.close()
+    commit_as_alice(cluster, group, mine, 3)
     admin = kafka.KafkaAdminClient(**kafka_python_ssl(cluster, "alice"))
     try:
         assert admin.list_group_offsets(group)[group][mine].offset == 3
@@ -416,3 +423,31 @@ def test_offset_delete_and_describe_groups_answer_each_partition_and_group(
         assert "GroupAuthorizationFailed" in str(described[refused_group]["error"])
     finally:
         admin.close()
+
+
+def test_describe_and_delete_groups_answer_each_group(cluster: LocalCluster) -> None:
+    """As Kafka's KafkaApis: alice's ConsumerGroupDescribe (librdkafka's admin) and DeleteGroups
+    (kafka-python's) naming her group and one she may not see answer hers and refuse the other
+    with GROUP_AUTHORIZATION_FAILED, instead of refusing both."""
+    import confluent_kafka
+
+    mine, refused = "alice-items", "bob-items"
+    tp = kafka.TopicPartition(TOPIC, 0)
+    commit_as_alice(cluster, mine, tp, 1)
+    confluent = ConfluentAdmin(librdkafka_ssl(cluster, "alice"))
+    futures = confluent.describe_consumer_groups([mine, refused])
+    assert futures[mine].result(timeout=30).state == confluent_kafka.ConsumerGroupState.EMPTY
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        futures[refused].result(timeout=30)
+    assert raised.value.args[0].code() == confluent_kafka.KafkaError.GROUP_AUTHORIZATION_FAILED
+    admin = kafka.KafkaAdminClient(**kafka_python_ssl(cluster, "alice"))
+    try:
+        answers = [
+            admin.delete_groups([mine, refused], group_coordinator_id=broker)
+            for broker in cluster.broker_ids
+        ]
+    finally:
+        admin.close()
+    # (every broker refuses bob's group; only the coordinator of alice's deletes it)
+    assert sorted(a[mine] for a in answers) == ["NotCoordinatorError", "OK"]
+    assert {a[refused] for a in answers} == {"GroupAuthorizationFailedError"}

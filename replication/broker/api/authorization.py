@@ -83,10 +83,13 @@ PER_TOPIC: Final = frozenset(
         "CreateTopics",
         "DeleteTopics",
         "DescribeGroups",
+        "ConsumerGroupDescribe",
+        "DeleteGroups",
+        "FindCoordinator",
     }
 )
-"""The APIs answered per topic (DescribeGroups: per group; the others are allowed or refused
-whole)."""
+"""The APIs answered per topic (the group APIs per group, FindCoordinator per key; the others
+are allowed or refused whole)."""
 
 
 def without_topics(api: str, request: Any, refused: Set[str], topic_name: TopicNameOf) -> Any:
@@ -103,8 +106,16 @@ def without_topics(api: str, request: Any, refused: Set[str], topic_name: TopicN
         return replace(
             request, partitions=tuple(tp for tp in request.partitions if tp[0] not in refused)
         )
-    if api == "DescribeGroups":
+    if api in ("DescribeGroups", "ConsumerGroupDescribe"):
         return replace(request, group_ids=tuple(g for g in request.group_ids if g not in refused))
+    if api == "DeleteGroups":
+        return replace(
+            request, groups_names=tuple(g for g in request.groups_names if g not in refused)
+        )
+    if api == "FindCoordinator":
+        return replace(
+            request, coordinator_keys=tuple(k for k in request.coordinator_keys if k not in refused)
+        )
     if api == "DeleteTopics":
         assert isinstance(request, DeleteTopicsRequest)
         return replace(
@@ -197,13 +208,38 @@ def answer_refused(
         if response.error_code != ErrorCode.NONE:
             return response  # Kafka: a group error answers the request alone
         return replace(response, partitions=(*response.partitions, *refused_partitions))
-    if api == "DescribeGroups":  # Kafka answers a refused group Dead, GROUP_AUTHORIZATION_FAILED
+    if api == "DescribeGroups":  # Kafka: the refused groups first, state unknown ("")
         extra = tuple(
-            ClassicDescribedGroup(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            ClassicDescribedGroup(group_id=g, error_code=code)
             for g in request.group_ids
             if g in refused
         )
         return replace(response, groups=(*extra, *response.groups))
+    if api == "ConsumerGroupDescribe":  # Kafka: the refused groups first
+        extra = tuple(
+            DescribedGroup(group_id=g, error_code=code, error_message=message(g))
+            for g in request.group_ids
+            if g in refused
+        )
+        return replace(response, groups=(*extra, *response.groups))
+    if api == "DeleteGroups":  # Kafka: the refused groups after, each once
+        extra = tuple(
+            DeletableGroupResult(group_id=g, error_code=code, error_message=message(g))
+            for g in dict.fromkeys(request.groups_names)
+            if g in refused
+        )
+        return replace(response, results=(*response.results, *extra))
+    if api == "FindCoordinator":  # each key in the request's order
+        answered = iter(response.coordinators)
+        return replace(
+            response,
+            coordinators=tuple(
+                Coordinator(key=k, error_code=code, error_message=message(k))
+                if k in refused
+                else next(answered)
+                for k in request.coordinator_keys
+            ),
+        )
     if api == "CreateTopics":
         extra = tuple(
             CreatableTopicResult(name=name, error_code=code, error_message=message(name))
@@ -259,7 +295,7 @@ def refused_response(api: str, request: Any, empty: Any, refusal: Refused) -> An
                 for g in request.group_ids
             ),
         )
-    if api == "DescribeGroups":  # Kafka answers each group Dead with the refusal
+    if api == "DescribeGroups":  # Kafka answers each group with the refusal
         return replace(
             empty,
             groups=tuple(

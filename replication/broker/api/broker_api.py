@@ -558,6 +558,7 @@ class BrokerApi:
                 await handle(reduced, ctx),
                 lambda topic: f"{decision.why} {topic[:_QUOTE_MAX]!r}",
                 guard.topic_name,
+                decision.code,
             )
         else:
             answered = await handle(request, ctx)

@@ -165,7 +165,10 @@ async def handle_describe_groups(
                 if old and g.error_code == ErrorCode.GROUP_ID_NOT_FOUND
                 else g.error_code,
                 "group_id": g.group_id,
-                "group_state": g.state.value,
+                # Kafka: a group not found is Dead; any other error's state is unknown ("")
+                "group_state": g.state.value
+                if g.error_code in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND)
+                else "",
                 "protocol_type": g.protocol_type,
                 "protocol_data": g.protocol_data,
                 "members": [

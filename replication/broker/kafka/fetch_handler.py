@@ -76,6 +76,30 @@ def current_leader(leader: LeaderIdAndEpoch | None) -> dict[str, int]:
     return {"leader_id": leader.leader_id, "leader_epoch": leader.leader_epoch}
 
 
+async def leader_endpoints(
+    api: KafkaBrokerApi,
+    ctx: RequestContext,
+    answers: Iterable[tuple[ErrorCode, LeaderIdAndEpoch | None]],
+) -> list[dict[str, Any]]:
+    """KIP-951's ``node_endpoints``: the endpoints, on the listener the request came in on, of
+    the leaders named in ``answers`` (error, ``current_leader``) whose error says the leader
+    moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH), so the client sends there without a
+    Metadata round trip."""
+    leaders = {
+        leader.leader_id
+        for code, leader in answers
+        if code in _LEADER_MOVED and leader is not None and leader.leader_id >= 0
+    }
+    if not leaders:
+        return []
+    brokers = await api.metadata(MetadataRequest(topics=("",)), ctx)  # no topic: brokers
+    return [
+        {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
+        for b in brokers.brokers
+        if b.node_id in leaders
+    ]
+
+
 def _answer_of(data: FetchPartitionData) -> PartitionAnswer:
     return PartitionAnswer(
         error=data.error_code is not ErrorCode.NONE,
@@ -214,21 +238,11 @@ async def handle_fetch(
     session_id, answered = sessions.answered(
         context, {key: _answer_of(d) for key, d in data.items()}, _now_ms()
     )
-    leaders = {
-        d.current_leader.leader_id
-        for key in answered
-        if (d := data[key]).error_code in _LEADER_MOVED
-        and d.current_leader is not None
-        and d.current_leader.leader_id >= 0
-    }
     endpoints = []
-    if leaders and request.api_version >= NODE_ENDPOINTS_VERSION:
-        brokers = await api.metadata(MetadataRequest(topics=("",)), ctx)  # no topic: brokers
-        endpoints = [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or None}
-            for b in brokers.brokers
-            if b.node_id in leaders
-        ]
+    if request.api_version >= NODE_ENDPOINTS_VERSION:
+        endpoints = await leader_endpoints(
+            api, ctx, ((data[key].error_code, data[key].current_leader) for key in answered)
+        )
     topics: list[dict[str, Any]] = []
     for ref, index in answered:
         if not topics or topics[-1]["ref"] != ref:
@@ -252,4 +266,4 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-__all__ = ["TOPIC_IDS_VERSION", "current_leader", "handle_fetch"]
+__all__ = ["TOPIC_IDS_VERSION", "current_leader", "handle_fetch", "leader_endpoints"]

@@ -28,7 +28,7 @@ from replication.broker.kafka.admin_handlers import ADMIN_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
-from replication.broker.kafka.fetch_handler import current_leader, handle_fetch
+from replication.broker.kafka.fetch_handler import current_leader, handle_fetch, leader_endpoints
 from replication.broker.kafka.frames import Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
 from replication.broker.kafka.txn_handlers import TXN_HANDLERS
@@ -72,6 +72,8 @@ def _controller_id(answer: MetadataResponse) -> int:
 
 PRODUCE_TOPIC_IDS_VERSION: Final = 13
 """Produce names its topics by id from this version (KIP-516)."""
+PRODUCE_NODE_ENDPOINTS_VERSION: Final = 10
+"""Produce v10 answers the new leaders' endpoints with ``current_leader`` (KIP-951)."""
 
 
 def _produce_topic_names(
@@ -145,7 +147,19 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
     )
     if body.acks == 0:
         return None
+    endpoints = []
+    if request.api_version >= PRODUCE_NODE_ENDPOINTS_VERSION:
+        endpoints = await leader_endpoints(
+            api,
+            ctx,
+            (
+                (p.error_code, p.current_leader)
+                for t in answer.responses
+                for p in t.partition_responses
+            ),
+        )
     return {
+        "node_endpoints": endpoints,
         "responses": [
             {
                 "name": t.name,
