@@ -16,9 +16,8 @@ V2 = 2
 
 
 def end(coord: TxnCoordinator, pid: int, epoch: int, *, commit: bool, now: int, **kw: Any) -> Any:
-    return apply(
-        coord, coord.end_txn("a", pid, epoch, commit=commit, now_ms=now, transaction_version=V2, **kw)
-    )
+    result = coord.end_txn("a", pid, epoch, commit=commit, now_ms=now, transaction_version=V2, **kw)
+    return apply(coord, result)
 
 
 def finish_markers(coord: TxnCoordinator, now: int) -> None:
