@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
-from kraft.metadata.features import TRANSACTION_VERSION_2
+from kraft.metadata.features import TRANSACTION_VERSION, TRANSACTION_VERSION_2, finalized_level
 from kraft.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
 from replication.broker.group_runtime import GroupRuntime
@@ -296,6 +296,11 @@ class TxnService:
         return TxnErrorResponse(error_code=code)
 
     async def end_txn(self, request: EndTxnRequest) -> EndTxnResponse:
+        """EndTxn; version 2 (the epoch bumped, KIP-890 part 2) when the client asks for it
+        and the cluster finalized ``transaction.version`` 2 (a kraft client always asks)."""
+        finalized = finalized_level(self._server.image.features, TRANSACTION_VERSION)
+        version = min(request.transaction_version, finalized)
+
         def run(coordinator: TxnCoordinator, now: int, new_id: int | None) -> Any:
             return coordinator.end_txn(
                 request.transactional_id,
@@ -303,7 +308,7 @@ class TxnService:
                 request.producer_epoch,
                 commit=request.committed,
                 now_ms=now,
-                transaction_version=request.transaction_version,
+                transaction_version=version,
                 new_producer_id=new_id,
             )
 

@@ -290,7 +290,7 @@ class BrokerApi:
         )
         self.txn_offset_commit_api: Api[TxnOffsetCommitRequest, OffsetCommitResponse] = Api(
             "TxnOffsetCommit",
-            lambda r, _: groups.offset_commit(r.commit, producer_id=r.producer_id),
+            _ignore_ctx(groups.txn_offset_commit),
             OffsetCommitResponse,
         )
         self.find_coordinator_api: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
