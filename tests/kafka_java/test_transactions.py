@@ -4,8 +4,8 @@ topic's partition into another kraft topic through ``kraft peer kafka tool``, in
 that commit the consumed offsets with the output (``sendOffsetsToTransaction`` with the group's
 metadata, KIP-447) and abort at random; a read_committed consumer then finds every input record
 in the output exactly once. kraft finalizes ``transaction.version`` 2, so the client runs its
-transactions on KIP-890 part 2's protocol: the epoch the coordinator ends with proves it. ``kafka-transactions`` (``TransactionsCommand``) lists and describes
-the copier's transactional id.
+transactions on KIP-890 part 2's protocol: the epoch the coordinator ends with proves it.
+``kafka-transactions`` (``TransactionsCommand``) lists and describes the copier's id.
 """
 
 from __future__ import annotations
