@@ -11,11 +11,13 @@ transactions on KIP-890 part 2's protocol: the epoch the coordinator ends with p
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
 
 from kraft.cluster import LocalCluster
+from kraft.types import TopicPartition
 from replication.clients import AdminClient, Producer
 from tests.kafka_java.conftest import create_topic, run_kraft_tool, run_tool
 from tests.kafka_wire.test_transactions_cluster import PARTITIONS, read_all
@@ -72,4 +74,12 @@ def test_kafkas_transactional_copier_copies_every_record_exactly_once(
     assert int(line.split()[3]) >= transactions
     with AdminClient(cluster.bootstrap) as admin:
         described_here = admin.describe_transaction(tid)
-    assert described_here.producer_epoch == int(line.split()[3])
+        assert described_here.producer_epoch == int(line.split()[3])
+        # TxnOffsetCommit v5 put the group's partition in each transaction itself (no
+        # AddOffsetsToTxn): the input offsets were committed with the last transaction.
+        deadline = time.monotonic() + 20
+        while (offsets := admin.list_group_offsets(f"{tid}-group")) != {
+            TopicPartition(source, 0): RECORDS
+        }:
+            assert time.monotonic() < deadline, offsets
+            time.sleep(0.1)
