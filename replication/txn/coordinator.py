@@ -163,8 +163,10 @@ class TxnCoordinator:
         if expected_producer_id >= 0:
             if expected_producer_id != meta.producer_id:
                 return _error(ErrorCode.PRODUCER_FENCED)
-            if expected_producer_epoch == meta.last_producer_epoch and meta.state.is_complete:
-                # NB: a retry of the bump that already happened: the answer it missed.
+            if expected_producer_epoch == meta.last_producer_epoch and meta.state is TxnState.EMPTY:
+                # NB: a retry of the bump that already happened: the answer it missed. EMPTY
+                # only: the last bump was this InitProducerId's, not an end's (KIP-890 part 2
+                # bumps at every end, and its old epoch must not get the new one here).
                 return Result(response=_pid(meta))
             if expected_producer_epoch != meta.producer_epoch:
                 return _error(ErrorCode.PRODUCER_FENCED)

@@ -136,3 +136,16 @@ def test_the_version_2_fields_survive_replay() -> None:
     for key, value in log:
         fresh.replay(key, value)
     assert fresh.transactions() == coord.transactions()
+
+
+def test_init_with_the_epoch_an_end_bumped_from_is_fenced_not_answered() -> None:
+    """KIP-360's retry answer is for a retried InitProducerId only: a producer that asks with
+    the epoch a version-2 end replaced gets no epoch it was not given."""
+    coord = TxnCoordinator(TxnConfig())
+    pid, epoch = ongoing(coord)
+    end(coord, pid, epoch, commit=True, now=1)
+    finish_markers(coord, 2)
+    got = init(coord, expected_producer_id=pid, expected_producer_epoch=epoch)
+    assert got.error_code is ErrorCode.PRODUCER_FENCED
+    bumped = init(coord, expected_producer_id=pid, expected_producer_epoch=epoch + 1)
+    assert (bumped.error_code, bumped.producer_epoch) == (ErrorCode.NONE, epoch + 2)
