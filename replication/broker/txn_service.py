@@ -19,6 +19,10 @@ COMPLETE_ABORT. The markers carry the coordinator's epoch: the leader epoch of i
 transactional ids per call (`add_partitions_to_txn_batch`, the ``AddPartitionsToTxnBatch`` gRPC
 call; `replication.broker.txn_verification` is the asking side).
 
+*Transaction version 2 (KIP-890 part 2).* The same call adds a version-2 client's partitions
+(its Produce v12+, its TxnOffsetCommit v5+ at the group coordinator); EndTxn bumps the epoch
+when the client asks for version 2 and the cluster finalized it (`end_txn`).
+
 *Producer ids.* A new transactional id, or one whose epoch is exhausted, takes an id from this
 broker's block (`ProducerIds`, KIP-730), as an idempotent producer's does.
 """
