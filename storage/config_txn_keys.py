@@ -70,6 +70,21 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         owner=_BROKER,
         field="transaction_partition_verification_enable",
     ),
+    ConfigKey(
+        name="transaction.version",
+        scope=Scope.NODE,
+        type=ConfigType.INT,
+        default="2",
+        readers=frozenset({Reader.CONTROLLER}),
+        doc="the level of the `transaction.version` feature the active controller finalizes "
+        "when the cluster has none yet (Kafka: `kafka-storage format --feature "
+        "transaction.version=N`); 2 turns on KIP-890 part 2 (the epoch bumped at every "
+        "transaction's end, partitions added implicitly) for the clients that support it",
+        min_value=0,
+        max_value=2,
+        owner="ControllerConfig",
+        field="transaction_version",
+    ),
     _key(
         "transactional.id.expiration.ms",
         ConfigType.INT,
@@ -79,6 +94,6 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         "transactional_id_expiration_ms",
     ),
 )
-"""Every transaction key a broker reads."""
+"""Every transaction key a broker reads, and the controller's ``transaction.version``."""
 
 __all__ = ["TXN_NODE_KEYS"]

@@ -123,7 +123,7 @@ class BrokerStub:
         self.EndTxn = channel.unary_unary(
                 '/kraft.v1.Broker/EndTxn',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
-                response_deserializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.EndTxnResponse.FromString,
                 _registered_method=True)
         self.TxnOffsetCommit = channel.unary_unary(
                 '/kraft.v1.Broker/TxnOffsetCommit',
@@ -382,7 +382,7 @@ def add_BrokerServicer_to_server(servicer, server):
             'EndTxn': grpc.unary_unary_rpc_method_handler(
                     servicer.EndTxn,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.EndTxnRequest.FromString,
-                    response_serializer=kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.SerializeToString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.EndTxnResponse.SerializeToString,
             ),
             'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.TxnOffsetCommit,
@@ -890,7 +890,7 @@ class Broker:
             target,
             '/kraft.v1.Broker/EndTxn',
             kraft_dot_v1_dot_broker__pb2.EndTxnRequest.SerializeToString,
-            kraft_dot_v1_dot_broker__pb2.TxnErrorResponse.FromString,
+            kraft_dot_v1_dot_broker__pb2.EndTxnResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -112,6 +112,7 @@ from kraft.controller.topic_control import (
     handle_create_topics,
     handle_delete_topics,
 )
+from kraft.metadata.features import TRANSACTION_VERSION
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import MetadataRecord, PartitionChangeRecord
 from storage.errors import ErrorCode
@@ -145,6 +146,9 @@ class ControllerConfig:
     """[eligible.leader.replicas.enable] KIP-966: keep replicas that left the ISR below
     ``min.insync.replicas`` as eligible leaders (`kraft.controller.eligible_leaders`). Kafka
     4.0's default is off, 4.1 turns it on for new clusters; kraft's is on."""
+    transaction_version: int = 2
+    """[transaction.version] The level of the ``transaction.version`` feature the controller
+    finalizes when the cluster has none yet (`kraft.metadata.features`)."""
 
     def leader_balance(self) -> LeaderBalanceConfig:
         return LeaderBalanceConfig(
@@ -597,8 +601,8 @@ class ControllerCore:
 
     def tick(self, now_ms: int) -> tuple[MetadataRecord, ...]:
         """Periodic work, as one atomic batch (possibly empty; no response attached): fencing
-        expired brokers, controlled shutdowns, offline elections, leader balance and completed
-        reassignments (`kraft.controller.periodic`)."""
+        expired brokers, controlled shutdowns, offline elections, leader balance, completed
+        reassignments and the features to finalize (`kraft.controller.periodic`)."""
         if not self._active:
             return ()
         self._tick_wanted_at_ms = None
@@ -612,6 +616,7 @@ class ControllerCore:
             epoch=self._epoch,
             elr_enabled=self._elr,
             scan_reassignments=scan,
+            features={TRANSACTION_VERSION: self.config.transaction_version},
             log=self._log,
         )
         # NB: no tick wanted for the tick's own records: it elected on the image they make,

@@ -14,14 +14,16 @@ One tick makes one atomic batch (possibly empty):
   ``PARTITION_CHANGES_PER_BATCH`` per tick;
 - when a leader-balance check is due, elect preferred leaders where a broker's imbalance
   exceeds ``leader.imbalance.per.broker.percentage`` (`kraft.controller.leader_balance`);
-- complete the reassignments a change made complete (KIP-455), when asked to scan.
+- complete the reassignments a change made complete (KIP-455), when asked to scan;
+- finalize the configured feature levels the cluster has none of yet (the first active
+  controller of a new cluster: `kraft.metadata.features`).
 
 Each step decides against the image the batch's earlier records leave behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from structlog.typing import FilteringBoundLogger
@@ -35,6 +37,7 @@ from kraft.controller.cluster_control import (
 from kraft.controller.leader_balance import LeaderBalancer
 from kraft.controller.partition_control import elect_offline_leaders
 from kraft.controller.reassignment import complete_reassignments
+from kraft.metadata.features import bootstrap_records
 from kraft.metadata.image import MetadataImage
 from kraft.metadata.records import MetadataRecord, PartitionChangeRecord
 
@@ -60,6 +63,7 @@ def periodic_work(
     epoch: int,
     elr_enabled: bool,
     scan_reassignments: bool,
+    features: Mapping[str, int],
     log: FilteringBoundLogger,
 ) -> PeriodicWork:
     """The tick's batch, to be appended at ``base_offset`` in ``epoch`` (see the module)."""
@@ -98,6 +102,11 @@ def periodic_work(
         if completed:
             working = working.apply_batch(completed, base_offset + len(records), epoch)
         records.extend(completed)
+    finalized = bootstrap_records(working.features, features)
+    if finalized:
+        log.info("features_finalized", **{r.name: r.feature_level for r in finalized})
+        working = working.apply_batch(finalized, base_offset + len(records), epoch)
+        records.extend(finalized)
     if fenced is not None:
         log.info(
             "brokers_fenced_on_session_timeout",

@@ -28,6 +28,7 @@ from kraft.metadata.records import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
+    FeatureLevelRecord,
     FenceBrokerRecord,
     LeaderRecoveryState,
     MetadataRecord,
@@ -168,6 +169,7 @@ class MetadataDelta:
         self._configs: dict[tuple[ConfigResourceType, str], dict[str, str]] | None = None
         self._next_producer_id = base.next_producer_id
         self._acls: dict[str, AclBinding] | None = None
+        self._features: dict[str, int] | None = None
         self._index = PartitionIndexBuilder(base.partition_index)
         self._built = False
 
@@ -339,6 +341,11 @@ class MetadataDelta:
             case RemoveAccessControlEntryRecord():
                 removed = self._w_acls().pop(record.acl_id, None)
                 _check(removed is not None, f"remove of unknown ACL id {record.acl_id}")
+            case FeatureLevelRecord():
+                _check(record.feature_level >= 0, f"negative level of {record.name}")
+                if self._features is None:
+                    self._features = dict(self._base.features)
+                self._features[record.name] = record.feature_level
             case NoOpRecord():
                 pass
             case _:
@@ -361,6 +368,8 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else self._configs,
             next_producer_id=self._next_producer_id,
             acls=base.acls if self._acls is None else self._acls,
+            features=base.features if self._features is None else self._features,
+            features_epoch=base.features_epoch if self._features is None else last_offset,
             last_offset=last_offset,
             last_epoch=last_epoch,
             index=self._index.build(),

@@ -37,6 +37,7 @@ from kraft.metadata.records import (
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
+    FeatureLevelRecord,
     LeaderRecoveryState,
     MetadataRecord,
     PartitionRecord,
@@ -230,6 +231,12 @@ class MetadataImage:
     next_producer_id: int = 0
     acls: Mapping[str, AclBinding] = field(default_factory=dict)
     """Every ACL by its id (KIP-801's StandardAuthorizer data)."""
+    features: Mapping[str, int] = field(default_factory=dict)
+    """The finalized feature levels (KIP-584), by feature name (`FeatureLevelRecord`)."""
+    features_epoch: int = field(default=-1, compare=False)
+    """ApiVersions' ``finalized_features_epoch``: the last offset of the batch that last
+    changed ``features`` (-1 before any; an image loaded from a snapshot takes the snapshot's
+    offset, a later one: clients only compare epochs to see a change)."""
     # The offset and epoch of the last applied record (-1 before the first one).
     last_offset: int = -1
     last_epoch: int = -1
@@ -424,6 +431,10 @@ class MetadataImage:
             )
         records.extend(
             AccessControlEntryRecord.of(acl_id, self.acls[acl_id]) for acl_id in sorted(self.acls)
+        )
+        records.extend(
+            FeatureLevelRecord(name=name, feature_level=level)
+            for name, level in sorted(self.features.items())
         )
         if self.next_producer_id:
             records.append(

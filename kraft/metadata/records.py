@@ -212,6 +212,16 @@ class ProducerIdsRecord:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FeatureLevelRecord:
+    """A feature's finalized level (Kafka's ``FeatureLevelRecord``, KIP-584/KIP-778): the
+    active controller writes it (`kraft.controller.features`); brokers advertise the finalized
+    levels in ApiVersions. Level 0 leaves the feature finalized at 0 (off)."""
+
+    name: str
+    feature_level: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NoOpRecord:
     """Changes nothing; lets a new leader commit an entry of its own epoch (KIP-835)."""
 
@@ -275,6 +285,7 @@ MetadataRecord: TypeAlias = (
     | RemoveTopicRecord
     | ConfigRecord
     | ProducerIdsRecord
+    | FeatureLevelRecord
     | NoOpRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
@@ -291,6 +302,7 @@ RECORD_TYPE_IDS: Final[dict[type[MetadataRecord], int]] = {
     FenceBrokerRecord: 7,
     UnfenceBrokerRecord: 8,
     RemoveTopicRecord: 9,
+    FeatureLevelRecord: 12,
     ProducerIdsRecord: 15,
     BrokerRegistrationChangeRecord: 17,
     AccessControlEntryRecord: 18,
@@ -311,6 +323,7 @@ __all__ = [
     "ConfigRecord",
     "ConfigResourceType",
     "Endpoint",
+    "FeatureLevelRecord",
     "FenceBrokerRecord",
     "LeaderRecoveryState",
     "MetadataRecord",

@@ -25,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
+from kraft.metadata.features import TRANSACTION_VERSION_2
 from kraft.types import OFFSETS_TOPIC, TopicPartition
 from replication.broker.classic_service import ClassicGroupService
 from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
@@ -73,8 +75,10 @@ from replication.messages import (
     OffsetFetchResponse,
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
+    TxnOffsetCommitRequest,
 )
 from replication.messages import Coordinator as WireCoordinator
+from replication.txn.verification import txn_offset_commit_error
 from storage.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -84,6 +88,12 @@ from storage.errors import (
 
 if TYPE_CHECKING:
     from replication.broker.host import GroupHost
+
+AddToTransaction = Callable[
+    [str, int, int, frozenset[TopicPartition]], Awaitable[Mapping[TopicPartition, ErrorCode]]
+]
+"""(transactional id, producer id, producer epoch, partitions) -> the errors of those that
+failed."""
 
 R = TypeVar("R")
 
@@ -133,6 +143,9 @@ class GroupService:
             self.complete_txn_offsets,
         )
         """The transaction coordinators (KIP-98) on ``__transaction_state``."""
+        self.add_to_transaction: AddToTransaction | None = None
+        """KIP-890 part 2: adds partitions to a transaction at its coordinator (the broker's
+        `TxnVerifier.add_partitions`, set once it exists: it calls `transactions`)."""
         self.classic = ClassicGroupService(
             self.runtime,
             self._partition_of,
@@ -353,6 +366,29 @@ class GroupService:
                 for name, parts in by_topic.items()
             ),
         )
+
+    async def txn_offset_commit(self, request: TxnOffsetCommitRequest) -> OffsetCommitResponse:
+        """TxnOffsetCommit (KIP-98, KIP-447). Version 2 (v5+, KIP-890 part 2): the group's
+        ``__consumer_offsets`` partition joins the producer's transaction first, at its
+        coordinator (the client sent no AddOffsetsToTxn)."""
+        if request.transaction_version >= TRANSACTION_VERSION_2:
+            add = self.add_to_transaction
+            offsets = self._server.image.describe_topic(OFFSETS_TOPIC)
+            if add is None or offsets is None or not offsets.partitions:
+                return OffsetCommitResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            tp = TopicPartition(
+                OFFSETS_TOPIC,
+                partition_for_group(request.commit.group_id, len(offsets.partitions)),
+            )
+            errors = await add(
+                request.transactional_id,
+                request.producer_id,
+                request.producer_epoch,
+                frozenset({tp}),
+            )
+            if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
+                return OffsetCommitResponse(error_code=txn_offset_commit_error(code))
+        return await self.offset_commit(request.commit, producer_id=request.producer_id)
 
     async def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction's marker is in ``__consumer_offsets``-``partition``: commit or drop

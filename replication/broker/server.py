@@ -201,17 +201,16 @@ class BrokerServer:
         )
         """Registration, heartbeats, fencing, controlled shutdown (`.lifecycle`)."""
         self.groups = GroupService(self)  # consumer groups (KIP-848): group_runtime.py
-        self.txn_verifier = (
-            TxnVerifier(
-                image=lambda: self.image,
-                node_id=config.node_id,
-                stub=self.broker_stub,
-                local=self.groups.transactions.add_partitions_to_txn_batch,
-            )
-            if config.transaction_partition_verification_enable
-            else None
+        self.txn_verifier = TxnVerifier(
+            image=lambda: self.image,
+            node_id=config.node_id,
+            stub=self.broker_stub,
+            local=self.groups.transactions.add_partitions_to_txn_batch,
+            verify=config.transaction_partition_verification_enable,
         )
-        """KIP-890 part 1: a partition leader asks the transaction coordinators."""
+        """KIP-890: a partition leader asks the transaction coordinators (part 1) or adds a
+        version-2 client's partitions there (part 2)."""
+        self.groups.add_to_transaction = self.txn_verifier.add_partitions
         service = BrokerService(
             self,
             replica_selector=config.replica_selector_class,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
@@ -114,6 +114,11 @@ class BrokerService:
         self._producer_ids = ProducerIds(lambda: server.allocate_producer_ids())
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        """The finalized feature levels and their epoch, from the metadata image (KIP-584)."""
+        image = self._server.image
+        return image.features_epoch, image.features
 
     def _current_leader(self, tp: TopicPartition) -> LeaderIdAndEpoch:
         """The leader hint of a NOT_LEADER_OR_FOLLOWER answer (KIP-951): the metadata's, or

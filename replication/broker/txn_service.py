@@ -19,6 +19,10 @@ COMPLETE_ABORT. The markers carry the coordinator's epoch: the leader epoch of i
 transactional ids per call (`add_partitions_to_txn_batch`, the ``AddPartitionsToTxnBatch`` gRPC
 call; `replication.broker.txn_verification` is the asking side).
 
+*Transaction version 2 (KIP-890 part 2).* The same call adds a version-2 client's partitions
+(its Produce v12+, its TxnOffsetCommit v5+ at the group coordinator); EndTxn bumps the epoch
+when the client asks for version 2 and the cluster finalized it (`end_txn`).
+
 *Producer ids.* A new transactional id, or one whose epoch is exhausted, takes an id from this
 broker's block (`ProducerIds`, KIP-730), as an idempotent producer's does.
 """
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
+from kraft.metadata.features import TRANSACTION_VERSION, TRANSACTION_VERSION_2, finalized_level
 from kraft.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
 from replication.broker.group_runtime import GroupRuntime
@@ -50,6 +55,7 @@ from replication.messages import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     EndTxnRequest,
+    EndTxnResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     ListedTransaction,
@@ -157,26 +163,37 @@ class TxnService:
 
     async def init_producer_id(self, request: InitProducerIdRequest) -> InitProducerIdResponse:
         tid = request.transactional_id
+
+        def run(coordinator: TxnCoordinator, now: int, new_id: int | None) -> Any:
+            return coordinator.init_producer_id(
+                tid,
+                request.transaction_timeout_ms,
+                now,
+                expected_producer_id=request.producer_id,
+                expected_producer_epoch=request.producer_epoch,
+                new_producer_id=new_id,
+            )
+
+        return await self._with_producer_id(tid, run)
+
+    async def _with_producer_id(
+        self,
+        transactional_id: str,
+        run: Callable[[TxnCoordinator, int, int | None], Any],
+    ) -> InitProducerIdResponse:
+        """Write ``run``'s records on the id's coordinator; when it answers
+        `NEEDS_PRODUCER_ID`, take a fresh id from this broker's block and run it again."""
         new_id: int | None = None
         try:
-            partition = self._partition_of(tid)
+            partition = self._partition_of(transactional_id)
             for _ in range(2):
-                chosen = new_id
 
-                def run(c: Any, now: int, chosen: int | None = chosen) -> Any:
-                    coordinator: TxnCoordinator = c
-                    return coordinator.init_producer_id(
-                        tid,
-                        request.transaction_timeout_ms,
-                        now,
-                        expected_producer_id=request.producer_id,
-                        expected_producer_epoch=request.producer_epoch,
-                        new_producer_id=chosen,
-                    )
+                def write(c: Any, now: int, chosen: int | None = new_id) -> Any:
+                    return run(c, now, chosen)
 
-                answer: ProducerIdAndEpoch = await self.runtime.write(partition, run)
+                answer: ProducerIdAndEpoch = await self.runtime.write(partition, write)
                 if answer is not NEEDS_PRODUCER_ID:
-                    self._wake.set()  # a fenced transaction's abort may wait for markers
+                    self._wake.set()  # an ended or fenced transaction's markers are due
                     return InitProducerIdResponse(
                         error_code=answer.error_code,
                         producer_id=answer.producer_id,
@@ -238,6 +255,7 @@ class TxnService:
                     request.producer_epoch,
                     wanted,
                     now,
+                    transaction_version=request.transaction_version,
                 )
 
             code: ErrorCode = await self.runtime.write(partition, run)
@@ -248,10 +266,13 @@ class TxnService:
     async def add_partitions_to_txn_batch(
         self, request: AddPartitionsToTxnBatchRequest
     ) -> AddPartitionsToTxnBatchResponse:
-        """A partition leader's ``verify_only`` entries (KIP-890 part 1), each answered."""
+        """A partition leader's entries, each answered: ``verify_only`` ones (KIP-890 part 1),
+        and the additions of a version-2 client's partitions (part 2: the client sends no
+        AddPartitionsToTxn, its Produce v12+ or TxnOffsetCommit v5+ adds them)."""
         out = []
         for txn in request.transactions:
-            answer = await self.add_partitions_to_txn(replace(txn, verify_only=True))
+            verify_only = txn.verify_only or txn.transaction_version < TRANSACTION_VERSION_2
+            answer = await self.add_partitions_to_txn(replace(txn, verify_only=verify_only))
             out.append(
                 AddPartitionsToTxnBatchResult(
                     transactional_id=txn.transactional_id, results=answer.results
@@ -278,25 +299,30 @@ class TxnService:
         code = answer.results[0].partitions[0].error_code
         return TxnErrorResponse(error_code=code)
 
-    async def end_txn(self, request: EndTxnRequest) -> TxnErrorResponse:
-        try:
-            partition = self._partition_of(request.transactional_id)
+    async def end_txn(self, request: EndTxnRequest) -> EndTxnResponse:
+        """EndTxn; version 2 (the epoch bumped, KIP-890 part 2) when the client asks for it
+        and the cluster finalized ``transaction.version`` 2 (a kraft client always asks)."""
+        finalized = finalized_level(self._server.image.features, TRANSACTION_VERSION)
+        version = min(request.transaction_version, finalized)
 
-            def run(c: Any, now: int) -> Any:
-                coordinator: TxnCoordinator = c
-                return coordinator.end_txn(
-                    request.transactional_id,
-                    request.producer_id,
-                    request.producer_epoch,
-                    commit=request.committed,
-                    now_ms=now,
-                )
+        def run(coordinator: TxnCoordinator, now: int, new_id: int | None) -> Any:
+            return coordinator.end_txn(
+                request.transactional_id,
+                request.producer_id,
+                request.producer_epoch,
+                commit=request.committed,
+                now_ms=now,
+                transaction_version=version,
+                new_producer_id=new_id,
+            )
 
-            code: ErrorCode = await self.runtime.write(partition, run)
-        except KraftError as e:
-            return TxnErrorResponse(error_code=e.code, error_message=e.message)
-        self._wake.set()
-        return TxnErrorResponse(error_code=code)
+        answer = await self._with_producer_id(request.transactional_id, run)
+        return EndTxnResponse(
+            error_code=answer.error_code,
+            error_message=answer.error_message,
+            producer_id=answer.producer_id,
+            producer_epoch=answer.producer_epoch,
+        )
 
     # --- DescribeTransactions, ListTransactions (KIP-664) ----------------------------------
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 
+from kraft.metadata.features import TRANSACTION_VERSION_2
 from kraft.types import TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.codec import decode, encode
 from replication.group import partition_for_group
@@ -30,11 +31,13 @@ from replication.messages import (
     TxnTopic,
 )
 from replication.txn.verification import (
+    IMPLICIT_ADD_PRODUCE_VERSION,
     BatchFacts,
     Outgoing,
     VerificationBatcher,
     VerificationGuard,
     Verified,
+    VerifyTxn,
     admit,
     plan_verification,
     produce_error,
@@ -106,6 +109,8 @@ class TxnVerifier:
         node_id: this broker.
         stub: a ``kraft.v1.Broker`` gRPC stub by address.
         local: this broker's own coordinators' AddPartitionsToTxnBatch.
+        verify: ``transaction.partition.verification.enable`` (part 1; version-2 clients'
+            partitions are added whatever it says: nothing else adds them).
     """
 
     def __init__(
@@ -115,7 +120,9 @@ class TxnVerifier:
         node_id: int,
         stub: Callable[[str], Any],
         local: LocalCoordinator,
+        verify: bool = True,
     ) -> None:
+        self._verify = verify
         self._image = image
         self._node_id = node_id
         self._stub = stub
@@ -130,13 +137,18 @@ class TxnVerifier:
         leading: Mapping[TopicPartition, tuple[ServedReplica, bytes]],
         produce_version: int,
     ) -> dict[TopicPartition, Gate]:
-        """The `Gate` of each partition with a transactional batch (see the module docstring)."""
+        """The `Gate` of each partition with a transactional batch (see the module docstring).
+        A Produce v12+ (a transaction-version-2 client) has its partitions added, the others
+        verified when ``transaction.partition.verification.enable`` is on."""
+        add = produce_version >= IMPLICIT_ADD_PRODUCE_VERSION
+        if not add and not self._verify:
+            return {}
         facts = {
             tp: f for tp, (replica, records) in leading.items() if (f := _facts(replica, records))
         }
         if not facts:
             return {}
-        plan = plan_verification(transactional_id, facts)
+        plan = plan_verification(transactional_id, facts, add=add)
         if plan.refused:
             return {
                 tp: Gate(error_code=code, error_message="more than one producer id")
@@ -149,12 +161,7 @@ class TxnVerifier:
                 state = leading[tp][0].producer_state
                 seen = state.markers_seen(plan.verify.producer_id)
                 guards[tp] = (state, VerificationGuard(markers_seen=seen))
-            ticket, done = self._batcher.submit(self._coordinator(transactional_id), plan.verify)
-            future: asyncio.Future[Verified] = asyncio.get_running_loop().create_future()
-            self._waiting[ticket] = future
-            self._finish(done)
-            self._pump()
-            errors = (await future).errors
+            errors = await self._ask(plan.verify)
         out = {}
         for tp, f in facts.items():
             if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
@@ -164,7 +171,35 @@ class TxnVerifier:
                 out[tp] = Gate(admit=_admit(leading[tp][0], f.producer_id, guards.get(tp)))
         return out
 
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> Mapping[TopicPartition, ErrorCode]:
+        """Add ``partitions`` to the producer's transaction at its coordinator (KIP-890 part
+        2: a version-2 client's TxnOffsetCommit adds the group's partition this way); the
+        coordinator's error per partition that failed."""
+        return await self._ask(
+            VerifyTxn(
+                transactional_id=transactional_id,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                partitions=partitions,
+                add=True,
+            )
+        )
+
     # --- the calls to the coordinators --------------------------------------------------------
+
+    async def _ask(self, txn: VerifyTxn) -> Mapping[TopicPartition, ErrorCode]:
+        ticket, done = self._batcher.submit(self._coordinator(txn.transactional_id), txn)
+        future: asyncio.Future[Verified] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = future
+        self._finish(done)
+        self._pump()
+        return (await future).errors
 
     def _coordinator(self, transactional_id: str) -> int | None:
         description = self._image().describe_topic(TRANSACTION_STATE_TOPIC)
@@ -194,7 +229,8 @@ class TxnVerifier:
                     producer_id=t.producer_id,
                     producer_epoch=t.producer_epoch,
                     topics=_topics(t.partitions),
-                    verify_only=True,
+                    verify_only=not t.add,
+                    transaction_version=TRANSACTION_VERSION_2 if t.add else 0,
                 )
                 for t in outgoing.transactions
             )

@@ -440,9 +440,11 @@ class Producer(ProducerSender):
         if txn.error is not None:
             raise txn.error
         pid, epoch = self._producer_id_and_epoch()
-        txn.end(
+        after = txn.end(
             commit=True, timeout_s=self._block_s(timeout), producer_id=pid, producer_epoch=epoch
         )
+        if after != (pid, epoch):  # KIP-890 part 2: the epoch bumped at the end
+            self._adopt(*after)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Abort the transaction: records still queued after an error are dropped, those sent
@@ -460,11 +462,13 @@ class Producer(ProducerSender):
                 batch.result.complete(-1, -1, error)
         self.flush(self._block_s(timeout))
         pid, epoch = self._producer_id_and_epoch()
-        txn.end(
+        after = txn.end(
             commit=False, timeout_s=self._block_s(timeout), producer_id=pid, producer_epoch=epoch
         )
         state = self._idempotence
-        if state is not None and state.epoch_bump_requested:  # KIP-360: a sequence was lost
+        if after != (pid, epoch):  # KIP-890 part 2: the epoch bumped at the end
+            self._adopt(*after)  # NB: which also forgets a lost sequence
+        elif state is not None and state.epoch_bump_requested:  # KIP-360: a sequence was lost
             self._adopt(*txn.init(self._block_s(timeout), pid, epoch))
 
     def _transactional(self, call: str) -> TransactionManager:

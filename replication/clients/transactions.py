@@ -34,7 +34,9 @@ refused); they become visible only with the commit marker.
 batch that failed makes the transaction abortable instead (the caller must abort).
 ``abort_transaction`` drops what is still queued after an error, waits for what is in flight,
 then EndTxn(abort). Either returns once the coordinator has written PREPARE_*: the markers
-follow, and a new transaction's first AddPartitionsToTxn waits for them
+follow (with ``transaction.version`` 2 the answer carries the epoch the coordinator bumped,
+KIP-890 part 2, and the producer's next transaction uses it, sequences from 0), and a new
+transaction's first AddPartitionsToTxn waits for them
 (CONCURRENT_TRANSACTIONS, retried). After an abort caused by a lost sequence (a batch that
 failed for good), InitProducerId with the current id and epoch bumps the epoch (KIP-360).
 """
@@ -49,6 +51,7 @@ from typing import TYPE_CHECKING, Final
 
 import structlog
 
+from kraft.metadata.features import TRANSACTION_VERSION_2
 from kraft.types import TopicPartition
 from replication.clients.group_membership import (
     COORDINATOR_ERRORS,
@@ -62,6 +65,7 @@ from replication.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnRequest,
+    EndTxnResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     OffsetCommitRequest,
@@ -274,33 +278,51 @@ class TransactionManager:
             self._fail(e)
             raise
 
-    def end(self, *, commit: bool, timeout_s: float, producer_id: int, producer_epoch: int) -> None:
+    def end(
+        self, *, commit: bool, timeout_s: float, producer_id: int, producer_epoch: int
+    ) -> tuple[int, int]:
         """EndTxn (when the coordinator has anything of this transaction), then READY.
+
+        Returns:
+            The producer id and epoch to go on with: with ``transaction.version`` 2 finalized
+            the coordinator bumps the epoch at every end (KIP-890 part 2), else the same.
 
         Raises:
             KraftError: the coordinator's error (a fatal one fences the producer).
         """
         with self._mutex:
             started = self._started
+        after = (producer_id, producer_epoch)
         if started:
             request = EndTxnRequest(
                 transactional_id=self.transactional_id,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 committed=commit,
+                # NB: the coordinator uses version 2 only when the cluster finalized it.
+                transaction_version=TRANSACTION_VERSION_2,
             )
+            answered: list[EndTxnResponse] = []
+
+            def attempt(address: str) -> ErrorCode | None:
+                response = self._network.call(address, "EndTxn", request, EndTxnResponse)
+                answered.append(response)
+                return _retry_or_raise(response.error_code, response.error_message, "EndTxn")
+
             try:
-                self._coordinator.retrying(
-                    timeout_s, lambda a: self._txn_call(a, "EndTxn", request)
-                )
+                self._coordinator.retrying(timeout_s, attempt)
             except KraftError as e:
                 self._fail(e)
                 raise
+            last = answered[-1]
+            if last.producer_id >= 0 and last.producer_epoch >= 0:
+                after = (last.producer_id, last.producer_epoch)
         with self._mutex:
             self._added.clear()
             self._started = False
             self._error = None
             self.state = TxnClientState.READY
+        return after
 
     def begin_commit(self) -> None:
         """IN_TRANSACTION -> COMMITTING.
@@ -400,14 +422,10 @@ class TransactionManager:
     # -- errors --------------------------------------------------------------------------------
 
     def _txn_call(
-        self, address: str, method: str, request: AddOffsetsToTxnRequest | EndTxnRequest
+        self, address: str, method: str, request: AddOffsetsToTxnRequest
     ) -> ErrorCode | None:
         response = self._network.call(address, method, request, TxnErrorResponse)
-        if response.error_code is ErrorCode.NONE:
-            return None
-        if response.error_code in _RETRY:
-            return response.error_code
-        raise error_for(response.error_code, response.error_message or f"{method} failed")
+        return _retry_or_raise(response.error_code, response.error_message, method)
 
     def _back_off_adding(self) -> None:
         with self._mutex:
@@ -447,6 +465,15 @@ class TransactionManager:
             raise self._error
         if self.state is not TxnClientState.IN_TRANSACTION:
             raise InvalidTxnStateError(f"{call} in state {self.state.value}")
+
+
+def _retry_or_raise(code: ErrorCode, message: str, method: str) -> ErrorCode | None:
+    """None when done, the code when it is retried, else its exception raised."""
+    if code is ErrorCode.NONE:
+        return None
+    if code in _RETRY:
+        return code
+    raise error_for(code, message or f"{method} failed")
 
 
 __all__ = ["FATAL_TXN_ERRORS", "TransactionManager", "TxnClientState"]

@@ -27,6 +27,9 @@ class AddPartitionsToTxnRequest:
     topics: tuple[TxnTopic, ...] = ()
     verify_only: bool = False
     """KIP-890 part 1 (v4+, from a partition leader): only check they were added."""
+    transaction_version: int = 0
+    """KIP-890 part 2: 2 when a partition leader adds the partition for a version-2 client
+    (Produce v12+, TxnOffsetCommit v5+), which sends no AddPartitionsToTxn itself."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,11 +82,23 @@ class EndTxnRequest:
     producer_id: int
     producer_epoch: int
     committed: bool
+    transaction_version: int = 0
+    """The client's transaction version: 2 (EndTxn v5+) bumps the epoch (KIP-890 part 2)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTxnResponse:
+    """EndTxn's answer; with transaction version 2, the producer id and epoch to use next."""
+
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnErrorResponse:
-    """AddOffsetsToTxn's and EndTxn's answer: one error code."""
+    """AddOffsetsToTxn's answer: one error code."""
 
     error_code: ErrorCode = ErrorCode.NONE
     error_message: str = ""
@@ -99,6 +114,9 @@ class TxnOffsetCommitRequest:
     producer_id: int
     producer_epoch: int
     commit: OffsetCommitRequest
+    transaction_version: int = 0
+    """2 (TxnOffsetCommit v5+): the group's ``__consumer_offsets`` partition joins the
+    transaction here, the client sent no AddOffsetsToTxn (KIP-890 part 2)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,6 +216,7 @@ __all__ = [
     "DescribeTransactionsResponse",
     "DescribedTransaction",
     "EndTxnRequest",
+    "EndTxnResponse",
     "ListTransactionsRequest",
     "ListTransactionsResponse",
     "ListedTransaction",

@@ -25,8 +25,10 @@ Timers (`tick`): an ONGOING transaction older than its timeout is aborted with i
 which fences the producer (Kafka's ``abortTimedOutTransactions``); an idle id (EMPTY, COMPLETE_*)
 not used for ``transactional.id.expiration.ms`` is deleted (a tombstone).
 
-Not here yet: KIP-890 part 2 (EndTxn v5+, the epoch bumped on every transaction); kraft's
-Kafka listener serves EndTxn up to v4, and clients then use the part-1 protocol.
+KIP-890 part 2 (``transaction.version`` 2, `kraft.metadata.features`): a version-2 client's
+EndTxn bumps the epoch at every transaction's end (`end_txn`), its partitions are added by the
+partition leaders (`add_partitions` with ``transaction_version=2``), and a transaction whose
+end reaches the last epoch continues under a new producer id once its markers are written.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar, final
 
+from kraft.metadata.features import TRANSACTION_VERSION_2
 from kraft.types import TopicPartition
 from storage.errors import ErrorCode
 
 from .records import Record, decode_key, decode_metadata, metadata_record, tombstone
-from .state import NO_PRODUCER_EPOCH, TxnMetadata, TxnState
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnMetadata, TxnState
 
 R = TypeVar("R")
 
@@ -160,8 +163,10 @@ class TxnCoordinator:
         if expected_producer_id >= 0:
             if expected_producer_id != meta.producer_id:
                 return _error(ErrorCode.PRODUCER_FENCED)
-            if expected_producer_epoch == meta.last_producer_epoch and meta.state.is_complete:
-                # NB: a retry of the bump that already happened: the answer it missed.
+            if expected_producer_epoch == meta.last_producer_epoch and meta.state is TxnState.EMPTY:
+                # NB: a retry of the bump that already happened: the answer it missed. EMPTY
+                # only: the last bump was this InitProducerId's, not an end's (KIP-890 part 2
+                # bumps at every end, and its old epoch must not get the new one here).
                 return Result(response=_pid(meta))
             if expected_producer_epoch != meta.producer_epoch:
                 return _error(ErrorCode.PRODUCER_FENCED)
@@ -216,9 +221,13 @@ class TxnCoordinator:
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
         now_ms: int,
+        *,
+        transaction_version: int = 0,
     ) -> Result[ErrorCode]:
         """Kafka's ``handleAddPartitionsToTransaction`` (AddOffsetsToTxn adds the group's
-        ``__consumer_offsets`` partition the same way): the transaction becomes ONGOING."""
+        ``__consumer_offsets`` partition the same way): the transaction becomes ONGOING.
+        ``transaction_version`` 2: a partition leader adds them for a version-2 client
+        (KIP-890 part 2), which the transaction records."""
         meta, code = self._producer(transactional_id, producer_id, producer_epoch)
         if meta is None:
             return Result(response=code)
@@ -233,6 +242,10 @@ class TxnCoordinator:
             partitions=(meta.partitions if meta.state is TxnState.ONGOING else frozenset())
             | partitions,
             start_ms=start_ms,
+            client_transaction_version=max(
+                transaction_version,
+                meta.client_transaction_version if meta.state is TxnState.ONGOING else 0,
+            ),
         )
         return Result(records=[metadata_record(ongoing)], response=ErrorCode.NONE)
 
@@ -262,31 +275,65 @@ class TxnCoordinator:
         *,
         commit: bool,
         now_ms: int,
-    ) -> Result[ErrorCode]:
-        """Kafka's ``handleEndTransaction`` (part 1): ONGOING -> PREPARE_COMMIT/ABORT; the
-        markers follow (`pending_markers`). A retry after the end is answered as the end was."""
+        transaction_version: int = 0,
+        new_producer_id: int | None = None,
+    ) -> Result[ProducerIdAndEpoch]:
+        """Kafka's ``handleEndTransaction``: ONGOING -> PREPARE_COMMIT/ABORT; the markers follow
+        (`pending_markers`). The answer carries the producer id and epoch the producer goes on
+        with. A retry after the end is answered as the end was.
+
+        With ``transaction_version`` 2 (EndTxn v5+, KIP-890 part 2) the epoch is bumped at
+        every end: PREPARE_* holds the new epoch, the markers carry it, and the producer's next
+        transaction uses it, so a late batch of this one is fenced on every partition. When
+        the bump reaches the last epoch, the transaction continues under a new producer id
+        (``new_producer_id``; `NEEDS_PRODUCER_ID` when it is needed and None). A version-2
+        abort with no transaction ongoing still bumps the epoch (the producer's batches may
+        have failed to join one)."""
+        v2 = transaction_version >= TRANSACTION_VERSION_2
+        meta = self._txns.get(transactional_id)
+        if v2 and meta is not None and _is_retry_of_v2_end(meta, producer_id, producer_epoch):
+            preparing = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+            if meta.state in (preparing, done):
+                return Result(response=_next_pid(meta))
+            return _error(ErrorCode.INVALID_TXN_STATE)
         meta, code = self._producer(transactional_id, producer_id, producer_epoch)
         if meta is None:
-            return Result(response=code)
+            return _error(code)
         state = meta.state
-        if state is TxnState.ONGOING:
+        if state is TxnState.ONGOING or (v2 and not commit and state.is_complete):
             target = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
-            prepared = meta.transition(target, now_ms)
-            return Result(records=[metadata_record(prepared)], response=ErrorCode.NONE)
+            changes: dict[str, object] = {"client_transaction_version": transaction_version}
+            if state is not TxnState.ONGOING:  # nothing joined: an abort with no markers
+                changes.update(partitions=frozenset(), start_ms=now_ms)
+            if v2:
+                if meta.epoch_exhausted:
+                    if new_producer_id is None:
+                        return Result(response=NEEDS_PRODUCER_ID)
+                    changes["next_producer_id"] = new_producer_id
+                changes.update(
+                    producer_epoch=meta.producer_epoch + 1,
+                    last_producer_epoch=meta.producer_epoch,
+                )
+            if state is not TxnState.ONGOING:
+                meta = meta.transition(TxnState.ONGOING, now_ms)  # NB: never recorded
+            prepared = meta.transition(target, now_ms, **changes)
+            return Result(records=[metadata_record(prepared)], response=_next_pid(prepared))
         done, preparing = (
             (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT)
             if commit
             else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT)
         )
-        if state is done:
-            return Result(response=ErrorCode.NONE)
-        if state is preparing:
-            return Result(response=ErrorCode.CONCURRENT_TRANSACTIONS)
-        return Result(response=ErrorCode.INVALID_TXN_STATE)
+        if state is done and not v2:
+            return Result(response=_pid(meta))
+        if state is preparing or (v2 and state.is_preparing):
+            return _error(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return _error(ErrorCode.INVALID_TXN_STATE)
 
     def complete(self, job: MarkerJob, now_ms: int) -> Result[ErrorCode]:
         """Every marker of ``job`` is written: COMPLETE_COMMIT / COMPLETE_ABORT (no record if
-        the transaction moved on meanwhile, e.g. the job ran twice)."""
+        the transaction moved on meanwhile, e.g. the job ran twice). A transaction whose end
+        exhausted the epoch continues under its next producer id, at epoch 0."""
         meta = self._txns.get(job.transactional_id)
         want = TxnState.PREPARE_COMMIT if job.commit else TxnState.PREPARE_ABORT
         if (
@@ -297,7 +344,16 @@ class TxnCoordinator:
         ):
             return Result(response=ErrorCode.NONE)
         target = TxnState.COMPLETE_COMMIT if job.commit else TxnState.COMPLETE_ABORT
-        done = meta.transition(target, now_ms, partitions=frozenset(), start_ms=-1)
+        rotated: dict[str, object] = {}
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            rotated = {
+                "producer_id": meta.next_producer_id,
+                "producer_epoch": 0,
+                "previous_producer_id": meta.producer_id,
+                "last_producer_epoch": meta.producer_epoch - 1,
+                "next_producer_id": NO_PRODUCER_ID,
+            }
+        done = meta.transition(target, now_ms, partitions=frozenset(), start_ms=-1, **rotated)
         return Result(records=[metadata_record(done)], response=ErrorCode.NONE)
 
     def _producer(
@@ -305,6 +361,10 @@ class TxnCoordinator:
     ) -> tuple[TxnMetadata | None, ErrorCode]:
         """The metadata if the request's producer is the id's current one, else the error."""
         meta = self._txns.get(transactional_id)
+        if meta is not None and meta.state.is_preparing and producer_id == meta.next_producer_id:
+            # KIP-890 part 2: the producer already took the next id its end answered; the
+            # markers are still being written (the callers answer CONCURRENT_TRANSACTIONS).
+            return (meta, ErrorCode.NONE) if producer_epoch == 0 else (None, _FENCED)
         if meta is None or meta.producer_id != producer_id:
             return None, ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if producer_epoch != meta.producer_epoch:
@@ -336,6 +396,30 @@ class TxnCoordinator:
             ):
                 records.append(tombstone(meta.transactional_id))
         return records
+
+
+_FENCED: Final = ErrorCode.PRODUCER_FENCED
+
+
+def _is_retry_of_v2_end(meta: TxnMetadata, producer_id: int, producer_epoch: int) -> bool:
+    """A version-2 EndTxn from the epoch its end bumped from (the answer was lost)."""
+    return (
+        meta.client_transaction_version >= TRANSACTION_VERSION_2
+        and (meta.state.is_preparing or meta.state in _COMPLETED)
+        and producer_epoch == meta.last_producer_epoch
+        and producer_id in (meta.producer_id, meta.previous_producer_id)
+        and producer_epoch >= 0
+    )
+
+
+_COMPLETED: Final = frozenset({TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
+
+
+def _next_pid(meta: TxnMetadata) -> ProducerIdAndEpoch:
+    """The producer id and epoch a producer goes on with after ``meta``'s end."""
+    if meta.state.is_preparing and meta.next_producer_id != NO_PRODUCER_ID:
+        return ProducerIdAndEpoch(producer_id=meta.next_producer_id, producer_epoch=0)
+    return _pid(meta)
 
 
 def _pid(meta: TxnMetadata) -> ProducerIdAndEpoch:

@@ -2,9 +2,10 @@
 latest wins, a tombstone (value None) when the id expires.
 
 Kafka keeps the same fact in ``TransactionLogKey`` / ``TransactionLogValue`` (producer id and
-epoch, timeout, state, partitions, timestamps). kraft encodes it as its group records are
-(`replication.group.records`): key = 2-byte big-endian type + canonical JSON array of the key
-fields; value = 2-byte big-endian version + JSON object.
+epoch, timeout, state, partitions, timestamps; since KIP-890 part 2 the client's transaction
+version and the next producer id; records without them read as version 0 and none). kraft
+encodes it as its group records are (`replication.group.records`): key = 2-byte big-endian
+type + canonical JSON array of the key fields; value = 2-byte big-endian version + JSON object.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Final
 from kraft.types import TopicPartition
 from storage.errors import CorruptRecordError
 
-from .state import NO_PRODUCER_EPOCH, TxnMetadata, TxnState
+from .state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TxnMetadata, TxnState
 
 Record = tuple[bytes, bytes | None]
 
@@ -39,6 +40,9 @@ def metadata_record(meta: TxnMetadata) -> Record:
         "partitions": sorted([tp.topic, tp.partition] for tp in meta.partitions),
         "start_ms": meta.start_ms,
         "last_update_ms": meta.last_update_ms,
+        "client_transaction_version": meta.client_transaction_version,
+        "next_producer_id": meta.next_producer_id,
+        "previous_producer_id": meta.previous_producer_id,
     }
     body = json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
     return metadata_key(meta.transactional_id), _HEAD.pack(VALUE_VERSION) + body
@@ -87,6 +91,9 @@ def decode_metadata(transactional_id: str, value: bytes) -> TxnMetadata:
             partitions=frozenset(TopicPartition(str(t), int(p)) for t, p in v["partitions"]),
             start_ms=int(v["start_ms"]),
             last_update_ms=int(v["last_update_ms"]),
+            client_transaction_version=int(v.get("client_transaction_version", 0)),
+            next_producer_id=int(v.get("next_producer_id", NO_PRODUCER_ID)),
+            previous_producer_id=int(v.get("previous_producer_id", NO_PRODUCER_ID)),
         )
     except (struct.error, ValueError, KeyError, TypeError) as e:
         raise CorruptRecordError(f"bad transaction record value: {e}") from e

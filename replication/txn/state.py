@@ -95,6 +95,15 @@ class TxnMetadata:
     start_ms: int = -1
     """When the ongoing transaction began (its first AddPartitions), -1 if none."""
     last_update_ms: int
+    client_transaction_version: int = 0
+    """The transaction version of the client's last transaction (Kafka's
+    ``clientTransactionVersion``): 2 bumps the epoch at the end (KIP-890 part 2)."""
+    next_producer_id: int = NO_PRODUCER_ID
+    """KIP-890 part 2: the producer id the transaction continues with once its markers are
+    written, when its end bumped the epoch to the last one (`MAX_PRODUCER_EPOCH`)."""
+    previous_producer_id: int = NO_PRODUCER_ID
+    """The producer id before ``next_producer_id`` took over (a retried EndTxn of the old one
+    is answered)."""
 
     def transition(self, state: TxnState, now_ms: int, **changes: object) -> TxnMetadata:
         """The metadata in ``state``; raises AssertionError on a transition Kafka forbids."""

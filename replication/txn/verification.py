@@ -28,6 +28,9 @@ transactional id's coordinator first, with an AddPartitionsToTxn v4+ ``verify_on
    INVALID_TXN_STATE below Produce v11 (clients that know TRANSACTION_ABORTABLE get it);
    the coordinator's retriable errors -> NOT_ENOUGH_REPLICAS (retried by every client, no
    metadata refresh).
+   KIP-890 part 2: for a transaction-version-2 client (Produce v12+, or a TxnOffsetCommit v5+
+   on the group coordinator) the entry asks the coordinator to *add* the partitions instead
+   (``VerifyTxn.add``): such a client sends no AddPartitionsToTxn of its own.
 5. Right before the append (synchronously with it), `admit`: the guard must still hold,
    unless the producer's transaction is open on the partition by then; else INVALID_TXN_STATE
    and nothing is appended. Once the batch is in, the open transaction itself is the proof for
@@ -43,6 +46,9 @@ from typing import Final, final
 from kraft.types import TopicPartition
 from storage.errors import ErrorCode
 
+IMPLICIT_ADD_PRODUCE_VERSION: Final = 12
+"""The first Produce version of transaction-version-2 clients (KIP-890 part 2): the leader adds
+a transactional batch's partition to the transaction (Kafka's ``addPartition`` operation)."""
 TRANSACTION_ABORTABLE_PRODUCE_VERSION: Final = 11
 """The first Produce version whose clients handle TRANSACTION_ABORTABLE (Kafka's
 ``genericError`` operation, KIP-890)."""
@@ -79,6 +85,9 @@ class VerifyTxn:
     producer_id: int
     producer_epoch: int
     partitions: frozenset[TopicPartition]
+    add: bool = False
+    """KIP-890 part 2: add the partitions to the transaction (a version-2 client sends no
+    AddPartitionsToTxn), not only verify them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,8 +96,11 @@ class Plan:
     verify: VerifyTxn | None = None
 
 
-def plan_verification(transactional_id: str, batches: Mapping[TopicPartition, BatchFacts]) -> Plan:
-    """Which partitions of one Produce need verifying (see the module docstring, step 1).
+def plan_verification(
+    transactional_id: str, batches: Mapping[TopicPartition, BatchFacts], *, add: bool = False
+) -> Plan:
+    """Which partitions of one Produce need verifying (see the module docstring, step 1), or
+    adding (``add``: a transaction-version-2 client's Produce v12+, KIP-890 part 2).
 
     A Produce without a transactional id is not verified (Kafka's old clients): its
     transactional batches then fail the append's check unless their transaction is open."""
@@ -106,6 +118,7 @@ def plan_verification(transactional_id: str, batches: Mapping[TopicPartition, Ba
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             partitions=wanted,
+            add=add,
         )
     )
 
@@ -129,6 +142,17 @@ def produce_error(code: ErrorCode, produce_version: int) -> tuple[ErrorCode, str
             f"Underlying error: {code.name}",
         )
     return code, ""
+
+
+def txn_offset_commit_error(code: ErrorCode) -> ErrorCode:
+    """The TxnOffsetCommit v5+ error for the coordinator's answer to adding the group's
+    partition (KIP-890 part 2): the retriable ones become COORDINATOR_LOAD_IN_PROGRESS (every
+    client retries it in place), a fenced producer INVALID_PRODUCER_EPOCH."""
+    if code in RETRIABLE_VERIFICATION_ERRORS:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if code is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
 
 
 # --- the guard (steps 2 and 5) ------------------------------------------------------------------
@@ -206,6 +230,7 @@ class VerificationBatcher:
                     producer_id=old.producer_id,
                     producer_epoch=old.producer_epoch,
                     partitions=old.partitions | txn.partitions,
+                    add=old.add or txn.add,
                 )
                 entry.tickets[ticket] = txn.partitions
                 return ticket, done
@@ -253,6 +278,7 @@ def _all(ticket: int, tps: frozenset[TopicPartition], code: ErrorCode) -> Verifi
 
 
 __all__ = [
+    "IMPLICIT_ADD_PRODUCE_VERSION",
     "BatchFacts",
     "Outgoing",
     "Plan",
@@ -263,4 +289,5 @@ __all__ = [
     "admit",
     "plan_verification",
     "produce_error",
+    "txn_offset_commit_error",
 ]

@@ -23,7 +23,14 @@ from kraft.controller import (
     ControllerResult,
     RegisterBrokerRequest,
 )
-from kraft.metadata import MetadataImage, MetadataRecord, decode_record, encode_record
+from kraft.metadata import (
+    FeatureLevelRecord,
+    MetadataImage,
+    MetadataRecord,
+    decode_record,
+    encode_record,
+)
+from kraft.metadata.features import TRANSACTION_VERSION
 from kraft.metadata.image import PartitionRegistration
 from kraft.types import TopicPartition
 
@@ -41,8 +48,15 @@ class ControllerHarness:
         session_timeout_ms: int = 3000,
         epoch: int = 1,
         config: ControllerConfig | None = None,
+        finalized: bool = True,
     ) -> None:
         image = image or MetadataImage.empty()
+        if finalized and not image.features:
+            # As a cluster's first active controller left it (`kraft.metadata.features`), so
+            # a test's first tick has only the work the test made.
+            level = (config or ControllerConfig()).transaction_version
+            feature = FeatureLevelRecord(name=TRANSACTION_VERSION, feature_level=level)
+            image = image.apply(feature, image.last_offset + 1)
         self.now_ms = now_ms
         self.core = ControllerCore(
             rng=random.Random(seed),

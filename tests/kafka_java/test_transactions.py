@@ -3,19 +3,22 @@
 topic's partition into another kraft topic through ``kraft peer kafka tool``, in transactions
 that commit the consumed offsets with the output (``sendOffsetsToTransaction`` with the group's
 metadata, KIP-447) and abort at random; a read_committed consumer then finds every input record
-in the output exactly once. ``kafka-transactions`` (``TransactionsCommand``) lists and describes
-the copier's transactional id.
+in the output exactly once. kraft finalizes ``transaction.version`` 2, so the client runs its
+transactions on KIP-890 part 2's protocol: the epoch the coordinator ends with proves it.
+``kafka-transactions`` (``TransactionsCommand``) lists and describes the copier's id.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
 
 from kraft.cluster import LocalCluster
-from replication.clients import Producer
+from kraft.types import TopicPartition
+from replication.clients import AdminClient, Producer
 from tests.kafka_java.conftest import create_topic, run_kraft_tool, run_tool
 from tests.kafka_wire.test_transactions_cluster import PARTITIONS, read_all
 
@@ -62,5 +65,21 @@ def test_kafkas_transactional_copier_copies_every_record_exactly_once(
         *("describe", "--transactional-id", tid),
     )
     header, line = [r for r in described.splitlines() if r.strip()][:2]
-    assert header.split()[:3] == ["CoordinatorId", "TransactionalId", "ProducerId"]
+    assert header.split()[:4] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch"]
     assert line.split()[1] == tid and line.split()[2] == row[2]
+    # KIP-890 part 2: kraft finalizes transaction.version 2, so the Java client ran its
+    # transactions on version 2 (EndTxn v5, no AddPartitionsToTxn): the coordinator bumped the
+    # epoch at every transaction's end. On version 1 it would still be the first epoch (0).
+    transactions = -(-RECORDS // 40)  # at least one per 40 records, more when one aborted
+    assert int(line.split()[3]) >= transactions
+    with AdminClient(cluster.bootstrap) as admin:
+        described_here = admin.describe_transaction(tid)
+        assert described_here.producer_epoch == int(line.split()[3])
+        # TxnOffsetCommit v5 put the group's partition in each transaction itself (no
+        # AddOffsetsToTxn): the input offsets were committed with the last transaction.
+        deadline = time.monotonic() + 20
+        while (offsets := admin.list_group_offsets(f"{tid}-group")) != {
+            TopicPartition(source, 0): RECORDS
+        }:
+            assert time.monotonic() < deadline, offsets
+            time.sleep(0.1)

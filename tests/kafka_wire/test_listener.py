@@ -49,6 +49,9 @@ class GatedApi:
             brokers=(MetadataBroker(node_id=1, host="h", port=1),), controller_id=1
         )
 
+    def finalized_features(self) -> tuple[int, dict[str, int]]:
+        return 12, {"transaction.version": 2}
+
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"unexpected call of {name}")
 
@@ -186,6 +189,10 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
             assert {
                 int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
             } == dict(SUPPORTED_VERSIONS)
+            assert versions.finalized_features_epoch == 12
+            assert [(f.name, f.max_version_level) for f in versions.finalized_features] == [
+                ("transaction.version", 2)
+            ]
             writer.close()
 
     asyncio.run(run())

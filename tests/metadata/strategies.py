@@ -10,6 +10,7 @@ from kraft.metadata import (
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
+    FeatureLevelRecord,
     FenceBrokerRecord,
     LeaderRecoveryState,
     MetadataRecord,
@@ -86,6 +87,7 @@ records: st.SearchStrategy[MetadataRecord] = st.one_of(
     ),
     st.builds(ProducerIdsRecord, broker_id=ids, broker_epoch=offsets, next_producer_id=offsets),
     st.just(NoOpRecord()),
+    st.builds(FeatureLevelRecord, name=text, feature_level=st.integers(0, 2**15 - 1)),
     st.builds(
         AccessControlEntryRecord,
         acl_id=text,

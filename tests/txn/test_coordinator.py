@@ -72,7 +72,7 @@ def test_init_again_bumps_the_epoch_and_fences_the_old_producer() -> None:
     code = coord.add_partitions("a", old.producer_id, old.producer_epoch, frozenset({TP0}), 1)
     assert code.response is ErrorCode.PRODUCER_FENCED and not code.records
     end = coord.end_txn("a", old.producer_id, old.producer_epoch, commit=True, now_ms=1)
-    assert end.response is ErrorCode.PRODUCER_FENCED
+    assert end.response.error_code is ErrorCode.PRODUCER_FENCED
 
 
 def test_init_during_an_ongoing_transaction_aborts_it_with_a_fencing_epoch() -> None:
@@ -97,11 +97,16 @@ def test_commit_goes_through_prepare_then_complete_and_retries_are_answered() ->
     coord = TxnCoordinator(TxnConfig())
     pid, epoch = ongoing(coord)
     apply(coord, coord.add_partitions("a", pid, epoch, frozenset({TP1}), 1))
-    assert apply(coord, coord.end_txn("a", pid, epoch, commit=True, now_ms=2)) is ErrorCode.NONE
-    assert coord.end_txn("a", pid, epoch, commit=True, now_ms=3).response is (
+    ended = apply(coord, coord.end_txn("a", pid, epoch, commit=True, now_ms=2))
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (
+        ErrorCode.NONE,
+        pid,
+        epoch,
+    )
+    assert coord.end_txn("a", pid, epoch, commit=True, now_ms=3).response.error_code is (
         ErrorCode.CONCURRENT_TRANSACTIONS
     )
-    assert coord.end_txn("a", pid, epoch, commit=False, now_ms=3).response is (
+    assert coord.end_txn("a", pid, epoch, commit=False, now_ms=3).response.error_code is (
         ErrorCode.INVALID_TXN_STATE
     )
     assert coord.add_partitions("a", pid, epoch, frozenset({TP0}), 3).response is (
@@ -113,8 +118,10 @@ def test_commit_goes_through_prepare_then_complete_and_retries_are_answered() ->
     meta = coord.get("a")
     assert meta is not None and meta.state is TxnState.COMPLETE_COMMIT and not meta.partitions
     assert not coord.pending_markers()
-    assert coord.end_txn("a", pid, epoch, commit=True, now_ms=5).response is ErrorCode.NONE
-    assert coord.end_txn("a", pid, epoch, commit=False, now_ms=5).response is (
+    assert coord.end_txn("a", pid, epoch, commit=True, now_ms=5).response.error_code is (
+        ErrorCode.NONE
+    )
+    assert coord.end_txn("a", pid, epoch, commit=False, now_ms=5).response.error_code is (
         ErrorCode.INVALID_TXN_STATE
     )
     # A completed job run again writes nothing.
@@ -131,7 +138,7 @@ def test_end_without_a_transaction_is_invalid_txn_state() -> None:
     coord = TxnCoordinator(TxnConfig())
     got = init(coord)
     end = coord.end_txn("a", got.producer_id, got.producer_epoch, commit=True, now_ms=1)
-    assert end.response is ErrorCode.INVALID_TXN_STATE
+    assert end.response.error_code is ErrorCode.INVALID_TXN_STATE
 
 
 def test_unknown_id_or_wrong_producer_id_is_invalid_producer_id_mapping() -> None:
@@ -140,9 +147,8 @@ def test_unknown_id_or_wrong_producer_id_is_invalid_producer_id_mapping() -> Non
         ErrorCode.INVALID_PRODUCER_ID_MAPPING
     )
     got = init(coord)
-    assert coord.end_txn("a", got.producer_id + 1, 0, commit=True, now_ms=0).response is (
-        ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    )
+    end = coord.end_txn("a", got.producer_id + 1, 0, commit=True, now_ms=0)
+    assert end.response.error_code is ErrorCode.INVALID_PRODUCER_ID_MAPPING
 
 
 def test_adding_partitions_already_in_the_transaction_writes_nothing() -> None:
@@ -174,7 +180,7 @@ def test_a_timed_out_transaction_is_aborted_with_the_epoch_bumped() -> None:
     assert meta.producer_epoch == epoch + 1
     # The producer that let it time out is fenced.
     end = coord.end_txn("a", pid, epoch, commit=True, now_ms=1_000 + TIMEOUT + 1)
-    assert end.response is ErrorCode.PRODUCER_FENCED
+    assert end.response.error_code is ErrorCode.PRODUCER_FENCED
 
 
 def test_an_idle_id_expires() -> None:

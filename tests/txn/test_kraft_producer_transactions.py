@@ -109,7 +109,9 @@ def test_an_abort_hides_its_records_and_the_next_transaction_commits(
 ) -> None:
     cluster = kraft_cluster
     topic = new_topic(cluster, "abort")
-    with _txn_producer(cluster, f"abort-{uuid.uuid4().hex[:6]}") as producer:
+    tid = f"abort-{uuid.uuid4().hex[:6]}"
+    with _txn_producer(cluster, tid) as producer, AdminClient(cluster.bootstrap) as admin:
+        epoch = admin.describe_transaction(tid).producer_epoch
         with pytest.raises(InvalidTxnStateError):
             producer.send(topic, b"outside")  # no transaction open
         producer.begin_transaction()
@@ -121,6 +123,9 @@ def test_an_abort_hides_its_records_and_the_next_transaction_commits(
         for i in range(3):
             producer.send(topic, f"committed-{i}".encode(), partition=i % 2)
         producer.commit_transaction(30)
+        # KIP-890 part 2 (transaction.version 2, the cluster's default): each end bumped the
+        # epoch, and the producer's next transaction used the bumped one.
+        assert admin.describe_transaction(tid).producer_epoch == epoch + 2
     assert _settled(cluster, topic, 3) == [f"committed-{i}".encode() for i in range(3)]
     assert (
         len(_read(cluster, topic, "read_uncommitted")) == 7

@@ -3,6 +3,8 @@ verifies, the guard, the batching per coordinator broker, and the errors a Produ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kraft.types import TopicPartition
 from replication.txn.verification import (
     BatchFacts,
@@ -12,6 +14,7 @@ from replication.txn.verification import (
     admit,
     plan_verification,
     produce_error,
+    txn_offset_commit_error,
 )
 from storage.errors import ErrorCode
 
@@ -114,3 +117,23 @@ def test_an_unknown_coordinator_or_a_failed_call_answers_retriable_errors() -> N
     batcher.poll()
     (failed,) = batcher.answered(3, ErrorCode.NETWORK_EXCEPTION)
     assert failed.errors == {TP0: ErrorCode.NETWORK_EXCEPTION}
+
+
+def test_a_version_2_produce_asks_to_add_and_an_add_merged_in_keeps_adding() -> None:
+    """KIP-890 part 2: a Produce v12+ has its partitions added, not only verified."""
+    plan = plan_verification("a", {TP0: facts()}, add=True)
+    assert plan.verify is not None and plan.verify.add
+    batcher = VerificationBatcher()
+    batcher.submit(1, txn("a", 0, TP0))
+    batcher.submit(1, replace(txn("a", 0, TP1), add=True))
+    (out,) = batcher.poll()
+    (merged,) = out.transactions
+    assert merged.add and merged.partitions == {TP0, TP1}
+
+
+def test_txn_offset_commit_v5_errors_of_the_implicit_join() -> None:
+    assert txn_offset_commit_error(ErrorCode.CONCURRENT_TRANSACTIONS) is (
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    )
+    assert txn_offset_commit_error(ErrorCode.PRODUCER_FENCED) is ErrorCode.INVALID_PRODUCER_EPOCH
+    assert txn_offset_commit_error(ErrorCode.INVALID_TXN_STATE) is ErrorCode.INVALID_TXN_STATE

@@ -107,6 +107,7 @@ from replication.messages import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     EndTxnRequest,
+    EndTxnResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     InitProducerIdRequest,
@@ -230,6 +231,8 @@ class BrokerApi:
         """Kafka clients' fetch sessions (KIP-227), served by the Kafka listeners."""
         self._controllers = controllers
         self._stats = RequestStats()
+        self.finalized_features = broker.finalized_features
+        """(epoch, feature -> level) the controller finalized (ApiVersions, KIP-584)."""
         self.produce_api: Api[ProduceRequest, ProduceResponse] = Api(
             "Produce", lambda r, ctx: broker.produce(r, ctx.api_version), ProduceResponse
         )
@@ -274,7 +277,7 @@ class BrokerApi:
         self.add_offsets_to_txn_api = Api(
             "AddOffsetsToTxn", _ignore_ctx(transactions.add_offsets_to_txn), TxnErrorResponse
         )
-        self.end_txn_api = Api("EndTxn", _ignore_ctx(transactions.end_txn), TxnErrorResponse)
+        self.end_txn_api = Api("EndTxn", _ignore_ctx(transactions.end_txn), EndTxnResponse)
         self.describe_transactions_api = Api(
             "DescribeTransactions",
             _ignore_ctx(transactions.describe_transactions),
@@ -287,7 +290,7 @@ class BrokerApi:
         )
         self.txn_offset_commit_api: Api[TxnOffsetCommitRequest, OffsetCommitResponse] = Api(
             "TxnOffsetCommit",
-            lambda r, _: groups.offset_commit(r.commit, producer_id=r.producer_id),
+            _ignore_ctx(groups.txn_offset_commit),
             OffsetCommitResponse,
         )
         self.find_coordinator_api: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
@@ -386,7 +389,7 @@ class BrokerApi:
     ) -> TxnErrorResponse:
         return await self._answer(self.add_offsets_to_txn_api, request, ctx)
 
-    async def end_txn(self, request: EndTxnRequest, ctx: RequestContext) -> TxnErrorResponse:
+    async def end_txn(self, request: EndTxnRequest, ctx: RequestContext) -> EndTxnResponse:
         return await self._answer(self.end_txn_api, request, ctx)
 
     async def describe_transactions(

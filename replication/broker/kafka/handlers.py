@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 
+from kraft.metadata.features import SUPPORTED_FEATURES
 from kraft.types import INTERNAL_TOPICS
 from replication.broker.api import RequestContext
 from replication.broker.kafka.admin_handlers import ADMIN_HANDLERS
@@ -359,15 +360,27 @@ async def handle_init_producer_id(
 async def handle_api_versions(
     api: KafkaBrokerApi, request: Request, ctx: RequestContext
 ) -> Response:
+    epoch, finalized = api.finalized_features()
     return {
         "error_code": ErrorCode.NONE,
         "api_keys": [
             {"api_key": key, "min_version": spec.min_version, "max_version": spec.max_version}
             for key, spec in sorted(HANDLERS.items())
         ],
-        "supported_features": [],
-        "finalized_features_epoch": -1,
-        "finalized_features": [],
+        # KIP-584: the features this broker runs and the levels the controller finalized
+        # (`kraft.metadata.features`); below v4 a feature whose minimum is 0 is left out, as
+        # Kafka does (older clients refuse a 0 minimum).
+        "supported_features": [
+            {"name": name, "min_version": low, "max_version": high}
+            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+            if low > 0 or request.api_version >= 4
+        ],
+        "finalized_features_epoch": epoch,
+        "finalized_features": [
+            {"name": name, "max_version_level": level, "min_version_level": level}
+            for name, level in sorted(finalized.items())
+            if level > 0
+        ],
     }
 
 

@@ -4,10 +4,11 @@ WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions and ListTransactions (KIP
 for the others (InitProducerId with a transactional id is there: one handler per API).
 
 Versions: AddPartitionsToTxn 0-5 (v4+ batches transactions and carries KIP-890's
-``verify_only``), AddOffsetsToTxn 0-4, EndTxn 0-4 (v5 is KIP-890 part 2's epoch bump on every
-transaction, not served yet: clients then use the part-1 protocol), WriteTxnMarkers 1 (Kafka
-4.0's floor; brokers of kraft send it each other over gRPC), TxnOffsetCommit 0-4,
-DescribeTransactions 0, ListTransactions 0-1.
+``verify_only``), AddOffsetsToTxn 0-4, EndTxn 0-5 (v5 is KIP-890 part 2's: the epoch bumped at
+every transaction's end, answered), WriteTxnMarkers 1 (Kafka 4.0's floor; brokers of kraft send
+it each other over gRPC), TxnOffsetCommit 0-5 (v5: the group's partition joins implicitly),
+DescribeTransactions 0, ListTransactions 0-1. Clients use EndTxn v5 and TxnOffsetCommit v5
+when the ``transaction.version`` feature is finalized at 2 (ApiVersions).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
+from kraft.metadata.features import TRANSACTION_VERSION_2
 from replication.broker.api import RequestContext
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.frames import Request
@@ -35,6 +37,12 @@ from replication.messages import (
 from storage.errors import ErrorCode
 
 Response = Mapping[str, Any] | None
+
+END_TXN_V2_VERSION: Final = 5
+"""EndTxn v5+ is a transaction-version-2 client's (KIP-890 part 2): the epoch is bumped at the
+transaction's end and the answer carries the producer id and epoch to go on with."""
+TXN_OFFSET_COMMIT_V2_VERSION: Final = 5
+"""TxnOffsetCommit v5+: the group's partition joins the transaction implicitly (KIP-890)."""
 TxnHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
 
 
@@ -104,16 +112,24 @@ async def handle_add_offsets_to_txn(
 
 async def handle_end_txn(api: KafkaBrokerApi, request: Request, ctx: RequestContext) -> Response:
     body = request.body
+    v2 = request.api_version >= END_TXN_V2_VERSION
     answer = await api.end_txn(
         EndTxnRequest(
             transactional_id=body.transactional_id,
             producer_id=body.producer_id,
             producer_epoch=body.producer_epoch,
             committed=body.committed,
+            transaction_version=TRANSACTION_VERSION_2 if v2 else 0,
         ),
         ctx,
     )
-    return {"error_code": answer.error_code}
+    if not v2:
+        return {"error_code": answer.error_code}
+    return {
+        "error_code": answer.error_code,
+        "producer_id": answer.producer_id,
+        "producer_epoch": answer.producer_epoch,
+    }
 
 
 async def handle_write_txn_markers(
@@ -169,6 +185,9 @@ async def handle_txn_offset_commit(
             producer_id=body.producer_id,
             producer_epoch=body.producer_epoch,
             commit=offset_commit_request(body, getattr(body, "generation_id", -1)),
+            transaction_version=(
+                TRANSACTION_VERSION_2 if request.api_version >= TXN_OFFSET_COMMIT_V2_VERSION else 0
+            ),
         ),
         ctx,
     )
@@ -227,9 +246,9 @@ async def handle_list_transactions(
 TXN_HANDLERS: Final[Mapping[int, tuple[str, int, int, TxnHandler]]] = {
     24: ("AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn),
     25: ("AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),
-    26: ("EndTxn", 0, 4, handle_end_txn),
+    26: ("EndTxn", 0, 5, handle_end_txn),
     27: ("WriteTxnMarkers", 1, 1, handle_write_txn_markers),
-    28: ("TxnOffsetCommit", 0, 4, handle_txn_offset_commit),
+    28: ("TxnOffsetCommit", 0, 5, handle_txn_offset_commit),
     65: ("DescribeTransactions", 0, 0, handle_describe_transactions),
     66: ("ListTransactions", 0, 1, handle_list_transactions),
 }
