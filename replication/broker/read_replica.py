@@ -6,10 +6,12 @@
   ``FetchParams.fetchOnlyLeader``: a consumer that sent client metadata (Fetch v11+, and every
   gRPC fetch: kraft's clients are newer) may read from a follower, which serves it up to its
   own high watermark (learned from its leader's fetch responses); an older one only from the
-  leader. A quorum-mode (Raft) replica serves consumers only while it leads.
+  leader. A quorum-mode (Raft) follower serves it the same way, up to the commit offset its
+  Raft leader told it.
 - `preferred_read_replica`: on the leader, the follower to send this consumer to (answered
   with no records and ``preferred_read_replica``, as Kafka does), from the pure selector
-  `replication.core.replica_selector` over the leader's view of its followers.
+  `replication.core.replica_selector` over the leader's view of its followers (an ISR
+  leader's follower states, or a Raft leader's progress of its voters).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from replication.core.replica_selector import (
 from replication.core.replica_selector import (
     preferred_read_replica as select_preferred,
 )
+from replication.driver.select import follower_views, reads_as_follower
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost, ServedReplica
@@ -60,7 +63,7 @@ def consumer_readable(
     if replica is None:
         return None
     driver = replica.driver
-    if driver.is_leader or (client is not None and driver.is_follower):
+    if driver.is_leader or (client is not None and reads_as_follower(driver)):
         return replica
     return None
 
@@ -78,9 +81,9 @@ def preferred_read_replica(
     here), by ``selector`` (the broker's ``replica.selector.class``)."""
     if client is None or not client.rack_id:
         return None
-    leader = replica.leader  # None: a follower, or a quorum-mode leader (no view of followers)
-    if selector is None or leader is None:
+    if selector is None or not replica.driver.is_leader:
         return None
+    followers, in_sync = follower_views(replica.driver)
     local_id = host.node_id
     racks = {
         broker_id: registration.rack
@@ -93,13 +96,10 @@ def preferred_read_replica(
         log_end_offset=replica.log.log_end_offset,
         time_since_last_caught_up_ms=0,
     )
-    followers = {
-        r: state for r in leader.replicas if (state := leader.follower_state(r)) is not None
-    }
     candidates = read_replica_candidates(
         leader=own,
         followers=followers,
-        in_sync_replicas=leader.isr,
+        in_sync_replicas=in_sync,
         racks=racks,
         fetch_offset=fetch_offset,
         now_ms=now_ms,

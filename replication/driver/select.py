@@ -14,8 +14,10 @@ from pathlib import Path
 from structlog.typing import FilteringBoundLogger
 
 from kraft.raft import RaftConfig
+from kraft.raft.roles import Leader
 from kraft.types import TopicPartition
 from replication.core import PartitionLeader, TruncationStrategy
+from replication.core.high_watermark import ReplicaState
 from replication.driver.interface import (
     DriverEvents,
     HighWatermarkCheckpoint,
@@ -123,4 +125,48 @@ def isr_leader(driver: PartitionDriver) -> PartitionLeader | None:
     return core if isinstance(core, PartitionLeader) else None
 
 
-__all__ = ["ReplicationMode", "isr_leader", "open_partition_driver", "raft_leader"]
+def reads_as_follower(driver: PartitionDriver) -> bool:
+    """KIP-392: ``driver`` may serve a consumer as a follower, up to its high watermark, which
+    its leader told it: an ISR follower, or a quorum replica that follows a known Raft leader
+    (its commit offset is the leader's as of its last fetch: committed, only behind)."""
+    if isinstance(driver, QuorumPartitionDriver):
+        return not driver.is_leader and driver.leader_id is not None
+    return driver.is_follower
+
+
+def follower_views(driver: PartitionDriver) -> tuple[dict[int, ReplicaState], frozenset[int]]:
+    """The leading ``driver``'s view of its followers, for KIP-392's replica selection: each
+    follower's progress, as Kafka's ``ReplicaState``, and the replicas in sync. Empty when it
+    does not lead. A Raft leader's progress has no follower log start; a quorum follower
+    follows the leader's (`QuorumPartitionDriver`), so the leader's own stands for it."""
+    leader = isr_leader(driver)
+    if leader is not None:
+        states = {r: s for r in leader.replicas if (s := leader.follower_state(r)) is not None}
+        return states, leader.isr
+    if not isinstance(driver, QuorumPartitionDriver):
+        return {}, frozenset()
+    node = driver.node
+    if node is None or not isinstance(node.role, Leader):
+        return {}, frozenset()
+    start = driver.log.log_start_offset
+    states = {
+        int(r): ReplicaState(
+            log_end_offset=progress.end_offset,
+            log_start_offset=start,
+            last_fetch_time_ms=progress.last_fetch_ms,
+            last_caught_up_time_ms=progress.caught_up_ms,
+        )
+        for r, progress in node.role.replicas.items()
+        if int(r) in driver.voters  # not an observer
+    }
+    return states, driver.in_sync_replicas()
+
+
+__all__ = [
+    "ReplicationMode",
+    "follower_views",
+    "isr_leader",
+    "open_partition_driver",
+    "raft_leader",
+    "reads_as_follower",
+]

@@ -204,3 +204,64 @@ def test_a_follower_answers_consumers_with_kafkas_errors(
 
     _wait(known, "the outsider's metadata naming the new topic")
     assert codes[-1] is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_quorum_topic_is_read_from_the_raft_follower_in_the_consumers_rack(
+    cluster: LocalCluster,
+) -> None:
+    """A quorum topic's Raft leader names the voter in the consumer's rack, as an ISR leader
+    names an in-sync follower, and that voter serves up to the commit offset its leader told
+    it (`replication.driver.select.follower_views`, `reads_as_follower`)."""
+    topic = "fetch-from-follower-quorum"
+    cluster.create_topic(topic, 1, 3, config={"replication.mode": "quorum"})
+    with Producer(cluster.bootstrap, acks="all", linger_ms=5) as producer:
+        for future in [producer.send(topic, v, partition=0) for v in VALUES]:
+            future.result(timeout=30)
+    (p,) = cluster.describe_topic(topic).partitions
+    follower = min(b for b in p.replicas if b != p.leader)
+    # NB: the Raft log opens with the leader's control batch, so the records end past RECORDS
+    committed = _fetch(cluster, p.leader, topic, 0).high_watermark
+    _wait(
+        lambda: _fetch(cluster, follower, topic, 0).high_watermark == committed,
+        "the follower's commit offset at the leader's",
+    )
+    before = _bytes_out(cluster, follower, topic), _bytes_out(cluster, p.leader, topic)
+    tp = TopicPartition(topic, 0)
+    with Consumer(cluster.bootstrap, client_rack=_rack(cluster, follower)) as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[bytes | None] = []
+        deadline = time.monotonic() + 30
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            got.extend(r.value for r in consumer.poll(0.5))
+    assert got == VALUES
+    assert _bytes_out(cluster, follower, topic) - before[0] >= sum(map(len, VALUES))
+    # librdkafka, on the Kafka listener, from the other voter
+    other = max(b for b in p.replicas if b != p.leader)
+    _wait(
+        lambda: _fetch(cluster, other, topic, 0).high_watermark == committed,
+        "the other follower's commit offset at the leader's",
+    )
+    before_other = _bytes_out(cluster, other, topic)
+    rdkafka = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "group.id": "ffr-quorum-librdkafka",
+            "client.rack": _rack(cluster, other),
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    try:
+        rdkafka.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        read: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(read) < RECORDS and time.monotonic() < deadline:
+            for m in rdkafka.consume(RECORDS, timeout=0.5):
+                assert m.error() is None, m.error()
+                read.append(m.value())
+    finally:
+        rdkafka.close()
+    assert read == VALUES
+    assert _bytes_out(cluster, other, topic) - before_other >= sum(map(len, VALUES))
+    assert _bytes_out(cluster, p.leader, topic) == before[1]
