@@ -117,9 +117,7 @@ class _Stream:
         self.closed = False
         self._owner = owner
         self._call = call(iter(self.requests.get, _END))
-        threading.Thread(
-            target=self._read, name=f"kraft-produce-stream-{address}", daemon=True
-        ).start()
+        threading.Thread(target=self._read, name="kraft-produce-stream", daemon=True).start()
 
     def _read(self) -> None:
         owner = self._owner
