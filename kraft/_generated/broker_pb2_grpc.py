@@ -40,6 +40,11 @@ class BrokerStub:
                 request_serializer=kraft_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/kraft.v1.Broker/ProduceStream',
+                request_serializer=kraft_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+                _registered_method=True)
         self.Fetch = channel.unary_unary(
                 '/kraft.v1.Broker/Fetch',
                 request_serializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.SerializeToString,
@@ -152,6 +157,16 @@ class BrokerServicer:
 
     def Produce(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ProduceStream(self, request_iterator, context):
+        """Producers: the same requests and answers as Produce on one long-lived stream per producer
+        and leader broker, up to max.in.flight.requests.per.connection outstanding, answered in
+        the order they were sent (as Kafka answers a connection's requests), so a produce costs no
+        call set-up. A broker without it answers UNIMPLEMENTED and gets unary Produce calls.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -299,6 +314,11 @@ def add_BrokerServicer_to_server(servicer, server):
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
             ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
+                    request_deserializer=kraft_dot_v1_dot_broker__pb2.ProduceRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_broker__pb2.ProduceResponse.SerializeToString,
+            ),
             'Fetch': grpc.unary_unary_rpc_method_handler(
                     servicer.Fetch,
                     request_deserializer=kraft_dot_v1_dot_broker__pb2.BrokerFetchRequest.FromString,
@@ -430,6 +450,33 @@ class Broker:
             request,
             target,
             '/kraft.v1.Broker/Produce',
+            kraft_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
+            kraft_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kraft.v1.Broker/ProduceStream',
             kraft_dot_v1_dot_broker__pb2.ProduceRequest.SerializeToString,
             kraft_dot_v1_dot_broker__pb2.ProduceResponse.FromString,
             options,

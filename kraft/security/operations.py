@@ -283,9 +283,11 @@ _RULES: Final[dict[str, Rule]] = {
     **{f"Broker/{api}": rule for api, rule in BROKER_APIS.items()},
     **{f"Controller/{api}": rule for api, rule in CONTROLLER_APIS.items()},
     **{f"Raft/{api}": rule for api, rule in _RAFT.items()},
-    # Followers' Fetch requests on one long-lived call (replication.broker.grpc.adapter):
-    # each is authorized by the API layer as a Fetch.
+    # Followers' Fetch and producers' Produce requests on one long-lived call each
+    # (replication.broker.grpc.adapter): each request is authorized by the API layer as the
+    # unary method's.
     "Broker/FetchStream": BROKER_APIS["Fetch"],
+    "Broker/ProduceStream": BROKER_APIS["Produce"],
 }
 """The same rules keyed ``Service/Method`` for the gRPC interceptor (`kraft.security.guard`)."""
 

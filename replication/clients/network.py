@@ -41,6 +41,7 @@ from kraft.transport.channels import (
 )
 from kraft.transport.retry import StopRetrying, retry_retriable
 from kraft.transport.unreachable import BootstrapRefusals
+from replication.clients.produce_stream import ProduceStreams
 from replication.codec import decode, encode
 from replication.messages import MetadataRequest, MetadataResponse
 from storage.errors import (
@@ -99,6 +100,7 @@ class BrokerNetwork:
         self._suspects: set[str] = set()
         self._closed = False
         self._refusals = BootstrapRefusals(self.bootstrap, peer="broker")
+        self._produce_streams = ProduceStreams(self.stub, self._call_metadata)
 
     # -- suspects ------------------------------------------------------------------------------
 
@@ -133,6 +135,7 @@ class BrokerNetwork:
             self.mark_suspect(address)
 
     def close(self) -> None:
+        self._produce_streams.close()
         with self._lock:
             self._closed = True
             channels = list(self._channels.values())
@@ -190,36 +193,50 @@ class BrokerNetwork:
     ) -> Cancellable:
         """Start one RPC; ``on_done(response, None)`` or ``on_done(None, error)`` runs on a
         gRPC thread when it ends (it must not block). Returns the call: cancelling it ends
-        it with a `NetworkError` (the server may still have acted on it)."""
-        try:
-            stub = self.stub(address)
-            future = getattr(stub, method).future(
-                encode(request),
-                timeout=timeout_s or self.request_timeout_s,
-                metadata=self._call_metadata,
-            )
-        except KraftError as e:
-            on_done(None, e)
-            return _Done()
+        it with a `NetworkError` (the server may still have acted on it). ``Produce`` goes on
+        the broker's ``ProduceStream`` call (`replication.clients.produce_stream`): the same
+        outcomes, without a call's set-up per request."""
+        timeout_s = timeout_s or self.request_timeout_s
 
-        def done(f: Any) -> None:
-            try:
-                reply = f.result()
-            except grpc.RpcError as e:
+        def done(reply: Any, error: grpc.RpcError | None) -> None:
+            if error is not None:
                 # NB: no probe on gRPC's callback thread (it must not block).
-                error = translate_rpc_error(e, address, "broker", self.tls, probe=False)
-                self._note_outcome(address, error)
-                on_done(None, error)
-                return
-            except Exception as e:  # a cancelled future raises grpc.FutureCancelledError
-                on_done(None, NetworkError(f"broker {address}: {e!r}"))
+                failure = translate_rpc_error(error, address, "broker", self.tls, probe=False)
+                self._note_outcome(address, failure)
+                on_done(None, failure)
                 return
             self._note_outcome(address, None)
             on_done(decode(reply, response_cls), None)
 
-        future.add_done_callback(done)
-        cancellable: Cancellable = future
-        return cancellable
+        def unary() -> Cancellable:
+            try:
+                future = getattr(self.stub(address), method).future(
+                    message, timeout=timeout_s, metadata=self._call_metadata
+                )
+            except KraftError as e:
+                on_done(None, e)
+                return _Done()
+
+            def finished(f: Any) -> None:
+                try:
+                    reply = f.result()
+                except grpc.RpcError as e:
+                    done(None, e)
+                    return
+                except Exception as e:  # a cancelled future raises grpc.FutureCancelledError
+                    on_done(None, NetworkError(f"broker {address}: {e!r}"))
+                    return
+                done(reply, None)
+
+            future.add_done_callback(finished)
+            cancellable: Cancellable = future
+            return cancellable
+
+        message = encode(request)
+        if method != "Produce":
+            return unary()
+        call: Cancellable = self._produce_streams.send(address, message, timeout_s, done, unary)
+        return call
 
     def fetch_metadata(
         self,

@@ -20,7 +20,9 @@ One sender thread (Kafka's ``Sender``) loops:
 4. drain and send ONE Produce per broker that leads a ready partition, carrying the first
    batch of every partition it leads (Kafka's ``RecordAccumulator.drain``: lingering ones
    ride along, none in retry backoff; up to ``max.request.size``), keeping at most
-   ``max.in.flight.requests.per.connection`` requests outstanding per broker;
+   ``max.in.flight.requests.per.connection`` requests outstanding per broker, on one
+   ``ProduceStream`` call per broker that answers them in the order sent, as a Kafka broker
+   answers a connection's requests (`replication.clients.produce_stream`);
 5. sleep until the next batch may be ready (``linger.ms``, a retry backoff) or a wake-up
    (a full batch, a response, flush, close).
 

@@ -8,8 +8,9 @@ building the `RequestContext` from the peer, calling the API, and encoding its a
   been told it (`kraft.security.guard.authorization_error` turns it back into the error);
   refusals of some topics only are inside the response, as Kafka answers them.
   ``FetchStream`` carries a follower's Fetch requests to one leader on one long-lived call,
-  each answered exactly as ``Fetch`` (a unary call costs about twice the CPU of a stream
-  message on both sides: the call's set-up).
+  ``ProduceStream`` a producer's Produce requests, each answered exactly as the unary method
+  (a unary call costs about twice the CPU of a stream message on both sides: the call's
+  set-up), in the order they arrived (`STREAMS`).
 - ``kraft.v1.Controller``: the admin requests a broker forwards (`FORWARDED`), through
   `BrokerApi.forward`; a controller that cannot be reached in time is UNAVAILABLE (the admin
   client retries), a refusal PERMISSION_DENIED.
@@ -20,6 +21,7 @@ the table are UNIMPLEMENTED (gRPC's answer to an unknown method).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
@@ -124,8 +126,13 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
     "DescribeProducers": Route(DescribeProducersRequest, lambda a: a.describe_producers_api),
 }
 """The ``kraft.v1.Broker`` methods, by name (the Kafka API's)."""
-FETCH_STREAM: Final = "FetchStream"
-"""Followers' fetches on one long-lived stream per leader: Fetch's route, request by request."""
+STREAMS: Final = {"FetchStream": "Fetch", "ProduceStream": "Produce"}
+"""Streaming methods -> the method whose route answers each of their requests: followers'
+fetches on one long-lived stream per leader, producers' requests on one per leader."""
+STREAM_IN_FLIGHT_MAX: Final = 32
+"""Requests of one stream handled at once; past it the broker stops reading the stream (gRPC's
+flow control holds the sender back). Kraft's producer sends at most
+``max.in.flight.requests.per.connection`` (5) and a follower one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,27 +163,36 @@ async def _refuse(context: Context, code: ErrorCode, message: str) -> None:
     await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{code.name}: {message}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Abort:
+    """A request answered with a gRPC status instead of a message (malformed, refused)."""
+
+    status: grpc.StatusCode
+    details: str
+
+
 def _broker_answer(
-    name: str, route: Route[Req, Resp], api: BrokerApi
-) -> Callable[[Message, Context, RequestContext], Awaitable[Message]]:
-    """The body of method ``name``: bound, decode, `BrokerApi.call`, encode (aborts the call
-    on a malformed or refused request)."""
+    route: Route[Req, Resp], api: BrokerApi
+) -> Callable[[Message, RequestContext], Awaitable[Message | _Abort]]:
+    """The body of a method: bound, decode, `BrokerApi.call`, encode; `_Abort` for a malformed
+    or refused request (the caller ends the call with it)."""
     target = route.api(api)
 
-    async def answer(message: Message, context: Context, ctx: RequestContext) -> Message:
+    async def answer(message: Message, ctx: RequestContext) -> Message | _Abort:
         problem = too_many_partitions(message)
         if problem is not None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+            return _Abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         try:
             request = decode(message, route.request)
             outcome = await api.call(target, request, ctx)
         except KraftError as e:
             if e.code is not ErrorCode.INVALID_REQUEST:
                 raise
-            await _invalid(context, e)
-            raise  # pragma: no cover - abort raises
+            return _Abort(grpc.StatusCode.INVALID_ARGUMENT, e.message)
         if isinstance(outcome, Refused):
-            await _refuse(context, outcome.code, outcome.message)
+            return _Abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"{outcome.code.name}: {outcome.message}"
+            )
         return encode(outcome)
 
     return answer
@@ -191,10 +207,14 @@ def _request_class(name: str) -> type[Message]:
 def _broker_handler(
     name: str, route: Route[Req, Resp], api: BrokerApi, peers: GrpcPeers
 ) -> grpc.RpcMethodHandler:
-    answer = _broker_answer(name, route, api)
+    answer = _broker_answer(route, api)
 
     async def unary(message: Message, context: Context) -> Message:
-        return await answer(message, context, peers.context(context, name))
+        reply = await answer(message, peers.context(context, name))
+        if isinstance(reply, _Abort):
+            await context.abort(reply.status, reply.details)
+        assert not isinstance(reply, _Abort)
+        return reply
 
     return grpc.unary_unary_rpc_method_handler(
         unary,
@@ -203,19 +223,52 @@ def _broker_handler(
     )
 
 
-def _fetch_stream_handler(api: BrokerApi, peers: GrpcPeers) -> grpc.RpcMethodHandler:
-    """``FetchStream``: each request answered as a ``Fetch`` call would be (the same bound,
-    authorization and metrics: the context's API is ``Fetch``), in order, one at a time."""
-    answer = _broker_answer("Fetch", BROKER_ROUTES["Fetch"], api)
+def _stream_handler(name: str, api: BrokerApi, peers: GrpcPeers) -> grpc.RpcMethodHandler:
+    """A stream of ``name`` requests (`STREAMS`): each answered as a unary ``name`` call would
+    be (the same bound, authorization and metrics: the context's API is ``name``), handled
+    concurrently as they arrive (up to `STREAM_IN_FLIGHT_MAX`) and answered in the order they
+    arrived. A request a unary call would have ended with a status (malformed, refused) ends
+    the stream with that status once the answers before it are sent; the requests after it
+    are cancelled, as a unary call's handler is when its caller goes away."""
+    answer = _broker_answer(BROKER_ROUTES[name], api)
 
     async def stream(requests: AsyncIterator[Message], context: Context) -> AsyncIterator[Message]:
-        ctx = peers.context(context, "Fetch")
-        async for message in requests:
-            yield await answer(message, context, ctx)
+        ctx = peers.context(context, name)
+        answers: asyncio.Queue[asyncio.Future[Message | _Abort] | None] = asyncio.Queue()
+        room = asyncio.Semaphore(STREAM_IN_FLIGHT_MAX)
+
+        async def read() -> None:
+            try:
+                async for message in requests:
+                    await room.acquire()
+                    # NB: tasks start in creation order, so a producer's batches reach the
+                    # partition in the order it sent them (`replication.broker.sequence_turn`).
+                    answers.put_nowait(asyncio.ensure_future(answer(message, ctx)))
+            finally:
+                answers.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (handled := await answers.get()) is not None:
+                reply = await handled
+                room.release()
+                if isinstance(reply, _Abort):
+                    await context.abort(reply.status, reply.details)
+                assert not isinstance(reply, _Abort)
+                yield reply
+            failure = reader.exception() if reader.done() and not reader.cancelled() else None
+            if failure is not None:
+                raise failure
+        finally:
+            reader.cancel()
+            while not answers.empty():
+                pending = answers.get_nowait()
+                if pending is not None:
+                    pending.cancel()
 
     return grpc.stream_stream_rpc_method_handler(
         stream,
-        request_deserializer=_request_class(FETCH_STREAM).FromString,
+        request_deserializer=_request_class(name).FromString,
         response_serializer=lambda m: m.SerializeToString(),
     )
 
@@ -255,7 +308,8 @@ def add_broker_api_to_server(server: Any, api: BrokerApi, peers: GrpcPeers) -> N
     """Serve ``api`` on the grpc.aio ``server``: ``kraft.v1.Broker`` and the forwarded
     ``kraft.v1.Controller`` methods. Build the server with ``api_services=API_SERVICES``."""
     broker = {name: _broker_handler(name, r, api, peers) for name, r in BROKER_ROUTES.items()}
-    broker[FETCH_STREAM] = _fetch_stream_handler(api, peers)
+    for stream, name in STREAMS.items():
+        broker[stream] = _stream_handler(name, api, peers)
     controller = {f.name: _forward_handler(f.name, cls, api, peers) for cls, f in FORWARDED.items()}
     for service, handlers in ((BROKER_SERVICE, broker), (CONTROLLER_SERVICE, controller)):
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
@@ -265,7 +319,7 @@ def add_broker_api_to_server(server: Any, api: BrokerApi, peers: GrpcPeers) -> N
 __all__ = [
     "API_SERVICES",
     "BROKER_ROUTES",
-    "FETCH_STREAM",
+    "STREAMS",
     "GrpcPeers",
     "Route",
     "add_broker_api_to_server",
