@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from kraft.interop.normalize import error_name
-from kraft.interop.steps import RETRIABLE, WAIT_S, Fields, Target, find_coordinator
+from kraft.interop.steps import RETRIABLE, WAIT_S, Fields, Target, find_coordinator, wait_for
 
 COMMIT, HEARTBEAT, DESCRIBE = 8, 68, 69
 PARTITIONS = 4
@@ -149,11 +149,25 @@ def _commit(
     return [error_name(p.error_code) for tp in answer.topics for p in tp.partitions]
 
 
+def _known_to(t: Target, topic: str, node: int) -> bool:
+    """Whether broker ``node``'s metadata has every partition of ``topic``."""
+    body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    answer = t.session.send(3, body, node=node)
+    return any(
+        error_name(tm.error_code) == "NONE" and len(tm.partitions) == PARTITIONS
+        for tm in answer.topics
+    )
+
+
 def consumer_group(t: Target, out: Fields) -> None:
     topic = t.ready_topic("cg", partitions=PARTITIONS)
     group = t.topic("cg")
     code, node = find_coordinator(t, group, 0)
     out["find_coordinator.error"] = code
+    # The coordinator must know the topic before the first member subscribes to it: else
+    # the group's epoch moves once more when it learns of it (on Kafka, whose brokers learn
+    # metadata apart from each other), a timing of the harness.
+    wait_for(lambda: _known_to(t, topic, node), f"{topic} in broker {node}'s metadata")
     t.session.version(HEARTBEAT)
     a, b = _Member(t, group, topic, node), _Member(t, group, topic, node)
     retried: list[str] = []
