@@ -95,7 +95,5 @@ def diff(args: argparse.Namespace) -> int:
             for system, apis in meta["not_served"].items():
                 if apis:
                     print(f"{system} does not serve: {', '.join(apis)}")
-        for step, reason in meta["skipped"].items():
-            print(f"{step}: {reason}")
         print(f"{meta['total_s']} s")
     return exit_code(differences)

@@ -3,6 +3,7 @@ Kafka 4 consumer drives it: one member joins and gets every partition; a second 
 coordinator moves half to it (the first revokes, then the second gets them); a heartbeat with
 a wrong epoch and one from an unknown member; ConsumerGroupDescribe; OffsetCommit with the
 member epoch; the second member leaves and the first gets everything back; the group empties.
+Then a new group whose one member subscribes to no topic: it joins and leaves.
 
 Member ids are chosen by the client (ConsumerGroupHeartbeat v1, KIP-1082); answers keep
 errors, epochs, assignment sizes and the group's state, never ids.
@@ -15,7 +16,7 @@ import uuid
 from typing import Any
 
 from kraft.interop.normalize import error_name
-from kraft.interop.steps import RETRIABLE, WAIT_S, Fields, Target, find_coordinator
+from kraft.interop.steps import RETRIABLE, WAIT_S, Fields, Target, find_coordinator, wait_for
 
 COMMIT, HEARTBEAT, DESCRIBE = 8, 68, 69
 PARTITIONS = 4
@@ -103,6 +104,7 @@ def _describe(t: Target, group: str, node: int, out: Fields, label: str) -> None
     out[f"{label}.state"] = str(g.group_state)
     out[f"{label}.assignor"] = str(g.assignor_name)
     out[f"{label}.epochs_equal"] = int(g.group_epoch) == int(g.assignment_epoch)
+    out[f"{label}.group_epoch"] = int(g.group_epoch)
     out[f"{label}.members"] = len(g.members)
     out[f"{label}.assigned_sizes"] = sorted(
         sum(len(tp.partitions) for tp in m.assignment.topic_partitions) for m in g.members
@@ -149,11 +151,25 @@ def _commit(
     return [error_name(p.error_code) for tp in answer.topics for p in tp.partitions]
 
 
+def _known_to(t: Target, topic: str, node: int) -> bool:
+    """Whether broker ``node``'s metadata has every partition of ``topic``."""
+    body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    answer = t.session.send(3, body, node=node)
+    return any(
+        error_name(tm.error_code) == "NONE" and len(tm.partitions) == PARTITIONS
+        for tm in answer.topics
+    )
+
+
 def consumer_group(t: Target, out: Fields) -> None:
     topic = t.ready_topic("cg", partitions=PARTITIONS)
     group = t.topic("cg")
     code, node = find_coordinator(t, group, 0)
     out["find_coordinator.error"] = code
+    # The coordinator must know the topic before the first member subscribes to it: else
+    # the group's epoch moves once more when it learns of it (on Kafka, whose brokers learn
+    # metadata apart from each other), a timing of the harness.
+    wait_for(lambda: _known_to(t, topic, node), f"{topic} in broker {node}'s metadata")
     t.session.version(HEARTBEAT)
     a, b = _Member(t, group, topic, node), _Member(t, group, topic, node)
     retried: list[str] = []
@@ -185,6 +201,41 @@ def consumer_group(t: Target, out: Fields) -> None:
     _describe(t, group, node, out, "describe_one")
     a.heartbeat(epoch=-1)
     _describe(t, group, node, out, "describe_empty")
+    _subscribed_to_nothing(t, out)
+
+
+def _subscribed_to_nothing(t: Target, out: Fields) -> None:
+    """A new group whose one member subscribes to no topic: Kafka 4.4 moves no epoch (the
+    group starts at 1, in memory), then the leave moves both epochs to 2."""
+    group = t.topic("cg-none")
+    _code, node = find_coordinator(t, group, 0)
+    member = _Member(t, group, "", node)  # no topic: its leave is all it sends
+    answer = t.session.send(
+        HEARTBEAT,
+        {
+            "group_id": group,
+            "member_id": member.member_id,
+            "member_epoch": 0,
+            "instance_id": None,
+            "rack_id": None,
+            "rebalance_timeout": 30_000,
+            "subscribed_topic_names": [],
+            "server_assignor": None,
+            "topic_partitions": [],
+        },
+        node=node,
+    )
+    out["no_topics.join"] = [error_name(answer.error_code), int(answer.member_epoch)]
+    left = member.heartbeat(epoch=-1)
+    out["no_topics.leave"] = [error_name(left.error_code), int(left.member_epoch)]
+    described = t.session.send(
+        DESCRIBE, {"group_ids": [group], "include_authorized_operations": False}, node=node
+    ).groups[0]
+    out["no_topics.after_leave"] = [
+        str(described.group_state),
+        int(described.group_epoch),
+        int(described.assignment_epoch),
+    ]
 
 
 def _ms(value: Any) -> int:

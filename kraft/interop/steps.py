@@ -600,13 +600,14 @@ STEPS["consumer_group_kip848"] = _consumer_group
 STEPS["group_items"] = _group_items
 STEPS["leader_hints"] = _leader_hints
 
-SKIPPED: dict[str, str] = {
-    "compacted_tombstones": "skipped: a compacted topic's cleaner runs on its own schedule on "
-    "both systems (Kafka's after a segment rolls and log.cleaner.backoff.ms, 15 s; kraft's "
-    "cleaner thread likewise), so waiting for it would be slower than the rest of the "
-    "sequence together and its outcome timing-dependent",
-}
-"""Steps of issue 26's sequence not run, with the reason (reported by the command)."""
+
+def _compacted_tombstones(t: Target, out: Fields) -> None:
+    from kraft.interop.compaction_step import compacted_tombstones
+
+    compacted_tombstones(t, out)
+
+
+STEPS["compacted_tombstones"] = _compacted_tombstones
 
 
 def run_step(name: str, t: Target) -> Fields:

@@ -13,7 +13,9 @@ same workload meets the same settings on both:
 - ``message.max.bytes``, ``replica.lag.time.max.ms``, ``unclean.leader.election.enable``,
   ``offsets.topic.replication.factor``, ``num.partitions``: equal on both, written anyway;
 - a local cluster's ``offsets.topic.num.partitions`` (6) and
-  ``group.consumer.heartbeat.interval.ms`` (500 ms), as `LocalCluster` sets them.
+  ``group.consumer.heartbeat.interval.ms`` (500 ms), as `LocalCluster` sets them;
+- ``group.consumer.assignment.interval.ms``: 0, a new KIP-848 target assignment at every
+  group epoch bump, as kraft (Kafka 4.4: at most one a second).
 
 Two cluster defaults follow kraft's workload rather than its node defaults (1 and 1, as
 Kafka's): ``default.replication.factor`` is 3 and ``min.insync.replicas`` 2 (capped by the
@@ -98,6 +100,10 @@ def broker_only_properties(brokers: int) -> dict[str, str]:
         # Classic groups: no 3 s wait for more members (kraft has none; Kafka's sample config
         # for a laptop says the same).
         "group.initial.rebalance.delay.ms": "0",
+        # KIP-848 groups: a new target assignment at every group epoch bump, as kraft computes
+        # it (Kafka 4.4 computes at most one a second by default, so a member that joins
+        # within a second of the last one is answered at the old epoch; kraft interop diff).
+        "group.consumer.assignment.interval.ms": "0",
         "transaction.state.log.replication.factor": str(replication),
         "transaction.state.log.min.isr": str(min_insync),
         "transaction.state.log.num.partitions": str(LOCAL_TRANSACTION_LOG_PARTITIONS),

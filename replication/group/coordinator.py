@@ -44,7 +44,7 @@ from .records import (
     decode,
     record,
 )
-from .state import Group, Member, apply, apply_to_group, canonical, partitions_of
+from .state import INITIAL_EPOCH, Group, Member, apply, apply_to_group, canonical, partitions_of
 from .types import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -249,7 +249,9 @@ class GroupCoordinator:
             member = Member(member_id)
         is_new = member_id not in w.group.members
 
-        # 1. The member's metadata; the group epoch moves when subscriptions or topics change.
+        # 1. The member's metadata; the group epoch moves when the member's subscription or the
+        # subscribed topics change (Kafka's hasMemberSubscriptionChanged: a new member counts as
+        # subscribed to nothing before, so one that subscribes to nothing moves no epoch).
         updated = copy.copy(member)
         updated.client_id = req.client_id
         updated.client_host = req.client_host
@@ -261,7 +263,7 @@ class GroupCoordinator:
             updated.rebalance_timeout_ms = DEFAULT_REBALANCE_TIMEOUT_MS
         if req.server_assignor is not None:
             updated.server_assignor = req.server_assignor
-        bump = is_new or updated.subscribed_topic_names != member.subscribed_topic_names
+        bump = updated.subscribed_topic_names != member.subscribed_topic_names
         if is_new or updated.metadata_value() != member.metadata_value():
             w.emit(RecordKey(MEMBER_METADATA, req.group_id, member_id), updated.metadata_value())
         self._maybe_bump_group_epoch(w, topics, force=bump)
@@ -360,7 +362,7 @@ class GroupCoordinator:
         self, w: _Write, topics: Mapping[str, TopicInfo], *, force: bool
     ) -> None:
         meta = self._subscription_metadata(w.group, topics)
-        if force or meta != w.group.subscription_metadata or not w.group.has_metadata:
+        if force or meta != w.group.subscription_metadata:
             w.emit(
                 RecordKey(GROUP_METADATA, w.group.group_id),
                 GroupMetadataValue(epoch=w.group.group_epoch + 1, subscription_metadata=meta),
@@ -398,13 +400,20 @@ class GroupCoordinator:
     def _remove_member(
         self, w: _Write, member_id: str, topics: Mapping[str, TopicInfo], *, bump: bool = True
     ) -> None:
-        """Kafka's ``removeMember``: tombstones, then the group epoch moves on."""
+        """Kafka's ``consumerGroupFenceMembers``: tombstones, then the group epoch moves on;
+        when the last member leaves, the (empty) target assignment moves to the new group epoch
+        at once, as Kafka 4.4 writes it, so an empty group's two epochs are equal."""
         gid = w.group.group_id
         w.emit(RecordKey(CURRENT_MEMBER_ASSIGNMENT, gid, member_id), None)
         w.emit(RecordKey(TARGET_ASSIGNMENT_MEMBER, gid, member_id), None)
         w.emit(RecordKey(MEMBER_METADATA, gid, member_id), None)
         if bump:
             self._maybe_bump_group_epoch(w, topics, force=True)
+            if not w.group.members:
+                w.emit(
+                    RecordKey(TARGET_ASSIGNMENT_METADATA, gid),
+                    TargetAssignmentMetadataValue(assignment_epoch=w.group.group_epoch),
+                )
 
     # --- OffsetCommit / OffsetFetch (offsets.py) ------------------------------------------
 
@@ -438,7 +447,7 @@ class GroupCoordinator:
             w.emit(RecordKey(OFFSET_COMMIT, g.group_id, topic=topic, partition=partition), None)
         for mid in sorted(g.target):
             w.emit(RecordKey(TARGET_ASSIGNMENT_MEMBER, g.group_id, mid), None)
-        if g.assignment_epoch:
+        if g.assignment_epoch != INITIAL_EPOCH:
             w.emit(RecordKey(TARGET_ASSIGNMENT_METADATA, g.group_id), None)
         if g.has_metadata:
             w.emit(RecordKey(GROUP_METADATA, g.group_id), None)
@@ -605,7 +614,7 @@ class GroupCoordinator:
                         ),
                     )
                 )
-            if g.assignment_epoch:
+            if g.assignment_epoch != INITIAL_EPOCH:
                 out.append(
                     record(
                         RecordKey(TARGET_ASSIGNMENT_METADATA, gid),

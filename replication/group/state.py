@@ -33,6 +33,13 @@ from .types import MemberState
 
 EMPTY: Assignment = ()
 
+INITIAL_EPOCH = 1
+"""The group epoch and the assignment epoch of a consumer group that no record has moved yet.
+As Kafka 4.4 (``ModernGroup``'s constructor sets the group epoch to 1, and
+``TargetAssignmentMetadata.INITIAL`` has epoch 1): in memory only, never written. So the
+first member that subscribes to something moves the group to epoch 2, and a member that
+subscribes to nothing joins at epoch 1 without a group epoch bump."""
+
 
 def canonical(parts: Mapping[str, Iterable[int]]) -> Assignment:
     """The one canonical form of an assignment: topics sorted, partitions sorted, no empties."""
@@ -87,10 +94,10 @@ class Group:
     """``ConsumerGroup`` plus the group's committed offsets."""
 
     group_id: str
-    has_metadata: bool = False  # a group metadata record exists (a consumer group)
-    group_epoch: int = 0
+    has_metadata: bool = False  # a group metadata record exists
+    group_epoch: int = INITIAL_EPOCH
     subscription_metadata: tuple[tuple[str, str, int], ...] = ()
-    assignment_epoch: int = 0
+    assignment_epoch: int = INITIAL_EPOCH  # a record exists when not INITIAL_EPOCH
     members: dict[str, Member] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
@@ -112,7 +119,7 @@ class Group:
     def is_vacant(self) -> bool:
         return not (
             self.has_metadata
-            or self.assignment_epoch
+            or self.assignment_epoch != INITIAL_EPOCH
             or self.members
             or self.target
             or self.offsets
@@ -157,7 +164,7 @@ def apply_to_group(group: Group, key: RecordKey, value: RecordValue | None) -> N
     elif kind == GROUP_METADATA:
         if value is None:
             group.has_metadata = False
-            group.group_epoch = 0
+            group.group_epoch = INITIAL_EPOCH
             group.subscription_metadata = ()
         else:
             assert isinstance(value, GroupMetadataValue)
@@ -166,7 +173,7 @@ def apply_to_group(group: Group, key: RecordKey, value: RecordValue | None) -> N
             group.subscription_metadata = value.subscription_metadata
     elif kind == TARGET_ASSIGNMENT_METADATA:
         if value is None:
-            group.assignment_epoch = 0
+            group.assignment_epoch = INITIAL_EPOCH
         else:
             assert isinstance(value, TargetAssignmentMetadataValue)
             group.assignment_epoch = value.assignment_epoch

@@ -22,11 +22,39 @@ def test_first_member_joins_with_epoch_zero_and_gets_every_partition() -> None:
     m = Member(shell, "m1", ["t"])
     r = m.heartbeat()
     assert r.error_code == ErrorCode.NONE
-    assert r.member_id == "m1" and r.member_epoch == 1
+    # Epoch 2, as Kafka 4.4 answers: a new group starts at epoch 1 (state.INITIAL_EPOCH) and
+    # the member's subscription moves it on (found by kraft interop diff).
+    assert r.member_id == "m1" and r.member_epoch == 2
     assert r.heartbeat_interval_ms == 5000
     assert m.owned == {("id-t", p) for p in range(4)}
     (desc,) = shell.coord.describe_groups(["g"])
-    assert desc.state is GroupState.STABLE and desc.group_epoch == 1
+    assert desc.state is GroupState.STABLE and desc.group_epoch == desc.assignment_epoch == 2
+
+
+def test_a_member_subscribed_to_nothing_joins_at_the_initial_epoch_without_a_bump() -> None:
+    """Kafka 4.4: no subscription change, so no group epoch record; the member reconciles to
+    the new group's in-memory assignment epoch, 1."""
+    shell = Shell(t=4)
+    r = Member(shell, "m1", []).heartbeat()
+    assert r.error_code == ErrorCode.NONE and r.member_epoch == 1
+    g = shell.coord.groups()["g"]
+    assert not g.has_metadata and g.group_epoch == g.assignment_epoch == 1
+
+
+def test_the_last_member_leaving_moves_the_assignment_epoch_with_the_group_epoch() -> None:
+    """Kafka 4.4 writes the empty group's target assignment metadata at the new group epoch
+    when its last member leaves (found by kraft interop diff: kraft's stayed one behind)."""
+    shell = Shell(t=4)
+    m1, m2 = Member(shell, "m1", ["t"]), Member(shell, "m2", ["t"])
+    settle(m1, m2)
+    m2.leave()
+    g = shell.coord.groups()["g"]
+    assert g.assignment_epoch < g.group_epoch  # m1 still to heartbeat: assigning
+    m1.leave()
+    g = shell.coord.groups()["g"]
+    assert g.group_epoch == g.assignment_epoch and not g.members
+    (desc,) = shell.coord.describe_groups(["g"])
+    assert desc.state is GroupState.EMPTY and desc.group_epoch == desc.assignment_epoch
 
 
 def test_empty_member_id_gets_a_derived_deterministic_id() -> None:
@@ -40,16 +68,17 @@ def test_second_member_gets_partitions_only_after_the_first_revoked_them() -> No
     m1, m2 = Member(shell, "m1", ["t"]), Member(shell, "m2", ["t"])
     m1.heartbeat()
     r2 = m2.heartbeat()
-    # m2 is in epoch 2 but its target partitions are still held by m1: unreleased.
-    assert r2.member_epoch == 2 and m2.owned == set()
+    # (Epochs as Kafka 4.4's: a new group starts at 1, so m1 joins at 2 and m2 at 3.)
+    # m2 is in epoch 3 but its target partitions are still held by m1: unreleased.
+    assert r2.member_epoch == 3 and m2.owned == set()
     assert state_of(shell, "m2") is MemberState.UNRELEASED_PARTITIONS
     # m1 learns what to revoke, keeps its epoch until it has revoked.
     r1 = m1.heartbeat()
-    assert r1.member_epoch == 1 and len(m1.owned) == 2
+    assert r1.member_epoch == 2 and len(m1.owned) == 2
     assert state_of(shell, "m1") is MemberState.UNREVOKED_PARTITIONS
-    # m1 reports it revoked: it moves to epoch 2; m2 then gets the released partitions.
+    # m1 reports it revoked: it moves to epoch 3; m2 then gets the released partitions.
     r1 = m1.heartbeat()
-    assert r1.member_epoch == 2
+    assert r1.member_epoch == 3
     assert state_of(shell, "m1") is MemberState.STABLE
     m2.heartbeat()
     assert len(m2.owned) == 2 and not (m1.owned & m2.owned)

@@ -36,6 +36,7 @@ from ..records import (
     RecordKey,
 )
 from ..records import record as consumer_record
+from ..state import INITIAL_EPOCH
 from ..state import Group as ConsumerGroup
 from ..types import MAX_GROUP_ID_CHARS
 from . import rebalance, timers, views
@@ -160,7 +161,7 @@ class ClassicGroupManager:
         group = self._groups.get(req.group_id)
         if group is None:
             consumer = self._consumer_groups(req.group_id)
-            if consumer is not None and consumer.has_metadata and consumer.members:
+            if consumer is not None and consumer.members:
                 out.reply(handle, rebalance.join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
                 return out.effects()
             if not is_unknown:
@@ -598,7 +599,7 @@ def _consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
         consumer_record(RecordKey(TARGET_ASSIGNMENT_MEMBER, gid, member_id), None)
         for member_id in sorted(group.target)
     ]
-    if group.assignment_epoch:
+    if group.assignment_epoch != INITIAL_EPOCH:
         records.append(consumer_record(RecordKey(TARGET_ASSIGNMENT_METADATA, gid), None))
     records.append(consumer_record(RecordKey(GROUP_METADATA, gid), None))
     return records
