@@ -13,11 +13,14 @@ _EPILOG = """\
 examples:
   sudo kraft soak --network netns --minutes 30 --partitions 1000 --fault-every 30
   kraft soak --network local --minutes 5 --partitions 50 --rate 500 --out /tmp/soak
+  sudo kraft soak --network netns --minutes 10 --faults network
 
 A steady idempotent acks=all producer (--rate records/s over --partitions partitions, RF 3,
 min.insync.replicas=2) and a consumer group member run for --minutes; every --fault-every
-seconds one fault drawn from --seed (--faults, the nemesis's kinds; loss needs netns) lasts
---fault-seconds and is healed. Each second it samples the records acknowledged and consumed
+seconds one fault drawn from --seed (--faults, the nemesis's kinds; loss needs netns;
+"network": partition,delay,bandwidth,loss, so no process is killed, paused or restarted and
+the memory slopes cover processes that lived the whole run) lasts --fault-seconds and is
+healed. Each second it samples the records acknowledged and consumed
 and, from /proc, each node's resident memory, descriptors and threads (disk every 10 s).
 At the end every acknowledged record is read back at its offset. OUT gets samples.jsonl,
 summary.json (records lost, the steady rate, the seconds to recover after each heal, memory
@@ -50,7 +53,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--faults",
         default="partition,loss,delay,bandwidth,kill,pause",
-        help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,kill,pause)",
+        help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,kill,pause); "
+        "network: partition,delay,bandwidth,loss (no process restarted)",
     )
     p.add_argument("--seed", type=int, default=0, help="the faults' seed (default 0)")
     p.add_argument(
@@ -106,7 +110,18 @@ def run(args: argparse.Namespace) -> int:
             f"{result.stalled_s} s with nothing acknowledged after the warm-up"
         )
         for host, slope in result.slopes.items():
-            print(f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min")
+            restarts = int(slope["restarts"])
+            lived = (
+                "one process, the whole run"
+                if restarts == 0
+                else f"restarted {restarts} times: over its longest-lived process"
+            )
+            print(
+                f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min"
+                f" ({lived})"
+            )
+        if result.unhealthy_at_end:
+            print(f"  not healthy 120 s after the last heal: {result.unhealthy_at_end}")
         for example in result.lost_examples:
             print(f"  lost: {example}")
         la = result.load_average

@@ -96,8 +96,12 @@ class SoakResult:
     stalled_s: int = 0
     """Seconds after the warm-up with nothing acknowledged (during faults or not)."""
     slopes: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Host -> {rss, fds} in percent per 10 minutes after the warm-up."""
+    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, and its ``restarts``
+    (`node_slopes`)."""
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    unhealthy_at_end: str = ""
+    """Why the cluster was not healthy 120 s after the last heal ("": it was); the records
+    are read back all the same."""
 
     @property
     def valid(self) -> bool:
@@ -383,7 +387,12 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         sleep_until(started, duration_s)
         progress(f"{time.monotonic() - started:7.1f}s  healing, stopping the load")
         player.heal_all()
-        cluster.wait_until_healthy(timeout=120)
+        unhealthy = ""
+        try:
+            cluster.wait_until_healthy(timeout=120)
+        except TimeoutError as e:  # read back all the same: the figures are still the run's
+            unhealthy = str(e)[:500]
+            progress(f"not healthy after the heal; reading back all the same: {unhealthy}")
         sampler.stop()
         producer.stop()
         reader.stop()
@@ -406,6 +415,7 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         stalled_s=stalled_seconds(series, config.warmup_s),
         slopes=slopes,
         load_average=os.getloadavg(),
+        unhealthy_at_end=unhealthy,
     )
     (out / "summary.json").write_text(json.dumps(asdict(result), indent=2))
     try:
