@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from kraft.arguments import positive_int, positive_seconds
+from kraft.cli._node import add_role_config_arguments
 
 _EPILOG = """\
 examples:
@@ -60,6 +61,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--warmup", type=seconds, default=60.0, metavar="S", help="what slopes omit (default 60)"
     )
+    add_role_config_arguments(p)
     p.add_argument("--out", default="soak-out", help="output directory (default soak-out)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=run)
@@ -69,12 +71,15 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from kraft.cli._connect import parse_key_values
     from kraft.logs import configure_logging
     from replication.nemesis.faults import parse_fault_kinds
     from replication.nemesis.soak import SoakConfig, run_soak
 
     try:
         kinds = parse_fault_kinds(args.faults, packets=args.network == "netns")
+        broker_config = parse_key_values(args.broker_config, "--broker-config")
+        controller_config = parse_key_values(args.controller_config, "--controller-config")
     except ValueError as e:
         print(f"kraft soak: {e}", file=sys.stderr)
         return 2
@@ -92,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         warmup_s=args.warmup,
         out=out,
+        broker_config=broker_config,
+        controller_config=controller_config,
     )
     progress = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     result = run_soak(config, progress)

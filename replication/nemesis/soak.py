@@ -80,6 +80,9 @@ class SoakConfig:
     warmup_s: float = 60.0
     """What the slopes leave out (the cluster and the clients settling)."""
     out: Path = Path("soak-out")
+    broker_config: dict[str, str] = field(default_factory=dict)
+    controller_config: dict[str, str] = field(default_factory=dict)
+    """Properties for every node of that role (over the soak's own broker settings)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -333,7 +336,8 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         controllers=config.controllers,
         brokers=config.brokers,
         data_dir=out / "cluster",
-        broker_config=broker_config,
+        broker_config={**broker_config, **config.broker_config},
+        controller_config=config.controller_config,
     )
     duration_s = config.minutes * 60
     rng = random.Random(config.seed)
