@@ -178,7 +178,7 @@ class BrokerIncarnations:
             try:
                 brokers = client.describe_cluster(timeout=2.0).brokers
             except (KraftError, TimeoutError):
-                brokers = []
+                brokers = ()
             known = max([known, *(b.broker_epoch for b in brokers if b.broker_id == broker_id)])
         self.stale[broker_id] = known
 

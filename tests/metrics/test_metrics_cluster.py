@@ -87,9 +87,7 @@ def test_a_broker_kill_shows_in_the_metrics_and_they_return_to_normal() -> None:
             wait_until(
                 lambda: total(cluster, LOOP_STALLS, brokers) > 0, 30, "a broker's loop stall"
             )
-            assert any(
-                '"event_loop_stalled"' in cluster.broker_log(b).read_text() for b in brokers
-            )
+            assert any('"event_loop_stalled"' in cluster.broker_log(b).read_text() for b in brokers)
             requests = scrape(cluster.metrics_addresses[brokers[0]])
             assert any(
                 k.startswith("kafka_network_requestmetrics_requests_total") for k in requests
