@@ -1,22 +1,39 @@
-"""Diagnostics of a process's event loop (the controller uses them): a stall watch that logs
-``event_loop_stalled`` when a short sleep wakes late (``kraft bench metadata`` counts them), and,
-with ``KRAFT_SLOW_CALLBACK_MS``, a log line naming every callback that held the loop that long."""
+"""Diagnostics of a process's event loop (brokers and controllers run them).
+
+- **The stall watch** (`watch_loop`): a task that sleeps `TICK_S` again and again and compares
+  when it woke with when it asked to. The lateness (the loop's lag: a callback that held the
+  loop, or a CPU that was not ours) goes to the histogram ``kraft_event_loop_lag_seconds``, and
+  a wake-up ``event.loop.stall.warn.ms`` or more late counts in
+  ``kraft_event_loop_stalls_total`` and logs one WARN ``event_loop_stalled`` (``kraft bench
+  metadata`` counts them). `LoopLag` is the bookkeeping, pure: times in, readings out.
+- **Slow callbacks**: with ``KRAFT_SLOW_CALLBACK_MS``, a log line naming every callback that
+  held the loop that long (a controller's, for profiling runs).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 import structlog
 
-LOOP_STALL_LOG_MS = 200
-"""A wake-up of the stall watch (every `_STALL_WATCH_S`) this much later than asked is logged
-as ``event_loop_stalled``: something held the event loop (or the CPU was not ours) long enough
-to put Raft's fetch timeout (600 ms by default) at risk."""
+from kraft.metrics.registry import counter, histogram
+from storage.config_registry import NODE_KEYS
 
-_STALL_WATCH_S = 0.05
+STALL_WARN_KEY: Final = "event.loop.stall.warn.ms"
+LOOP_STALL_LOG_MS: Final = int(NODE_KEYS[STALL_WARN_KEY].default or 0)
+"""The default of ``event.loop.stall.warn.ms`` (its doc is in the config registry)."""
+STALL_WARN_FIELD: Final = {STALL_WARN_KEY: "event_loop_stall_warn_ms"}
+"""The key -> the field of a broker's and a controller's node config that holds it."""
+
+TICK_S: Final = 0.05
+"""How often the watch wakes: the finest lag it can see is the loop's own jitter, and the
+cost is 20 wake-ups a second."""
+
+LAG_BUCKETS_S: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
 SLOW_CALLBACK_ENV = "KRAFT_SLOW_CALLBACK_MS"
 """When set (milliseconds), a controller process logs ``slow_callback`` for every event-loop
@@ -24,14 +41,69 @@ callback that ran that long, naming it (a task's coroutine, a gRPC callback...):
 the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench metadata``)."""
 
 
-async def watch_stalls(log: Any, is_active: Callable[[], bool]) -> None:
-    """Log ``event_loop_stalled`` whenever a short sleep wakes `LOOP_STALL_LOG_MS` late."""
+@dataclass(frozen=True, slots=True)
+class LagReading:
+    """One wake-up of the watch: how late it was and whether that is a stall to warn of."""
+
+    lag_s: float
+    stalled: bool
+
+
+@dataclass(slots=True)
+class LoopLag:
+    """The stall watch's bookkeeping (no clock: the shell passes both times).
+
+    ``warn_s`` 0 (``event.loop.stall.warn.ms=0``) measures without ever warning."""
+
+    warn_s: float
+    ticks: int = 0
+    stalls: int = 0
+    worst_s: float = 0.0
+
+    def woke(self, due_s: float, now_s: float) -> LagReading:
+        """The watch asked to wake at ``due_s`` and woke at ``now_s`` (one clock, seconds).
+        Waking early (a coarse timer) is no lag."""
+        lag = max(0.0, now_s - due_s)
+        stalled = self.warn_s > 0 and lag >= self.warn_s
+        self.ticks += 1
+        self.stalls += stalled
+        self.worst_s = max(self.worst_s, lag)
+        return LagReading(lag, stalled)
+
+
+def _lag_histogram() -> Any:
+    return histogram(
+        "kraft_event_loop_lag_seconds",
+        "how late the event loop's stall watch woke, every 50 ms: the loop's lag",
+        buckets=LAG_BUCKETS_S,
+    )
+
+
+def _stall_counter() -> Any:
+    return counter(
+        "kraft_event_loop_stalls_total",
+        "wake-ups of the stall watch event.loop.stall.warn.ms or more late",
+    )
+
+
+async def watch_loop(
+    log: Any, warn_ms: int, is_active: Callable[[], bool] | None = None, lag: LoopLag | None = None
+) -> None:
+    """Run the stall watch on this loop until cancelled (see the module docstring);
+    ``is_active`` (a controller's) is logged with each stall; ``lag`` keeps the bookkeeping
+    where a caller can read it."""
+    book = lag if lag is not None else LoopLag(warn_s=warn_ms / 1000)
+    observe = _lag_histogram().observe
+    stalls = _stall_counter()
     while True:
-        before = time.monotonic()
-        await asyncio.sleep(_STALL_WATCH_S)
-        late_ms = (time.monotonic() - before - _STALL_WATCH_S) * 1000
-        if late_ms >= LOOP_STALL_LOG_MS:
-            log.warning("event_loop_stalled", late_ms=round(late_ms), active=is_active())
+        due = time.monotonic() + TICK_S
+        await asyncio.sleep(TICK_S)
+        reading = book.woke(due, time.monotonic())
+        observe(reading.lag_s)
+        if reading.stalled:
+            stalls.inc()
+            extra = {} if is_active is None else {"active": is_active()}
+            log.warning("event_loop_stalled", late_ms=round(reading.lag_s * 1000), **extra)
 
 
 def log_slow_callbacks(threshold_ms: float) -> None:
@@ -60,4 +132,13 @@ def _callback_name(handle: asyncio.events.Handle) -> str:
     return repr(handle)[:300]
 
 
-__all__ = ["LOOP_STALL_LOG_MS", "SLOW_CALLBACK_ENV", "log_slow_callbacks", "watch_stalls"]
+__all__ = [
+    "LOOP_STALL_LOG_MS",
+    "SLOW_CALLBACK_ENV",
+    "STALL_WARN_FIELD",
+    "STALL_WARN_KEY",
+    "LagReading",
+    "LoopLag",
+    "log_slow_callbacks",
+    "watch_loop",
+]

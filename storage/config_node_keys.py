@@ -426,6 +426,19 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         kraft_only=True,
     ),
     _node(
+        "event.loop.stall.warn.ms",
+        _T.INT,
+        "200",
+        "a wake-up of the node's event-loop stall watch (every 50 ms) this much later than "
+        "asked logs one WARN `event_loop_stalled` and counts in `kraft_event_loop_stalls_total`: "
+        "something held the loop (or the CPU was not the node's) long enough to put heartbeats "
+        "and Raft's fetch timeout at risk; 0 never warns (the lag histogram "
+        "`kraft_event_loop_lag_seconds` is kept either way)",
+        readers=_BC,
+        min_value=0,
+        kraft_only=True,
+    ),
+    _node(
         "broker.rack",
         _T.STRING,
         None,

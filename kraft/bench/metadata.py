@@ -332,7 +332,7 @@ def _failover_phases(
 
 def _loop_stalls(cluster: LocalCluster) -> dict[str, int]:
     """The controllers' ``event_loop_stalled`` events over the run (a wake-up of their stall
-    watch 200 ms or more late; `kraft.loop_watch.LOOP_STALL_LOG_MS`): how many, and the
+    watch `event.loop.stall.warn.ms` or more late; `kraft.loop_watch`): how many, and the
     worst, of the active controller and of the standbys."""
     counts = {"active": 0, "standby": 0}
     worst = {"active": 0, "standby": 0}

@@ -8,16 +8,20 @@ import json
 from typing import Any
 
 from kraft.arguments import positive_int, positive_seconds
+from kraft.cli._node import add_role_config_arguments
 
 _EPILOG = """\
 examples:
   sudo kraft soak --network netns --minutes 30 --partitions 1000 --fault-every 30
   kraft soak --network local --minutes 5 --partitions 50 --rate 500 --out /tmp/soak
+  sudo kraft soak --network netns --minutes 10 --faults network
 
 A steady idempotent acks=all producer (--rate records/s over --partitions partitions, RF 3,
 min.insync.replicas=2) and a consumer group member run for --minutes; every --fault-every
-seconds one fault drawn from --seed (--faults, the nemesis's kinds; loss needs netns) lasts
---fault-seconds and is healed. Each second it samples the records acknowledged and consumed
+seconds one fault drawn from --seed (--faults, the nemesis's kinds; loss needs netns;
+"network": partition,delay,bandwidth,loss, so no process is killed, paused or restarted and
+the memory slopes cover processes that lived the whole run) lasts --fault-seconds and is
+healed. Each second it samples the records acknowledged and consumed
 and, from /proc, each node's resident memory, descriptors and threads (disk every 10 s).
 At the end every acknowledged record is read back at its offset. OUT gets samples.jsonl,
 summary.json (records lost, the steady rate, the seconds to recover after each heal, memory
@@ -50,12 +54,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--faults",
         default="partition,loss,delay,bandwidth,kill,pause",
-        help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,kill,pause)",
+        help="the nemesis's fault kinds (default partition,loss,delay,bandwidth,kill,pause); "
+        "network: partition,delay,bandwidth,loss (no process restarted)",
     )
     p.add_argument("--seed", type=int, default=0, help="the faults' seed (default 0)")
     p.add_argument(
         "--warmup", type=seconds, default=60.0, metavar="S", help="what slopes omit (default 60)"
     )
+    add_role_config_arguments(p)
     p.add_argument("--out", default="soak-out", help="output directory (default soak-out)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=run)
@@ -65,12 +71,15 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from kraft.cli._connect import parse_key_values
     from kraft.logs import configure_logging
     from replication.nemesis.faults import parse_fault_kinds
     from replication.nemesis.soak import SoakConfig, run_soak
 
     try:
         kinds = parse_fault_kinds(args.faults, packets=args.network == "netns")
+        broker_config = parse_key_values(args.broker_config, "--broker-config")
+        controller_config = parse_key_values(args.controller_config, "--controller-config")
     except ValueError as e:
         print(f"kraft soak: {e}", file=sys.stderr)
         return 2
@@ -88,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         warmup_s=args.warmup,
         out=out,
+        broker_config=broker_config,
+        controller_config=controller_config,
     )
     progress = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     result = run_soak(config, progress)
@@ -106,7 +117,18 @@ def run(args: argparse.Namespace) -> int:
             f"{result.stalled_s} s with nothing acknowledged after the warm-up"
         )
         for host, slope in result.slopes.items():
-            print(f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min")
+            restarts = int(slope["restarts"])
+            lived = (
+                "one process, the whole run"
+                if restarts == 0
+                else f"restarted {restarts} times: over its longest-lived process"
+            )
+            print(
+                f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min"
+                f" ({lived})"
+            )
+        if result.unhealthy_at_end:
+            print(f"  not healthy 120 s after the last heal: {result.unhealthy_at_end}")
         for example in result.lost_examples:
             print(f"  lost: {example}")
         la = result.load_average

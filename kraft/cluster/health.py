@@ -148,6 +148,41 @@ def node_process(role: str, node_id: int, address: str, process: ManagedProcess)
     )
 
 
+class BrokerIncarnations:
+    """What a broker's restart must supersede, for a cluster harness: per broker, the epoch
+    of the registration it had before its last restart (`check_cluster_health`'s
+    ``stale_broker_epochs``). The controller keeps a killed broker's registration, unfenced
+    until its session expires, so without it a health check passes for a restarted broker
+    before the new process has registered."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, int] = {}
+        """Per broker, the epoch of the last registration seen unfenced."""
+        self.stale: dict[int, int] = {}
+        """Per restarted broker, the epoch of its registration from before the restart."""
+
+    def observe(self, health: ClusterHealth) -> None:
+        """Remember the unfenced registrations of a health check."""
+        for node in health.nodes:
+            if node.role == "broker" and node.state == "unfenced" and node.broker_epoch:
+                self.seen[node.node_id] = node.broker_epoch
+
+    def restarting(self, broker_id: int, client: ControllerClient | None) -> None:
+        """``broker_id`` is being started again: its current registration is stale (asked of
+        ``client``; best effort: the last one seen if the controllers do not answer quickly
+        or ``client`` is None)."""
+        from storage.errors import KraftError
+
+        known = self.seen.get(broker_id, -1)
+        if client is not None:
+            try:
+                brokers = client.describe_cluster(timeout=2.0).brokers
+            except (KraftError, TimeoutError):
+                brokers = ()
+            known = max([known, *(b.broker_epoch for b in brokers if b.broker_id == broker_id)])
+        self.stale[broker_id] = known
+
+
 def serving_status(address: str, timeout: float = 1.0, tls: TlsConfig | None = None) -> str:
     """What ``address``'s gRPC health service says for the whole server (``""``):
     SERVING, NOT_SERVING, ..., or ``no answer`` (asked over TLS with ``tls``)."""
@@ -332,6 +367,7 @@ __all__ = [
     "EXITED",
     "RUNNING",
     "STOPPED",
+    "BrokerIncarnations",
     "ClusterHealth",
     "NodeExitedError",
     "NodeHealth",

@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Self
 from kraft.cluster.addresses import BROKER_ID_BASE, plan_addresses
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
+    BrokerIncarnations,
     ClusterHealth,
     NodeExitedError,
     NodeProcess,
@@ -90,7 +91,6 @@ from kraft.controller.node_config import ControllerNodeConfig
 from kraft.properties import format_voters, write_properties
 from kraft.security.tls import TlsConfig, client_tls
 from kraft.transport.channels import DIAL_MAP_ENV, format_dial_map, set_dial_map
-from storage.errors import KraftError
 
 if TYPE_CHECKING:
     from kraft.security.certs import CertSet
@@ -194,10 +194,8 @@ class LocalCluster:
         self._broker_extra = dict(broker_config or {})
         self._racks = dict(zip(self.broker_ids, broker_racks, strict=False))
         self._brokers: dict[int, ManagedProcess] = {}
-        self._broker_epochs: dict[int, int] = {}
-        """The epoch of each broker's registration last seen healthy."""
-        self._stale_broker_epochs: dict[int, int] = {}
-        """Per restarted broker, the epoch of its registration from before the restart."""
+        self._incarnations = BrokerIncarnations()
+        """What each restarted broker's new registration must supersede."""
         self.log_level = log_level
         self._extra = dict(controller_config or {})
         self._controllers: dict[int, ManagedProcess] = {}
@@ -436,12 +434,10 @@ class LocalCluster:
         health = check_cluster_health(
             nodes,
             self.controller_client(),
-            stale_broker_epochs=self._stale_broker_epochs,
+            stale_broker_epochs=self._incarnations.stale,
             timeout=timeout,
         )
-        for node in health.nodes:  # what a restart must supersede
-            if node.role == "broker" and node.state == "unfenced" and node.broker_epoch:
-                self._broker_epochs[node.node_id] = node.broker_epoch
+        self._incarnations.observe(health)
         return health
 
     def wait_until_healthy(self, timeout: float = 30) -> None:
@@ -570,20 +566,11 @@ class LocalCluster:
         broker_id = self.broker_id(broker)
         process = self.broker(broker_id)
         if process.started and not process.is_running():
-            self._stale_broker_epochs[broker_id] = self._registered_epoch(broker_id)
+            controllers_up = any(p.is_running() for p in self._controllers.values())
+            self._incarnations.restarting(
+                broker_id, self.controller_client() if controllers_up else None
+            )
         self._launch(process.start)
-
-    def _registered_epoch(self, broker_id: int) -> int:
-        """The epoch of ``broker_id``'s current registration (best effort: the last one seen
-        healthy if the controllers do not answer quickly)."""
-        known = self._broker_epochs.get(broker_id, -1)
-        if not any(p.is_running() for p in self._controllers.values()):
-            return known
-        try:
-            brokers = self.controller_client().describe_cluster(timeout=2.0).brokers
-        except (KraftError, TimeoutError):
-            return known
-        return max([known, *(b.broker_epoch for b in brokers if b.broker_id == broker_id)])
 
     def stop_broker(self, broker: int, timeout: float = 40.0) -> int | None:
         """SIGTERM (a controlled shutdown: leadership moves first); returns the exit code."""

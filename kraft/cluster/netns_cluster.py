@@ -22,6 +22,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Self
 
+from kraft.cluster.health import (
+    BrokerIncarnations,
+    NodeExitedError,
+    check_cluster_health,
+    node_process,
+)
 from kraft.cluster.netns import NetnsNetwork
 from kraft.cluster.process import ManagedProcess
 
@@ -73,6 +79,8 @@ class NetnsCluster:
         self._client_tls: Any = None
         self._client: Any = None
         """The controllers' client `describe_topic` and `wait_until_healthy` share."""
+        self._incarnations = BrokerIncarnations()
+        """What each restarted broker's new registration must supersede."""
 
     @staticmethod
     def host_name(node_id: int) -> str:
@@ -258,9 +266,18 @@ class NetnsCluster:
         return self.data_path(broker_id)
 
     def start_broker(self, broker_id: int) -> None:
-        self.processes[broker_id].start()
+        """Start (or restart) ``broker_id``; `wait_until_healthy` then waits for its new
+        registration, not the old one the controller keeps until the session expires."""
+        process = self.processes[broker_id]
+        if process.started and not process.is_running():
+            controllers_up = any(self.processes[i].is_running() for i in self.controller_ids)
+            self._incarnations.restarting(
+                broker_id, self._shared_client() if controllers_up else None
+            )
+        process.start()
 
-    start_controller = start_broker
+    def start_controller(self, node_id: int) -> None:
+        self.processes[node_id].start()
 
     def kill_broker(self, broker_id: int) -> None:
         """SIGKILL."""
@@ -316,15 +333,13 @@ class NetnsCluster:
     def wait_until_healthy(self, timeout: float = 60.0) -> None:
         """Wait until `kraft.cluster.health` says healthy: every node not stopped on purpose
         runs and serves, a controller leads and every running voter follows, every running
-        broker is unfenced, every partition has a leader. (A restarted broker's old
-        registration may still pass for it until its session expires.)
+        broker is unfenced (a restarted one with a registration newer than before its
+        restart), every partition has a leader.
 
         Raises:
             NodeExitedError: a node that should run has exited.
             TimeoutError: not healthy within ``timeout`` seconds.
         """
-        from kraft.cluster.health import NodeExitedError, check_cluster_health, node_process
-
         deadline = time.monotonic() + timeout
         while True:
             nodes = [
@@ -333,7 +348,10 @@ class NetnsCluster:
                 )
                 for i, p in self.processes.items()
             ]
-            health = check_cluster_health(nodes, self._shared_client())
+            health = check_cluster_health(
+                nodes, self._shared_client(), stale_broker_epochs=self._incarnations.stale
+            )
+            self._incarnations.observe(health)
             if health.exited:
                 raise NodeExitedError(
                     f"{'; '.join(health.exited)} (logs: {self.log_path(0).parent})"

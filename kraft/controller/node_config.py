@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.controller.core import ControllerConfig
+from kraft.loop_watch import LOOP_STALL_LOG_MS, STALL_WARN_FIELD
 from kraft.properties import (
     format_voters,
     int_property,
@@ -66,7 +67,10 @@ _CONTROLLER_BOOL_FIELDS = {
 _CONTROLLER_FIELDS = {
     k: f for k, f in _CONTROLLER_ALL_FIELDS.items() if k not in _CONTROLLER_BOOL_FIELDS
 }
-_NODE_FIELDS = node_property_fields("ControllerNodeConfig")
+_NODE_FIELDS = {
+    **node_property_fields("ControllerNodeConfig"),
+    **STALL_WARN_FIELD,  # a key of both roles, held by each node config
+}
 """Key -> field of `ControllerConfig` and of `ControllerNodeConfig`'s integer settings, from
 the config registry (where their defaults and docs are)."""
 
@@ -99,6 +103,8 @@ class ControllerNodeConfig:
     """[socket.request.max.bytes] the largest request the gRPC server accepts."""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
+    event_loop_stall_warn_ms: int = LOOP_STALL_LOG_MS
+    """[event.loop.stall.warn.ms] (`kraft.loop_watch`)"""
     authorization: AuthorizationSettings = field(default_factory=AuthorizationSettings)
     """[authorizer.class.name, super.users, allow.everyone.if.no.acl.found,
     ssl.principal.mapping.rules] (`kraft.security.guard`)."""

@@ -72,7 +72,7 @@ from kraft.controller.messages import (
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.result import ControllerResult
 from kraft.controller.service import OFF_LOOP_DECODE_BYTES, ControllerServicer
-from kraft.loop_watch import SLOW_CALLBACK_ENV, log_slow_callbacks, watch_stalls
+from kraft.loop_watch import SLOW_CALLBACK_ENV, log_slow_callbacks, watch_loop
 from kraft.metadata import MetadataImage, decode_record, encode_record
 from kraft.metadata.configs import REPLICATION_MODE
 from kraft.metadata.records import MetadataRecord
@@ -228,7 +228,9 @@ class ControllerServer:
         )
         self.supervisor.watch(self._tick_task)
         self._stall_task = asyncio.create_task(
-            watch_stalls(self._log, lambda: self.core.is_active),
+            watch_loop(
+                self._log, self.config.event_loop_stall_warn_ms, lambda: self.core.is_active
+            ),
             name=f"controller-stall-watch-{self.node_id}",
         )
         self.metrics_port = serve_node_metrics(

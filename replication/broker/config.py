@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraft.loop_watch import LOOP_STALL_LOG_MS, STALL_WARN_FIELD
 from kraft.properties import (
     format_voters,
     int_property,
@@ -74,9 +75,12 @@ _BOOL_FIELDS = {
     if NODE_KEYS[k].type is ConfigType.BOOLEAN
 }
 _INT_FIELDS = {
-    k: f
-    for k, f in node_property_fields("BrokerNodeConfig").items()
-    if k != _ASSIGNORS_KEY and k not in _BOOL_FIELDS
+    **{
+        k: f
+        for k, f in node_property_fields("BrokerNodeConfig").items()
+        if k != _ASSIGNORS_KEY and k not in _BOOL_FIELDS
+    },
+    **STALL_WARN_FIELD,  # a key of both roles, held by each node config
 }
 """Key -> field of this class's integer and boolean settings (from the registry)."""
 GROUP_ASSIGNORS = ("uniform", "range")
@@ -212,6 +216,8 @@ class BrokerNodeConfig:
     leader serves every consumer."""
     metrics_port: int = -1
     """[metrics.port] the Prometheus endpoint's port (-1: none, 0: a free one)."""
+    event_loop_stall_warn_ms: int = LOOP_STALL_LOG_MS
+    """[event.loop.stall.warn.ms] (`kraft.loop_watch`)"""
     authorization: AuthorizationSettings = field(default_factory=AuthorizationSettings)
     """[authorizer.class.name, super.users, allow.everyone.if.no.acl.found,
     ssl.principal.mapping.rules] (`kraft.security.guard`)."""

@@ -42,6 +42,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import AllocateProducerIdsResponse
+from kraft.loop_watch import watch_loop
 from kraft.metadata import MetadataImage, decode_record
 from kraft.metadata.records import Endpoint
 from kraft.metrics.kafka import (
@@ -337,6 +338,10 @@ class BrokerServer:
                 name="broker-tick",
             ),
             asyncio.create_task(replicas.offline_probe_loop(), name="broker-offline-probe"),
+            asyncio.create_task(
+                watch_loop(self._log, self.config.event_loop_stall_warn_ms),
+                name="broker-stall-watch",
+            ),
             *self.groups.start_tasks(),  # group and transaction coordinators
             asyncio.create_task(
                 run_retention(

@@ -60,6 +60,9 @@ FAULT_KINDS: Final = (
 )
 PACKET_ONLY_KINDS: Final = ("loss",)
 """Kinds only a network of hosts (``--network netns``) can inject."""
+NETWORK_KINDS: Final = ("partition", "delay", "bandwidth", "loss")
+"""``--faults network``: the kinds that act on the network only, so every process lives the
+whole run (no kill, pause, stop or restart): what a memory or descriptor slope needs."""
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
 DELAYS_MS: Final = (50, 100, 200, 500)
 """What ``delay`` adds to every byte's way, each way."""
@@ -115,8 +118,8 @@ class Fault:
 
 
 def parse_fault_kinds(text: str, *, packets: bool = False) -> tuple[str, ...]:
-    """``kill,pause,...`` (or ``all``) as a tuple of kinds; ``packets``: the network is one
-    of hosts, where `PACKET_ONLY_KINDS` work too.
+    """``kill,pause,...`` (or ``all``, or ``network``: `NETWORK_KINDS`) as a tuple of kinds;
+    ``packets``: the network is one of hosts, where `PACKET_ONLY_KINDS` work too.
 
     Raises:
         ValueError: an unknown kind, or one the network cannot inject.
@@ -125,6 +128,8 @@ def parse_fault_kinds(text: str, *, packets: bool = False) -> tuple[str, ...]:
     known = FAULT_KINDS if packets else tuple(k for k in FAULT_KINDS if k not in PACKET_ONLY_KINDS)
     if kinds == ("all",):
         return known
+    if kinds == ("network",):
+        return tuple(k for k in NETWORK_KINDS if k in known)
     if not packets and (only := [k for k in kinds if k in PACKET_ONLY_KINDS]):
         raise ValueError(f"fault kind {only[0]!r} needs --network netns (packets, not a proxy)")
     unknown = [k for k in kinds if k not in FAULT_KINDS]
@@ -245,6 +250,7 @@ __all__ = [
     "DELAYS_MS",
     "FAULT_KINDS",
     "LOSS_PERCENTS",
+    "NETWORK_KINDS",
     "PACKET_ONLY_KINDS",
     "PARTITION_SHAPES",
     "RATES_BYTES_PER_S",

@@ -78,7 +78,15 @@ class HostLinks:
         self._faulted: set[str] = set()
 
     def host(self, node: int) -> str:
+        """The host of ``node``, remembered for `heal`.
+
+        Raises:
+            ValueError: no host is ``node``'s (a role that resolved to no node, -1): nothing
+                is remembered, so `heal` still heals every other host.
+        """
         name = self.host_name(node)
+        if name not in self.network.hosts:
+            raise ValueError(f"no host for node {node}")
         self._faulted.add(name)
         return name
 

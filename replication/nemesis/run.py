@@ -220,8 +220,12 @@ class FaultPlayer:
         )
 
     def _leader_of_partition_zero(self) -> int:
+        """Raises RuntimeError: partition 0 has no leader now (a fault aimed at it fails)."""
         description = self.cluster.describe_topic(self.topic, timeout=5)
-        return description.partitions[0].leader
+        leader: int = description.partitions[0].leader
+        if leader < 0:
+            raise RuntimeError(f"{self.topic}-0 has no leader")
+        return leader
 
     def apply(self, fault: Fault) -> list[str]:
         """Start ``fault``; the nodes it hit."""

@@ -80,6 +80,9 @@ class SoakConfig:
     warmup_s: float = 60.0
     """What the slopes leave out (the cluster and the clients settling)."""
     out: Path = Path("soak-out")
+    broker_config: dict[str, str] = field(default_factory=dict)
+    controller_config: dict[str, str] = field(default_factory=dict)
+    """Properties for every node of that role (over the soak's own broker settings)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -96,8 +99,12 @@ class SoakResult:
     stalled_s: int = 0
     """Seconds after the warm-up with nothing acknowledged (during faults or not)."""
     slopes: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Host -> {rss, fds} in percent per 10 minutes after the warm-up."""
+    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, and its ``restarts``
+    (`node_slopes`)."""
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    unhealthy_at_end: str = ""
+    """Why the cluster was not healthy 120 s after the last heal ("": it was); the records
+    are read back all the same."""
 
     @property
     def valid(self) -> bool:
@@ -329,7 +336,8 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         controllers=config.controllers,
         brokers=config.brokers,
         data_dir=out / "cluster",
-        broker_config=broker_config,
+        broker_config={**broker_config, **config.broker_config},
+        controller_config=config.controller_config,
     )
     duration_s = config.minutes * 60
     rng = random.Random(config.seed)
@@ -383,7 +391,12 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         sleep_until(started, duration_s)
         progress(f"{time.monotonic() - started:7.1f}s  healing, stopping the load")
         player.heal_all()
-        cluster.wait_until_healthy(timeout=120)
+        unhealthy = ""
+        try:
+            cluster.wait_until_healthy(timeout=120)
+        except TimeoutError as e:  # read back all the same: the figures are still the run's
+            unhealthy = str(e)[:500]
+            progress(f"not healthy after the heal; reading back all the same: {unhealthy}")
         sampler.stop()
         producer.stop()
         reader.stop()
@@ -406,6 +419,7 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         stalled_s=stalled_seconds(series, config.warmup_s),
         slopes=slopes,
         load_average=os.getloadavg(),
+        unhealthy_at_end=unhealthy,
     )
     (out / "summary.json").write_text(json.dumps(asdict(result), indent=2))
     try:

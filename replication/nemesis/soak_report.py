@@ -8,7 +8,8 @@ node's resident memory, descriptors, threads and disk. From them:
 - `slope_percent_per_10_min`: a least-squares line through a series after the warm-up, as a
   share of the series' mean per 10 minutes (the soak's goal: memory and descriptors flat,
   under 1% per 10 minutes); `node_slopes` takes it over the longest-lived process of each
-  node (a killed and restarted node starts from nothing again);
+  node (a killed and restarted node starts from nothing again) and says how often each node
+  was restarted;
 - `recoveries`: per healed fault, the seconds from the heal to the start of the first
   `RECOVERY_WINDOW_S` seconds whose mean acknowledged rate is within 10% of the steady rate
   (the median outside faults and the 10 s after each).
@@ -89,7 +90,9 @@ def slope_percent_per_10_min(points: Sequence[tuple[float, float]], warmup_s: fl
 
 def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[str, float]]:
     """Per host, the `slope_percent_per_10_min` of its resident memory (``rss``) and
-    descriptors (``fds``), over the samples of its process seen most often after the warm-up."""
+    descriptors (``fds``), over the samples of its process seen most often after the warm-up,
+    and how many times the host's process was replaced in the whole run (``restarts``: 0 means
+    the slopes cover one process that lived the whole run)."""
     out: dict[str, dict[str, float]] = {}
     for host in sorted({h for s in samples for h in s.nodes}):
         mine = [(s.t_s, s.nodes[host]) for s in samples if host in s.nodes and s.t_s >= warmup_s]
@@ -98,9 +101,12 @@ def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[st
         pids = [n.pid for _, n in mine]
         longest = max(set(pids), key=pids.count)
         kept = [(t, n) for t, n in mine if n.pid == longest]
+        every_pid = [s.nodes[host].pid for s in samples if host in s.nodes]
+        restarts = sum(1 for a, b in itertools.pairwise(every_pid) if a != b)
         out[host] = {
             "rss": round(slope_percent_per_10_min([(t, n.rss_bytes) for t, n in kept], 0.0), 2),
             "fds": round(slope_percent_per_10_min([(t, n.fds) for t, n in kept], 0.0), 2),
+            "restarts": restarts,
         }
     return out
 

@@ -1,6 +1,7 @@
 """Real processes: every node serves Prometheus metrics, and a broker kill shows in them:
 under-replicated partitions rise and return to 0, the ISR-shrink and expand counters move,
-exactly one controller is active, and requests are counted per RPC (issue 17)."""
+exactly one controller is active, requests are counted per RPC (issue 17), and every node's
+event-loop stall watch reports (issue 29)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kraft.cluster import LocalCluster
+from kraft.loop_watch import STALL_WARN_KEY
 from kraft.metrics.kafka import (
     ACTIVE_CONTROLLER,
     ISR_EXPANDS,
@@ -21,6 +23,9 @@ from kraft.metrics.kafka import (
     UNDER_REPLICATED,
 )
 from replication.clients import Producer
+
+LOOP_LAG_COUNT = "kraft_event_loop_lag_seconds_count"
+LOOP_STALLS = "kraft_event_loop_stalls_total"
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
@@ -58,7 +63,8 @@ def test_a_broker_kill_shows_in_the_metrics_and_they_return_to_normal() -> None:
         controllers=3,
         brokers=3,
         metrics=True,
-        broker_config={"replica.lag.time.max.ms": "1500"},
+        # A 1 ms threshold: any wake-up of the stall watch a request's handling delays warns.
+        broker_config={"replica.lag.time.max.ms": "1500", STALL_WARN_KEY: "1"},
     ) as cluster:
         cluster.wait_until_healthy(timeout=60)
         cluster.create_topic("m", 3, 3, config={"min.insync.replicas": "2"})
@@ -74,6 +80,14 @@ def test_a_broker_kill_shows_in_the_metrics_and_they_return_to_normal() -> None:
             assert total(cluster, ACTIVE_CONTROLLER, cluster.controller_ids) == 1
             assert total(cluster, LEADER_COUNT, brokers) == 3
             assert total(cluster, UNDER_REPLICATED, brokers) == 0
+            # Every node runs the event-loop stall watch; the brokers, told to warn of a 1 ms
+            # lag, saw some under the produce, counted them and logged them.
+            for node in (*cluster.controller_ids, *brokers):
+                assert scrape(cluster.metrics_addresses[node])[LOOP_LAG_COUNT] > 0
+            wait_until(
+                lambda: total(cluster, LOOP_STALLS, brokers) > 0, 30, "a broker's loop stall"
+            )
+            assert any('"event_loop_stalled"' in cluster.broker_log(b).read_text() for b in brokers)
             requests = scrape(cluster.metrics_addresses[brokers[0]])
             assert any(
                 k.startswith("kafka_network_requestmetrics_requests_total") for k in requests

@@ -44,18 +44,26 @@ def test_a_slope_is_the_share_of_the_mean_per_ten_minutes_after_the_warmup() -> 
 
 
 def test_node_slopes_follow_the_longest_lived_process_of_a_restarted_node() -> None:
-    """A broker killed at t=100 and restarted starts its memory from nothing: that climb is
-    not a leak; the slope is taken over its first process, the one seen longest."""
+    """A broker killed at t=100 and restarted (down for 5 s) starts its memory from nothing:
+    that climb is not a leak; the slope is taken over its first process, the one seen
+    longest, and the node is reported restarted once. A node whose process lived the whole
+    run (one pid) is reported never restarted, and its growth is its slope."""
     samples = [
         Sample(
             t_s=t,
             acknowledged=0,
             consumed=0,
-            nodes={"broker-101": _node(1, 1000) if t < 100 else _node(2, 10 * (t - 99))},
+            nodes={
+                **({} if 100 <= t < 105 else {"broker-101": _node(1 if t < 100 else 2, 1000)}),
+                "broker-102": _node(7, 1000 + t),
+            },
         )
         for t in range(0, 130)
     ]
-    assert node_slopes(samples, 10) == {"broker-101": {"rss": 0.0, "fds": 0.0}}
+    slopes = node_slopes(samples, 10)
+    assert slopes["broker-101"] == {"rss": 0.0, "fds": 0.0, "restarts": 1}
+    assert slopes["broker-102"]["restarts"] == 0
+    assert slopes["broker-102"]["rss"] > 0
 
 
 def test_recovery_is_the_time_from_a_heal_until_the_rate_is_back_within_ten_percent() -> None:

@@ -31,6 +31,8 @@ from replication.clients import Consumer, Producer
 
 pytestmark = pytest.mark.timeout(90)
 
+SESSION_MS = 10_000
+
 
 def _require_namespaces() -> None:
     try:
@@ -42,7 +44,10 @@ def _require_namespaces() -> None:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[NetnsCluster]:
     _require_namespaces()
-    with NetnsCluster(controllers=3, brokers=1, tls=True) as c:
+    # A session longer than a broker's restart takes, so a restarted broker's old
+    # registration is still unfenced when the new process serves (see the restart test).
+    session = {"broker.session.timeout.ms": str(SESSION_MS)}
+    with NetnsCluster(controllers=3, brokers=1, tls=True, controller_config=session) as c:
         c.wait_until_running(60)
         yield c
 
@@ -123,6 +128,30 @@ def test_records_cross_a_bandwidth_limited_link_all_of_them(cluster: NetnsCluste
         assert cluster.network.limits(broker)["overlimits"] > 0
     finally:
         assert main(["netns", "heal", "--run", run]) == 0
+
+
+def test_healthy_after_a_broker_restart_means_its_new_registration_is_unfenced(
+    cluster: NetnsCluster,
+) -> None:
+    """After SIGKILL and a start, the controller keeps the old registration, unfenced, until
+    its session expires; the new process serves before that. `wait_until_healthy` waits for
+    the new incarnation (a higher broker epoch), not the old one's leftover registration."""
+    broker = cluster.broker_ids[0]
+    cluster.wait_until_healthy(60)
+    with cluster.controller_client(timeout=10.0) as client:
+
+        def registration() -> tuple[int, bool]:
+            (b,) = [
+                b for b in client.describe_cluster(timeout=10.0).brokers if b.broker_id == broker
+            ]
+            return b.broker_epoch, b.fenced
+
+        old_epoch, _ = registration()
+        cluster.kill_broker(broker)
+        cluster.start_broker(broker)
+        cluster.wait_until_healthy(SESSION_MS / 1000 + 45)
+        epoch, fenced = registration()
+    assert epoch > old_epoch and not fenced
 
 
 def test_a_run_whose_owner_died_leaves_nothing_after_a_sweep() -> None:

@@ -27,6 +27,13 @@ def test_packet_faults_are_offered_only_on_a_network_of_hosts() -> None:
         parse_fault_kinds("kill,loss")
 
 
+def test_network_faults_are_the_kinds_that_leave_every_process_running() -> None:
+    """``--faults network`` (a soak whose memory slopes cover processes that lived the whole
+    run): no kill, pause, stop or restart; loss only where packets can be dropped."""
+    assert parse_fault_kinds("network", packets=True) == ("partition", "delay", "bandwidth", "loss")
+    assert parse_fault_kinds("network") == ("partition", "delay", "bandwidth")
+
+
 def test_a_nemesis_run_on_network_hosts_loses_nothing_under_loss_and_delay(
     tmp_path: Path,
 ) -> None:
