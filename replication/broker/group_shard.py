@@ -59,7 +59,14 @@ class GroupShard:
         classic group. Kafka 4.x keeps such a group as an Empty classic group of protocol type
         "" (``getOrMaybeCreateClassicGroup`` on a commit at generation -1)."""
         kept = self.kip848.groups().get(group_id)
-        return kept is not None and not kept.has_metadata and not self.classic.has_group(group_id)
+        # NB: a consumer group's first members may have no metadata record yet (its epoch 1 is
+        # unwritten until a subscription moves it, as in Kafka 4.4): members make it one
+        return (
+            kept is not None
+            and not kept.has_metadata
+            and not kept.members
+            and not self.classic.has_group(group_id)
+        )
 
     def is_classic(self, group_id: str) -> bool:
         """A classic group for Kafka: one with classic members or records, or a simple one

@@ -126,3 +126,28 @@ def test_find_coordinator_describe_and_delete_answer_each_group(cluster: LocalCl
         (simple, ErrorCode.NONE),  # once: Kafka answers each group once
         (elsewhere, ErrorCode.NOT_COORDINATOR),
     ]
+
+
+def test_a_consumer_group_whose_member_subscribes_to_nothing_is_still_a_consumer_group(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka 4.4 writes no group record for a first member subscribed to nothing (its epoch
+    stays at the unwritten 1): such a group has a member, so it is a consumer group, not a
+    simple classic one (found merging the KIP-848 epochs with the simple groups)."""
+    group = "items-no-subscription"
+    address = cluster.kafka_addresses[_coordinator(cluster, group)]
+    heartbeat = {
+        "group_id": group,
+        "member_id": "items-member-0000000001",
+        "member_epoch": 0,
+        "rebalance_timeout": 30000,
+        "subscribed_topic_names": [],
+        "topic_partitions": [],
+    }
+    joined = call(address, 68, 0, heartbeat)
+    assert (int(joined.error_code), int(joined.member_epoch)) == (ErrorCode.NONE, 1)
+    (described,) = call(address, CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group]}).groups
+    assert int(described.error_code) == ErrorCode.NONE
+    assert [m.member_id for m in described.members] == ["items-member-0000000001"]
+    leave = {**heartbeat, "member_epoch": -1}
+    assert int(call(address, 68, 0, leave).error_code) == ErrorCode.NONE
