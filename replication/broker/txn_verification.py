@@ -39,6 +39,7 @@ from replication.txn.verification import (
     Verified,
     VerifyTxn,
     admit,
+    batch_facts,
     plan_verification,
     produce_error,
 )
@@ -70,14 +71,15 @@ class Gate:
 
 def _admit(
     replica: ServedReplica,
-    producer_id: int,
+    facts: BatchFacts,
     guard: tuple[ProducerStateManager, VerificationGuard] | None,
 ) -> Callable[[], ErrorCode]:
+    producer_id = facts.producer_id
+
     def check() -> ErrorCode:  # step 5, synchronously with the append
         state = replica.producer_state
-        entry = state.entry(producer_id)
         return admit(
-            open_here=entry is not None and entry.current_txn_first_offset >= 0,
+            open_here=state.has_ongoing_transaction(producer_id, facts.producer_epoch),
             guard=guard[1] if guard is not None and guard[0] is state else None,
             markers_seen=state.markers_seen(producer_id),
         )
@@ -90,15 +92,7 @@ def _facts(replica: ServedReplica, records: bytes) -> BatchFacts | None:
         header = read_header(records)
     except KraftError:
         return None  # the leader's validation answers it
-    if not header.is_transactional or header.is_control or header.producer_id < 0:
-        return None
-    entry = replica.producer_state.entry(header.producer_id)
-    return BatchFacts(
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        transactional=True,
-        open_here=entry is not None and entry.current_txn_first_offset >= 0,
-    )
+    return batch_facts(header, replica.producer_state)
 
 
 class TxnVerifier:
@@ -168,7 +162,7 @@ class TxnVerifier:
                 code, message = produce_error(code, produce_version)
                 out[tp] = Gate(error_code=code, error_message=message)
             else:
-                out[tp] = Gate(admit=_admit(leading[tp][0], f.producer_id, guards.get(tp)))
+                out[tp] = Gate(admit=_admit(leading[tp][0], f, guards.get(tp)))
         return out
 
     async def add_partitions(
