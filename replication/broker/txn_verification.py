@@ -105,6 +105,11 @@ class TxnVerifier:
         local: this broker's own coordinators' AddPartitionsToTxnBatch.
         verify: ``transaction.partition.verification.enable`` (part 1; version-2 clients'
             partitions are added whatever it says: nothing else adds them).
+        add_retry_backoff_ms, add_retry_max_ms: ``add.partitions.to.txn.retry.backoff.ms``
+            and ``.max.ms``: a Produce v12+'s add that the coordinator answers
+            CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being
+            written) is asked again after the backoff, for up to the max, before the Produce
+            gets NOT_ENOUGH_REPLICAS (Kafka's KAFKA-18654).
     """
 
     def __init__(
@@ -115,8 +120,12 @@ class TxnVerifier:
         stub: Callable[[str], Any],
         local: LocalCoordinator,
         verify: bool = True,
+        add_retry_backoff_ms: int = 20,
+        add_retry_max_ms: int = 100,
     ) -> None:
         self._verify = verify
+        self._add_retry_backoff_s = add_retry_backoff_ms / 1000
+        self._add_retry_max_s = add_retry_max_ms / 1000
         self._image = image
         self._node_id = node_id
         self._stub = stub
@@ -148,14 +157,26 @@ class TxnVerifier:
                 tp: Gate(error_code=code, error_message="more than one producer id")
                 for tp, code in plan.refused.items()
             }
-        guards = {}
+        guards: dict[TopicPartition, tuple[ProducerStateManager, VerificationGuard]] = {}
         errors: Mapping[TopicPartition, ErrorCode] = {}
         if plan.verify is not None:
-            for tp in plan.verify.partitions:  # step 2, before asking
-                state = leading[tp][0].producer_state
-                seen = state.markers_seen(plan.verify.producer_id)
-                guards[tp] = (state, VerificationGuard(markers_seen=seen))
-            errors = await self._ask(plan.verify)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self._add_retry_max_s
+            while True:
+                for tp in plan.verify.partitions:  # step 2, before (each time) asking
+                    state = leading[tp][0].producer_state
+                    seen = state.markers_seen(plan.verify.producer_id)
+                    guards[tp] = (state, VerificationGuard(markers_seen=seen))
+                errors = await self._ask(plan.verify)
+                # KAFKA-18654: the previous transaction's markers are usually a few ms from
+                # done; an add waits for them here rather than in the client's retry backoff.
+                if not (
+                    add
+                    and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()
+                    and loop.time() + self._add_retry_backoff_s <= deadline
+                ):
+                    break
+                await asyncio.sleep(self._add_retry_backoff_s)
         out = {}
         for tp, f in facts.items():
             if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
