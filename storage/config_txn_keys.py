@@ -70,6 +70,30 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         owner=_BROKER,
         field="transaction_partition_verification_enable",
     ),
+    _key(
+        "add.partitions.to.txn.retry.backoff.ms",
+        ConfigType.INT,
+        "20",
+        "KIP-890 part 2 (KAFKA-18654): how long a partition leader waits before it asks the "
+        "transaction coordinator again to add a transaction-version-2 client's partition that "
+        "it answered CONCURRENT_TRANSACTIONS (the previous transaction's markers still going "
+        "out)",
+        "add_partitions_to_txn_retry_backoff_ms",
+    ),
+    ConfigKey(
+        name="add.partitions.to.txn.retry.backoff.max.ms",
+        scope=Scope.NODE,
+        type=ConfigType.INT,
+        default="100",
+        readers=_B,
+        doc="how long in all a partition leader keeps asking again (see "
+        "`add.partitions.to.txn.retry.backoff.ms`) before the Produce gets NOT_ENOUGH_REPLICAS "
+        "and the client retries it; 0: never again",
+        min_value=0,
+        max_value=INT_MAX,
+        owner=_BROKER,
+        field="add_partitions_to_txn_retry_backoff_max_ms",
+    ),
     ConfigKey(
         name="transaction.version",
         scope=Scope.NODE,

@@ -269,6 +269,10 @@ class BrokerNodeConfig:
     """[transactional.id.expiration.ms]"""
     transaction_partition_verification_enable: bool = True
     """[transaction.partition.verification.enable] KIP-890 part 1 (`.txn_verification`)."""
+    add_partitions_to_txn_retry_backoff_ms: int = 20
+    """[add.partitions.to.txn.retry.backoff.ms] KAFKA-18654 (`.txn_verification`)."""
+    add_partitions_to_txn_retry_backoff_max_ms: int = 100
+    """[add.partitions.to.txn.retry.backoff.max.ms] KAFKA-18654 (`.txn_verification`)."""
     offsets_retention_minutes: int = 10080
     """[offsets.retention.minutes]"""
     group_consumer_session_timeout_ms: int = 45_000

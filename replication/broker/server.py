@@ -208,6 +208,8 @@ class BrokerServer:
             stub=self.broker_stub,
             local=self.groups.transactions.add_partitions_to_txn_batch,
             verify=config.transaction_partition_verification_enable,
+            add_retry_backoff_ms=config.add_partitions_to_txn_retry_backoff_ms,
+            add_retry_max_ms=config.add_partitions_to_txn_retry_backoff_max_ms,
         )
         """KIP-890: a partition leader asks the transaction coordinators (part 1) or adds a
         version-2 client's partitions there (part 2)."""

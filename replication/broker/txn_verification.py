@@ -39,6 +39,7 @@ from replication.txn.verification import (
     Verified,
     VerifyTxn,
     admit,
+    batch_facts,
     plan_verification,
     produce_error,
 )
@@ -70,14 +71,15 @@ class Gate:
 
 def _admit(
     replica: ServedReplica,
-    producer_id: int,
+    facts: BatchFacts,
     guard: tuple[ProducerStateManager, VerificationGuard] | None,
 ) -> Callable[[], ErrorCode]:
+    producer_id = facts.producer_id
+
     def check() -> ErrorCode:  # step 5, synchronously with the append
         state = replica.producer_state
-        entry = state.entry(producer_id)
         return admit(
-            open_here=entry is not None and entry.current_txn_first_offset >= 0,
+            open_here=state.has_ongoing_transaction(producer_id, facts.producer_epoch),
             guard=guard[1] if guard is not None and guard[0] is state else None,
             markers_seen=state.markers_seen(producer_id),
         )
@@ -90,15 +92,7 @@ def _facts(replica: ServedReplica, records: bytes) -> BatchFacts | None:
         header = read_header(records)
     except KraftError:
         return None  # the leader's validation answers it
-    if not header.is_transactional or header.is_control or header.producer_id < 0:
-        return None
-    entry = replica.producer_state.entry(header.producer_id)
-    return BatchFacts(
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        transactional=True,
-        open_here=entry is not None and entry.current_txn_first_offset >= 0,
-    )
+    return batch_facts(header, replica.producer_state)
 
 
 class TxnVerifier:
@@ -111,6 +105,11 @@ class TxnVerifier:
         local: this broker's own coordinators' AddPartitionsToTxnBatch.
         verify: ``transaction.partition.verification.enable`` (part 1; version-2 clients'
             partitions are added whatever it says: nothing else adds them).
+        add_retry_backoff_ms, add_retry_max_ms: ``add.partitions.to.txn.retry.backoff.ms``
+            and ``.max.ms``: a Produce v12+'s add that the coordinator answers
+            CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being
+            written) is asked again after the backoff, for up to the max, before the Produce
+            gets NOT_ENOUGH_REPLICAS (Kafka's KAFKA-18654).
     """
 
     def __init__(
@@ -121,8 +120,12 @@ class TxnVerifier:
         stub: Callable[[str], Any],
         local: LocalCoordinator,
         verify: bool = True,
+        add_retry_backoff_ms: int = 20,
+        add_retry_max_ms: int = 100,
     ) -> None:
         self._verify = verify
+        self._add_retry_backoff_s = add_retry_backoff_ms / 1000
+        self._add_retry_max_s = add_retry_max_ms / 1000
         self._image = image
         self._node_id = node_id
         self._stub = stub
@@ -154,21 +157,33 @@ class TxnVerifier:
                 tp: Gate(error_code=code, error_message="more than one producer id")
                 for tp, code in plan.refused.items()
             }
-        guards = {}
+        guards: dict[TopicPartition, tuple[ProducerStateManager, VerificationGuard]] = {}
         errors: Mapping[TopicPartition, ErrorCode] = {}
         if plan.verify is not None:
-            for tp in plan.verify.partitions:  # step 2, before asking
-                state = leading[tp][0].producer_state
-                seen = state.markers_seen(plan.verify.producer_id)
-                guards[tp] = (state, VerificationGuard(markers_seen=seen))
-            errors = await self._ask(plan.verify)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self._add_retry_max_s
+            while True:
+                for tp in plan.verify.partitions:  # step 2, before (each time) asking
+                    state = leading[tp][0].producer_state
+                    seen = state.markers_seen(plan.verify.producer_id)
+                    guards[tp] = (state, VerificationGuard(markers_seen=seen))
+                errors = await self._ask(plan.verify)
+                # KAFKA-18654: the previous transaction's markers are usually a few ms from
+                # done; an add waits for them here rather than in the client's retry backoff.
+                if not (
+                    add
+                    and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()
+                    and loop.time() + self._add_retry_backoff_s <= deadline
+                ):
+                    break
+                await asyncio.sleep(self._add_retry_backoff_s)
         out = {}
         for tp, f in facts.items():
             if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
                 code, message = produce_error(code, produce_version)
                 out[tp] = Gate(error_code=code, error_message=message)
             else:
-                out[tp] = Gate(admit=_admit(leading[tp][0], f.producer_id, guards.get(tp)))
+                out[tp] = Gate(admit=_admit(leading[tp][0], f, guards.get(tp)))
         return out
 
     async def add_partitions(

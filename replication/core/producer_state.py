@@ -191,6 +191,20 @@ class ProducerStateManager:
         transaction the coordinator verified)."""
         return self._markers_seen.get(producer_id, 0)
 
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """A transaction of ``producer_id`` *at* ``producer_epoch`` is open on the partition
+        (Kafka's ``UnifiedLog.hasOngoingTransaction``): only then may a transactional batch
+        of that epoch skip the coordinator's verification (KIP-890). A batch of a newer epoch
+        belongs to a later transaction even while an older one is open here: under
+        transaction version 2 the client starts its next transaction, with the epoch EndTxn
+        bumped, before the coordinator's marker ends the previous one on this partition."""
+        entry = self._entries.get(producer_id)
+        return (
+            entry is not None
+            and entry.current_txn_first_offset >= 0
+            and entry.producer_epoch == producer_epoch
+        )
+
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open transaction (the last stable offset is the
         smaller of it and the high watermark), None if no transaction is open."""

@@ -12,8 +12,14 @@ with ``transaction.partition.verification.enable`` (the default), the leader ask
 transactional id's coordinator first, with an AddPartitionsToTxn v4+ ``verify_only`` entry:
 
 1. `plan_verification` takes the facts of one Produce's partitions (`BatchFacts`) and answers
-   which need verifying (transactional, no transaction of this producer open here), and which
-   are refused outright (more than one producer in the request: INVALID_PRODUCER_ID_MAPPING).
+   which need verifying (transactional, no transaction of this producer *at the batch's epoch*
+   open here: `ProducerStateManager.has_ongoing_transaction`), and which are refused outright
+   (more than one producer in the request: INVALID_PRODUCER_ID_MAPPING). NB: the epoch matters
+   under KIP-890 part 2: EndTxn bumps the epoch and answers before the markers are written, so
+   the client's next transaction (epoch + 1) can reach a partition where the previous one is
+   still open. Taken as "open here", its batch would skip the coordinator (which answers
+   CONCURRENT_TRANSACTIONS until the markers are in), join the previous transaction and be
+   committed or aborted by *its* marker.
 2. Each such partition gets a `VerificationGuard`: the producer's markers the partition had
    seen when the leader asked. A marker since revokes it. Kafka's ABA: verified, then the
    transaction aborted and a new one begun without this partition, then the stale
@@ -32,7 +38,8 @@ transactional id's coordinator first, with an AddPartitionsToTxn v4+ ``verify_on
    on the group coordinator) the entry asks the coordinator to *add* the partitions instead
    (``VerifyTxn.add``): such a client sends no AddPartitionsToTxn of its own.
 5. Right before the append (synchronously with it), `admit`: the guard must still hold,
-   unless the producer's transaction is open on the partition by then; else INVALID_TXN_STATE
+   unless the producer's transaction (of the batch's epoch) is open on the partition by then;
+   else INVALID_TXN_STATE
    and nothing is appended. Once the batch is in, the open transaction itself is the proof for
    the next batches.
 """
@@ -41,10 +48,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 from kraft.types import TopicPartition
 from storage.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from replication.core.producer_state import ProducerStateManager
+    from storage.records import BatchHeader
 
 IMPLICIT_ADD_PRODUCE_VERSION: Final = 12
 """The first Produce version of transaction-version-2 clients (KIP-890 part 2): the leader adds
@@ -74,7 +85,8 @@ class BatchFacts:
     producer_epoch: int
     transactional: bool
     open_here: bool
-    """This producer's transaction is already open on the partition (its batches are in)."""
+    """This producer's transaction at this epoch is already open on the partition (its batches
+    are in): `ProducerStateManager.has_ongoing_transaction`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +106,19 @@ class VerifyTxn:
 class Plan:
     refused: Mapping[TopicPartition, ErrorCode] = field(default_factory=dict)
     verify: VerifyTxn | None = None
+
+
+def batch_facts(header: BatchHeader, state: ProducerStateManager) -> BatchFacts | None:
+    """The `BatchFacts` of a produced batch on a partition with producer ``state``; None for a
+    batch that is not transactional (nothing to verify)."""
+    if not header.is_transactional or header.is_control or header.producer_id < 0:
+        return None
+    return BatchFacts(
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        transactional=True,
+        open_here=state.has_ongoing_transaction(header.producer_id, header.producer_epoch),
+    )
 
 
 def plan_verification(
@@ -287,6 +312,7 @@ __all__ = [
     "Verified",
     "VerifyTxn",
     "admit",
+    "batch_facts",
     "plan_verification",
     "produce_error",
     "txn_offset_commit_error",

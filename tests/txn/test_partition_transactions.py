@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from kraft.types import TopicPartition
 from replication.core import ProducerStateManager
 from replication.core.producer_state import AbortedTxn, SequenceRejected
+from replication.txn.verification import (
+    VerificationGuard,
+    admit,
+    batch_facts,
+    plan_verification,
+)
 from storage.control import ControlType, build_marker_batch
 from storage.errors import ErrorCode
 from storage.records import build_batch, read_header, set_base_offset
@@ -239,3 +246,36 @@ def test_compaction_keeps_every_marker_and_maps_no_marker_key() -> None:
     assert removed == 1  # "old" only
     headers = [h for _, h in iter_batches(out)]
     assert [h.base_offset for h in headers if h.is_control] == [1, 2]
+
+
+def test_a_next_transactions_batch_before_the_previous_marker_is_verified_not_merged() -> None:
+    """KIP-890 part 2 (seen with Kafka's TransactionalMessageCopier): EndTxn bumps the epoch and
+    answers before the markers are written, so the client's next transaction (epoch 1) reached a
+    partition where the previous one (epoch 0) was still open. Taken as "open here", its batch
+    skipped the coordinator (which answers CONCURRENT_TRANSACTIONS until the markers are in),
+    joined the previous transaction, and that one's COMMIT marker (epoch 1) committed records
+    whose own transaction then aborted: duplicates under read_committed. As Kafka's
+    ``UnifiedLog.hasOngoingTransaction``, only a transaction of the batch's epoch is open."""
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 1, 0, 0, n=40))  # transaction 1 (epoch 0), its marker not yet in
+    early = read_header(txn_batch(40, 1, 1, 0, n=28))  # transaction 2's first batch, epoch 1
+    assert state.has_ongoing_transaction(1, 0) and not state.has_ongoing_transaction(1, 1)
+    facts = batch_facts(early, state)
+    assert facts is not None and not facts.open_here
+    plan = plan_verification("copier", {TopicPartition("out", 0): facts}, add=True)
+    assert plan.verify is not None and plan.verify.producer_epoch == 1  # the coordinator decides
+    seen = state.markers_seen(1)
+    assert admit(open_here=facts.open_here, guard=None, markers_seen=seen) is (
+        ErrorCode.INVALID_TXN_STATE
+    )  # a guard taken before transaction 1's marker does not let it in either:
+    guard = VerificationGuard(markers_seen=seen)
+    fold(state, marker(40, 1, 1, commit=True))
+    assert admit(open_here=False, guard=guard, markers_seen=state.markers_seen(1)) is (
+        ErrorCode.INVALID_TXN_STATE
+    )
+    # Asked again after the marker, the coordinator adds it: transaction 2 opens at 41 alone,
+    # and its abort marker hides exactly its records.
+    fold(state, txn_batch(41, 1, 1, 0, n=28), marker(69, 1, 2, commit=False))
+    assert state.aborted_transactions(0, 100) == [
+        AbortedTxn(producer_id=1, first_offset=41, last_offset=69)
+    ]
