@@ -24,9 +24,10 @@ range from the log start to where the map ends and keeps a record unless the map
 offset of its key. The part before the first dirty offset was cleaned by earlier passes, so it
 holds one record per key already; a key there that the dirty part updates goes with that
 update. A latest record that is a tombstone (null value) is kept until its batch's *delete
-horizon* (below), so a consumer that reads the log from its start within ``delete.retention.ms``
-of the pass that first found the tombstone sees the delete. Records without a key are kept (the leader refuses them on a compacted topic, as Kafka
-does). Records past the map's end are never touched, so a key whose newest record lies there
+horizon* (below), so a consumer that reads the log from its start within
+``delete.retention.ms`` of the pass that first found the tombstone sees the delete. Records
+without a key are kept (the leader refuses them on a compacted topic, as Kafka does).
+Records past the map's end are never touched, so a key whose newest record lies there
 keeps its older records in the range too, until a later pass.
 
 *The delete horizon* (KIP-534, Kafka 3.1+). A tombstone's age is not its own timestamp (a

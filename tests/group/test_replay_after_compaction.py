@@ -38,9 +38,7 @@ def _tombstones(log: SegmentedLog, *, below: int) -> int:
     while offset < below:
         data = log.read(offset, 1 << 20)
         for pos, header in iter_batches(data):
-            count += sum(
-                r[3] is None for r in record_tuples(data, pos) if offset <= r[0] < below
-            )
+            count += sum(r[3] is None for r in record_tuples(data, pos) if offset <= r[0] < below)
             offset = header.next_offset
     return count
 
