@@ -8,12 +8,15 @@ import itertools
 from pathlib import Path
 
 import pytest
+from kafka.record.memory_records import MemoryRecords
 
+from kraft.cli.dump_log import _line as dump_line
 from kraft.types import TopicPartition
 from replication.clients.consumer import decode_partition_records
 from storage.compaction import OffsetMap, clean_batches, keeps, map_keys, plan_compaction
 from storage.compression import Compression
 from storage.config import LogConfig
+from storage.dump import describe_segment
 from storage.log import SegmentedLog
 from storage.log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, clean_log, write_swap_file
 from storage.records import (
@@ -224,6 +227,15 @@ def test_tombstones_stay_until_delete_retention_ms_after_the_first_pass_then_go(
     assert [r[1] for r in record_tuples(data, 0)] == [old]
     got, _, error = decode_partition_records(TopicPartition("t", 0), data, 1)
     assert error is None and got[0].timestamp == old
+    # kraft dump-log shows the horizon as Kafka's kafka-dump-log does, and the record's time
+    dumped = [
+        b
+        for b in describe_segment(tmp_path / segment_file_name(0), records=True)
+        if isinstance(b, dict) and b["base_offset"] == 1
+    ]
+    assert dumped[0]["delete_horizon_ms"] == horizon
+    assert [r["timestamp_ms"] for r in dumped[0]["records"]] == [old]
+    assert f"deleteHorizonMs: OptionalLong[{horizon}] " in dump_line(dumped[0])
     # a pass before the horizon (the log dirty again) keeps them and rewrites nothing of them
     for i in range(30):
         _put(log, b"filler%d" % i, b"w")
@@ -272,6 +284,9 @@ def test_the_first_pass_stamps_a_delete_horizon_only_where_a_tombstone_stays() -
         (1, stamped + 7, b"b", None),
     ]
     validate_batch(out, p0)
+    # a real client's decoder (kafka-python's) reads each record's own timestamp too
+    client_batch = MemoryRecords(out).next_batch()
+    assert [(r.offset, r.timestamp) for r in client_batch] == [(0, stamped), (1, stamped + 7)]
     second = next(pos for pos, h in iter_batches(data) if h.base_offset == 2)
     assert h1.delete_horizon_ms is None and out[p1:] == data[second:]  # no tombstone: as it was
     # before the horizon nothing changes: the stamped batch is not rewritten again
