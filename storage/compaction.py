@@ -23,11 +23,23 @@ the *dirty* part (from the first dirty offset on) to its latest offset there, th
 range from the log start to where the map ends and keeps a record unless the map holds a newer
 offset of its key. The part before the first dirty offset was cleaned by earlier passes, so it
 holds one record per key already; a key there that the dirty part updates goes with that
-update. A latest record that is a tombstone (null value) is kept until ``delete.retention.ms``
-after its timestamp, so a consumer that reads the log from its start within that time sees the
-delete. Records without a key are kept (the leader refuses them on a compacted topic, as Kafka
-does). Records past the map's end are never touched, so a key whose newest record lies there
+update. A latest record that is a tombstone (null value) is kept until its batch's *delete
+horizon* (below), so a consumer that reads the log from its start within
+``delete.retention.ms`` of the pass that first found the tombstone sees the delete. Records
+without a key are kept (the leader refuses them on a compacted topic, as Kafka does).
+Records past the map's end are never touched, so a key whose newest record lies there
 keeps its older records in the range too, until a later pass.
+
+*The delete horizon* (KIP-534, Kafka 3.1+). A tombstone's age is not its own timestamp (a
+producer's clock, possibly long ago) but the time the cleaner first saw it. The first pass that
+keeps a tombstone in a batch without a horizon rewrites that batch with attributes bit 6 set
+and its base timestamp set to the pass's time plus ``delete.retention.ms``; the records'
+timestamp deltas are rewritten relative to it, so every record keeps its timestamp (readers add
+the delta to the base, as Kafka's do: `storage.records`). A later pass removes the batch's
+tombstones once its time is at or past the horizon (Kafka keeps them while ``now < horizon``).
+A batch keeps its horizon when rewritten again; a batch whose horizon is set and that loses no
+record is not rewritten; a batch without tombstones gets no horizon. An emptied batch has none
+(Kafka's empty header: no flag, base timestamp -1).
 
 *The bound* (``log.cleaner.dedupe.buffer.size``, Kafka's ``SkimpyOffsetMap``). The map holds
 an MD5 digest of each key (16 bytes, as Kafka's) and its offset, and at most as many entries
@@ -38,14 +50,14 @@ cleans a prefix of the dirty part, checkpoints its end, and the next pass contin
 cleaner drop an older record of another key with the same digest (Kafka accepts the same
 risk with the same hash).
 
-NB (deviations from Kafka): a tombstone's age is its own timestamp, not KIP-534's delete
-horizon stamped in the batch by an earlier pass. Batches whose records are all removed are not
+NB (deviations from Kafka): batches whose records are all removed are not
 dropped: each run of them (in one leader epoch) becomes one empty 61-byte batch covering their
 offsets, and a producer's last batch keeps its own header, so batch offsets stay contiguous
 (followers, readers and recovery need no change). Kafka drops such batches (keeping only a
 producer's last), which leaves holes between batches. Transaction markers (control batches) are
-never mapped nor removed (Kafka removes one ``delete.retention.ms`` after its transaction's
-records are gone); the broker plans passes below the last stable offset, as Kafka does.
+never mapped nor removed, and get no horizon (Kafka sets one on a marker whose transaction has
+no batch left in the log and removes the marker after it; kraft does not remove aborted
+transactions' records either); the broker plans passes below the last stable offset, as Kafka does.
 
 Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
 """
@@ -64,6 +76,7 @@ from storage.config import LONG_MAX, LogConfig
 from storage.records import (
     BATCH_HEADER_SIZE,
     CRC_START,
+    DELETE_HORIZON_BIT,
     LOG_OVERHEAD,
     NO_PRODUCER_ID,
     RecordTuple,
@@ -196,20 +209,20 @@ def keeps(
     offset: int,
     key: bytes | None,
     value: bytes | None,
-    timestamp_ms: int,
     offsets: OffsetMap,
     *,
-    delete_retention_ms: int,
+    delete_horizon_ms: int | None,
     now_ms: int,
 ) -> bool:
-    """Whether the cleaner keeps this record of the cleaned range (see "What is kept")."""
+    """Whether the cleaner keeps this record of the cleaned range (see "What is kept" and
+    "The delete horizon": ``delete_horizon_ms`` is its batch's, None when not set yet)."""
     if key is None or offset >= offsets.end_offset:
         return True  # no key, or beyond the range this pass cleans
     latest = offsets.get(key)
     if latest is not None and offset < latest:
         return False  # a newer record of the key follows
     if value is None:  # the latest record of its key (mapped, or in the clean part)
-        return now_ms - timestamp_ms <= delete_retention_ms
+        return delete_horizon_ms is None or now_ms < delete_horizon_ms
     return True
 
 
@@ -217,6 +230,7 @@ def keeps(
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the v2 batch header as a tuple
 _CODEC_MASK = 0x07
+_NO_TIMESTAMP = -1
 
 
 def map_keys(
@@ -251,10 +265,12 @@ def map_keys(
 def clean_batches(
     data: bytes, offsets: OffsetMap, config: LogConfig, *, now_ms: int
 ) -> tuple[bytes, int] | None:
-    """``data`` (one segment's whole batches) with the records `keeps` drops removed, and how
-    many were removed; None if none is. Each batch keeps its base offset, last offset delta,
-    leader epoch, timestamps' base, producer id, epoch and base sequence, and codec; its record
-    count, length, max timestamp and CRC are recomputed. A batch left without records stays as
+    """``data`` (one segment's whole batches) with the records `keeps` drops removed and the
+    delete horizon set where a kept tombstone needs one, and how many records were removed;
+    None if no batch changed. A rewritten batch keeps its base offset, last offset delta,
+    leader epoch, timestamps' base (unless it gets a horizon now: see "The delete horizon"),
+    producer id, epoch and base sequence, and codec; its record count, length, max timestamp
+    and CRC are recomputed. A batch left without records stays as
     an empty batch (61 bytes, uncompressed) covering the same offsets; a run of such batches
     of one leader epoch becomes one empty batch without a producer id, except a producer's
     last batch in the range, which keeps its own header (its producer id, epoch and sequence,
@@ -265,6 +281,7 @@ def clean_batches(
     """
     out: list[bytes] = []
     removed = 0
+    changed = False
     pending_empty: list[tuple[int, ...]] = []  # headers of a run of emptied batches to merge
 
     def flush_empties() -> None:
@@ -280,28 +297,25 @@ def clean_batches(
             out.append(bytes(view[pos : pos + header.size_bytes]))
             continue
         records = record_tuples(data, pos)
+        horizon = header.delete_horizon_ms
         kept = [
             r
             for r in records
-            if keeps(
-                r[0],
-                r[2],
-                r[3],
-                r[1],
-                offsets,
-                delete_retention_ms=config.delete_retention_ms,
-                now_ms=now_ms,
-            )
+            if keeps(r[0], r[2], r[3], offsets, delete_horizon_ms=horizon, now_ms=now_ms)
         ]
         h = _HEADER.unpack_from(data, pos)
-        if len(kept) == len(records) and records:
+        if horizon is None and any(r[3] is None for r in kept):  # a tombstone's first pass
+            horizon = now_ms + config.delete_retention_ms
+            changed = True
+        elif len(kept) == len(records) and records:
             flush_empties()
             out.append(bytes(view[pos : pos + header.size_bytes]))
             continue
         removed += len(records) - len(kept)
+        changed = changed or len(kept) < len(records)
         if kept:
             flush_empties()
-            out.append(_rebuilt_batch(h, kept))
+            out.append(_rebuilt_batch(h, kept, horizon))
             continue
         if h[9] != NO_PRODUCER_ID and offsets.last_batch_of_producer.get(h[9]) == h[0]:
             flush_empties()
@@ -311,13 +325,18 @@ def clean_batches(
             flush_empties()
         pending_empty.append(h)
     flush_empties()
-    if not removed:
+    if not changed:
         return None
     return b"".join(out), removed
 
 
-def _rebuilt_batch(h: tuple[int, ...], kept: Sequence[RecordTuple]) -> bytes:
+def _rebuilt_batch(h: tuple[int, ...], kept: Sequence[RecordTuple], horizon: int | None) -> bytes:
+    """A batch of ``kept`` with ``h``'s header fields; with ``horizon`` (the batch's delete
+    horizon, new or kept) in the base timestamp and attributes bit 6."""
     base_offset, _, epoch, magic, _, attributes, delta, base_ts, _, pid, pepoch, seq, _ = h
+    if horizon is not None:
+        base_ts = horizon
+        attributes |= DELETE_HORIZON_BIT
     body = b"".join(
         encode_record(offset - base_offset, ts - base_ts, key, value, headers)
         for offset, ts, key, value, headers in kept
@@ -335,7 +354,8 @@ def _empty_batch(
     first: tuple[int, ...], last: tuple[int, ...], max_ts: int, *, keep_producer: bool = False
 ) -> bytes:
     """One empty batch covering ``first``'s base offset to ``last``'s last offset; with the
-    producer fields of ``first`` if ``keep_producer``, else none (-1)."""
+    producer fields of ``first`` if ``keep_producer``, else none (-1). Like Kafka's empty
+    header, it has no delete horizon (bit 6 clear) and base timestamp -1 (no record)."""
     base_offset = first[0]
     last_offset = last[0] + last[6]
     producer = (first[9], first[10], first[11]) if keep_producer else (NO_PRODUCER_ID, -1, -1)
@@ -344,9 +364,9 @@ def _empty_batch(
             base_offset,
             first[2],
             first[3],
-            first[5] & ~_CODEC_MASK,
+            first[5] & ~(_CODEC_MASK | DELETE_HORIZON_BIT),
             last_offset - base_offset,
-            first[7],
+            _NO_TIMESTAMP,
             max_ts,
             *producer,
         ),

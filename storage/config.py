@@ -88,8 +88,8 @@ class LogConfig:
     """``cleanup.policy``: ``delete``, ``compact`` or ``compact,delete`` (normalized by
     `normalized_cleanup_policy`)."""
     delete_retention_ms: int = _default("delete_retention_ms")
-    """``delete.retention.ms``: a compacted log keeps a tombstone this long after its
-    timestamp."""
+    """``delete.retention.ms``: a compacted log keeps a tombstone this long after the first
+    cleaner pass that kept it (KIP-534's delete horizon: `storage.compaction`)."""
     min_compaction_lag_ms: int = _default("min_compaction_lag_ms")
     """``min.compaction.lag.ms``: the cleaner leaves segments with younger records alone."""
     min_cleanable_dirty_ratio: float = float(_default_text("min_cleanable_dirty_ratio"))

@@ -219,8 +219,9 @@ TOPIC_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "delete.retention.ms",
         _T.LONG,
         str(_DAY_MS),
-        "compacted topics: how long a tombstone (a record with a null value) is kept after its "
-        "timestamp, so a consumer reading from the start sees the delete",
+        "compacted topics: how long a tombstone (a record with a null value) is kept after the "
+        "first cleaner pass that kept it (KIP-534), so a consumer reading from the start sees "
+        "the delete",
         synonym="log.cleaner.delete.retention.ms",
         owner=_LOG,
         min_value=0,

@@ -104,6 +104,7 @@ def describe_segment(
             "position": pos,
             "base_timestamp_ms": h.base_timestamp_ms,
             "max_timestamp_ms": h.max_timestamp_ms,
+            "delete_horizon_ms": h.delete_horizon_ms,
             "timestamp_type": h.timestamp_type.name,
             "size": h.size_bytes,
             "magic": h.magic,

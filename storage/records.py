@@ -11,9 +11,9 @@ A batch is a 61-byte header followed by the records section::
     16      1     magic (= 2)
     17      4     crc                     CRC-32C (Castagnoli) of bytes 21..end
     21      2     attributes              bits 0-2 compression, 3 timestamp type,
-                                          4 transactional, 5 control
+                                          4 transactional, 5 control, 6 delete horizon
     23      4     last_offset_delta
-    27      8     base_timestamp
+    27      8     base_timestamp          the records' timestamps are it plus their deltas
     35      8     max_timestamp
     43      8     producer_id
     51      2     producer_epoch
@@ -24,6 +24,12 @@ A batch is a 61-byte header followed by the records section::
 Each record is varint-framed: ``length, attributes(int8), timestamp_delta(varlong),
 offset_delta(varint), key_length, key, value_length, value, header_count, headers...``, where
 lengths of -1 mean null and every varint is zigzag-encoded, as in Kafka's ``DefaultRecord``.
+
+The base timestamp is usually the first record's timestamp, but not always: a batch the log
+cleaner rewrote with the *delete horizon* bit (KIP-534, `storage.compaction`) holds there the
+time after which the cleaner may remove its tombstones, and its records' deltas are relative to
+it (negative ones included). Every reader computes a record's timestamp as base plus delta, as
+Kafka's ``DefaultRecordBatch`` does, so it never needs to know which.
 
 Because the CRC starts at ``attributes``, a leader can assign offsets and stamp its epoch by
 rewriting bytes 0..15 in place (`set_base_offset`, `set_partition_leader_epoch`) without
@@ -70,6 +76,8 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+"""Attributes bit 6 (KIP-534): the base timestamp is the batch's delete horizon."""
 
 
 class TimestampType(enum.IntEnum):
@@ -157,6 +165,14 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """The time after which the log cleaner removes this batch's tombstones (KIP-534: the
+        base timestamp when attributes bit 6 is set), or None when no cleaner set one."""
+        if self.attributes & DELETE_HORIZON_BIT:
+            return self.base_timestamp_ms
+        return None
 
     @property
     def last_sequence(self) -> int:
@@ -637,6 +653,7 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int, pos: int
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "DELETE_HORIZON_BIT",
     "LOG_OVERHEAD",
     "MAGIC",
     "BatchHeader",

@@ -21,6 +21,11 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
+def _horizon(ms: int | None) -> str:
+    """Kafka's ``DumpLogSegments`` prints the batch's ``OptionalLong`` (KIP-534)."""
+    return "OptionalLong.empty" if ms is None else f"OptionalLong[{ms}]"
+
+
 def _line(b: dict[str, Any]) -> str:
     return (
         f"baseOffset: {b['base_offset']} lastOffset: {b['last_offset']} count: {b['count']} "
@@ -28,7 +33,8 @@ def _line(b: dict[str, Any]) -> str:
         f"producerId: {b['producer_id']} producerEpoch: {b['producer_epoch']} "
         f"partitionLeaderEpoch: {b['partition_leader_epoch']} "
         f"isTransactional: {str(b['is_transactional']).lower()} "
-        f"isControl: {str(b['is_control']).lower()} position: {b['position']} "
+        f"isControl: {str(b['is_control']).lower()} "
+        f"deleteHorizonMs: {_horizon(b['delete_horizon_ms'])} position: {b['position']} "
         f"{'CreateTime' if b['timestamp_type'] == 'CREATE_TIME' else 'LogAppendTime'}: "
         f"{b['max_timestamp_ms']} size: {b['size']} magic: {b['magic']} "
         f"compresscodec: {b['compression']} crc: {b['crc']} isvalid: {str(b['crc_valid']).lower()}"

@@ -7,14 +7,13 @@ that the cleaner may clean it (never the active segment). Each topic sets
 ``min.compaction.lag.ms`` 0. They differ in the tombstone's fate:
 
 - ``recent``: records stamped now, ``delete.retention.ms`` one day: the tombstone stays;
-- ``old``: records stamped `BASE_TS` (2023), ``delete.retention.ms`` one day: kraft counts
-  the day from the tombstone's timestamp and drops it at the first pass; Kafka (KIP-534)
-  counts it from the first pass that cleaned it, and keeps it (an accepted difference);
-- ``no_retention``: records stamped now, ``delete.retention.ms`` 0: the tombstone goes. Kafka
-  drops it only at a pass after the one that set its horizon, and it cleans a log only once
-  it is dirty again; so, after the first pass, one more record rolls the segment again
-  (``k5=f``), and the step reads the log once the tombstone is gone (kraft dropped it at the
-  first pass already).
+- ``old``: records stamped `BASE_TS` (2023), ``delete.retention.ms`` one day: both count the
+  day from the first pass that kept the tombstone (KIP-534's delete horizon), not from its
+  timestamp, and keep it;
+- ``no_retention``: records stamped now, ``delete.retention.ms`` 0: the tombstone goes, at a
+  pass after the one that set its horizon; a log is cleaned only once it is dirty again, so,
+  after the first pass, one more record rolls the segment again (``k5=f``), and the step
+  reads the log once the tombstone is gone.
 
 The cleaner runs every ``log.cleaner.backoff.ms`` on both (`CLEANER_BACKOFF_MS` on the
 clusters `kraft interop diff` starts; Kafka's and kraft's default is 15 s, which the waits
@@ -59,30 +58,38 @@ def _records(timestamp_ms: int) -> list[SimpleRecord]:
         (b"k2", None),
         (b"k3", b"d"),
     ]
-    return [SimpleRecord(key=k, value=v, timestamp_ms=timestamp_ms) for k, v in pairs]
+    return [  # a millisecond apart: each record's own timestamp must survive the cleaner
+        SimpleRecord(key=k, value=v, timestamp_ms=timestamp_ms + i)
+        for i, (k, v) in enumerate(pairs)
+    ]
 
 
-def _rows(t: Target, topic: str) -> list[Row]:
-    """Every record of the topic: fetches from offset 0 to the high watermark (a fetch returns
-    the records of one segment at most, on both systems)."""
+def _rows(t: Target, topic: str, since_ms: int) -> list[Row]:
+    """Every record of the topic, ``[offset, key, value, timestamp - since_ms]``: fetches from
+    offset 0 to the high watermark (a fetch returns the records of one segment at most, on
+    both systems). The timestamps show that a batch the cleaner stamped with its delete
+    horizon (KIP-534: the horizon in the base timestamp) still gives each record its own."""
     out: list[Row] = []
     offset = 0
     while True:
         answer = fetch(t, topic, offset)
         got = records_of(answer.records)
-        for at, _ts, key, value in got:
+        for at, ts, key, value in got:
             if at >= offset:
-                out.append([at, key.decode() if key else key, value.decode() if value else value])
+                text = value.decode() if value else value
+                out.append([at, key.decode() if key else key, text, ts - since_ms])
         if not got or got[-1][0] + 1 >= int(answer.high_watermark):
             return out
         offset = got[-1][0] + 1
 
 
-def _wait(t: Target, topic: str, done: Callable[[list[Row]], bool]) -> tuple[list[Row], bool]:
+def _wait(
+    t: Target, topic: str, since_ms: int, done: Callable[[list[Row]], bool]
+) -> tuple[list[Row], bool]:
     """The topic's records once ``done`` holds of them, or at the deadline: (rows, held)."""
     deadline = time.monotonic() + CLEAN_WAIT_S
     while True:
-        rows = _rows(t, topic)
+        rows = _rows(t, topic, since_ms)
         if done(rows):
             return rows, True
         if time.monotonic() > deadline:
@@ -95,7 +102,7 @@ def _superseded_gone(rows: list[Row]) -> bool:
 
 
 def _tombstone_gone(rows: list[Row]) -> bool:
-    return _superseded_gone(rows) and all(value is not None for *_, value in rows)
+    return _superseded_gone(rows) and all(row[2] is not None for row in rows)
 
 
 def compacted_tombstones(t: Target, out: Fields) -> None:
@@ -128,13 +135,13 @@ def compacted_tombstones(t: Target, out: Fields) -> None:
         out[f"{label}.roll"] = [error_name(answer.error_code), int(answer.base_offset)]
     for label, (timestamp_ms, _retention, done) in cases.items():
         if done is _tombstone_gone:
-            _wait(t, topics[label], _superseded_gone)  # the first pass
+            _wait(t, topics[label], timestamp_ms, _superseded_gone)  # the first pass
             time.sleep(3 * SEGMENT_MS / 1000)
             again = timestamp_ms + 20 * SEGMENT_MS
             dirty = build_batch([SimpleRecord(key=b"k5", value=b"f")], timestamp_ms=again)
             answer = produce(t, topics[label], dirty)
             out[f"{label}.roll_again"] = [error_name(answer.error_code), int(answer.base_offset)]
-        rows, held = _wait(t, topics[label], done)
+        rows, held = _wait(t, topics[label], timestamp_ms, done)
         out[f"{label}.cleaned"] = held
         out[f"{label}.records"] = rows
         after = fetch(t, topics[label], 0)

@@ -106,15 +106,6 @@ ACCEPTED: Mapping[tuple[str, str], Accepted] = {
         [["unclean.leader.election.enable", 4], ["unclean.leader.election.enable", 5]],
         _HARNESS,
     ),
-    ("compacted_tombstones", "old.records"): Accepted(
-        [[2, "k1", "c"], [4, "k3", "d"], [5, "k4", "e"]],
-        [[2, "k1", "c"], [3, "k2", None], [4, "k3", "d"], [5, "k4", "e"]],
-        (
-            "kraft keeps a tombstone delete.retention.ms after its own timestamp, so a tombstone "
-            "stamped long ago goes at the first pass; Kafka (KIP-534) keeps it delete.retention.ms "
-            "after the first pass that cleaned it, whatever its timestamp"
-        ),
-    ),
 }
 """(step, field) -> the two answers accepted, and why: the machine-readable copy of
 docs/kafka-compatibility.md's "Differences found by kraft interop diff"."""

@@ -1,7 +1,7 @@
 """The group coordinator's state survives log compaction of ``__consumer_offsets``: its
 records are keyed latest-wins, so replaying the compacted log (latest record per key at its
-original offset, tombstones until ``delete.retention.ms``, then gone) rebuilds the same
-groups as replaying everything."""
+original offset, tombstones until ``delete.retention.ms`` after the pass that first kept
+them (KIP-534), then gone) rebuilds the same groups as replaying everything."""
 
 from __future__ import annotations
 
@@ -31,6 +31,16 @@ def _replayed(config: GroupConfig, log: SegmentedLog) -> GroupCoordinator:
                     coordinator.replay(key, value)
             offset = header.next_offset
     return coordinator
+
+
+def _tombstones(log: SegmentedLog, *, below: int) -> int:
+    count, offset = 0, log.log_start_offset
+    while offset < below:
+        data = log.read(offset, 1 << 20)
+        for pos, header in iter_batches(data):
+            count += sum(r[3] is None for r in record_tuples(data, pos) if offset <= r[0] < below)
+            offset = header.next_offset
+    return count
 
 
 @pytest.mark.parametrize("tombstones_expired", [False, True])
@@ -63,9 +73,19 @@ def test_replaying_the_compacted_offsets_log_restores_the_groups(
     log = SegmentedLog.open(tmp_path, log_config, clock_ms=lambda: written_ms)
     for key, value in shell.log:
         log.append(build_batch([SimpleRecord(key=key, value=value)], timestamp_ms=written_ms))
-    now_ms = written_ms + (2 * DAY_MS if tombstones_expired else 0)
-    result = log.compact(now_ms, high_watermark=log.log_end_offset)
+    result = log.compact(written_ms, high_watermark=log.log_end_offset)
     assert result is not None and result.records_removed > 0
+    stamped = _tombstones(log, below=result.end_offset)  # the pass stamped their horizon
+    assert stamped > 0
+    if tombstones_expired:  # a later pass past the delete horizon (the log dirty again)
+        final = {key: value for key, value in shell.log}
+        again = [(k, v) for k, v in final.items() if v is not None]  # replays to the same
+        segments = len(log.segments)
+        while len(log.segments) == segments:  # until the segment they fill rolls
+            for key, value in again:
+                log.append(build_batch([SimpleRecord(key=key, value=value)], timestamp_ms=1))
+        later = log.compact(written_ms + 2 * DAY_MS, high_watermark=log.log_end_offset)
+        assert later is not None and _tombstones(log, below=result.end_offset) == 0
 
     live = dict(shell.coord.groups())
     assert "h" not in live and live["g"].members and len(live["e"].offsets) == 3

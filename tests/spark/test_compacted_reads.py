@@ -21,6 +21,7 @@ from tests.spark.test_planning import FakeNetwork
 pytest.importorskip("pyarrow")
 
 NOW_MS = 1_000_000
+TOMBSTONE_MS = NOW_MS - 5
 
 
 class LogNetwork(FakeNetwork):
@@ -54,6 +55,8 @@ def _compacted_log(path: Path) -> tuple[SegmentedLog, list[int]]:
         {"cleanup.policy": "compact", "segment.bytes": "500", "min.cleanable.dirty.ratio": "0"}
     )
     log = SegmentedLog.open(path, config, clock_ms=lambda: NOW_MS)
+    tombstone = SimpleRecord(key=b"gone", value=None, timestamp_ms=TOMBSTONE_MS)
+    log.append(build_batch([tombstone], timestamp_ms=TOMBSTONE_MS))  # kept, its horizon set
     for i in range(120):
         records = [SimpleRecord(key=b"k%d" % ((i * 3 + j) % 7), value=b"v%d" % i) for j in range(3)]
         log.append(build_batch(records, timestamp_ms=NOW_MS))
@@ -84,4 +87,8 @@ def test_spark_ranges_read_across_compaction_gaps_without_data_loss(
             assert [rec.offset for rec in fetcher.records(r)] == want
             arrow = list(fetcher.arrow_batches(r, include_headers=False))
             assert [o for b in arrow for o in b.column("offset").to_pylist()] == want
+            # offset 0's batch holds KIP-534's delete horizon as its base timestamp: each
+            # record still reads as its own timestamp
+            times = [round(t.timestamp() * 1000) for b in arrow for t in b["timestamp"].to_pylist()]
+            assert times == [TOMBSTONE_MS if o == 0 else NOW_MS for o in want]
     log.close()

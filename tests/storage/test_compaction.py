@@ -8,15 +8,25 @@ import itertools
 from pathlib import Path
 
 import pytest
+from kafka.record.memory_records import MemoryRecords
 
+from kraft.cli.dump_log import _line as dump_line
 from kraft.types import TopicPartition
 from replication.clients.consumer import decode_partition_records
-from storage.compaction import OffsetMap, keeps, plan_compaction
+from storage.compaction import OffsetMap, clean_batches, keeps, map_keys, plan_compaction
 from storage.compression import Compression
 from storage.config import LogConfig
+from storage.dump import describe_segment
 from storage.log import SegmentedLog
 from storage.log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, clean_log, write_swap_file
-from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples, validate_batch
+from storage.records import (
+    SimpleRecord,
+    build_batch,
+    iter_batches,
+    record_tuples,
+    set_base_offset,
+    validate_batch,
+)
 from storage.retention import SegmentInfo
 from storage.segment import segment_file_name
 
@@ -79,20 +89,22 @@ def test_the_planner_cleans_the_prefix_its_rules_allow(
     assert (None if plan is None else (plan.segment_count, plan.end_offset)) == expected
 
 
-def test_a_record_is_kept_if_latest_and_a_tombstone_until_delete_retention_ms() -> None:
+def test_a_record_is_kept_if_latest_and_a_tombstone_until_its_batchs_delete_horizon() -> None:
     offsets = OffsetMap()
     for offset, key in enumerate([b"a", b"b", b"a", b"c"]):
         offsets.put(key, offset)
 
-    def kept(offset: int, key: bytes | None, value: bytes | None, ts: int) -> bool:
-        return keeps(offset, key, value, ts, offsets, delete_retention_ms=100, now_ms=1_000)
+    def kept(offset: int, key: bytes | None, value: bytes | None, horizon: int | None) -> bool:
+        return keeps(offset, key, value, offsets, delete_horizon_ms=horizon, now_ms=1_000)
 
-    assert not kept(0, b"a", b"v", 0)  # a newer "a" follows
-    assert kept(2, b"a", b"v", 0)
-    assert kept(1, b"b", None, 900)  # a tombstone 100 ms old: still kept
-    assert not kept(1, b"b", None, 899)  # 101 ms: gone
-    assert kept(7, b"a", b"v", 0)  # past the mapped range: not touched
-    assert kept(5, None, b"v", 0)  # no key: kept
+    assert not kept(0, b"a", b"v", None)  # a newer "a" follows
+    assert kept(2, b"a", b"v", None)
+    assert kept(1, b"b", None, None)  # a tombstone no pass has seen yet: kept (KIP-534)
+    assert kept(1, b"b", None, 1_001)  # before its batch's horizon: kept
+    assert not kept(1, b"b", None, 1_000)  # at it: gone
+    assert not kept(0, b"a", None, None)  # a superseded tombstone goes at once
+    assert kept(7, b"a", b"v", None)  # past the mapped range: not touched
+    assert kept(5, None, b"v", None)  # no key: kept
 
 
 # --- the cleaner on a real log ------------------------------------------------------------------
@@ -177,19 +189,121 @@ def test_the_cleaner_never_touches_offsets_at_or_past_the_high_watermark(tmp_pat
     log.close()
 
 
-def test_tombstones_stay_until_delete_retention_ms_then_go(tmp_path: Path) -> None:
+def _tombstone_batches(log: SegmentedLog, keys: tuple[bytes, ...]) -> list[tuple[int, int | None]]:
+    """(offset, its batch's delete horizon) of each record of ``keys`` left in the log."""
+    out, offset = [], 0
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        for pos, header in iter_batches(data):
+            for o, _ts, key, _value, _headers in record_tuples(data, pos):
+                if key in keys and o >= offset:
+                    out.append((o, header.delete_horizon_ms))
+            offset = header.next_offset
+    return out
+
+
+def test_tombstones_stay_until_delete_retention_ms_after_the_first_pass_then_go(
+    tmp_path: Path,
+) -> None:
+    """KIP-534: the first pass keeps every latest tombstone, however old its timestamp, and
+    stamps its batch with the horizon (now + ``delete.retention.ms``: attributes bit 6, base
+    timestamp); a later pass at or past the horizon removes it."""
     log = _open(tmp_path, **{"delete.retention.ms": str(DAY_MS)})
     old = NOW_MS - 2 * DAY_MS
     _put(log, b"gone", b"x", ts=old)
-    _put(log, b"gone", None, ts=old)  # an old tombstone: removed with the key
+    _put(log, b"gone", None, ts=old)  # stamped two retention periods ago: kept all the same
     _put(log, b"fresh", b"x")
-    _put(log, b"fresh", None)  # a recent tombstone: kept
+    _put(log, b"fresh", None)
     for i in range(30):
         _put(log, b"filler%d" % i, b"v")
-    log.compact(NOW_MS, high_watermark=log.log_end_offset)
-    records = _all(log)
-    assert [r for r in records if r[1] in (b"gone", b"fresh")] == [(3, b"fresh", None)]
+    first = log.compact(NOW_MS, high_watermark=log.log_end_offset)
+    assert first is not None
+    keys = (b"gone", b"fresh")
+    assert [r for r in _all(log) if r[1] in keys] == [(1, b"gone", None), (3, b"fresh", None)]
+    horizon = NOW_MS + DAY_MS
+    assert _tombstone_batches(log, keys) == [(1, horizon), (3, horizon)]
+    # the records keep their own timestamps: readers add the deltas to the horizon
+    data = log.read(1, 1 << 20)
+    assert [r[1] for r in record_tuples(data, 0)] == [old]
+    got, _, error = decode_partition_records(TopicPartition("t", 0), data, 1)
+    assert error is None and got[0].timestamp == old
+    # kraft dump-log shows the horizon as Kafka's kafka-dump-log does, and the record's time
+    dumped = [
+        b
+        for b in describe_segment(tmp_path / segment_file_name(0), records=True)
+        if isinstance(b, dict) and b["base_offset"] == 1
+    ]
+    assert dumped[0]["delete_horizon_ms"] == horizon
+    assert [r["timestamp_ms"] for r in dumped[0]["records"]] == [old]
+    assert f"deleteHorizonMs: OptionalLong[{horizon}] " in dump_line(dumped[0])
+    # a pass before the horizon (the log dirty again) keeps them and rewrites nothing of them
+    for i in range(30):
+        _put(log, b"filler%d" % i, b"w")
+    assert log.compact(horizon - 1, high_watermark=log.log_end_offset) is not None
+    assert _tombstone_batches(log, keys) == [(1, horizon), (3, horizon)]
+    for i in range(30):
+        _put(log, b"filler%d" % i, b"x")
+    assert log.compact(horizon, high_watermark=log.log_end_offset) is not None
+    assert _tombstone_batches(log, keys) == []
     log.close()
+
+
+def _batch_at(offset: int, records: list[SimpleRecord], **kw: int) -> bytes:
+    batch = bytearray(build_batch(records, timestamp_ms=records[0].timestamp_ms, **kw))  # type: ignore[arg-type]
+    set_base_offset(batch, offset)
+    return bytes(batch)
+
+
+def test_the_first_pass_stamps_a_delete_horizon_only_where_a_tombstone_stays() -> None:
+    """The pure rule (Kafka's ``MemoryRecords.filterTo`` with the cleaner's filter): a batch
+    that keeps a tombstone and has no horizon is rewritten with one (bit 6, base timestamp =
+    now + ``delete.retention.ms``, deltas relative to it); a batch without tombstones is copied
+    as it is; a batch that has its horizon and loses nothing is not rewritten; a batch that
+    loses records keeps its horizon."""
+    config = LogConfig.from_properties({"cleanup.policy": "compact", "delete.retention.ms": "500"})
+    stamped = 1_000  # long before now: still kept on the first pass
+    data = _batch_at(
+        0,
+        [
+            SimpleRecord(key=b"a", value=b"1", timestamp_ms=stamped),
+            SimpleRecord(key=b"b", value=None, timestamp_ms=stamped + 7),
+        ],
+    ) + _batch_at(2, [SimpleRecord(key=b"c", value=b"2", timestamp_ms=stamped)])
+    offsets = OffsetMap()
+    assert map_keys(data, offsets, end_offset=3) is None
+    offsets.end_offset = 3
+    cleaned = clean_batches(data, offsets, config, now_ms=NOW_MS)
+    assert cleaned is not None
+    out, removed = cleaned
+    assert removed == 0
+    (p0, h0), (p1, h1) = iter_batches(out)
+    assert h0.delete_horizon_ms == h0.base_timestamp_ms == NOW_MS + 500
+    assert h0.attributes & 0x40 and h0.max_timestamp_ms == stamped + 7
+    assert [(r[0], r[1], r[2], r[3]) for r in record_tuples(out, p0)] == [
+        (0, stamped, b"a", b"1"),
+        (1, stamped + 7, b"b", None),
+    ]
+    validate_batch(out, p0)
+    # a real client's decoder (kafka-python's) reads each record's own timestamp too
+    client_batch = MemoryRecords(out).next_batch()
+    assert [(r.offset, r.timestamp) for r in client_batch] == [(0, stamped), (1, stamped + 7)]
+    second = next(pos for pos, h in iter_batches(data) if h.base_offset == 2)
+    assert h1.delete_horizon_ms is None and out[p1:] == data[second:]  # no tombstone: as it was
+    # before the horizon nothing changes: the stamped batch is not rewritten again
+    assert clean_batches(out, offsets, config, now_ms=NOW_MS + 499) is None
+    # a newer "a" supersedes a record: the batch is rewritten and keeps its horizon
+    offsets.put(b"a", 5)
+    offsets.end_offset = 6
+    again = clean_batches(out, offsets, config, now_ms=NOW_MS + 499)
+    assert again is not None and again[1] == 1
+    ((p, h), _) = iter_batches(again[0])
+    assert h.delete_horizon_ms == NOW_MS + 500
+    assert [r[:4] for r in record_tuples(again[0], p)] == [(1, stamped + 7, b"b", None)]
+    # at the horizon the tombstone goes: the batch empties (no horizon on an empty batch)
+    gone = clean_batches(again[0], offsets, config, now_ms=NOW_MS + 500)
+    assert gone is not None and gone[1] == 1
+    ((_, empty), _) = iter_batches(gone[0])
+    assert (empty.record_count, empty.delete_horizon_ms, empty.next_offset) == (0, None, 2)
 
 
 def test_emptied_batches_keep_their_offsets_and_a_producers_last_sequence(tmp_path: Path) -> None:
