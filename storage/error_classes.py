@@ -232,6 +232,14 @@ class InvalidRecordError(KraftError):
 
 
 @final
+class UnstableOffsetCommitError(KraftError):
+    """An offset asked for with ``require_stable`` is pending in an open transaction (Kafka
+    error 88, KIP-447): retriable once the transaction ends."""
+
+    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+
+
+@final
 class ProducerFencedError(KraftError):
     """A newer producer with the same id has fenced this one (Kafka error 90)."""
 
@@ -424,6 +432,7 @@ __all__ = [
     "UnknownLeaderEpochError",
     "UnknownProducerIdError",
     "UnknownTopicIdError",
+    "UnstableOffsetCommitError",
     "UnsupportedAssignorError",
     "UnsupportedCompressionTypeError",
     "VoterNotFoundError",

@@ -76,6 +76,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NO_REASSIGNMENT_IN_PROGRESS: _ClassVar[ErrorCode]
     GROUP_SUBSCRIBED_TO_TOPIC: _ClassVar[ErrorCode]
     INVALID_RECORD: _ClassVar[ErrorCode]
+    UNSTABLE_OFFSET_COMMIT: _ClassVar[ErrorCode]
     PRODUCER_FENCED: _ClassVar[ErrorCode]
     RESOURCE_NOT_FOUND: _ClassVar[ErrorCode]
     INCONSISTENT_VOTER_SET: _ClassVar[ErrorCode]
@@ -165,6 +166,7 @@ ELECTION_NOT_NEEDED: ErrorCode
 NO_REASSIGNMENT_IN_PROGRESS: ErrorCode
 GROUP_SUBSCRIBED_TO_TOPIC: ErrorCode
 INVALID_RECORD: ErrorCode
+UNSTABLE_OFFSET_COMMIT: ErrorCode
 PRODUCER_FENCED: ErrorCode
 RESOURCE_NOT_FOUND: ErrorCode
 INCONSISTENT_VOTER_SET: ErrorCode

@@ -407,15 +407,23 @@ class GroupService:
             member_id=request.member_id,
             member_epoch=request.member_epoch,
         )
+        stable = request.require_stable
         try:
             partition = self._partition_of(request.group_id)
-            response = await self.runtime.read(partition, lambda c: _fetch_offsets(c, inner))
+            response, pending = await self.runtime.read(
+                partition, lambda c: _fetch_offsets(c, inner, stable=stable)
+            )
         except KraftError as e:
             return OffsetFetchResponse(error_code=e.code, error_message=e.message)
         by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
         for o in response.offsets:
             by_topic.setdefault(o.topic, []).append(
+                # KIP-447: pending in an open transaction, no offset until it ends
                 OffsetFetchResponsePartition(
+                    partition_index=o.partition, error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT
+                )
+                if (o.topic, o.partition) in pending
+                else OffsetFetchResponsePartition(
                     partition_index=o.partition,
                     committed_offset=o.offset,
                     committed_leader_epoch=o.leader_epoch,
@@ -610,11 +618,16 @@ def _coordinator(c: Coordinator) -> GroupCoordinator:
     return _shard(c).kip848
 
 
-def _fetch_offsets(c: Coordinator, request: g.OffsetFetchRequest) -> g.OffsetFetchResponse:
+def _fetch_offsets(
+    c: Coordinator, request: g.OffsetFetchRequest, *, stable: bool
+) -> tuple[g.OffsetFetchResponse, set[tuple[str, int]]]:
+    """The committed offsets, and (with ``stable``) the partitions whose offset is pending in
+    an open transaction."""
     shard = _shard(c)
     if shard.classic.has_group(request.group_id):  # no KIP-848 member to check
         request = dataclasses.replace(request, member_id="", member_epoch=-1)
-    return shard.kip848.fetch_offsets(request)
+    pending = shard.txn_offsets.pending_partitions(request.group_id) if stable else set()
+    return shard.kip848.fetch_offsets(request), pending
 
 
 __all__ = ["OFFSETS_TOPIC_CONFIGS", "GroupService"]

@@ -194,7 +194,9 @@ class ConsumerCoordinator:
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets of ``partitions`` (None: nothing committed)."""
         return self._client.committed(
-            partitions, timeout_s=self._config.default_api_timeout_ms / 1000
+            partitions,
+            timeout_s=self._config.default_api_timeout_ms / 1000,
+            require_stable=self._config.isolation_level == "read_committed",
         )
 
     def _positions_to_commit(

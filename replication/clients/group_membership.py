@@ -81,9 +81,16 @@ COORDINATOR_ERRORS = frozenset(
     }
 )
 """Look the coordinator up again (after a backoff) and retry."""
-_SAME_COORDINATOR = frozenset({ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.CONCURRENT_TRANSACTIONS})
+_SAME_COORDINATOR = frozenset(
+    {
+        ErrorCode.STALE_MEMBER_EPOCH,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.UNSTABLE_OFFSET_COMMIT,
+    }
+)
 """Retried at the same coordinator: a heartbeat brings the new member epoch; the previous
-transaction's markers are being written."""
+transaction's markers are being written; an offset pending in a transaction is settled by its
+end (KIP-447)."""
 _LOST_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 _FATAL_HEARTBEAT_ERRORS = frozenset(
     {
@@ -267,9 +274,15 @@ class GroupClient:
         self.retrying(timeout_s, attempt)
 
     def committed(
-        self, partitions: Iterable[TopicPartition], *, timeout_s: float
+        self,
+        partitions: Iterable[TopicPartition],
+        *,
+        timeout_s: float,
+        require_stable: bool = False,
     ) -> dict[TopicPartition, int | None]:
-        """The committed offsets of ``partitions`` (None: nothing committed)."""
+        """The committed offsets of ``partitions`` (None: nothing committed). With
+        ``require_stable`` (a read_committed consumer, KIP-447), an offset pending in an open
+        transaction is asked for again until the transaction ends, as Kafka's consumer does."""
         wanted = sorted(set(partitions))
         by_topic: dict[str, list[int]] = {}
         for tp in wanted:
@@ -279,6 +292,7 @@ class GroupClient:
         def attempt(address: str) -> ErrorCode | None:
             request = OffsetFetchRequest(
                 group_id=self.group_id,
+                require_stable=require_stable,
                 topics=tuple(
                     OffsetFetchRequestTopic(name=t, partition_indexes=tuple(p))
                     for t, p in by_topic.items()
@@ -292,7 +306,9 @@ class GroupClient:
             for t in response.topics:
                 for p in t.partitions:
                     tp = TopicPartition(t.name, p.partition_index)
-                    if p.error_code in COORDINATOR_ERRORS:
+                    if p.error_code in COORDINATOR_ERRORS or (
+                        p.error_code is ErrorCode.UNSTABLE_OFFSET_COMMIT
+                    ):
                         return p.error_code
                     if p.error_code is not ErrorCode.NONE:
                         raise error_for(p.error_code, f"OffsetFetch {tp}")

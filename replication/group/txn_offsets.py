@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from .records import decode_key
 from .types import Record
 
 PENDING_TXN_OFFSET: Final = 20
@@ -59,6 +60,12 @@ class PendingTxnOffsets:
 
     def has(self, producer_id: int) -> bool:
         return producer_id in self._pending
+
+    def pending_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """The (topic, partition)s of ``group_id`` with an offset pending in an open
+        transaction: what an OffsetFetch with ``require_stable`` must not answer yet."""
+        keys = (decode_key(k) for pending in self._pending.values() for k in pending)
+        return {(k.topic, k.partition) for k in keys if k.group_id == group_id}
 
     def outcome(self, producer_id: int, commit: bool) -> list[Record]:
         """What the transaction's end commits: its offset commit records (none if aborted)."""

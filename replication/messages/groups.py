@@ -147,6 +147,9 @@ class OffsetFetchRequest:
     """-1: not checked (an admin read)."""
     topics: tuple[OffsetFetchRequestTopic, ...] = ()
     """Empty: every committed offset of the group."""
+    require_stable: bool = False
+    """KIP-447 (v7+): an offset pending in an open transaction is answered
+    UNSTABLE_OFFSET_COMMIT instead of the last committed one (a read_committed consumer)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -90,6 +90,22 @@ def describe(cluster: LocalCluster, transactional_id: str) -> list[Any]:
     return [s for s in states if s.error_code != ErrorCode.NOT_COORDINATOR]
 
 
+def offset_fetch(
+    cluster: LocalCluster, group: str, topic: str, *, stable: bool
+) -> tuple[ErrorCode, int]:
+    """OffsetFetch v8 of partition 0 at the group's coordinator: its error and offset."""
+    body = {
+        "groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}],
+        "require_stable": stable,
+    }
+    for b in cluster.broker_ids:
+        (answer,) = call(cluster.kafka_addresses[b], 9, 8, body).groups
+        if int(answer.error_code) != ErrorCode.NOT_COORDINATOR:
+            (partition,) = answer.topics[0].partitions
+            return ErrorCode(int(partition.error_code)), int(partition.committed_offset)
+    raise AssertionError(f"no coordinator answered for {group}")
+
+
 def send(p: confluent_kafka.Producer, topic: str, values: list[str]) -> None:
     for i, v in enumerate(values):
         p.produce(topic, value=v.encode(), partition=i % PARTITIONS)
@@ -244,6 +260,14 @@ def test_consume_transform_produce_commits_offsets_with_the_output(cluster: Loca
             send(p, sink, [f"out-{r.value().decode()}" for r in records[first:last]])
             offsets = [confluent_kafka.TopicPartition(source, 0, records[last - 1].offset() + 1)]
             p.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+            # KIP-447: while pending, a require_stable OffsetFetch (a read_committed consumer's)
+            # is UNSTABLE_OFFSET_COMMIT; without it, the last committed offset
+            before = 2 if first else -1
+            assert offset_fetch(cluster, group, source, stable=True) == (
+                ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                -1,
+            )
+            assert offset_fetch(cluster, group, source, stable=False) == (ErrorCode.NONE, before)
             if commit:
                 p.commit_transaction(30)
             else:
@@ -260,6 +284,11 @@ def test_consume_transform_produce_commits_offsets_with_the_output(cluster: Loca
         while committed() != 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert committed() == 2
+        assert offset_fetch(cluster, group, source, stable=True) == (ErrorCode.NONE, 2)
+        with Consumer(
+            cluster.bootstrap, group_id=group, isolation_level="read_committed"
+        ) as reader:  # kraft's own consumer asks with require_stable
+            assert reader.committed([TopicPartition(source, 0)]) == {TopicPartition(source, 0): 2}
         assert read_all(cluster, sink, "read_committed", 2) == [b"out-in-0", b"out-in-1"]
     finally:
         consumer.close()

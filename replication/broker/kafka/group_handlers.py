@@ -153,12 +153,13 @@ def _offset_fetch_topics(answer: OffsetFetchResponse, group_error: bool) -> list
 
 
 async def _offset_fetch_one(
-    api: KafkaBrokerApi, ctx: RequestContext, group: Any, member: bool
+    api: KafkaBrokerApi, ctx: RequestContext, group: Any, member: bool, *, require_stable: bool
 ) -> OffsetFetchResponse:
     topics = group.topics
     return await api.offset_fetch(
         OffsetFetchRequest(
             group_id=group.group_id,
+            require_stable=require_stable,
             member_id=(getattr(group, "member_id", None) or "") if member else "",
             member_epoch=getattr(group, "member_epoch", -1) if member else -1,
             topics=()
@@ -177,8 +178,9 @@ async def handle_offset_fetch(
 ) -> Response:
     body = request.body
     groups = getattr(body, "groups", None)
+    stable = bool(getattr(body, "require_stable", False))  # v7+ (KIP-447)
     if groups is None:  # v1-v7: one group
-        answer = await _offset_fetch_one(api, ctx, body, member=False)
+        answer = await _offset_fetch_one(api, ctx, body, member=False, require_stable=stable)
         # v1 has no top-level error code: the group's error goes on every partition.
         return {
             "topics": _offset_fetch_topics(answer, group_error=request.api_version < 2),
@@ -186,7 +188,7 @@ async def handle_offset_fetch(
         }
     out = []
     for group in groups:
-        answer = await _offset_fetch_one(api, ctx, group, member=True)
+        answer = await _offset_fetch_one(api, ctx, group, member=True, require_stable=stable)
         out.append(
             {
                 "group_id": group.group_id,
