@@ -46,7 +46,8 @@ an MD5 digest of each key (16 bytes, as Kafka's) and its offset, and at most as 
 as the buffer pays for at `OFFSET_MAP_ENTRY_BYTES` each. `map_keys` stops before the first
 batch that does not fit, and that batch's base offset ends the pass: a pass that does not fit
 cleans a prefix of the dirty part, checkpoints its end, and the next pass continues from there
-(it always takes at least one batch, so every pass moves on). A digest collision makes the
+(it always takes at least one batch, so every pass moves on, unless an unresolved transaction
+ends it first: "Transactions"). A digest collision makes the
 cleaner drop an older record of another key with the same digest (Kafka accepts the same
 risk with the same hash).
 
