@@ -46,7 +46,8 @@ an MD5 digest of each key (16 bytes, as Kafka's) and its offset, and at most as 
 as the buffer pays for at `OFFSET_MAP_ENTRY_BYTES` each. `map_keys` stops before the first
 batch that does not fit, and that batch's base offset ends the pass: a pass that does not fit
 cleans a prefix of the dirty part, checkpoints its end, and the next pass continues from there
-(it always takes at least one batch, so every pass moves on). A digest collision makes the
+(it always takes at least one batch, so every pass moves on, unless an unresolved transaction
+ends it first: "Transactions"). A digest collision makes the
 cleaner drop an older record of another key with the same digest (Kafka accepts the same
 risk with the same hash).
 
@@ -56,8 +57,16 @@ offsets, and a producer's last batch keeps its own header, so batch offsets stay
 (followers, readers and recovery need no change). Kafka drops such batches (keeping only a
 producer's last), which leaves holes between batches. Transaction markers (control batches) are
 never mapped nor removed, and get no horizon (Kafka sets one on a marker whose transaction has
-no batch left in the log and removes the marker after it; kraft does not remove aborted
-transactions' records either); the broker plans passes below the last stable offset, as Kafka does.
+no batch left in the log and removes the marker after it).
+
+*Transactions* (KIP-98; Kafka's ``CleanedTransactionMetadata``). The records of an aborted
+transaction are not mapped (a committed value of their key stays the latest) and are removed
+(no read_committed reader ever sees them). `scan_transactions` learns which batches were aborted
+from the markers in the range the pass reads (a transaction's batches precede its marker; Kafka
+reads its aborted-transaction index instead). The broker plans passes below the last stable
+offset, as Kafka does, and a pass also ends at the first transactional batch whose marker lies
+past the range (`OffsetMap.first_unresolved`: a marker above the high watermark), so every
+batch a pass maps or removes belongs to a transaction whose outcome it knows.
 
 Nothing here reads a clock or a file: ``now_ms`` and the segments come in.
 """
@@ -73,6 +82,7 @@ import google_crc32c
 
 from storage.compression import Compression, compress
 from storage.config import LONG_MAX, LogConfig
+from storage.control import ControlType
 from storage.records import (
     BATCH_HEADER_SIZE,
     CRC_START,
@@ -169,7 +179,14 @@ class OffsetMap:
         capacity: the most keys it holds (None: unbounded); see `map_keys`.
     """
 
-    __slots__ = ("_latest", "capacity", "end_offset", "last_batch_of_producer")
+    __slots__ = (
+        "_latest",
+        "_open_txn",
+        "aborted_batches",
+        "capacity",
+        "end_offset",
+        "last_batch_of_producer",
+    )
 
     def __init__(self, capacity: int | None = None) -> None:
         self._latest: dict[bytes, int] = {}
@@ -178,6 +195,16 @@ class OffsetMap:
         """Records at or past it are outside this pass: `keeps` keeps them."""
         self.last_batch_of_producer: dict[int, int] = {}
         """producer id -> base offset of its last batch in the cleaned range."""
+        self.aborted_batches: set[int] = set()
+        """Base offsets of the batches of aborted transactions (`scan_transactions`)."""
+        self._open_txn: dict[int, list[int]] = {}
+        """producer id -> base offsets of its transactional batches after its last marker."""
+
+    def first_unresolved(self, start_offset: int) -> int | None:
+        """The first transactional batch at or after ``start_offset`` whose marker
+        `scan_transactions` has not seen yet (None: none): a pass must end there."""
+        firsts = [o for batches in self._open_txn.values() for o in batches if o >= start_offset]
+        return min(firsts) if firsts else None
 
     @classmethod
     def for_buffer(cls, buffer_bytes: int | None) -> OffsetMap:
@@ -233,6 +260,28 @@ _CODEC_MASK = 0x07
 _NO_TIMESTAMP = -1
 
 
+def scan_transactions(data: bytes, offsets: OffsetMap) -> None:
+    """Learn from ``data`` (whole batches, in offset order across calls, from the start of the
+    range a pass reads) which transactional batches were aborted: a producer's transactional
+    batches belong to the transaction its next marker ends; an ABORT marker puts their base
+    offsets in ``offsets.aborted_batches``. Batches whose marker is not seen yet stay open
+    (`OffsetMap.first_unresolved`). Reads headers only.
+
+    Raises:
+        CorruptRecordError: a batch header does not parse.
+    """
+    for _, header in iter_batches(data):
+        pid = header.producer_id
+        if pid == NO_PRODUCER_ID or not header.is_transactional:
+            continue
+        if not header.is_control:
+            offsets._open_txn.setdefault(pid, []).append(header.base_offset)
+            continue
+        ended = offsets._open_txn.pop(pid, [])
+        if header.control_type == ControlType.ABORT:
+            offsets.aborted_batches.update(ended)
+
+
 def map_keys(
     data: bytes, offsets: OffsetMap, *, end_offset: int, start_offset: int = 0
 ) -> int | None:
@@ -254,8 +303,8 @@ def map_keys(
             return header.base_offset
         if header.producer_id != NO_PRODUCER_ID:
             offsets.last_batch_of_producer[header.producer_id] = header.base_offset
-        if not mapped or header.is_control:
-            continue  # the clean part (its keys are unique already), or a marker's key
+        if not mapped or header.is_control or header.base_offset in offsets.aborted_batches:
+            continue  # the clean part (its keys are unique already), a marker, or aborted
         for offset, _ts, key, _value, _headers in record_tuples(data, pos):
             if key is not None and start_offset <= offset < end_offset:
                 offsets.put(key, offset)
@@ -298,11 +347,17 @@ def clean_batches(
             continue
         records = record_tuples(data, pos)
         horizon = header.delete_horizon_ms
-        kept = [
-            r
-            for r in records
-            if keeps(r[0], r[2], r[3], offsets, delete_horizon_ms=horizon, now_ms=now_ms)
-        ]
+        if (
+            header.base_offset in offsets.aborted_batches
+            and header.base_offset < offsets.end_offset
+        ):
+            kept = []  # an aborted transaction's records: never visible to read_committed
+        else:
+            kept = [
+                r
+                for r in records
+                if keeps(r[0], r[2], r[3], offsets, delete_horizon_ms=horizon, now_ms=now_ms)
+            ]
         h = _HEADER.unpack_from(data, pos)
         if horizon is None and any(r[3] is None for r in kept):  # a tombstone's first pass
             horizon = now_ms + config.delete_retention_ms
@@ -409,4 +464,5 @@ __all__ = [
     "keeps",
     "map_keys",
     "plan_compaction",
+    "scan_transactions",
 ]

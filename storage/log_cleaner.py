@@ -71,6 +71,7 @@ from storage.compaction import (
     clean_batches,
     map_keys,
     plan_compaction,
+    scan_transactions,
 )
 from storage.config import INT_MAX, LogConfig
 from storage.errors import CorruptRecordError, KafkaStorageError
@@ -223,6 +224,11 @@ def run_clean(job: CleanJob) -> CleanOutput:
     plan, config, now_ms = job.plan, job.config, job.now_ms
     offsets = OffsetMap.for_buffer(job.offset_map_bytes)
     end = plan.end_offset
+    for seg in job.segments:  # which transactions aborted (their batches precede the marker)
+        scan_transactions(_read(job, seg), offsets)
+    unresolved = offsets.first_unresolved(plan.first_dirty_offset)
+    if unresolved is not None:
+        end = min(end, unresolved)  # a transaction whose marker is past the range: not yet
     for seg in job.segments:  # the clean part too: each producer's last batch
         stop = map_keys(
             _read(job, seg), offsets, end_offset=end, start_offset=plan.first_dirty_offset

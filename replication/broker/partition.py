@@ -577,7 +577,7 @@ class PartitionReplica(NoDriverEvents):
 
     def apply_compaction(self, now_ms: int) -> int:
         """One log-cleaner pass if the topic's ``cleanup.policy`` includes ``compact``, below
-        the high watermark (`storage.log.SegmentedLog.compact`); the records removed.
+        the last stable offset (`storage.log.SegmentedLog.compact`); the records removed.
 
         Raises:
             KafkaStorageError: on a disk error (the replica went offline).
@@ -586,9 +586,9 @@ class PartitionReplica(NoDriverEvents):
         # cleaner does not touch (kraft does not compact Raft logs; they snapshot).
         if self._quorum is not None or self.log.closed or not self.log.config.compact:
             return 0
-        high_watermark = self.high_watermark
+        stable = last_stable_offset(self.producer_state, self.high_watermark)
         with self.driver.storage_guard():
-            result = self.log.compact(now_ms, high_watermark=high_watermark)
+            result = self.log.compact(now_ms, high_watermark=stable)
         return 0 if result is None else result.records_removed
 
     def prepare_compaction(self, now_ms: int, offset_map_bytes: int | None) -> CleanJob | None:

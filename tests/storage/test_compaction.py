@@ -13,9 +13,19 @@ from kafka.record.memory_records import MemoryRecords
 from kraft.cli.dump_log import _line as dump_line
 from kraft.types import TopicPartition
 from replication.clients.consumer import decode_partition_records
-from storage.compaction import OffsetMap, clean_batches, keeps, map_keys, plan_compaction
+from storage.checkpoint import read_offset
+from storage.compaction import (
+    CLEANER_OFFSET_CHECKPOINT,
+    OffsetMap,
+    clean_batches,
+    keeps,
+    map_keys,
+    plan_compaction,
+    scan_transactions,
+)
 from storage.compression import Compression
 from storage.config import LogConfig
+from storage.control import build_marker_batch
 from storage.dump import describe_segment
 from storage.log import SegmentedLog
 from storage.log_cleaner import CLEANED_SUFFIX, SWAP_SUFFIX, clean_log, write_swap_file
@@ -431,3 +441,110 @@ def test_a_compact_only_log_is_not_deleted_by_retention(tmp_path: Path) -> None:
     both = _open(tmp_path, **{"retention.ms": "0", "cleanup.policy": "compact,delete"})
     assert both.apply_retention(NOW_MS, high_watermark=40) > 0
     both.close()
+
+
+def _txn_at(offset: int, key: bytes, value: bytes, pid: int = 7) -> bytes:
+    return _batch_at(
+        offset,
+        [SimpleRecord(key=key, value=value, timestamp_ms=NOW_MS)],
+        producer_id=pid,
+        producer_epoch=0,
+        base_sequence=offset,
+        is_transactional=True,
+    )
+
+
+def _marker_at(offset: int, *, commit: bool, pid: int = 7) -> bytes:
+    batch = bytearray(
+        build_marker_batch(
+            commit=commit, producer_id=pid, producer_epoch=0, coordinator_epoch=0, timestamp_ms=1
+        )
+    )
+    set_base_offset(batch, offset)
+    return bytes(batch)
+
+
+def _pass(data: bytes, end: int) -> tuple[bytes, int, OffsetMap]:
+    """One pure pass over ``data`` as `storage.log_cleaner.run_clean` makes it."""
+    offsets = OffsetMap()
+    scan_transactions(data, offsets)
+    unresolved = offsets.first_unresolved(0)
+    end = end if unresolved is None else min(end, unresolved)
+    assert map_keys(data, offsets, end_offset=end) is None
+    offsets.end_offset = end
+    cleaned = clean_batches(data, offsets, COMPACT, now_ms=NOW_MS)
+    return (data, 0, offsets) if cleaned is None else (*cleaned, offsets)
+
+
+def _survivors(data: bytes) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [
+        r[0:1] + r[2:4]
+        for pos, h in iter_batches(data)
+        if not h.is_control
+        for r in record_tuples(data, pos)
+    ]
+
+
+def test_an_aborted_transaction_neither_shadows_a_committed_value_nor_survives() -> None:
+    """Kafka's cleaner maps no record of an aborted transaction and removes them: kraft mapped
+    them, so an aborted ``k`` was kept as the latest and the committed ``k`` removed (a
+    read_committed reader then had no value for ``k``). A committed transaction's record still
+    supersedes an older plain one; markers stay; offsets stay contiguous."""
+    data = b"".join(
+        [
+            _batch_at(0, [SimpleRecord(key=b"k", value=b"plain", timestamp_ms=NOW_MS)]),
+            _txn_at(1, b"k", b"committed"),
+            _marker_at(2, commit=True),
+            _txn_at(3, b"k", b"aborted"),
+            _txn_at(4, b"j", b"aborted too"),
+            _marker_at(5, commit=False),
+        ]
+    )
+    out, removed, offsets = _pass(data, end=6)
+    assert offsets.aborted_batches == {3, 4}
+    assert (removed, _survivors(out)) == (3, [(1, b"k", b"committed")])
+    headers = [h for _, h in iter_batches(out)]
+    assert [h.base_offset for h in headers if h.is_control] == [2, 5]
+    assert [(h.base_offset, h.next_offset) for h in headers] == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (3, 5),  # the aborted batches' offsets, as one empty batch
+        (5, 6),
+    ]
+
+
+def test_a_transaction_whose_marker_is_past_the_range_ends_the_pass_before_it() -> None:
+    """An open transaction (or one whose marker is not in the range, e.g. above the high
+    watermark) may still abort: the pass maps and removes nothing from its first batch on."""
+    data = b"".join(
+        [
+            _batch_at(0, [SimpleRecord(key=b"k", value=b"old", timestamp_ms=NOW_MS)]),
+            _batch_at(1, [SimpleRecord(key=b"k", value=b"plain", timestamp_ms=NOW_MS)]),
+            _txn_at(2, b"k", b"open"),
+            _batch_at(3, [SimpleRecord(key=b"k", value=b"after", timestamp_ms=NOW_MS)]),
+        ]
+    )
+    out, removed, offsets = _pass(data, end=4)
+    assert offsets.end_offset == 2 and offsets.aborted_batches == set()
+    assert (removed, _survivors(out)) == (
+        1,
+        [(1, b"k", b"plain"), (2, b"k", b"open"), (3, b"k", b"after")],
+    )
+
+
+def test_the_cleaner_stops_at_an_open_transaction_on_a_real_log(tmp_path: Path) -> None:
+    """`clean_log` on a log whose transaction has no marker yet: the open transaction's record
+    and everything after it stay, and the checkpointed end is its first offset (the broker
+    passes the last stable offset as the bound: `PartitionReplica.prepare_compaction`)."""
+    log = _open(tmp_path, **{"segment.bytes": "200"})
+    for i in range(3):
+        _put(log, b"k", b"plain%d" % i)
+    log.append(_txn_at(log.log_end_offset, b"k", b"open"))
+    for i in range(4):
+        _put(log, b"k", b"after%d" % i)
+    assert log.compact(NOW_MS, high_watermark=log.log_end_offset) is not None
+    values = [v for _, k, v in _all(log) if k == b"k"]
+    assert values[:2] == [b"plain2", b"open"] and values[-1] == b"after3"
+    assert read_offset(tmp_path / CLEANER_OFFSET_CHECKPOINT) == 3
+    log.close()
