@@ -30,14 +30,8 @@ from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.run import FAULTS_END_MS, FAULTS_START_MS, SETTLE_STEP_MS
-from replication.sim.txn import (
-    ReadCommittedConsumer,
-    TxnChecker,
-    TxnCoordinatorHost,
-    TxnNemesis,
-    TxnProducer,
-    leader_lso,
-)
+from replication.sim.txn import TxnChecker, TxnCoordinatorHost, TxnNemesis, leader_lso
+from replication.sim.txn_clients import ReadCommittedConsumer, TxnProducer
 from replication.sim.workload import CLIENT_BASE_ID, Nemesis, TopicCreator
 
 LIVENESS_BOUND_MS = 8000
@@ -275,7 +269,9 @@ def cli_transactions(args: argparse.Namespace) -> int:
     if others:
         raise SystemExit(f"--workload transactions does not take {', '.join(others)}")
     if args.seed is not None:
-        r = run_txn_seed(args.seed, brokers=args.brokers, partitions=args.partitions, mode=args.mode)
+        r = run_txn_seed(
+            args.seed, brokers=args.brokers, partitions=args.partitions, mode=args.mode
+        )
         return report_seed(r)
     summary = run_txn_seeds(
         args.start,
