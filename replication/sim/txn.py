@@ -52,9 +52,12 @@ TXN_TIMEOUT_MS = 1500
 """``transaction.timeout.ms`` of the producers: the coordinator aborts a transaction stuck
 longer (a producer cut off by the faults)."""
 REQUEST_TIMEOUT_MS = 400
+"""A client request unanswered this long is sent again."""
 MARKER_RETRY_MS = 200
+"""The coordinator sends a partition's marker again when it is not written after this long."""
 COORDINATOR_TICK_MS = 10
 FIRST_PRODUCER_ID = 5000
+
 TxnKey = tuple[int, int]
 """A transaction: (producer id, producer epoch) of its records."""
 
