@@ -96,6 +96,14 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="eligible.leader.replicas.enable=false on the controllers (as Kafka before 4.0)",
     )
+    c.add_argument(
+        "--workload",
+        choices=("replication", "transactions"),
+        default=None,
+        help="the clients: idempotent and acks=1 producers with consumers (replication, the "
+        "default), or transactional producers with read_committed consumers and the "
+        "transaction coordinator (transactions)",
+    )
     c.set_defaults(handler=_run_cluster)
     w = ssub.add_parser(
         "power",
@@ -143,7 +151,17 @@ def _run_cluster(args: argparse.Namespace) -> int:
     from replication.sim import cli_cluster
 
     argv: list[str] = []
-    names = ("seeds", "start", "seed", "brokers", "partitions", "processes", "mode", "scenario")
+    names = (
+        "seeds",
+        "start",
+        "seed",
+        "brokers",
+        "partitions",
+        "processes",
+        "mode",
+        "scenario",
+        "workload",
+    )
     for name in names:
         value = getattr(args, name)
         if value is not None:

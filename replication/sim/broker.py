@@ -89,6 +89,7 @@ from replication.sim.messages import (
     ProduceResp,
     RegisterReq,
     RegisterResp,
+    WriteMarkersReq,
 )
 from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode, InvariantViolation
@@ -336,7 +337,16 @@ class SimBroker:
             if fetch is not None:
                 self._on_fetch_response(fetch, _follower_part(fetch.request, msg.response))
         elif isinstance(msg, ProduceReq):
-            self._on_produce(envelope.source, msg)
+            request = msg.request
+            parts = [
+                (TopicPartition(t.name, d.index), d.records)
+                for t in request.topic_data
+                for d in t.partition_data
+            ]
+            self._on_produce(envelope.source, msg.rpc, request.acks, request.timeout_ms, parts)
+        elif isinstance(msg, WriteMarkersReq):  # the broker's `write_markers`: acks=all
+            parts = [(tp, msg.batch) for tp in msg.partitions]
+            self._on_produce(envelope.source, msg.rpc, -1, 5000, parts, markers=True)
         elif isinstance(msg, AlterResp):
             alter = self.pending_alters.pop(msg.rpc, None)
             if alter is not None:
@@ -592,27 +602,39 @@ class SimBroker:
 
     # --- produce ------------------------------------------------------------------------------
 
-    def _on_produce(self, source: int, msg: ProduceReq) -> None:
-        """A Produce, routed and answered by the broker's handler; each partition's core
+    def _on_produce(
+        self,
+        source: int,
+        rpc: int,
+        acks: int,
+        timeout_ms: int,
+        parts: list[tuple[TopicPartition, bytes]],
+        *,
+        markers: bool = False,
+    ) -> None:
+        """A Produce, routed and answered by the broker's handler (or, with ``markers``,
+        transaction markers, appended where this broker leads); each partition's core
         completes it (`answer_produce`)."""
-        request = msg.request
-        pending = _PendingProduce(source, msg.rpc)
+        pending = _PendingProduce(source, rpc)
         now = self.cluster.clock.now_ms
         appended: set[TopicPartition] = set()
-        for topic in request.topic_data:
-            for data in topic.partition_data:
-                tp = TopicPartition(topic.name, data.index)
-                target = self.service.produce_to(tp, data.records)
-                if isinstance(target, ProducePartitionResponse):
-                    pending.answers[tp] = target
-                    continue
-                replica = self.replicas[tp]  # the replica `produce_to` found leading
-                pending.answers[tp] = None
-                rid = self.next_request_id
-                self.next_request_id += 1
-                self.waiting_produces[rid] = (pending, tp, replica)
-                replica.driver.produce(rid, request.acks, request.timeout_ms, data.records, now)
-                appended.add(tp)
+        for tp, records in parts:
+            if markers:
+                target: object = self._leading(tp) or ProducePartitionResponse(
+                    index=tp.partition, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
+                )
+            else:
+                target = self.service.produce_to(tp, records)
+            if isinstance(target, ProducePartitionResponse):
+                pending.answers[tp] = target
+                continue
+            replica = self.replicas[tp]  # the replica found leading
+            pending.answers[tp] = None
+            rid = self.next_request_id
+            self.next_request_id += 1
+            self.waiting_produces[rid] = (pending, tp, replica)
+            replica.driver.produce(rid, acks, timeout_ms, records, now)
+            appended.add(tp)
         # A parked fetch of an appended partition runs again now (the broker's long poll
         # wakes on the replica's ``changed``).
         woken = [p for p in self.parked if p.partitions & appended]
@@ -621,6 +643,10 @@ class SimBroker:
             for p in woken:
                 self._answer_fetch(p.source, p.msg, park=False)
         self._maybe_answer_produce(pending)
+
+    def _leading(self, tp: TopicPartition) -> SimReplica | None:
+        replica = self.replicas.get(tp)
+        return replica if replica is not None and replica.driver.is_leader else None
 
     def answer_produce(self, completion: ProduceCompletion) -> None:
         waiting = self.waiting_produces.pop(completion.request_id, None)

@@ -181,7 +181,8 @@ class ClusterChecker:
                     seen = committed.setdefault(offset, entry)
                     if seen != entry:
                         self._diverged(broker_id, tp, offset, seen, entry, acked)
-                if header.producer_id >= 0:
+                if header.producer_id >= 0 and not header.is_control:  # NB: a marker may be
+                    # written twice (a new transaction coordinator writes it again)
                     key = (header.producer_id, header.producer_epoch, header.base_sequence)
                     at = sequences.setdefault(key, header.base_offset)
                     if at != header.base_offset:

@@ -138,6 +138,18 @@ class ProduceResp:
     rpc: int
 
 
+@dataclass(frozen=True, slots=True)
+class WriteMarkersReq:
+    """The transaction coordinator's WriteTxnMarkers to one partition leader: ``batch`` (an
+    end-transaction control batch, `storage.control.build_marker_batch`) appended with
+    acks=all to each of ``partitions`` it leads. Answered with a `ProduceResp`, one partition
+    answer each (NOT_LEADER_OR_FOLLOWER where it does not lead: the coordinator retries)."""
+
+    partitions: tuple[TopicPartition, ...]
+    batch: bytes
+    rpc: int
+
+
 __all__ = [
     "AlterReq",
     "AlterResp",
@@ -154,4 +166,5 @@ __all__ = [
     "ReassignResp",
     "RegisterReq",
     "RegisterResp",
+    "WriteMarkersReq",
 ]

@@ -68,6 +68,9 @@ SCHEDULES = ("mixed", "random", "targeted")
 """``--schedule``: the random nemesis and the targeted one together (the default), or either
 alone (`replication.sim.targeted`)."""
 
+WORKLOADS = ("replication", "transactions")
+"""``--workload``: this module's producers and consumers, or `replication.sim.txn`'s."""
+
 MODES = ("isr", "quorum", "mixed")
 """``--mode``: every partition ISR, every partition a Raft group (quorum), or both side by
 side (even partitions quorum, odd ones ISR)."""
@@ -553,7 +556,19 @@ def cli_cluster(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="eligible.leader.replicas.enable=false on the controllers (Kafka before 4.0)",
     )
+    p.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="replication",
+        help="the clients: idempotent and acks=1 producers with consumers (replication), or "
+        "transactional producers, read_committed consumers and the transaction coordinator "
+        "(transactions: with --mode, --brokers and --partitions only)",
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
+    if args.workload == "transactions":
+        from replication.sim.txn_run import cli_transactions  # NB: it imports this module
+
+        return cli_transactions(args)
     if args.scenario is not None and args.mode != "isr":
         p.error("--scenario needs --mode isr (ELR is about ISR partitions)")
     if args.brokers < 3:

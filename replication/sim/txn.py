@@ -1,0 +1,419 @@
+"""The transactional workload of the broker simulation (KIP-98, KIP-890 part 2).
+
+- `TxnCoordinatorHost`: the pure `replication.txn.TxnCoordinator` hosted as the broker hosts
+  it: every state change is a record appended to the coordinator's log and then replayed, a
+  restarted coordinator rebuilds its state by replaying that log and writes the markers of
+  the transactions it finds preparing again, markers go to each partition's leader
+  (`WriteMarkersReq`, appended with acks=all by the leader's core), and ``tick`` aborts timed
+  out transactions. NB (simplified): the log is a durable list on the host, not a replicated
+  ``__transaction_state`` partition; a coordinator crash models a coordinator failover (the
+  coordinator epoch is its incarnation) with no loss of its written records.
+- `TxnProducer` (``txn_clients.py``): a transactional producer (InitProducerId,
+  AddPartitionsToTxn, one transactional batch per partition, EndTxn v5 commit or abort,
+  seeded), retrying as a client does; its epoch is bumped by every EndTxn.
+- `ReadCommittedConsumer` (``txn_clients.py``): one partition's
+  ``isolation.level=read_committed`` consumer, which drops aborted transactions' records with
+  the fetch's aborted-transaction list as Kafka's consumer does.
+- `TxnChecker`: the invariants (below), with `TxnNemesis` crashing and restarting the
+  coordinator while the broker nemesis runs.
+
+Invariants (``TxnChecker``):
+
+- ``txn_one_outcome``: a transaction (producer id, epoch) is decided once, commit or abort.
+- ``txn_answer_matches``: a producer told its commit succeeded has a committed transaction.
+- ``lso_never_passes_open_txn``: a read_committed fetch returns only records below its last
+  stable offset, and a transactional record only once its transaction is decided.
+- ``no_aborted_read``: a read_committed consumer never returns a record of an aborted
+  transaction.
+- ``no_duplicate_read``: no record is read at two offsets.
+- ``no_committed_lost``: after the faults heal and every transaction ended, every record of
+  every committed transaction has been read.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import final
+
+from kraft.sim.checker import InvariantViolated
+from kraft.sim.cluster_network import Envelope
+from kraft.types import TopicPartition
+from replication.sim.cluster import BrokerCluster
+from replication.sim.messages import ProduceResp, WriteMarkersReq
+from replication.txn import TxnConfig, TxnCoordinator
+from replication.txn.coordinator import NEEDS_PRODUCER_ID, MarkerJob, ProducerIdAndEpoch
+from replication.txn.records import Record, decode_key, decode_metadata
+from replication.txn.state import TxnState
+from storage.control import build_marker_batch
+from storage.errors import ErrorCode
+
+TXN_TIMEOUT_MS = 1500
+"""``transaction.timeout.ms`` of the producers: the coordinator aborts a transaction stuck
+longer (a producer cut off by the faults)."""
+REQUEST_TIMEOUT_MS = 400
+"""A client request unanswered this long is sent again."""
+MARKER_RETRY_MS = 200
+"""The coordinator sends a partition's marker again when it is not written after this long."""
+COORDINATOR_TICK_MS = 10
+FIRST_PRODUCER_ID = 5000
+
+TxnKey = tuple[int, int]
+"""A transaction: (producer id, producer epoch) of its records."""
+
+
+# --- messages between the producers and the coordinator ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InitPidReq:
+    transactional_id: str
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsReq:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: frozenset[TopicPartition]
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnReq:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResp:
+    rpc: int
+    error_code: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+# --- the checker ------------------------------------------------------------------------------
+
+
+@final
+class TxnChecker:
+    """The transactional invariants (module docstring)."""
+
+    def __init__(self) -> None:
+        self.writer: dict[bytes, TxnKey] = {}
+        """Every value a transactional producer built -> its transaction."""
+        self.values: dict[TxnKey, dict[TopicPartition, list[bytes]]] = {}
+        self.decided: dict[TxnKey, bool] = {}
+        """Transaction -> committed, once the coordinator wrote PREPARE_COMMIT/ABORT."""
+        self.read_at: dict[TopicPartition, dict[bytes, int]] = {}
+        self.reads = 0
+
+    @staticmethod
+    def fail(invariant: str, detail: str) -> None:
+        raise InvariantViolated(invariant, detail)
+
+    def on_written(self, key: TxnKey, tp: TopicPartition, values: list[bytes]) -> None:
+        for v in values:
+            self.writer[v] = key
+        self.values.setdefault(key, {}).setdefault(tp, []).extend(values)
+
+    def on_decided(self, key: TxnKey, commit: bool) -> None:
+        before = self.decided.setdefault(key, commit)
+        if before != commit:
+            self.fail(
+                "txn_one_outcome", f"transaction {key} decided {before} then {commit} (commit)"
+            )
+
+    def on_commit_answered(self, key: TxnKey) -> None:
+        if self.decided.get(key) is not True:
+            self.fail(
+                "txn_answer_matches",
+                f"transaction {key}: EndTxn(commit) answered NONE, but the coordinator decided "
+                f"{self.decided.get(key)}",
+            )
+
+    def on_read(self, tp: TopicPartition, offset: int, value: bytes) -> None:
+        self.reads += 1
+        key = self.writer.get(value)
+        if key is None:
+            self.fail("no_aborted_read", f"{tp}@{offset}: {value!r} was never produced")
+            return
+        decided = self.decided.get(key)
+        if decided is None:
+            self.fail(
+                "lso_never_passes_open_txn",
+                f"{tp}@{offset}: read_committed returned {value!r} of transaction {key}, "
+                f"which is still open",
+            )
+        if decided is False:
+            self.fail(
+                "no_aborted_read", f"{tp}@{offset}: read {value!r} of aborted transaction {key}"
+            )
+        at = self.read_at.setdefault(tp, {}).setdefault(value, offset)
+        if at != offset:
+            self.fail("no_duplicate_read", f"{tp}: {value!r} read at offsets {at} and {offset}")
+
+    def check_committed_read(self) -> int:
+        """``no_committed_lost``; the number of committed records."""
+        total = 0
+        for key, committed in sorted(self.decided.items()):
+            if not committed:
+                continue
+            for tp, values in self.values.get(key, {}).items():
+                total += len(values)
+                missing = [v for v in values if v not in self.read_at.get(tp, {})]
+                if missing:
+                    self.fail(
+                        "no_committed_lost",
+                        f"{tp}: committed transaction {key}'s records {missing!r} were never "
+                        f"read by the read_committed consumer",
+                    )
+        return total
+
+
+# --- the coordinator --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Markers:
+    job: MarkerJob
+    batch: bytes
+    remaining: set[TopicPartition]
+    next_send_ms: int = 0
+
+
+@final
+class TxnCoordinatorHost:
+    """The transaction coordinator of every transactional id (module docstring)."""
+
+    def __init__(self, cluster: BrokerCluster, checker: TxnChecker, *, node_id: int) -> None:
+        self.cluster = cluster
+        self.checker = checker
+        self.node_id = node_id
+        self.log: list[Record] = []
+        """The coordinator's written records (durable: they survive its crashes)."""
+        self.next_producer_id = FIRST_PRODUCER_ID
+        """The controller's producer-id blocks (KIP-730): durable, never reused."""
+        self.up = False
+        self.incarnation = 0
+        self.core = TxnCoordinator(TxnConfig())
+        self.markers: dict[tuple[str, int, int], _Markers] = {}
+        self.rpcs: dict[int, tuple[str, int, int]] = {}
+        self.markers_written = 0
+        cluster.clients[node_id] = self.deliver
+
+    def start(self) -> None:
+        """Become the coordinator: rebuild the state from the log (the new leader's load)."""
+        self.up = True
+        self.incarnation += 1
+        self.core = TxnCoordinator(TxnConfig(transaction_max_timeout_ms=60_000))
+        for key, value in self.log:
+            self.core.replay(key, value)
+        self.markers = {}
+        self.rpcs = {}
+        inc = self.incarnation
+        self.cluster.scheduler.after(0, lambda: self._tick(inc))
+
+    def crash(self) -> None:
+        self.up = False
+
+    def busy(self) -> bool:
+        """A transaction is ongoing or its markers are not all written."""
+        return any(
+            m.state is TxnState.ONGOING or m.state.is_preparing
+            for m in self.core.transactions().values()
+        )
+
+    def _write(self, records: list[Record]) -> None:
+        for key, value in records:
+            self.log.append((key, value))
+            self.core.replay(key, value)
+            if value is None:
+                continue
+            meta = decode_metadata(decode_key(key), value)
+            if meta.state.is_preparing:  # the decision: its epoch is the one before the bump
+                self.checker.on_decided(
+                    (meta.producer_id, meta.last_producer_epoch),
+                    meta.state is TxnState.PREPARE_COMMIT,
+                )
+
+    def _new_producer_id(self) -> int:
+        self.next_producer_id += 1
+        return self.next_producer_id - 1
+
+    def _tick(self, incarnation: int) -> None:
+        if not self.up or incarnation != self.incarnation:
+            return
+        cluster = self.cluster
+        now = cluster.clock.now_ms
+        cluster.scheduler.after(COORDINATOR_TICK_MS, lambda: self._tick(incarnation))
+        self._write(self.core.tick(now))
+        for job in self.core.pending_markers():
+            key = (job.transactional_id, job.producer_id, job.producer_epoch)
+            state = self.markers.get(key)
+            if state is None:
+                batch = build_marker_batch(
+                    commit=job.commit,
+                    producer_id=job.producer_id,
+                    producer_epoch=job.producer_epoch,
+                    coordinator_epoch=self.incarnation,
+                    timestamp_ms=now,
+                )
+                state = self.markers[key] = _Markers(job, batch, set(job.partitions))
+            if not state.remaining:
+                self._complete(key)
+            elif now >= state.next_send_ms:
+                state.next_send_ms = now + MARKER_RETRY_MS
+                by_leader: dict[int, list[TopicPartition]] = {}
+                for tp in sorted(state.remaining):
+                    leader = cluster.leader_of(tp)
+                    if leader >= 0:
+                        by_leader.setdefault(leader, []).append(tp)
+                for leader, tps in sorted(by_leader.items()):
+                    rpc = cluster.next_rpc()
+                    self.rpcs[rpc] = key
+                    msg = WriteMarkersReq(tuple(tps), state.batch, rpc)
+                    cluster.network.send(self.node_id, leader, msg)
+
+    def _complete(self, key: tuple[str, int, int]) -> None:
+        state = self.markers.pop(key)
+        self._write(self.core.complete(state.job, self.cluster.clock.now_ms).records)
+
+    def deliver(self, envelope: Envelope) -> None:
+        if not self.up:
+            return
+        msg = envelope.payload
+        now = self.cluster.clock.now_ms
+        if isinstance(msg, ProduceResp):
+            key = self.rpcs.pop(msg.rpc, None)
+            state = None if key is None else self.markers.get(key)
+            if key is None or state is None:
+                return
+            for topic in msg.response.responses:
+                for p in topic.partition_responses:
+                    if p.error_code is ErrorCode.NONE:
+                        state.remaining.discard(TopicPartition(topic.name, p.index))
+                        self.markers_written += 1
+            if not state.remaining:
+                self._complete(key)
+            return
+        answer: ProducerIdAndEpoch
+        if isinstance(msg, InitPidReq):
+            result = self.core.init_producer_id(msg.transactional_id, TXN_TIMEOUT_MS, now)
+            if result.response == NEEDS_PRODUCER_ID:
+                result = self.core.init_producer_id(
+                    msg.transactional_id,
+                    TXN_TIMEOUT_MS,
+                    now,
+                    new_producer_id=self._new_producer_id(),
+                )
+            self._write(result.records)
+            answer = result.response
+        elif isinstance(msg, AddPartitionsReq):
+            added = self.core.add_partitions(
+                msg.transactional_id,
+                msg.producer_id,
+                msg.producer_epoch,
+                msg.partitions,
+                now,
+                transaction_version=2,
+            )
+            self._write(added.records)
+            answer = ProducerIdAndEpoch(error_code=added.response)
+        elif isinstance(msg, EndTxnReq):
+            ended = self.core.end_txn(
+                msg.transactional_id,
+                msg.producer_id,
+                msg.producer_epoch,
+                commit=msg.commit,
+                now_ms=now,
+                transaction_version=2,
+            )
+            if ended.response == NEEDS_PRODUCER_ID:
+                ended = self.core.end_txn(
+                    msg.transactional_id,
+                    msg.producer_id,
+                    msg.producer_epoch,
+                    commit=msg.commit,
+                    now_ms=now,
+                    transaction_version=2,
+                    new_producer_id=self._new_producer_id(),
+                )
+            self._write(ended.records)
+            answer = ended.response
+        else:
+            return
+        response = TxnResp(msg.rpc, answer.error_code, answer.producer_id, answer.producer_epoch)
+        self.cluster.network.send(self.node_id, envelope.source, response)
+
+
+# --- the coordinator's faults -----------------------------------------------------------------
+
+
+@final
+class TxnNemesis:
+    """Crashes and restarts the coordinator (a coordinator failover) between ``start_ms`` and
+    ``end_ms``; the broker faults are `replication.sim.workload.Nemesis`'s."""
+
+    def __init__(
+        self,
+        host: TxnCoordinatorHost,
+        rng: random.Random,
+        *,
+        start_ms: int,
+        end_ms: int,
+    ) -> None:
+        self.host = host
+        self.rng = rng
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.failovers = 0
+
+    def start(self) -> None:
+        self.host.cluster.scheduler.at(self.start_ms, self._next)
+
+    def _next(self) -> None:
+        scheduler = self.host.cluster.scheduler
+        now = self.host.cluster.clock.now_ms
+        if now >= self.end_ms:
+            if not self.host.up:
+                self.host.start()
+            return
+        scheduler.after(self.rng.randint(200, 700), self._next)
+        if self.host.up and self.rng.random() < 0.5:
+            self.host.crash()
+            self.failovers += 1
+            scheduler.after(self.rng.randint(10, 400), self._restart)
+
+    def _restart(self) -> None:
+        if not self.host.up:
+            self.host.start()
+
+
+def leader_lso(cluster: BrokerCluster, tp: TopicPartition) -> tuple[int, int] | None:
+    """(LSO, HW) of ``tp`` on its leader, None if no broker leads it now."""
+    leader = cluster.leader_of(tp)
+    broker = cluster.brokers.get(leader)
+    replica = None if broker is None or not broker.up else broker.replicas.get(tp)
+    if replica is None or not replica.driver.is_leader:
+        return None
+    hw = replica.high_watermark
+    first = replica.producer_state.first_unstable_offset()
+    return (hw if first is None else min(first, hw)), hw
+
+
+__all__ = [
+    "AddPartitionsReq",
+    "EndTxnReq",
+    "InitPidReq",
+    "TxnChecker",
+    "TxnCoordinatorHost",
+    "TxnKey",
+    "TxnNemesis",
+    "TxnResp",
+    "leader_lso",
+]

@@ -1,0 +1,367 @@
+"""The clients of the transactional workload (`replication.sim.txn`): `TxnProducer`, a
+transactional producer, and `ReadCommittedConsumer`, one partition's read_committed consumer."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import final
+
+from kraft.sim.cluster_network import Envelope
+from kraft.types import TopicPartition
+from replication.broker.stable_reads import READ_COMMITTED
+from replication.core import ACKS_ALL
+from replication.messages import (
+    BrokerFetchRequest,
+    FetchPartition,
+    FetchTopic,
+    ProducePartitionData,
+    ProduceRequest,
+    ProduceTopicData,
+)
+from replication.sim.cluster import BrokerCluster
+from replication.sim.messages import FetchReq, FetchResp, ProduceReq, ProduceResp
+from replication.sim.txn import (
+    REQUEST_TIMEOUT_MS,
+    AddPartitionsReq,
+    EndTxnReq,
+    InitPidReq,
+    TxnChecker,
+    TxnKey,
+    TxnResp,
+)
+from storage.control import ControlType
+from storage.errors import ErrorCode
+from storage.records import build_batch, iter_batches, offset_values
+
+CONSUME_MAX_BYTES = 4096
+RETRIABLE = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+"""Produce errors a client retries with the same batch (and sequence)."""
+
+
+# --- the transactional producer ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Txn:
+    key: TxnKey
+    records: dict[TopicPartition, bytes]
+    unacked: set[TopicPartition]
+    flights: dict[int, TopicPartition] = field(default_factory=dict)
+    next_send_ms: int = 0
+    commit: bool = True
+
+
+@final
+class TxnProducer:
+    """One transactional id's producer: transaction after transaction until ``stop_ms``."""
+
+    def __init__(
+        self,
+        cluster: BrokerCluster,
+        checker: TxnChecker,
+        rng: random.Random,
+        *,
+        node_id: int,
+        coordinator: int,
+    ) -> None:
+        self.cluster = cluster
+        self.checker = checker
+        self.rng = rng
+        self.node_id = node_id
+        self.coordinator = coordinator
+        self.transactional_id = f"txn-{node_id}"
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.phase = "init"
+        self.txn: _Txn | None = None
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.stop_ms = 1 << 62
+        self.heal_ms = 0
+        self.count = 0
+        self.committed = 0
+        self.aborted = 0
+        self.ended_at: list[int] = []
+        """When each of this producer's transactions ended (its commit or abort answered)."""
+        cluster.clients[node_id] = self.deliver
+
+    def start(self, at_ms: int, stop_ms: int, *, heal_ms: int = 0) -> None:
+        """Run from ``at_ms``; stop between transactions once past ``stop_ms`` and once a
+        transaction ended after ``heal_ms`` (the liveness the run waits for)."""
+        self.stop_ms = stop_ms
+        self.heal_ms = heal_ms
+        self.cluster.scheduler.at(at_ms, self._tick)
+
+    @property
+    def done(self) -> bool:
+        now = self.cluster.clock.now_ms
+        return now >= self.stop_ms and self.idle and any(t >= self.heal_ms for t in self.ended_at)
+
+    @property
+    def idle(self) -> bool:
+        """Between transactions, with a producer id (it stops only then)."""
+        return self.phase == "idle"
+
+    def _tick(self) -> None:
+        now = self.cluster.clock.now_ms
+        if self.done:
+            return
+        self.cluster.scheduler.after(self.rng.randint(5, 20), self._tick)
+        if self.phase == "produce":
+            self._produce(now)
+            return
+        if self.rpc != -1 and now < self.deadline_ms:
+            return
+        if self.phase == "idle":
+            self._begin(now)
+        txn = self.txn
+        if self.phase == "init":
+            self._request(InitPidReq(self.transactional_id, self._rpc(now)))
+        elif self.phase == "add" and txn is not None:
+            partitions = frozenset(txn.records)
+            self._request(
+                AddPartitionsReq(
+                    self.transactional_id, *txn.key, partitions=partitions, rpc=self._rpc(now)
+                )
+            )
+        elif self.phase == "end" and txn is not None:
+            rpc = self._rpc(now)
+            self._request(EndTxnReq(self.transactional_id, *txn.key, commit=txn.commit, rpc=rpc))
+
+    def _rpc(self, now: int) -> int:
+        self.rpc = self.cluster.next_rpc()
+        self.deadline_ms = now + REQUEST_TIMEOUT_MS
+        return self.rpc
+
+    def _request(self, msg: object) -> None:
+        self.cluster.network.send(self.node_id, self.coordinator, msg)
+
+    def _begin(self, now: int) -> None:
+        """A new transaction: 1..all partitions, one batch of 1-3 records each."""
+        tps = self.cluster.topic_partitions()
+        chosen = self.rng.sample(tps, self.rng.randint(1, len(tps)))
+        key = (self.producer_id, self.producer_epoch)
+        records: dict[TopicPartition, bytes] = {}
+        for tp in sorted(chosen):
+            values = []
+            for _ in range(self.rng.randint(1, 3)):
+                self.count += 1
+                values.append(b"t%d:%d:%d" % (self.node_id, self.count, self.cluster.seed))
+            self.checker.on_written(key, tp, values)
+            records[tp] = build_batch(
+                values,
+                timestamp_ms=now,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=0,  # every transaction has its own epoch (KIP-890 part 2)
+                is_transactional=True,
+            )
+        self.txn = _Txn(key, records, set(records))
+        self.phase = "add"
+        self.rpc = -1
+
+    def _produce(self, now: int) -> None:
+        txn = self.txn
+        assert txn is not None
+        if now < txn.next_send_ms:
+            return
+        txn.next_send_ms = now + REQUEST_TIMEOUT_MS
+        txn.flights = {}
+        for tp in sorted(txn.unacked):
+            leader = self.cluster.leader_of(tp)
+            if leader < 0:
+                continue
+            rpc = self.cluster.next_rpc()
+            txn.flights[rpc] = tp
+            request = ProduceRequest(
+                acks=ACKS_ALL,
+                timeout_ms=300,
+                transactional_id=self.transactional_id,
+                topic_data=(
+                    ProduceTopicData(
+                        name=tp.topic,
+                        partition_data=(
+                            ProducePartitionData(index=tp.partition, records=txn.records[tp]),
+                        ),
+                    ),
+                ),
+            )
+            self.cluster.network.send(self.node_id, leader, ProduceReq(request, rpc))
+
+    def _end(self, commit: bool) -> None:
+        txn = self.txn
+        assert txn is not None
+        txn.commit = commit
+        self.phase = "end"
+        self.rpc = -1
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        txn = self.txn
+        if isinstance(msg, ProduceResp):
+            if self.phase != "produce" or txn is None or msg.rpc not in txn.flights:
+                return
+            tp = txn.flights.pop(msg.rpc)
+            (topic,) = msg.response.responses
+            (answer,) = topic.partition_responses
+            if answer.error_code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+                txn.unacked.discard(tp)
+                if not txn.unacked:
+                    self._end(self.rng.random() < 0.65)
+            elif answer.error_code in RETRIABLE:
+                txn.next_send_ms = min(txn.next_send_ms, self.cluster.clock.now_ms + 30)
+            else:  # fenced, or the transaction was aborted under it: abort
+                self._end(False)
+            return
+        if not isinstance(msg, TxnResp) or msg.rpc != self.rpc:
+            return
+        self.rpc = -1
+        code = msg.error_code
+        if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            self.deadline_ms = self.cluster.clock.now_ms + 20  # retry soon
+            self.rpc = -2
+            return
+        if self.phase == "init":
+            if code is ErrorCode.NONE:
+                self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
+                self.phase = "idle"
+        elif self.phase == "add":
+            if code is ErrorCode.NONE:
+                self.phase = "produce"
+                assert txn is not None
+                txn.next_send_ms = 0
+            else:
+                self.phase = "init"  # fenced: its transaction was aborted for it
+        elif self.phase == "end":
+            assert txn is not None
+            if code is ErrorCode.NONE:
+                if txn.commit:
+                    self.checker.on_commit_answered(txn.key)
+                    self.committed += 1
+                else:
+                    self.aborted += 1
+                self.ended_at.append(self.cluster.clock.now_ms)
+                self.producer_id, self.producer_epoch = msg.producer_id, msg.producer_epoch
+                self.phase = "idle"
+            else:
+                self.phase = "init"
+            self.txn = None
+
+
+# --- the read_committed consumer --------------------------------------------------------------
+
+
+@final
+class ReadCommittedConsumer:
+    """One partition's read_committed consumer, reading from the leader up to its LSO."""
+
+    isolation_level = READ_COMMITTED
+    """The Fetch's isolation level (a test sets read_uncommitted to see the checker fail)."""
+
+    def __init__(
+        self,
+        cluster: BrokerCluster,
+        checker: TxnChecker,
+        rng: random.Random,
+        *,
+        node_id: int,
+        tp: TopicPartition,
+    ) -> None:
+        self.cluster = cluster
+        self.checker = checker
+        self.rng = rng
+        self.node_id = node_id
+        self.tp = tp
+        self.position = 0
+        self.rpc = -1
+        self.deadline_ms = 0
+        self.records_read = 0
+        self.skipped = 0
+        cluster.clients[node_id] = self.deliver
+
+    def start(self, at_ms: int) -> None:
+        self.cluster.scheduler.at(at_ms, self._tick)
+
+    def _tick(self) -> None:
+        now = self.cluster.clock.now_ms
+        self.cluster.scheduler.after(self.rng.randint(10, 40), self._tick)
+        if self.rpc != -1 and now < self.deadline_ms:
+            return
+        leader = self.cluster.leader_of(self.tp)
+        if leader < 0:
+            return
+        self.rpc = self.cluster.next_rpc()
+        self.deadline_ms = now + REQUEST_TIMEOUT_MS
+        request = BrokerFetchRequest(
+            max_wait_ms=0,
+            max_bytes=CONSUME_MAX_BYTES,
+            isolation_level=self.isolation_level,
+            topics=(
+                FetchTopic(
+                    topic=self.tp.topic,
+                    partitions=(
+                        FetchPartition(
+                            partition=self.tp.partition,
+                            fetch_offset=self.position,
+                            partition_max_bytes=CONSUME_MAX_BYTES,
+                        ),
+                    ),
+                ),
+            ),
+        )
+        self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
+
+    def deliver(self, envelope: Envelope) -> None:
+        msg = envelope.payload
+        if not isinstance(msg, FetchResp) or msg.rpc != self.rpc:
+            return
+        self.rpc = -1
+        (topic,) = msg.response.responses
+        (data,) = topic.partitions
+        if data.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            self.position = data.log_start_offset
+            return
+        if data.error_code is not ErrorCode.NONE:
+            return
+        # Kafka's consumer: an aborted transaction's records are dropped from its first offset
+        # until its abort marker.
+        pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
+        aborting: set[int] = set()
+        records = data.records
+        for pos, header in iter_batches(records):
+            if header.next_offset > data.last_stable_offset:
+                self.checker.fail(
+                    "lso_never_passes_open_txn",
+                    f"{self.tp}: a read_committed fetch returned offsets up to "
+                    f"{header.next_offset - 1}, at or past its LSO {data.last_stable_offset}",
+                )
+            last = header.next_offset - 1
+            while pending and pending[0].first_offset <= last:
+                aborting.add(pending.pop(0).producer_id)
+            if header.is_control:
+                if header.control_type == ControlType.ABORT:
+                    aborting.discard(header.producer_id)
+            elif header.is_transactional and header.producer_id in aborting:
+                self.skipped += header.last_offset_delta + 1
+            else:
+                batch = records[pos : pos + header.size_bytes]
+                for offset, value in offset_values(batch):
+                    if value is not None and offset >= self.position:
+                        self.checker.on_read(self.tp, offset, value)
+                        self.records_read += 1
+            self.position = max(self.position, header.next_offset)
+
+
+__all__ = ["ReadCommittedConsumer", "TxnProducer"]
