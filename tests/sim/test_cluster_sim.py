@@ -53,7 +53,7 @@ def test_the_controller_quorum_fails_over_under_the_nemesis() -> None:
     assert sum(r.controller_epochs > 1 for r in results) >= 3, [r.line() for r in results]
 
 
-@pytest.mark.parametrize("seed", [0x38, 0x2D5])
+@pytest.mark.parametrize("seed", [0x38, 0x3F7])
 def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits(
     seed: int,
 ) -> None:
@@ -63,8 +63,9 @@ def test_the_controller_answers_a_read_of_uncommitted_state_only_once_it_commits
     (the topic never exists), or a retried AlterPartition gets INVALID_UPDATE_VERSION, its
     change is lost, and the leader waits for metadata forever with an ISR of one.
 
-    The seeds are ones that hit it with today's Raft timing (they were 0x5d and 0x3d3 before
-    the high-watermark linger, and 0x2af before eligible leader replicas, which let another
+    The seeds are ones that hit it with today's Raft timing (0x3f7 was 0x2d5 before the
+    controller finalized ``transaction.version`` on its first tick; they were 0x5d and 0x3d3
+    before the high-watermark linger, and 0x2af before eligible leader replicas, which let another
     replica take over from the stuck leader there); when a timing change moves them, find new
     ones with
     ``run_seed(s, unsafe_answer_uncommitted_reads=True, schedule="random")`` over a range of
@@ -132,7 +133,7 @@ def test_seed_0x6f7_holds_every_invariant() -> None:
     assert run_seed(0x6F7).violation is None
 
 
-HW_TRUNCATION_LOSES = (8, 13, 18)
+HW_TRUNCATION_LOSES = (4, 8, 9)
 """Seeds whose runs lose or diverge committed data with HW truncation (the first three of seeds
 0-199 since the simulated brokers answer with the broker's Fetch handler; when a timing change
 moves them, search again with ``run_seed(s, hw_truncation=True, schedule="random")``)."""
