@@ -285,7 +285,17 @@ def test_a_broker_not_leading_names_the_leader_and_its_endpoint(cluster: LocalCl
     cluster.create_topic(topic, 1, 1)
     leader = cluster.describe_topic(topic).partitions[0].leader
     outsider = cluster.kafka_addresses[min(set(cluster.broker_ids) - {leader})]
-    (metadata,) = call(outsider, METADATA, 12, {"topics": [{"name": topic}]}).topics
+    named: list[Any] = []
+
+    def known() -> bool:
+        # NB: until the outsider's metadata has the new topic, Metadata answers it
+        # UNKNOWN_TOPIC_OR_PARTITION with the zero topic id (CI fetched by that id once)
+        (found,) = call(outsider, METADATA, 12, {"topics": [{"name": topic}]}).topics
+        named.append(found)
+        return _code(found) == 0
+
+    _wait(known, "the outsider's metadata naming the topic")
+    metadata = named[-1]
     answers: list[Any] = []
 
     def moved() -> bool:
