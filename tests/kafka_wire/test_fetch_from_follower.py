@@ -52,6 +52,30 @@ def _rack(cluster: LocalCluster, broker: int) -> str:
     return RACKS[list(cluster.broker_ids).index(broker)]
 
 
+def _read_with_librdkafka(cluster: LocalCluster, topic: str, rack: str) -> list[bytes]:
+    """Partition 0 of ``topic`` from its start, through librdkafka with ``client.rack``."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.kafka_bootstrap,
+            "group.id": f"ffr-librdkafka-{rack}",
+            "client.rack": rack,
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            for m in consumer.consume(RECORDS, timeout=0.5):
+                assert m.error() is None, m.error()
+                got.append(m.value())
+        return got
+    finally:
+        consumer.close()
+
+
 @pytest.fixture(scope="module")
 def layout(cluster: LocalCluster) -> tuple[str, int, int, int]:
     """One partition on all three racks, written and fully in sync: (topic, leader, and the
@@ -87,26 +111,7 @@ def test_librdkafka_with_client_rack_reads_from_the_follower_in_its_rack(
     cluster: LocalCluster, layout: tuple[str, int, int, int]
 ) -> None:
     topic, leader, follower, _ = layout
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": cluster.kafka_bootstrap,
-            "group.id": "ffr-librdkafka",
-            "client.rack": _rack(cluster, follower),
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
-    )
-    try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for m in consumer.consume(RECORDS, timeout=0.5):
-                assert m.error() is None, m.error()
-                got.append(m.value())
-    finally:
-        consumer.close()
-    assert got == VALUES
+    assert _read_with_librdkafka(cluster, topic, _rack(cluster, follower)) == VALUES
     # The follower sent them all; the leader only named it (no records).
     assert _bytes_out(cluster, follower, topic) >= sum(map(len, VALUES))
     assert _bytes_out(cluster, leader, topic) == 0
@@ -243,25 +248,7 @@ def test_a_quorum_topic_is_read_from_the_raft_follower_in_the_consumers_rack(
         "the other follower's commit offset at the leader's",
     )
     before_other = _bytes_out(cluster, other, topic)
-    rdkafka = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": cluster.kafka_bootstrap,
-            "group.id": "ffr-quorum-librdkafka",
-            "client.rack": _rack(cluster, other),
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
-    )
-    try:
-        rdkafka.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        read: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while len(read) < RECORDS and time.monotonic() < deadline:
-            for m in rdkafka.consume(RECORDS, timeout=0.5):
-                assert m.error() is None, m.error()
-                read.append(m.value())
-    finally:
-        rdkafka.close()
+    read = _read_with_librdkafka(cluster, topic, _rack(cluster, other))
     assert read == VALUES
     assert _bytes_out(cluster, other, topic) - before_other >= sum(map(len, VALUES))
     assert _bytes_out(cluster, p.leader, topic) == before[1]
