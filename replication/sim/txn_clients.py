@@ -12,9 +12,6 @@ from kraft.types import TopicPartition
 from replication.broker.stable_reads import READ_COMMITTED
 from replication.core import ACKS_ALL
 from replication.messages import (
-    BrokerFetchRequest,
-    FetchPartition,
-    FetchTopic,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -30,6 +27,7 @@ from replication.sim.txn import (
     TxnKey,
     TxnResp,
 )
+from replication.sim.workload import consumer_fetch
 from storage.control import ControlType
 from storage.errors import ErrorCode
 from storage.records import build_batch, iter_batches, offset_values
@@ -304,22 +302,11 @@ class ReadCommittedConsumer:
             return
         self.rpc = self.cluster.next_rpc()
         self.deadline_ms = now + REQUEST_TIMEOUT_MS
-        request = BrokerFetchRequest(
-            max_wait_ms=0,
+        request = consumer_fetch(
+            self.tp,
+            self.position,
             max_bytes=CONSUME_MAX_BYTES,
             isolation_level=self.isolation_level,
-            topics=(
-                FetchTopic(
-                    topic=self.tp.topic,
-                    partitions=(
-                        FetchPartition(
-                            partition=self.tp.partition,
-                            fetch_offset=self.position,
-                            partition_max_bytes=CONSUME_MAX_BYTES,
-                        ),
-                    ),
-                ),
-            ),
         )
         self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
 

@@ -49,6 +49,7 @@ from replication.messages import (
     ProduceRequest,
     ProduceTopicData,
 )
+from replication.messages.broker import READ_UNCOMMITTED
 from replication.sim.broker import SimBroker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import TOPIC, ControllerRouter, SimController
@@ -195,6 +196,33 @@ class Producer:
             flight.rpc = -1  # retry the same batch (same sequence) on the next tick
 
 
+def consumer_fetch(
+    tp: TopicPartition,
+    position: int,
+    *,
+    max_bytes: int = CONSUME_MAX_BYTES,
+    isolation_level: int = READ_UNCOMMITTED,
+) -> BrokerFetchRequest:
+    """A simulated consumer's Fetch of one partition from ``position``, answered at once."""
+    return BrokerFetchRequest(
+        max_wait_ms=0,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        topics=(
+            FetchTopic(
+                topic=tp.topic,
+                partitions=(
+                    FetchPartition(
+                        partition=tp.partition,
+                        fetch_offset=position,
+                        partition_max_bytes=max_bytes,
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
 @final
 class Consumer:
     """One partition's consumer: reads from the leader, checks every record it gets."""
@@ -233,22 +261,7 @@ class Consumer:
         self.rpc = self.cluster.next_rpc()
         self.deadline_ms = now + CLIENT_TIMEOUT_MS
         self.fetches += 1
-        request = BrokerFetchRequest(
-            max_wait_ms=0,
-            max_bytes=CONSUME_MAX_BYTES,
-            topics=(
-                FetchTopic(
-                    topic=self.tp.topic,
-                    partitions=(
-                        FetchPartition(
-                            partition=self.tp.partition,
-                            fetch_offset=self.position,
-                            partition_max_bytes=CONSUME_MAX_BYTES,
-                        ),
-                    ),
-                ),
-            ),
-        )
+        request = consumer_fetch(self.tp, self.position)
         self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
