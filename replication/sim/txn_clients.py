@@ -17,7 +17,7 @@ from replication.messages import (
     ProduceTopicData,
 )
 from replication.sim.cluster import BrokerCluster
-from replication.sim.messages import FetchReq, FetchResp, ProduceReq, ProduceResp
+from replication.sim.messages import FetchReq, ProduceReq, ProduceResp
 from replication.sim.txn import (
     REQUEST_TIMEOUT_MS,
     AddPartitionsReq,
@@ -27,7 +27,7 @@ from replication.sim.txn import (
     TxnKey,
     TxnResp,
 )
-from replication.sim.workload import consumer_fetch
+from replication.sim.workload import consumer_fetch, fetched
 from storage.control import ControlType
 from storage.errors import ErrorCode
 from storage.records import build_batch, iter_batches, offset_values
@@ -311,16 +311,8 @@ class ReadCommittedConsumer:
         self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
-        msg = envelope.payload
-        if not isinstance(msg, FetchResp) or msg.rpc != self.rpc:
-            return
-        self.rpc = -1
-        (topic,) = msg.response.responses
-        (data,) = topic.partitions
-        if data.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
-            self.position = data.log_start_offset
-            return
-        if data.error_code is not ErrorCode.NONE:
+        data = fetched(self, envelope)
+        if data is None:
             return
         # Kafka's consumer: an aborted transaction's records are dropped from its first offset
         # until its abort marker.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import final
+from typing import Protocol, final
 
 from kraft.controller.messages import (
     AlterPartitionReassignmentsRequest,
@@ -44,6 +44,7 @@ from replication.core import ACKS_ALL
 from replication.messages import (
     BrokerFetchRequest,
     FetchPartition,
+    FetchPartitionData,
     FetchTopic,
     ProducePartitionData,
     ProduceRequest,
@@ -196,6 +197,26 @@ class Producer:
             flight.rpc = -1  # retry the same batch (same sequence) on the next tick
 
 
+class _FetchingConsumer(Protocol):
+    rpc: int
+    position: int
+
+
+def fetched(consumer: _FetchingConsumer, envelope: Envelope) -> FetchPartitionData | None:
+    """The partition a simulated consumer's outstanding Fetch answered, or None: another
+    message, a stale answer, or an error (OFFSET_OUT_OF_RANGE moves it to the log start)."""
+    msg = envelope.payload
+    if not isinstance(msg, FetchResp) or msg.rpc != consumer.rpc:
+        return None
+    consumer.rpc = -1
+    (topic,) = msg.response.responses
+    (data,) = topic.partitions
+    if data.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
+        consumer.position = data.log_start_offset
+        return None
+    return data if data.error_code is ErrorCode.NONE else None
+
+
 def consumer_fetch(
     tp: TopicPartition,
     position: int,
@@ -265,16 +286,8 @@ class Consumer:
         self.cluster.network.send(self.node_id, leader, FetchReq(request, self.rpc))
 
     def deliver(self, envelope: Envelope) -> None:
-        msg = envelope.payload
-        if not isinstance(msg, FetchResp) or msg.rpc != self.rpc:
-            return
-        self.rpc = -1
-        (topic,) = msg.response.responses
-        (data,) = topic.partitions
-        if data.error_code is ErrorCode.OFFSET_OUT_OF_RANGE:
-            self.position = data.log_start_offset
-            return
-        if data.error_code is not ErrorCode.NONE:
+        data = fetched(self, envelope)
+        if data is None:
             return
         checker = self.cluster.checker
         records = data.records
