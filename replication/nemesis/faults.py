@@ -32,10 +32,11 @@ Kinds (``--faults``):
   one node (a controller, a broker, or partition 0's leader) sends and receives vanish;
 - ``bandwidth``: every link to and from one broker (or partition 0's leader) is throttled to
   16-256 KiB/s each way (a saturated NIC): replication falls behind, the ISR shrinks;
-- ``lone-leader`` (targeted): partition 0's leader is cut from its followers (not from the
-  controllers or clients) for 1.5 s, shorter than ``replica.lag.time.max.ms``, so they stay in
-  its ISR while it acknowledges acks=1 writes alone; then it is killed and a follower is
-  elected. What the leader acknowledged alone is lost with acks=1, never with acks=all.
+- ``lone-leader`` (targeted): once every replica of partition 0 is in its ISR, the leader is
+  cut from its followers (not from the controllers or clients) for up to 1.5 s, shorter than
+  ``replica.lag.time.max.ms``, so they stay in its ISR while it acknowledges acks=1 writes
+  alone; then it is killed and a follower is elected. What the leader acknowledged alone is
+  lost with acks=1, never with acks=all.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ from replication.clients.producer import Producer
 from replication.nemesis.faults import draw_fault
 from replication.nemesis.history import History
 from replication.nemesis.links import fault_cluster, links_of
-from replication.nemesis.run import FaultPlayer, sleep_until
+from replication.nemesis.player import FaultPlayer
+from replication.nemesis.run import sleep_until
 from replication.nemesis.soak_report import (
     FaultSpan,
     NodeSample,

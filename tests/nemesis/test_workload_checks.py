@@ -235,7 +235,7 @@ def test_delay_and_bandwidth_faults_are_drawn_with_their_amounts() -> None:
 def test_the_fault_player_slows_the_links_of_the_target_and_heals_them() -> None:
     from replication.nemesis.faults import Fault
     from replication.nemesis.links import ProxyLinks
-    from replication.nemesis.run import FaultPlayer
+    from replication.nemesis.player import FaultPlayer
 
     calls: list[tuple[Any, ...]] = []
 
