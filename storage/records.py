@@ -129,6 +129,9 @@ class BatchHeader:
     control_type: int = -1
     """A control batch's type (0 abort, 1 commit: `storage.control`) when its record was in
     the buffer the header was read from; -1 otherwise."""
+    coordinator_epoch: int = -1
+    """An end-transaction marker's coordinator epoch (its record's value), when its record
+    was in the buffer the header was read from; -1 otherwise."""
 
     @property
     def last_offset(self) -> int:
@@ -372,7 +375,8 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
         raise CorruptRecordError(f"truncated batch header at position {pos}")
     header = BatchHeader(*_HEADER.unpack_from(buf, pos))
     if header.attributes & _CONTROL_BIT:
-        header = replace(header, control_type=_control_type(buf, pos + BATCH_HEADER_SIZE))
+        kind, coordinator_epoch = _control_fields(buf, pos + BATCH_HEADER_SIZE)
+        header = replace(header, control_type=kind, coordinator_epoch=coordinator_epoch)
     if header.magic != MAGIC:
         raise CorruptRecordError(f"unsupported magic {header.magic} at position {pos}")
     if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD or header.last_offset_delta < 0:
@@ -380,9 +384,10 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return header
 
 
-def _control_type(buf: bytes | bytearray | memoryview, pos: int) -> int:
+def _control_fields(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """The type in the key of the control record at ``pos`` (Kafka's ``ControlRecordType``:
-    key = int16 version, int16 type), or -1 if it is not all in ``buf`` or is not one."""
+    key = int16 version, int16 type) and, for an end-transaction marker, the coordinator
+    epoch in its value (int16 version, int32 epoch); -1 for what is not all in ``buf``."""
     try:
         _, pos = decode_varint(buf, pos)  # record length
         pos += 1  # attributes
@@ -390,10 +395,17 @@ def _control_type(buf: bytes | bytearray | memoryview, pos: int) -> int:
         _, pos = decode_varint(buf, pos)  # offset delta
         key_length, pos = decode_varint(buf, pos)
     except (CorruptRecordError, IndexError):
-        return -1
+        return -1, -1
     if key_length < 4 or len(buf) < pos + 4:
-        return -1
-    return int(struct.unpack_from(">h", buf, pos + 2)[0])
+        return -1, -1
+    kind = int(struct.unpack_from(">h", buf, pos + 2)[0])
+    try:
+        value_length, pos = decode_varint(buf, pos + key_length)
+    except (CorruptRecordError, IndexError):
+        return kind, -1
+    if kind not in (0, 1) or value_length < 6 or len(buf) < pos + 6:
+        return kind, -1
+    return kind, int(struct.unpack_from(">i", buf, pos + 2)[0])
 
 
 def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:

@@ -3,8 +3,12 @@
 `write_markers` is the partition leader's side: one end-transaction marker
 (`storage.control.build_marker_batch`) appended with acks=all to each named partition it leads,
 answered per partition (NOT_LEADER_OR_FOLLOWER elsewhere: the coordinator looks the leader up
-again and retries). `send_markers` is the coordinator's: the partitions grouped by leader, the
-local ones written here, the others sent over gRPC to their leader's ``WriteTxnMarkers``.
+again and retries). Right before each append the leader checks the marker against the
+producer's state (`ProducerStateManager.check_marker`): a late or zombie copy is refused with
+INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED, and the coordinator counts the
+partition done (`MARKER_SETTLED`). `send_markers` is the coordinator's: the partitions grouped
+by leader, the local ones written here, the others sent over gRPC to their leader's
+``WriteTxnMarkers``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from replication.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from replication.txn.coordinator import MARKER_SETTLED
 from storage.control import build_marker_batch
 from storage.errors import ErrorCode, KraftError
 from storage.log import wall_clock_ms
@@ -75,8 +80,18 @@ async def write_markers(
             coordinator_epoch=marker.coordinator_epoch,
             timestamp_ms=wall_clock_ms(),
         )
+
+        def admit() -> ErrorCode:  # synchronously with the append, as KIP-890's gate
+            return replica.producer_state.check_marker(
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.coordinator_epoch,
+                transaction_version=marker.transaction_version,
+                high_watermark=replica.driver.high_watermark,
+            )
+
         try:
-            done = await replica.produce(-1, MARKER_TIMEOUT_MS, batch)
+            done = await replica.produce(-1, MARKER_TIMEOUT_MS, batch, admit)
         except KraftError as e:
             return e.code
         if done.error_code is ErrorCode.NONE and tp.topic == OFFSETS_TOPIC and on_offsets_marker:
@@ -141,6 +156,7 @@ async def send_markers(
                     producer_epoch=marker.producer_epoch,
                     transaction_result=marker.transaction_result,
                     coordinator_epoch=marker.coordinator_epoch,
+                    transaction_version=marker.transaction_version,
                     topics=tuple(
                         WritableTxnMarkerTopic(name=t, partition_indexes=tuple(ps))
                         for t, ps in by_topic.items()
@@ -173,7 +189,7 @@ async def send_markers(
             for m in answer.markers
             for t in m.topics
             for p in t.partitions
-            if p.error_code is ErrorCode.NONE
+            if p.error_code in MARKER_SETTLED
         }
         remaining.update(tp for tp in tps if tp not in done)
     return remaining

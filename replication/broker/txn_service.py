@@ -418,6 +418,7 @@ class TxnService:
             producer_epoch=job.producer_epoch,
             transaction_result=job.commit,
             coordinator_epoch=epoch,
+            transaction_version=job.transaction_version,
         )
         remaining = set(job.partitions)
         try:

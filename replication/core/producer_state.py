@@ -83,6 +83,11 @@ class ProducerStateEntry:
     """True if the producer appended batches before the first cached one (evicted from the
     window, or of an older epoch): a truncation removing every cached batch cannot restore
     what came before."""
+    coordinator_epoch: int = -1
+    """The coordinator epoch of the producer's last marker here (Kafka's
+    ``coordinatorEpoch``): a marker of an older coordinator is a zombie's."""
+    last_marker_offset: int = -1
+    """The offset of the producer's last marker here, -1 if none is known."""
 
     @property
     def last_sequence(self) -> int:
@@ -138,10 +143,11 @@ def in_sequence(last_sequence: int, next_sequence: int) -> bool:
     )
 
 
-_SNAPSHOT_VERSION = 2
+_SNAPSHOT_VERSION = 3
 _SNAPSHOT_HEAD = struct.Struct(">HIqi")  # version, crc32c of the rest, map end offset, count
 _ENTRY_V1 = struct.Struct(">qh?B")  # producer id, epoch, has earlier history, batch count
-_ENTRY = struct.Struct(">qh?Bq")  # ... and (v2) the open transaction's first offset
+_ENTRY_V2 = struct.Struct(">qh?Bq")  # ... and (v2) the open transaction's first offset
+_ENTRY = struct.Struct(">qh?Bqiq")  # ... and (v3) its last marker's coordinator epoch, offset
 _ABORTED = struct.Struct(">qqq")  # (v2, after the entries, counted) producer, first, last
 _BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, timestamp
 
@@ -262,6 +268,44 @@ class ProducerStateManager:
             )
         return ACCEPTED
 
+    def check_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        *,
+        transaction_version: int,
+        high_watermark: int,
+    ) -> ErrorCode:
+        """May the coordinator's end-transaction marker be appended (Kafka's
+        ``appendEndTxnMarker`` checks, on the leader)? NONE, or:
+
+        - INVALID_PRODUCER_EPOCH: the producer is past the marker's epoch. Under transaction
+          version 2 (KIP-890 part 2) the coordinator bumps the epoch to end a transaction, so a
+          marker must be *newer* than the epoch it ends (KAFKA-18575): a marker at the
+          producer's current epoch was written already, and a late copy of it would end the
+          producer's next transaction, written at that same epoch;
+        - TRANSACTION_COORDINATOR_FENCED: a newer coordinator wrote this producer's markers
+          here (the marker comes from a zombie);
+        - CONCURRENT_TRANSACTIONS (retriable): the copy written already is not committed yet
+          (at or above ``high_watermark``), so it may still be truncated away.
+
+        The coordinator counts the first two as done: the transaction is ended on the
+        partition.
+        """
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            return ErrorCode.NONE
+        if producer_epoch < entry.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if transaction_version >= 2 and producer_epoch == entry.producer_epoch:
+            if entry.last_marker_offset >= high_watermark:
+                return ErrorCode.CONCURRENT_TRANSACTIONS
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
+        return ErrorCode.NONE
+
     # --- changes ----------------------------------------------------------------------------
 
     def update(self, header: BatchHeader, base_offset: int) -> None:
@@ -326,9 +370,14 @@ class ProducerStateManager:
         producer_id, epoch = header.producer_id, header.producer_epoch
         self._markers_seen[producer_id] = self._markers_seen.get(producer_id, 0) + 1
         entry = self._entries.get(producer_id)
+        coordinator_epoch = header.coordinator_epoch
         if entry is None:
             self._entries[producer_id] = ProducerStateEntry(
-                producer_id=producer_id, producer_epoch=epoch, batches=()
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                batches=(),
+                coordinator_epoch=coordinator_epoch,
+                last_marker_offset=offset,
             )
             return
         first = entry.current_txn_first_offset
@@ -336,6 +385,8 @@ class ProducerStateManager:
             self._aborted.append(
                 AbortedTxn(producer_id=producer_id, first_offset=first, last_offset=offset)
             )
+        if coordinator_epoch < 0:  # not read with its record: keep the one known
+            coordinator_epoch = entry.coordinator_epoch
         if epoch > entry.producer_epoch:
             self._entries[producer_id] = replace(
                 entry,
@@ -343,9 +394,16 @@ class ProducerStateManager:
                 batches=(),
                 has_earlier_history=True,
                 current_txn_first_offset=-1,
+                coordinator_epoch=coordinator_epoch,
+                last_marker_offset=offset,
             )
         else:
-            self._entries[producer_id] = replace(entry, current_txn_first_offset=-1)
+            self._entries[producer_id] = replace(
+                entry,
+                current_txn_first_offset=-1,
+                coordinator_epoch=coordinator_epoch,
+                last_marker_offset=offset,
+            )
 
     def load_from_batches(self, headers: Iterable[BatchHeader]) -> None:
         """Replay batch headers read from the log (in offset order), e.g. after a snapshot."""
@@ -418,6 +476,8 @@ class ProducerStateManager:
                     entry.has_earlier_history,
                     len(entry.batches),
                     entry.current_txn_first_offset,
+                    entry.coordinator_epoch,
+                    entry.last_marker_offset,
                 )
             )
             for b in entry.batches:
@@ -448,19 +508,24 @@ class ProducerStateManager:
         """
         try:
             version, crc, map_end_offset, count = _SNAPSHOT_HEAD.unpack_from(data, 0)
-            if version not in (1, _SNAPSHOT_VERSION):
+            if version not in (1, 2, _SNAPSHOT_VERSION):
                 raise KafkaStorageError(f"unknown producer snapshot version {version}")
             if google_crc32c.value(bytes(data[6:])) != crc:
                 raise KafkaStorageError("producer snapshot fails its CRC")
             pos = _SNAPSHOT_HEAD.size
             entries: list[ProducerStateEntry] = []
             for _ in range(count):
-                txn_first = -1
+                txn_first = coordinator_epoch = marker_offset = -1
                 if version == 1:
                     producer_id, epoch, earlier, n = _ENTRY_V1.unpack_from(data, pos)
                     pos += _ENTRY_V1.size
+                elif version == 2:
+                    producer_id, epoch, earlier, n, txn_first = _ENTRY_V2.unpack_from(data, pos)
+                    pos += _ENTRY_V2.size
                 else:
-                    producer_id, epoch, earlier, n, txn_first = _ENTRY.unpack_from(data, pos)
+                    producer_id, epoch, earlier, n, txn_first, coordinator_epoch, marker_offset = (
+                        _ENTRY.unpack_from(data, pos)
+                    )
                     pos += _ENTRY.size
                 batches = []
                 for _b in range(n):
@@ -482,6 +547,8 @@ class ProducerStateManager:
                         batches=tuple(batches),
                         has_earlier_history=earlier,
                         current_txn_first_offset=txn_first,
+                        coordinator_epoch=coordinator_epoch,
+                        last_marker_offset=marker_offset,
                     )
                 )
             aborted: list[AbortedTxn] = []

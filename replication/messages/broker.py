@@ -298,6 +298,9 @@ class WritableTxnMarker:
     """True: commit."""
     topics: tuple[WritableTxnMarkerTopic, ...] = ()
     coordinator_epoch: int = 0
+    transaction_version: int = 0
+    """KIP-1228: the transaction's version; under 2 the marker's epoch is the bumped one, newer
+    than the transaction's records (`ProducerStateManager.check_marker`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

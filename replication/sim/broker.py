@@ -93,7 +93,7 @@ from replication.sim.messages import (
 )
 from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode, InvariantViolation
-from storage.records import BatchHeader, offset_values
+from storage.records import BatchHeader, offset_values, read_header
 
 if TYPE_CHECKING:
     from replication.sim.cluster import BrokerCluster
@@ -346,7 +346,15 @@ class SimBroker:
             self._on_produce(envelope.source, msg.rpc, request.acks, request.timeout_ms, parts)
         elif isinstance(msg, WriteMarkersReq):  # the broker's `write_markers`: acks=all
             parts = [(tp, msg.batch) for tp in msg.partitions]
-            self._on_produce(envelope.source, msg.rpc, -1, 5000, parts, markers=True)
+            self._on_produce(
+                envelope.source,
+                msg.rpc,
+                -1,
+                5000,
+                parts,
+                markers=True,
+                transaction_version=msg.transaction_version,
+            )
         elif isinstance(msg, AlterResp):
             alter = self.pending_alters.pop(msg.rpc, None)
             if alter is not None:
@@ -611,6 +619,7 @@ class SimBroker:
         parts: list[tuple[TopicPartition, bytes]],
         *,
         markers: bool = False,
+        transaction_version: int = 0,
     ) -> None:
         """A Produce, routed and answered by the broker's handler (or, with ``markers``,
         transaction markers, appended where this broker leads); each partition's core
@@ -620,9 +629,7 @@ class SimBroker:
         appended: set[TopicPartition] = set()
         for tp, records in parts:
             if markers:
-                target: object = self._leading(tp) or ProducePartitionResponse(
-                    index=tp.partition, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER
-                )
+                target: object = self._marker_target(tp, records, transaction_version)
             else:
                 target = self.service.produce_to(tp, records)
             if isinstance(target, ProducePartitionResponse):
@@ -643,6 +650,27 @@ class SimBroker:
             for p in woken:
                 self._answer_fetch(p.source, p.msg, park=False)
         self._maybe_answer_produce(pending)
+
+    def _marker_target(
+        self, tp: TopicPartition, marker: bytes, transaction_version: int
+    ) -> SimReplica | ProducePartitionResponse:
+        """The leader's replica of ``tp`` if it may append ``marker`` now (the broker's
+        `write_markers` gate), else the answer."""
+        replica = self._leading(tp)
+        if replica is None:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        else:
+            header = read_header(marker)
+            code = replica.driver.producer_state.check_marker(
+                header.producer_id,
+                header.producer_epoch,
+                header.coordinator_epoch,
+                transaction_version=transaction_version,
+                high_watermark=replica.driver.high_watermark,
+            )
+            if code is ErrorCode.NONE:
+                return replica
+        return ProducePartitionResponse(index=tp.partition, error_code=code)
 
     def _leading(self, tp: TopicPartition) -> SimReplica | None:
         replica = self.replicas.get(tp)

@@ -148,6 +148,7 @@ class WriteMarkersReq:
     partitions: tuple[TopicPartition, ...]
     batch: bytes
     rpc: int
+    transaction_version: int = 0
 
 
 __all__ = [

@@ -42,7 +42,12 @@ from kraft.types import TopicPartition
 from replication.sim.cluster import BrokerCluster
 from replication.sim.messages import ProduceResp, WriteMarkersReq
 from replication.txn import TxnConfig, TxnCoordinator
-from replication.txn.coordinator import NEEDS_PRODUCER_ID, MarkerJob, ProducerIdAndEpoch
+from replication.txn.coordinator import (
+    MARKER_SETTLED,
+    NEEDS_PRODUCER_ID,
+    MarkerJob,
+    ProducerIdAndEpoch,
+)
 from replication.txn.records import Record, decode_key, decode_metadata
 from replication.txn.state import TxnState
 from storage.control import build_marker_batch
@@ -277,7 +282,9 @@ class TxnCoordinatorHost:
                 for leader, tps in sorted(by_leader.items()):
                     rpc = cluster.next_rpc()
                     self.rpcs[rpc] = key
-                    msg = WriteMarkersReq(tuple(tps), state.batch, rpc)
+                    msg = WriteMarkersReq(
+                        tuple(tps), state.batch, rpc, state.job.transaction_version
+                    )
                     cluster.network.send(self.node_id, leader, msg)
 
     def _complete(self, key: tuple[str, int, int]) -> None:
@@ -296,7 +303,7 @@ class TxnCoordinatorHost:
                 return
             for topic in msg.response.responses:
                 for p in topic.partition_responses:
-                    if p.error_code is ErrorCode.NONE:
+                    if p.error_code in MARKER_SETTLED:
                         state.remaining.discard(TopicPartition(topic.name, p.index))
                         self.markers_written += 1
             if not state.remaining:

@@ -83,6 +83,15 @@ class MarkerJob:
     producer_epoch: int
     commit: bool
     partitions: frozenset[TopicPartition]
+    transaction_version: int = 0
+
+
+MARKER_SETTLED: Final = frozenset(
+    {ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+)
+"""A partition leader's answers after which a marker is not sent again: written, or the
+producer or coordinator is past it, so the transaction is ended there (Kafka's
+``TransactionMarkerRequestCompletionHandler``: "this txn can now be ignored")."""
 
 
 @final
@@ -122,6 +131,7 @@ class TxnCoordinator:
                 producer_epoch=m.producer_epoch,
                 commit=m.state is TxnState.PREPARE_COMMIT,
                 partitions=m.partitions,
+                transaction_version=m.client_transaction_version,
             )
             for _, m in sorted(self._txns.items())
             if m.state.is_preparing

@@ -35,13 +35,13 @@ def txn_batch(offset: int, pid: int, epoch: int, seq: int, n: int = 1) -> bytes:
     return bytes(batch)
 
 
-def marker(offset: int, pid: int, epoch: int, *, commit: bool) -> bytes:
+def marker(offset: int, pid: int, epoch: int, *, commit: bool, coordinator: int = 0) -> bytes:
     batch = bytearray(
         build_marker_batch(
             commit=commit,
             producer_id=pid,
             producer_epoch=epoch,
-            coordinator_epoch=0,
+            coordinator_epoch=coordinator,
             timestamp_ms=1,
         )
     )
@@ -58,6 +58,53 @@ def fold(state: ProducerStateManager, *batches: bytes) -> None:
 def test_the_marker_type_is_read_from_the_control_record() -> None:
     assert read_header(marker(0, 1, 0, commit=True)).control_type == ControlType.COMMIT
     assert read_header(marker(0, 1, 0, commit=False)).control_type == ControlType.ABORT
+    assert read_header(marker(0, 1, 0, commit=True, coordinator=42)).coordinator_epoch == 42
+    assert read_header(marker(0, 1, 0, commit=True)[:70]).coordinator_epoch == -1
+
+
+def check_marker(
+    state: ProducerStateManager, epoch: int, *, tv: int, coordinator: int = 0, hw: int = 100
+) -> ErrorCode:
+    return state.check_marker(7, epoch, coordinator, transaction_version=tv, high_watermark=hw)
+
+
+def test_under_transaction_version_2_a_late_copy_of_a_marker_cannot_end_the_next_transaction() -> (
+    None
+):
+    """KAFKA-18575: EndTxn bumped the epoch to 3 and the marker carries it; the client's next
+    transaction writes at 3 too. A second copy of the marker (a retry, or a failed-over
+    coordinator's) is refused, and the open transaction stays open."""
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 7, 2, 0), marker(1, 7, 3, commit=True))
+    assert check_marker(state, 3, tv=2) is ErrorCode.INVALID_PRODUCER_EPOCH
+    fold(state, txn_batch(2, 7, 3, 0))
+    assert check_marker(state, 3, tv=2) is ErrorCode.INVALID_PRODUCER_EPOCH
+    assert check_marker(state, 4, tv=2) is ErrorCode.NONE
+    assert state.first_unstable_offset() == 2
+
+
+def test_a_copy_of_an_uncommitted_marker_is_retried_not_settled() -> None:
+    """The copy in the log may still be truncated away: the coordinator must send it again."""
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 7, 2, 0), marker(1, 7, 3, commit=True))
+    assert check_marker(state, 3, tv=2, hw=1) is ErrorCode.CONCURRENT_TRANSACTIONS
+    assert check_marker(state, 3, tv=2, hw=2) is ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_before_transaction_version_2_a_marker_shares_its_transactions_epoch() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 7, 2, 0))
+    assert check_marker(state, 2, tv=0) is ErrorCode.NONE
+    assert check_marker(state, 1, tv=0) is ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_a_marker_of_an_older_coordinator_is_a_zombies() -> None:
+    state = ProducerStateManager()
+    fold(state, txn_batch(0, 7, 2, 0), marker(1, 7, 2, commit=False, coordinator=5))
+    assert check_marker(state, 2, tv=0, coordinator=4) is (ErrorCode.TRANSACTION_COORDINATOR_FENCED)
+    assert check_marker(state, 2, tv=0, coordinator=5) is ErrorCode.NONE
+    restored = ProducerStateManager.from_snapshot(state.snapshot())
+    assert restored.entry(7) == state.entry(7)
     assert read_header(marker(0, 1, 0, commit=False)[:61]).control_type == -1
 
 
