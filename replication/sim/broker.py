@@ -27,7 +27,7 @@ each seed is a bounded, exact replay.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
@@ -54,14 +54,13 @@ from replication.broker.reconcile import (
     is_adding_replica,
     may_reconcile,
 )
-from replication.broker.service import BrokerService, fetch_satisfied
+from replication.broker.service import BrokerService
 from replication.broker.throttle import ThrottleBucket
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
     FollowerFetchRequest,
     FollowerFetchResponse,
-    ProduceCompletion,
     ReplicationConfig,
 )
 from replication.driver import MemorySnapshotStore, ReplicationMode, open_partition_driver
@@ -69,10 +68,8 @@ from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
     FetchTopic,
-    ProducePartitionResponse,
-    ProduceResponse,
-    ProduceTopicResponse,
 )
+from replication.sim.broker_requests import ClientRequests
 from replication.sim.controller import (
     QUIET,
     ControllerRouter,
@@ -80,20 +77,20 @@ from replication.sim.controller import (
 from replication.sim.messages import (
     AlterReq,
     AlterResp,
+    AppendReq,
     FetchReq,
     FetchResp,
     HeartbeatReq,
     HeartbeatResp,
     PartitionRaft,
     ProduceReq,
-    ProduceResp,
     RegisterReq,
     RegisterResp,
     WriteMarkersReq,
 )
 from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode, InvariantViolation
-from storage.records import BatchHeader, offset_values, read_header
+from storage.records import BatchHeader, offset_values
 
 if TYPE_CHECKING:
     from replication.sim.cluster import BrokerCluster
@@ -114,25 +111,6 @@ class _PendingAlter:
     alter_id: int
     partition: int
     deadline_ms: int
-
-
-@dataclass(slots=True)
-class _Parked:
-    """A fetch that was not `fetch_satisfied`: run again at its deadline or on an append."""
-
-    source: int
-    msg: FetchReq
-    deadline_ms: int
-    partitions: frozenset[TopicPartition]
-
-
-@dataclass(slots=True)
-class _PendingProduce:
-    """A Produce whose partitions' cores have not all completed yet."""
-
-    source: int
-    rpc: int
-    answers: dict[TopicPartition, ProducePartitionResponse | None] = field(default_factory=dict)
 
 
 @final
@@ -159,8 +137,6 @@ class SimBroker:
         self.replicas: dict[TopicPartition, SimReplica] = {}
         self.pending_fetches: dict[int, _PendingFetch] = {}
         self.pending_alters: dict[int, _PendingAlter] = {}
-        self.waiting_produces: dict[int, tuple[_PendingProduce, TopicPartition, SimReplica]] = {}
-        self.parked: list[_Parked] = []
         self.register_rpc: int | None = None
         self.controller_rpcs: dict[int, int] = {}
         """rpc -> deadline of each registration or heartbeat in flight."""
@@ -171,12 +147,13 @@ class SimBroker:
         self.next_heartbeat_ms = 0
         self.next_flush_ms = 0
         self.next_checkpoint_ms = 0
-        self.next_request_id = 1
         self.stopping = False
         self.leader_throttle = ThrottleBucket()
         """Unlimited: the simulator runs no reassignment throttles."""
         self.service = BrokerService(self, now_ms=lambda: self.cluster.clock.now_ms)
         """The broker's Produce and Fetch handlers, over this broker (a `ReplicaHost`)."""
+        self.requests = ClientRequests(self)
+        """The answers to clients' (and followers') requests, and their waiting."""
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -265,11 +242,7 @@ class SimBroker:
         for replica in list(self.replicas.values()):
             replica.driver.tick(now)
             self._maybe_fetch(replica)
-        due = [p for p in self.parked if p.deadline_ms <= now]
-        if due:
-            self.parked = [p for p in self.parked if p.deadline_ms > now]
-            for p in due:
-                self._answer_fetch(p.source, p.msg, park=False)
+        self.requests.tick(now)
         if now >= self.next_flush_ms:
             self.next_flush_ms = now + config.flush_interval_ms
             for disk in self.disks.values():
@@ -330,31 +303,12 @@ class SimBroker:
             replica = self.replicas.get(msg.tp)
             if replica is not None:  # NB: not opened yet (or gone): Raft retries
                 replica.driver.handle_raft_message(msg.message, self.cluster.clock.now_ms)
-        elif isinstance(msg, FetchReq):
-            self._answer_fetch(envelope.source, msg, park=True)
+        elif isinstance(msg, FetchReq | ProduceReq | WriteMarkersReq | AppendReq):
+            self.requests.handle(envelope.source, msg)
         elif isinstance(msg, FetchResp):
             fetch = self.pending_fetches.pop(msg.rpc, None)
             if fetch is not None:
                 self._on_fetch_response(fetch, _follower_part(fetch.request, msg.response))
-        elif isinstance(msg, ProduceReq):
-            request = msg.request
-            parts = [
-                (TopicPartition(t.name, d.index), d.records)
-                for t in request.topic_data
-                for d in t.partition_data
-            ]
-            self._on_produce(envelope.source, msg.rpc, request.acks, request.timeout_ms, parts)
-        elif isinstance(msg, WriteMarkersReq):  # the broker's `write_markers`: acks=all
-            parts = [(tp, msg.batch) for tp in msg.partitions]
-            self._on_produce(
-                envelope.source,
-                msg.rpc,
-                -1,
-                5000,
-                parts,
-                markers=True,
-                transaction_version=msg.transaction_version,
-            )
         elif isinstance(msg, AlterResp):
             alter = self.pending_alters.pop(msg.rpc, None)
             if alter is not None:
@@ -390,7 +344,7 @@ class SimBroker:
             self.cluster.checker.on_crash(self.node_id)
             self.pending_fetches.clear()
             self.pending_alters.clear()
-            self.parked.clear()
+            self.requests.parked.clear()
         self.broker_epoch = broker_epoch
         self.next_heartbeat_ms = now
         self._reconcile()
@@ -460,7 +414,7 @@ class SimBroker:
             replica.driver.stop(now)
             replica.driver.close()
             self.disks.pop(tp, None)
-            self.parked = [p for p in self.parked if tp not in p.partitions]
+            self.requests.forget(tp)
             self.cluster.checker.on_replica_removed(self.node_id, tp)
         # A log left by a replica moved away while this broker was down: a stray, deleted as
         # the broker deletes it once its image holds its registration.
@@ -584,120 +538,6 @@ class SimBroker:
             return  # a newer role: it has no fetch in flight
         replica.driver.handle_fetch_response(fetch.generation, response, self.cluster.clock.now_ms)
         self._maybe_fetch(replica)
-
-    def _answer_fetch(self, source: int, msg: FetchReq, *, park: bool) -> None:
-        """A Fetch (a follower's or a consumer's), through the broker's handler; parked if it
-        is not satisfied yet and may wait."""
-        request = msg.request
-        partitions = frozenset(
-            TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
-        )
-        before = {tp: r.high_watermark for tp in partitions if (r := self.replicas.get(tp))}
-        response, size, errors = self.service.fetch_once(request)
-        for tp, high_watermark in before.items():
-            replica = self.replicas.get(tp)
-            if replica is not None and replica.high_watermark > high_watermark:
-                self.cluster.notify("high_watermark_advanced", self.node_id, tp)
-        if (
-            park
-            and request.max_wait_ms > 0
-            and not fetch_satisfied(request, response, size, errors)
-        ):
-            deadline = self.cluster.clock.now_ms + request.max_wait_ms
-            self.parked.append(_Parked(source, msg, deadline, partitions))
-            return
-        self._send(source, FetchResp(response, msg.rpc))
-
-    # --- produce ------------------------------------------------------------------------------
-
-    def _on_produce(
-        self,
-        source: int,
-        rpc: int,
-        acks: int,
-        timeout_ms: int,
-        parts: list[tuple[TopicPartition, bytes]],
-        *,
-        markers: bool = False,
-        transaction_version: int = 0,
-    ) -> None:
-        """A Produce, routed and answered by the broker's handler (or, with ``markers``,
-        transaction markers, appended where this broker leads); each partition's core
-        completes it (`answer_produce`)."""
-        pending = _PendingProduce(source, rpc)
-        now = self.cluster.clock.now_ms
-        appended: set[TopicPartition] = set()
-        for tp, records in parts:
-            if markers:
-                target: object = self._marker_target(tp, records, transaction_version)
-            else:
-                target = self.service.produce_to(tp, records)
-            if isinstance(target, ProducePartitionResponse):
-                pending.answers[tp] = target
-                continue
-            replica = self.replicas[tp]  # the replica found leading
-            pending.answers[tp] = None
-            rid = self.next_request_id
-            self.next_request_id += 1
-            self.waiting_produces[rid] = (pending, tp, replica)
-            replica.driver.produce(rid, acks, timeout_ms, records, now)
-            appended.add(tp)
-        # A parked fetch of an appended partition runs again now (the broker's long poll
-        # wakes on the replica's ``changed``).
-        woken = [p for p in self.parked if p.partitions & appended]
-        if woken:
-            self.parked = [p for p in self.parked if not p.partitions & appended]
-            for p in woken:
-                self._answer_fetch(p.source, p.msg, park=False)
-        self._maybe_answer_produce(pending)
-
-    def _marker_target(
-        self, tp: TopicPartition, marker: bytes, transaction_version: int
-    ) -> SimReplica | ProducePartitionResponse:
-        """The leader's replica of ``tp`` if it may append ``marker`` now (the broker's
-        `write_markers` gate), else the answer."""
-        replica = self._leading(tp)
-        if replica is None:
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        else:
-            header = read_header(marker)
-            code = replica.driver.producer_state.check_marker(
-                header.producer_id,
-                header.producer_epoch,
-                header.coordinator_epoch,
-                transaction_version=transaction_version,
-                high_watermark=replica.driver.high_watermark,
-            )
-            if code is ErrorCode.NONE:
-                return replica
-        return ProducePartitionResponse(index=tp.partition, error_code=code)
-
-    def _leading(self, tp: TopicPartition) -> SimReplica | None:
-        replica = self.replicas.get(tp)
-        return replica if replica is not None and replica.driver.is_leader else None
-
-    def answer_produce(self, completion: ProduceCompletion) -> None:
-        waiting = self.waiting_produces.pop(completion.request_id, None)
-        if waiting is not None:
-            pending, tp, replica = waiting
-            pending.answers[tp] = self.service.produce_answered(tp, replica, completion)
-            self._maybe_answer_produce(pending)
-
-    def _maybe_answer_produce(self, pending: _PendingProduce) -> None:
-        answers = pending.answers
-        if any(answer is None for answer in answers.values()):
-            return
-        by_topic: dict[str, list[ProducePartitionResponse]] = {}
-        for tp, answer in answers.items():
-            assert answer is not None
-            by_topic.setdefault(tp.topic, []).append(answer)
-        response = ProduceResponse(
-            responses=tuple(
-                ProduceTopicResponse(name=name, partition_responses=tuple(parts))
-                for name, parts in by_topic.items()
-            )
-        )
-        self._send(pending.source, ProduceResp(response, pending.rpc))
 
 
 def _follower_part(

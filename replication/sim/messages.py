@@ -151,9 +151,22 @@ class WriteMarkersReq:
     transaction_version: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class AppendReq:
+    """A coordinator's acks=all append of ``batch`` to ``tp`` of an internal topic, by the
+    leader's core (the broker hosting a coordinator appends to its replica itself; a client's
+    Produce to an internal topic is refused). Answered with a `ProduceResp`."""
+
+    tp: TopicPartition
+    batch: bytes
+    rpc: int
+    timeout_ms: int
+
+
 __all__ = [
     "AlterReq",
     "AlterResp",
+    "AppendReq",
     "CreateTopicsReq",
     "CreateTopicsResp",
     "FetchReq",

@@ -126,7 +126,7 @@ class SimReplica(NoDriverEvents):
         )
 
     def produce_completed(self, completion: ProduceCompletion) -> None:
-        self.broker.answer_produce(completion)
+        self.broker.requests.answer_produce(completion)
 
     def send_alter_partition(self, generation: int, send: AlterPartitionSend) -> None:
         self.broker.send_alter(self, generation, send)

@@ -1,13 +1,16 @@
 """The transactional workload of the broker simulation (KIP-98, KIP-890 part 2).
 
 - `TxnCoordinatorHost`: the pure `replication.txn.TxnCoordinator` hosted as the broker hosts
-  it: every state change is a record appended to the coordinator's log and then replayed, a
-  restarted coordinator rebuilds its state by replaying that log and writes the markers of
-  the transactions it finds preparing again, markers go to each partition's leader
-  (`WriteMarkersReq`, appended with acks=all by the leader's core), and ``tick`` aborts timed
-  out transactions. NB (simplified): the log is a durable list on the host, not a replicated
-  ``__transaction_state`` partition; a coordinator crash models a coordinator failover (the
-  coordinator epoch is its incarnation) with no loss of its written records.
+  it: every state change is a batch of records appended with acks=all to the replicated
+  ``__transaction_state-0`` partition (a partition of the simulated cluster, under the same
+  faults), applied and answered once committed, one write at a time; an append that fails or
+  goes unanswered makes it load again from the partition's committed records under a new
+  coordinator epoch, as does a restart, and it then writes the markers of the transactions it
+  finds preparing again. Markers go to each partition's leader (`WriteMarkersReq`, appended
+  with acks=all by the leader's core), and ``tick`` aborts timed out transactions. NB
+  (simplified): the coordinator is a node of its own that reads the partition from its
+  leader, where a broker leading the partition hosts it, and its epoch is its incarnation,
+  not the partition's leader epoch.
 - `TxnProducer` (``txn_clients.py``): a transactional producer (InitProducerId,
   AddPartitionsToTxn, one transactional batch per partition, EndTxn v5 commit or abort,
   seeded), retrying as a client does; its epoch is bumped by every EndTxn.
@@ -33,14 +36,16 @@ Invariants (``TxnChecker``):
 from __future__ import annotations
 
 import random
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import final
 
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.cluster_network import Envelope
-from kraft.types import TopicPartition
+from kraft.types import TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.sim.cluster import BrokerCluster
-from replication.sim.messages import ProduceResp, WriteMarkersReq
+from replication.sim.messages import AppendReq, ProduceResp, WriteMarkersReq
 from replication.txn import TxnConfig, TxnCoordinator
 from replication.txn.coordinator import (
     MARKER_SETTLED,
@@ -52,6 +57,7 @@ from replication.txn.records import Record, decode_key, decode_metadata
 from replication.txn.state import TxnState
 from storage.control import build_marker_batch
 from storage.errors import ErrorCode
+from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples
 
 TXN_TIMEOUT_MS = 1500
 """``transaction.timeout.ms`` of the producers: the coordinator aborts a transaction stuck
@@ -61,6 +67,11 @@ REQUEST_TIMEOUT_MS = 400
 MARKER_RETRY_MS = 200
 """The coordinator sends a partition's marker again when it is not written after this long."""
 COORDINATOR_TICK_MS = 10
+APPEND_TIMEOUT_MS = 500
+"""The coordinator's acks=all appends to ``__transaction_state``: the leader's timeout."""
+APPEND_DEADLINE_MS = 800
+"""An append unanswered this long (lost in the network) reloads the coordinator."""
+TXN_STATE = TopicPartition(TRANSACTION_STATE_TOPIC, 0)
 FIRST_PRODUCER_ID = 5000
 
 TxnKey = tuple[int, int]
@@ -190,6 +201,20 @@ class _Markers:
     batch: bytes
     remaining: set[TopicPartition]
     next_send_ms: int = 0
+    completing: bool = False
+
+
+Write = Callable[[int], tuple[list[Record], Callable[[], None]]]
+"""A write of the coordinator: from ``now_ms``, on the committed state, the records to append
+and what to do once they are committed (answer a client)."""
+
+
+@dataclass(slots=True)
+class _Append:
+    records: list[Record]
+    then: Callable[[], None]
+    rpc: int
+    deadline_ms: int
 
 
 @final
@@ -200,27 +225,31 @@ class TxnCoordinatorHost:
         self.cluster = cluster
         self.checker = checker
         self.node_id = node_id
-        self.log: list[Record] = []
-        """The coordinator's written records (durable: they survive its crashes)."""
         self.next_producer_id = FIRST_PRODUCER_ID
         """The controller's producer-id blocks (KIP-730): durable, never reused."""
         self.up = False
+        self.loaded = False
         self.incarnation = 0
         self.core = TxnCoordinator(TxnConfig())
         self.markers: dict[tuple[str, int, int], _Markers] = {}
         self.rpcs: dict[int, tuple[str, int, int]] = {}
+        self.queue: deque[Write] = deque()
+        self.appending: _Append | None = None
         self.markers_written = 0
+        self.reloads = 0
         cluster.clients[node_id] = self.deliver
 
     def start(self) -> None:
-        """Become the coordinator: rebuild the state from the log (the new leader's load)."""
+        """Become the coordinator (a failover): load the committed records of
+        ``__transaction_state`` before answering (COORDINATOR_LOAD_IN_PROGRESS until then)."""
         self.up = True
         self.incarnation += 1
         self.core = TxnCoordinator(TxnConfig(transaction_max_timeout_ms=60_000))
-        for key, value in self.log:
-            self.core.replay(key, value)
+        self.loaded = False
         self.markers = {}
         self.rpcs = {}
+        self.queue.clear()
+        self.appending = None
         inc = self.incarnation
         self.cluster.scheduler.after(0, lambda: self._tick(inc))
 
@@ -228,24 +257,94 @@ class TxnCoordinatorHost:
         self.up = False
 
     def busy(self) -> bool:
-        """A transaction is ongoing or its markers are not all written."""
-        return any(
+        """Not loaded, or a transaction is ongoing or its markers are not all written."""
+        return not self.loaded or any(
             m.state is TxnState.ONGOING or m.state.is_preparing
             for m in self.core.transactions().values()
         )
 
-    def _write(self, records: list[Record]) -> None:
-        for key, value in records:
-            self.log.append((key, value))
-            self.core.replay(key, value)
-            if value is None:
+    def _load(self) -> None:
+        """Replay ``__transaction_state`` from its leader once the leader has committed every
+        record it holds (the broker's coordinator load reads to the high watermark and waits
+        for it to reach the log end)."""
+        broker = self.cluster.brokers.get(self.cluster.leader_of(TXN_STATE))
+        replica = None if broker is None or not broker.up else broker.replicas.get(TXN_STATE)
+        if replica is None or not replica.driver.is_leader:
+            return
+        hw = replica.high_watermark
+        if hw < replica.log.log_end_offset:
+            return
+        offset = replica.log.log_start_offset
+        while offset < hw:
+            data = replica.read(offset, 1 << 20, hw)
+            if not data:
+                return
+            for pos, header in iter_batches(data):
+                if not header.is_control:  # a quorum partition's Raft control records
+                    batch = data[pos : pos + header.size_bytes]
+                    for _, _, key, value, _ in record_tuples(batch):
+                        if key is not None:
+                            self._apply(key, value)
+                offset = header.next_offset
+        self.loaded = True
+
+    def _apply(self, key: bytes, value: bytes | None) -> None:
+        """A committed record: into the state, and a decision into the checker."""
+        self.core.replay(key, value)
+        if value is None:
+            return
+        meta = decode_metadata(decode_key(key), value)
+        if meta.state.is_preparing:  # the decision: its epoch is the one before the bump
+            self.checker.on_decided(
+                (meta.producer_id, meta.last_producer_epoch),
+                meta.state is TxnState.PREPARE_COMMIT,
+            )
+
+    def _reload(self) -> None:
+        """An append failed or went unanswered: what the state holds may not be committed, so
+        the coordinator starts again from the log, under a new coordinator epoch (the broker
+        drops the coordinator and loads it again)."""
+        self.reloads += 1
+        self.start()
+
+    def _submit(self, write: Write) -> None:
+        self.queue.append(write)
+        self._pump()
+
+    def _pump(self) -> None:
+        """Run the queued writes one at a time, each on the state its predecessors committed
+        (the broker's per-partition coordinator lock)."""
+        cluster = self.cluster
+        while self.loaded and self.appending is None and self.queue:
+            now = cluster.clock.now_ms
+            records, then = self.queue.popleft()(now)
+            if not records:
+                then()
                 continue
-            meta = decode_metadata(decode_key(key), value)
-            if meta.state.is_preparing:  # the decision: its epoch is the one before the bump
-                self.checker.on_decided(
-                    (meta.producer_id, meta.last_producer_epoch),
-                    meta.state is TxnState.PREPARE_COMMIT,
-                )
+            leader = cluster.leader_of(TXN_STATE)
+            if leader < 0:
+                self._reload()
+                return
+            rpc = cluster.next_rpc()
+            self.appending = _Append(records, then, rpc, now + APPEND_DEADLINE_MS)
+            batch = build_batch(
+                [SimpleRecord(key=k, value=v) for k, v in records], timestamp_ms=now
+            )
+            append = AppendReq(TXN_STATE, batch, rpc, APPEND_TIMEOUT_MS)
+            cluster.network.send(self.node_id, leader, append)
+
+    def _appended(self, msg: ProduceResp) -> None:
+        appending = self.appending
+        assert appending is not None and msg.rpc == appending.rpc
+        ((answer,),) = (t.partition_responses for t in msg.response.responses)
+        if answer.error_code is not ErrorCode.NONE:
+            self._reload()
+            return
+        self.appending = None
+        for key, value in appending.records:
+            self._apply(key, value)
+        appending.then()
+        self._pump()
 
     def _new_producer_id(self) -> int:
         self.next_producer_id += 1
@@ -257,7 +356,15 @@ class TxnCoordinatorHost:
         cluster = self.cluster
         now = cluster.clock.now_ms
         cluster.scheduler.after(COORDINATOR_TICK_MS, lambda: self._tick(incarnation))
-        self._write(self.core.tick(now))
+        if not self.loaded:
+            self._load()
+            self._pump()
+            return
+        if self.appending is not None and now >= self.appending.deadline_ms:
+            self._reload()
+            return
+        if self.appending is None and not self.queue:
+            self._submit(lambda now_ms: (self.core.tick(now_ms), _nothing))
         for job in self.core.pending_markers():
             key = (job.transactional_id, job.producer_id, job.producer_epoch)
             state = self.markers.get(key)
@@ -288,15 +395,27 @@ class TxnCoordinatorHost:
                     cluster.network.send(self.node_id, leader, msg)
 
     def _complete(self, key: tuple[str, int, int]) -> None:
-        state = self.markers.pop(key)
-        self._write(self.core.complete(state.job, self.cluster.clock.now_ms).records)
+        state = self.markers[key]
+        if state.completing:
+            return
+        state.completing = True
+
+        def write(now: int) -> tuple[list[Record], Callable[[], None]]:
+            return list(self.core.complete(state.job, now).records), lambda: self._done(key)
+
+        self._submit(write)
+
+    def _done(self, key: tuple[str, int, int]) -> None:
+        self.markers.pop(key, None)
 
     def deliver(self, envelope: Envelope) -> None:
         if not self.up:
             return
         msg = envelope.payload
-        now = self.cluster.clock.now_ms
         if isinstance(msg, ProduceResp):
+            if self.appending is not None and msg.rpc == self.appending.rpc:
+                self._appended(msg)
+                return
             key = self.rpcs.pop(msg.rpc, None)
             state = None if key is None else self.markers.get(key)
             if key is None or state is None:
@@ -309,7 +428,21 @@ class TxnCoordinatorHost:
             if not state.remaining:
                 self._complete(key)
             return
+        if not isinstance(msg, InitPidReq | AddPartitionsReq | EndTxnReq):
+            return
+        if not self.loaded:
+            error = TxnResp(msg.rpc, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            self.cluster.network.send(self.node_id, envelope.source, error)
+            return
+        self._submit(lambda now: self._request(envelope.source, msg, now))
+
+    def _request(
+        self, source: int, msg: InitPidReq | AddPartitionsReq | EndTxnReq, now: int
+    ) -> tuple[list[Record], Callable[[], None]]:
+        """A client's request on the committed state: its records, and its answer once they
+        are committed."""
         answer: ProducerIdAndEpoch
+        records: list[Record]
         if isinstance(msg, InitPidReq):
             result = self.core.init_producer_id(msg.transactional_id, TXN_TIMEOUT_MS, now)
             if result.response == NEEDS_PRODUCER_ID:
@@ -319,8 +452,7 @@ class TxnCoordinatorHost:
                     now,
                     new_producer_id=self._new_producer_id(),
                 )
-            self._write(result.records)
-            answer = result.response
+            records, answer = list(result.records), result.response
         elif isinstance(msg, AddPartitionsReq):
             added = self.core.add_partitions(
                 msg.transactional_id,
@@ -330,9 +462,8 @@ class TxnCoordinatorHost:
                 now,
                 transaction_version=2,
             )
-            self._write(added.records)
-            answer = ProducerIdAndEpoch(error_code=added.response)
-        elif isinstance(msg, EndTxnReq):
+            records, answer = list(added.records), ProducerIdAndEpoch(error_code=added.response)
+        else:
             ended = self.core.end_txn(
                 msg.transactional_id,
                 msg.producer_id,
@@ -351,12 +482,19 @@ class TxnCoordinatorHost:
                     transaction_version=2,
                     new_producer_id=self._new_producer_id(),
                 )
-            self._write(ended.records)
-            answer = ended.response
-        else:
-            return
+            records, answer = list(ended.records), ended.response
         response = TxnResp(msg.rpc, answer.error_code, answer.producer_id, answer.producer_epoch)
-        self.cluster.network.send(self.node_id, envelope.source, response)
+        incarnation = self.incarnation
+
+        def reply() -> None:
+            if self.up and incarnation == self.incarnation:
+                self.cluster.network.send(self.node_id, source, response)
+
+        return records, reply
+
+
+def _nothing() -> None:
+    pass
 
 
 # --- the coordinator's faults -----------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.network import LinkProfile
 from kraft.sim.seeds import report_seed, report_summary, run_guarded, run_seed_jobs
+from kraft.types import TRANSACTION_STATE_TOPIC
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
@@ -51,6 +52,7 @@ class TxnSeedResult:
     sim_time_ms: int = 0
     faults: int = 0
     coordinator_failovers: int = 0
+    coordinator_reloads: int = 0
     committed: int = 0
     aborted: int = 0
     decided: int = 0
@@ -72,6 +74,7 @@ class TxnSeedResult:
         return (
             f"seed={self.seed:#x} brokers={self.brokers} partitions={self.partitions} "
             f"faults={self.faults} coordinator_failovers={self.coordinator_failovers} "
+            f"coordinator_reloads={self.coordinator_reloads} "
             f"committed={self.committed} aborted={self.aborted} decided={self.decided} "
             f"committed_records={self.committed_records} read={self.read} "
             f"aborted_records_skipped={self.skipped} markers={self.markers} "
@@ -151,6 +154,13 @@ def run_txn_seed(
         c.start(150)
         consumers.append(c)
     TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1).start(50)
+    TopicCreator(  # as the broker hosting the coordinator does on first use
+        cluster,
+        random.Random(rng.getrandbits(64)),
+        node_id=CLIENT_BASE_ID - 2,
+        topics={TRANSACTION_STATE_TOPIC: 1},
+        as_broker=True,
+    ).start(50)
     nemesis = Nemesis(
         cluster, random.Random(rng.getrandbits(64)), start_ms=FAULTS_START_MS, end_ms=faults_end_ms
     )
@@ -197,6 +207,7 @@ def run_txn_seed(
     result.sim_time_ms = cluster.clock.now_ms
     result.faults = nemesis.stats.total + txn_nemesis.failovers
     result.coordinator_failovers = txn_nemesis.failovers
+    result.coordinator_reloads = host.reloads
     result.committed = sum(p.committed for p in producers)
     result.aborted = sum(p.aborted for p in producers)
     result.decided = len(checker.decided)

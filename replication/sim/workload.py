@@ -302,11 +302,23 @@ class Consumer:
 
 @final
 class TopicCreator:
-    """The admin client: CreateTopics through the controller quorum until the topic exists."""
+    """The admin client: CreateTopics through the controller quorum until the topics exist
+    (``topics``: name -> partitions; the workload's topic by default). ``as_broker``: sent as
+    a registered broker creating an internal topic on first use (only a broker may)."""
 
-    def __init__(self, cluster: BrokerCluster, rng: random.Random, *, node_id: int) -> None:
+    def __init__(
+        self,
+        cluster: BrokerCluster,
+        rng: random.Random,
+        *,
+        node_id: int,
+        topics: dict[str, int] | None = None,
+        as_broker: bool = False,
+    ) -> None:
         self.cluster = cluster
         self.node_id = node_id
+        self.topics = topics if topics is not None else {TOPIC: cluster.config.partitions}
+        self.as_broker = as_broker
         self.router = ControllerRouter(cluster.controller_ids, rng)
         self.rpc = -1
         self.deadline_ms = 0
@@ -327,15 +339,24 @@ class TopicCreator:
         if self.rpc != -1:
             self.router.failed()
         config = cluster.config
+        broker = next(
+            (b for _, b in sorted(cluster.brokers.items()) if b.up and b.broker_epoch is not None),
+            None,
+        )
+        if self.as_broker and broker is None:
+            return  # no broker registered yet
         request = CreateTopicsRequest(
-            topics=(
+            broker_id=broker.node_id if self.as_broker and broker else None,
+            broker_epoch=broker.broker_epoch if self.as_broker and broker else None,
+            topics=tuple(
                 CreatableTopic(
-                    name=TOPIC,
-                    num_partitions=config.partitions,
+                    name=name,
+                    num_partitions=partitions,
                     replication_factor=config.replication_factor,
                     configs={"min.insync.replicas": str(config.min_insync_replicas)},
-                ),
-            )
+                )
+                for name, partitions in self.topics.items()
+            ),
         )
         self.rpc = cluster.next_rpc()
         self.deadline_ms = now + config.controller_request_timeout_ms
@@ -348,10 +369,10 @@ class TopicCreator:
         if not isinstance(msg, CreateTopicsResp) or msg.rpc != self.rpc:
             return
         self.rpc = -1
-        code = msg.response.topics[0].error_code
-        if code is ErrorCode.NOT_CONTROLLER:
+        codes = {t.error_code for t in msg.response.topics}
+        if ErrorCode.NOT_CONTROLLER in codes:
             self.router.redirect(envelope.source, msg.leader)
-        elif code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+        elif codes <= {ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS}:
             self.done = True
         # else (too few unfenced brokers yet): retry on the next tick
 

@@ -21,6 +21,9 @@ def test_a_seed_range_of_transactions_under_faults_is_valid() -> None:
     assert sum(r.committed for r in results) > 50 and sum(r.aborted for r in results) > 20
     assert sum(r.skipped for r in results) > 20
     assert all(r.read == r.committed_records > 0 for r in results)
+    # the coordinator's appends to __transaction_state failed under the faults, and it
+    # loaded its state again from the partition's committed records
+    assert sum(r.coordinator_reloads for r in results) > 0
 
 
 def test_quorum_partitions_run_the_transactional_workload_too() -> None:

@@ -1,0 +1,235 @@
+"""`ClientRequests`: a `SimBroker`'s answers to the requests of clients and followers.
+
+- Fetch (a follower's or a consumer's) and Produce go through the broker's own handlers
+  (`replication.broker.service.BrokerService`); only the waiting is the simulator's, without
+  an event loop: a produce waits for its partitions' cores to complete it, and a fetch that is
+  not `fetch_satisfied` is parked for up to its ``max_wait_ms`` and run again when a batch is
+  appended to one of its partitions.
+- WriteTxnMarkers (`WriteMarkersReq`): each marker goes to the partition's core where this
+  broker leads, after the broker's gate (`ProducerStateManager.check_marker`), as
+  `replication.broker.txn_markers.write_markers` does.
+- A coordinator's append (`AppendReq`) to an internal topic it hosts: straight to the
+  partition's core where this broker leads, as the broker's coordinator runtimes append to
+  their replica (a client's Produce to an internal topic is refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, final
+
+from kraft.types import TopicPartition
+from replication.broker.service import fetch_satisfied
+from replication.core import ProduceCompletion
+from replication.messages import ProducePartitionResponse, ProduceResponse, ProduceTopicResponse
+from replication.sim.messages import (
+    AppendReq,
+    FetchReq,
+    FetchResp,
+    ProduceReq,
+    ProduceResp,
+    WriteMarkersReq,
+)
+from storage.errors import ErrorCode
+from storage.records import read_header
+
+if TYPE_CHECKING:
+    from replication.sim.broker import SimBroker
+    from replication.sim.replica import SimReplica
+
+MARKER_TIMEOUT_MS = 5000
+"""A marker's acks=all append (the broker's ``MARKER_TIMEOUT_MS``)."""
+
+
+@dataclass(slots=True)
+class _Parked:
+    """A fetch that was not `fetch_satisfied`: run again at its deadline or on an append."""
+
+    source: int
+    msg: FetchReq
+    deadline_ms: int
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(slots=True)
+class _PendingProduce:
+    """A Produce whose partitions' cores have not all completed yet."""
+
+    source: int
+    rpc: int
+    answers: dict[TopicPartition, ProducePartitionResponse | None] = field(default_factory=dict)
+
+
+@final
+class ClientRequests:
+    """One broker incarnation's client-facing requests and their waiting (module docstring)."""
+
+    def __init__(self, broker: SimBroker) -> None:
+        self.broker = broker
+        self.parked: list[_Parked] = []
+        self.waiting: dict[int, tuple[_PendingProduce, TopicPartition, SimReplica]] = {}
+        self.next_request_id = 1
+
+    def handle(self, source: int, msg: FetchReq | ProduceReq | WriteMarkersReq | AppendReq) -> None:
+        if isinstance(msg, FetchReq):
+            self._answer_fetch(source, msg, park=True)
+        elif isinstance(msg, ProduceReq):
+            request = msg.request
+            parts = [
+                (TopicPartition(t.name, d.index), d.records)
+                for t in request.topic_data
+                for d in t.partition_data
+            ]
+            self._produce(source, msg.rpc, request.acks, request.timeout_ms, parts)
+        elif isinstance(msg, WriteMarkersReq):
+            parts = [(tp, msg.batch) for tp in msg.partitions]
+            self._produce(
+                source,
+                msg.rpc,
+                -1,
+                MARKER_TIMEOUT_MS,
+                parts,
+                marker_version=msg.transaction_version,
+            )
+        else:
+            self._produce(source, msg.rpc, -1, msg.timeout_ms, [(msg.tp, msg.batch)], direct=True)
+
+    def tick(self, now: int) -> None:
+        """Answer the parked fetches whose wait is over."""
+        due = [p for p in self.parked if p.deadline_ms <= now]
+        if due:
+            self.parked = [p for p in self.parked if p.deadline_ms > now]
+            for p in due:
+                self._answer_fetch(p.source, p.msg, park=False)
+
+    def forget(self, tp: TopicPartition) -> None:
+        """The replica of ``tp`` is gone from this broker: its parked fetches with it."""
+        self.parked = [p for p in self.parked if tp not in p.partitions]
+
+    # --- fetch --------------------------------------------------------------------------------
+
+    def _answer_fetch(self, source: int, msg: FetchReq, *, park: bool) -> None:
+        """A Fetch (a follower's or a consumer's), through the broker's handler; parked if it
+        is not satisfied yet and may wait."""
+        broker = self.broker
+        request = msg.request
+        partitions = frozenset(
+            TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
+        )
+        before = {tp: r.high_watermark for tp in partitions if (r := broker.replicas.get(tp))}
+        response, size, errors = broker.service.fetch_once(request)
+        for tp, high_watermark in before.items():
+            replica = broker.replicas.get(tp)
+            if replica is not None and replica.high_watermark > high_watermark:
+                broker.cluster.notify("high_watermark_advanced", broker.node_id, tp)
+        if (
+            park
+            and request.max_wait_ms > 0
+            and not fetch_satisfied(request, response, size, errors)
+        ):
+            deadline = broker.cluster.clock.now_ms + request.max_wait_ms
+            self.parked.append(_Parked(source, msg, deadline, partitions))
+            return
+        broker.cluster.network.send(broker.node_id, source, FetchResp(response, msg.rpc))
+
+    # --- produce ------------------------------------------------------------------------------
+
+    def _produce(
+        self,
+        source: int,
+        rpc: int,
+        acks: int,
+        timeout_ms: int,
+        parts: list[tuple[TopicPartition, bytes]],
+        *,
+        marker_version: int | None = None,
+        direct: bool = False,
+    ) -> None:
+        """A Produce routed and answered by the broker's handler; with ``marker_version``,
+        transaction markers of that transaction version, and with ``direct``, a coordinator's
+        own append, each appended where this broker leads. Each partition's core completes it
+        (`answer_produce`)."""
+        pending = _PendingProduce(source, rpc)
+        now = self.broker.cluster.clock.now_ms
+        appended: set[TopicPartition] = set()
+        for tp, records in parts:
+            target: object
+            if marker_version is not None:
+                target = self._marker_target(tp, records, marker_version)
+            elif direct:
+                target = self._leading(tp) or _refused(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            else:
+                target = self.broker.service.produce_to(tp, records)
+            if isinstance(target, ProducePartitionResponse):
+                pending.answers[tp] = target
+                continue
+            replica = self.broker.replicas[tp]  # the replica found leading
+            pending.answers[tp] = None
+            rid = self.next_request_id
+            self.next_request_id += 1
+            self.waiting[rid] = (pending, tp, replica)
+            replica.driver.produce(rid, acks, timeout_ms, records, now)
+            appended.add(tp)
+        # A parked fetch of an appended partition runs again now (the broker's long poll
+        # wakes on the replica's ``changed``).
+        woken = [p for p in self.parked if p.partitions & appended]
+        if woken:
+            self.parked = [p for p in self.parked if not p.partitions & appended]
+            for p in woken:
+                self._answer_fetch(p.source, p.msg, park=False)
+        self._maybe_answer(pending)
+
+    def _marker_target(
+        self, tp: TopicPartition, marker: bytes, transaction_version: int
+    ) -> SimReplica | ProducePartitionResponse:
+        """The leader's replica of ``tp`` if it may append ``marker`` now (the broker's
+        `write_markers` gate), else the answer."""
+        replica = self._leading(tp)
+        if replica is None:
+            return _refused(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        header = read_header(marker)
+        code = replica.driver.producer_state.check_marker(
+            header.producer_id,
+            header.producer_epoch,
+            header.coordinator_epoch,
+            transaction_version=transaction_version,
+            high_watermark=replica.driver.high_watermark,
+        )
+        return replica if code is ErrorCode.NONE else _refused(tp, code)
+
+    def _leading(self, tp: TopicPartition) -> SimReplica | None:
+        replica = self.broker.replicas.get(tp)
+        return replica if replica is not None and replica.driver.is_leader else None
+
+    def answer_produce(self, completion: ProduceCompletion) -> None:
+        waiting = self.waiting.pop(completion.request_id, None)
+        if waiting is not None:
+            pending, tp, replica = waiting
+            pending.answers[tp] = self.broker.service.produce_answered(tp, replica, completion)
+            self._maybe_answer(pending)
+
+    def _maybe_answer(self, pending: _PendingProduce) -> None:
+        answers = pending.answers
+        if any(answer is None for answer in answers.values()):
+            return
+        by_topic: dict[str, list[ProducePartitionResponse]] = {}
+        for tp, answer in answers.items():
+            assert answer is not None
+            by_topic.setdefault(tp.topic, []).append(answer)
+        response = ProduceResponse(
+            responses=tuple(
+                ProduceTopicResponse(name=name, partition_responses=tuple(parts))
+                for name, parts in by_topic.items()
+            )
+        )
+        broker = self.broker
+        broker.cluster.network.send(
+            broker.node_id, pending.source, ProduceResp(response, pending.rpc)
+        )
+
+
+def _refused(tp: TopicPartition, code: ErrorCode) -> ProducePartitionResponse:
+    return ProducePartitionResponse(index=tp.partition, error_code=code)
+
+
+__all__ = ["MARKER_TIMEOUT_MS", "ClientRequests"]
