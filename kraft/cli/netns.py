@@ -88,6 +88,16 @@ def add_parser(sub: Any) -> None:
     fault.add_argument(
         "--jitter", type=float, default=0.0, metavar="MS", help="--delay: up to MS either way"
     )
+    fault.add_argument(
+        "--reorder", action="store_true", help="--delay: a packet may overtake another"
+    )
+    fault.add_argument(
+        "--duplicate",
+        type=float,
+        default=0.0,
+        metavar="PERCENT",
+        help="--delay: send this share of packets twice",
+    )
     fault.add_argument("--seed", type=int, default=0, help="--delay: the jitter's seed")
     fault.set_defaults(handler=run_fault)
 
@@ -220,10 +230,24 @@ def run_fault(args: argparse.Namespace) -> int:
         network.bandwidth(args.host, args.bandwidth)
     else:
         ran = network.delay(
-            args.host, args.delay, jitter_ms=args.jitter, direction=args.direction, seed=args.seed
+            args.host,
+            args.delay,
+            jitter_ms=args.jitter,
+            direction=args.direction,
+            seed=args.seed,
+            reorder=args.reorder,
+            duplicate_percent=args.duplicate,
         )
         how = "netem" if ran == "netem" else "a delaying relay (this kernel has no netem)"
-        print(f"{args.host}: {args.delay:g} ms ± {args.jitter:g} ms {args.direction} by {how}")
+        extra = "".join(
+            (
+                ", reordered" if args.reorder else "",
+                f", {args.duplicate:g}% twice" * bool(args.duplicate),
+            )
+        )
+        print(
+            f"{args.host}: {args.delay:g} ms ± {args.jitter:g} ms {args.direction}{extra} by {how}"
+        )
     return 0
 
 

@@ -8,12 +8,13 @@ Pure: the time and a random draw come in as arguments (the shell owns the clock 
 Each item is held ``delay`` plus a jitter drawn uniformly from ``[-jitter, +jitter]`` (never
 below zero), and never delivered before the item ahead of it: jitter varies the delay, the
 order is kept (netem's ``delay D J`` with its default order-keeping queue does the same for a
-constant rate; reordering is a fault of its own).
+constant rate). With ``reorder`` each item leaves at its own time instead, so a later one may
+overtake an earlier one: reordering, a fault of its own.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
@@ -33,25 +34,31 @@ def delivery_time(
 
 
 class DelayLine(Generic[_T]):
-    """A queue of items, each released at its `delivery_time` (order kept)."""
+    """A queue of items, each released at its `delivery_time` (order kept, unless
+    ``reorder``: then each at its own time, so one may overtake another)."""
 
-    def __init__(self, delay_s: float, jitter_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float, jitter_s: float = 0.0, *, reorder: bool = False) -> None:
         delivery_time(0.0, delay_s, jitter_s, 0.0)  # validates
         self.delay_s = delay_s
         self.jitter_s = jitter_s
-        self._items: deque[tuple[float, _T]] = deque()
+        self.reorder = reorder
+        self._items: list[tuple[float, int, _T]] = []
+        self._pushed = 0
         self._last = 0.0
 
     def push(self, now: float, item: _T, draw: float) -> float:
         """Hold ``item`` (arrived at ``now``); its delivery time."""
-        self._last = delivery_time(now, self.delay_s, self.jitter_s, draw, self._last)
-        self._items.append((self._last, item))
-        return self._last
+        previous = 0.0 if self.reorder else self._last
+        due = delivery_time(now, self.delay_s, self.jitter_s, draw, previous)
+        self._last = max(self._last, due)
+        self._pushed += 1
+        heapq.heappush(self._items, (due, self._pushed, item))  # ties: in arrival order
+        return due
 
     def pop_due(self, now: float) -> Iterator[_T]:
-        """The items due by ``now``, in order (removed as they are yielded)."""
+        """The items due by ``now``, in delivery order (removed as they are yielded)."""
         while self._items and self._items[0][0] <= now:
-            yield self._items.popleft()[1]
+            yield heapq.heappop(self._items)[2]
 
     @property
     def next_due(self) -> float | None:

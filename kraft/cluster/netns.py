@@ -412,14 +412,19 @@ class NetnsNetwork:
         jitter_ms: float = 0.0,
         direction: Direction = "both",
         seed: int = 0,
+        reorder: bool = False,
+        duplicate_percent: float = 0.0,
     ) -> str:
         """Delay what host ``name`` receives (``in``), sends (``out``) or both by ``ms``
-        each, varied by up to ``jitter_ms`` either way (order kept). Uses the kernel's netem
-        where it has it, otherwise a delaying relay (`kraft.cluster.netns_relay`, its jitter
-        drawn from ``seed``); says which ran: ``"netem"`` or ``"relay"``. A second delay of
-        the same host replaces the first."""
+        each, varied by up to ``jitter_ms`` either way (order kept, unless ``reorder``), and
+        send ``duplicate_percent`` of the packets twice. Uses the kernel's netem where it has
+        it, otherwise a delaying relay (`kraft.cluster.netns_relay`, its draws from
+        ``seed``); says which ran: ``"netem"`` or ``"relay"``. A second delay of the same
+        host replaces the first."""
         if ms < 0 or jitter_ms < 0:
             raise ValueError(f"delay {ms} ms, jitter {jitter_ms} ms: give values >= 0")
+        if not 0 <= duplicate_percent <= 100:
+            raise ValueError(f"duplicate {duplicate_percent}%: give a percentage in [0, 100]")
         host = self.hosts[name]
         self._stop_delay(host)
         ends = {"in": ((), host.link), "out": (("-n", host.namespace), host.inner)}
@@ -430,6 +435,7 @@ class NetnsNetwork:
                 _run(
                     "tc", *prefix, "qdisc", "replace", "dev", dev, "root", "netem",
                     "delay", f"{ms}ms", *((f"{jitter_ms}ms",) if jitter_ms else ()),
+                    *(("duplicate", f"{duplicate_percent}%") if duplicate_percent else ()),
                 )  # fmt: skip
             return "netem"
         from kraft.cluster.netns_relay import start_relay
@@ -453,6 +459,8 @@ class NetnsNetwork:
                     jitter_ms=jitter_ms,
                     seed=seed * 2 + len(pids),
                     owner_pid=self.owner_pid,
+                    reorder=reorder,
+                    duplicate_percent=duplicate_percent,
                     log_path=str(STATE_DIR / f"{self.run_id}-relay-{name}-{way}.log"),
                 )
             )

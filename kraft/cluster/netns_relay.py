@@ -4,7 +4,9 @@ A kernel without the netem qdisc (``CONFIG_NET_SCH_NETEM`` unset) cannot hold pa
 so a process does: a classic-BPF filter on the link redirects each IPv4 packet to a veth
 pair whose far end this relay reads with a packet socket; the relay holds the packet for the
 delay (and jitter: `kraft.cluster.delay_line`, the same delivery rule as the TCP fault
-proxy's) and writes it back onto the link it came from, marked (``SO_MARK``), so the filter
+proxy's; with ``--reorder`` a packet may overtake another; with ``--duplicate-percent`` that
+share of packets is sent twice, each copy on its own delay) and writes it back onto the link
+it came from, marked (``SO_MARK``), so the filter
 lets it pass the second time and every other fault of the link (drops, loss, a token
 bucket) then applies to it as usual. Per direction of a host's link (`kraft.cluster.netns`):
 
@@ -60,7 +62,15 @@ def _packet_socket(device: str) -> socket.socket:
 
 
 def relay(
-    listen: str, send: str, delay_ms: float, jitter_ms: float, seed: int, owner_pid: int
+    listen: str,
+    send: str,
+    delay_ms: float,
+    jitter_ms: float,
+    seed: int,
+    owner_pid: int,
+    *,
+    reorder: bool = False,
+    duplicate_percent: float = 0.0,
 ) -> None:
     """Relay every IPv4 frame that arrives on ``listen`` to ``send``, delayed (see the module
     docstring), until SIGTERM, an interface error, or ``owner_pid`` exits."""
@@ -71,7 +81,7 @@ def relay(
     tx.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, RELAY_MARK)
     tx.setsockopt(socket.SOL_SOCKET, _SO_SNDBUFFORCE, 16 * 1024 * 1024)
     rng = random.Random(seed)
-    line: DelayLine[bytes] = DelayLine(delay_ms / 1000, jitter_ms / 1000)
+    line: DelayLine[bytes] = DelayLine(delay_ms / 1000, jitter_ms / 1000, reorder=reorder)
     stop = False
 
     def on_term(signum: int, frame: object) -> None:
@@ -102,6 +112,8 @@ def relay(
                 ether_type = frame[_VNET_HDR_BYTES + 12 : _VNET_HDR_BYTES + 14]
                 if address[2] != _PACKET_OUTGOING and ether_type == _ETH_P_IP:
                     line.push(now, frame, rng.random())
+                    if duplicate_percent and rng.random() * 100 < duplicate_percent:
+                        line.push(now, frame, rng.random())
         for frame in line.pop_due(time.monotonic()):
             try:
                 tx.send(frame)
@@ -127,6 +139,8 @@ def start_relay(
     seed: int,
     owner_pid: int,
     log_path: str,
+    reorder: bool = False,
+    duplicate_percent: float = 0.0,
     timeout: float = 15.0,
 ) -> int:
     """Start a relay process (``prefix``: e.g. ``ip netns exec NS``) that ends with
@@ -142,6 +156,7 @@ def start_relay(
         *prefix, sys.executable, "-m", "kraft.cluster.netns_relay",
         "--listen", listen, "--send", send, "--delay-ms", str(delay_ms),
         "--jitter-ms", str(jitter_ms), "--seed", str(seed), "--owner-pid", str(owner_pid),
+        "--duplicate-percent", str(duplicate_percent), *(("--reorder",) if reorder else ()),
     ]  # fmt: skip
     with open(log_path, "a") as log:
         child = subprocess.Popen(
@@ -189,9 +204,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--jitter-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--owner-pid", type=int, required=True)
+    p.add_argument("--reorder", action="store_true", help="a packet may overtake another")
+    p.add_argument("--duplicate-percent", type=float, default=0.0)
     args = p.parse_args(argv)
     try:
-        relay(args.listen, args.send, args.delay_ms, args.jitter_ms, args.seed, args.owner_pid)
+        relay(
+            args.listen,
+            args.send,
+            args.delay_ms,
+            args.jitter_ms,
+            args.seed,
+            args.owner_pid,
+            reorder=args.reorder,
+            duplicate_percent=args.duplicate_percent,
+        )
     except OSError as e:
         print(f"netns relay {args.listen} -> {args.send}: {e}", file=sys.stderr, flush=True)
         return 1

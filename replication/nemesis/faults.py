@@ -30,6 +30,9 @@ Kinds (``--faults``):
   (a congested or distant link);
 - ``loss`` (``--network netns`` only: a TCP proxy cannot lose packets): 1-10% of the packets
   one node (a controller, a broker, or partition 0's leader) sends and receives vanish;
+- ``reorder`` (``--network netns`` only): the packets one node sends and receives are each
+  held 0-10 or 0-40 ms, each at its own time, so they arrive out of order;
+- ``duplicate`` (``--network netns`` only): 1-10% of them arrive twice;
 - ``bandwidth``: every link to and from one broker (or partition 0's leader) is throttled to
   16-256 KiB/s each way (a saturated NIC): replication falls behind, the ISR shrinks;
 - ``lone-leader`` (targeted): once every replica of partition 0 is in its ISR, the leader is
@@ -58,10 +61,12 @@ FAULT_KINDS: Final = (
     "delay",
     "bandwidth",
     "loss",
+    "reorder",
+    "duplicate",
 )
-PACKET_ONLY_KINDS: Final = ("loss",)
+PACKET_ONLY_KINDS: Final = ("loss", "reorder", "duplicate")
 """Kinds only a network of hosts (``--network netns``) can inject."""
-NETWORK_KINDS: Final = ("partition", "delay", "bandwidth", "loss")
+NETWORK_KINDS: Final = ("partition", "delay", "bandwidth", "loss", "reorder", "duplicate")
 """``--faults network``: the kinds that act on the network only, so every process lives the
 whole run (no kill, pause, stop or restart): what a memory or descriptor slope needs."""
 PARTITION_SHAPES: Final = ("isolate", "leader-from-controllers", "majority", "bridge", "one-way")
@@ -69,6 +74,11 @@ DELAYS_MS: Final = (50, 100, 200, 500)
 """What ``delay`` adds to every byte's way, each way."""
 LOSS_PERCENTS: Final = (1.0, 5.0, 10.0)
 """What ``loss`` drops, each way."""
+REORDER_MS: Final = (5, 20)
+"""``reorder``: each packet is held up to this long, each at its own time, so packets overtake
+each other (about one in three when they come closer than that)."""
+DUPLICATE_PERCENTS: Final = (1.0, 5.0, 10.0)
+"""What ``duplicate`` sends twice, each way."""
 RATES_BYTES_PER_S: Final = (16 * 1024, 64 * 1024, 256 * 1024)
 """What ``bandwidth`` throttles links to, each way."""
 
@@ -99,11 +109,14 @@ class Fault:
     """For ``loss``: the share of packets dropped each way."""
     rate_bytes_per_s: int | None = None
     """For ``bandwidth``: the rate each way."""
+    duplicate_percent: float = 0.0
+    """For ``duplicate``: the share of packets sent twice each way."""
 
     @property
     def jitter_ms(self) -> int:
-        """For ``delay``: how far either way each chunk or packet's delay varies."""
-        return self.delay_ms // 5
+        """For ``delay``: how far either way each chunk or packet's delay varies (``reorder``:
+        as far as the delay itself, from none to twice it)."""
+        return self.delay_ms if self.kind == "reorder" else self.delay_ms // 5
 
     @property
     def label(self) -> str:
@@ -112,6 +125,8 @@ class Fault:
             what += f":{self.delay_ms}ms"
         if self.loss_percent:
             what += f":{self.loss_percent:g}%"
+        if self.duplicate_percent:
+            what += f":{self.duplicate_percent:g}%"
         if self.rate_bytes_per_s is not None:
             what += f":{self.rate_bytes_per_s // 1024}KiB/s"
         targets = ",".join(map(str, self.targets))
@@ -194,6 +209,18 @@ def draw_fault(
             node = rng.choice(choices)
             percent = rng.choice(LOSS_PERCENTS)
             return Fault(start_s=start, end_s=end, kind=kind, targets=(node,), loss_percent=percent)
+        case "reorder":
+            choices = [*controllers, *brokers, "leader"]
+            node = rng.choice(choices)
+            held = rng.choice(REORDER_MS)
+            return Fault(start_s=start, end_s=end, kind=kind, targets=(node,), delay_ms=held)
+        case "duplicate":
+            choices = [*controllers, *brokers, "leader"]
+            node = rng.choice(choices)
+            percent = rng.choice(DUPLICATE_PERCENTS)
+            return Fault(
+                start_s=start, end_s=end, kind=kind, targets=(node,), duplicate_percent=percent
+            )
         case "bandwidth":
             choices = [*brokers, "leader"]
             node = rng.choice(choices)
@@ -249,12 +276,14 @@ def draw_fault(
 
 __all__ = [
     "DELAYS_MS",
+    "DUPLICATE_PERCENTS",
     "FAULT_KINDS",
     "LOSS_PERCENTS",
     "NETWORK_KINDS",
     "PACKET_ONLY_KINDS",
     "PARTITION_SHAPES",
     "RATES_BYTES_PER_S",
+    "REORDER_MS",
     "Fault",
     "draw_fault",
     "parse_fault_kinds",

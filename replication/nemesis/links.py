@@ -56,6 +56,9 @@ class ProxyLinks:
     def loss(self, node: int, percent: float) -> None:
         raise ValueError("packet loss needs --network netns (a TCP proxy carries bytes)")
 
+    def disorder(self, node: int, *, reorder_ms: int = 0, duplicate_percent: float = 0.0) -> str:
+        raise ValueError("reordered or duplicated packets need --network netns")
+
     def heal(self, *, reset: bool = True) -> None:
         """Every link healthy; with ``reset`` the connections that lived through a blackhole
         start afresh."""
@@ -120,6 +123,19 @@ class HostLinks:
 
     def loss(self, node: int, percent: float) -> None:
         self.network.loss(self.host(node), percent, "both")
+
+    def disorder(self, node: int, *, reorder_ms: int = 0, duplicate_percent: float = 0.0) -> str:
+        """Packets held each up to twice ``reorder_ms`` at its own time (overtaking each
+        other), and ``duplicate_percent`` of them sent twice (netem or the relay)."""
+        self._delays += 1
+        return self.network.delay(
+            self.host(node),
+            reorder_ms,
+            jitter_ms=reorder_ms,
+            seed=self.seed * 1000 + self._delays,
+            reorder=reorder_ms > 0,
+            duplicate_percent=duplicate_percent,
+        )
 
     def heal(self, *, reset: bool = True) -> None:
         """Every fault removed (connections survive, as on a real network)."""

@@ -103,6 +103,12 @@ class FaultPlayer:
                 node = self._target(fault)
                 net.loss(node, fault.loss_percent)
                 return [str(node)]
+            case "reorder" | "duplicate", _:
+                node = self._target(fault)
+                ran = net.disorder(
+                    node, reorder_ms=fault.delay_ms, duplicate_percent=fault.duplicate_percent
+                )
+                return [str(node), f"by:{ran}"]
             case "partition", "isolate":
                 net.isolate(int(fault.targets[0]))
                 return [str(fault.targets[0])]
@@ -207,7 +213,7 @@ class FaultPlayer:
                 c.start_controller(int(nodes[0].removeprefix("controller-")))
             case "partition" | "loss":
                 net.heal()  # a connection that lived through a blackhole starts afresh
-            case "delay" | "bandwidth":
+            case "delay" | "bandwidth" | "reorder" | "duplicate":
                 net.heal(reset=False)  # the bytes queued in the proxies drain at full speed
             case _:
                 pass

@@ -25,6 +25,8 @@ FAULT_COLORS = {
     "delay": "tab:cyan",
     "bandwidth": "tab:purple",
     "loss": "tab:green",
+    "reorder": "tab:blue",
+    "duplicate": "yellowgreen",
     "stale-leader": "black",
     "lone-leader": "black",
 }

@@ -21,16 +21,24 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_packet_faults_are_offered_only_on_a_network_of_hosts() -> None:
-    assert "loss" in parse_fault_kinds("all", packets=True)
-    assert "loss" not in parse_fault_kinds("all")
-    with pytest.raises(ValueError, match="--network netns"):
-        parse_fault_kinds("kill,loss")
+    for kind in ("loss", "reorder", "duplicate"):
+        assert kind in parse_fault_kinds("all", packets=True)
+        assert kind not in parse_fault_kinds("all")
+        with pytest.raises(ValueError, match="--network netns"):
+            parse_fault_kinds(f"kill,{kind}")
 
 
 def test_network_faults_are_the_kinds_that_leave_every_process_running() -> None:
     """``--faults network`` (a soak whose memory slopes cover processes that lived the whole
     run): no kill, pause, stop or restart; loss only where packets can be dropped."""
-    assert parse_fault_kinds("network", packets=True) == ("partition", "delay", "bandwidth", "loss")
+    assert parse_fault_kinds("network", packets=True) == (
+        "partition",
+        "delay",
+        "bandwidth",
+        "loss",
+        "reorder",
+        "duplicate",
+    )
     assert parse_fault_kinds("network") == ("partition", "delay", "bandwidth")
 
 
