@@ -190,7 +190,8 @@ def _print_txn(txn: Any) -> None:
         f"aborted, {txn.indeterminate:,} indeterminate of which {txn.indeterminate_visible:,} "
         f"visible), {txn.records_sent:,} records, {txn.restarts} producer restarts\n"
         f"polls {txn.polls:,} ({txn.uncommitted_seen:,} aborted records seen by the "
-        f"read_uncommitted reader), read back read_committed {txn.final_records:,}\n"
+        f"read_uncommitted reader), read back read_committed {txn.final_records:,}; "
+        f"{txn.copies:,} copies committed by the copier (consume-transform-produce)\n"
         f"violations: {txn.violations()}"
     )
     for line in txn.examples():

@@ -70,9 +70,12 @@ from replication.nemesis.txn_history import (
 from replication.nemesis.workload import ProducerWorker, ReaderWorker
 
 if TYPE_CHECKING:  # confluent-kafka (a dev extra) is imported only by --workload txn
+    from replication.nemesis.txn_copier import TxnCopierWorker
     from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
 
 TXN_TOPICS = (TOPIC, f"{TOPIC}-b")
+COPY_TOPIC = f"{TOPIC}-copy"
+"""Where the transactional workload's copier writes its copies of ``TOPIC``."""
 """The transactional workload's topics (the first is the one partition-0 faults look up)."""
 WORKLOADS = ("plain", "txn")
 
@@ -231,7 +234,7 @@ def run_nemesis(
         if isinstance(cluster, LocalCluster):
             cluster.use_fault_network()
         txn = config.workload == "txn"
-        for topic in TXN_TOPICS if txn else (TOPIC,):
+        for topic in (*TXN_TOPICS, COPY_TOPIC) if txn else (TOPIC,):
             cluster.create_topic(
                 topic,
                 config.partitions,
@@ -241,7 +244,7 @@ def run_nemesis(
                     "unclean.leader.election.enable": "true" if config.unclean else "false",
                 },
             )
-        producers: list[ProducerWorker | TxnProducerWorker] = [
+        producers: list[ProducerWorker | TxnProducerWorker | TxnCopierWorker] = [
             ProducerWorker(
                 f"p{i}",
                 cluster.bootstrap,
@@ -345,6 +348,10 @@ def run_nemesis(
             history.record(read_final_metadata(cluster.bootstrap, created, clock_ms))
         if group_workers:
             history.record(read_final_offsets(cluster.bootstrap, TOPIC, clock_ms))
+        if txn:
+            from replication.nemesis.txn_copier import read_group_offsets
+
+            history.record(read_group_offsets(kafka_bootstrap, TOPIC, config.partitions, clock_ms))
         history_file.flush()
         report = check_history(history.operations)
         metadata_report = check_metadata(history.operations)
@@ -388,12 +395,16 @@ def run_nemesis(
 
 def _txn_workers(
     config: NemesisConfig, kafka_bootstrap: str, history: History, clock_ms: Callable[[], int]
-) -> tuple[list[ProducerWorker | TxnProducerWorker], list[ReaderWorker | TxnReaderWorker]]:
+) -> tuple[
+    list[ProducerWorker | TxnProducerWorker | TxnCopierWorker],
+    list[ReaderWorker | TxnReaderWorker],
+]:
     """The transactional workload's producers and readers (the last reader read_uncommitted,
     as a contrast, when there are two or more)."""
+    from replication.nemesis.txn_copier import TxnCopierWorker
     from replication.nemesis.txn_workload import TxnProducerWorker, TxnReaderWorker
 
-    producers: list[ProducerWorker | TxnProducerWorker] = [
+    producers: list[ProducerWorker | TxnProducerWorker | TxnCopierWorker] = [
         TxnProducerWorker(
             f"t{i}",
             kafka_bootstrap,
@@ -406,6 +417,7 @@ def _txn_workers(
         )
         for i in range(config.producers)
     ]
+    producers.append(TxnCopierWorker("c0", kafka_bootstrap, TOPIC, COPY_TOPIC, history, clock_ms))
     readers: list[ReaderWorker | TxnReaderWorker] = [
         TxnReaderWorker(
             f"{'ru' if i == config.readers - 1 and i > 0 else 'rc'}{i}",
@@ -426,7 +438,7 @@ def _final_txn_reads(
 ) -> list[TxnFinalRead]:
     from replication.nemesis.txn_workload import final_txn_reads
 
-    return final_txn_reads(kafka_bootstrap, TXN_TOPICS, partitions, clock_ms)
+    return final_txn_reads(kafka_bootstrap, (*TXN_TOPICS, COPY_TOPIC), partitions, clock_ms)
 
 
 def _final_reads(bootstrap: str, partitions: int, clock_ms: Callable[[], int]) -> list[FinalRead]:

@@ -41,6 +41,18 @@ Kafka checker:
 
 The read_uncommitted reader is the contrast: it may see aborted records (`uncommitted_seen`
 counts them), and is judged only for duplicates and inconsistent offsets.
+
+A copier (consume-transform-produce, KIP-447: `replication.nemesis.txn_copier`) reads one
+topic read_committed in a consumer group and, in its own transactions, writes a copy of each
+record to another topic and commits the group's offsets with them
+(``send_offsets_to_transaction``). Its transactions are recorded as a producer's, with a
+`TxnCopied` per copy naming the source record, and `TxnGroupOffsets` holds the group's
+committed offsets after the run. Exactly once means, of the final read:
+
+- **copied_twice**: no source record has two committed copies;
+- **copied_aborted**: no committed copy is of a record of an aborted transaction;
+- **offsets_not_atomic**: the committed offsets and the copies agree: every source record
+  below the group's committed offset has its committed copy, and none at or above it does.
 """
 
 from __future__ import annotations
@@ -161,6 +173,33 @@ class TxnFinalRead:
     """``(offset, value)`` in offset order."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnCopied:
+    """The copier's ``value`` (in ``txn``) is the copy of ``source_value``, which it read at
+    ``source_topic``/``source_partition``@``source_offset``."""
+
+    kind: ClassVar[str] = "txn_copied"
+    time_ms: int
+    process: str
+    txn: str
+    value: str
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    source_value: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnGroupOffsets:
+    """The copier group's committed offsets after the run: ``(topic, partition, offset)``,
+    -1 where it committed none."""
+
+    kind: ClassVar[str] = "txn_group_offsets"
+    time_ms: int
+    group: str
+    offsets: tuple[tuple[str, int, int], ...]
+
+
 TxnOperation = (
     TxnBegin
     | TxnSend
@@ -170,6 +209,8 @@ TxnOperation = (
     | TxnReaderStart
     | TxnPoll
     | TxnFinalRead
+    | TxnCopied
+    | TxnGroupOffsets
 )
 TXN_OPERATIONS: Final[tuple[type[TxnOperation], ...]] = (
     TxnBegin,
@@ -180,6 +221,8 @@ TXN_OPERATIONS: Final[tuple[type[TxnOperation], ...]] = (
     TxnReaderStart,
     TxnPoll,
     TxnFinalRead,
+    TxnCopied,
+    TxnGroupOffsets,
 )
 
 
@@ -199,6 +242,8 @@ class TxnReport(AnomalyReport):
     uncommitted_seen: int = 0
     """Records of aborted transactions the read_uncommitted readers saw (expected)."""
     final_records: int = 0
+    copies: int = 0
+    """The copier's committed copies in the final read."""
     aborted_reads: Anomalies = field(default_factory=Anomalies)
     premature_reads: Anomalies = field(default_factory=Anomalies)
     lost: Anomalies = field(default_factory=Anomalies)
@@ -206,6 +251,9 @@ class TxnReport(AnomalyReport):
     duplicated: Anomalies = field(default_factory=Anomalies)
     inconsistent_offsets: Anomalies = field(default_factory=Anomalies)
     non_monotonic_polls: Anomalies = field(default_factory=Anomalies)
+    copied_twice: Anomalies = field(default_factory=Anomalies)
+    copied_aborted: Anomalies = field(default_factory=Anomalies)
+    offsets_not_atomic: Anomalies = field(default_factory=Anomalies)
 
     VIOLATIONS: ClassVar[tuple[str, ...]] = (
         "aborted_reads",
@@ -215,6 +263,9 @@ class TxnReport(AnomalyReport):
         "duplicated",
         "inconsistent_offsets",
         "non_monotonic_polls",
+        "copied_twice",
+        "copied_aborted",
+        "offsets_not_atomic",
     )
 
 
@@ -248,6 +299,8 @@ def check_txn_history(operations: Iterable[Any]) -> TxnReport:
     polls: list[TxnPoll] = []
     starts: list[TxnReaderStart] = []
     finals: list[TxnFinalRead] = []
+    copies: list[TxnCopied] = []
+    group_offsets: list[TxnGroupOffsets] = []
     for op in operations:
         match op:
             case TxnBegin():
@@ -270,6 +323,10 @@ def check_txn_history(operations: Iterable[Any]) -> TxnReport:
                 polls.append(op)
             case TxnFinalRead():
                 finals.append(op)
+            case TxnCopied():
+                copies.append(op)
+            case TxnGroupOffsets():
+                group_offsets.append(op)
 
     report.transactions = len(txns)
     state = {name: txn.state for name, txn in txns.items()}
@@ -294,6 +351,8 @@ def check_txn_history(operations: Iterable[Any]) -> TxnReport:
 
     _check_polls(report, polls, starts, txns, state_of, saw)
     final_places = _check_final(report, finals, state_of, saw)
+    if copies and finals:
+        _check_copies(report, copies, group_offsets, finals, final_places, state_of)
     for value, (topic, partition, offset) in delivered.items():
         if state_of(value) == "committed":
             saw(topic, partition, offset, value, "delivery report")
@@ -385,14 +444,61 @@ def _check_final(
     return places
 
 
+def _check_copies(
+    report: TxnReport,
+    copies: list[TxnCopied],
+    group_offsets: list[TxnGroupOffsets],
+    finals: list[TxnFinalRead],
+    final_places: dict[str, tuple[str, int, int]],
+    state_of: Any,
+) -> None:
+    """Exactly once through the copier (see the module docstring)."""
+    committed: dict[str, list[TxnCopied]] = defaultdict(list)  # source value -> its copies
+    for copy in copies:
+        if copy.value in final_places:
+            committed[copy.source_value].append(copy)
+    for source_value, made in committed.items():
+        report.copies += len(made)
+        if len(made) > 1:
+            report.copied_twice.add(
+                f"{source_value!r} copied {len(made)} times: {[c.value for c in made][:3]}"
+            )
+        if state_of(source_value) == "aborted":
+            report.copied_aborted.add(
+                f"{made[0].value!r} copies {source_value!r}, of an aborted transaction"
+            )
+    if not group_offsets:
+        return
+    sources = {copy.source_topic for copy in copies}
+    ends = {(t, p): o for t, p, o in group_offsets[-1].offsets}
+    for final in finals:
+        if final.topic not in sources or final.isolation != READ_COMMITTED:
+            continue
+        end = ends.get((final.topic, final.partition), -1)
+        for offset, value in final.records:
+            copied = bool(committed.get(value))
+            if offset < end and not copied:
+                report.offsets_not_atomic.add(
+                    f"{final.topic}-{final.partition}@{offset} ({value!r}) is below the"
+                    f" committed offset {end} and has no committed copy"
+                )
+            elif offset >= end and copied:
+                report.offsets_not_atomic.add(
+                    f"{final.topic}-{final.partition}@{offset} ({value!r}) has a committed copy"
+                    f" but the committed offset is {end}"
+                )
+
+
 __all__ = [
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
     "TXN_OPERATIONS",
     "TxnBegin",
+    "TxnCopied",
     "TxnDelivered",
     "TxnEnd",
     "TxnFinalRead",
+    "TxnGroupOffsets",
     "TxnOperation",
     "TxnPoll",
     "TxnReaderStart",

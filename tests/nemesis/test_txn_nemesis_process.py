@@ -1,5 +1,6 @@
-"""`kraft nemesis --workload txn` on real processes: confluent-kafka's transactional producers
-and read_committed readers through a broker kill, judged by the transactional checker."""
+"""`kraft nemesis --workload txn` on real processes: confluent-kafka's transactional producers,
+read_committed readers and a consume-transform-produce copier through a broker kill, judged
+by the transactional checker."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def test_transactions_through_a_broker_kill_are_valid(tmp_path: Path) -> None:
     assert result.valid, (result.report.violations(), result.replica_problems)
     assert txn.committed > 0 and txn.aborted > 0, txn
     assert txn.final_records > 0
+    assert txn.copies > 0, txn  # the copier committed copies with its offsets, exactly once
     # The contrast: aborted records did reach the log (the read_uncommitted reader saw some),
     # so the read_committed side had something to leave out.
     assert txn.uncommitted_seen > 0, txn
