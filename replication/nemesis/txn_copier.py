@@ -21,7 +21,6 @@ consumer. `read_group_offsets` reads the group's committed offsets after the run
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Final
@@ -35,18 +34,15 @@ from replication.nemesis.txn_history import (
     Outcome,
     TxnBegin,
     TxnCopied,
-    TxnEnd,
     TxnGroupOffsets,
     TxnRestart,
     TxnSend,
 )
-from replication.nemesis.txn_workload import TRANSACTION_TIMEOUT_MS
+from replication.nemesis.txn_workload import TRANSACTION_TIMEOUT_MS, end_transaction
 
 COPIER_GROUP: Final = "nemesis-copier"
 BATCH_RECORDS: Final = 50
 """The most records one transaction copies."""
-END_TIMEOUT_S: Final = 30.0
-"""How long the copier asks again for a commit or an abort that gets retriable errors."""
 
 _logger = structlog.get_logger("replication.nemesis.txn_copier")
 
@@ -209,45 +205,8 @@ class TxnCopierWorker(threading.Thread):
             raise _Abort
 
     def _end(self, producer: confluent_kafka.Producer, txn: str, action: str) -> Outcome:
-        """Commit or abort, asking again on retriable errors; the outcome, recorded. Raises
-        `confluent_kafka.KafkaException` on a fatal error or an unanswered end (after
-        recording it)."""
-        start_ms = self._clock_ms()
-        deadline = time.monotonic() + END_TIMEOUT_S
-        end = producer.commit_transaction if action == "commit" else producer.abort_transaction
-        outcome: Outcome
-        while True:
-            try:
-                end(10)
-                outcome, error = "ok", ""
-                break
-            except confluent_kafka.KafkaException as e:
-                kafka_error = _kafka_error(e)
-                if kafka_error.retriable() and time.monotonic() < deadline:
-                    continue
-                if kafka_error.txn_requires_abort() and not kafka_error.fatal():
-                    if action == "abort":
-                        raise  # the abort itself failed abortably: start over
-                    outcome, error = "failed", str(e)[:160]
-                    break
-                self._record_end(txn, action, start_ms, "indeterminate", str(e)[:160])
-                raise
-        self._record_end(txn, action, start_ms, outcome, error)
-        return outcome
-
-    def _record_end(
-        self, txn: str, action: str, start_ms: int, outcome: Outcome, error: str
-    ) -> None:
-        self._history.record(
-            TxnEnd(
-                time_ms=self._clock_ms(),
-                start_ms=start_ms,
-                process=self.process,
-                txn=txn,
-                action="commit" if action == "commit" else "abort",
-                outcome=outcome,
-                error=error,
-            )
+        return end_transaction(
+            producer, self._history, self._clock_ms, process=self.process, txn=txn, action=action
         )
 
     def stop(self, flush_timeout_s: float) -> None:

@@ -215,49 +215,10 @@ class TxnProducerWorker(threading.Thread):
             self._end(txn, "abort")
 
     def _end(self, txn: str, action: str) -> Outcome:
-        """Commit or abort ``txn``, asking again on retriable errors; record the outcome.
-        Raises `confluent_kafka.KafkaException` on a fatal error (after recording)."""
         producer = self.producer
         assert producer is not None
-        start_ms = self._clock_ms()
-        deadline = time.monotonic() + END_TIMEOUT_S
-        end = producer.commit_transaction if action == "commit" else producer.abort_transaction
-        while True:
-            try:
-                end(10)
-                self._record_end(txn, action, start_ms, "ok")
-                return "ok"
-            except confluent_kafka.KafkaException as e:
-                error = _kafka_error(e)
-                if error.retriable() and time.monotonic() < deadline:
-                    continue
-                if error.txn_requires_abort() and not error.fatal():
-                    self._record_end(txn, action, start_ms, "failed", e)
-                    if action == "abort":
-                        raise  # abort_transaction itself failed abortably: start over
-                    return "failed"
-                # Fatal, or retriable until the deadline: did the commit happen? Unknown.
-                self._record_end(txn, action, start_ms, "indeterminate", e)
-                raise
-
-    def _record_end(
-        self,
-        txn: str,
-        action: str,
-        start_ms: int,
-        outcome: Outcome,
-        error: BaseException | None = None,
-    ) -> None:
-        self._history.record(
-            TxnEnd(
-                time_ms=self._clock_ms(),
-                start_ms=start_ms,
-                process=self.process,
-                txn=txn,
-                action="commit" if action == "commit" else "abort",
-                outcome=outcome,
-                error=_error_text(error) if error is not None else "",
-            )
+        return end_transaction(
+            producer, self._history, self._clock_ms, process=self.process, txn=txn, action=action
         )
 
     def _delivered(self, txn: str, error: Any, message: Any) -> None:
@@ -342,6 +303,55 @@ class TxnReaderWorker(ReaderWorker):
                     )
         finally:
             consumer.close()
+
+
+def end_transaction(
+    producer: confluent_kafka.Producer,
+    history: History,
+    clock_ms: Callable[[], int],
+    *,
+    process: str,
+    txn: str,
+    action: str,
+) -> Outcome:
+    """Commit or abort ``txn``, asking again on retriable errors until `END_TIMEOUT_S`;
+    record the outcome (`TxnEnd`). Raises `confluent_kafka.KafkaException`, after recording,
+    on a fatal error, on an end never answered, and on an abort that failed abortably (the
+    caller starts over)."""
+    start_ms = clock_ms()
+    deadline = time.monotonic() + END_TIMEOUT_S
+    end = producer.commit_transaction if action == "commit" else producer.abort_transaction
+
+    def record(outcome: Outcome, error: BaseException | None = None) -> None:
+        history.record(
+            TxnEnd(
+                time_ms=clock_ms(),
+                start_ms=start_ms,
+                process=process,
+                txn=txn,
+                action="commit" if action == "commit" else "abort",
+                outcome=outcome,
+                error=_error_text(error) if error is not None else "",
+            )
+        )
+
+    while True:
+        try:
+            end(10)
+            record("ok")
+            return "ok"
+        except confluent_kafka.KafkaException as e:
+            error = _kafka_error(e)
+            if error.retriable() and time.monotonic() < deadline:
+                continue
+            if error.txn_requires_abort() and not error.fatal():
+                record("failed", e)
+                if action == "abort":
+                    raise  # abort_transaction itself failed abortably: start over
+                return "failed"
+            # Fatal, or retriable until the deadline: did the commit happen? Unknown.
+            record("indeterminate", e)
+            raise
 
 
 def _consumer(bootstrap: str, isolation: str) -> confluent_kafka.Consumer:
@@ -436,5 +446,6 @@ __all__ = [
     "TRANSACTION_TIMEOUT_MS",
     "TxnProducerWorker",
     "TxnReaderWorker",
+    "end_transaction",
     "final_txn_reads",
 ]
