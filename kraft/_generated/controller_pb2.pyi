@@ -624,7 +624,7 @@ class TopicMetadata(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., replication_mode: _Optional[str] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "current_leader")
+    __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "finalized_features", "finalized_features_epoch", "current_leader")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -632,6 +632,8 @@ class DescribeClusterResponse(_message.Message):
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_EPOCH_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
     error_code: _errors_pb2.ErrorCode
     error_message: str
@@ -640,8 +642,18 @@ class DescribeClusterResponse(_message.Message):
     metadata_offset: int
     brokers: _containers.RepeatedCompositeFieldContainer[BrokerRegistration]
     topics: _containers.RepeatedCompositeFieldContainer[TopicMetadata]
+    finalized_features: _containers.RepeatedCompositeFieldContainer[FinalizedFeature]
+    finalized_features_epoch: int
     current_leader: CurrentLeader
-    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerRegistration, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerRegistration, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ..., finalized_features: _Optional[_Iterable[_Union[FinalizedFeature, _Mapping]]] = ..., finalized_features_epoch: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
+class FinalizedFeature(_message.Message):
+    __slots__ = ("name", "level")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: int
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ...) -> None: ...
 
 class DescribeConfigsResource(_message.Message):
     __slots__ = ("resource_type", "resource_name", "config_names")

@@ -10,6 +10,7 @@ it back before it ends.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -112,4 +113,34 @@ def test_a_downgrade_and_an_upgrade_show_in_every_brokers_finalized_features(
     assert lowered > epoch
     up = update(restored, (TV, 2, 1), version=0)  # v0: no allow_downgrade is an upgrade
     assert int(up.error_code) == ErrorCode.NONE
+    assert await_level(cluster, 2) > lowered
+
+
+def test_kraft_features_describes_and_changes_the_level_over_grpc(
+    cluster: LocalCluster, restored: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kraft's own admin (gRPC, the broker forwarding the same controller RPC): ``kraft
+    features``, like ``kafka-features.sh``."""
+    from kraft.cli import main
+
+    where = ("--bootstrap", cluster.bootstrap)
+    epoch = await_level(cluster, 2)
+    assert main(["features", "describe", "--json", *where]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described == {"epoch": epoch, "features": {TV: {"supported": [0, 2], "finalized": 2}}}
+
+    assert main(["features", "upgrade", "--feature", f"{TV}=1", *where]) == 1
+    assert "without setting the upgrade type" in capsys.readouterr().err
+    assert main(["features", "downgrade", "--feature", f"{TV}=1", "--dry-run", *where]) == 0
+    assert capsys.readouterr().out == f"{TV} can be downgraded to 1.\n"
+    assert main(["features", "downgrade", "--feature", f"{TV}=1", *where]) == 0
+    assert capsys.readouterr().out == f"{TV} was downgraded to 1.\n"
+    lowered = await_level(cluster, 1)
+    assert lowered > epoch
+    assert main(["features", "describe", *where]) == 0
+    assert capsys.readouterr().out == (
+        f"Feature: {TV}\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t"
+        f"FinalizedVersionLevel: 1\tEpoch: {lowered}\n"
+    )
+    assert main(["features", "upgrade", "--feature", f"{TV}=2", *where]) == 0
     assert await_level(cluster, 2) > lowered

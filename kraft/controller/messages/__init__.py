@@ -98,6 +98,7 @@ from kraft.controller.messages.features import (
 from kraft.controller.messages.reads import (
     DescribeClusterRequest,
     DescribeClusterResponse,
+    FinalizedFeature,
     TopicMetadata,
 )
 
@@ -154,6 +155,7 @@ __all__ = [
     "ElectLeadersResponse",
     "ElectionType",
     "FeatureUpdate",
+    "FinalizedFeature",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
     "ListPartitionReassignmentsRequest",
