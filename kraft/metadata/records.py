@@ -227,8 +227,9 @@ class ProducerIdsRecord:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FeatureLevelRecord:
     """A feature's finalized level (Kafka's ``FeatureLevelRecord``, KIP-584/KIP-778): the
-    active controller writes it (`kraft.controller.features`); brokers advertise the finalized
-    levels in ApiVersions. Level 0 leaves the feature finalized at 0 (off)."""
+    active controller writes it for a new cluster (`kraft.controller.periodic`) and on
+    UpdateFeatures (`kraft.controller.feature_control`); brokers advertise the finalized levels
+    in ApiVersions. Level 0 leaves the feature finalized at 0 (off)."""
 
     name: str
     feature_level: int

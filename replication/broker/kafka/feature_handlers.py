@@ -11,8 +11,9 @@ committed; the brokers then advertise them in ApiVersions, which is what Describ
 - v2: the answer has no per-feature results, only the request's error.
 
 The request is all or nothing (one error for all), as Kafka's controller answers it; v0 and v1
-list each feature with NONE on success. Authorization: ALTER on the CLUSTER, refused whole with
-CLUSTER_AUTHORIZATION_FAILED.
+list each feature with NONE on success. ``timeout_ms`` is not used: a forwarded request has the
+broker's own bound (`replication.broker.api.broker_api.FORWARD_TIMEOUT_S`). Authorization: ALTER
+on the CLUSTER, refused whole with CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
