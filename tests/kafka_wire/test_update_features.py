@@ -81,9 +81,9 @@ def restored(cluster: LocalCluster) -> Iterator[str]:
 
 
 def test_refused_updates_answer_invalid_update_version_and_change_nothing(
-    cluster: LocalCluster,
+    cluster: LocalCluster, restored: str
 ) -> None:
-    address = cluster.kafka_addresses[cluster.broker_ids[1]]
+    address = cluster.kafka_addresses[cluster.broker_ids[1]]  # not `restored`'s broker
     epoch = await_level(cluster, 2)
     refusals = {
         "unknown feature": ((("no.such.feature", 1, 1),), "does not support this feature"),
