@@ -284,7 +284,8 @@ class VoterNotFoundError(KraftError):
 
 @final
 class InvalidUpdateVersionError(KraftError):
-    """The partition epoch in an AlterPartition is stale (Kafka error 95)."""
+    """An update version is invalid (Kafka error 95): a stale partition epoch in an
+    AlterPartition, or a feature level UpdateFeatures may not finalize (KIP-584)."""
 
     code = ErrorCode.INVALID_UPDATE_VERSION
 

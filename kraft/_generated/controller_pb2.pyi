@@ -63,18 +63,30 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "listeners", "rack", "previous_broker_epoch")
+    __slots__ = ("broker_id", "incarnation_id", "listeners", "rack", "previous_broker_epoch", "features")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     LISTENERS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     listeners: _containers.RepeatedCompositeFieldContainer[Endpoint]
     rack: str
     previous_broker_epoch: int
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ...) -> None: ...
+    features: _containers.RepeatedCompositeFieldContainer[BrokerFeature]
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., previous_broker_epoch: _Optional[int] = ..., features: _Optional[_Iterable[_Union[BrokerFeature, _Mapping]]] = ...) -> None: ...
+
+class BrokerFeature(_message.Message):
+    __slots__ = ("name", "min_supported_version", "max_supported_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+    def __init__(self, name: _Optional[str] = ..., min_supported_version: _Optional[int] = ..., max_supported_version: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "broker_epoch", "current_leader")
@@ -552,7 +564,7 @@ class DescribeClusterRequest(_message.Message):
     def __init__(self, topic_names: _Optional[_Union[StringList, _Mapping]] = ...) -> None: ...
 
 class BrokerRegistration(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "listeners", "rack", "fenced", "in_controlled_shutdown")
+    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "listeners", "rack", "fenced", "in_controlled_shutdown", "features")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -560,6 +572,7 @@ class BrokerRegistration(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     broker_epoch: int
@@ -567,7 +580,8 @@ class BrokerRegistration(_message.Message):
     rack: str
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    features: _containers.RepeatedCompositeFieldContainer[BrokerFeature]
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., listeners: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., features: _Optional[_Iterable[_Union[BrokerFeature, _Mapping]]] = ...) -> None: ...
 
 class PartitionDescription(_message.Message):
     __slots__ = ("partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas", "adding_replicas", "removing_replicas", "elr", "last_known_elr")
@@ -610,7 +624,7 @@ class TopicMetadata(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., replication_mode: _Optional[str] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "current_leader")
+    __slots__ = ("error_code", "error_message", "node_id", "controller_id", "metadata_offset", "brokers", "topics", "finalized_features", "finalized_features_epoch", "current_leader")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -618,6 +632,8 @@ class DescribeClusterResponse(_message.Message):
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     BROKERS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_EPOCH_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
     error_code: _errors_pb2.ErrorCode
     error_message: str
@@ -626,8 +642,18 @@ class DescribeClusterResponse(_message.Message):
     metadata_offset: int
     brokers: _containers.RepeatedCompositeFieldContainer[BrokerRegistration]
     topics: _containers.RepeatedCompositeFieldContainer[TopicMetadata]
+    finalized_features: _containers.RepeatedCompositeFieldContainer[FinalizedFeature]
+    finalized_features_epoch: int
     current_leader: CurrentLeader
-    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerRegistration, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerRegistration, _Mapping]]] = ..., topics: _Optional[_Iterable[_Union[TopicMetadata, _Mapping]]] = ..., finalized_features: _Optional[_Iterable[_Union[FinalizedFeature, _Mapping]]] = ..., finalized_features_epoch: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
+class FinalizedFeature(_message.Message):
+    __slots__ = ("name", "level")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: int
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ...) -> None: ...
 
 class DescribeConfigsResource(_message.Message):
     __slots__ = ("resource_type", "resource_name", "config_names")
@@ -884,3 +910,31 @@ class DescribeAclsResponse(_message.Message):
     controller_id: int
     current_leader: CurrentLeader
     def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., acls: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ..., node_id: _Optional[int] = ..., controller_id: _Optional[int] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...
+
+class FeatureUpdate(_message.Message):
+    __slots__ = ("feature", "max_version_level", "upgrade_type")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    MAX_VERSION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    max_version_level: int
+    upgrade_type: int
+    def __init__(self, feature: _Optional[str] = ..., max_version_level: _Optional[int] = ..., upgrade_type: _Optional[int] = ...) -> None: ...
+
+class UpdateFeaturesRequest(_message.Message):
+    __slots__ = ("updates", "validate_only")
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[FeatureUpdate]
+    validate_only: bool
+    def __init__(self, updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class UpdateFeaturesResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "current_leader")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_FIELD_NUMBER: _ClassVar[int]
+    error_code: _errors_pb2.ErrorCode
+    error_message: str
+    current_leader: CurrentLeader
+    def __init__(self, error_code: _Optional[_Union[_errors_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., current_leader: _Optional[_Union[CurrentLeader, _Mapping]] = ...) -> None: ...

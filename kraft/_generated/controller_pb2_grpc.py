@@ -135,6 +135,11 @@ class ControllerStub:
                 request_serializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
                 response_deserializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
                 _registered_method=True)
+        self.UpdateFeatures = channel.unary_unary(
+                '/kraft.v1.Controller/UpdateFeatures',
+                request_serializer=kraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+                response_deserializer=kraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -260,6 +265,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateFeatures(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -362,6 +373,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.ListPartitionReassignments,
                     request_deserializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
                     response_serializer=kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'UpdateFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatures,
+                    request_deserializer=kraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.FromString,
+                    response_serializer=kraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -904,6 +920,33 @@ class Controller:
             '/kraft.v1.Controller/ListPartitionReassignments',
             kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
             kraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraft.v1.Controller/UpdateFeatures',
+            kraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+            kraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.FromString,
             options,
             channel_credentials,
             insecure,

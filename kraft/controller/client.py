@@ -74,7 +74,10 @@ from kraft.controller.messages import (
     TopicMetadata,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
+from kraft.metadata.features import advertised_features
 from kraft.metadata.records import Endpoint
 from kraft.raft.messages import (
     AddRaftVoterRequest,
@@ -129,6 +132,7 @@ _RPCS: dict[type, tuple[str, type]] = {
     CreateAclsRequest: ("CreateAcls", CreateAclsResponse),
     DeleteAclsRequest: ("DeleteAcls", DeleteAclsResponse),
     DescribeAclsRequest: ("DescribeAcls", DescribeAclsResponse),
+    UpdateFeaturesRequest: ("UpdateFeatures", UpdateFeaturesResponse),
 }
 
 
@@ -363,7 +367,8 @@ class ControllerClient:
         timeout: float | None = None,
     ) -> int:
         """Register a broker (KIP-631); returns its broker epoch. ``previous_broker_epoch``:
-        the epoch of its last clean shutdown (KIP-966), None after an unclean one.
+        the epoch of its last clean shutdown (KIP-966), None after an unclean one. The broker
+        advertises the feature ranges this code runs (KIP-584, `advertised_features`).
 
         Raises:
             DuplicateBrokerRegistrationError: another live incarnation holds the id.
@@ -374,6 +379,7 @@ class ControllerClient:
             listeners=tuple(listeners),
             rack=rack,
             previous_broker_epoch=previous_broker_epoch,
+            features=advertised_features(),
         )
         response: RegisterBrokerResponse = self.send(request, timeout=timeout)
         _raise_for(response.error_code, response.error_message)

@@ -226,6 +226,7 @@ def handle_register_broker(
             listeners=request.listeners,
             rack=request.rack,
             fenced=True,
+            features=request.features,
         )
     ]
     # KIP-966: clean if it names the epoch it had, or if it is the same process retrying (its

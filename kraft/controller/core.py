@@ -63,6 +63,7 @@ from kraft.controller.cluster_control import (
     handle_unregister_broker,
 )
 from kraft.controller.config_control import handle_incremental_alter_configs
+from kraft.controller.feature_control import handle_update_features
 from kraft.controller.leader_balance import LeaderBalanceConfig, LeaderBalancer
 from kraft.controller.messages import (
     AllocateProducerIdsRequest,
@@ -97,6 +98,8 @@ from kraft.controller.messages import (
     RegisterBrokerResponse,
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
 from kraft.controller.partition_control import handle_alter_partition, handle_elect_leaders
 from kraft.controller.periodic import count_partition_changes, periodic_work
@@ -595,6 +598,18 @@ class ControllerCore:
         result = handle_delete_acls(self._pending, request)
         if result.records:
             self._log.info("acls_deleted", count=len(result.records))
+        return self._append(result, now_ms)
+
+    def handle_update_features_request(
+        self, request: UpdateFeaturesRequest, now_ms: int
+    ) -> ControllerResult[UpdateFeaturesResponse]:
+        if not self._active:
+            return _rejected(UpdateFeaturesResponse(error_code=_NOT_CONTROLLER))
+        result = handle_update_features(self._pending, request)
+        if result.records:
+            self._log.info(
+                "features_updated", **{u.feature: u.max_version_level for u in request.updates}
+            )
         return self._append(result, now_ms)
 
     # -- time ----------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ from kraft.controller.messages import (
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    FinalizedFeature,
     TopicMetadata,
 )
 from kraft.controller.node_config import ControllerNodeConfig
@@ -639,6 +640,10 @@ def _describe_cluster(
             dataclasses.replace(image.brokers[b], incarnation_id="") for b in sorted(image.brokers)
         ),
         topics=tuple(topics),
+        finalized_features=tuple(
+            FinalizedFeature(name=n, level=v) for n, v in sorted(image.features.items())
+        ),
+        finalized_features_epoch=image.features_epoch,
     )
 
 

@@ -40,6 +40,7 @@ from kraft.controller.messages import (
     ListPartitionReassignmentsRequest,
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
+    UpdateFeaturesRequest,
 )
 from kraft.controller.reassignment import reject_alter_partition_reassignments
 from kraft.raft.messages import AddRaftVoterRequest, DescribeQuorumRequest, RemoveRaftVoterRequest
@@ -293,6 +294,15 @@ class ControllerServicer(controller_pb2_grpc.ControllerServicer):  # type: ignor
             DescribeAclsRequest,
             _now(s.describe_acls),
             self._security_disabled(DescribeAclsResponse),
+        )
+
+    async def UpdateFeatures(self, request: Any, context: Any) -> Any:
+        s = self._server
+        return await self._call(
+            request,
+            context,
+            UpdateFeaturesRequest,
+            lambda r: s.submit(r, lambda c: c.handle_update_features_request),
         )
 
 

@@ -30,6 +30,7 @@ from typing import Any, Final
 from kraft.metadata.records import (
     RECORD_TYPE_IDS,
     RECORD_TYPES_BY_ID,
+    BrokerFeature,
     Endpoint,
     MetadataRecord,
 )
@@ -233,14 +234,15 @@ def _make_converter(hint: Any) -> _Converter:
                 raise InvalidRecordError(message) from None
 
         return int_enum
-    if hint is Endpoint:
+    if hint in (Endpoint, BrokerFeature):
+        nested = hint
 
-        def endpoint(raw: Any, where: str) -> Any:
+        def nested_record(raw: Any, where: str) -> Any:
             if not isinstance(raw, dict):
                 raise InvalidRecordError(f"field {where!r} must be an object, got {raw!r}")
-            return _dataclass_from_dict(Endpoint, raw)
+            return _dataclass_from_dict(nested, raw)
 
-        return endpoint
+        return nested_record
     if hint is bool:
 
         def boolean(raw: Any, where: str) -> Any:

@@ -240,6 +240,7 @@ class MetadataDelta:
                     rack=record.rack,
                     fenced=record.fenced,
                     in_controlled_shutdown=record.in_controlled_shutdown,
+                    features=record.features,
                 )
             case UnregisterBrokerRecord():
                 self._registration(record.broker_id, record.broker_epoch, "unregister")

@@ -15,7 +15,9 @@ The active controller finalizes the configured level (``transaction.version``, d
 Kafka 4.x formats a new cluster) the first time it finds the feature missing: Kafka writes it
 when the storage is formatted (``kafka-storage format --feature transaction.version=N``);
 kraft's log has no format step, so its first active controller does (`bootstrap_records`).
-Brokers advertise the supported range and the finalized levels in ApiVersions; the Java client
+Brokers register with the supported ranges (`advertised_features`) and advertise them and the
+finalized levels in ApiVersions; UpdateFeatures (``kafka-features.sh``) changes a finalized
+level on a running cluster within every registered broker's range; the Java client
 turns its transactions to version 2 when it sees ``transaction.version`` >= 2 finalized.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from kraft.metadata.records import FeatureLevelRecord
+from kraft.metadata.records import BrokerFeature, FeatureLevelRecord
 
 TRANSACTION_VERSION: Final = "transaction.version"
 TRANSACTION_VERSION_2: Final = 2
@@ -32,6 +34,15 @@ TRANSACTION_VERSION_2: Final = 2
 
 SUPPORTED_FEATURES: Final[Mapping[str, tuple[int, int]]] = {TRANSACTION_VERSION: (0, 2)}
 """Feature -> (min, max) level this code runs (ApiVersions' ``supported_features``)."""
+
+
+def advertised_features() -> tuple[BrokerFeature, ...]:
+    """`SUPPORTED_FEATURES` as a broker registers them (KIP-584): the controller finalizes no
+    level outside any registered broker's ranges (`kraft.controller.feature_control`)."""
+    return tuple(
+        BrokerFeature(name=name, min_supported_version=low, max_supported_version=high)
+        for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+    )
 
 
 def bootstrap_records(
@@ -57,6 +68,7 @@ __all__ = [
     "SUPPORTED_FEATURES",
     "TRANSACTION_VERSION",
     "TRANSACTION_VERSION_2",
+    "advertised_features",
     "bootstrap_records",
     "finalized_level",
 ]

@@ -34,6 +34,7 @@ from kraft.metadata.partition_index import PartitionIndex
 from kraft.metadata.records import (
     NO_LEADER,
     AccessControlEntryRecord,
+    BrokerFeature,
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
@@ -71,6 +72,8 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    features: tuple[BrokerFeature, ...] = ()
+    """The feature ranges it registered with (KIP-584)."""
 
     @property
     def state(self) -> BrokerState:
@@ -105,6 +108,7 @@ class BrokerRegistration:
             rack=self.rack,
             fenced=self.fenced,
             in_controlled_shutdown=self.in_controlled_shutdown,
+            features=self.features,
         )
 
 

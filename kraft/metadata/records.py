@@ -68,6 +68,16 @@ class Endpoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerFeature:
+    """A feature level range a broker runs (KIP-584; ``RegisterBrokerRecord.Features``): the
+    controller finalizes no level outside the range of any registered broker."""
+
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterBrokerRecord:
     """A broker (re-)registered. ``broker_epoch`` is the offset of this record in the metadata log,
     so a new incarnation always gets a larger epoch (KIP-631). Brokers register fenced."""
@@ -79,6 +89,9 @@ class RegisterBrokerRecord:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    features: tuple[BrokerFeature, ...] = ()
+    """The feature ranges it runs (none: a broker of a version without them, which Kafka takes
+    as supporting level 0 only)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,8 +227,9 @@ class ProducerIdsRecord:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FeatureLevelRecord:
     """A feature's finalized level (Kafka's ``FeatureLevelRecord``, KIP-584/KIP-778): the
-    active controller writes it (`kraft.controller.features`); brokers advertise the finalized
-    levels in ApiVersions. Level 0 leaves the feature finalized at 0 (off)."""
+    active controller writes it for a new cluster (`kraft.controller.periodic`) and on
+    UpdateFeatures (`kraft.controller.feature_control`); brokers advertise the finalized levels
+    in ApiVersions. Level 0 leaves the feature finalized at 0 (off)."""
 
     name: str
     feature_level: int
@@ -319,6 +333,7 @@ __all__ = [
     "RECORD_TYPES_BY_ID",
     "RECORD_TYPE_IDS",
     "AccessControlEntryRecord",
+    "BrokerFeature",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
     "ConfigResourceType",

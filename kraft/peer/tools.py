@@ -31,6 +31,7 @@ TOOL_MAIN_CLASSES: Mapping[str, str] = {
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     # No bin/ script: Kafka's system tests run it with kafka-run-class.sh (exactly-once copy).
     "transactional-message-copier": "org.apache.kafka.tools.TransactionalMessageCopier",
 }

@@ -265,6 +265,7 @@ CONTROLLER_APIS: Final[dict[str, Rule]] = {
     "CreateAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
     "DeleteAcls": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
     "DescribeAcls": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
+    "UpdateFeatures": lambda r, _: Requirement(((_cluster(_O.ALTER),),)),
 }
 """The rules of the controller's APIs (Kafka's ControllerApis; a broker checks them before
 forwarding), keyed by Kafka API name."""

@@ -60,8 +60,9 @@ from kraft.metadata.records import ConfigResourceType
 from kraft.raft.messages import DescribeQuorumResponse
 from kraft.security.acls import AclBinding, AclBindingFilter
 from kraft.types import TopicPartition
-from replication.clients import acl_admin
+from replication.clients import acl_admin, feature_admin
 from replication.clients.config import ClientSecurity
+from replication.clients.feature_admin import FeatureMetadata
 from replication.clients.group_admin import (
     GroupAdmin,
     GroupDescription,
@@ -590,6 +591,39 @@ class AdminClient:
         if response.error_code is not ErrorCode.NONE:
             raise error_for(response.error_code, response.error_message)
         return response
+
+    def describe_features(self, *, timeout: float | None = None) -> FeatureMetadata:
+        """Kafka's ``Admin.describeFeatures`` (KIP-584): the finalized levels, their epoch and
+        the ranges every registered broker supports, from the active controller."""
+        return feature_admin.feature_metadata(
+            self.describe_cluster(topic_names=(), timeout=timeout)
+        )
+
+    def update_features(
+        self,
+        levels: Mapping[str, int],
+        *,
+        downgrade: bool = False,
+        unsafe: bool = False,
+        validate_only: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        """Kafka's ``Admin.updateFeatures`` (KIP-584, KIP-778): finalize each feature at its
+        level, all or nothing, once committed. A lower level needs ``downgrade`` (``unsafe``:
+        Kafka's UNSAFE_DOWNGRADE), a higher one must not have it; ``validate_only`` checks.
+
+        Raises:
+            InvalidUpdateVersionError: the cluster may not take a level.
+            ClusterAuthorizationFailedError: the caller may not ALTER the cluster.
+        """
+        feature_admin.update_features(
+            self._client,
+            levels,
+            downgrade=downgrade,
+            unsafe=unsafe,
+            validate_only=validate_only,
+            timeout=timeout,
+        )
 
     def describe_quorum(self, *, timeout: float | None = None) -> DescribeQuorumResponse:
         """KIP-595 DescribeQuorum: leader, epoch, high watermark, voters' and observers' log

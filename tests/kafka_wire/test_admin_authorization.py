@@ -78,5 +78,9 @@ def test_refusals_before_forwarding_are_answered_per_resource(tmp_path: Path) ->
             assert int(elected.error_code) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
             log_dirs = await call(server, 35, 4, {"topics": None})
             assert int(log_dirs.error_code) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            tv = {"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 2}
+            features = await call(server, 57, 1, {"feature_updates": [tv]})
+            assert int(features.error_code) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            assert features.results == ()  # ALTER on the CLUSTER, which alice lacks
 
     asyncio.run(main())

@@ -133,8 +133,8 @@ def test_an_unknown_api_key_closes() -> None:
 
 def test_an_api_kafka_has_but_kraft_does_not_serve_closes() -> None:
     conn = connection()
-    assert 57 not in SUPPORTED_VERSIONS  # UpdateFeatures: kraft has no feature levels
-    payload = struct.pack(">hhih", 57, 1, 1, -1)
+    assert 50 not in SUPPORTED_VERSIONS  # DescribeUserScramCredentials: kraft has no SASL
+    payload = struct.pack(">hhih", 50, 0, 1, -1)
     conn.receive_data(struct.pack(">i", len(payload)) + payload)
     assert isinstance(conn.next_event(), Closed)
 

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from kraft.metadata import (
     AccessControlEntryRecord,
+    BrokerFeature,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
@@ -35,6 +36,13 @@ endpoints = st.builds(
     Endpoint, name=text, host=text, port=st.integers(0, 65535), security_protocol=text
 )
 
+broker_features = st.builds(
+    BrokerFeature,
+    name=text,
+    min_supported_version=st.integers(0, 32767),
+    max_supported_version=st.integers(0, 32767),
+)
+
 records: st.SearchStrategy[MetadataRecord] = st.one_of(
     st.builds(
         RegisterBrokerRecord,
@@ -45,6 +53,7 @@ records: st.SearchStrategy[MetadataRecord] = st.one_of(
         rack=st.none() | text,
         fenced=st.booleans(),
         in_controlled_shutdown=st.booleans(),
+        features=st.lists(broker_features, max_size=2).map(tuple),
     ),
     st.builds(UnregisterBrokerRecord, broker_id=ids, broker_epoch=offsets),
     st.builds(FenceBrokerRecord, broker_id=ids, broker_epoch=offsets),

@@ -8,6 +8,7 @@ with snake_case names; the gRPC shell converts them to and from proto
   reassignment, elections, AlterPartition, producer ids, features);
 - `.acls`: CreateAcls, DeleteAcls, DescribeAcls (KIP-801);
 - `.configs`: DescribeConfigs with its sources (KIP-226);
+- `.features`: UpdateFeatures (KIP-584, KIP-778);
 - `.reads`: DescribeCluster, which the shell answers from its committed image.
 
 The metadata quorum's admin APIs (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) and the
@@ -89,9 +90,15 @@ from kraft.controller.messages.core import (
     UnregisterBrokerRequest,
     UnregisterBrokerResponse,
 )
+from kraft.controller.messages.features import (
+    FeatureUpdate,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+)
 from kraft.controller.messages.reads import (
     DescribeClusterRequest,
     DescribeClusterResponse,
+    FinalizedFeature,
     TopicMetadata,
 )
 
@@ -147,6 +154,8 @@ __all__ = [
     "ElectLeadersRequest",
     "ElectLeadersResponse",
     "ElectionType",
+    "FeatureUpdate",
+    "FinalizedFeature",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
     "ListPartitionReassignmentsRequest",
@@ -165,4 +174,6 @@ __all__ = [
     "TopicMetadata",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
+    "UpdateFeaturesRequest",
+    "UpdateFeaturesResponse",
 ]

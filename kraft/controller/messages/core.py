@@ -16,7 +16,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kraft.metadata.records import ConfigResourceType, Endpoint, LeaderRecoveryState
+from kraft.metadata.records import (
+    BrokerFeature,
+    ConfigResourceType,
+    Endpoint,
+    LeaderRecoveryState,
+)
 from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from storage.errors import ErrorCode
 
@@ -39,6 +44,9 @@ class RegisterBrokerRequest:
     """KIP-966: the epoch this broker had at its last clean shutdown (None: it did not shut
     down cleanly, or never ran); any other value than its registered epoch is an unclean
     shutdown, which takes it out of every ELR (`kraft.controller.eligible_leaders`)."""
+    features: tuple[BrokerFeature, ...] = ()
+    """The feature level ranges it runs (KIP-584): UpdateFeatures finalizes no level outside
+    them (`kraft.controller.feature_control`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

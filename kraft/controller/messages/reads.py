@@ -1,5 +1,5 @@
-"""DescribeCluster: the brokers and topics of the controller's committed image, answered by
-its shell, never through the core.
+"""DescribeCluster: the brokers, topics and finalized feature levels of the controller's
+committed image, answered by its shell, never through the core.
 
 The metadata quorum's own admin APIs (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) and the
 `CurrentLeader` hint of every controller response are Raft's: `kraft.raft.messages`.
@@ -33,6 +33,12 @@ class TopicMetadata:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FinalizedFeature:
+    name: str
+    level: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeClusterResponse:
     """A controller's committed image: brokers, and topics with leader/epoch/replicas/ISR."""
 
@@ -43,10 +49,16 @@ class DescribeClusterResponse:
     metadata_offset: int = -1
     brokers: tuple[BrokerRegistration, ...] = ()
     topics: tuple[TopicMetadata, ...] = ()
+    finalized_features: tuple[FinalizedFeature, ...] = ()
+    """The finalized feature levels (KIP-584; Kafka's DescribeFeatures reads them from
+    ApiVersions), 0 included."""
+    finalized_features_epoch: int = -1
+    """The offset of the batch that last changed them (-1: never)."""
 
 
 __all__ = [
     "DescribeClusterRequest",
     "DescribeClusterResponse",
+    "FinalizedFeature",
     "TopicMetadata",
 ]

@@ -51,6 +51,7 @@ from kraft.controller.messages import (
     ListPartitionReassignmentsRequest,
     RegisterBrokerRequest,
     UnregisterBrokerRequest,
+    UpdateFeaturesRequest,
 )
 from kraft.metrics.registry import RequestStats
 from kraft.raft.messages import DescribeQuorumRequest
@@ -188,6 +189,7 @@ FORWARDED: Final[dict[type, Forwarded]] = {
     CreateAclsRequest: Forwarded("CreateAcls"),
     DeleteAclsRequest: Forwarded("DeleteAcls"),
     DescribeAclsRequest: Forwarded("DescribeAcls", require_active=True),
+    UpdateFeaturesRequest: Forwarded("UpdateFeatures"),
 }
 """The controller APIs a broker forwards, by request dataclass (the others are not served)."""
 

@@ -1,8 +1,9 @@
 """The Kafka adapter's admin handlers: topics (CreateTopics, DeleteTopics, CreatePartitions),
 leaders and replicas (ElectLeaders, Alter/ListPartitionReassignments), DescribeTopicPartitions,
 DescribeLogDirs and DescribeProducers; in the same table (`ADMIN_HANDLERS`), the config APIs of
-`replication.broker.kafka.config_handlers` and the ACL APIs of
-`replication.broker.kafka.acl_handlers`.
+`replication.broker.kafka.config_handlers`, the ACL APIs of
+`replication.broker.kafka.acl_handlers` and UpdateFeatures
+(`replication.broker.kafka.feature_handlers`).
 
 Shaped as `replication.broker.kafka.handlers`. The controller's APIs go to the active
 controller through the broker API's ``forward`` (authorized there first, KIP-590), as kraft's
@@ -43,6 +44,7 @@ from replication.broker.kafka.acl_handlers import ACL_HANDLERS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.config_handlers import CONFIG_HANDLERS
 from replication.broker.kafka.entities import millis
+from replication.broker.kafka.feature_handlers import FEATURE_HANDLERS
 from replication.broker.kafka.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.frames import Request
 from replication.messages import (
@@ -565,6 +567,7 @@ ADMIN_HANDLERS: Final[Mapping[int, tuple[str, int, int, AdminHandler]]] = {
     75: ("DescribeTopicPartitions", 0, 0, handle_describe_topic_partitions),
     **CONFIG_HANDLERS,
     **ACL_HANDLERS,
+    **FEATURE_HANDLERS,
 }
 """API key -> (name, versions served, handler): the admin rows of the Kafka listener's table."""
 
