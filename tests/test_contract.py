@@ -286,6 +286,7 @@ DRIVER_SHELLS = [
 replicas through the one driver selector, so the simulator runs the broker's wiring."""
 
 SIM_BROKER = "replication/sim/broker.py"
+SIM_BROKER_REQUESTS = "replication/sim/broker_requests.py"
 
 CORE_GLUE_CALLS = {
     # feeding a partition core and applying its Ready
@@ -356,7 +357,11 @@ def test_the_simulator_answers_produce_and_fetch_with_the_brokers_handlers() -> 
     """Issue 24: the simulated broker routes Produce and answers Fetch (followers' and
     consumers') through `BrokerService`, so the seeds check the request handling the broker
     runs; it reads no log and feeds no follower fetch to a core itself."""
-    calls = {name for _, name in _called_names(ast.parse((ROOT / SIM_BROKER).read_text()))}
+    calls = {
+        name
+        for module in (SIM_BROKER, SIM_BROKER_REQUESTS)
+        for _, name in _called_names(ast.parse((ROOT / module).read_text()))
+    }
     assert {".produce_to", ".produce_answered", ".fetch_once", "fetch_satisfied"} <= calls
     own_copies = calls & {".read", ".handle_follower_fetch"}
     assert not own_copies, own_copies
