@@ -71,10 +71,13 @@ replica's leader-epoch checkpoint: a fencing moves hundreds of partitions, and a
 in one pass held a loaded broker's loop (its heartbeats with it) for seconds, so the broker
 was fenced in turn, which moved them all again -- brokers fenced every few seconds, and
 acks=all writes stopped, long after a network fault had healed."""
-CHECKPOINT_BATCH = 32
+CHECKPOINT_BATCH = 8
 """Checkpoints (a new leader's epoch, a truncation's offsets) a pass collects before it writes
 them together (`storage.checkpoint.CheckpointBatch`): one at a time, their two fsyncs each were
-nearly all of a fencing's cost to the brokers that took its leaderships over."""
+nearly all of a fencing's cost to the brokers that took its leaderships over. Few, so a write
+of them, counted in the pass's time budgets, ends the pass little later than one write did
+(32 at once made the creation of 600 partitions stall the brokers two to four times as often:
+the pass overran its budget by a whole batch)."""
 RECONCILE_OPEN_BUDGET_S = 0.05
 """...and a pass stops opening once it has spent this long: under load an open took ~30 ms
 (fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
@@ -254,7 +257,8 @@ class ReplicaManager:
                             self.metadata_changed()  # the rest on the next pass, after other work
                             continue
                         opens_left -= 1
-                        replica = self._open_replica(tp, topic.topic_id, epoch, settings)
+                        with checkpoints.collecting():  # a recovery's truncations write some
+                            replica = self._open_replica(tp, topic.topic_id, epoch, settings)
                         self.replicas[tp] = replica
                     else:
                         if time.monotonic() > applies_until:
