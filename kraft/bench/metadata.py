@@ -10,8 +10,9 @@ Starts a `LocalCluster` (3 controllers, 3 brokers by default), then:
    settle of ``--settle`` s), and the partitions whose leader epoch is not 0: with no node
    killed, both should stay 0 (a broker fenced for a missed heartbeat moves its leaderships;
    creation waits until every broker is unfenced again and reports the time it waited);
-3. **broker kill**: once every broker has opened its replicas, SIGKILL the broker that leads
-   most; the time until every partition it led that had another live ISR member has another
+3. **broker kill**: once every broker has opened its replicas (up to 60 s;
+   ``replicas_opened_before_kill`` says whether its logs showed it), SIGKILL the broker that
+   leads most; the time until every partition it led that had another live ISR member has another
    leader (the controller notices after ``broker.session.timeout.ms``, then moves them all; one
    whose ISR was the victim alone stays offline, as in Kafka without unclean election), and the
    event-loop stalls of the surviving brokers and of the controllers from the kill until
