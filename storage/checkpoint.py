@@ -20,7 +20,7 @@ from storage.errors import KafkaStorageError
 
 CHECKPOINT_VERSION = 0
 
-CHECKPOINT_WRITERS: Final = 16
+CHECKPOINT_WRITERS: Final = 8
 """Threads a `CheckpointBatch` writes its checkpoints on, at once."""
 
 
@@ -74,8 +74,8 @@ class CheckpointBatch:
     A checkpoint costs two fsyncs (the file, then its directory). A broker that takes over the
     leaderships of a fenced broker writes one leader-epoch checkpoint per partition in one
     pass, and one after another they held its event loop (heartbeats and Raft fetches with
-    it): 200 took 0.9-2.5 s on an ext4 disk, where `CHECKPOINT_WRITERS` threads at once, sharing
-    the journal's commits, took 50-110 ms. The caller does nothing else until `flush`
+    it): 200 took 0.9-2.5 s on a busy ext4 disk, where 8 to 64 threads at once, sharing the
+    journal's commits, took 46-117 ms. The caller does nothing else until `flush`
     returns, so nothing can observe a state whose checkpoint is not yet durable, as with one
     write at a time: only the wait is shorter (Kafka writes them on its metadata applier's
     thread, out of the way of its network and heartbeat threads).
