@@ -2,18 +2,26 @@
 
 Formats follow Kafka's ``CheckpointFile``: a version line, a count line, then one entry per
 line. A reader sees either the old or the new content, never a mix (rename is atomic), and a
-checkpoint is durable when the write function returns.
+checkpoint is durable when the write function returns -- or, for a `write_entries` inside
+`CheckpointBatch.collecting`, when that batch's `CheckpointBatch.flush` returns.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Final, final
 
 from storage.errors import KafkaStorageError
 
 CHECKPOINT_VERSION = 0
+
+CHECKPOINT_WRITERS: Final = 8
+"""Threads a `CheckpointBatch` writes its checkpoints on, at once."""
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -46,10 +54,93 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def write_entries(path: Path, entries: Sequence[Sequence[int]]) -> None:
-    """Write a Kafka-style checkpoint of integer tuples (one space-separated line each)."""
+    """Write a Kafka-style checkpoint of integer tuples (one space-separated line each);
+    inside `CheckpointBatch.collecting`, only when that batch is flushed."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(v) for v in entry) for entry in entries)
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    data = ("\n".join(lines) + "\n").encode()
+    batch = _collecting.get()
+    if batch is not None:
+        batch.add(path, data)
+    else:
+        write_atomically(path, data)
+
+
+@final
+class CheckpointBatch:
+    """Checkpoint writes (`write_entries`) collected while `collecting` runs, made durable
+    together by `flush`.
+
+    A checkpoint costs two fsyncs (the file, then its directory). A broker that takes over the
+    leaderships of a fenced broker writes one leader-epoch checkpoint per partition in one
+    pass, and one after another they held its event loop (heartbeats and Raft fetches with
+    it): 200 took 0.9-2.5 s on a busy ext4 disk, where 8 to 64 threads at once, sharing the
+    journal's commits, took 46-117 ms. The caller does nothing else until `flush`
+    returns, so nothing can observe a state whose checkpoint is not yet durable, as with one
+    write at a time: only the wait is shorter (Kafka writes them on its metadata applier's
+    thread, out of the way of its network and heartbeat threads).
+
+    Within `collecting`, a later write of a path replaces its pending one (only the last
+    content is ever read), and `read_entries` of a pending path writes it first.
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: dict[Path, bytes] = {}
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    @contextmanager
+    def collecting(self) -> Iterator[None]:
+        """In this block (this thread or task), `write_entries` adds to the batch."""
+        token = _collecting.set(self)
+        try:
+            yield
+        finally:
+            _collecting.reset(token)
+
+    def add(self, path: Path, data: bytes) -> None:
+        self._pending[path] = data
+
+    def write_pending(self, path: Path) -> None:
+        """Write ``path`` now if it is pending (a reader wants it).
+
+        Raises:
+            OSError: the write failed.
+        """
+        data = self._pending.pop(path, None)
+        if data is not None:
+            write_atomically(path, data)
+
+    def flush(self) -> list[tuple[Path, OSError]]:
+        """Write every pending checkpoint, atomically, on `CHECKPOINT_WRITERS` threads at
+        once; returns when all are durable, with the ones whose write failed (it raises
+        nothing: each failure belongs to the owner of its path)."""
+        pending, self._pending = self._pending, {}
+        if len(pending) == 1:
+            return [f for f in map(_write_one, pending.items()) if f is not None]
+        return [f for f in _writers().map(_write_one, pending.items()) if f is not None]
+
+
+_collecting: ContextVar[CheckpointBatch | None] = ContextVar("checkpoint_batch", default=None)
+_pool: list[ThreadPoolExecutor] = []
+
+
+def _writers() -> ThreadPoolExecutor:
+    if not _pool:
+        _pool.append(ThreadPoolExecutor(CHECKPOINT_WRITERS, thread_name_prefix="checkpoint-writer"))
+    return _pool[0]
+
+
+def _write_one(item: tuple[Path, bytes]) -> tuple[Path, OSError] | None:
+    path, data = item
+    try:
+        write_atomically(path, data)
+    except OSError as e:
+        return path, e
+    return None
 
 
 def read_entries(path: Path, width: int) -> list[tuple[int, ...]] | None:
@@ -58,6 +149,9 @@ def read_entries(path: Path, width: int) -> list[tuple[int, ...]] | None:
     Raises:
         KafkaStorageError: if the file is malformed (wrong version, count or width).
     """
+    batch = _collecting.get()
+    if batch is not None:
+        batch.write_pending(path)
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -104,6 +198,8 @@ class FileCheckpoint:
 
 
 __all__ = [
+    "CHECKPOINT_WRITERS",
+    "CheckpointBatch",
     "FileCheckpoint",
     "fsync_dir",
     "read_entries",

@@ -10,17 +10,28 @@ Starts a `LocalCluster` (3 controllers, 3 brokers by default), then:
    settle of ``--settle`` s), and the partitions whose leader epoch is not 0: with no node
    killed, both should stay 0 (a broker fenced for a missed heartbeat moves its leaderships;
    creation waits until every broker is unfenced again and reports the time it waited);
-3. **broker kill**: SIGKILL the broker that leads most; the time until every partition it led
-   that had another live ISR member has another leader (the controller notices after
-   ``broker.session.timeout.ms``, then moves them all; one whose ISR was the victim alone stays
-   offline, as in Kafka without unclean election);
-4. **broker restart**: start it again; the time until the controller has it unfenced;
+3. **broker kill**: once every broker has opened its replicas (up to 60 s;
+   ``replicas_opened_before_kill`` says whether its logs showed it), SIGKILL the broker that
+   leads most; the time until every partition it led that had another live ISR member has another
+   leader (the controller notices after ``broker.session.timeout.ms``, then moves them all; one
+   whose ISR was the victim alone stays offline, as in Kafka without unclean election), and the
+   event-loop stalls of the surviving brokers and of the controllers from the kill until
+   ``--settle`` s after the move (``kill_loop_stall*``: applying hundreds of leadership
+   changes must not hold a loop past ``event.loop.stall.warn.ms``, or heartbeats and Raft
+   fetches go out late);
+4. **broker restart**: start it again; the time until the controller has it unfenced, and the
+   stalls of every node until ``--settle`` s after that (``restart_loop_stall*``: it reopens
+   its replicas and takes its preferred leaderships back);
 5. **controller failover**: SIGKILL the active controller; the time until a write (a
    cluster-default config SET, idempotent) commits on the new one, and its parts from the
    surviving controllers' logs: the new Raft leader elected, its controller active, and every
    broker's first heartbeat it answered (``failover_*_seconds``).
 
-Every figure is measured from the client side, by polling DescribeCluster every 50 ms.
+Every figure is measured from the client side, by polling DescribeCluster every 50 ms; the
+stalls are the nodes' ``event_loop_stalled`` lines (`kraft.loop_watch`), and ``load_average``
+the machine's 1-minute load before and after the run.
+
+    kraft bench metadata --partitions 600 --per-topic 6 --json     # a fence, a few hundred moves
 
     kraft bench metadata --partitions 10000 --json
 """
@@ -30,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -226,6 +238,12 @@ def measure(
             result["partitions_led_by_killed_broker"] = len(led)
             result["of_them_with_another_live_isr_member"] = len(electable)
             led = electable
+            try:
+                _wait("replicas opened", lambda: _opened(cluster, view), min(timeout_s, 60.0))
+                result["replicas_opened_before_kill"] = True
+            except TimeoutError:  # not seen in the logs: measure anyway, and say so
+                result["replicas_opened_before_kill"] = False
+            broker_killed_at = time.time()
             cluster.kill_broker(victim)
 
             def moved() -> bool:
@@ -239,8 +257,11 @@ def measure(
                 _wait("new leaders after a broker kill", moved, timeout_s), 3
             )
             progress("re-elected the killed broker's partitions")
+            time.sleep(settle_s)  # the survivors apply the moves meanwhile: their stalls count
+            result.update(_loop_stalls_between(cluster, broker_killed_at, time.time(), "kill_"))
             # 4. broker restart
             start = time.monotonic()
+            restarted_at = time.time()
             cluster.start_broker(victim)
 
             def unfenced() -> bool:
@@ -250,6 +271,8 @@ def measure(
             _wait("the restarted broker unfenced", unfenced, timeout_s)
             result["broker_restart_to_unfenced_seconds"] = round(time.monotonic() - start, 3)
             progress("restarted broker unfenced")
+            time.sleep(settle_s)  # it reopens its replicas, leaderships move back: stalls count
+            result.update(_loop_stalls_between(cluster, restarted_at, time.time(), "restart_"))
             # 5. controller failover
             active = cluster.active_controller_id(timeout=30)
             epoch_killed = _quorum_epoch(client)
@@ -275,6 +298,7 @@ def measure(
             result["controller_elections_total"] = _quorum_epoch(client) - epoch_before
             progress("controller failed over")
             result.update(_loop_stalls(cluster))
+            result.update(_loop_stalls_between(cluster, 0.0, time.time(), ""))
 
 
 def _failover_phases(
@@ -337,17 +361,7 @@ def _loop_stalls(cluster: LocalCluster) -> dict[str, int]:
     counts = {"active": 0, "standby": 0}
     worst = {"active": 0, "standby": 0}
     for node_id in cluster.controller_ids:
-        try:
-            text = cluster.controller_log(node_id).read_text(errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            if '"event_loop_stalled"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
+        for event in _stall_events(cluster.controller_log(node_id)):
             role = "active" if event.get("active") else "standby"
             counts[role] += 1
             worst[role] = max(worst[role], int(event.get("late_ms", 0)))
@@ -357,6 +371,59 @@ def _loop_stalls(cluster: LocalCluster) -> dict[str, int]:
         "loop_stalls_standby_controllers": counts["standby"],
         "loop_stall_max_ms_standby_controllers": worst["standby"],
     }
+
+
+def _opened(cluster: LocalCluster, view: DescribeClusterResponse) -> bool:
+    """Every broker has created the logs of the replicas ``view`` puts on it (its log says
+    ``log_created`` once per log, its metadata log's included): a kill before that would
+    measure the opening of new replicas along with the moves."""
+    for broker in cluster.broker_ids:
+        hosted = sum(broker in p.replicas for t in view.topics for p in t.partitions)
+        try:
+            text = cluster.broker_log(broker).read_text(errors="replace")
+        except OSError:
+            return False
+        if text.count('"log_created"') < hosted:
+            return False
+    return True
+
+
+def _loop_stalls_between(
+    cluster: LocalCluster, start: float, end: float, prefix: str
+) -> dict[str, int]:
+    """The ``event_loop_stalled`` events logged from ``start`` to ``end`` (wall clock) by the
+    brokers and by the controllers: how many, and the longest (``late_ms``), per role."""
+    figures: dict[str, int] = {}
+    logs = {
+        "brokers": [cluster.broker_log(b) for b in cluster.broker_ids],
+        "controllers": [cluster.controller_log(c) for c in cluster.controller_ids],
+    }
+    for role, paths in logs.items():
+        count = worst = 0
+        for path in paths:
+            for event in _stall_events(path):
+                if start <= _wall(event["timestamp"]) <= end:
+                    count += 1
+                    worst = max(worst, int(event.get("late_ms", 0)))
+        figures[f"{prefix}loop_stalls_{role}"] = count
+        figures[f"{prefix}loop_stall_max_ms_{role}"] = worst
+    return figures
+
+
+def _stall_events(path: Path) -> list[dict[str, Any]]:
+    """A node log's ``event_loop_stalled`` events (none if it cannot be read)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    events = []
+    for line in text.splitlines():
+        if '"event_loop_stalled"' in line:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+    return events
 
 
 def _wall(timestamp: str) -> float:
@@ -392,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replication_factor > args.brokers:
         parser.error("--replication-factor is above --brokers")
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"load_average": [round(os.getloadavg()[0], 2)]}
     try:
         measure(
             result,
@@ -411,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KraftError, TimeoutError) as e:
         # the figures measured so far are worth having: print them with the error
         result["error"] = str(e)[:300]
+    result["load_average"].append(round(os.getloadavg()[0], 2))
     if args.json:
         print(json.dumps(result))
     else:

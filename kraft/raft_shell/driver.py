@@ -353,12 +353,12 @@ class RaftDriver:
         self._wake.set()
 
     async def _snapshot_off_loop(self, sid: SnapshotId, serialize: Callable[[], bytes]) -> None:
-        """Serialise an automatic snapshot in a worker thread (`Snapshots.capture`), then save
-        it and trim the log back on the loop."""
+        """Serialise an automatic snapshot and write its file in a worker thread
+        (`Snapshots.capture`, `Snapshots.write`), then trim the log back on the loop."""
         try:
-            data = await asyncio.to_thread(serialize)
+            data = await asyncio.to_thread(self.snapshots.write, sid, serialize)
             if self._running and self._node is not None:
-                self.snapshots.finish(self._node, sid, data)
+                self.snapshots.finish(self._node, sid, data, written=True)
                 self._wake.set()
         except Exception as exc:
             self.supervisor.fail(self._loop_task.get_name() if self._loop_task else "raft", exc)

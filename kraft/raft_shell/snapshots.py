@@ -67,14 +67,29 @@ class Snapshots:
             return sid, serialize
         return sid, lambda: frame_snapshot(voters, serialize())
 
-    def finish(self, node: RaftNode, sid: SnapshotId, data: bytes) -> SnapshotId | None:
-        """Save a captured snapshot and let the node trim its log below it; None (nothing
-        saved) if the log start moved past it meanwhile (a snapshot installed from the
-        leader)."""
+    def write(self, sid: SnapshotId, serialize: Callable[[], bytes]) -> bytes:
+        """A captured snapshot's bytes, written durably to its own file; touches nothing the
+        loop reads, so a worker thread runs it: on a loaded machine the file's fsyncs held the
+        controller's loop (and its Raft fetches) for hundreds of milliseconds. `finish` with
+        ``written=True`` then saves it."""
+        data = serialize()
+        self._storage.write_snapshot_file(sid, data)
+        return data
+
+    def finish(
+        self, node: RaftNode, sid: SnapshotId, data: bytes, *, written: bool = False
+    ) -> SnapshotId | None:
+        """Save a captured snapshot (``written``: its file is already durable, `write`) and
+        let the node trim its log below it; None (nothing saved) if the log start moved past
+        it meanwhile (a snapshot installed from the leader; a file already written stays, a
+        complete older snapshot)."""
         if sid.end_offset <= node.log_start_offset:
             return None
         self.last_snapshot_bytes = len(data)
-        self._storage.save_snapshot(sid, data)
+        if written:
+            self._storage.add_snapshot(sid)
+        else:
+            self._storage.save_snapshot(sid, data)
         node.snapshot_taken(sid)
         self._applier.snapshot_taken()
         return sid

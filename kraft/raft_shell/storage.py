@@ -22,6 +22,12 @@ class DriverStorage(RaftStorage, Protocol):
 
     def save_snapshot(self, sid: SnapshotId, data: bytes) -> None: ...
 
+    def write_snapshot_file(self, sid: SnapshotId, data: bytes) -> None:
+        """`save_snapshot`'s file alone, durably; safe on a worker thread."""
+
+    def add_snapshot(self, sid: SnapshotId) -> None:
+        """A snapshot `write_snapshot_file` wrote is saved (the rest of `save_snapshot`)."""
+
     def snapshot_data(self, sid: SnapshotId) -> bytes: ...
 
     def close(self) -> None: ...

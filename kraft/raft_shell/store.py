@@ -143,6 +143,14 @@ class DurableRaftStorage:
 
     def save_snapshot(self, sid: SnapshotId, data: bytes) -> None:
         """Write a snapshot the application took, durably (tmp, fsync, rename, fsync dir)."""
+        self.write_snapshot_file(sid, data)
+        self.add_snapshot(sid)
+
+    def write_snapshot_file(self, sid: SnapshotId, data: bytes) -> None:
+        """`save_snapshot`'s writes alone (tmp, fsync, rename, fsync dir): they touch no
+        state of this object, so a worker thread may run them; `add_snapshot` then makes the
+        snapshot known, on the owner's thread. A file written for a snapshot that is never
+        added is a complete snapshot all the same (the next start finds it)."""
         final = self._snapshots_dir / _snapshot_name(sid)
         tmp = final.with_suffix(".tmp")
         with tmp.open("wb") as f:
@@ -151,6 +159,10 @@ class DurableRaftStorage:
             os.fsync(f.fileno())
         os.replace(tmp, final)
         _fsync_dir(self._snapshots_dir)
+
+    def add_snapshot(self, sid: SnapshotId) -> None:
+        """A snapshot whose file `write_snapshot_file` wrote is the latest (the oldest beyond
+        the few kept are deleted)."""
         self._add_snapshot(sid)
 
     def _add_snapshot(self, sid: SnapshotId) -> None:

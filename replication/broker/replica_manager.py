@@ -49,6 +49,7 @@ from replication.core import (
     FollowerFetchRequest,
     FollowerFetchResponse,
 )
+from storage.checkpoint import CheckpointBatch
 from storage.errors import KafkaStorageError, KraftError
 from storage.file_io import probe_log_directory
 
@@ -70,6 +71,13 @@ replica's leader-epoch checkpoint: a fencing moves hundreds of partitions, and a
 in one pass held a loaded broker's loop (its heartbeats with it) for seconds, so the broker
 was fenced in turn, which moved them all again -- brokers fenced every few seconds, and
 acks=all writes stopped, long after a network fault had healed."""
+CHECKPOINT_BATCH = 8
+"""Checkpoints (a new leader's epoch, a truncation's offsets) a pass collects before it writes
+them together (`storage.checkpoint.CheckpointBatch`): one at a time, their two fsyncs each were
+nearly all of a fencing's cost to the brokers that took its leaderships over. Few, so a write
+of them, counted in the pass's time budgets, ends the pass little later than one write did
+(32 at once made the creation of 600 partitions stall the brokers two to four times as often:
+the pass overran its budget by a whole batch)."""
 RECONCILE_OPEN_BUDGET_S = 0.05
 """...and a pass stops opening once it has spent this long: under load an open took ~30 ms
 (fsyncs), so 32 of them held the loop for a second per pass, and brokers opening 10,000
@@ -221,47 +229,55 @@ class ReplicaManager:
         applies_until = started + RECONCILE_APPLY_BUDGET_S
         wanted: set[TopicPartition] = set()
         settings_by_topic: dict[str, TopicSettings] = {}
-        for topic, index, registration in work:
-            tp = TopicPartition(topic.name, index)
-            if self.node_id not in registration.replicas:
-                if not full and tp in self.replicas:
-                    self._remove_replica(tp)  # moved off this broker
-                continue
-            wanted.add(tp)
-            entry = self.offline.get(tp)
-            if entry is not None and entry.topic_id != topic.topic_id:
-                self.offline.remove(tp)  # a deleted topic's replica: the new one starts afresh
-                shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
-                self._heartbeat_now.set()
-            elif entry is not None:
-                continue  # reopened by the probe (`_offline_probe_loop`), not here
-            replica = self.replicas.get(tp)
-            try:
-                settings = settings_by_topic.get(topic.name)
-                if settings is None:
-                    settings = resolve_topic_settings(image, topic.name, self.config)
-                    settings_by_topic[topic.name] = settings
-                if replica is None:
-                    if opens_left == 0 or time.monotonic() > opens_until:
-                        self.revisit.add(tp)
-                        self.metadata_changed()  # the rest on the next pass, after other work
-                        continue
-                    opens_left -= 1
-                    replica = self._open_replica(tp, topic.topic_id, epoch, settings)
-                    self.replicas[tp] = replica
-                else:
-                    if time.monotonic() > applies_until:
-                        self.revisit.add(tp)  # `wanted` has it: a full pass keeps it
-                        self.metadata_changed()
-                        continue
-                    # Dynamic topic configs apply live, as in Kafka (no restart).
-                    replica.update_log_config(settings.log)
-                replica.apply_registration(registration, brokers, settings.replication)
-            except (KafkaStorageError, OSError) as e:
-                if tp not in self.offline:  # the log did not even open
-                    self._mark_offline(tp, topic.topic_id, repr(e))
-            except KraftError as e:
-                self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        checkpoints = CheckpointBatch()
+        try:
+            for topic, index, registration in work:
+                tp = TopicPartition(topic.name, index)
+                if self.node_id not in registration.replicas:
+                    if not full and tp in self.replicas:
+                        self._remove_replica(tp)  # moved off this broker
+                    continue
+                wanted.add(tp)
+                entry = self.offline.get(tp)
+                if entry is not None and entry.topic_id != topic.topic_id:
+                    self.offline.remove(tp)  # a deleted topic's replica: the new one starts afresh
+                    shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
+                    self._heartbeat_now.set()
+                elif entry is not None:
+                    continue  # reopened by the probe (`_offline_probe_loop`), not here
+                replica = self.replicas.get(tp)
+                try:
+                    settings = settings_by_topic.get(topic.name)
+                    if settings is None:
+                        settings = resolve_topic_settings(image, topic.name, self.config)
+                        settings_by_topic[topic.name] = settings
+                    if replica is None:
+                        if opens_left == 0 or time.monotonic() > opens_until:
+                            self.revisit.add(tp)
+                            self.metadata_changed()  # the rest on the next pass, after other work
+                            continue
+                        opens_left -= 1
+                        with checkpoints.collecting():  # a recovery's truncations write some
+                            replica = self._open_replica(tp, topic.topic_id, epoch, settings)
+                        self.replicas[tp] = replica
+                    else:
+                        if time.monotonic() > applies_until:
+                            self.revisit.add(tp)  # `wanted` has it: a full pass keeps it
+                            self.metadata_changed()
+                            continue
+                        # Dynamic topic configs apply live, as in Kafka (no restart).
+                        replica.update_log_config(settings.log)
+                    with checkpoints.collecting():
+                        replica.apply_registration(registration, brokers, settings.replication)
+                    if len(checkpoints) >= CHECKPOINT_BATCH:
+                        self._write_checkpoints(checkpoints)
+                except (KafkaStorageError, OSError) as e:
+                    if tp not in self.offline:  # the log did not even open
+                        self._mark_offline(tp, topic.topic_id, repr(e))
+                except KraftError as e:
+                    self._log.error("replica_failed", topic_partition=str(tp), error=repr(e))
+        finally:
+            self._write_checkpoints(checkpoints)  # durable before anything else runs
         if not self._strays_checked:
             # Once, on the first pass (a full one), against every partition the image puts
             # here: not the pass's `wanted`, which leaves out replicas not yet opened.
@@ -279,6 +295,14 @@ class ReplicaManager:
             shutil.rmtree(self._replica_dir(tp), ignore_errors=True)
             self._log.info("offline_replica_removed", topic_partition=str(tp), log_deleted=True)
             self._heartbeat_now.set()
+
+    def _write_checkpoints(self, checkpoints: CheckpointBatch) -> None:
+        """Write the checkpoints a pass collected, together (`CHECKPOINT_BATCH`); a replica
+        whose write failed goes offline, as it would have in the write itself."""
+        for path, error in checkpoints.flush():
+            replica = next((r for r in self.replicas.values() if r.directory == path.parent), None)
+            if replica is not None:  # else removed in this pass: its directory went with it
+                replica.go_offline(error)
 
     def _delete_stray_logs(self, wanted: set[TopicPartition]) -> None:
         """Delete the partition directories this broker holds but no longer hosts: a replica

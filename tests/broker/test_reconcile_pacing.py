@@ -16,11 +16,15 @@ from kraft.metadata.image import TopicImage
 from kraft.types import TopicPartition
 from replication.broker.partition import FileCheckpoint, PartitionReplica
 from replication.broker.replica_manager import (
+    CHECKPOINT_BATCH,
     MAX_REPLICA_OPENS_PER_RECONCILE,
     RECONCILE_APPLY_BUDGET_S,
     RECONCILE_OPEN_BUDGET_S,
     ReplicaManager,
 )
+from storage import checkpoint
+from storage.checkpoint import CheckpointBatch
+from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from tests.broker.test_dynamic_topic_config import _broker, _broker_config
 from tests.metadata.builders import ImageBuilder, topic_id_for
 
@@ -250,5 +254,104 @@ def test_new_replicas_write_no_high_watermark_checkpoint_until_it_moves(
             for replica in b.replicas.values():
                 replica.checkpoint_high_watermark()
             assert written == []
+
+    asyncio.run(run())
+
+
+def _take_over_leaderships(image: MetadataImage, local_id: int) -> MetadataImage:
+    """Every partition whose leader is another broker is led by ``local_id`` now (a fencing
+    moved them all here)."""
+    for index in range(PARTITIONS):
+        current = image.partition(topic_id_for("wide"), index)
+        assert current is not None and local_id in current.isr
+        if current.leader != local_id:
+            change = PartitionChangeRecord(
+                topic_id=topic_id_for("wide"), partition=index, leader=local_id
+            )
+            image = image.apply(change, image.last_offset + 1)
+    return image
+
+
+def test_leaderships_taken_over_in_a_pass_write_their_epoch_checkpoints_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The soak's cascade: each leadership a fencing moved here wrote its leader-epoch
+    checkpoint (two fsyncs) on the event loop, one after another, so the broker's heartbeats
+    went out late and it was fenced in turn. Now a pass writes them together; still, when the
+    pass returns (before any request can see the new leader), every one is on disk."""
+    image = _wide_image()
+    flushed: list[int] = []
+    original_flush = CheckpointBatch.flush
+
+    def counting(batch: CheckpointBatch) -> list[tuple[Path, OSError]]:
+        flushed.append(len(batch))
+        return original_flush(batch)
+
+    monkeypatch.setattr(CheckpointBatch, "flush", counting)
+
+    def on_disk_epoch(replica: PartitionReplica) -> int | None:
+        cache = LeaderEpochCache.load(replica.directory / LEADER_EPOCH_CHECKPOINT, lambda: 0)
+        return None if cache is None else cache.latest_epoch
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            await _settled(b)
+            manager = b.replica_manager
+            local_id = manager.node_id
+            moved = {tp for tp, r in b.replicas.items() if not r.driver.is_leader}
+            assert moved
+            b.image = _take_over_leaderships(b.image, local_id)
+            flushed.clear()
+            for _ in range(500):
+                manager.reconcile()
+                for tp in moved:  # after every pass: nothing new is left unwritten
+                    replica = b.replicas[tp]
+                    if replica.driver.is_leader:
+                        assert on_disk_epoch(replica) == replica.driver.leader_epoch
+                if all(b.replicas[tp].driver.is_leader for tp in moved):
+                    break
+                await asyncio.sleep(0)
+            assert all(b.replicas[tp].driver.is_leader for tp in moved)
+            written = [n for n in flushed if n]
+            assert sum(written) >= len(moved)
+            assert max(written) > 1, "together, not one at a time"
+            assert max(written) <= CHECKPOINT_BATCH
+
+    asyncio.run(run())
+
+
+def test_a_checkpoint_whose_write_fails_takes_its_replica_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a write that failed on its own would have (the disk-error path, KIP-112 in kind)."""
+    image = _wide_image()
+
+    async def run() -> None:
+        async with _broker(_broker_config(tmp_path), image) as b:
+            await _settled(b)
+            manager = b.replica_manager
+            followers = sorted(
+                (tp for tp, r in b.replicas.items() if not r.driver.is_leader),
+                key=lambda tp: tp.partition,
+            )
+            victim = followers[0]
+            broken = b.replicas[victim].directory
+            original = checkpoint.write_atomically
+
+            def failing(path: Path, data: bytes) -> None:
+                if path.parent == broken:
+                    raise OSError(5, "Input/output error")
+                original(path, data)
+
+            monkeypatch.setattr(checkpoint, "write_atomically", failing)
+            b.image = _take_over_leaderships(b.image, manager.node_id)
+            for _ in range(500):
+                manager.reconcile()
+                if all(b.replicas[tp].driver.is_leader for tp in followers[1:]):
+                    break
+                await asyncio.sleep(0)
+            assert victim not in b.replicas
+            assert manager.offline.get(victim) is not None
+            assert all(b.replicas[tp].driver.is_leader for tp in followers[1:])
 
     asyncio.run(run())

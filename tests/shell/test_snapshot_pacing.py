@@ -3,11 +3,14 @@ re-serialised after every small interval of applied bytes (each snapshot stalls 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from kraft.raft.messages import SnapshotId
 from kraft.raft_shell.snapshots import Snapshots
+from kraft.raft_shell.store import DurableRaftStorage
 
 
 @dataclass
@@ -114,3 +117,27 @@ def test_a_captured_snapshot_the_log_start_passed_meanwhile_is_dropped() -> None
     node.log_start_offset = 500  # a snapshot from the leader was installed meanwhile
     assert snapshots.finish(cast(Any, node), captured[0], captured[1]()) is None
     assert storage.saved == []
+
+
+def test_a_snapshot_file_written_on_a_worker_thread_is_saved_only_at_finish(
+    tmp_path: Path,
+) -> None:
+    """The driver writes the file (its fsyncs) with the serialisation, off the event loop; the
+    storage's bookkeeping, which the loop reads, changes only at `finish`, on the loop."""
+    storage = DurableRaftStorage(tmp_path)
+    try:
+        machine = _ImmutableStateMachine(state=b"image")
+        snapshots = Snapshots(storage, cast(Any, _Applier(cast(Any, machine))), interval_bytes=1)
+        node = _Node()
+        captured = snapshots.capture(cast(Any, node))
+        assert captured is not None
+        sid, serialize = captured
+        with ThreadPoolExecutor(1) as worker:
+            data = worker.submit(snapshots.write, sid, serialize).result()
+        assert data == b"image" and machine.serialised == 1
+        assert storage.latest_snapshot_id() is None, "not saved before finish"
+        assert snapshots.finish(cast(Any, node), sid, data, written=True) == sid
+        assert storage.latest_snapshot_id() == sid and storage.snapshot_data(sid) == b"image"
+        assert node.log_start_offset == sid.end_offset
+    finally:
+        storage.close()
