@@ -35,9 +35,15 @@ the header max timestamp is the records' maximum; a
 client may not set LogAppendTime
 ====================================================  =====================================
 
-The records are walked once, without copying keys or values (one-byte varints inline, longer
-ones through ``storage.records._varint_at``, the decoder `record_tuples` uses), and a compressed
-batch is decompressed once, by `decompress_records`, the function every reader uses.
+The records are read once, without copying keys or values, and a compressed batch is
+decompressed once, by `decompress_records`, the function every reader uses. A batch of
+`storage.record_scan.SCAN_MIN_RECORDS` records or more is first scanned with numpy
+(`storage.record_scan.scan_records`: every record's fields at once, a byte column at a time),
+which accepts only what the walk record by record would accept, with the same timestamps; a
+batch the scan cannot prove valid (malformed, or with headers to check) is walked record by
+record (one-byte varints inline, longer ones through ``storage.records._varint_at``, the
+decoder `record_tuples` uses), and that walk gives every refusal. Without numpy (it is
+optional) every batch is walked.
 
 NB (deviations from Kafka): Kafka rewrites a wrong header max timestamp instead of rejecting
 it, re-assigns offsets of non-contiguous inner records, and reports record-level errors per
@@ -66,6 +72,11 @@ from storage.records import (
     read_header,
     record_tuples,
 )
+
+try:
+    from storage import record_scan as _record_scan
+except ImportError:  # pragma: no cover - numpy is optional: every batch is walked
+    _record_scan = None  # type: ignore[assignment]
 
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
@@ -133,10 +144,10 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
         raise InvalidTimestampError("a producer must not set the timestamp type LogAppendTime")
     codec = header.compression  # UnsupportedCompressionTypeError for ids 5-7
     if codec is Compression.NONE:
-        low, high = _walk_records(records, BATCH_HEADER_SIZE, size, count)
+        low, high = _read_records(records, BATCH_HEADER_SIZE, size, count)
     else:
         data = decompress_records(codec, memoryview(records)[BATCH_HEADER_SIZE:])
-        low, high = _walk_records(data, 0, len(data), count)
+        low, high = _read_records(data, 0, len(data), count)
     base = header.base_timestamp_ms
     first, last = base + low, base + high
     if first < NO_TIMESTAMP:  # every timestamp is >= 0, or -1 (none)
@@ -237,6 +248,17 @@ def _check_producer_fields(header: BatchHeader) -> None:
         return
     if pid < 0 or epoch < 0 or sequence < 0:
         raise InvalidRecordError(f"invalid producer id {pid}, epoch {epoch} or sequence {sequence}")
+
+
+def _read_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
+    """`_walk_records`'s answer: from the numpy scan when it proves the records valid, else
+    from the walk (which raises what is wrong)."""
+    scan = _record_scan
+    if scan is not None and count >= scan.SCAN_MIN_RECORDS:
+        bounds = scan.scan_records(data, p, stop, count)
+        if bounds is not None:
+            return bounds
+    return _walk_records(data, p, stop, count)
 
 
 def _walk_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
