@@ -37,7 +37,7 @@ client may not set LogAppendTime
 
 The records are read once, without copying keys or values, and a compressed batch is
 decompressed once, by `decompress_records`, the function every reader uses. A batch of
-`storage.record_scan.SCAN_MIN_RECORDS` records or more is first scanned with numpy
+`SCAN_MIN_RECORDS` records or more is first scanned with numpy
 (`storage.record_scan.scan_records`: every record's fields at once, a byte column at a time),
 which accepts only what the walk record by record would accept, with the same timestamps; a
 batch the scan cannot prove valid (malformed, or with headers to check) is walked record by
@@ -53,6 +53,10 @@ accepted and ignored).
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Final
 
 from storage.compression import CODEC_NAMES, Compression, decompress_records, recompress_batch
 from storage.config import LONG_MAX, LogConfig
@@ -73,13 +77,12 @@ from storage.records import (
     record_tuples,
 )
 
-try:
-    from storage import record_scan as _record_scan
-except ImportError:  # pragma: no cover - numpy is optional: every batch is walked
-    _record_scan = None  # type: ignore[assignment]
-
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
+
+SCAN_MIN_RECORDS: Final = 64
+"""Batches of this many records or more are scanned (`storage.record_scan`) before they are
+walked: below it the walk costs less than the scan's numpy calls (a few tens a batch)."""
 
 
 def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> BatchHeader:
@@ -253,12 +256,22 @@ def _check_producer_fields(header: BatchHeader) -> None:
 def _read_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
     """`_walk_records`'s answer: from the numpy scan when it proves the records valid, else
     from the walk (which raises what is wrong)."""
-    scan = _record_scan
-    if scan is not None and count >= scan.SCAN_MIN_RECORDS:
-        bounds = scan.scan_records(data, p, stop, count)
+    if count >= SCAN_MIN_RECORDS and (scan := _scanner()) is not None:
+        bounds = scan(data, p, stop, count)
         if bounds is not None:
             return bounds
     return _walk_records(data, p, stop, count)
+
+
+@functools.cache
+def _scanner() -> Callable[[bytes, int, int, int], tuple[int, int] | None] | None:
+    """`storage.record_scan.scan_records`, imported on the first batch it is for (numpy costs
+    a process some megabytes); None without numpy, which is optional."""
+    try:
+        from storage.record_scan import scan_records
+    except ImportError:  # pragma: no cover - the spark extra brings numpy
+        return None
+    return scan_records
 
 
 def _walk_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
@@ -365,6 +378,7 @@ def _walk_headers(data: bytes, p: int, end: int, i: int) -> int:
 
 __all__ = [
     "NO_TIMESTAMP",
+    "SCAN_MIN_RECORDS",
     "apply_topic_policy",
     "check_keys_for_compaction",
     "convert_to_topic_codec",

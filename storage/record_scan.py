@@ -39,10 +39,6 @@ import numpy as np
 from storage.errors import CorruptRecordError
 from storage.records import decode_varint
 
-SCAN_MIN_RECORDS: Final = 64
-"""Below this many records the walk record by record costs less than `scan_records`' numpy
-calls (a few tens a batch)."""
-
 _MAX_RUNS: Final = 8
 """More runs than this (records whose shape changes often) are left to the walk."""
 
@@ -146,4 +142,4 @@ def _shape(data: bytes, pos: int, stop: int) -> tuple[int, int, int, int, int, l
     return end - pos, ts_at, ts_width, od_at, od_width, fixed
 
 
-__all__ = ["SCAN_MIN_RECORDS", "scan_records"]
+__all__ = ["scan_records"]

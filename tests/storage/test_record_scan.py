@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from storage.batch_validation import _walk_records, validate_produced_batch
+from storage.batch_validation import SCAN_MIN_RECORDS, _walk_records, validate_produced_batch
 from storage.config import LogConfig
 from storage.errors import InvalidRecordError, KraftError
-from storage.record_scan import SCAN_MIN_RECORDS, scan_records
+from storage.record_scan import scan_records
 from storage.records import BATCH_HEADER_SIZE, SimpleRecord, build_batch, encode_varint
 from tests.storage.forged_batches import NOW_MS, forge, raw_record
 
