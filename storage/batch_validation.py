@@ -54,7 +54,6 @@ accepted and ignored).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Final
 
@@ -76,6 +75,13 @@ from storage.records import (
     read_header,
     record_tuples,
 )
+
+_scan_records: Callable[[bytes, int, int, int], tuple[int, int] | None] | None
+try:  # NB: imported with this module, not on the first large batch: numpy takes a broker
+    # a few hundred milliseconds to import, which would stall its event loop mid-produce
+    from storage.record_scan import scan_records as _scan_records
+except ImportError:  # pragma: no cover - numpy is optional (the spark extra brings it)
+    _scan_records = None
 
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
@@ -256,22 +262,11 @@ def _check_producer_fields(header: BatchHeader) -> None:
 def _read_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
     """`_walk_records`'s answer: from the numpy scan when it proves the records valid, else
     from the walk (which raises what is wrong)."""
-    if count >= SCAN_MIN_RECORDS and (scan := _scanner()) is not None:
-        bounds = scan(data, p, stop, count)
+    if count >= SCAN_MIN_RECORDS and _scan_records is not None:
+        bounds = _scan_records(data, p, stop, count)
         if bounds is not None:
             return bounds
     return _walk_records(data, p, stop, count)
-
-
-@functools.cache
-def _scanner() -> Callable[[bytes, int, int, int], tuple[int, int] | None] | None:
-    """`storage.record_scan.scan_records`, imported on the first batch it is for (numpy costs
-    a process some megabytes); None without numpy, which is optional."""
-    try:
-        from storage.record_scan import scan_records
-    except ImportError:  # pragma: no cover - the spark extra brings numpy
-        return None
-    return scan_records
 
 
 def _walk_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
