@@ -1,5 +1,5 @@
-"""`scan_records`: a partition leader's check of a produced batch's records, many records at
-once with numpy, for `storage.batch_validation.validate_produced_batch`.
+"""`scan_records`: a partition leader's check of a produced batch's records, a column of
+many records at a time, for `storage.batch_validation.validate_produced_batch`.
 
 Theory of operation
 -------------------
@@ -8,8 +8,9 @@ The walk in `storage.batch_validation` reads a batch's records one after the oth
 i's length. But the records of one producer batch mostly have one shape: the same key and
 value lengths, no headers, and offset and timestamp deltas whose varints change width rarely
 (an offset delta at record 64, a timestamp delta at 64 ms). Records of one shape are equally
-long, so a **run** of them is a 2-D array, one row per record, one column per byte position
-(a strided view of the batch: nothing is copied), and each field is a column:
+long, so a **run** of them is a table, one row per record, one column per byte position, and
+a column is one strided slice of the batch (``data[start:end:size]``, made and compared in C),
+so each field is checked for the whole run at once:
 
 - the length varint, the key length, the value length and the header count are the same
   bytes in every row as in the run's first record, which Python parses (so every record
@@ -17,9 +18,11 @@ long, so a **run** of them is a 2-D array, one row per record, one column per by
 - the offset delta columns hold the varint of ``i`` for row ``i``, with the first record's
   width;
 - the timestamp delta columns hold a varint of the first record's width (continuation bits
-  set on all bytes but its last), decoded column-wise for the smallest and largest delta.
+  set on all bytes but its last), decoded column-wise for the smallest and largest delta
+  (numpy, where a delta is negative or wider than a byte).
 
-A run ends at its first row that differs; the next run starts there with its own first
+A run ends at its first row that differs (numpy finds it), or where the offset delta's varint
+would need another byte; the next run starts there with its own first
 record. The records are proven when the runs cover exactly ``count`` records ending at the
 batch's end. Whatever this does not prove (a record that does not parse, headers to check, a
 batch whose records vary in shape) returns None, and the caller walks the batch record by
@@ -32,6 +35,7 @@ batch when this module cannot be imported.
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 import numpy as np
@@ -56,51 +60,88 @@ def scan_records(data: bytes, pos: int, stop: int, count: int) -> tuple[int, int
 
     Returns None when they do not, or when proving it needs the walk.
     """
-    buf = np.frombuffer(data, dtype=np.uint8)
-    if count <= 0 or stop > len(buf) or pos >= stop:
+    if count <= 0 or stop > len(data) or pos >= stop:
         return None
-    low = high = 0
+    data = bytes(data)  # NB: a no-op for bytes; strided slices of a memoryview are not bytes
+    low, high = 1 << 63, -(1 << 63)
     first = 0  # the offset delta of the run's first record
-    for run_number in range(_MAX_RUNS):
+    for _ in range(_MAX_RUNS):
         shape = _shape(data, pos, stop)
         if shape is None:
             return None
         size, ts_at, ts_width, od_at, od_width, fixed = shape
-        rows = min(count - first, (stop - pos) // size)
+        # a width-w offset delta holds i < 2 ** (7w - 1) (zigzag): the run ends there at most
+        rows = min(count - first, (stop - pos) // size, (1 << (7 * od_width - 1)) - first)
         if rows <= 0:
             return None
-        view = buf[pos : pos + rows * size].reshape(rows, size)
-        same = (view[:, fixed] == view[0, fixed]).all(axis=1)
-        deltas = 2 * np.arange(first, first + rows, dtype=np.int64)  # zigzag of i
+        end = pos + rows * size
+        checks = [(data[pos + c : end : size], data[pos + c : pos + c + 1] * rows) for c in fixed]
         for j in range(od_width):
-            expected = (deltas >> (7 * j)) & 0x7F
-            if j < od_width - 1:
-                expected |= 0x80
-            same &= view[:, od_at + j] == expected
-        stamps = view[:, ts_at : ts_at + ts_width]
-        same &= stamps[:, ts_width - 1] < 0x80
-        if ts_width > 1:
-            same &= (stamps[:, : ts_width - 1] >= 0x80).all(axis=1)
-        run = rows if same.all() else int(np.argmin(same))
+            expected = _offset_delta_column(od_width, j, first, rows)
+            checks.append((data[pos + od_at + j : end : size], expected))
+        stamps = [data[pos + ts_at + j : end : size] for j in range(ts_width)]
+        for j, column in enumerate(stamps):  # continuation bits on all bytes but the last
+            checks.append(
+                (column.translate(_HIGH_BIT), (b"\x01" if j < ts_width - 1 else b"\x00") * rows)
+            )
+        run = rows
+        for column, expected in checks:
+            if column != expected:
+                run = min(run, _first_difference(column, expected))
         if run == 0:
             return None
-        z = (stamps[:run, 0] & 0x7F).astype(np.int64)
-        for j in range(1, ts_width):
-            z |= (stamps[:run, j] & 0x7F).astype(np.int64) << (7 * j)
-        if (z & 1).any():  # a negative delta (odd zigzag): decode them all
-            signed = (z >> 1) ^ -(z & 1)
-            run_low, run_high = int(signed.min()), int(signed.max())
-        else:  # all >= 0: the zigzag order is the deltas' order
-            run_low, run_high = int(z.min()) >> 1, int(z.max()) >> 1
-        if run_number == 0:
-            low, high = run_low, run_high
-        else:
-            low, high = min(low, run_low), max(high, run_high)
+        run_low, run_high = _timestamp_bounds([column[:run] for column in stamps])
+        low, high = min(low, run_low), max(high, run_high)
         first += run
         pos += run * size
         if first == count:
             return (low, high) if pos == stop else None
     return None
+
+
+_HIGH_BIT: Final = bytes(int(b >= 0x80) for b in range(256))
+"""A `bytes.translate` table: 1 for a byte with its continuation bit set, else 0."""
+_ODD: Final = bytes(b & 1 for b in range(256))
+
+
+@functools.cache
+def _offset_delta_table(width: int, j: int) -> bytes:
+    """Byte ``j`` of the width-``width`` varint of the zigzag of every offset delta a width
+    holds (64 of one byte, 8,192 of two)."""
+    deltas = 2 * np.arange(1 << (7 * width - 1), dtype=np.int64)
+    column = (deltas >> (7 * j)) & 0x7F
+    if j < width - 1:
+        column |= 0x80
+    return column.astype(np.uint8).tobytes()
+
+
+def _offset_delta_column(width: int, j: int, first: int, rows: int) -> bytes:
+    """Byte ``j`` of the width-``width`` varints of offset deltas ``first`` .. ``first+rows-1``
+    (zigzag: ``2 * i``)."""
+    if width <= 2:
+        return _offset_delta_table(width, j)[first : first + rows]
+    deltas = 2 * np.arange(first, first + rows, dtype=np.int64)
+    column = (deltas >> (7 * j)) & 0x7F
+    if j < width - 1:
+        column |= 0x80
+    return column.astype(np.uint8).tobytes()
+
+
+def _first_difference(column: bytes, expected: bytes) -> int:
+    differs = np.frombuffer(column, dtype=np.uint8) != np.frombuffer(expected, dtype=np.uint8)
+    return int(np.argmax(differs))
+
+
+def _timestamp_bounds(stamps: list[bytes]) -> tuple[int, int]:
+    """The smallest and largest of the zigzag varints whose byte ``j`` is ``stamps[j]`` (checked
+    to be varints of that width)."""
+    if len(stamps) == 1 and b"\x01" not in stamps[0].translate(_ODD):
+        return min(stamps[0]) >> 1, max(stamps[0]) >> 1  # one byte, all >= 0: no decoding
+    z = np.frombuffer(stamps[0], dtype=np.uint8).astype(np.int64) & 0x7F
+    for j in range(1, len(stamps)):
+        z |= (np.frombuffer(stamps[j], dtype=np.uint8).astype(np.int64) & 0x7F) << (7 * j)
+    signed = (z >> 1) ^ -(z & 1)
+    return int(signed.min()), int(signed.max())
 
 
 def _shape(data: bytes, pos: int, stop: int) -> tuple[int, int, int, int, int, list[int]] | None:
