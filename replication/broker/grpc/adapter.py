@@ -130,13 +130,13 @@ STREAMS: Final = {"FetchStream": "Fetch", "ProduceStream": "Produce"}
 """Streaming methods -> the method whose route answers each of their requests: followers'
 fetches on one long-lived stream per leader, producers' requests on one per leader."""
 PIPELINED: Final = frozenset({"Produce"})
-"""The APIs (`STREAMS`' values) whose streams' requests are handled while the ones before them still wait (answered in
-order all the same), as a Kafka broker reads a connection's next request while an acks=all
-Produce waits for the followers. One at a time, a producer's stream held its leader to one
-Produce in flight: every Produce then cost a fetch round trip per follower, whatever the
-producer's ``max.in.flight.requests.per.connection``. A follower's ``FetchStream`` carries one
-request at a time and is answered in the handler's own task (a reader task there left streams
-open after their client's half-close under ``kraft fuzz``)."""
+"""The APIs (`STREAMS`' values) whose streams' requests are handled while the ones before them
+still wait (answered in order all the same), as a Kafka broker reads a connection's next
+request while an acks=all Produce waits for the followers. One at a time, a producer's stream
+held its leader to one Produce in flight: every Produce then cost a fetch round trip per
+follower, whatever the producer's ``max.in.flight.requests.per.connection``. A follower's
+``FetchStream`` carries one request at a time and is answered in the handler's own task (a
+reader task there left streams open after their client's half-close under ``kraft fuzz``)."""
 PIPELINED_IN_FLIGHT_MAX: Final = 8
 """Requests of one pipelined stream handled at once; past it the broker stops reading the
 stream (gRPC's flow control holds the sender back). Kraft's producer sends at most
@@ -270,13 +270,14 @@ def _pipelined(
     answer: Callable[[Message, RequestContext], Awaitable[Message | _Abort]],
     peers: GrpcPeers,
 ) -> Callable[[AsyncIterator[Message], Context], AsyncIterator[Message]]:
-    """The behaviour of a stream of a `PIPELINED` API: a reader task starts each request's handling as it
-    arrives (up to `PIPELINED_IN_FLIGHT_MAX`; tasks start in creation order, so a producer's
-    batches reach a partition in the order it sent them, `replication.broker.sequence_turn`)
-    and the handler's own task answers them in that order. What ended the reading (the
-    client's half-close, a malformed request's abort) ends the stream after the answers
-    before it; a request a unary call would have ended with a status ends it with that status
-    after the answers before it, and the requests after it are cancelled."""
+    """The behaviour of a stream of a `PIPELINED` API: a reader task starts each request's
+    handling as it arrives (up to `PIPELINED_IN_FLIGHT_MAX`; tasks start in creation order, so
+    a producer's batches reach a partition in the order it sent them,
+    `replication.broker.sequence_turn`) and the handler's own task answers them in that order.
+    What ended the reading (the client's half-close, a malformed request's abort) ends the
+    stream after the answers before it; a request a unary call would have ended with a status
+    ends it with that status after the answers before it, and the requests after it are
+    cancelled."""
 
     async def stream(requests: AsyncIterator[Message], context: Context) -> AsyncIterator[Message]:
         ctx = peers.context(context, name)
