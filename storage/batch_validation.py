@@ -37,13 +37,12 @@ client may not set LogAppendTime
 
 The records are read once, without copying keys or values, and a compressed batch is
 decompressed once, by `decompress_records`, the function every reader uses. A batch of
-`SCAN_MIN_RECORDS` records or more is first scanned with numpy
-(`storage.record_scan.scan_records`: every record's fields at once, a byte column at a time),
-which accepts only what the walk record by record would accept, with the same timestamps; a
-batch the scan cannot prove valid (malformed, or with headers to check) is walked record by
-record (one-byte varints inline, longer ones through ``storage.records._varint_at``, the
-decoder `record_tuples` uses), and that walk gives every refusal. Without numpy (it is
-optional) every batch is walked.
+`SCAN_MIN_RECORDS` records or more is first scanned (`storage.record_scan.scan_records`:
+runs of same-shaped records a byte column at a time), which accepts only what the walk record
+by record would accept, with the same timestamps; a batch the scan cannot prove valid
+(malformed, with headers to check, records that vary) is walked record by record (one-byte
+varints inline, longer ones through ``storage.records._varint_at``, the decoder
+`record_tuples` uses), and that walk gives every refusal.
 
 NB (deviations from Kafka): Kafka rewrites a wrong header max timestamp instead of rejecting
 it, re-assigns offsets of non-contiguous inner records, and reports record-level errors per
@@ -54,7 +53,6 @@ accepted and ignored).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from storage.compression import CODEC_NAMES, Compression, decompress_records, recompress_batch
@@ -65,6 +63,7 @@ from storage.errors import (
     InvalidTimestampError,
     RecordTooLargeError,
 )
+from storage.record_scan import scan_records
 from storage.records import (
     BATCH_HEADER_SIZE,
     NO_PRODUCER_ID,
@@ -75,13 +74,6 @@ from storage.records import (
     read_header,
     record_tuples,
 )
-
-_scan_records: Callable[[bytes, int, int, int], tuple[int, int] | None] | None
-try:  # NB: imported with this module, not on the first large batch: numpy takes a broker
-    # a few hundred milliseconds to import, which would stall its event loop mid-produce
-    from storage.record_scan import scan_records as _scan_records
-except ImportError:  # pragma: no cover - numpy is optional (the spark extra brings it)
-    _scan_records = None
 
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
@@ -262,10 +254,10 @@ def _check_producer_fields(header: BatchHeader) -> None:
 
 
 def _read_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
-    """`_walk_records`'s answer: from the numpy scan when it proves the records valid, else
+    """`_walk_records`'s answer: from the scan when it proves the records valid, else
     from the walk (which raises what is wrong)."""
-    if count >= SCAN_MIN_RECORDS and _scan_records is not None:
-        bounds = _scan_records(data, p, stop, count)
+    if count >= SCAN_MIN_RECORDS:
+        bounds = scan_records(data, p, stop, count)
         if bounds is not None:
             return bounds
     return _walk_records(data, p, stop, count)

@@ -18,27 +18,26 @@ so each field is checked for the whole run at once:
 - the offset delta columns hold the varint of ``i`` for row ``i``, with the first record's
   width;
 - the timestamp delta columns hold a varint of the first record's width (continuation bits
-  set on all bytes but its last), decoded column-wise for the smallest and largest delta
-  (numpy, where a delta is negative or wider than a byte).
+  set on all bytes but its last), decoded column-wise for the smallest and largest delta (of
+  one or two bytes, not negative: the walk decodes the rest).
 
-A run ends at its first row that differs (numpy finds it), or where the offset delta's varint
-would need another byte; the next run starts there with its own first
+A run ends at its first row that differs, or where the offset delta's varint would need
+another byte; the next run starts there with its own first
 record. The records are proven when the runs cover exactly ``count`` records ending at the
 batch's end. Whatever this does not prove (a record that does not parse, headers to check, a
 batch whose records vary in shape) returns None, and the caller walks the batch record by
 record, which accepts it or says what is wrong. So this never refuses anything itself, and
 what it accepts the walk accepts, with the same timestamps.
 
-numpy is optional (not a dependency of the broker): `storage.batch_validation` walks every
-batch when this module cannot be imported.
+No numpy: every column is a strided slice (``bytes`` made by C), compared, translated
+(``bytes.translate``) or reduced (``min``, ``max``) in C, so a broker pays no import for it.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Final
-
-import numpy as np
 
 from storage.errors import CorruptRecordError
 from storage.records import decode_varint
@@ -47,8 +46,7 @@ _MAX_RUNS: Final = 8
 """More runs than this (records whose shape changes often) are left to the walk."""
 
 _WIDEST: Final = 9
-"""The widest varint decoded: 63 bits, which int64 holds exactly (the walk decodes wider ones
-with Python's integers, which numpy would wrap)."""
+"""The widest varint of a record's shape (lengths): wider ones are left to the walk."""
 
 
 def scan_records(data: bytes, pos: int, stop: int, count: int) -> tuple[int, int] | None:
@@ -90,7 +88,10 @@ def scan_records(data: bytes, pos: int, stop: int, count: int) -> tuple[int, int
                 run = min(run, _first_difference(column, expected))
         if run == 0:
             return None
-        run_low, run_high = _timestamp_bounds([column[:run] for column in stamps])
+        bounds = _timestamp_bounds([column[:run] for column in stamps])
+        if bounds is None:
+            return None
+        run_low, run_high = bounds
         low, high = min(low, run_low), max(high, run_high)
         first += run
         pos += run * size
@@ -102,17 +103,18 @@ def scan_records(data: bytes, pos: int, stop: int, count: int) -> tuple[int, int
 _HIGH_BIT: Final = bytes(int(b >= 0x80) for b in range(256))
 """A `bytes.translate` table: 1 for a byte with its continuation bit set, else 0."""
 _ODD: Final = bytes(b & 1 for b in range(256))
+_LOW_SEVEN: Final = bytes(b & 0x7F for b in range(256))
+_LITTLE: Final = int(sys.byteorder == "little")
+"""Where a 16-bit number's high byte goes in `_timestamp_bounds`' pairs: second on a
+little-endian machine."""
 
 
 @functools.cache
 def _offset_delta_table(width: int, j: int) -> bytes:
     """Byte ``j`` of the width-``width`` varint of the zigzag of every offset delta a width
-    holds (64 of one byte, 8,192 of two)."""
-    deltas = 2 * np.arange(1 << (7 * width - 1), dtype=np.int64)
-    column = (deltas >> (7 * j)) & 0x7F
-    if j < width - 1:
-        column |= 0x80
-    return column.astype(np.uint8).tobytes()
+    of one or two bytes holds (64, 8,192)."""
+    more = 0x80 if j < width - 1 else 0
+    return bytes(((2 * i >> (7 * j)) & 0x7F) | more for i in range(1 << (7 * width - 1)))
 
 
 def _offset_delta_column(width: int, j: int, first: int, rows: int) -> bytes:
@@ -120,28 +122,42 @@ def _offset_delta_column(width: int, j: int, first: int, rows: int) -> bytes:
     (zigzag: ``2 * i``)."""
     if width <= 2:
         return _offset_delta_table(width, j)[first : first + rows]
-    deltas = 2 * np.arange(first, first + rows, dtype=np.int64)
-    column = (deltas >> (7 * j)) & 0x7F
-    if j < width - 1:
-        column |= 0x80
-    return column.astype(np.uint8).tobytes()
+    more = 0x80 if j < width - 1 else 0  # NB: records 8,192 on of one batch: rare, in Python
+    return bytes(((2 * i >> (7 * j)) & 0x7F) | more for i in range(first, first + rows))
 
 
 def _first_difference(column: bytes, expected: bytes) -> int:
-    differs = np.frombuffer(column, dtype=np.uint8) != np.frombuffer(expected, dtype=np.uint8)
-    return int(np.argmax(differs))
+    """The first index where two different, equally long byte strings differ (a binary
+    search over prefixes, each compared in C)."""
+    low, high = 0, len(column) - 1  # NB: the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        if column[: middle + 1] == expected[: middle + 1]:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
-def _timestamp_bounds(stamps: list[bytes]) -> tuple[int, int]:
-    """The smallest and largest of the zigzag varints whose byte ``j`` is ``stamps[j]`` (checked
-    to be varints of that width)."""
-    if len(stamps) == 1 and b"\x01" not in stamps[0].translate(_ODD):
-        return min(stamps[0]) >> 1, max(stamps[0]) >> 1  # one byte, all >= 0: no decoding
-    z = np.frombuffer(stamps[0], dtype=np.uint8).astype(np.int64) & 0x7F
-    for j in range(1, len(stamps)):
-        z |= (np.frombuffer(stamps[j], dtype=np.uint8).astype(np.int64) & 0x7F) << (7 * j)
-    signed = (z >> 1) ^ -(z & 1)
-    return int(signed.min()), int(signed.max())
+def _timestamp_bounds(stamps: list[bytes]) -> tuple[int, int] | None:
+    """The smallest and largest of the zigzag varints whose byte ``j`` is ``stamps[j]``
+    (checked to be varints of that width); None for what the walk decodes instead: a negative
+    delta (odd zigzag) or one of three bytes or more (a batch over 8 s)."""
+    if b"\x01" in stamps[0].translate(_ODD) or len(stamps) > 2:
+        return None
+    if len(stamps) == 1:  # deltas 0..63 ms
+        return min(stamps[0]) >> 1, max(stamps[0]) >> 1
+    # deltas 64..8191 ms: z = low 7 bits + 128 * high byte, ordered as the 16-bit numbers
+    # low 7 bits + 256 * high byte, which one strided copy per byte builds in C
+    low_bits, high_byte = stamps[0].translate(_LOW_SEVEN), stamps[1]
+    pairs = bytearray(2 * len(low_bits))
+    pairs[_LITTLE::2], pairs[1 - _LITTLE :: 2] = high_byte, low_bits
+    numbers = memoryview(pairs).cast("H")
+    return _z(min(numbers)) >> 1, _z(max(numbers)) >> 1
+
+
+def _z(number: int) -> int:
+    return (number & 0x7F) | (number >> 8) << 7
 
 
 def _shape(data: bytes, pos: int, stop: int) -> tuple[int, int, int, int, int, list[int]] | None:

@@ -47,7 +47,7 @@ def _both(batch: bytes) -> tuple[tuple[int, int] | None, tuple[int, int] | Kraft
         (SCAN_MIN_RECORDS, 0.1, None),
         (600, 0.1, None),  # offset deltas grow a byte at record 64
         (600, 0.5, b"key-1"),  # and timestamp deltas at 64 ms: three runs
-        (300, 40.0, None),  # timestamp deltas of two and three bytes
+        (300, 20.0, None),  # timestamp deltas of one and two bytes
         (9000, 0.01, None),  # offset deltas of three bytes from record 8192
     ],
 )
@@ -59,10 +59,12 @@ def test_the_scan_proves_a_producers_batch_with_the_walks_timestamps(
     assert scanned == walked
 
 
-def test_negative_timestamp_deltas_give_the_walks_extremes() -> None:
+def test_negative_or_wide_timestamp_deltas_are_left_to_the_walk() -> None:
     records = b"".join(raw_record(i, timestamp_delta=(-1) ** i * i) for i in range(100))
-    scanned, walked = _both(forge(records, count=100))
-    assert scanned == walked == (-99, 98)
+    assert _both(forge(records, count=100)) == (None, (-99, 98))
+    scanned, walked = _both(_batch(300, step_ms=40.0))  # up to 11,960 ms: three bytes
+    assert scanned is None
+    assert walked == (0, 11_960)
 
 
 def test_what_the_scan_cannot_prove_it_leaves_to_the_walk() -> None:
