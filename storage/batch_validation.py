@@ -35,9 +35,14 @@ the header max timestamp is the records' maximum; a
 client may not set LogAppendTime
 ====================================================  =====================================
 
-The records are walked once, without copying keys or values (one-byte varints inline, longer
-ones through ``storage.records._varint_at``, the decoder `record_tuples` uses), and a compressed
-batch is decompressed once, by `decompress_records`, the function every reader uses.
+The records are read once, without copying keys or values, and a compressed batch is
+decompressed once, by `decompress_records`, the function every reader uses. A batch of
+`SCAN_MIN_RECORDS` records or more is first scanned (`storage.record_scan.scan_records`:
+runs of same-shaped records a byte column at a time), which accepts only what the walk record
+by record would accept, with the same timestamps; a batch the scan cannot prove valid
+(malformed, with headers to check, records that vary) is walked record by record (one-byte
+varints inline, longer ones through ``storage.records._varint_at``, the decoder
+`record_tuples` uses), and that walk gives every refusal.
 
 NB (deviations from Kafka): Kafka rewrites a wrong header max timestamp instead of rejecting
 it, re-assigns offsets of non-contiguous inner records, and reports record-level errors per
@@ -48,6 +53,8 @@ accepted and ignored).
 
 from __future__ import annotations
 
+from typing import Final
+
 from storage.compression import CODEC_NAMES, Compression, decompress_records, recompress_batch
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import (
@@ -56,6 +63,7 @@ from storage.errors import (
     InvalidTimestampError,
     RecordTooLargeError,
 )
+from storage.record_scan import scan_records
 from storage.records import (
     BATCH_HEADER_SIZE,
     NO_PRODUCER_ID,
@@ -69,6 +77,12 @@ from storage.records import (
 
 NO_TIMESTAMP = -1
 """Kafka's ``RecordBatch.NO_TIMESTAMP``: a record without a timestamp."""
+
+SCAN_MIN_RECORDS: Final = 16
+"""Batches of this many records or more are scanned (`storage.record_scan`) before they are
+walked: below it the walk costs less than the scan's fixed cost (the first record's shape
+parsed in Python, a few tens of calls into C); 64 records take the scan a quarter of the
+walk's time, 600 a tenth (`kraft bench produce`'s batches)."""
 
 
 def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> BatchHeader:
@@ -133,10 +147,10 @@ def validate_produced_batch(records: bytes, config: LogConfig, now_ms: int) -> B
         raise InvalidTimestampError("a producer must not set the timestamp type LogAppendTime")
     codec = header.compression  # UnsupportedCompressionTypeError for ids 5-7
     if codec is Compression.NONE:
-        low, high = _walk_records(records, BATCH_HEADER_SIZE, size, count)
+        low, high = _read_records(records, BATCH_HEADER_SIZE, size, count)
     else:
         data = decompress_records(codec, memoryview(records)[BATCH_HEADER_SIZE:])
-        low, high = _walk_records(data, 0, len(data), count)
+        low, high = _read_records(data, 0, len(data), count)
     base = header.base_timestamp_ms
     first, last = base + low, base + high
     if first < NO_TIMESTAMP:  # every timestamp is >= 0, or -1 (none)
@@ -237,6 +251,16 @@ def _check_producer_fields(header: BatchHeader) -> None:
         return
     if pid < 0 or epoch < 0 or sequence < 0:
         raise InvalidRecordError(f"invalid producer id {pid}, epoch {epoch} or sequence {sequence}")
+
+
+def _read_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
+    """`_walk_records`'s answer: from the scan when it proves the records valid, else
+    from the walk (which raises what is wrong)."""
+    if count >= SCAN_MIN_RECORDS:
+        bounds = scan_records(data, p, stop, count)
+        if bounds is not None:
+            return bounds
+    return _walk_records(data, p, stop, count)
 
 
 def _walk_records(data: bytes, p: int, stop: int, count: int) -> tuple[int, int]:
@@ -343,6 +367,7 @@ def _walk_headers(data: bytes, p: int, end: int, i: int) -> int:
 
 __all__ = [
     "NO_TIMESTAMP",
+    "SCAN_MIN_RECORDS",
     "apply_topic_policy",
     "check_keys_for_compaction",
     "convert_to_topic_codec",

@@ -7,12 +7,15 @@ answers before it."""
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import pytest
 
 from kraft._generated import broker_pb2, broker_pb2_grpc
+from kraft.metadata import PartitionRecord, TopicRecord
 from kraft.metadata.records import AccessControlEntryRecord
 from kraft.security.acls import ANONYMOUS, AclOperation, ResourceType
 from kraft.transport.channels import aio_server
@@ -23,7 +26,7 @@ from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST
 from replication.broker.server import BrokerServer
 from replication.codec import encode
 from storage.errors import ErrorCode
-from tests.broker.test_broker_api import _acl, _broker, _produce, _requests
+from tests.broker.test_broker_api import LEADER, _acl, _broker, _produce, _requests
 
 pytestmark = pytest.mark.timeout(60)
 ANYONE = RequestContext(principal=ANONYMOUS)
@@ -97,3 +100,61 @@ async def _check(broker: BrokerServer) -> None:
     assert broker.replicas[TopicPartition("t", 0)].log.log_end_offset == 5
     assert broker.replicas[TopicPartition("secret", 0)].log.log_end_offset == 0
     assert _requests("Produce", "OK") == ok_before + 5
+
+
+def test_a_streamed_produce_is_handled_while_the_one_before_it_waits(tmp_path: Path) -> None:
+    """An acks=all Produce that waits for a follower does not hold back the producer's next
+    request on the stream (`PIPELINED`): the next one is appended meanwhile. One at a time,
+    a leader had one Produce of a producer in flight, and each cost a fetch round trip per
+    follower."""
+
+    async def main() -> None:
+        async with _broker(tmp_path) as broker:
+            await _check_pipelined(broker)
+
+    asyncio.run(main())
+
+
+async def _check_pipelined(broker: BrokerServer) -> None:
+    image = broker.image  # "held": broker 102 is in its ISR and never fetches
+    held = PartitionRecord(
+        topic_id="held-id", partition=0, replicas=(LEADER, 102), isr=(LEADER, 102), leader=LEADER
+    )
+    grant = _acl(ResourceType.TOPIC, "held", AclOperation.WRITE, ANYONE)
+    broker.image = image.apply_batch(
+        [
+            TopicRecord(name="held", topic_id="held-id"),
+            held,
+            AccessControlEntryRecord.of("acl-held", grant),
+            AccessControlEntryRecord.of(
+                "acl-t", _acl(ResourceType.TOPIC, "t", AclOperation.WRITE, ANYONE)
+            ),
+        ],
+        base_offset=image.last_offset + 1,
+        epoch=1,
+    )
+    broker.replica_manager.reconcile()
+    deadline = time.monotonic() + 20
+    while broker.replicas.get(TopicPartition("held", 0)) is None:
+        assert time.monotonic() < deadline, "the held partition never opened"
+        await asyncio.sleep(0.01)
+    server = aio_server(api_services=API_SERVICES)
+    add_broker_api_to_server(
+        server, broker.api, GrpcPeers(broker.config.authorization, "PLAINTEXT")
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    waiting = replace(_produce("held"), acks=-1, timeout_ms=60_000)
+    t = broker.replicas[TopicPartition("t", 0)].log
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = broker_pb2_grpc.BrokerStub(channel).ProduceStream()
+            await call.write(encode(waiting))
+            await call.write(encode(_produce("t")))
+            while t.log_end_offset < 1:  # serially, not before the first one's 60 s timeout
+                assert time.monotonic() < deadline, "the second request waited for the first"
+                await asyncio.sleep(0.01)
+            assert broker.replicas[TopicPartition("held", 0)].log.log_end_offset == 1
+            call.cancel()
+    finally:
+        await server.stop(None)

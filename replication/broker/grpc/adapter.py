@@ -21,6 +21,7 @@ the table are UNIMPLEMENTED (gRPC's answer to an unknown method).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
@@ -128,6 +129,18 @@ BROKER_ROUTES: Final[dict[str, Route[Any, Any]]] = {
 STREAMS: Final = {"FetchStream": "Fetch", "ProduceStream": "Produce"}
 """Streaming methods -> the method whose route answers each of their requests: followers'
 fetches on one long-lived stream per leader, producers' requests on one per leader."""
+PIPELINED: Final = frozenset({"Produce"})
+"""The APIs (`STREAMS`' values) whose streams' requests are handled while the ones before them
+still wait (answered in order all the same), as a Kafka broker reads a connection's next
+request while an acks=all Produce waits for the followers. One at a time, a producer's stream
+held its leader to one Produce in flight: every Produce then cost a fetch round trip per
+follower, whatever the producer's ``max.in.flight.requests.per.connection``. A follower's
+``FetchStream`` carries one request at a time and is answered in the handler's own task (a
+reader task there left streams open after their client's half-close under ``kraft fuzz``)."""
+PIPELINED_IN_FLIGHT_MAX: Final = 8
+"""Requests of one pipelined stream handled at once; past it the broker stops reading the
+stream (gRPC's flow control holds the sender back). Kraft's producer sends at most
+``max.in.flight.requests.per.connection`` (5)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +239,12 @@ def _stream_handler(name: str, api: BrokerApi, peers: GrpcPeers) -> grpc.RpcMeth
     would have ended with a status (malformed, refused) ends the stream with that status once
     the answers before it are sent; the requests after it are not handled."""
     answer = _broker_answer(BROKER_ROUTES[name], api)
+    if name in PIPELINED:
+        return grpc.stream_stream_rpc_method_handler(
+            _pipelined(name, answer, peers),
+            request_deserializer=_request_class(name).FromString,
+            response_serializer=lambda m: m.SerializeToString(),
+        )
 
     async def stream(requests: AsyncIterator[Message], context: Context) -> AsyncIterator[Message]:
         # NB: one request at a time, read in the handler's own task: with a reader task
@@ -244,6 +263,57 @@ def _stream_handler(name: str, api: BrokerApi, peers: GrpcPeers) -> grpc.RpcMeth
         request_deserializer=_request_class(name).FromString,
         response_serializer=lambda m: m.SerializeToString(),
     )
+
+
+def _pipelined(
+    name: str,
+    answer: Callable[[Message, RequestContext], Awaitable[Message | _Abort]],
+    peers: GrpcPeers,
+) -> Callable[[AsyncIterator[Message], Context], AsyncIterator[Message]]:
+    """The behaviour of a stream of a `PIPELINED` API: a reader task starts each request's
+    handling as it arrives (up to `PIPELINED_IN_FLIGHT_MAX`; tasks start in creation order, so
+    a producer's batches reach a partition in the order it sent them,
+    `replication.broker.sequence_turn`) and the handler's own task answers them in that order.
+    What ended the reading (the client's half-close, a malformed request's abort) ends the
+    stream after the answers before it; a request a unary call would have ended with a status
+    ends it with that status after the answers before it, and the requests after it are
+    cancelled."""
+
+    async def stream(requests: AsyncIterator[Message], context: Context) -> AsyncIterator[Message]:
+        ctx = peers.context(context, name)
+        handled: asyncio.Queue[asyncio.Future[Message | _Abort] | BaseException | None]
+        handled = asyncio.Queue()
+        room = asyncio.Semaphore(PIPELINED_IN_FLIGHT_MAX)
+
+        async def read() -> None:
+            try:
+                async for message in requests:
+                    await room.acquire()
+                    handled.put_nowait(asyncio.ensure_future(answer(message, ctx)))
+            except Exception as e:  # NB: the guard's abort: raised again in the handler's task
+                handled.put_nowait(e)
+            finally:
+                handled.put_nowait(None)
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (next_one := await handled.get()) is not None:
+                if isinstance(next_one, BaseException):
+                    raise next_one
+                reply = await next_one
+                room.release()
+                if isinstance(reply, _Abort):
+                    await context.abort(reply.status, reply.details)
+                assert not isinstance(reply, _Abort)
+                yield reply
+        finally:
+            reader.cancel()
+            while not handled.empty():
+                pending = handled.get_nowait()
+                if isinstance(pending, asyncio.Future):
+                    pending.cancel()
+
+    return stream
 
 
 def _forward_handler(
