@@ -60,6 +60,7 @@ from kraft.transport.codec import (
     to_envelope,
     to_proto,
 )
+from kraft.transport.request_guard import UnparseableRequest
 from kraft.types import NodeId
 
 _REQUESTS: frozenset[type] = frozenset(
@@ -296,6 +297,7 @@ class GrpcRaftTransport:
         docstring); each request's answer comes back on this stream and no other."""
         route = _Route()
         self._streams.add(route)
+        failed: list[UnparseableRequest] = []
 
         async def pump() -> None:
             try:
@@ -306,6 +308,8 @@ class GrpcRaftTransport:
                     group = envelope_group(envelope)
                     if self._admit_on_stream(route, group, msg):
                         self._deliver(group, msg)
+            except UnparseableRequest as e:  # the request guard's: aborted in the handler's task
+                failed.append(e)
             finally:
                 route.close()
 
@@ -313,6 +317,8 @@ class GrpcRaftTransport:
         try:
             while (envelope := await route.get()) is not None:
                 yield envelope
+            if failed:
+                raise failed[0]  # in the handler's task, where the guard aborts on it
         finally:
             task.cancel()
             route.close()

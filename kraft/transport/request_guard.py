@@ -69,34 +69,47 @@ def _guard_unary(behaviour: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+class UnparseableRequest(Exception):
+    """Raised by a stream's guarded request iterator at a request that did not parse; the
+    guarded behaviour aborts on it in the handler's own task. NB: not `_abort` where the
+    iterator is read: a behaviour may read its requests in a task of its own (a pipelined
+    stream), and an abort there sends the status while the handler's task still has answers
+    to send, which then never leave (the stream stays open until its deadline)."""
+
+    def __init__(self, bad: _Unparseable) -> None:
+        super().__init__(bad.reason)
+        self.bad = bad
+
+
 def _guard_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a stream-request behaviour (same shape rule as `_guard_unary`)."""
 
-    def checked(
-        requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[Any]:
-        async def each() -> AsyncIterator[Any]:
-            async for request in requests:
-                if isinstance(request, _Unparseable):
-                    await _abort(context, request)
-                yield request
-
-        return each()
+    async def checked(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for request in requests:
+            if isinstance(request, _Unparseable):
+                raise UnparseableRequest(request)
+            yield request
 
     if inspect.isasyncgenfunction(behaviour):
 
         async def guarded_stream(
             requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
-            async for response in behaviour(checked(requests, context), context):
-                yield response
+            try:
+                async for response in behaviour(checked(requests), context):
+                    yield response
+            except UnparseableRequest as e:
+                await _abort(context, e.bad)
 
         return guarded_stream
 
     async def guarded(
         requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, Any]
     ) -> Any:
-        return await behaviour(checked(requests, context), context)
+        try:
+            return await behaviour(checked(requests), context)
+        except UnparseableRequest as e:
+            await _abort(context, e.bad)
 
     return guarded
 
@@ -150,4 +163,7 @@ def _guarded(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
     return handler
 
 
-__all__ = ["RejectUnparseable"]
+__all__ = [
+    "RejectUnparseable",
+    "UnparseableRequest",
+]

@@ -158,3 +158,48 @@ async def _check_pipelined(broker: BrokerServer) -> None:
             call.cancel()
     finally:
         await server.stop(None)
+
+
+def test_a_malformed_request_after_one_in_flight_ends_the_stream_after_its_answer(
+    tmp_path: Path,
+) -> None:
+    """The request guard's INVALID_ARGUMENT for bytes that do not parse comes after the answers
+    to the requests before them, at once: when the guard aborted in the task that reads a
+    pipelined stream, the status went out first and the stream then stayed open until its
+    deadline (kraft fuzz --seed 3: a Produce, then garbage)."""
+
+    async def main() -> None:
+        async with _broker(tmp_path) as broker:
+            grant = _acl(ResourceType.TOPIC, "t", AclOperation.WRITE, ANYONE)
+            image = broker.image
+            broker.image = image.apply_batch(
+                [AccessControlEntryRecord.of("acl-anyone", grant)],
+                base_offset=image.last_offset + 1,
+                epoch=1,
+            )
+            server = aio_server(api_services=API_SERVICES)
+            add_broker_api_to_server(
+                server, broker.api, GrpcPeers(broker.config.authorization, "PLAINTEXT")
+            )
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            valid = encode(_produce("t")).SerializeToString()
+            try:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                    stream = channel.stream_stream(
+                        "/kraft.v1.Broker/ProduceStream",
+                        request_serializer=lambda b: b,
+                        response_deserializer=broker_pb2.ProduceResponse.FromString,
+                    )
+                    call = stream(iter([valid, b"\xff\xff\xff garbage"]), timeout=10)
+                    first = await call.read()
+                    assert _codes(first) == {"t": ErrorCode.NONE}
+                    started = time.monotonic()
+                    with pytest.raises(grpc.aio.AioRpcError) as ended:
+                        await call.read()
+                    assert ended.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+                    assert time.monotonic() - started < 5, "the stream stayed open"
+            finally:
+                await server.stop(None)
+
+    asyncio.run(main())
