@@ -46,8 +46,9 @@ def test_streamed_produce_requests_are_authorized_counted_and_answered_in_order(
     asyncio.run(main())
 
 
-async def _check(broker: BrokerServer) -> None:
-    # A plaintext caller is User:ANONYMOUS: it may write topic t, not topic secret.
+async def _serve_writable_t(broker: BrokerServer) -> tuple[grpc.aio.Server, int]:
+    """The broker API on a loopback gRPC server; a plaintext caller (User:ANONYMOUS) may
+    write topic t, not topic secret. The server and its port."""
     grant = _acl(ResourceType.TOPIC, "t", AclOperation.WRITE, ANYONE)
     image = broker.image
     broker.image = image.apply_batch(
@@ -61,6 +62,11 @@ async def _check(broker: BrokerServer) -> None:
     )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
+    return server, port
+
+
+async def _check(broker: BrokerServer) -> None:
+    server, port = await _serve_writable_t(broker)
     ok_before = _requests("Produce", "OK")
     too_many = broker_pb2.ProduceRequest(
         acks=1,
@@ -170,19 +176,7 @@ def test_a_malformed_request_after_one_in_flight_ends_the_stream_after_its_answe
 
     async def main() -> None:
         async with _broker(tmp_path) as broker:
-            grant = _acl(ResourceType.TOPIC, "t", AclOperation.WRITE, ANYONE)
-            image = broker.image
-            broker.image = image.apply_batch(
-                [AccessControlEntryRecord.of("acl-anyone", grant)],
-                base_offset=image.last_offset + 1,
-                epoch=1,
-            )
-            server = aio_server(api_services=API_SERVICES)
-            add_broker_api_to_server(
-                server, broker.api, GrpcPeers(broker.config.authorization, "PLAINTEXT")
-            )
-            port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
+            server, port = await _serve_writable_t(broker)
             valid = encode(_produce("t")).SerializeToString()
             try:
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
