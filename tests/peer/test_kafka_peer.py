@@ -168,9 +168,12 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.long
 def test_kraft_peer_kafka_up_and_down(tmp_path: Path) -> None:
     """The command line: ``up`` returns once the brokers serve, with cluster.json written;
-    ``down`` stops every JVM and the supervisor and keeps the data."""
+    ``down`` stops every JVM and the supervisor and keeps the data. In ``make test-long``: it
+    starts a second Kafka cluster beside the suite's one (about 20 s of JVMs); ``make test``
+    runs the same peer code through the suite's shared cluster."""
     from tests.kafka_peer import kafka_peer_unavailable
 
     reason = kafka_peer_unavailable()
