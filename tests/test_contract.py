@@ -375,7 +375,7 @@ def test_the_shells_get_the_same_driver_class() -> None:
     from replication.broker.partition import PartitionReplica
     from replication.driver import IsrPartitionDriver
     from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig
-    from replication.sim.workload import TopicCreator
+    from replication.sim.admin import TopicCreator
     from storage.config import LogConfig
     from tests.replication.harness import TP, Cluster
 

@@ -243,7 +243,7 @@ def power_loss_sim(
     ``quorum.write.caching=true``, acknowledging before the fsync)."""
     from replication.core import ACKS_ALL
     from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig, Producer
-    from replication.sim.workload import TopicCreator
+    from replication.sim.admin import TopicCreator
 
     config = ClusterConfig(
         partitions=1,

@@ -37,20 +37,14 @@ from kraft.sim.seeds import (
 )
 from kraft.types import TopicPartition
 from replication.core import ACKS_ALL, ACKS_LEADER, TruncationStrategy
+from replication.sim.admin import Reassigner, TopicCreator
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.replica import SimReplica
 from replication.sim.scenarios import NEVER_FLUSH_MS, SCENARIOS, LastReplicaStanding
 from replication.sim.targeted import TargetedNemesis
-from replication.sim.workload import (
-    CLIENT_BASE_ID,
-    Consumer,
-    Nemesis,
-    Producer,
-    Reassigner,
-    TopicCreator,
-)
+from replication.sim.workload import CLIENT_BASE_ID, Consumer, Nemesis, Producer
 from storage.records import read_header
 
 FAULTS_START_MS = 700

@@ -27,13 +27,14 @@ from kraft.sim.checker import InvariantViolated
 from kraft.sim.network import LinkProfile
 from kraft.sim.seeds import report_seed, report_summary, run_guarded, run_seed_jobs
 from kraft.types import TRANSACTION_STATE_TOPIC
+from replication.sim.admin import TopicCreator
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
 from replication.sim.controller import ClusterConfig
 from replication.sim.run import FAULTS_END_MS, FAULTS_START_MS, SETTLE_STEP_MS
 from replication.sim.txn import TxnChecker, TxnCoordinatorHost, TxnNemesis, leader_lso
 from replication.sim.txn_clients import ReadCommittedConsumer, TxnProducer
-from replication.sim.workload import CLIENT_BASE_ID, Nemesis, TopicCreator
+from replication.sim.workload import CLIENT_BASE_ID, Nemesis
 
 LIVENESS_BOUND_MS = 8000
 """After the heal: a stuck transaction times out (1.5 s), the broker liveness of ``kraft sim

@@ -22,7 +22,8 @@ from replication.sim import (
     run_seed,
     run_seeds,
 )
-from replication.sim.workload import CLIENT_BASE_ID, TopicCreator
+from replication.sim.admin import TopicCreator
+from replication.sim.workload import CLIENT_BASE_ID
 
 SEEDS = 120
 """~2.5x fewer than with the old instant controller: a seed now runs a Raft quorum and observers

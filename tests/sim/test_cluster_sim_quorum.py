@@ -12,7 +12,7 @@ from kraft.sim.checker import InvariantViolated
 from kraft.types import TopicPartition
 from replication.driver import IsrPartitionDriver, QuorumPartitionDriver
 from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig, run_seed, run_seeds
-from replication.sim.workload import TopicCreator
+from replication.sim.admin import TopicCreator
 
 SEEDS = 16
 """Per mode, a share of the seeds run by hand (``kraft sim cluster --mode quorum --seeds
