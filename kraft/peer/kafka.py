@@ -36,6 +36,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Collection, Mapping
@@ -395,7 +396,9 @@ class KafkaCluster:
         }
 
     def _write_info(self) -> None:
-        tmp = self.data_dir / f".{CLUSTER_FILE}.tmp"
+        # NB: a temporary file per thread: two writers (nodes restarted at once) sharing one
+        # name renamed it under each other (FileNotFoundError in make test, 2026-12-07)
+        tmp = self.data_dir / f".{CLUSTER_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(self.info(), indent=2) + "\n")
         tmp.replace(self.data_dir / CLUSTER_FILE)
 
