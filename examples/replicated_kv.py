@@ -164,7 +164,7 @@ def put_all(nodes: list[Node], items: dict[str, str]) -> None:
 
 
 def drive(data_dir: Path) -> int:
-    from kraft.cluster.process import free_ports
+    from kraft.cluster.ports import free_ports
 
     data_dir.mkdir(parents=True, exist_ok=True)
     ports = free_ports(3)

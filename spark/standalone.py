@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Self
 
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 
 _PR_SET_PDEATHSIG = 1
 _live: set[subprocess.Popen[str]] = set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 
 BROKER_ID_BASE = 100
 """Broker ids are 101, 102, ...: disjoint from the controllers' 1, 2, 3 (one Raft id space)."""

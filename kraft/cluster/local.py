@@ -84,7 +84,8 @@ from kraft.cluster.health import (
     check_cluster_health,
     node_process,
 )
-from kraft.cluster.process import ManagedProcess, free_ports, wait_for
+from kraft.cluster.ports import free_ports
+from kraft.cluster.process import ManagedProcess, wait_for
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatableTopicResult, TopicMetadata
 from kraft.controller.node_config import ControllerNodeConfig

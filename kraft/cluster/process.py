@@ -22,10 +22,8 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -58,50 +56,6 @@ def die_with_parent() -> None:
         return  # not Linux: the parent's atexit hook and context manager still apply
     if os.getppid() != int(expected):
         os._exit(1)  # the parent died before we asked
-
-
-EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
-LISTEN_PORTS_FLOOR = 15000
-"""The lowest port `free_ports` draws."""
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago (bound, then closed).
-
-    They are drawn below the kernel's ephemeral range (``ip_local_port_range``, from 32768 on
-    Linux): a port from that range, which is what binding port 0 gives, can be taken by any
-    process's outgoing connection while its node is down, and a killed broker then cannot
-    listen again when it restarts. Where the range is unknown, the kernel picks (port 0).
-    """
-    try:
-        low = int(EPHEMERAL_PORTS.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 0
-    candidates = (
-        random.sample(range(LISTEN_PORTS_FLOOR, low), low - LISTEN_PORTS_FLOOR)
-        if (low > LISTEN_PORTS_FLOOR + 1000)
-        else []
-    )
-    sockets: list[socket.socket] = []
-    try:
-        for port in candidates:
-            if len(sockets) == count:
-                break
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                s.bind((host, port))
-            except OSError:
-                s.close()
-                continue
-            sockets.append(s)
-        while len(sockets) < count:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass

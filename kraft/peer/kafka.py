@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any, Self
 
 from kraft.cluster.local import BROKER_ID_BASE
-from kraft.cluster.process import ManagedProcess, free_ports, last_log_line
+from kraft.cluster.ports import free_ports
+from kraft.cluster.process import ManagedProcess, last_log_line
 from kraft.peer.jars import JarSet, find_java, kafka_jars, require
 from kraft.peer.probe import listed_brokers
 from kraft.peer.settings import LOG4J2_PROPERTIES, broker_properties, controller_properties

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kraft.cli._node import LOCK_FILE, PID_FILE, claim_data_dir, read_pid_file
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from kraft._generated import broker_pb2_grpc
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.transport.channels import client_id_of
 from kraft.types import TopicPartition
 from replication import messages

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import kraft.controller.server as controller_server
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.controller import (
     AlterableConfig,
     AlterConfigsResource,

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from kraft._generated import controller_pb2, controller_pb2_grpc
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import CreatePartitionsRequest, CreatePartitionsTopic
 from kraft.controller.node_config import ControllerNodeConfig

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kraft import LocalCluster
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(60)]
 

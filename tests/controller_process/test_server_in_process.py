@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.controller.client import ControllerClient
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer

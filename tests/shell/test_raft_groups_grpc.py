@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kraft._generated import raft_pb2_grpc
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.raft.messages import FetchRequest
 from kraft.raft_shell import METADATA_GROUP, GrpcRaftTransport, RaftServer
 from kraft.transport.channels import aio_server, bind, peer_channel

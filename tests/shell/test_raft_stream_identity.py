@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from kraft._generated import raft_pb2_grpc
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.raft.admission import EPOCH_MAX
 from kraft.raft.messages import (
     BeginQuorumEpochRequest,

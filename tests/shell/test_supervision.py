@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
 import replication.broker.server as broker_server
-from kraft.cluster.process import free_ports
+from kraft.cluster.ports import free_ports
 from kraft.controller.node_config import ControllerNodeConfig
 from kraft.controller.server import ControllerServer
 from kraft.raft import RaftNode
