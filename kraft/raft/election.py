@@ -311,7 +311,7 @@ class Election:
                     # KIP-996: refuse while the leader is alive as far as we know.
                     heard = role.last_fetched_ok_ms
                     recently = heard is not None and now_ms - heard < self._config.fetch_timeout_ms
-                    return role.leader_resigned or not recently
+                    return role.leader_resigned or role.leader_lost or not recently
                 case _:
                     return True
         assert req.epoch == self._quorum.epoch
@@ -413,6 +413,19 @@ class Election:
                 leader_id=self._quorum.leader_id,
             )
         )
+
+    def leader_connection_lost(self, peer: NodeId, now_ms: int) -> None:
+        """The shell saw ``peer``'s host close our connection to it: its process exited (a
+        crash, a kill). If it is our leader, do not wait out the fetch timeout: campaign after
+        a random back-off, as after EndQuorumEpoch, and grant pre-votes to the others, who
+        see the same. Pre-vote keeps a false alarm (a leader that still answers the others)
+        from costing an epoch, and a fetch that succeeds clears it."""
+        role = self._quorum.role
+        if not isinstance(role, Follower) or role.leader_id != peer or role.leader_lost:
+            return  # an observer's deadline moves too: it asks a voter who leads sooner
+        role.leader_lost = True
+        role.fetch_deadline_ms = now_ms  # the fetch timeout's path, with its random back-off
+        self._logger.info("leader_connection_lost", leader_id=peer)
 
     def _end_epoch_backoff_ms(self, successors: tuple[NodeId, ...]) -> int:
         """KIP-595: the first preferred successor campaigns at once, later ones back off

@@ -408,6 +408,14 @@ class RaftNode:
             )
         )
 
+    def peer_connection_lost(self, peer: NodeId, now_ms: int) -> None:
+        """The shell saw ``peer``'s host close our connection to it (its process exited):
+        a follower of ``peer`` campaigns without waiting out the fetch timeout
+        (`Election.leader_connection_lost`). A network that drops packets closes nothing, so
+        a partition is still found by the fetch timeout."""
+        self._observe_time(now_ms)
+        self._election.leader_connection_lost(peer, now_ms)
+
     # --- KIP-853: voter changes ---------------------------------------------------------------
 
     def add_voter(self, voter_id: NodeId, endpoint: str, now_ms: int) -> Offset:

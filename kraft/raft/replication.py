@@ -489,6 +489,7 @@ class Replication:
             return
         follower.last_fetched_ok_ms = now_ms
         follower.fetch_deadline_ms = now_ms + self._config.fetch_timeout_ms
+        follower.leader_lost = False
         if resp.diverging_epoch is not None:
             self._truncate_to_diverging_epoch(resp.diverging_epoch)
         elif resp.snapshot_id is not None:
@@ -557,6 +558,7 @@ class Replication:
             return
         follower.last_fetched_ok_ms = now_ms
         follower.fetch_deadline_ms = now_ms + self._config.fetch_timeout_ms
+        follower.leader_lost = False
         if resp.position == 0 and self._raft_log.voter_history is not None:
             try:
                 self._snapshot_voters = split_snapshot(resp.data)[0]

@@ -115,6 +115,9 @@ class Follower:
     """The last successful fetch: within the fetch timeout, pre-votes are refused (KIP-996)."""
     leader_resigned: bool = False
     """The leader sent EndQuorumEpoch: grant pre-votes even though it answered recently."""
+    leader_lost: bool = False
+    """Our connection to the leader was closed by its host (its process exited): grant
+    pre-votes even though it answered recently, until a fetch succeeds again."""
     fetch_correlation_id: int | None = None
     fetch_sent_ms: int = 0
     fetch_backoff_until_ms: int = 0

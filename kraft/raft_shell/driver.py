@@ -391,6 +391,12 @@ class RaftDriver:
             self._node.step(msg, self._clock())
             self._wake.set()
 
+    def peer_lost(self, peer: NodeId) -> None:
+        """``peer``'s host closed our connection to it (the transport calls it)."""
+        if self._running and self._node is not None and self.supervisor.death is None:
+            self._node.peer_connection_lost(peer, self._clock())
+            self._wake.set()
+
     async def _run(self) -> None:
         node = self.node
         clock = self._clock

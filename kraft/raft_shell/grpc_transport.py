@@ -272,6 +272,12 @@ class GrpcRaftTransport:
         inbox.deliver(msg)
         return True
 
+    def _peer_lost(self, peer: NodeId, why: str) -> None:
+        self._log.info("peer_connection_lost", peer=peer, details=why[:_QUOTE_MAX])
+        for group, inbox in list(self._inboxes.items()):
+            if self._admits(group, peer):
+                inbox.peer_lost(peer)
+
     def _stub(self, peer: NodeId) -> raft_pb2_grpc.RaftStub | None:
         stub = self._stubs.get(peer)
         if stub is None:
@@ -492,8 +498,11 @@ class _Link:
                 self._unanswered_since = None
                 self._transport.learn_leader_endpoint(msg, envelope.leader_endpoint)
                 self._transport._deliver(envelope_group(envelope), msg)
-        except grpc.aio.AioRpcError:
-            pass
+        except grpc.aio.AioRpcError as e:
+            if e.code() is grpc.StatusCode.UNAVAILABLE and not self.closed:
+                # The peer's host closed the connection (its process exited) or refused a new
+                # one; our own close cancels instead.
+                self._transport._peer_lost(self.peer, e.details() or "")
         finally:
             self.close()
 

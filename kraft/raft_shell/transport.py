@@ -28,6 +28,10 @@ class Inbox(Protocol):
 
     def deliver(self, msg: RaftMessage) -> None: ...
 
+    def peer_lost(self, peer: NodeId) -> None:
+        """``peer``'s host closed our connection to it: its process exited (not a network
+        that drops packets, which closes nothing)."""
+
 
 class Transport(Protocol):
     """Sends Raft messages to peers and delivers inbound ones, per group."""

@@ -243,6 +243,21 @@ class SimCluster:
             return
         n.lose_process()
         self.checker.on_crash(n)
+        for peer in self.nodes.values():
+            if peer is not n:
+                self.network.connection_closed(n.node_id, peer.node_id, self._losing(peer, n))
+
+    def _losing(self, n: SimNode, peer: SimNode) -> Callable[[], None]:
+        return lambda: self._peer_lost(n, peer.node_id)
+
+    def _peer_lost(self, n: SimNode, peer: NodeId) -> None:
+        if n.node is None:
+            return
+        if n.paused:
+            n.deferred.append(lambda: self._peer_lost(n, peer))
+            return
+        n.node.peer_connection_lost(peer, self.clock.now_ms)
+        self._after_activity(n)
 
     def wipe(self, n: SimNode) -> None:
         """Crash and lose the whole disk (observers only: a voter must keep its vote)."""

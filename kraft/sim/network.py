@@ -21,14 +21,14 @@ from kraft.types import NodeId
 class NetworkFilter(Protocol):
     """Decides whether an outbound message of the node it is installed on may leave."""
 
-    def allows(self, msg: RaftMessage) -> bool: ...
+    def allows(self, destination: NodeId) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
 class DropAll:
     """Nothing in or out: the node is cut off (installed on the node, checked both ways)."""
 
-    def allows(self, msg: RaftMessage) -> bool:
+    def allows(self, destination: NodeId) -> bool:
         return False
 
 
@@ -38,8 +38,8 @@ class DropOutboundTo:
 
     destinations: frozenset[NodeId]
 
-    def allows(self, msg: RaftMessage) -> bool:
-        return msg.destination not in self.destinations
+    def allows(self, destination: NodeId) -> bool:
+        return destination not in self.destinations
 
 
 @dataclass(slots=True, kw_only=True)
@@ -132,13 +132,28 @@ class SimNetwork:
     # --- traffic ------------------------------------------------------------------------------
 
     def _passes(self, msg: RaftMessage) -> bool:
+        return self._open(msg.source, msg.destination)
+
+    def _open(self, source: NodeId, destination: NodeId) -> bool:
         filters = self._filters
         if not filters:
             return True
-        for flt in filters.get(msg.source, ()):
-            if not flt.allows(msg):
+        for flt in filters.get(source, ()):
+            if not flt.allows(destination):
                 return False
-        return not any(isinstance(f, DropAll) for f in filters.get(msg.destination, ()))
+        return not any(isinstance(f, DropAll) for f in filters.get(destination, ()))
+
+    def connection_closed(
+        self, source: NodeId, destination: NodeId, closed: Callable[[], None]
+    ) -> None:
+        """``source``'s process died: its kernel's FIN or RST reaches ``destination`` (one
+        packet, so once, after one delay, if the path lets it through), and ``closed`` runs
+        there."""
+        delays = self.profile.draw_delays_ms(self._rng) if self._open(source, destination) else ()
+        if delays:
+            self._scheduler.after(
+                delays[0], lambda: closed() if self._open(source, destination) else None
+            )
 
     def send(self, msg: RaftMessage) -> None:
         self.messages_sent += 1

@@ -53,7 +53,7 @@ from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
-from kraft.types import TopicPartition
+from kraft.types import NodeId, TopicPartition
 from replication.broker.change_event import ChangeEvent
 from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
@@ -262,6 +262,11 @@ class PartitionReplica(NoDriverEvents):
         """`Inbox`: a Raft message of this replica's group, from one of its replicas."""
         self.driver.handle_raft_message(msg, clock_ms())
         self._raft_wake.set()  # the next deadline may have moved
+
+    def peer_lost(self, peer: NodeId) -> None:
+        """`Inbox`: the connection to replica ``peer`` was closed by its host."""
+        self.driver.handle_raft_peer_lost(peer, clock_ms())
+        self._raft_wake.set()
 
     def send_raft_message(self, message: RaftMessage) -> None:
         if self._quorum is not None:

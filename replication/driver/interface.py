@@ -352,6 +352,11 @@ class PartitionDriver(Protocol):
         """Quorum mode: a Raft message of this replica's group (ISR replicas drop it)."""
         ...
 
+    def handle_raft_peer_lost(self, peer: int, now_ms: int) -> None:
+        """Quorum mode: ``peer``'s host closed our connection to it (`RaftNode.
+        peer_connection_lost`); ISR replicas ignore it."""
+        ...
+
     # --- follower --------------------------------------------------------------------------
 
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:

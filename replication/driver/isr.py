@@ -509,6 +509,9 @@ class IsrPartitionDriver:
         """ISR replicas take part in no Raft group: a stray message is dropped."""
         self._logger.debug("raft_message_dropped", kind=type(message).__name__)
 
+    def handle_raft_peer_lost(self, peer: int, now_ms: int) -> None:
+        pass
+
     def build_fetch_request(self, now_ms: int) -> FollowerFetchRequest | None:
         core = self._core
         if not isinstance(core, PartitionFollower):

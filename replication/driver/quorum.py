@@ -592,6 +592,11 @@ class QuorumPartitionDriver:
         waiting = self._purgatory.next_deadline_ms()
         return deadline if waiting is None else min(deadline, waiting)
 
+    def handle_raft_peer_lost(self, peer: int, now_ms: int) -> None:
+        if self._node is not None and self._offline is None:
+            self._node.peer_connection_lost(NodeId(peer), now_ms)
+            self.drain(now_ms)
+
     def handle_raft_message(self, message: RaftMessage, now_ms: int) -> None:
         """A Raft message of this replica's group (dropped before the node starts)."""
         node = self._node

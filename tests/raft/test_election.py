@@ -173,6 +173,50 @@ def test_first_preferred_successor_campaigns_at_once_after_end_quorum_epoch() ->
     assert ctx.node.role_name == "prospective"
 
 
+def _follower_of_2(ctx: RaftTestContext) -> None:
+    sent = ctx.step(ctx.begin_quorum_epoch(2, 2))
+    ctx.step(ctx.fetch_response_to(only(sent, FetchRequest)[0], high_watermark=0))
+
+
+def test_a_follower_whose_leader_s_connection_closed_campaigns_without_the_fetch_timeout() -> None:
+    """A crashed leader's host closes its connections: the follower pre-votes after a random
+    back-off of at most ``election_backoff_max_ms``, not after the fetch timeout, and grants
+    the other follower's pre-vote though it fetched a moment ago."""
+    ctx = RaftNodeBuilder(local_id=1).with_unknown_leader(epoch=1).build()
+    _follower_of_2(ctx)
+    pre = ctx.step(ctx.vote_request(3, 3, pre_vote=True))
+    assert not only(pre, VoteResponse)[0].vote_granted
+    lost_at = ctx.now_ms
+    ctx.node.peer_connection_lost(NodeId(2), ctx.now_ms)
+    pre = ctx.step(ctx.vote_request(3, 3, pre_vote=True))
+    assert only(pre, VoteResponse)[0].vote_granted
+    before = len(ctx.sent)
+    ctx.tick_until(lambda: any(isinstance(m, VoteRequest) for m in ctx.sent[before:]))
+    assert ctx.node.role_name == "prospective"
+    assert ctx.now_ms - lost_at <= ctx.config.election_backoff_max_ms
+    assert ctx.node.epoch == 2 and ctx.config.election_backoff_max_ms < ctx.config.fetch_timeout_ms
+
+
+def test_a_closed_connection_to_a_leader_that_still_answers_costs_no_epoch() -> None:
+    """A false alarm: the others refuse the follower's pre-vote, it follows its leader again
+    when the pre-vote round times out, and once a fetch succeeds it refuses pre-votes again."""
+    ctx = RaftNodeBuilder(local_id=1).with_unknown_leader(epoch=1).build()
+    _follower_of_2(ctx)
+    ctx.node.peer_connection_lost(NodeId(3), ctx.now_ms)  # not the leader: nothing changes
+    assert ctx.node.next_deadline_ms() > ctx.now_ms + ctx.config.election_backoff_max_ms
+    ctx.node.peer_connection_lost(NodeId(2), ctx.now_ms)
+    ctx.tick_until(lambda: ctx.node.role_name == "prospective")
+    for voter in (2, 3):
+        ctx.step(ctx.vote_response(voter, 2, pre_vote=True, granted=False, leader=2))
+    before = len(ctx.sent)
+    ctx.tick_until(lambda: any(isinstance(m, FetchRequest) for m in ctx.sent[before:]))
+    assert ctx.node.role_name == "follower" and ctx.node.epoch == 2 and ctx.node.leader_id == 2
+    fetch = only(ctx.sent[before:], FetchRequest)[-1]
+    ctx.step(ctx.fetch_response_to(fetch, high_watermark=0))
+    pre = ctx.step(ctx.vote_request(3, 3, pre_vote=True))
+    assert not only(pre, VoteResponse)[0].vote_granted
+
+
 def test_observer_never_campaigns_and_finds_the_leader_by_asking_a_voter() -> None:
     ctx = RaftNodeBuilder(local_id=9).build()
     sent = ctx.tick(10 * ctx.config.election_timeout_ms)
