@@ -28,9 +28,10 @@ _BROKER = "BrokerNodeConfig"
 _RAFT_KEYS: Final = (
     ("election.timeout.ms", "election_timeout_ms", "300", "candidates wait a random time in "
      "[T, 2T) before campaigning", False),
-    ("fetch.timeout.ms", "fetch_timeout_ms", "600", "a follower that has not fetched from its "
-     "leader for this long campaigns; a leader not fetched from by a majority for 1.5x this "
-     "long resigns (check-quorum)", False),
+    ("fetch.timeout.ms", "fetch_timeout_ms", "2000", "a follower that has not fetched from its "
+     "leader for this long campaigns (at once when the leader's host closes the connection: "
+     "its process exited); a leader not fetched from by a majority for 1.5x this long resigns "
+     "(check-quorum)", False),
     ("election.backoff.max.ms", "election_backoff_max_ms", "100", "upper bound of the random "
      "backoff after a lost election", False),
     ("append.linger.ms", "append_linger_ms", "2", "the leader gathers proposals this long into "

@@ -424,8 +424,16 @@ class Election:
         if not isinstance(role, Follower) or role.leader_id != peer or role.leader_lost:
             return  # an observer's deadline moves too: it asks a voter who leads sooner
         role.leader_lost = True
-        role.fetch_deadline_ms = now_ms  # the fetch timeout's path, with its random back-off
-        self._logger.info("leader_connection_lost", leader_id=peer)
+        # Every follower sees the close at once: they take turns, in voter id order, one
+        # back-off bound apart (EndQuorumEpoch's successor order, KIP-595), so the first one's
+        # vote request reaches the next before that one campaigns and splits the vote.
+        others = sorted(v for v in self._voters if v != peer)
+        turn = others.index(self._id) if self._id in others else len(others)
+        backoff = (
+            turn * self._config.election_backoff_max_ms + self._quorum.random_backoff_ms() // 4
+        )
+        role.fetch_deadline_ms = min(role.fetch_deadline_ms, now_ms + backoff)
+        self._logger.info("leader_connection_lost", leader_id=peer, backoff_ms=backoff)
 
     def _end_epoch_backoff_ms(self, successors: tuple[NodeId, ...]) -> int:
         """KIP-595: the first preferred successor campaigns at once, later ones back off

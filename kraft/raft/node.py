@@ -630,7 +630,9 @@ class RaftNode:
                 # leader answered their parked fetches together); pre-voting at once, they
                 # grant each other and split the vote. A random backoff lets one go first.
                 self._election.become_prospective(
-                    now_ms, backoff_ms=self._quorum.random_backoff_ms(), reason="fetch_timeout"
+                    now_ms,
+                    backoff_ms=0 if role.leader_lost else self._quorum.random_backoff_ms(),
+                    reason="leader_connection_lost" if role.leader_lost else "fetch_timeout",
                 )
             else:
                 self._election.become_unattached(role.epoch, now_ms)

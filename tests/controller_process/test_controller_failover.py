@@ -184,3 +184,25 @@ def test_paused_leader_is_replaced_and_steps_down_when_resumed(cluster: LocalClu
 
         wait_for(followed, 20, f"the resumed old leader to follow {_logs(cluster)}")
         client.create_topic("after-resume")
+
+
+def test_a_killed_leader_is_replaced_long_before_the_fetch_timeout(tmp_path: Path) -> None:
+    """Its host closes its connections, and the followers campaign at once: with a 60 s
+    fetch timeout a SIGKILLed leader is still replaced within the 20 s deadline (a paused or
+    cut-off one would wait the 60 s)."""
+    config = {"controller.quorum.fetch.timeout.ms": "60000"}
+    with LocalCluster(3, 0, data_dir=tmp_path / "cluster", controller_config=config) as cluster:
+        cluster.wait_until_healthy(timeout=30)
+        old_leader = cluster.active_controller_id()
+        cluster.kill_controller(old_leader)
+        wait_for(
+            lambda: cluster.active_controller_id() not in (None, -1, old_leader),
+            20,
+            f"a new active controller {_logs(cluster)}",
+        )
+        logs = "".join(
+            (cluster.data_dir / "logs" / f"controller-{n}.log").read_text()
+            for n in cluster.controller_ids
+            if n != old_leader
+        )
+        assert "leader_connection_lost" in logs

@@ -8,14 +8,14 @@ from kraft.raft import RaftConfig
 from storage.errors import InvalidConfigError
 
 
-def test_defaults_replace_a_dead_leader_under_a_second_and_outlast_two_retransmissions() -> None:
-    """Issue 29: a follower campaigns ``fetch_timeout_ms`` after its last fetch, after a backoff
-    of at most ``election_backoff_max_ms``; one pre-vote and one vote round trip later a new
-    leader leads. Meanwhile the fetch timeout must outlast a packet lost twice (TCP's 200 ms
-    minimum retransmission timeout, then 400 ms), or 5% loss elects leaders all the time."""
+def test_defaults_outlast_three_retransmissions_and_crashes_do_not_wait_for_them() -> None:
+    """Issue 29: the fetch timeout must outlast a packet lost three times (TCP's 200 ms
+    minimum retransmission timeout, then 400 and 800 ms), or loss elects leaders all the time;
+    a crashed leader is found from its closed connection instead, and its followers take
+    turns one ``election_backoff_max_ms`` apart (well under a second for three voters)."""
     c = RaftConfig()
-    assert c.fetch_timeout_ms + c.election_backoff_max_ms < 1000
-    assert c.fetch_timeout_ms >= 200 + 400
+    assert c.fetch_timeout_ms >= 200 + 400 + 800
+    assert 2 * c.election_backoff_max_ms + c.election_timeout_ms < 1000
     assert c.election_timeout_ms <= c.fetch_timeout_ms // 2
     assert c.fetch_max_wait_ms < c.request_timeout_ms
 

@@ -179,9 +179,9 @@ def _follower_of_2(ctx: RaftTestContext) -> None:
 
 
 def test_a_follower_whose_leader_s_connection_closed_campaigns_without_the_fetch_timeout() -> None:
-    """A crashed leader's host closes its connections: the follower pre-votes after a random
-    back-off of at most ``election_backoff_max_ms``, not after the fetch timeout, and grants
-    the other follower's pre-vote though it fetched a moment ago."""
+    """A crashed leader's host closes its connections: the follower pre-votes in its turn
+    (node 1 is first of the others: within ``election_backoff_max_ms``), not after the fetch
+    timeout, and grants the other follower's pre-vote though it fetched a moment ago."""
     ctx = RaftNodeBuilder(local_id=1).with_unknown_leader(epoch=1).build()
     _follower_of_2(ctx)
     pre = ctx.step(ctx.vote_request(3, 3, pre_vote=True))
