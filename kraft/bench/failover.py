@@ -474,7 +474,7 @@ def render(result: dict[str, Any]) -> str:
     )
 
 
-def _key_value(text: str) -> tuple[str, str]:
+def key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -513,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--controller-config",
-        type=_key_value,
+        type=key_value,
         action="append",
         default=[],
         metavar="KEY=VALUE",
