@@ -8,6 +8,8 @@
   scenario and mode, faults shaded and labelled, the offered rate drawn: availability over
   time, not a throughput measurement (that is `kraft bench produce`);
 - ``unavailability.png``: seconds without acknowledgements per mode and failure phase;
+- ``slow-link-bursts.png``: acks=all records/s of a burst per mode, without a limit and under
+  each link limit (named);
 - ``records-lost.png``: acknowledged records lost per mode and data-loss case.
 """
 
@@ -72,6 +74,7 @@ def plot_all(results: dict[str, Any], out: Path, dpi: int = 110) -> list[str]:
             lambda scenarios: _throughput(scenarios, rate),
         ),
         ("unavailability.png", "modes" in s.get("failures", {}), _unavailability),
+        ("slow-link-bursts.png", "modes" in s.get("slow-link", {}), _bursts),
         ("records-lost.png", "data-loss" in s, _lost),
     ):
         if ok:
@@ -218,6 +221,33 @@ def _unavailability(s: dict[str, Any]) -> Any:
     ax.set_xticks([j + width * (len(modes) - 1) / 2 for j in range(len(phases))], phases)
     ax.set_ylabel("seconds without acks")
     ax.set_title("failures: seconds without an acknowledged acks=all write, per phase", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _bursts(s: dict[str, Any]) -> Any:
+    """Grouped bars: per link limit (named: what, where, how much), each mode's burst rate."""
+    r = s["slow-link"]
+    modes = list(r["modes"])
+    names = [p["name"] for p in r["phases"]]
+    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        values = [row["burst"]["records_per_s"] for row in r["modes"][mode]["phases"]]
+        xs = [j + i * width for j in range(len(names))]
+        bars = ax.bar(xs, values, width, color=_color(mode), label=mode)
+        ax.bar_label(bars, fmt="{:,.0f}", fontsize=8)
+    ax.set_xticks(
+        [j + width * (len(modes) - 1) / 2 for j in range(len(names))],
+        [_wrap(n, 30) for n in names],
+        fontsize=7,
+    )
+    ax.set_ylabel("acknowledged records/s")
+    ax.set_title(
+        f"slow link: a burst of {r.get('burst_records', 0):,} acks=all records per mode, "
+        "under each limit",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     return fig
 

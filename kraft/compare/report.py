@@ -265,6 +265,8 @@ _FIGURES = {
     "the offered rate dotted: availability under the faults at a fixed low load, **not a "
     "throughput measurement** (nor is the steady-state table: `kraft bench produce` is)",
     "unavailability.png": "seconds of each failures phase with no acknowledged acks=all write",
+    "slow-link-bursts.png": "the records/s of an acks=all burst per mode under each link "
+    "limit (one short burst each, one mode after the other, at the load above)",
     "records-lost.png": "acknowledged records lost per case and mode (the simulator's "
     "power-loss cases count acks=all batches, not records)",
 }

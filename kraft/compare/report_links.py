@@ -73,6 +73,8 @@ def slow_link_section(r: dict[str, Any], results: dict[str, Any]) -> list[str]:
                     _f(row["unavailable_s"], ".2f"),
                     "-" if m.get("quorum") else _isr(row),
                     str(row["leader_changes"]),
+                    _f(row.get("burst", {}).get("records_per_s"), ",.0f"),
+                    _f(row.get("burst", {}).get("p99_ms"), ",.0f"),
                 ]
             )
     leaders = ", ".join(f"`{mode}` broker {m['leader']}" for mode, m in r["modes"].items())
@@ -92,10 +94,24 @@ def slow_link_section(r: dict[str, Any], results: dict[str, Any]) -> list[str]:
         "latency of the records sent while limited (acknowledgement minus send); "
         "*unavailable*: seconds of the phase (to the end of its recovery) in gaps of more than "
         "0.5 s between acknowledgements; *ISR*: when the limited follower left the ISR topic's "
-        "ISR and came back; leader changes in the phase.",
+        "ISR and came back; leader changes in the phase. *Burst*: after the probes, the same "
+        f"limit again and under it {r.get('burst_records', 0):,} acks=all records of 100 B "
+        "per mode (window 20,000, linger.ms=5), one mode after the other: the records/s a "
+        "mode took under the limit, and their p99.",
         "",
         *_table(
-            ["mode", "phase", "acked/s", "p50 ms", "p99 ms", "unavailable s", "ISR", "leaders"],
+            [
+                "mode",
+                "phase",
+                "probe acked/s",
+                "p50 ms",
+                "p99 ms",
+                "unavailable s",
+                "ISR",
+                "leaders",
+                "burst records/s",
+                "burst p99 ms",
+            ],
             rows,
         ),
     ]

@@ -365,9 +365,9 @@ def steady(
         say(f"{mode.name}: {timing.steady_records:,} records, acks=all")
         cpu: dict[str, Any] = {}
         with nodes_cpu(cpu, arena.broker_pids(), timing.steady_records):
-            run = _produce(arena, topic, timing.steady_records, 20_000, 5)
+            run = produce_records(arena, topic, timing.steady_records, 20_000, 5)
         say(f"{mode.name}: one record at a time")
-        single = _produce(arena, topic, 300, 1, 0)
+        single = produce_records(arena, topic, 300, 1, 0)
         out["modes"][mode.name] = {
             "topic": topic,
             "records_per_s": run["records_per_s"],
@@ -383,7 +383,9 @@ def steady(
     return out
 
 
-def _produce(arena: Arena, topic: str, records: int, window: int, linger_ms: int) -> dict[str, Any]:
+def produce_records(
+    arena: Arena, topic: str, records: int, window: int, linger_ms: int
+) -> dict[str, Any]:
     """acks=all (idempotent) records of 100 bytes through the arena's client, at most
     ``window`` unacknowledged."""
     if arena.client == "kraft":
@@ -420,6 +422,7 @@ __all__ = [
     "leader_kill",
     "phase_row",
     "pick_victim",
+    "produce_records",
     "slow_follower",
     "start_probes",
     "steady",

@@ -12,9 +12,15 @@ probe per mode runs through every phase, as in the slow-follower scenario:
 
 Per mode and phase: acknowledged records/s, ack latency p50/p99 of the records sent in it,
 and the ISR changes (when the limited follower left the ISR and when it came back) and
-leader changes. An ISR topic commits once every in-sync replica has the record, so a follower
-behind a slow link slows every write until ``replica.lag.time.max.ms`` drops it; a quorum
-commits at a majority, so a slow follower costs it nothing (a slow leader does).
+leader changes. The probes offer a fixed rate, so their records/s show when writes were
+acknowledged; what a mode can take under each limit is a second pass: once the probes have
+stopped, a burst of ``steady_records`` acks=all records per mode under each limit again, one
+mode after the other (which goes first alternates), each from a full ISR
+(`scenarios.produce_records`, the steady scenario's harness).
+
+An ISR topic commits once every in-sync replica has the record, so a follower behind a slow
+link slows every write until ``replica.lag.time.max.ms`` drops it; a quorum commits at a
+majority, so a slow follower costs it nothing (a slow leader does).
 
 The plan of limits and the rows are pure (`plan_limits`, `link_phase_row`); `slow_link` is the
 shell that applies them.
@@ -34,6 +40,7 @@ from kraft.compare.scenarios import (
     isr_events,
     phase_row,
     pick_victim,
+    produce_records,
     start_probes,
     stop_probes,
     wait_flowing,
@@ -61,6 +68,10 @@ class LinkLimit:
     @property
     def kind(self) -> str:
         return "delay" if self.kbit == 0 else "bandwidth"
+
+    def hosts(self, follower: str, brokers: Sequence[str]) -> list[str]:
+        """The hosts it limits: the ``follower``'s, or every broker's."""
+        return [follower] if self.where == "follower" else list(brokers)
 
     def describe(self, hosts: Sequence[str]) -> str:
         """What is limited, on which hosts, how much: the phase's name in the report."""
@@ -153,7 +164,8 @@ def slow_link(
 ) -> dict[str, Any]:
     """Probe an ISR topic and a quorum topic (both led from the first broker where the
     election allows) through a baseline and each of ``limits`` (``pause_s`` each, then healed
-    and ``after_s`` to recover, until the ISR is full again)."""
+    and ``after_s`` to recover, until the ISR is full again); then a burst of
+    ``steady_records`` per mode without a limit and under each limit."""
     from kraft.cluster.netns_cluster import NetnsCluster
 
     cluster = arena.cluster
@@ -184,20 +196,12 @@ def slow_link(
         time.sleep(timing.phase_s)
         phases.append({"name": "no limit", "start": start, "healed": None, "end": clock.now()})
         for limit in limits:
-            hosts = [cluster.host_name(victim)] if limit.where == "follower" else brokers
+            hosts = limit.hosts(cluster.host_name(victim), brokers)
             text = limit.describe(hosts)
             say(f"{text}, {timing.pause_s:.0f}s")
-            ran = ""
             start = clock.now()
             try:
-                for host in hosts:
-                    if limit.kind == "delay":
-                        ran = network.delay(
-                            host, limit.delay_ms, jitter_ms=limit.jitter_ms, seed=len(phases)
-                        )
-                    else:
-                        network.bandwidth(host, limit.kbit)
-                        ran = "tbf"
+                ran = _apply(network, limit, hosts, seed=len(phases))
                 time.sleep(timing.pause_s)
                 counters = {h: network.limits(h) for h in hosts}
             finally:
@@ -219,9 +223,27 @@ def slow_link(
             )
         end = clock.now()
         stop_probes(probes)
+    burst = timing.steady_records
+    bursts: dict[str, list[dict[str, Any]]] = {m.name: [] for m in modes}
+    for i, limited in enumerate((None, *limits)):
+        hosts = [] if limited is None else limited.hosts(cluster.host_name(victim), brokers)
+        text = "no limit" if limited is None else limited.describe(hosts)
+        # each from a full ISR (not behind the other mode's backlog), who goes first alternating
+        for mode in modes if i % 2 == 0 else modes[::-1]:
+            try:
+                if limited is not None:
+                    _apply(network, limited, hosts, seed=len(phases))
+                say(f"{mode.name}: {burst:,} records, acks=all, {text}")
+                run = produce_records(arena, topics[mode.name], burst, 20_000, 5)
+                bursts[mode.name].append({k: run[k] for k in ("records_per_s", "p50_ms", "p99_ms")})
+            finally:
+                for host in hosts:
+                    network.heal(host)
+            arena.wait_full_isr(list(topics.values()), timeout=60)
     out: dict[str, Any] = {
         "victim": victim,
         "victim_host": cluster.host_name(victim),
+        "burst_records": burst,
         "phases": [
             {k: round(v, 3) if isinstance(v, float) else v for k, v in p.items()} for p in phases
         ],
@@ -231,11 +253,11 @@ def slow_link(
         topic, probe = topics[mode.name], probes[mode.name]
         events = isr_events(watcher, topic)
         rows = []
-        for p in phases:
+        for p, burst_row in zip(phases, bursts[mode.name], strict=True):
             healed = p["healed"]
             row = link_phase_row(p["name"], probe.sends, p["start"], p["end"], healed=healed)
             row.update(isr_moments(events, victim, p["start"], healed or p["end"], p["end"]))
-            rows.append(row)
+            rows.append({**row, "burst": burst_row})
         out["modes"][mode.name] = {
             "topic": topic,
             "quorum": mode.quorum,
@@ -248,6 +270,17 @@ def slow_link(
             ),
         }
     return out
+
+
+def _apply(network: Any, limit: LinkLimit, hosts: Sequence[str], seed: int) -> str:
+    """Put ``limit`` on each of ``hosts``' links; what ran it (netem, the relay, or tbf)."""
+    ran = "tbf"
+    for host in hosts:
+        if limit.kind == "delay":
+            ran = network.delay(host, limit.delay_ms, jitter_ms=limit.jitter_ms, seed=seed)
+        else:
+            network.bandwidth(host, limit.kbit)
+    return ran
 
 
 __all__ = [

@@ -149,7 +149,8 @@ def _results() -> dict[str, Any]:
                 "isr_expand_s": 0.4 if shrink else None,
             },
         ]
-        return {"quorum": quorum, "leader": 101, "phases": rows}
+        burst = {"records_per_s": 30_000.0 if quorum else 2_000.0, "p50_ms": 1.0, "p99_ms": 900.0}
+        return {"quorum": quorum, "leader": 101, "phases": [{**r, "burst": burst} for r in rows]}
 
     return {
         "quick": True,
@@ -180,6 +181,7 @@ def test_the_report_states_each_limit_and_the_isr_changes_and_says_kafka_is_not_
     assert "| 256 kbit/s each way (TBF) on broker-103's link | 13.0-21.0 s | tbf; 1,140 " in text
     assert "out 5.5 s after the limit began, back 0.4 s after the heal" in text
     assert "| quorum | 256 kbit/s each way (TBF) on broker-103's link | 150.0 | 4.5 |" in text
+    assert "| - | 0 | 30,000 | 900 |" in text and "| 0 | 2,000 | 900 |" in text
     assert "Apache Kafka's column is not run on network hosts" in text
     table = summary_table(_results())
     assert "slow link p50 ms (none/bandwidth@follower)" in table

@@ -56,6 +56,7 @@ def test_a_delayed_follower_slows_the_isr_topic_and_not_the_quorum_topic(tmp_pat
     assert isr[1]["latency"]["p50_ms"] >= 30.0
     assert quorum[1]["latency"]["p50_ms"] < isr[1]["latency"]["p50_ms"]
     assert all(row["failed"] == 0 and row["acked"] == row["sent"] for row in isr + quorum)
+    assert all(row["burst"]["records_per_s"] > 0 for row in isr + quorum)
     report = (tmp_path / "report.md").read_text()
     assert "20 ms ± 5 ms delay each way on broker-" in report
     assert "Apache Kafka's column is not run on network hosts" in report
