@@ -200,7 +200,7 @@ class NetnsCluster:
 
     @property
     def kafka_bootstrap(self) -> str:
-        """"": the hosts' brokers have one listener each, kraft's own (no Kafka listener)."""
+        """Empty: the hosts' brokers have one listener each, kraft's own (no Kafka listener)."""
         return ""
 
     @property

@@ -58,7 +58,7 @@ QUICK = Timing(
 )
 
 
-def pick_victim(arena: Arena, leaders: set[int], fallback_not: set[int]) -> int:
+def _victim(arena: Arena, leaders: set[int], fallback_not: set[int]) -> int:
     """A broker that leads none of ``leaders`` (else one outside ``fallback_not``)."""
     for b in reversed(arena.cluster.broker_ids):
         if b not in leaders and b not in fallback_not:
@@ -66,7 +66,7 @@ def pick_victim(arena: Arena, leaders: set[int], fallback_not: set[int]) -> int:
     return next(b for b in reversed(arena.cluster.broker_ids) if b not in fallback_not)
 
 
-def start_probes(
+def _start_probes(
     arena: Arena, topics: dict[str, str], clock: Clock, **options: Any
 ) -> dict[str, ProbeProducer]:
     probes = {mode: arena.probe(topic, clock, **options) for mode, topic in topics.items()}
@@ -118,6 +118,27 @@ def window_percentiles(
     return {"acked": len(lat), **percentiles(lat), "max_ms": round(max(lat), 1) if lat else None}
 
 
+def probed_follower(
+    prefix: str, arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing
+) -> tuple[dict[str, str], int, dict[str, ProbeProducer]]:
+    """One topic per mode (led from the first broker, where the election allows), a broker
+    that follows every one of them and leads none, and a probe producer started on each at
+    the timing's rate: mode -> topic, the follower, mode -> probe."""
+    first = arena.cluster.broker_ids[0]
+    topics = {m.name: arena.create(prefix, m, leader=first) for m in modes}
+    leaders = {arena.leader(t) for t in topics.values()}
+    victim = _victim(arena, leaders, set())
+    probes = _start_probes(
+        arena,
+        topics,
+        clock,
+        rate_per_s=timing.rate_per_s,
+        window=20_000,
+        delivery_timeout_ms=120_000,
+    )
+    return topics, victim, probes
+
+
 # -- slow follower -------------------------------------------------------------------------------
 
 
@@ -126,18 +147,7 @@ def slow_follower(
 ) -> dict[str, Any]:
     """SIGSTOP one follower of every mode's partition for ``pause_s``: produce latency over
     time, and when the ISR shrank and expanded."""
-    first = arena.cluster.broker_ids[0]
-    topics = {m.name: arena.create("slow", m, leader=first) for m in modes}
-    leaders = {arena.leader(t) for t in topics.values()}
-    victim = pick_victim(arena, leaders, set())
-    probes = start_probes(
-        arena,
-        topics,
-        clock,
-        rate_per_s=timing.rate_per_s,
-        window=20_000,
-        delivery_timeout_ms=120_000,
-    )
+    topics, victim, probes = probed_follower("slow", arena, modes, clock, timing)
     with TopicWatcher(arena.describe, list(topics.values()), clock) as watcher:
         wait_flowing(probes, clock)
         flowing_at = clock.now()  # "before" starts here: not the first sends' connecting
@@ -209,7 +219,7 @@ def failures(
     the ISR is below ``min.insync.replicas``)."""
     first = arena.cluster.broker_ids[0]
     topics = {m.name: arena.create("fail", m, leader=first) for m in modes}
-    probes = start_probes(
+    probes = _start_probes(
         arena,
         topics,
         clock,
@@ -236,7 +246,7 @@ def failures(
     phase("all replicas up")
     leaders = {arena.leader(t) for t in topics.values()}
     for label in ("1 replica killed", "2 replicas killed"):
-        victim = pick_victim(arena, leaders, set(killed))
+        victim = _victim(arena, leaders, set(killed))
         say(f"SIGKILL broker {victim} ({label})")
         arena.cluster.kill_broker(victim)
         killed.append(victim)
@@ -285,7 +295,7 @@ def leader_kill(
         "window": 20_000,
         "delivery_timeout_ms": 60_000,
     }
-    probes = start_probes(arena, topics, clock, **options)
+    probes = _start_probes(arena, topics, clock, **options)
     first_probes = dict(probes)
     wait_flowing(probes, clock)
     samples: dict[str, list[float]] = {m.name: [] for m in modes}
@@ -421,10 +431,9 @@ __all__ = [
     "isr_events",
     "leader_kill",
     "phase_row",
-    "pick_victim",
+    "probed_follower",
     "produce_records",
     "slow_follower",
-    "start_probes",
     "steady",
     "stop_probes",
     "wait_flowing",

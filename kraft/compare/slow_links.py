@@ -39,9 +39,8 @@ from kraft.compare.scenarios import (
     Timing,
     isr_events,
     phase_row,
-    pick_victim,
+    probed_follower,
     produce_records,
-    start_probes,
     stop_probes,
     wait_flowing,
     window_percentiles,
@@ -172,19 +171,8 @@ def slow_link(
     if not isinstance(cluster, NetnsCluster) or cluster.network is None:
         raise ValueError("the slow-link scenario needs a cluster of hosts (--network netns)")
     network = cluster.network
-    first = cluster.broker_ids[0]
-    topics = {m.name: arena.create("link", m, leader=first) for m in modes}
-    leaders = {arena.leader(t) for t in topics.values()}
-    victim = pick_victim(arena, leaders, set())
+    topics, victim, probes = probed_follower("link", arena, modes, clock, timing)
     brokers = [cluster.host_name(b) for b in cluster.broker_ids]
-    probes = start_probes(
-        arena,
-        topics,
-        clock,
-        rate_per_s=timing.rate_per_s,
-        window=20_000,
-        delivery_timeout_ms=120_000,
-    )
     phases: list[dict[str, Any]] = []
     with TopicWatcher(arena.describe, list(topics.values()), clock) as watcher:
         wait_flowing(probes, clock)
