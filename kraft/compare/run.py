@@ -89,10 +89,13 @@ def run(
     network: str = "local",
     limits: Sequence[slow_links.LinkLimit] = slow_links.plan_limits(),
 ) -> dict[str, Any]:
-    """Raises:
-    ValueError: a choice the network cannot run (``--with-kafka``, the Kafka client or a
-        Kafka listener on network hosts; a link limit on loopback).
-    NetnsUnavailableError: ``network="netns"`` where namespaces cannot be made.
+    """Run the ``selected`` scenarios on a cluster of ``network`` (``local``: loopback;
+    ``netns``: a network host per node, where ``limits`` are the slow-link scenario's) and
+    write the outputs into ``out``.
+
+    Raises:
+        ValueError: a choice the network cannot run (`check_choices`).
+        NetnsUnavailableError: ``network="netns"`` where namespaces cannot be made.
     """
     check_choices(network, selected, client, with_kafka)
     timing = timing or (QUICK if quick else FULL)
@@ -163,8 +166,11 @@ def run(
 
 
 def check_choices(network: str, selected: Sequence[str], client: str, with_kafka: bool) -> None:
-    """Raises:
-    ValueError: what ``network`` cannot run, in one line.
+    """Refuse what ``network`` cannot run: on network hosts, Apache Kafka's column and the
+    Kafka client (the hosts' brokers have only kraft's listener); on loopback, a link limit.
+
+    Raises:
+        ValueError: in one line.
     """
     if network == "netns":
         if with_kafka:
