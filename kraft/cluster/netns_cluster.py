@@ -199,6 +199,11 @@ class NetnsCluster:
         return ",".join(self.addresses[i] for i in self.broker_ids)
 
     @property
+    def kafka_bootstrap(self) -> str:
+        """Empty: the hosts' brokers have one listener each, kraft's own (no Kafka listener)."""
+        return ""
+
+    @property
     def client_tls(self) -> Any:
         """The `TlsConfig` of this machine's client certificate (None: plaintext)."""
         return self._client_tls
@@ -272,7 +277,7 @@ class NetnsCluster:
         if process.started and not process.is_running():
             controllers_up = any(self.processes[i].is_running() for i in self.controller_ids)
             self._incarnations.restarting(
-                broker_id, self._shared_client() if controllers_up else None
+                broker_id, self.shared_controller_client() if controllers_up else None
             )
         process.start()
 
@@ -298,17 +303,19 @@ class NetnsCluster:
 
     resume_controller = resume_broker
 
-    def _shared_client(self) -> Any:
+    def shared_controller_client(self) -> Any:
+        """One `ControllerClient` of the controllers, closed by `close` (`describe_topic` and
+        `wait_until_healthy` use it; `LocalCluster.controller_client()` is the same thing)."""
         if self._client is None:
             self._client = self.controller_client()
         return self._client
 
     def active_controller_id(self, timeout: float = 15.0) -> int:
-        leader: int = self._shared_client().describe_quorum(timeout=timeout).leader_id
+        leader: int = self.shared_controller_client().describe_quorum(timeout=timeout).leader_id
         return leader
 
     def describe_topic(self, name: str, *, timeout: float = 15.0) -> Any:
-        return self._shared_client().describe_topic(name, timeout=timeout)
+        return self.shared_controller_client().describe_topic(name, timeout=timeout)
 
     def create_topic(
         self,
@@ -322,7 +329,7 @@ class NetnsCluster:
         """Create a topic and wait until every partition has a leader."""
         from kraft.cluster.process import wait_for
 
-        client = self._shared_client()
+        client = self.shared_controller_client()
         client.create_topic(name, partitions, replication_factor, configs=config, timeout=timeout)
         wait_for(
             lambda: all(p.leader >= 0 for p in self.describe_topic(name).partitions),
@@ -349,7 +356,7 @@ class NetnsCluster:
                 for i, p in self.processes.items()
             ]
             health = check_cluster_health(
-                nodes, self._shared_client(), stale_broker_epochs=self._incarnations.stale
+                nodes, self.shared_controller_client(), stale_broker_epochs=self._incarnations.stale
             )
             self._incarnations.observe(health)
             if health.exited:

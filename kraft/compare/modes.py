@@ -19,6 +19,7 @@ from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer, read_t
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
+    from kraft.cluster.netns_cluster import NetnsCluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +46,11 @@ def isr_config(mode: Mode, replication_factor: int) -> dict[str, str]:
 
 
 class Arena:
-    """A `LocalCluster` of ``replication_factor`` brokers (so every broker holds a replica of
-    every partition) and the topics of one run."""
+    """A `LocalCluster` (or a `NetnsCluster`: a host per node) of ``replication_factor``
+    brokers (so every broker holds a replica of every partition) and the topics of one run."""
 
     def __init__(
-        self, cluster: LocalCluster, replication_factor: int, client: str = "kraft"
+        self, cluster: LocalCluster | NetnsCluster, replication_factor: int, client: str = "kraft"
     ) -> None:
         self.cluster = cluster
         self.replication_factor = replication_factor
@@ -102,7 +103,7 @@ class Arena:
         if leader is not None:
             others = [b for b in self.cluster.broker_ids if b != leader]
             assignments = ((leader, *others[: self.replication_factor - 1]),)
-        self.cluster.controller_client().create_topic(
+        self._controllers().create_topic(
             name,
             1 if not assignments else -1,
             self.replication_factor if not assignments else -1,
@@ -113,6 +114,14 @@ class Arena:
         self.modes[name] = mode
         self.wait_led(name)
         return name
+
+    def _controllers(self) -> Any:
+        """The cluster's one controllers' client (it closes it)."""
+        from kraft.cluster.netns_cluster import NetnsCluster
+
+        if isinstance(self.cluster, NetnsCluster):
+            return self.cluster.shared_controller_client()
+        return self.cluster.controller_client()
 
     def describe(self, topic: str) -> Any:
         return self.cluster.describe_topic(topic, timeout=5).partitions[0]

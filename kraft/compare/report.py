@@ -211,6 +211,15 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
         "",
         f"Modes: {_modes(results)}.",
     ]
+    if results.get("network") == "netns":
+        from kraft.compare.report_links import NO_KAFKA
+
+        lines += [
+            "",
+            "Network: every node on its own network host (a network namespace on a bridge, "
+            "this machine the clients' host), started from per-node properties files; faults "
+            f"and limits act on the hosts' links. {NO_KAFKA}",
+        ]
     if results.get("quorum_pending"):
         lines += [
             "",
@@ -236,6 +245,11 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
     if "data-loss" in s:
         lines += ["", "## Acknowledged data lost", ""]
         lines += _loss(s["data-loss"])
+    if "slow-link" in s:
+        from kraft.compare.report_links import slow_link_section
+
+        lines += ["", "## Slow link: a delay or a bandwidth limit on real links", ""]
+        lines += slow_link_section(s["slow-link"], results)
     if "steady" in s:
         lines += ["", "## Steady state", ""]
         lines += _steady(s["steady"])
@@ -245,10 +259,14 @@ def render_report(results: dict[str, Any], plots: list[str]) -> str:
 _FIGURES = {
     "latency-slow-follower.png": "produce latency percentiles (p50, p99, p99.9) of the "
     "slow-follower probe, acks=all, over time, the pause shaded and the ISR changes marked",
+    "latency-slow-link.png": "the same for the slow-link probe, each link limit shaded and "
+    "named (what, on which host, how much)",
     "throughput.png": "the records/s each probe got acknowledged, over time, faults shaded, "
     "the offered rate dotted: availability under the faults at a fixed low load, **not a "
     "throughput measurement** (nor is the steady-state table: `kraft bench produce` is)",
     "unavailability.png": "seconds of each failures phase with no acknowledged acks=all write",
+    "slow-link-bursts.png": "the records/s of an acks=all burst per mode under each link "
+    "limit (one short burst each, one mode after the other, at the load above)",
     "records-lost.png": "acknowledged records lost per case and mode (the simulator's "
     "power-loss cases count acks=all batches, not records)",
 }
@@ -264,9 +282,9 @@ def _measures(results: dict[str, Any], plots: list[str]) -> list[str]:
     lines = ["**Load and what each figure measures.**"]
     if rate:
         lines.append(
-            f"The slow-follower probe offers {rate:g} records/s per mode and the failures probe "
-            f"{min(rate, 100):g} records/s: low, fixed loads, so their records/s show when writes "
-            "were acknowledged, not how many a mode can take."
+            f"The slow-follower and slow-link probes offer {rate:g} records/s per mode and the "
+            f"failures probe {min(rate, 100):g} records/s: low, fixed loads, so their records/s "
+            "show when writes were acknowledged, not how many a mode can take."
         )
     if load and cpus and max(load) > cpus:
         lines.append(
@@ -591,6 +609,12 @@ def summary_table(results: dict[str, Any]) -> str:
     s = results["scenarios"]
     modes = list(results.get("modes", {}))
     header = ["mode", "slow p99 ms", "2 down: writes", "leader kill p50/max s", "records/s"]
+    link = s.get("slow-link", {})
+    if "modes" in link:
+        from kraft.compare.report_links import slow_link_summary
+
+        limits = "/".join(f"{p['limit']['kind']}@{p['limit']['where']}" for p in link["phases"][1:])
+        header.append(f"slow link p50 ms (none/{limits})")
     rows = []
     for mode in modes:
         slow = s.get("slow-follower", {}).get("modes", {}).get(mode)
@@ -611,6 +635,7 @@ def summary_table(results: dict[str, Any]) -> str:
                 ("accepted" if two["accepting"] else "refused") if two else "-",
                 f"{_f(kill['p50_s'], '.2f')}/{_f(kill['max_s'], '.2f')}" if kill else "-",
                 _f(steady["records_per_s"], ",.0f") if steady else "-",
+                *([slow_link_summary(link, mode)] if "modes" in link else []),
             ]
         )
     widths = [
@@ -633,7 +658,7 @@ def summary_table(results: dict[str, Any]) -> str:
                 f"{m['last_standing']['lost_acked_batches']}, correlated "
                 f"{m['correlated']['lost_acked_batches']}"
             )
-    if any(row[-1] != "-" for row in rows):
+    if any(row[4] != "-" for row in rows):  # the steady records/s
         load = results.get("load_average_before") or ["?"]
         lines += [
             "",

@@ -4,11 +4,13 @@
     kraft compare --quick --out /tmp/compare          # target: under 2 minutes
     kraft compare --out compare-full                  # the full run, under 10 minutes
     kraft compare --scenarios slow-follower,steady --replication-factor 5
+    sudo kraft compare --network netns --scenarios steady,slow-link --out /tmp/nc
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -18,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kraft.compare import losses, scenarios
+from kraft.compare import losses, scenarios, slow_links
 from kraft.compare.modes import ALL_MODES, ISR_MIN1, Arena, Mode
 from kraft.compare.scenarios import FULL, QUICK, Say, Timing
 from kraft.compare.workload import Clock
@@ -32,8 +34,15 @@ SCENARIOS: dict[str, tuple[Scenario, bool]] = {
     "leader-kill": (scenarios.leader_kill, False),
     "data-loss": (losses.real_process_losses, False),
     "steady": (scenarios.steady, False),
+    "slow-link": (slow_links.slow_link, False),
 }
 ALL_SCENARIOS = tuple(SCENARIOS)
+HOSTS_ONLY = ("slow-link",)
+"""Scenarios that need a cluster of network hosts (``--network netns``): a limit on a link."""
+NETWORKS = {
+    "local": "every node on this machine's loopback",
+    "netns": "every node on its own network host (a network namespace on a bridge)",
+}
 
 LAG_TIME_MAX_MS = 2_000
 """``replica.lag.time.max.ms`` of the brokers (Kafka's default is 30 s): below kraft's
@@ -77,9 +86,18 @@ def run(
     timing: Timing | None = None,
     client: str = "kraft",
     with_kafka: bool = False,
+    network: str = "local",
+    limits: Sequence[slow_links.LinkLimit] = slow_links.plan_limits(),
 ) -> dict[str, Any]:
-    from kraft.cluster import LocalCluster
+    """Run the ``selected`` scenarios on a cluster of ``network`` (``local``: loopback;
+    ``netns``: a network host per node, where ``limits`` are the slow-link scenario's) and
+    write the outputs into ``out``.
 
+    Raises:
+        ValueError: a choice the network cannot run (`check_choices`).
+        NetnsUnavailableError: ``network="netns"`` where namespaces cannot be made.
+    """
+    check_choices(network, selected, client, with_kafka)
     timing = timing or (QUICK if quick else FULL)
     clock = Clock()
     say = Progress(clock, quiet=quiet)
@@ -96,12 +114,11 @@ def run(
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
         "clients": {"kraft": CLIENT_LABELS[client]},
+        "network": network,
         "scenarios": {},
     }
-    say(f"starting {controllers} controller(s) and {replication_factor} brokers")
-    with LocalCluster(
-        controllers=controllers, brokers=replication_factor, broker_config=broker_config
-    ) as cluster:
+    say(f"starting {controllers} controller(s) and {replication_factor} brokers ({network})")
+    with _cluster(network, controllers, replication_factor, broker_config) as cluster:
         cluster.wait_until_healthy(timeout=120)
         arena = Arena(cluster, replication_factor, client)
         pending = arena.probe_quorum()
@@ -115,6 +132,8 @@ def run(
             say.scenario = name
             started = clock.now()
             taking_part = [m for m in modes if with_min1 or m is not ISR_MIN1]
+            if name == "slow-link":
+                function = functools.partial(slow_links.slow_link, limits=limits)
             try:
                 result = function(arena, taking_part, clock, timing, say)
                 if name == "data-loss":
@@ -144,6 +163,42 @@ def run(
     (out / "report.md").write_text(render_report(results, plots))
     say.done()
     return results
+
+
+def check_choices(network: str, selected: Sequence[str], client: str, with_kafka: bool) -> None:
+    """Refuse what ``network`` cannot run: on network hosts, Apache Kafka's column and the
+    Kafka client (the hosts' brokers have only kraft's listener); on loopback, a link limit.
+
+    Raises:
+        ValueError: in one line.
+    """
+    if network == "netns":
+        if with_kafka:
+            raise ValueError(
+                "--with-kafka runs on loopback only: Apache Kafka's column is not run on network "
+                "hosts (compare kraft's ISR with Kafka's with --network local)"
+            )
+        if client != "kraft":
+            raise ValueError(
+                "--network netns drives the probes with kraft's client (no Kafka "
+                "listener on the hosts)"
+            )
+    elif network == "local":
+        if hosts_only := [s for s in selected if s in HOSTS_ONLY]:
+            raise ValueError(f"{', '.join(hosts_only)} limits a host's link: give --network netns")
+    else:
+        raise ValueError(f"network {network!r}: local or netns")
+
+
+def _cluster(network: str, controllers: int, brokers: int, broker_config: dict[str, str]) -> Any:
+    """The cluster of ``network`` (not started: a context manager that starts it)."""
+    if network == "netns":
+        from kraft.cluster.netns_cluster import NetnsCluster
+
+        return NetnsCluster(controllers=controllers, brokers=brokers, broker_config=broker_config)
+    from kraft.cluster import LocalCluster
+
+    return LocalCluster(controllers=controllers, brokers=brokers, broker_config=broker_config)
 
 
 def _kafka_column(
@@ -238,8 +293,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenarios",
         type=_scenarios,
-        default=list(ALL_SCENARIOS),
-        help=f"comma-separated, of: {','.join(ALL_SCENARIOS)} (default: all)",
+        default=None,
+        help=f"comma-separated, of: {','.join(ALL_SCENARIOS)} (default: all the network runs; "
+        f"{', '.join(HOSTS_ONLY)} only with --network netns)",
+    )
+    parser.add_argument(
+        "--network",
+        choices=list(NETWORKS),
+        default="local",
+        help="local (default): "
+        + NETWORKS["local"]
+        + "; netns (root): "
+        + NETWORKS["netns"]
+        + ", real link limits in the slow-link scenario, no Kafka column",
+    )
+    parser.add_argument(
+        "--link-delay",
+        type=float,
+        default=slow_links.DELAY_MS,
+        metavar="MS",
+        help="slow-link: the delay each way on a follower's link, then on every broker's "
+        f"(default {slow_links.DELAY_MS:g}; 0: no delay phases)",
+    )
+    parser.add_argument(
+        "--link-jitter",
+        type=float,
+        default=slow_links.JITTER_MS,
+        metavar="MS",
+        help=f"slow-link: the delay's jitter, either way (default {slow_links.JITTER_MS:g})",
+    )
+    parser.add_argument(
+        "--link-bandwidth",
+        type=int,
+        default=slow_links.BANDWIDTH_KBIT,
+        metavar="KBIT",
+        help="slow-link: a token bucket on a follower's link, kbit/s each way (default "
+        f"{slow_links.BANDWIDTH_KBIT}; 0: no bandwidth phase)",
     )
     parser.add_argument(
         "--with-kafka",
@@ -264,15 +353,32 @@ def main_args(args: argparse.Namespace) -> int:
     if getattr(args, "log_level", "warning") == "warning":
         configure_logging("error")  # the probes' retries under faults are expected: no noise
 
-    results = run(
-        Path(args.out),
-        quick=args.quick,
-        replication_factor=args.replication_factor,
-        selected=args.scenarios,
-        quiet=args.quiet,
-        client=args.client,
-        with_kafka=args.with_kafka,
-    )
+    selected = args.scenarios or [
+        s for s in ALL_SCENARIOS if args.network == "netns" or s not in HOSTS_ONLY
+    ]
+    try:
+        limits = slow_links.plan_limits(args.link_delay, args.link_jitter, args.link_bandwidth)
+        check_choices(args.network, selected, args.client, args.with_kafka)
+    except ValueError as e:
+        print(f"kraft compare: {e}", file=sys.stderr)
+        return 2
+    from kraft.cluster.netns import NetnsUnavailableError
+
+    try:
+        results = run(
+            Path(args.out),
+            quick=args.quick,
+            replication_factor=args.replication_factor,
+            selected=selected,
+            quiet=args.quiet,
+            client=args.client,
+            with_kafka=args.with_kafka,
+            network=args.network,
+            limits=limits,
+        )
+    except NetnsUnavailableError as e:
+        print(f"kraft compare --network netns: {e}", file=sys.stderr)
+        return 1
     print(summary_table(results))
     print(f"\nreport: {Path(args.out) / 'report.md'} (results.json and plots beside it)")
     return 0

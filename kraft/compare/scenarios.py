@@ -75,7 +75,7 @@ def _start_probes(
     return probes
 
 
-def _wait_flowing(
+def wait_flowing(
     probes: dict[str, ProbeProducer], clock: Clock, timeout: float = 30.0, since: float = -1.0
 ) -> None:
     """Until every probe has had a send (sent after ``since``) acknowledged (metadata learnt,
@@ -87,7 +87,7 @@ def _wait_flowing(
         time.sleep(0.05)
 
 
-def _stop(probes: dict[str, ProbeProducer]) -> None:
+def stop_probes(probes: dict[str, ProbeProducer]) -> None:
     for p in probes.values():
         p.stop()
 
@@ -96,21 +96,21 @@ def _first_sent(probe: ProbeProducer) -> float:
     return probe.sends[0].sent_s if probe.sends else 0.0
 
 
-def _isr_events(watcher: TopicWatcher, topic: str) -> list[dict[str, Any]]:
+def isr_events(watcher: TopicWatcher, topic: str) -> list[dict[str, Any]]:
     return [
         {"t": round(c.t, 3), "leader": c.leader, "epoch": c.leader_epoch, "isr": list(c.isr)}
         for c in watcher.of(topic)
     ]
 
 
-def _window_percentiles(
-    probe: ProbeProducer, start: float, end: float, *, acked_by: float | None = None
+def window_percentiles(
+    sends: list[Send], start: float, end: float, *, acked_by: float | None = None
 ) -> dict[str, Any]:
     """Latency percentiles of the sends of ``[start, end)`` that were acknowledged (by
     ``acked_by``, when given)."""
     lat = [
         (s.acked_s - s.sent_s) * 1e3
-        for s in probe.sends
+        for s in sends
         if s.acked_s is not None
         and start <= s.sent_s < end
         and (acked_by is None or s.acked_s < acked_by)
@@ -118,16 +118,14 @@ def _window_percentiles(
     return {"acked": len(lat), **percentiles(lat), "max_ms": round(max(lat), 1) if lat else None}
 
 
-# -- slow follower -------------------------------------------------------------------------------
-
-
-def slow_follower(
-    arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing, say: Say
-) -> dict[str, Any]:
-    """SIGSTOP one follower of every mode's partition for ``pause_s``: produce latency over
-    time, and when the ISR shrank and expanded."""
+def probed_follower(
+    prefix: str, arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing
+) -> tuple[dict[str, str], int, dict[str, ProbeProducer]]:
+    """One topic per mode (led from the first broker, where the election allows), a broker
+    that follows every one of them and leads none, and a probe producer started on each at
+    the timing's rate: mode -> topic, the follower, mode -> probe."""
     first = arena.cluster.broker_ids[0]
-    topics = {m.name: arena.create("slow", m, leader=first) for m in modes}
+    topics = {m.name: arena.create(prefix, m, leader=first) for m in modes}
     leaders = {arena.leader(t) for t in topics.values()}
     victim = _victim(arena, leaders, set())
     probes = _start_probes(
@@ -138,14 +136,26 @@ def slow_follower(
         window=20_000,
         delivery_timeout_ms=120_000,
     )
+    return topics, victim, probes
+
+
+# -- slow follower -------------------------------------------------------------------------------
+
+
+def slow_follower(
+    arena: Arena, modes: Sequence[Mode], clock: Clock, timing: Timing, say: Say
+) -> dict[str, Any]:
+    """SIGSTOP one follower of every mode's partition for ``pause_s``: produce latency over
+    time, and when the ISR shrank and expanded."""
+    topics, victim, probes = probed_follower("slow", arena, modes, clock, timing)
     with TopicWatcher(arena.describe, list(topics.values()), clock) as watcher:
-        _wait_flowing(probes, clock)
+        wait_flowing(probes, clock)
         flowing_at = clock.now()  # "before" starts here: not the first sends' connecting
         say(f"warm-up {timing.warmup_s:.0f}s")
         time.sleep(timing.warmup_s)
         # and until a record sent since has been acknowledged: "before" is not empty however
         # slow acks=all is (a cold JVM under load took 4 s)
-        _wait_flowing(probes, clock, since=flowing_at)
+        wait_flowing(probes, clock, since=flowing_at)
         paused_at = clock.now()
         say(f"SIGSTOP broker {victim} for {timing.pause_s:.0f}s")
         arena.cluster.pause_broker(victim)
@@ -157,7 +167,7 @@ def slow_follower(
         say(f"SIGCONT broker {victim}; {timing.after_s:.0f}s more")
         time.sleep(timing.after_s)
         end = clock.now()
-        _stop(probes)
+        stop_probes(probes)
     out: dict[str, Any] = {
         "victim": victim,
         "fault": {"kind": "SIGSTOP", "start": round(paused_at, 3), "end": round(resumed_at, 3)},
@@ -165,7 +175,7 @@ def slow_follower(
     }
     for mode in modes:
         topic, probe = topics[mode.name], probes[mode.name]
-        events = _isr_events(watcher, topic)
+        events = isr_events(watcher, topic)
         shrink = next(
             (e["t"] for e in events if e["t"] >= paused_at and victim not in e["isr"]), None
         )
@@ -184,9 +194,9 @@ def slow_follower(
             # but not yet acknowledged waits for the paused follower too; a fixed margin
             # (it was 0.5 s) let one in whenever acks took longer than that (a cold JVM
             # under load: 0.8-1 s), and "before" then showed the pause itself.
-            "before": _window_percentiles(probe, flowing_at, paused_at, acked_by=paused_at),
-            "during": _window_percentiles(probe, paused_at, resumed_at),
-            "after": _window_percentiles(probe, resumed_at, end),
+            "before": window_percentiles(probe.sends, flowing_at, paused_at, acked_by=paused_at),
+            "during": window_percentiles(probe.sends, paused_at, resumed_at),
+            "after": window_percentiles(probe.sends, resumed_at, end),
             "isr_shrink_s": round(shrink - paused_at, 3) if shrink is not None else None,
             "isr_expand_s": round(expand - resumed_at, 3) if expand is not None else None,
             "isr_events": events,
@@ -217,7 +227,7 @@ def failures(
         delivery_timeout_ms=3_000,
         request_timeout_ms=1_500,
     )
-    _wait_flowing(probes, clock)
+    wait_flowing(probes, clock)
     phases: list[tuple[str, float, float]] = []
     once: list[dict[str, str]] = []
     killed: list[int] = []
@@ -247,7 +257,7 @@ def failures(
     time.sleep(timing.phase_s)
     phases.append(("restarted", start, clock.now()))
     produce_once()
-    _stop(probes)
+    stop_probes(probes)
     out: dict[str, Any] = {
         "killed": killed,
         "phases": [{"name": n, "start": round(a, 3), "end": round(b, 3)} for n, a, b in phases],
@@ -287,7 +297,7 @@ def leader_kill(
     }
     probes = _start_probes(arena, topics, clock, **options)
     first_probes = dict(probes)
-    _wait_flowing(probes, clock)
+    wait_flowing(probes, clock)
     samples: dict[str, list[float]] = {m.name: [] for m in modes}
     kills: list[dict[str, Any]] = []
     killed: dict[str, int] = {m.name: 0 for m in modes}
@@ -328,13 +338,13 @@ def leader_kill(
                 probes[name] = arena.probe(topics[name], clock, **options)
                 probes[name].start()
             try:
-                _wait_flowing({n: probes[n] for n in stuck}, clock, timeout=30)
+                wait_flowing({n: probes[n] for n in stuck}, clock, timeout=30)
                 kill["new_producer_acked"] = True
             except TimeoutError:
                 kill["new_producer_acked"] = False
         arena.restart([victim])
         arena.wait_full_isr(list(topics.values()))
-    _stop(probes)
+    stop_probes(probes)
     out: dict[str, Any] = {"kills": kills, "modes": {}}
     for mode in modes:
         v = samples[mode.name]
@@ -365,9 +375,9 @@ def steady(
         say(f"{mode.name}: {timing.steady_records:,} records, acks=all")
         cpu: dict[str, Any] = {}
         with nodes_cpu(cpu, arena.broker_pids(), timing.steady_records):
-            run = _produce(arena, topic, timing.steady_records, 20_000, 5)
+            run = produce_records(arena, topic, timing.steady_records, 20_000, 5)
         say(f"{mode.name}: one record at a time")
-        single = _produce(arena, topic, 300, 1, 0)
+        single = produce_records(arena, topic, 300, 1, 0)
         out["modes"][mode.name] = {
             "topic": topic,
             "records_per_s": run["records_per_s"],
@@ -383,7 +393,9 @@ def steady(
     return out
 
 
-def _produce(arena: Arena, topic: str, records: int, window: int, linger_ms: int) -> dict[str, Any]:
+def produce_records(
+    arena: Arena, topic: str, records: int, window: int, linger_ms: int
+) -> dict[str, Any]:
     """acks=all (idempotent) records of 100 bytes through the arena's client, at most
     ``window`` unacknowledged."""
     if arena.client == "kraft":
@@ -416,8 +428,14 @@ __all__ = [
     "QUICK",
     "Timing",
     "failures",
+    "isr_events",
     "leader_kill",
     "phase_row",
+    "probed_follower",
+    "produce_records",
     "slow_follower",
     "steady",
+    "stop_probes",
+    "wait_flowing",
+    "window_percentiles",
 ]

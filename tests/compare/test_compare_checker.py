@@ -139,13 +139,13 @@ def test_the_slow_follower_before_window_leaves_out_a_record_the_pause_held() ->
     """A record sent before the pause but acknowledged after it started waited for the paused
     follower: it is not "before" (a fixed 0.5 s margin let such records in whenever acks=all
     took longer, and "before" then showed the pause: the flaky Kafka-column test)."""
-    from kraft.compare.scenarios import _window_percentiles
+    from kraft.compare.scenarios import window_percentiles
     from kraft.compare.workload import Clock, ProbeProducer
 
     probe = ProbeProducer("-", "t", Clock())
     probe.sends = [Send(0, 1.0, 1.2), Send(1, 1.5, 1.9), Send(2, 1.6, 5.1), Send(3, 2.5, 5.2)]
     paused_at = 2.0
-    before = _window_percentiles(probe, 0.0, paused_at, acked_by=paused_at)
+    before = window_percentiles(probe.sends, 0.0, paused_at, acked_by=paused_at)
     assert before["acked"] == 2 and before["max_ms"] == 400.0
-    during = _window_percentiles(probe, paused_at, 5.0)
+    during = window_percentiles(probe.sends, paused_at, 5.0)
     assert during["acked"] == 1 and during["max_ms"] == 2700.0

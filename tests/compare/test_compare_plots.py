@@ -34,7 +34,7 @@ def test_every_plot_is_written_readable_and_the_report_says_what_each_measures(
     assert height > 1000 and width >= 900
     report = render_report(results, plots)
     assert "not a throughput measurement" in report
-    assert "offers 150 records/s per mode" in report and "100 records/s" in report
+    assert "offer 150 records/s per mode" in report and "100 records/s" in report
     assert "load average was 18.17 on 2 CPUs" in report  # above the CPU count: said
     for plot in plots:
         assert f"`{plot}`:" in report
