@@ -21,8 +21,6 @@ from kraft.cli import main
 from kraft.cluster.netns import (
     STATE_DIR,
     NetnsNetwork,
-    NetnsUnavailableError,
-    check_available,
     running_networks,
     sweep,
 )
@@ -30,6 +28,7 @@ from kraft.cluster.netns_cluster import NetnsCluster
 from kraft.properties import load_properties
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
+from tests.netns import require_namespaces
 from tests.netns.kafka_roundtrip import librdkafka_security, run_on_host
 from tests.netns.operations_doc import check_in_step
 
@@ -38,16 +37,9 @@ pytestmark = pytest.mark.timeout(90)
 SESSION_MS = 10_000
 
 
-def _require_namespaces() -> None:
-    try:
-        check_available()
-    except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[NetnsCluster]:
-    _require_namespaces()
+    require_namespaces()
     # A session longer than a broker's restart takes, so a restarted broker's old
     # registration is still unfenced when the new process serves (see the restart test).
     session = {"broker.session.timeout.ms": str(SESSION_MS)}
@@ -182,7 +174,7 @@ def test_a_run_whose_owner_died_leaves_nothing_after_a_sweep() -> None:
     """A harness SIGKILLed mid-run cannot clean up: `sweep` (which every new run calls first)
     removes the namespaces, links and state of a run whose owner is gone, and leaves live runs
     alone. (The owner here is a process that has exited, recorded as the run's owner.)"""
-    _require_namespaces()
+    require_namespaces()
     network = NetnsNetwork()
     network.add_host("a")
     network.add_host("b")

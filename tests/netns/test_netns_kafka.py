@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kraft.cluster.netns import NetnsUnavailableError, check_available
 from kraft.cluster.netns_cluster import NetnsCluster
 from kraft.properties import load_properties
+from tests.netns import require_namespaces
 from tests.netns.kafka_roundtrip import run_on_host
 from tests.netns.operations_doc import check_in_step
 
@@ -26,10 +26,7 @@ pytestmark = pytest.mark.timeout(90)
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[NetnsCluster]:
-    try:
-        check_available()
-    except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
+    require_namespaces()
     with NetnsCluster(controllers=1, brokers=1) as c:
         c.wait_until_running(60)
         yield c
