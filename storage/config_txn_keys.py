@@ -66,7 +66,9 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         readers=_B,
         doc="KIP-890 part 1: a partition leader asks the transaction coordinator whether a "
         "transactional batch's partition was added to the producer's ongoing transaction before "
-        "the batch opens a transaction there, and refuses it otherwise (no hanging transaction)",
+        "the batch opens a transaction there, and refuses it otherwise (no hanging transaction); "
+        "a group coordinator asks the same of a TxnOffsetCommit's offsets partition before its "
+        "offsets are written (no offsets pending for ever)",
         owner=_BROKER,
         field="transaction_partition_verification_enable",
     ),

@@ -15,10 +15,13 @@ examples:
 Makes a bridge with no uplink on a free 10.77.X.0/24 (this machine is .1), one network
 namespace per node (.10, .11, ...), writes one properties file per node under DIR/config
 exactly as docs/operations.md's multi-machine section does (controllers listen on :9091,
-brokers on :9092 of their own address; with --tls, certificates from `kraft certs create
---san` name each node's address), and runs `kraft controller|broker --config FILE` in each
-namespace. It prints the hosts and the bootstrap addresses, then runs until Ctrl-C or
-SIGTERM (`kraft netns down`), when it stops the nodes and removes every namespace and link.
+brokers on :9092 of their own address and serve the Kafka protocol on :9192 for any Kafka
+client; with --tls, certificates from `kraft certs create --san` name each node's address and
+both broker listeners are SSL), and runs `kraft controller|broker --config FILE` in each
+namespace. It prints the hosts, the bootstrap addresses (kraft's and Kafka's) and the
+client's TLS settings as export lines (KRAFT_* for kraft's commands, KAFKA_* for a Kafka
+client such as librdkafka), then runs until Ctrl-C or SIGTERM (`kraft netns down`), when it
+stops the nodes and removes every namespace and link.
 """
 
 _FAULT_EPILOG = """\
@@ -156,6 +159,7 @@ def _network(run: str | None) -> Any:
 def run_up(args: argparse.Namespace) -> int:
     from kraft.cli._connect import parse_key_values
     from kraft.cluster.netns_cluster import NetnsCluster
+    from kraft.security.tls import security_exports
 
     cluster = NetnsCluster(
         controllers=args.controllers,
@@ -178,10 +182,16 @@ def run_up(args: argparse.Namespace) -> int:
                     "namespace": cluster.network.hosts[cluster.host_name(i)].namespace,
                     "config": str(cluster.config_path(i)),
                     "log": str(cluster.log_path(i)),
+                    **(
+                        {"kafka_address": cluster.kafka_addresses[i]}
+                        if i in cluster.kafka_addresses
+                        else {}
+                    ),
                 }
                 for i, address in cluster.addresses.items()
             },
             "bootstrap": cluster.bootstrap,
+            "kafka_bootstrap": cluster.kafka_bootstrap,
             "controller_bootstrap": cluster.controller_bootstrap,
             "security": cluster.client_security(),
         }
@@ -192,8 +202,10 @@ def run_up(args: argparse.Namespace) -> int:
             for name, host in doc["hosts"].items():
                 print(f"  {name:16} {host['address']:20} {host['config']}")
             print(f"bootstrap: {doc['bootstrap']}")
-            for key, value in doc["security"].items():
-                print(f"export KRAFT_{key.upper()}={value}")
+            print(f"kafka bootstrap: {doc['kafka_bootstrap']}")
+            print(f"export KAFKA_BOOTSTRAP_SERVERS={doc['kafka_bootstrap']}")
+            for line in security_exports(doc["security"]):
+                print(f"export {line}")
             print("Ctrl-C stops the nodes and removes the network.", flush=True)
         try:
             _wait_for_signal(cluster)

@@ -1,8 +1,12 @@
-"""Where a `LocalCluster`'s nodes listen: node ids and loopback addresses, from one port draw."""
+"""Where a cluster's nodes listen: a `LocalCluster`'s node ids and loopback addresses, from one
+port draw (`plan_addresses`), and the listener keys of a node's properties file, the one home of
+how kraft's own clusters configure them (`listener_properties`: `LocalCluster`, ``kraft cluster
+up``, `NetnsCluster`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kraft.cluster.ports import free_ports
 
@@ -51,4 +55,56 @@ def plan_addresses(
     )
 
 
-__all__ = ["BROKER_ID_BASE", "ClusterAddresses", "plan_addresses"]
+KAFKA_LISTENER = "KAFKA"
+"""The name of a broker's Kafka-protocol listener in the clusters kraft starts."""
+
+
+def listener_properties(
+    address: str,
+    *,
+    name: str = "PLAINTEXT",
+    kafka: str = "",
+    kafka_advertised: str = "",
+    keystore: Path | None = None,
+    truststore: Path | None = None,
+) -> dict[str, str]:
+    """A node's listener keys, as an operator writes them (docs/operations.md):
+
+    - ``listeners``: the gRPC listener at ``address`` (named ``name``, or ``SSL`` with a
+      ``keystore``), then, for a broker with ``kafka``, its Kafka listener ``KAFKA`` bound there
+      (``0.0.0.0:9192`` binds every interface);
+    - ``listener.security.protocol.map`` (with ``kafka``): each listener's protocol, the
+      Kafka listener's the gRPC listener's (PLAINTEXT, or SSL with the same certificate);
+    - ``advertised.listeners`` (with ``kafka_advertised``: where Kafka clients reach the Kafka
+      listener, when that is not where it binds): both listeners' addresses;
+    - with ``keystore`` and ``truststore``: the ``ssl.*`` keys, mTLS
+      (``ssl.client.auth=required``).
+    """
+    tls = keystore is not None
+    grpc = "SSL" if tls else name
+    listeners = [f"{grpc}://{address}", *([f"{KAFKA_LISTENER}://{kafka}"] if kafka else [])]
+    props = {"listeners": ",".join(listeners)}
+    if kafka:
+        protocol = "SSL" if tls else "PLAINTEXT"
+        props["listener.security.protocol.map"] = f"{grpc}:{protocol},{KAFKA_LISTENER}:{protocol}"
+    if kafka_advertised:
+        props["advertised.listeners"] = f"{grpc}://{address},{KAFKA_LISTENER}://{kafka_advertised}"
+    if keystore is not None:
+        assert truststore is not None, "a keystore needs a truststore"
+        props.update(  # ssl.keystore.type and ssl.truststore.type: PEM, the default
+            {
+                "ssl.keystore.location": str(keystore),
+                "ssl.truststore.location": str(truststore),
+                "ssl.client.auth": "required",
+            }
+        )
+    return props
+
+
+__all__ = [
+    "BROKER_ID_BASE",
+    "KAFKA_LISTENER",
+    "ClusterAddresses",
+    "listener_properties",
+    "plan_addresses",
+]

@@ -74,7 +74,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from kraft.cluster.addresses import BROKER_ID_BASE, plan_addresses
+from kraft.cluster.addresses import BROKER_ID_BASE, listener_properties, plan_addresses
 from kraft.cluster.fault_network import FaultNetwork
 from kraft.cluster.health import (
     BrokerIncarnations,
@@ -313,18 +313,23 @@ class LocalCluster:
             "super.users": ";".join(self.super_users),
         }
 
-    def _tls_properties(self, name: str, address: str, kafka: str = "") -> dict[str, str]:
-        """A node's listeners (the gRPC one, then a broker's ``kafka`` one) and ``ssl.*`` keys
-        (``tls=True``), else {}."""
+    def _listener_properties(
+        self, name: str, address: str, *, kafka: str = "", kafka_advertised: str = ""
+    ) -> dict[str, str]:
+        """A node's listener keys (`listener_properties`: the gRPC one, then a broker's
+        ``kafka`` one) and, with ``tls=True``, its ``ssl.*`` keys."""
+        plaintext = "PLAINTEXT" if name.startswith("broker-") else "CONTROLLER"
         if self.certs is None:
-            return {}
-        return {  # ssl.keystore.type and ssl.truststore.type: PEM, the default
-            "listeners": f"SSL://{address}" + (f",KAFKA://{kafka}" if kafka else ""),
-            **({"listener.security.protocol.map": "SSL:SSL,KAFKA:SSL"} if kafka else {}),
-            "ssl.keystore.location": str(self.certs.node(name).keystore),
-            "ssl.truststore.location": str(self.certs.cafile),
-            "ssl.client.auth": "required",
-        }
+            return listener_properties(
+                address, name=plaintext, kafka=kafka, kafka_advertised=kafka_advertised
+            )
+        return listener_properties(
+            address,
+            kafka=kafka,
+            kafka_advertised=kafka_advertised,
+            keystore=self.certs.node(name).keystore,
+            truststore=self.certs.cafile,
+        )
 
     def _metrics_property(self, node_id: int) -> dict[str, str]:
         address = self.metrics_addresses.get(node_id)
@@ -607,7 +612,9 @@ class LocalCluster:
         )
         props = {
             **config.to_properties(),
-            **self._tls_properties(f"controller-{node_id}", self.controller_addresses[node_id]),
+            **self._listener_properties(
+                f"controller-{node_id}", self.controller_addresses[node_id]
+            ),
             **self._authorizer_properties(),
             **self._metrics_property(node_id),
             **self._extra,
@@ -632,16 +639,18 @@ class LocalCluster:
             "process.roles": "broker",
             "node.id": str(broker_id),
             **quorum,
-            "listeners": f"PLAINTEXT://{self.broker_addresses[broker_id]}"
-            + (f",KAFKA://{kafka}" if kafka else ""),
             "log.dirs": str(self.broker_data_dir(broker_id)),
             "offsets.topic.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "transaction.state.log.num.partitions": str(LOCAL_OFFSETS_TOPIC_PARTITIONS),
             "group.consumer.heartbeat.interval.ms": str(LOCAL_GROUP_HEARTBEAT_INTERVAL_MS),
-            **self._tls_properties(f"broker-{broker_id}", self.broker_addresses[broker_id], kafka),
+            **self._listener_properties(
+                f"broker-{broker_id}",
+                self.broker_addresses[broker_id],
+                kafka=kafka,
+                kafka_advertised=proxy or "",
+            ),
             **self._authorizer_properties(),
             **self._metrics_property(broker_id),
-            **({"advertised.listeners": f"KAFKA://{proxy}"} if proxy else {}),
             **self._broker_extra,
             **({"broker.rack": self._racks[broker_id]} if broker_id in self._racks else {}),
         }

@@ -5,8 +5,13 @@ way docs/operations.md tells an operator to start one across machines (issue 29)
   with ``node.id``, ``controller.quorum.voters`` naming every controller by its host's address,
   ``listeners`` on the host's address (controllers ``:9091``, brokers ``:9092``: every host has
   its own port space) and ``log.dirs``;
+- a broker's Kafka listener beside (`kafka_bootstrap`): ``KAFKA://0.0.0.0:9192`` (every
+  interface of its host), ``advertised.listeners`` naming the host's address (what Metadata
+  answers Kafka clients), ``listener.security.protocol.map``
+  (`kraft.cluster.addresses.listener_properties`, as `LocalCluster` writes them);
 - with ``tls=True``: ``kraft certs create``'s certificates with each node's address as a SAN
-  (``--san``), ``SSL://`` listeners and the ``ssl.*`` keys, ``ssl.client.auth=required``;
+  (``--san``), ``SSL://`` listeners (the Kafka listener SSL too, with the same certificate)
+  and the ``ssl.*`` keys, ``ssl.client.auth=required``;
 - each node is ``kraft controller|broker --config FILE``, run with ``ip netns exec`` on its host.
 
 This machine is the operator's host (the bridge's ``.1``): clients of this process reach every
@@ -22,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Self
 
+from kraft.cluster.addresses import listener_properties
 from kraft.cluster.health import (
     BrokerIncarnations,
     NodeExitedError,
@@ -33,6 +39,11 @@ from kraft.cluster.process import ManagedProcess
 
 CONTROLLER_PORT: Final = 9091
 BROKER_PORT: Final = 9092
+KAFKA_PORT: Final = 9192
+"""Each broker host's Kafka-protocol listener."""
+KAFKA_BIND: Final = "0.0.0.0"
+"""Where the Kafka listener binds: every interface of its host (it advertises the host's
+address)."""
 BROKER_ID_BASE: Final = 101
 CLIENT: Final = "client"
 """The client certificate's name (``tls=True``): subject ``CN=client``."""
@@ -75,7 +86,9 @@ class NetnsCluster:
         self.network: NetnsNetwork | None = None
         self.processes: dict[int, ManagedProcess] = {}
         self.addresses: dict[int, str] = {}
-        """Node id -> ``host:port`` of its (first) listener."""
+        """Node id -> ``host:port`` of its (first, gRPC) listener."""
+        self.kafka_addresses: dict[int, str] = {}
+        """Broker id -> ``host:port`` its Kafka listener advertises."""
         self._client_tls: Any = None
         self._client: Any = None
         """The controllers' client `describe_topic` and `wait_until_healthy` share."""
@@ -103,6 +116,8 @@ class NetnsCluster:
                 host = self.network.add_host(self.host_name(node_id))
                 port = BROKER_PORT if node_id >= BROKER_ID_BASE else CONTROLLER_PORT
                 self.addresses[node_id] = f"{host.address}:{port}"
+                if node_id >= BROKER_ID_BASE:
+                    self.kafka_addresses[node_id] = f"{host.address}:{KAFKA_PORT}"
             if self.tls:
                 self._make_certs()
             for node_id in (*self.controller_ids, *self.broker_ids):
@@ -144,21 +159,21 @@ class NetnsCluster:
         """The properties file of one node, as an operator writes it."""
         name = self.host_name(node_id)
         voters = ",".join(f"{i}@{self.addresses[i]}" for i in self.controller_ids)
-        scheme = "SSL" if self.tls else ("PLAINTEXT" if node_id >= BROKER_ID_BASE else "CONTROLLER")
+        broker = node_id >= BROKER_ID_BASE
+        listeners = listener_properties(
+            self.addresses[node_id],
+            name="PLAINTEXT" if broker else "CONTROLLER",
+            kafka=f"{KAFKA_BIND}:{KAFKA_PORT}" if broker else "",
+            kafka_advertised=self.kafka_addresses.get(node_id, ""),
+            keystore=self.certs_dir / f"{name}-keystore.pem" if self.tls else None,
+            truststore=self.certs_dir / "ca.pem" if self.tls else None,
+        )
         props = {
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"{scheme}://{self.addresses[node_id]}",
+            **listeners,
             "log.dirs": str(self.data_path(node_id)),
         }
-        if self.tls:
-            props.update(
-                {
-                    "ssl.keystore.location": str(self.certs_dir / f"{name}-keystore.pem"),
-                    "ssl.truststore.location": str(self.certs_dir / "ca.pem"),
-                    "ssl.client.auth": "required",
-                }
-            )
         extra = self._broker_config if node_id >= BROKER_ID_BASE else self._controller_config
         return {**props, **extra}
 
@@ -200,8 +215,8 @@ class NetnsCluster:
 
     @property
     def kafka_bootstrap(self) -> str:
-        """Empty: the hosts' brokers have one listener each, kraft's own (no Kafka listener)."""
-        return ""
+        """Any Kafka client's ``bootstrap.servers``: every broker's Kafka listener."""
+        return ",".join(self.kafka_addresses[i] for i in self.broker_ids)
 
     @property
     def client_tls(self) -> Any:
@@ -373,4 +388,11 @@ class NetnsCluster:
             time.sleep(0.2)
 
 
-__all__ = ["BROKER_ID_BASE", "BROKER_PORT", "CLIENT", "CONTROLLER_PORT", "NetnsCluster"]
+__all__ = [
+    "BROKER_ID_BASE",
+    "BROKER_PORT",
+    "CLIENT",
+    "CONTROLLER_PORT",
+    "KAFKA_PORT",
+    "NetnsCluster",
+]

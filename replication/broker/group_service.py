@@ -90,10 +90,11 @@ if TYPE_CHECKING:
     from replication.broker.host import GroupHost
 
 AddToTransaction = Callable[
-    [str, int, int, frozenset[TopicPartition]], Awaitable[Mapping[TopicPartition, ErrorCode]]
+    [str, int, int, frozenset[TopicPartition], bool], Awaitable[Mapping[TopicPartition, ErrorCode]]
 ]
-"""(transactional id, producer id, producer epoch, partitions) -> the errors of those that
-failed."""
+"""(transactional id, producer id, producer epoch, partitions, add) -> the errors of those that
+failed: added to the transaction at its coordinator (``add``, KIP-890 part 2), else verified to
+be in it (KIP-890 part 1; nothing asked, no error, with the verification off)."""
 
 R = TypeVar("R")
 
@@ -144,8 +145,9 @@ class GroupService:
         )
         """The transaction coordinators (KIP-98) on ``__transaction_state``."""
         self.add_to_transaction: AddToTransaction | None = None
-        """KIP-890 part 2: adds partitions to a transaction at its coordinator (the broker's
-        `TxnVerifier.add_partitions`, set once it exists: it calls `transactions`)."""
+        """KIP-890: adds partitions to a transaction at its coordinator, or verifies they are in
+        it (the broker's `TxnVerifier.add_partitions`, set once it exists: it calls
+        `transactions`)."""
         self.classic = ClassicGroupService(
             self.runtime,
             self._partition_of,
@@ -304,12 +306,18 @@ class GroupService:
         )
 
     async def offset_commit(
-        self, request: OffsetCommitRequest, *, producer_id: int = -1, before_v9: bool = False
+        self,
+        request: OffsetCommitRequest,
+        *,
+        producer_id: int = -1,
+        still_open: Callable[[], bool] | None = None,
+        before_v9: bool = False,
     ) -> OffsetCommitResponse:
         """OffsetCommit; with ``producer_id``, TxnOffsetCommit (KIP-98, KIP-447): validated the
         same way, its offsets pending until the producer's transaction ends
-        (`replication.group.txn_offsets`). ``before_v9``: a Kafka OffsetCommit older than v9,
-        which a consumer group's member (KIP-848) may not send."""
+        (`replication.group.txn_offsets`), and written only while ``still_open()`` (the
+        verification guard: else INVALID_TXN_STATE). ``before_v9``: a Kafka OffsetCommit older
+        than v9, which a consumer group's member (KIP-848) may not send."""
         inner = g.OffsetCommitRequest(
             group_id=request.group_id,
             member_id=request.member_id,
@@ -342,6 +350,9 @@ class GroupService:
             return shard.kip848.commit_offsets(admin, now)
 
         def run(shard: GroupShard, now: int) -> ResultLike[g.OffsetCommitResponse]:
+            if still_open is not None and not still_open():  # a marker of the producer since
+                refused = g.OffsetCommitResponse(error_code=ErrorCode.INVALID_TXN_STATE)
+                return g.Result(records=[], response=refused)
             result = validated(shard, now)
             if producer_id < 0:
                 return result
@@ -368,27 +379,40 @@ class GroupService:
         )
 
     async def txn_offset_commit(self, request: TxnOffsetCommitRequest) -> OffsetCommitResponse:
-        """TxnOffsetCommit (KIP-98, KIP-447). Version 2 (v5+, KIP-890 part 2): the group's
-        ``__consumer_offsets`` partition joins the producer's transaction first, at its
-        coordinator (the client sent no AddOffsetsToTxn)."""
-        if request.transaction_version >= TRANSACTION_VERSION_2:
-            add = self.add_to_transaction
-            offsets = self._server.image.describe_topic(OFFSETS_TOPIC)
-            if add is None or offsets is None or not offsets.partitions:
-                return OffsetCommitResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            tp = TopicPartition(
-                OFFSETS_TOPIC,
-                partition_for_group(request.commit.group_id, len(offsets.partitions)),
-            )
-            errors = await add(
-                request.transactional_id,
-                request.producer_id,
-                request.producer_epoch,
-                frozenset({tp}),
-            )
-            if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
-                return OffsetCommitResponse(error_code=txn_offset_commit_error(code))
-        return await self.offset_commit(request.commit, producer_id=request.producer_id)
+        """TxnOffsetCommit (KIP-98, KIP-447), as Kafka's ``scheduleTransactionalWriteOperation``
+        runs it: first the group's ``__consumer_offsets`` partition joins the producer's
+        transaction at its coordinator (version 2, v5+, KIP-890 part 2: the client sent no
+        AddOffsetsToTxn), or is verified to be in it (older clients, KIP-890 part 1); then the
+        offsets are written only if no marker of the producer reached the partition since the
+        coordinator was asked (the guard). A late TxnOffsetCommit of a transaction that ended
+        (held up by a paused coordinator, then retried) is refused so: written, its offsets
+        would stay pending with no marker to end them, and every OffsetFetch with
+        ``require_stable`` would answer UNSTABLE_OFFSET_COMMIT for ever."""
+        add = request.transaction_version >= TRANSACTION_VERSION_2
+        ask = self.add_to_transaction
+        if ask is None and not add:  # no verifier (a harness without one)
+            return await self.offset_commit(request.commit, producer_id=request.producer_id)
+        offsets = self._server.image.describe_topic(OFFSETS_TOPIC)
+        if ask is None or offsets is None or not offsets.partitions:
+            return OffsetCommitResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        tp = TopicPartition(
+            OFFSETS_TOPIC, partition_for_group(request.commit.group_id, len(offsets.partitions))
+        )
+        replica = self._server.replicas.get(tp)
+        if replica is None:
+            return OffsetCommitResponse(error_code=ErrorCode.NOT_COORDINATOR)
+        producer_id = request.producer_id
+        seen = replica.producer_state.markers_seen(producer_id)
+        errors = await ask(
+            request.transactional_id, producer_id, request.producer_epoch, frozenset({tp}), add
+        )
+        if (code := errors.get(tp, ErrorCode.NONE)) is not ErrorCode.NONE:
+            return OffsetCommitResponse(error_code=txn_offset_commit_error(code, add=add))
+        return await self.offset_commit(
+            request.commit,
+            producer_id=producer_id,
+            still_open=lambda: replica.producer_state.markers_seen(producer_id) == seen,
+        )
 
     async def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction's marker is in ``__consumer_offsets``-``partition``: commit or drop

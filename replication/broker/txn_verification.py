@@ -192,17 +192,22 @@ class TxnVerifier:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
+        add: bool = True,
     ) -> Mapping[TopicPartition, ErrorCode]:
         """Add ``partitions`` to the producer's transaction at its coordinator (KIP-890 part
-        2: a version-2 client's TxnOffsetCommit adds the group's partition this way); the
+        2: a version-2 client's TxnOffsetCommit adds the group's partition this way), or with
+        ``add=False`` verify they are in it (part 1: an older client's TxnOffsetCommit, whose
+        AddOffsetsToTxn added it; nothing is asked with the verification off); the
         coordinator's error per partition that failed."""
+        if not add and not self._verify:
+            return {}
         return await self._ask(
             VerifyTxn(
                 transactional_id=transactional_id,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 partitions=partitions,
-                add=True,
+                add=add,
             )
         )
 

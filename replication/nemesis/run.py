@@ -217,8 +217,6 @@ def run_nemesis(
     # 4.0 did it: with eligible leader replicas (KIP-966, on by default) the fenced ISR
     # members stay eligible and the stale replica is never elected.
     controller_config = {"eligible.leader.replicas.enable": "false"} if config.unclean else None
-    if config.network == "netns" and config.workload != "plain":
-        raise ValueError("--network netns runs the plain workload (no Kafka listener there)")
     cluster = fault_cluster(
         config.network,
         controllers=config.controllers,
@@ -263,7 +261,7 @@ def run_nemesis(
             for i in range(config.readers)
             if not txn
         ]
-        kafka_bootstrap = cluster.kafka_bootstrap if isinstance(cluster, LocalCluster) else ""
+        kafka_bootstrap = cluster.kafka_bootstrap
         if txn:
             producers, readers = _txn_workers(config, kafka_bootstrap, history, clock_ms)
         history_record: Callable[[Any], None] = history.record

@@ -169,14 +169,18 @@ def produce_error(code: ErrorCode, produce_version: int) -> tuple[ErrorCode, str
     return code, ""
 
 
-def txn_offset_commit_error(code: ErrorCode) -> ErrorCode:
-    """The TxnOffsetCommit v5+ error for the coordinator's answer to adding the group's
-    partition (KIP-890 part 2): the retriable ones become COORDINATOR_LOAD_IN_PROGRESS (every
-    client retries it in place), a fenced producer INVALID_PRODUCER_EPOCH."""
+def txn_offset_commit_error(code: ErrorCode, *, add: bool = True) -> ErrorCode:
+    """The TxnOffsetCommit error for the coordinator's answer to adding the group's partition
+    (v5+, ``add``, KIP-890 part 2) or verifying it (older versions, part 1): the retriable ones
+    become COORDINATOR_LOAD_IN_PROGRESS (every client retries it in place), a fenced producer
+    INVALID_PRODUCER_EPOCH, and for the older clients, which do not know it,
+    TRANSACTION_ABORTABLE INVALID_TXN_STATE (as `produce_error` below Produce v11)."""
     if code in RETRIABLE_VERIFICATION_ERRORS:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     if code is ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code is ErrorCode.TRANSACTION_ABORTABLE and not add:
+        return ErrorCode.INVALID_TXN_STATE
     return code
 
 

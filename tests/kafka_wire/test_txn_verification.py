@@ -16,7 +16,7 @@ import pytest
 from kraft.cluster import LocalCluster
 from storage.errors import ErrorCode
 from storage.records import build_batch
-from tests.kafka_wire.test_transactions_cluster import describe, new_topic, producer
+from tests.kafka_wire.test_transactions_cluster import describe, new_topic, offset_fetch, producer
 from tests.kafka_wire.wire import call
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(120)]
@@ -138,3 +138,77 @@ def test_a_produce_verified_by_the_coordinator_opens_the_transaction(
         )
         fresh.init_transactions(30)  # aborts the open transaction (a newer epoch)
         del owner, fresh
+
+
+def _at_coordinator(cluster: LocalCluster, api_key: int, version: int, body: Any) -> Any:
+    """The answer of the broker that is the coordinator (the others: NOT_COORDINATOR)."""
+    for b in cluster.broker_ids:
+        answer = call(cluster.kafka_addresses[b], api_key, version, body)
+        codes = [int(getattr(answer, "error_code", 0))] + [
+            int(p.error_code) for t in getattr(answer, "topics", ()) for p in t.partitions
+        ]
+        if ErrorCode.NOT_COORDINATOR not in codes:
+            return answer
+    raise AssertionError(f"no coordinator answered API {api_key}")
+
+
+def test_a_txn_offset_commit_after_its_transaction_ended_is_refused_and_leaves_nothing_pending(
+    cluster: LocalCluster,
+) -> None:
+    """A version-1 client's TxnOffsetCommit (v3, after AddOffsetsToTxn) that reaches the group
+    coordinator only after the transaction was aborted (a request held up by a paused
+    coordinator and retried, as `kraft nemesis --network netns --workload txn` ran into) is
+    refused: the coordinator verifies the transaction first (KIP-890 part 1, as Kafka's
+    ``scheduleTransactionalWriteOperation`` does). Accepted, its offsets would stay pending with
+    no marker to end them, and an OffsetFetch with ``require_stable`` (librdkafka's
+    ``committed()``) would answer UNSTABLE_OFFSET_COMMIT for ever."""
+    topic = new_topic(cluster, "late-offsets")
+    tid, group = f"late-{uuid.uuid4().hex[:8]}", f"late-{uuid.uuid4().hex[:8]}"
+    owner = producer(cluster, tid)
+    try:
+        deadline = time.monotonic() + 20  # FindCoordinator makes __consumer_offsets
+        while call(
+            cluster.kafka_addresses[cluster.broker_ids[0]], 10, 3, {"key": group, "key_type": 0}
+        ).error_code:
+            assert time.monotonic() < deadline, "no group coordinator"
+            time.sleep(0.1)
+        (state,) = describe(cluster, tid)
+        ids = {
+            "transactional_id": tid,
+            "producer_id": state.producer_id,
+            "producer_epoch": state.producer_epoch,
+        }
+        added = _at_coordinator(cluster, 25, 3, {**ids, "group_id": group})
+        assert added.error_code == ErrorCode.NONE
+        ended = _at_coordinator(cluster, 26, 3, {**ids, "committed": False})
+        assert ended.error_code == ErrorCode.NONE
+        deadline = time.monotonic() + 20
+        while describe(cluster, tid)[0].transaction_state != "CompleteAbort":
+            assert time.monotonic() < deadline, describe(cluster, tid)
+            time.sleep(0.05)
+        commit = {
+            **ids,
+            "group_id": group,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 5,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                    ],
+                }
+            ],
+        }
+        answer = _at_coordinator(cluster, 28, 3, commit)
+        (partition,) = answer.topics[0].partitions
+        assert partition.error_code == ErrorCode.INVALID_TXN_STATE
+        assert offset_fetch(cluster, group, topic, stable=True) == (ErrorCode.NONE, -1)
+    finally:
+        del owner

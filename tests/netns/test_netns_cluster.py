@@ -1,7 +1,8 @@
 """Nodes on separate network hosts (issue 29): 3 controllers and a broker, each in its own
 network namespace, started from per-node properties files as docs/operations.md says, with mTLS
 and per-host certificates (``--san``). Real faults act on their links: a one-way partition of
-the active controller's outbound traffic, and a bandwidth limit on the broker's link.
+the active controller's outbound traffic, and a bandwidth limit on the broker's link. A
+librdkafka client on a host of its own uses the broker's SSL Kafka listener.
 
 Needs root (CI has it). Where namespaces cannot be made the test fails with one line: it does
 not skip, so a CI that lost the privilege shows it.
@@ -20,30 +21,25 @@ from kraft.cli import main
 from kraft.cluster.netns import (
     STATE_DIR,
     NetnsNetwork,
-    NetnsUnavailableError,
-    check_available,
     running_networks,
     sweep,
 )
 from kraft.cluster.netns_cluster import NetnsCluster
+from kraft.properties import load_properties
 from kraft.types import TopicPartition
 from replication.clients import Consumer, Producer
+from tests.netns import require_namespaces
+from tests.netns.kafka_roundtrip import librdkafka_security, run_on_host
+from tests.netns.operations_doc import check_in_step
 
 pytestmark = pytest.mark.timeout(90)
 
 SESSION_MS = 10_000
 
 
-def _require_namespaces() -> None:
-    try:
-        check_available()
-    except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[NetnsCluster]:
-    _require_namespaces()
+    require_namespaces()
     # A session longer than a broker's restart takes, so a restarted broker's old
     # registration is still unfenced when the new process serves (see the restart test).
     session = {"broker.session.timeout.ms": str(SESSION_MS)}
@@ -130,6 +126,26 @@ def test_records_cross_a_bandwidth_limited_link_all_of_them(cluster: NetnsCluste
         assert main(["netns", "heal", "--run", run]) == 0
 
 
+def test_librdkafka_on_a_client_host_produces_and_reads_back_over_the_ssl_kafka_listener(
+    cluster: NetnsCluster,
+) -> None:
+    """The client certificate (``User:CN=client``) against the broker's per-host certificate,
+    which names its address: the handshake checks it as a Kafka client on another host does.
+    The broker's properties are docs/operations.md's TLS example."""
+    assert cluster.network is not None
+    (broker,) = cluster.broker_ids
+    check_in_step(load_properties(cluster.config_path(broker)), tls=True)
+    client = cluster.network.add_host("kafka-client")
+    cluster.create_topic("kafka-ssl", 1, 1)
+    security = librdkafka_security(cluster.client_security())
+    assert security["security.protocol"] == "SSL"
+    result = run_on_host(client.exec_prefix(), cluster.kafka_bootstrap, "kafka-ssl", 50, security)
+    assert result["errors"] == []
+    assert result["brokers"] == {str(broker): cluster.kafka_addresses[broker]}
+    assert result["delivered"] == list(range(50))
+    assert result["read"] == [f"v{i}" for i in range(50)]
+
+
 def test_healthy_after_a_broker_restart_means_its_new_registration_is_unfenced(
     cluster: NetnsCluster,
 ) -> None:
@@ -158,7 +174,7 @@ def test_a_run_whose_owner_died_leaves_nothing_after_a_sweep() -> None:
     """A harness SIGKILLed mid-run cannot clean up: `sweep` (which every new run calls first)
     removes the namespaces, links and state of a run whose owner is gone, and leaves live runs
     alone. (The owner here is a process that has exited, recorded as the run's owner.)"""
-    _require_namespaces()
+    require_namespaces()
     network = NetnsNetwork()
     network.add_host("a")
     network.add_host("b")

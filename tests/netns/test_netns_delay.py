@@ -20,7 +20,8 @@ import pytest
 
 from kraft.cli import main
 from kraft.cluster.delay_line import DelayLine, delivery_time
-from kraft.cluster.netns import NetnsNetwork, NetnsUnavailableError, check_available, has_netem
+from kraft.cluster.netns import NetnsNetwork, has_netem
+from tests.netns import require_namespaces
 
 # -- the pure rule (kraft.cluster.delay_line) -------------------------------------------------
 
@@ -62,10 +63,7 @@ def test_with_reorder_an_item_may_overtake_the_one_ahead_of_it() -> None:
 
 @pytest.fixture(scope="module")
 def network() -> Iterator[NetnsNetwork]:
-    try:
-        check_available()
-    except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
+    require_namespaces()
     with NetnsNetwork() as net:
         net.add_host("a")
         yield net

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kraft.cli import main
-from kraft.cluster.netns import NetnsUnavailableError, check_available
 from replication.nemesis.faults import parse_fault_kinds
+from tests.netns import require_namespaces
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,10 +48,7 @@ def test_a_nemesis_run_on_network_hosts_loses_nothing_under_loss_and_delay(
     """Seed 7 draws 1% loss on a broker's link, then a 100 ms (± 20 ms) delay on a
     controller's: both applied (the delay says whether netem or the relay ran), every
     acknowledged record read back, the replicas identical."""
-    try:
-        check_available()
-    except NetnsUnavailableError as e:
-        pytest.fail(f"the network-namespace tests need namespaces: {e}", pytrace=False)
+    require_namespaces()
     out = tmp_path / "nemesis"
     code = main(
         [
