@@ -166,8 +166,8 @@ def run(
 
 
 def check_choices(network: str, selected: Sequence[str], client: str, with_kafka: bool) -> None:
-    """Refuse what ``network`` cannot run: on network hosts, Apache Kafka's column and the
-    Kafka client (the hosts' brokers have only kraft's listener); on loopback, a link limit.
+    """Refuse what ``network`` cannot run: on network hosts, Apache Kafka's column (its
+    brokers run on loopback); on loopback, a link limit.
 
     Raises:
         ValueError: in one line.
@@ -177,11 +177,6 @@ def check_choices(network: str, selected: Sequence[str], client: str, with_kafka
             raise ValueError(
                 "--with-kafka runs on loopback only: Apache Kafka's column is not run on network "
                 "hosts (compare kraft's ISR with Kafka's with --network local)"
-            )
-        if client != "kraft":
-            raise ValueError(
-                "--network netns drives the probes with kraft's client (no Kafka "
-                "listener on the hosts)"
             )
     elif network == "local":
         if hosts_only := [s for s in selected if s in HOSTS_ONLY]:
