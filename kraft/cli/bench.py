@@ -45,13 +45,13 @@ def add_parser(sub: Any) -> None:
     )
     f.set_defaults(handler=_passthrough("kraft.bench.failover:main"), passthrough=True)
     qf = bsub.add_parser(
-        "quorum-faults",
+        "host-faults",
         help="network hosts (root): the controller epoch through loss, a paused leader and "
         "a starved host; a killed leader's replacement",
-        epilog="example: sudo kraft bench quorum-faults --phases loss,pause,load,kill",
-        add_help=False,  # its own parser (kraft.bench.quorum_faults) answers --help
+        epilog="example: sudo kraft bench host-faults --phases loss,pause,load,kill,isr-cut",
+        add_help=False,  # its own parser (kraft.bench.host_faults) answers --help
     )
-    qf.set_defaults(handler=_passthrough("kraft.bench.quorum_faults:main"), passthrough=True)
+    qf.set_defaults(handler=_passthrough("kraft.bench.host_faults:main"), passthrough=True)
     pr = bsub.add_parser(
         "produce",
         help="producer records/s, MB/s, p50/p99/p99.9 (acks=all and 1) vs raw gRPC streaming",

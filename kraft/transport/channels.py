@@ -105,6 +105,17 @@ def size_options(max_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> Options:
     ]
 
 
+PEER_KEEPALIVE_MS: Final = 5000
+"""How often a server pings a peer server it is connected to. A ping unanswered for
+`PEER_KEEPALIVE_TIMEOUT_MS` (and, through ``TCP_USER_TIMEOUT``, data unacknowledged that long)
+closes the connection, and the channel dials again (at most 1 s apart). Without it, a
+connection that a partition cut stays open and silent after the heal until TCP's own
+retransmission, which backs off to tens of seconds: a follower cut off for 40 s could wait that
+long again before it fetches and rejoins the ISR. Both exceed the Raft fetch timeout (2 s), so
+a connection closed this way never makes a follower campaign earlier than the timeout would."""
+PEER_KEEPALIVE_TIMEOUT_MS: Final = 10000
+
+
 def server_options(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> Options:
     """Options of every grpc.aio server (controller, broker, a bare Raft server)."""
     return [
@@ -113,6 +124,11 @@ def server_options(max_request_bytes: int = SOCKET_REQUEST_MAX_BYTES) -> Options
         # use and the kernel splits connections between them: two local clusters that race for
         # the same free port would then talk to each other. Fail the bind instead.
         ("grpc.so_reuseport", 0),
+        # Accept the peers' keepalive pings (`PEER_KEEPALIVE_MS`), with or without calls,
+        # rather than closing the connection with GOAWAY "too_many_pings".
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", PEER_KEEPALIVE_MS // 2),
+        ("grpc.http2.max_ping_strikes", 0),
+        ("grpc.keepalive_permit_without_calls", 1),
     ]
 
 
@@ -124,6 +140,10 @@ def peer_channel_options() -> Options:
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.min_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 1000),
+        ("grpc.keepalive_time_ms", PEER_KEEPALIVE_MS),
+        ("grpc.keepalive_timeout_ms", PEER_KEEPALIVE_TIMEOUT_MS),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
     ]
 
 

@@ -1,5 +1,6 @@
-"""``kraft bench quorum-faults``: does the metadata quorum keep one leader through packet loss,
-a GC-like pause of its leader and a starved host, and how fast does it replace a crashed one?
+"""``kraft bench host-faults``: does the metadata quorum keep one leader through packet loss,
+a GC-like pause of its leader and a starved host, how fast does it replace a crashed one, and
+how fast does a broker cut off from the others rejoin the ISR after the heal?
 
 A `NetnsCluster` (root: every controller and broker on a network host of its own, issue 29),
 one topic of 6 partitions at RF 3, then these phases, each with acks=all producers running:
@@ -9,12 +10,17 @@ one topic of 6 partitions at RF 3, then these phases, each with acks=all produce
 - ``load``: two producers sending as fast as they can, and ``--hogs`` busy-looping processes
   competing for the CPU;
 - ``kill``: SIGKILL of the active controller, and the time until another one answers
-  DescribeQuorum as leader (polled every 20 ms).
+  DescribeQuorum as leader (polled every 20 ms);
+- ``isr-cut``: the last broker cut off from the other brokers, both ways (not from the
+  controllers), for ``--cut-s`` (longer than ``replica.lag.time.max.ms``, 30 s, so it leaves
+  the ISRs), then healed: the time until it is back in every partition's ISR (polled every
+  0.1 s). A connection the cut left open must not hold it back until TCP's retransmission
+  (`kraft.transport.channels.PEER_KEEPALIVE_MS`).
 
 For each phase it prints the controller epoch before and after, the leaders seen (polled every
 0.5 s) and the records acknowledged. ``--controller-config`` compares Raft timeouts.
 
-    sudo kraft bench quorum-faults --phases loss,pause,load,kill
+    sudo kraft bench host-faults --phases loss,pause,load,kill,isr-cut
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ from kraft.cluster.netns_cluster import NetnsCluster
 from replication.clients import Producer
 from storage.errors import KraftError
 
-PHASES = ("loss", "pause", "load", "kill")
-TOPIC = "quorum-faults"
+PHASES = ("loss", "pause", "load", "kill", "isr-cut")
+TOPIC = "host-faults"
 
 
 @dataclass
@@ -51,6 +57,7 @@ class PhaseResult:
     acknowledged: int
     load_average: list[float] = field(default_factory=list)
     new_leader_after_s: float | None = None
+    back_in_isr_after_s: float | None = None
 
 
 def _load() -> list[float]:
@@ -149,6 +156,50 @@ def _kill(cluster: NetnsCluster) -> PhaseResult:
     )
 
 
+def _isr_cut(cluster: NetnsCluster, seconds: float) -> PhaseResult:
+    assert cluster.network is not None
+    network = cluster.network
+    victim = cluster.broker_ids[-1]
+    others = [cluster.host_name(b) for b in cluster.broker_ids if b != victim]
+    name = cluster.host_name(victim)
+    _, epoch = _quorum(cluster)
+    load = _load()
+    producers = _Producers(cluster, 1, 100)
+
+    def isrs() -> list[set[int]]:
+        return [set(p.isr) for p in cluster.describe_topic(TOPIC).partitions]
+
+    network.cut(name, to=others)
+    for other in others:
+        network.cut(other, to=[name])
+    end = time.monotonic() + seconds
+    left = False
+    while time.monotonic() < end:
+        left = left or any(victim not in isr for isr in isrs())
+        time.sleep(0.5)
+    network.heal()
+    healed = time.monotonic()
+    while not all(victim in isr for isr in isrs()):
+        if time.monotonic() - healed > 300:
+            raise RuntimeError(f"broker {victim} not back in every ISR 300 s after the heal")
+        time.sleep(0.1)
+    back = time.monotonic() - healed
+    acknowledged = producers.stop()
+    what = f"broker {victim} cut off from the other brokers for {seconds:.0f} s" + (
+        "" if left else " (it never left an ISR: cut longer than replica.lag.time.max.ms)"
+    )
+    return PhaseResult(
+        "isr-cut",
+        what,
+        epoch,
+        _quorum(cluster)[1],
+        [],
+        acknowledged,
+        load + _load(),
+        back_in_isr_after_s=round(back, 2),
+    )
+
+
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
     phases = [p for p in args.phases.split(",") if p]
     unknown = set(phases) - set(PHASES)
@@ -202,6 +253,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
                 results.append(
                     _watch(cluster, phase, what, args.seconds, starve, producers=2, batch=2000)
                 )
+            elif phase == "isr-cut":
+                results.append(_isr_cut(cluster, args.cut_s))
             else:
                 results.append(_kill(cluster))
             say(_row(results[-1]))
@@ -210,6 +263,8 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
 
 def _row(r: PhaseResult) -> str:
     tail = f", a new leader after {r.new_leader_after_s} s" if r.new_leader_after_s else ""
+    if r.back_in_isr_after_s is not None:
+        tail = f", back in every ISR {r.back_in_isr_after_s} s after the heal"
     return (
         f"{r.what}: epoch {r.epoch_before} -> {r.epoch_after}, leaders seen {r.leaders_seen}, "
         f"{r.acknowledged:,} records acknowledged{tail}; load average "
@@ -219,10 +274,10 @@ def _row(r: PhaseResult) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
-        prog="kraft bench quorum-faults",
+        prog="kraft bench host-faults",
         description="On network hosts (root): the controller epoch through packet loss, a "
         "paused leader and a starved host, and the time to replace a killed leader.",
-        epilog="example: sudo kraft bench quorum-faults --phases loss,pause,load,kill",
+        epilog="example: sudo kraft bench host-faults --phases loss,pause,load,kill,isr-cut",
     )
     parser.add_argument(
         "--phases", default=",".join(PHASES), help=f"comma-separated, of {', '.join(PHASES)}"
@@ -231,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loss", type=float, default=5.0, help="percent (default 5)")
     parser.add_argument("--pause-s", type=float, default=1.5, help="SIGSTOP (default 1.5 s)")
     parser.add_argument("--hogs", type=positive_int, default=4, help="busy loops (default 4)")
+    parser.add_argument("--cut-s", type=float, default=40.0, help="isr-cut (default 40 s)")
     parser.add_argument(
         "--controller-config",
         type=key_value,
@@ -244,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args, lambda msg: print(msg, file=sys.stderr, flush=True))
     except (NetnsUnavailableError, KraftError, ValueError, RuntimeError) as e:
-        print(f"kraft bench quorum-faults: {e}", file=sys.stderr)
+        print(f"kraft bench host-faults: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(result, indent=2))
