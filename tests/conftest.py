@@ -15,7 +15,10 @@ A module that names its own group (``pytestmark = xdist_group(...)``) keeps it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+import structlog
 
 pytest_plugins = ["tests.kafka_peer", "tests.kraft_cluster"]
 
@@ -48,3 +51,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = _widest_fixture_group(item)
             if group is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_it_was() -> Iterator[None]:
+    """Each test leaves structlog's configuration as it found it: a test that runs a command
+    in-process (``kraft compare``'s ``main`` sets the level to ``error``) would otherwise
+    filter the warnings that later tests on the same worker capture with ``capture_logs``."""
+    configured, saved = structlog.is_configured(), structlog.get_config()
+    yield
+    if configured:
+        structlog.configure(**saved)
+    else:
+        structlog.reset_defaults()
