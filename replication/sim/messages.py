@@ -35,6 +35,7 @@ from replication.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from storage.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,39 @@ class AppendReq:
     timeout_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitReq:
+    """A transactional producer's TxnOffsetCommit (KIP-98, KIP-447) to its group's
+    coordinator, the leader of the group's ``__consumer_offsets`` partition: ``offsets`` (the
+    next offset to read of each partition) appended as the producer's transactional records
+    with acks=all (`replication.sim.group_offsets`). Answered with a `ProduceResp`."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchReq:
+    """OffsetFetch with ``require_stable`` (KIP-447) to the group's coordinator."""
+
+    group_id: str
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResp:
+    """The group's committed offsets, or NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS (the
+    leader has not committed its whole log yet) or UNSTABLE_OFFSET_COMMIT (a transaction
+    holding offsets of the group is open)."""
+
+    rpc: int
+    error_code: ErrorCode
+    offsets: tuple[tuple[TopicPartition, int], ...] = ()
+
+
 __all__ = [
     "AlterReq",
     "AlterResp",
@@ -173,6 +207,8 @@ __all__ = [
     "FetchResp",
     "HeartbeatReq",
     "HeartbeatResp",
+    "OffsetFetchReq",
+    "OffsetFetchResp",
     "PartitionRaft",
     "ProduceReq",
     "ProduceResp",
@@ -180,5 +216,6 @@ __all__ = [
     "ReassignResp",
     "RegisterReq",
     "RegisterResp",
+    "TxnOffsetCommitReq",
     "WriteMarkersReq",
 ]

@@ -12,6 +12,7 @@ from kraft.types import TopicPartition
 from replication.broker.stable_reads import READ_COMMITTED
 from replication.core import ACKS_ALL
 from replication.messages import (
+    FetchPartitionData,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -46,6 +47,14 @@ RETRIABLE = frozenset(
     }
 )
 """Produce errors a client retries with the same batch (and sequence)."""
+ACKED = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
+"""A batch's append succeeded (a duplicate: a retry whose first attempt landed)."""
+
+
+def produce_code(msg: ProduceResp) -> ErrorCode:
+    """The error code of a one-partition Produce's answer."""
+    ((answer,),) = (t.partition_responses for t in msg.response.responses)
+    return answer.error_code
 
 
 # --- the transactional producer ---------------------------------------------------------------
@@ -181,22 +190,9 @@ class TxnProducer:
             leader = self.cluster.leader_of(tp)
             if leader < 0:
                 continue
-            rpc = self.cluster.next_rpc()
-            txn.flights[rpc] = tp
-            request = ProduceRequest(
-                acks=ACKS_ALL,
-                timeout_ms=300,
-                transactional_id=self.transactional_id,
-                topic_data=(
-                    ProduceTopicData(
-                        name=tp.topic,
-                        partition_data=(
-                            ProducePartitionData(index=tp.partition, records=txn.records[tp]),
-                        ),
-                    ),
-                ),
-            )
-            self.cluster.network.send(self.node_id, leader, ProduceReq(request, rpc))
+            txn.flights[
+                txn_produce(self.cluster, self.node_id, self.transactional_id, tp, txn.records[tp])
+            ] = tp
 
     def _end(self, commit: bool) -> None:
         txn = self.txn
@@ -212,13 +208,12 @@ class TxnProducer:
             if self.phase != "produce" or txn is None or msg.rpc not in txn.flights:
                 return
             tp = txn.flights.pop(msg.rpc)
-            (topic,) = msg.response.responses
-            (answer,) = topic.partition_responses
-            if answer.error_code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+            code = produce_code(msg)
+            if code in ACKED:
                 txn.unacked.discard(tp)
                 if not txn.unacked:
                     self._end(self.rng.random() < 0.65)
-            elif answer.error_code in RETRIABLE:
+            elif code in RETRIABLE:
                 txn.next_send_ms = min(txn.next_send_ms, self.cluster.clock.now_ms + 30)
             else:  # fenced, or the transaction was aborted under it: abort
                 self._end(False)
@@ -256,6 +251,26 @@ class TxnProducer:
             else:
                 self.phase = "init"
             self.txn = None
+
+
+def txn_produce(
+    cluster: BrokerCluster, node_id: int, transactional_id: str, tp: TopicPartition, batch: bytes
+) -> int:
+    """Send a transactional producer's ``batch`` to the leader of ``tp`` (acks=all); its rpc."""
+    rpc = cluster.next_rpc()
+    request = ProduceRequest(
+        acks=ACKS_ALL,
+        timeout_ms=300,
+        transactional_id=transactional_id,
+        topic_data=(
+            ProduceTopicData(
+                name=tp.topic,
+                partition_data=(ProducePartitionData(index=tp.partition, records=batch),),
+            ),
+        ),
+    )
+    cluster.network.send(node_id, cluster.leader_of(tp), ProduceReq(request, rpc))
+    return rpc
 
 
 # --- the read_committed consumer --------------------------------------------------------------
@@ -314,33 +329,56 @@ class ReadCommittedConsumer:
         data = fetched(self, envelope)
         if data is None:
             return
-        # Kafka's consumer: an aborted transaction's records are dropped from its first offset
-        # until its abort marker.
-        pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
-        aborting: set[int] = set()
-        records = data.records
-        for pos, header in iter_batches(records):
-            if header.next_offset > data.last_stable_offset:
-                self.checker.fail(
-                    "lso_never_passes_open_txn",
-                    f"{self.tp}: a read_committed fetch returned offsets up to "
-                    f"{header.next_offset - 1}, at or past its LSO {data.last_stable_offset}",
-                )
-            last = header.next_offset - 1
-            while pending and pending[0].first_offset <= last:
-                aborting.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if header.control_type == ControlType.ABORT:
-                    aborting.discard(header.producer_id)
-            elif header.is_transactional and header.producer_id in aborting:
-                self.skipped += header.last_offset_delta + 1
-            else:
-                batch = records[pos : pos + header.size_bytes]
-                for offset, value in offset_values(batch):
-                    if value is not None and offset >= self.position:
-                        self.checker.on_read(self.tp, offset, value)
-                        self.records_read += 1
-            self.position = max(self.position, header.next_offset)
+        records, skipped, next_offset = read_committed(self.tp, data, self.checker)
+        self.skipped += skipped
+        for offset, value in records:
+            if offset >= self.position:
+                self.checker.on_read(self.tp, offset, value)
+                self.records_read += 1
+        self.position = max(self.position, next_offset)
 
 
-__all__ = ["ReadCommittedConsumer", "TxnProducer"]
+def read_committed(
+    tp: TopicPartition, data: FetchPartitionData, checker: TxnChecker
+) -> tuple[list[tuple[int, bytes]], int, int]:
+    """A read_committed fetch's answer as Kafka's consumer reads it: an aborted transaction's
+    records are dropped from its first offset until its abort marker. Returns the committed
+    records' (offset, value), the number of aborted records dropped and the offset past the
+    last batch; checks that no batch reaches the fetch's last stable offset."""
+    pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
+    aborting: set[int] = set()
+    records = data.records
+    out: list[tuple[int, bytes]] = []
+    skipped = 0
+    next_offset = 0
+    for pos, header in iter_batches(records):
+        if header.next_offset > data.last_stable_offset:
+            checker.fail(
+                "lso_never_passes_open_txn",
+                f"{tp}: a read_committed fetch returned offsets up to "
+                f"{header.next_offset - 1}, at or past its LSO {data.last_stable_offset}",
+            )
+        last = header.next_offset - 1
+        while pending and pending[0].first_offset <= last:
+            aborting.add(pending.pop(0).producer_id)
+        if header.is_control:
+            if header.control_type == ControlType.ABORT:
+                aborting.discard(header.producer_id)
+        elif header.is_transactional and header.producer_id in aborting:
+            skipped += header.last_offset_delta + 1
+        else:
+            batch = records[pos : pos + header.size_bytes]
+            out.extend((o, v) for o, v in offset_values(batch) if v is not None)
+        next_offset = header.next_offset
+    return out, skipped, next_offset
+
+
+__all__ = [
+    "ACKED",
+    "RETRIABLE",
+    "ReadCommittedConsumer",
+    "TxnProducer",
+    "produce_code",
+    "read_committed",
+    "txn_produce",
+]
