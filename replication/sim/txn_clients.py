@@ -61,13 +61,67 @@ def produce_code(msg: ProduceResp) -> ErrorCode:
 
 
 @dataclass(slots=True)
-class _Txn:
+class OpenTxn:
+    """A client's transaction: its batches (one per partition) until each is acknowledged."""
+
     key: TxnKey
     records: dict[TopicPartition, bytes]
     unacked: set[TopicPartition]
     flights: dict[int, TopicPartition] = field(default_factory=dict)
     next_send_ms: int = 0
     commit: bool = True
+    offsets: tuple[tuple[TopicPartition, int], ...] = ()
+    """A copier's: the group's offsets it commits (TxnOffsetCommit)."""
+
+    @classmethod
+    def begin(
+        cls,
+        key: TxnKey,
+        values: dict[TopicPartition, list[bytes]],
+        checker: TxnChecker,
+        now: int,
+        *,
+        offsets: tuple[tuple[TopicPartition, int], ...] = (),
+    ) -> OpenTxn:
+        """Transaction ``key`` writing ``values``: one batch per partition, told to the
+        checker."""
+        records: dict[TopicPartition, bytes] = {}
+        for tp, written in sorted(values.items()):
+            checker.on_written(key, tp, written)
+            records[tp] = build_batch(
+                written,
+                timestamp_ms=now,
+                producer_id=key[0],
+                producer_epoch=key[1],
+                base_sequence=0,  # every transaction has its own epoch (KIP-890 part 2)
+                is_transactional=True,
+            )
+        return cls(key, records, set(records), offsets=offsets)
+
+    def send(self, cluster: BrokerCluster, node_id: int, transactional_id: str, now: int) -> None:
+        """Send every unacknowledged batch to its leader (again, once a request timed out)."""
+        if now < self.next_send_ms:
+            return
+        self.next_send_ms = now + REQUEST_TIMEOUT_MS
+        self.flights = {}
+        for tp in sorted(self.unacked):
+            if cluster.leader_of(tp) >= 0:
+                rpc = txn_produce(cluster, node_id, transactional_id, tp, self.records[tp])
+                self.flights[rpc] = tp
+
+    def answered(self, msg: ProduceResp, now: int) -> bool | None:
+        """A Produce answer of one of its batches (``msg.rpc`` in ``flights``): True once
+        every batch is acknowledged, False if the transaction must abort (fenced, or aborted
+        under it), None while batches are outstanding (a retriable error sends again soon)."""
+        tp = self.flights.pop(msg.rpc)
+        code = produce_code(msg)
+        if code in ACKED:
+            self.unacked.discard(tp)
+            return True if not self.unacked else None
+        if code in RETRIABLE:
+            self.next_send_ms = min(self.next_send_ms, now + 30)
+            return None
+        return False
 
 
 @final
@@ -92,7 +146,7 @@ class TxnProducer:
         self.producer_id = -1
         self.producer_epoch = -1
         self.phase = "init"
-        self.txn: _Txn | None = None
+        self.txn: OpenTxn | None = None
         self.rpc = -1
         self.deadline_ms = 0
         self.stop_ms = 1 << 62
@@ -159,40 +213,20 @@ class TxnProducer:
         """A new transaction: 1..all partitions, one batch of 1-3 records each."""
         tps = self.cluster.topic_partitions()
         chosen = self.rng.sample(tps, self.rng.randint(1, len(tps)))
-        key = (self.producer_id, self.producer_epoch)
-        records: dict[TopicPartition, bytes] = {}
+        values: dict[TopicPartition, list[bytes]] = {}
         for tp in sorted(chosen):
-            values = []
             for _ in range(self.rng.randint(1, 3)):
                 self.count += 1
-                values.append(b"t%d:%d:%d" % (self.node_id, self.count, self.cluster.seed))
-            self.checker.on_written(key, tp, values)
-            records[tp] = build_batch(
-                values,
-                timestamp_ms=now,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=0,  # every transaction has its own epoch (KIP-890 part 2)
-                is_transactional=True,
-            )
-        self.txn = _Txn(key, records, set(records))
+                value = b"t%d:%d:%d" % (self.node_id, self.count, self.cluster.seed)
+                values.setdefault(tp, []).append(value)
+        key = (self.producer_id, self.producer_epoch)
+        self.txn = OpenTxn.begin(key, values, self.checker, now)
         self.phase = "add"
         self.rpc = -1
 
     def _produce(self, now: int) -> None:
-        txn = self.txn
-        assert txn is not None
-        if now < txn.next_send_ms:
-            return
-        txn.next_send_ms = now + REQUEST_TIMEOUT_MS
-        txn.flights = {}
-        for tp in sorted(txn.unacked):
-            leader = self.cluster.leader_of(tp)
-            if leader < 0:
-                continue
-            txn.flights[
-                txn_produce(self.cluster, self.node_id, self.transactional_id, tp, txn.records[tp])
-            ] = tp
+        assert self.txn is not None
+        self.txn.send(self.cluster, self.node_id, self.transactional_id, now)
 
     def _end(self, commit: bool) -> None:
         txn = self.txn
@@ -207,16 +241,9 @@ class TxnProducer:
         if isinstance(msg, ProduceResp):
             if self.phase != "produce" or txn is None or msg.rpc not in txn.flights:
                 return
-            tp = txn.flights.pop(msg.rpc)
-            code = produce_code(msg)
-            if code in ACKED:
-                txn.unacked.discard(tp)
-                if not txn.unacked:
-                    self._end(self.rng.random() < 0.65)
-            elif code in RETRIABLE:
-                txn.next_send_ms = min(txn.next_send_ms, self.cluster.clock.now_ms + 30)
-            else:  # fenced, or the transaction was aborted under it: abort
-                self._end(False)
+            done = txn.answered(msg, self.cluster.clock.now_ms)
+            if done is not None:
+                self._end(done and self.rng.random() < 0.65)
             return
         if not isinstance(msg, TxnResp) or msg.rpc != self.rpc:
             return
@@ -376,6 +403,7 @@ def read_committed(
 __all__ = [
     "ACKED",
     "RETRIABLE",
+    "OpenTxn",
     "ReadCommittedConsumer",
     "TxnProducer",
     "produce_code",

@@ -15,7 +15,6 @@ record is copied again only if its copy was never committed.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from typing import final
 
 from kraft.sim.cluster_network import Envelope
@@ -38,39 +37,24 @@ from replication.sim.txn import (
     EndTxnReq,
     InitPidReq,
     TxnChecker,
-    TxnKey,
     TxnResp,
 )
 from replication.sim.txn_clients import (
     ACKED,
     CONSUME_MAX_BYTES,
     RETRIABLE,
+    OpenTxn,
     produce_code,
     read_committed,
-    txn_produce,
 )
 from replication.sim.workload import consumer_fetch
 from storage.errors import ErrorCode
-from storage.records import build_batch
 
 GROUP_ID = "copier"
 COPIES_TOPIC = "copies"
 """The output topic: a copy of each record of partition p of the source goes to its p."""
 CRASH_CHANCE = 0.003
 """Per tick inside a transaction: the copier process dies and a new one starts."""
-
-
-@dataclass(slots=True)
-class _Copy:
-    """One transaction of the copier."""
-
-    key: TxnKey
-    records: dict[TopicPartition, bytes]
-    offsets: tuple[tuple[TopicPartition, int], ...]
-    unacked: set[TopicPartition]
-    flights: dict[int, TopicPartition] = field(default_factory=dict)
-    next_send_ms: int = 0
-    commit: bool = True
 
 
 @final
@@ -106,7 +90,7 @@ class TxnCopier:
         """Records read since the last commit or rewind: the next transaction copies them."""
         self.next_source = 0
         self.fetching = sources[0]
-        self.txn: _Copy | None = None
+        self.txn: OpenTxn | None = None
         self.count = 0
         self.committed = 0
         self.aborted = 0
@@ -142,8 +126,8 @@ class TxnCopier:
         cluster.scheduler.after(self.rng.randint(5, 20), self._tick)
         if self.txn is not None and self.rng.random() < CRASH_CHANCE and self._stormy():
             self._crash()
-        if self.phase == "produce":
-            self._produce(now)
+        if self.phase == "produce" and self.txn is not None:
+            self.txn.send(cluster, self.node_id, self.transactional_id, now)
             return
         if self.rpc != -1 and now < self.deadline_ms:
             return
@@ -217,35 +201,10 @@ class TxnCopier:
             copy = b"c%d:%d:%d" % (self.node_id, self.count, self.cluster.seed)
             self.checker.on_copied(copy, value)
             copies.setdefault(self.output_of[tp], []).append(copy)
-        records: dict[TopicPartition, bytes] = {}
-        for out, values in sorted(copies.items()):
-            self.checker.on_written(key, out, values)
-            records[out] = build_batch(
-                values,
-                timestamp_ms=now,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=0,
-                is_transactional=True,
-            )
         offsets = tuple((tp, self.position.get(tp, 0)) for tp in self.sources)
-        self.txn = _Copy(key, records, offsets, set(records))
+        self.txn = OpenTxn.begin(key, copies, self.checker, now, offsets=offsets)
         self.phase = "add"
         self.rpc = -1
-
-    def _produce(self, now: int) -> None:
-        txn = self.txn
-        assert txn is not None
-        if now < txn.next_send_ms:
-            return
-        txn.next_send_ms = now + REQUEST_TIMEOUT_MS
-        txn.flights = {}
-        for tp in sorted(txn.unacked):
-            if self.cluster.leader_of(tp) >= 0:
-                rpc = txn_produce(
-                    self.cluster, self.node_id, self.transactional_id, tp, txn.records[tp]
-                )
-                txn.flights[rpc] = tp
 
     def _end(self, commit: bool) -> None:
         txn = self.txn
@@ -261,7 +220,12 @@ class TxnCopier:
         txn = self.txn
         if isinstance(msg, ProduceResp) and txn is not None and msg.rpc in txn.flights:
             if self.phase == "produce":
-                self._produced(txn, txn.flights.pop(msg.rpc), produce_code(msg))
+                done = txn.answered(msg, self.cluster.clock.now_ms)
+                if done:
+                    self.phase = "commit_offsets"
+                    self.rpc = -1
+                elif done is False:
+                    self._end(False)
             return
         if self.phase == "consume":
             self._fetched(envelope)
@@ -280,17 +244,6 @@ class TxnCopier:
                 self._end(False)  # fenced, or aborted under it
         elif isinstance(msg, TxnResp):
             self._answered(msg)
-
-    def _produced(self, txn: _Copy, tp: TopicPartition, code: ErrorCode) -> None:
-        if code in ACKED:
-            txn.unacked.discard(tp)
-            if not txn.unacked:
-                self.phase = "commit_offsets"
-                self.rpc = -1
-        elif code in RETRIABLE:
-            txn.next_send_ms = min(txn.next_send_ms, self.cluster.clock.now_ms + 30)
-        else:
-            self._end(False)
 
     def _fetched(self, envelope: Envelope) -> None:
         msg = envelope.payload

@@ -1,14 +1,19 @@
 """The simulator's transactional workload (issue 28): transactional producers commit and abort
 through the transaction coordinator core while brokers crash, lose power and are cut off and
-the coordinator fails over; read_committed consumers see exactly the committed records."""
+the coordinator fails over; read_committed consumers see exactly the committed records, and a
+copier (KIP-447) copies a topic exactly once with its group's offsets committed in its
+transactions."""
 
 from __future__ import annotations
 
 import pytest
 
 from replication.sim import cli_cluster
+from replication.sim.group_offsets import GroupOffsetsLog
 from replication.sim.txn_clients import ReadCommittedConsumer
 from replication.sim.txn_run import run_txn_seed, run_txn_seeds
+from storage.control import build_marker_batch
+from storage.records import read_header
 
 
 def test_a_seed_range_of_transactions_under_faults_is_valid() -> None:
@@ -24,12 +29,51 @@ def test_a_seed_range_of_transactions_under_faults_is_valid() -> None:
     # the coordinator's appends to __transaction_state failed under the faults, and it
     # loaded its state again from the partition's committed records
     assert sum(r.coordinator_reloads for r in results) > 0
+    # the copier (KIP-447) copied records and committed its group's offsets with them in
+    # __consumer_offsets; some of its transactions aborted after their offset commit (those
+    # offsets vanished), it crashed and rewound to the committed offsets, and the copies
+    # agreed with the offsets in every seed (check_copies)
+    assert sum(r.copies for r in results) > 100
+    assert all(r.copier_committed > 0 for r in results)
+    assert sum(r.offset_commits for r in results) > sum(r.copier_committed for r in results)
+    assert sum(r.copier_aborted for r in results) > 3
+    assert sum(r.copier_rewinds for r in results) > 10
+    assert sum(r.copier_crashes for r in results) > 0
 
 
 def test_quorum_partitions_run_the_transactional_workload_too() -> None:
     summary = run_txn_seeds(0, 2, mode="quorum")
     assert not summary.violations, [r.line() for r in summary.violations]
     assert summary.committed > 20
+    assert summary.copies > 0 and summary.offset_commits > 0
+
+
+def test_the_checker_fails_offsets_made_visible_before_their_marker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group coordinator that applies a TxnOffsetCommit at once, not on its transaction's
+    commit marker: the copier rewinds to the offsets of an aborted transaction and skips
+    records it never copied. The checker must notice."""
+    replay = GroupOffsetsLog.replay
+
+    def eager(self: GroupOffsetsLog, batch: bytes) -> None:
+        replay(self, batch)
+        header = read_header(batch)
+        if header.is_transactional and not header.is_control:
+            replay(
+                self,
+                build_marker_batch(
+                    commit=True,
+                    producer_id=header.producer_id,
+                    producer_epoch=header.producer_epoch,
+                    coordinator_epoch=0,
+                    timestamp_ms=0,
+                ),
+            )
+
+    monkeypatch.setattr(GroupOffsetsLog, "replay", eager)
+    violation = run_txn_seed(0).violation
+    assert violation is not None and violation.startswith("offsets_not_atomic"), violation
 
 
 def test_the_checker_fails_a_consumer_that_reads_past_the_lso(
