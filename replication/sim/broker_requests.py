@@ -10,7 +10,11 @@
   `replication.broker.txn_markers.write_markers` does.
 - A coordinator's append (`AppendReq`) to an internal topic it hosts: straight to the
   partition's core where this broker leads, as the broker's coordinator runtimes append to
-  their replica (a client's Produce to an internal topic is refused).
+  their replica (a client's Produce to an internal topic is refused). A coordinator that
+  loads the partition from this leader fences the appends of its earlier incarnations
+  (`fence`): the simulated coordinator is a node of its own, so an append it sent before it
+  failed over may still be on its way (or in a paused leader's inbox), where the broker's
+  coordinator appends in its own process and such an append never outlives it.
 - The group coordinator's transactional offsets (`replication.sim.group_offsets`), where this
   broker leads the group's ``__consumer_offsets`` partition: a TxnOffsetCommit
   (`TxnOffsetCommitReq`) appends its transactional batch the way a coordinator's append
@@ -89,6 +93,8 @@ class ClientRequests:
         self.parked: list[_Parked] = []
         self.waiting: dict[int, tuple[_PendingProduce, TopicPartition, SimReplica]] = {}
         self.next_request_id = 1
+        self.coordinator_epochs: dict[TopicPartition, int] = {}
+        """tp -> the newest coordinator epoch that loaded it from this leader (`fence`)."""
 
     def handle(self, source: int, msg: ClientRequest) -> None:
         if isinstance(msg, FetchReq):
@@ -112,7 +118,13 @@ class ClientRequests:
                 marker_version=msg.transaction_version,
             )
         elif isinstance(msg, AppendReq):
-            self._produce(source, msg.rpc, -1, msg.timeout_ms, [(msg.tp, msg.batch)], direct=True)
+            if msg.coordinator_epoch < self.coordinator_epochs.get(msg.tp, -1):
+                refused = _refused(msg.tp, ErrorCode.NOT_COORDINATOR)
+                self._maybe_answer(_PendingProduce(source, msg.rpc, {msg.tp: refused}))
+            else:
+                self._produce(
+                    source, msg.rpc, -1, msg.timeout_ms, [(msg.tp, msg.batch)], direct=True
+                )
         elif isinstance(msg, TxnOffsetCommitReq):
             batch = txn_offset_commit_batch(
                 msg.group_id,
@@ -131,6 +143,12 @@ class ClientRequests:
         code, offsets = offset_fetch(replica, msg.group_id)
         answer = OffsetFetchResp(msg.rpc, code, tuple(offsets.items()))
         self.broker.cluster.network.send(self.broker.node_id, source, answer)
+
+    def fence(self, tp: TopicPartition, coordinator_epoch: int) -> None:
+        """A coordinator of ``coordinator_epoch`` loads ``tp`` from this leader: appends of
+        earlier coordinator epochs are refused from now on (as a new leader epoch fences
+        the appends of the coordinator it replaces, in Kafka)."""
+        self.coordinator_epochs[tp] = max(coordinator_epoch, self.coordinator_epochs.get(tp, -1))
 
     def tick(self, now: int) -> None:
         """Answer the parked fetches whose wait is over."""

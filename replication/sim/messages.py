@@ -156,12 +156,15 @@ class WriteMarkersReq:
 class AppendReq:
     """A coordinator's acks=all append of ``batch`` to ``tp`` of an internal topic, by the
     leader's core (the broker hosting a coordinator appends to its replica itself; a client's
-    Produce to an internal topic is refused). Answered with a `ProduceResp`."""
+    Produce to an internal topic is refused). Answered with a `ProduceResp`;
+    NOT_COORDINATOR if a coordinator of a later ``coordinator_epoch`` loaded the partition
+    from this leader since (`ClientRequests.fence`)."""
 
     tp: TopicPartition
     batch: bytes
     rpc: int
     timeout_ms: int
+    coordinator_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

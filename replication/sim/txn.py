@@ -328,11 +328,16 @@ class TxnCoordinatorHost:
     def _load(self) -> None:
         """Replay ``__transaction_state`` from its leader once the leader has committed every
         record it holds (the broker's coordinator load reads to the high watermark and waits
-        for it to reach the log end)."""
+        for it to reach the log end), after fencing the appends of its earlier incarnations
+        there (`ClientRequests.fence`): one still on its way would change the log under the
+        loaded state (seed 0xd4 of ISR mode: a commit written after the load had aborted)."""
         broker = self.cluster.brokers.get(self.cluster.leader_of(TXN_STATE))
-        replica = None if broker is None or not broker.up else broker.replicas.get(TXN_STATE)
+        if broker is None or not broker.up or broker.paused:
+            return  # (a paused leader cannot answer the reads)
+        replica = broker.replicas.get(TXN_STATE)
         if replica is None or not replica.driver.is_leader:
             return
+        broker.requests.fence(TXN_STATE, self.incarnation)
         if replica.high_watermark < replica.log.log_end_offset:
             return
         for batch in committed_batches(replica):
@@ -384,7 +389,7 @@ class TxnCoordinatorHost:
             batch = build_batch(
                 [SimpleRecord(key=k, value=v) for k, v in records], timestamp_ms=now
             )
-            append = AppendReq(TXN_STATE, batch, rpc, APPEND_TIMEOUT_MS)
+            append = AppendReq(TXN_STATE, batch, rpc, APPEND_TIMEOUT_MS, self.incarnation)
             cluster.network.send(self.node_id, leader, append)
 
     def _appended(self, msg: ProduceResp) -> None:
