@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from replication.sim import cli_cluster
+from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig, cli_cluster
 from replication.sim.group_offsets import GroupOffsetsLog
-from replication.sim.txn_clients import ReadCommittedConsumer
+from replication.sim.messages import AppendReq, ProduceResp
+from replication.sim.txn import TXN_STATE
+from replication.sim.txn_clients import ReadCommittedConsumer, produce_code
 from replication.sim.txn_run import run_txn_seed, run_txn_seeds
 from storage.control import build_marker_batch
-from storage.records import read_header
+from storage.errors import ErrorCode
+from storage.records import build_batch, read_header
 
 
 def test_a_seed_range_of_transactions_under_faults_is_valid() -> None:
@@ -91,3 +94,23 @@ def test_cli_runs_the_transactional_workload(capsys: pytest.CaptureFixture[str])
     assert "seed=0x1 " in out and "violation=none" in out
     with pytest.raises(SystemExit):
         cli_cluster(["--workload", "transactions", "--seed", "1", "--reassign"])
+
+
+def test_a_coordinator_that_loaded_fences_the_appends_of_its_earlier_incarnations() -> None:
+    """The simulated coordinator is a node of its own: an append it sent before a failover may
+    still be on its way when the next incarnation loads the partition from the leader. The
+    load fences it there (ISR seed 0xd4 decided a transaction abort, then commit, without)."""
+    cluster = BrokerCluster(seed=1, config=ClusterConfig(), checker=ClusterChecker())
+    answers: list[object] = []
+    cluster.clients[999] = lambda envelope: answers.append(envelope.payload)
+    requests = cluster.brokers[1].requests
+    requests.fence(TXN_STATE, 3)
+    batch = build_batch([b"x"], timestamp_ms=0)
+    requests.handle(999, AppendReq(TXN_STATE, batch, 7, 100, coordinator_epoch=2))
+    cluster.scheduler.run_until(20)
+    (answer,) = [a for a in answers if isinstance(a, ProduceResp) and a.rpc == 7]
+    assert produce_code(answer) is ErrorCode.NOT_COORDINATOR
+    requests.handle(999, AppendReq(TXN_STATE, batch, 8, 100, coordinator_epoch=3))
+    cluster.scheduler.run_until(40)
+    (answer,) = [a for a in answers if isinstance(a, ProduceResp) and a.rpc == 8]
+    assert produce_code(answer) is ErrorCode.NOT_LEADER_OR_FOLLOWER  # not fenced: not leading
