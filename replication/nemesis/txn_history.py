@@ -47,12 +47,9 @@ topic read_committed in a consumer group and, in its own transactions, writes a 
 record to another topic and commits the group's offsets with them
 (``send_offsets_to_transaction``). Its transactions are recorded as a producer's, with a
 `TxnCopied` per copy naming the source record, and `TxnGroupOffsets` holds the group's
-committed offsets after the run. Exactly once means, of the final read:
-
-- **copied_twice**: no source record has two committed copies;
-- **copied_aborted**: no committed copy is of a record of an aborted transaction;
-- **offsets_not_atomic**: the committed offsets and the copies agree: every source record
-  below the group's committed offset has its committed copy, and none at or above it does.
+committed offsets after the run. Exactly once, of the final read, is judged by
+`replication.nemesis.copies` (**copied_twice**, **copied_aborted**, **offsets_not_atomic**),
+as the simulator's checker judges its own copier.
 """
 
 from __future__ import annotations
@@ -63,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
 from replication.nemesis.anomalies import Anomalies, AnomalyReport
+from replication.nemesis.copies import judge_copies
 
 READ_COMMITTED: Final = "read_committed"
 READ_UNCOMMITTED: Final = "read_uncommitted"
@@ -452,41 +450,25 @@ def _check_copies(
     final_places: dict[str, tuple[str, int, int]],
     state_of: Any,
 ) -> None:
-    """Exactly once through the copier (see the module docstring)."""
-    committed: dict[str, list[TxnCopied]] = defaultdict(list)  # source value -> its copies
+    """Exactly once through the copier (`replication.nemesis.copies`)."""
+    committed: dict[str, list[str]] = defaultdict(list)  # source value -> its committed copies
     for copy in copies:
         if copy.value in final_places:
-            committed[copy.source_value].append(copy)
-    for source_value, made in committed.items():
-        report.copies += len(made)
-        if len(made) > 1:
-            report.copied_twice.add(
-                f"{source_value!r} copied {len(made)} times: {[c.value for c in made][:3]}"
-            )
-        if state_of(source_value) == "aborted":
-            report.copied_aborted.add(
-                f"{made[0].value!r} copies {source_value!r}, of an aborted transaction"
-            )
-    if not group_offsets:
-        return
+            committed[copy.source_value].append(copy.value)
+    report.copies = sum(len(made) for made in committed.values())
     sources = {copy.source_topic for copy in copies}
-    ends = {(t, p): o for t, p, o in group_offsets[-1].offsets}
-    for final in finals:
-        if final.topic not in sources or final.isolation != READ_COMMITTED:
-            continue
-        end = ends.get((final.topic, final.partition), -1)
-        for offset, value in final.records:
-            copied = bool(committed.get(value))
-            if offset < end and not copied:
-                report.offsets_not_atomic.add(
-                    f"{final.topic}-{final.partition}@{offset} ({value!r}) is below the"
-                    f" committed offset {end} and has no committed copy"
-                )
-            elif offset >= end and copied:
-                report.offsets_not_atomic.add(
-                    f"{final.topic}-{final.partition}@{offset} ({value!r}) has a committed copy"
-                    f" but the committed offset is {end}"
-                )
+    reads = [
+        (final.topic, final.partition, final.records)
+        for final in finals
+        if final.topic in sources and final.isolation == READ_COMMITTED
+    ]
+    offsets = {(t, p): o for t, p, o in group_offsets[-1].offsets} if group_offsets else None
+
+    def aborted(value: str) -> bool:
+        return bool(state_of(value) == "aborted")
+
+    for check, detail in judge_copies(committed, aborted, reads, offsets):
+        getattr(report, check).add(detail)
 
 
 __all__ = [

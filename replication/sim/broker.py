@@ -69,7 +69,7 @@ from replication.messages import (
     BrokerFetchResponse,
     FetchTopic,
 )
-from replication.sim.broker_requests import ClientRequests
+from replication.sim.broker_requests import ClientRequest, ClientRequests
 from replication.sim.controller import (
     QUIET,
     ControllerRouter,
@@ -77,16 +77,13 @@ from replication.sim.controller import (
 from replication.sim.messages import (
     AlterReq,
     AlterResp,
-    AppendReq,
     FetchReq,
     FetchResp,
     HeartbeatReq,
     HeartbeatResp,
     PartitionRaft,
-    ProduceReq,
     RegisterReq,
     RegisterResp,
-    WriteMarkersReq,
 )
 from replication.sim.replica import ReplicaDisk, SimLogCheckpoint, SimReplica
 from storage.errors import ErrorCode, InvariantViolation
@@ -303,7 +300,7 @@ class SimBroker:
             replica = self.replicas.get(msg.tp)
             if replica is not None:  # NB: not opened yet (or gone): Raft retries
                 replica.driver.handle_raft_message(msg.message, self.cluster.clock.now_ms)
-        elif isinstance(msg, FetchReq | ProduceReq | WriteMarkersReq | AppendReq):
+        elif isinstance(msg, ClientRequest):
             self.requests.handle(envelope.source, msg)
         elif isinstance(msg, FetchResp):
             fetch = self.pending_fetches.pop(msg.rpc, None)

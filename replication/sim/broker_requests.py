@@ -10,7 +10,16 @@
   `replication.broker.txn_markers.write_markers` does.
 - A coordinator's append (`AppendReq`) to an internal topic it hosts: straight to the
   partition's core where this broker leads, as the broker's coordinator runtimes append to
-  their replica (a client's Produce to an internal topic is refused).
+  their replica (a client's Produce to an internal topic is refused). A coordinator that
+  loads the partition from this leader fences the appends of its earlier incarnations
+  (`fence`): the simulated coordinator is a node of its own, so an append it sent before it
+  failed over may still be on its way (or in a paused leader's inbox), where the broker's
+  coordinator appends in its own process and such an append never outlives it.
+- The group coordinator's transactional offsets (`replication.sim.group_offsets`), where this
+  broker leads the group's ``__consumer_offsets`` partition: a TxnOffsetCommit
+  (`TxnOffsetCommitReq`) appends its transactional batch the way a coordinator's append
+  goes, and an OffsetFetch (`OffsetFetchReq`) answers from the partition's committed
+  records, once the leader has committed its whole log (its load).
 """
 
 from __future__ import annotations
@@ -22,12 +31,20 @@ from kraft.types import TopicPartition
 from replication.broker.service import fetch_satisfied
 from replication.core import ProduceCompletion
 from replication.messages import ProducePartitionResponse, ProduceResponse, ProduceTopicResponse
+from replication.sim.group_offsets import (
+    offset_fetch,
+    offsets_partition,
+    txn_offset_commit_batch,
+)
 from replication.sim.messages import (
     AppendReq,
     FetchReq,
     FetchResp,
+    OffsetFetchReq,
+    OffsetFetchResp,
     ProduceReq,
     ProduceResp,
+    TxnOffsetCommitReq,
     WriteMarkersReq,
 )
 from storage.errors import ErrorCode
@@ -39,6 +56,13 @@ if TYPE_CHECKING:
 
 MARKER_TIMEOUT_MS = 5000
 """A marker's acks=all append (the broker's ``MARKER_TIMEOUT_MS``)."""
+OFFSET_COMMIT_TIMEOUT_MS = 300
+"""A TxnOffsetCommit's acks=all append (``offsets.commit.timeout.ms``, scaled down as the
+simulated clients' produce timeouts are)."""
+
+ClientRequest = (
+    FetchReq | ProduceReq | WriteMarkersReq | AppendReq | TxnOffsetCommitReq | OffsetFetchReq
+)
 
 
 @dataclass(slots=True)
@@ -69,8 +93,10 @@ class ClientRequests:
         self.parked: list[_Parked] = []
         self.waiting: dict[int, tuple[_PendingProduce, TopicPartition, SimReplica]] = {}
         self.next_request_id = 1
+        self.coordinator_epochs: dict[TopicPartition, int] = {}
+        """tp -> the newest coordinator epoch that loaded it from this leader (`fence`)."""
 
-    def handle(self, source: int, msg: FetchReq | ProduceReq | WriteMarkersReq | AppendReq) -> None:
+    def handle(self, source: int, msg: ClientRequest) -> None:
         if isinstance(msg, FetchReq):
             self._answer_fetch(source, msg, park=True)
         elif isinstance(msg, ProduceReq):
@@ -91,8 +117,38 @@ class ClientRequests:
                 parts,
                 marker_version=msg.transaction_version,
             )
+        elif isinstance(msg, AppendReq):
+            if msg.coordinator_epoch < self.coordinator_epochs.get(msg.tp, -1):
+                refused = _refused(msg.tp, ErrorCode.NOT_COORDINATOR)
+                self._maybe_answer(_PendingProduce(source, msg.rpc, {msg.tp: refused}))
+            else:
+                self._produce(
+                    source, msg.rpc, -1, msg.timeout_ms, [(msg.tp, msg.batch)], direct=True
+                )
+        elif isinstance(msg, TxnOffsetCommitReq):
+            batch = txn_offset_commit_batch(
+                msg.group_id,
+                dict(msg.offsets),
+                producer_id=msg.producer_id,
+                producer_epoch=msg.producer_epoch,
+                now_ms=self.broker.cluster.clock.now_ms,
+            )
+            tp = offsets_partition(msg.group_id)
+            self._produce(source, msg.rpc, -1, OFFSET_COMMIT_TIMEOUT_MS, [(tp, batch)], direct=True)
         else:
-            self._produce(source, msg.rpc, -1, msg.timeout_ms, [(msg.tp, msg.batch)], direct=True)
+            self._offset_fetch(source, msg)
+
+    def _offset_fetch(self, source: int, msg: OffsetFetchReq) -> None:
+        replica = self._leading(offsets_partition(msg.group_id))
+        code, offsets = offset_fetch(replica, msg.group_id)
+        answer = OffsetFetchResp(msg.rpc, code, tuple(offsets.items()))
+        self.broker.cluster.network.send(self.broker.node_id, source, answer)
+
+    def fence(self, tp: TopicPartition, coordinator_epoch: int) -> None:
+        """A coordinator of ``coordinator_epoch`` loads ``tp`` from this leader: appends of
+        earlier coordinator epochs are refused from now on (as a new leader epoch fences
+        the appends of the coordinator it replaces, in Kafka)."""
+        self.coordinator_epochs[tp] = max(coordinator_epoch, self.coordinator_epochs.get(tp, -1))
 
     def tick(self, now: int) -> None:
         """Answer the parked fetches whose wait is over."""

@@ -35,6 +35,7 @@ from replication.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from storage.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +156,48 @@ class WriteMarkersReq:
 class AppendReq:
     """A coordinator's acks=all append of ``batch`` to ``tp`` of an internal topic, by the
     leader's core (the broker hosting a coordinator appends to its replica itself; a client's
-    Produce to an internal topic is refused). Answered with a `ProduceResp`."""
+    Produce to an internal topic is refused). Answered with a `ProduceResp`;
+    NOT_COORDINATOR if a coordinator of a later ``coordinator_epoch`` loaded the partition
+    from this leader since (`ClientRequests.fence`)."""
 
     tp: TopicPartition
     batch: bytes
     rpc: int
     timeout_ms: int
+    coordinator_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitReq:
+    """A transactional producer's TxnOffsetCommit (KIP-98, KIP-447) to its group's
+    coordinator, the leader of the group's ``__consumer_offsets`` partition: ``offsets`` (the
+    next offset to read of each partition) appended as the producer's transactional records
+    with acks=all (`replication.sim.group_offsets`). Answered with a `ProduceResp`."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchReq:
+    """OffsetFetch with ``require_stable`` (KIP-447) to the group's coordinator."""
+
+    group_id: str
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResp:
+    """The group's committed offsets, or NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS (the
+    leader has not committed its whole log yet) or UNSTABLE_OFFSET_COMMIT (a transaction
+    holding offsets of the group is open)."""
+
+    rpc: int
+    error_code: ErrorCode
+    offsets: tuple[tuple[TopicPartition, int], ...] = ()
 
 
 __all__ = [
@@ -173,6 +210,8 @@ __all__ = [
     "FetchResp",
     "HeartbeatReq",
     "HeartbeatResp",
+    "OffsetFetchReq",
+    "OffsetFetchResp",
     "PartitionRaft",
     "ProduceReq",
     "ProduceResp",
@@ -180,5 +219,6 @@ __all__ = [
     "ReassignResp",
     "RegisterReq",
     "RegisterResp",
+    "TxnOffsetCommitReq",
     "WriteMarkersReq",
 ]

@@ -31,20 +31,26 @@ Invariants (``TxnChecker``):
 - ``no_duplicate_read``: no record is read at two offsets.
 - ``no_committed_lost``: after the faults heal and every transaction ended, every record of
   every committed transaction has been read.
+- exactly once through the copier (``txn_copier.py``, KIP-447), judged as the nemesis
+  checker judges it (`replication.nemesis.copies`): ``copied_twice``, ``copied_aborted``,
+  ``offsets_not_atomic`` between the committed copies and the group's committed offsets
+  (read from ``__consumer_offsets`` after the run), and ``copier_caught_up``.
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import final
 
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.cluster_network import Envelope
 from kraft.types import TRANSACTION_STATE_TOPIC, TopicPartition
+from replication.nemesis.copies import judge_copies
 from replication.sim.cluster import BrokerCluster
+from replication.sim.group_offsets import committed_batches, offsets_partition
 from replication.sim.messages import AppendReq, ProduceResp, WriteMarkersReq
 from replication.txn import TxnConfig, TxnCoordinator
 from replication.txn.coordinator import (
@@ -57,7 +63,7 @@ from replication.txn.records import Record, decode_key, decode_metadata
 from replication.txn.state import TxnState
 from storage.control import build_marker_batch
 from storage.errors import ErrorCode
-from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples
+from storage.records import SimpleRecord, build_batch, read_header, record_tuples
 
 TXN_TIMEOUT_MS = 1500
 """``transaction.timeout.ms`` of the producers: the coordinator aborts a transaction stuck
@@ -97,6 +103,18 @@ class AddPartitionsReq:
 
 
 @dataclass(frozen=True, slots=True)
+class AddOffsetsReq:
+    """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction
+    (its markers are then written there too)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    rpc: int
+
+
+@dataclass(frozen=True, slots=True)
 class EndTxnReq:
     transactional_id: str
     producer_id: int
@@ -128,6 +146,8 @@ class TxnChecker:
         """Transaction -> committed, once the coordinator wrote PREPARE_COMMIT/ABORT."""
         self.read_at: dict[TopicPartition, dict[bytes, int]] = {}
         self.reads = 0
+        self.copy_of: dict[bytes, bytes] = {}
+        """Every copy the copier built -> the source value it copies."""
 
     @staticmethod
     def fail(invariant: str, detail: str) -> None:
@@ -173,6 +193,48 @@ class TxnChecker:
         at = self.read_at.setdefault(tp, {}).setdefault(value, offset)
         if at != offset:
             self.fail("no_duplicate_read", f"{tp}: {value!r} read at offsets {at} and {offset}")
+
+    def on_copied(self, copy: bytes, source: bytes) -> None:
+        self.copy_of[copy] = source
+
+    def check_copies(
+        self,
+        sources: list[TopicPartition],
+        outputs: list[TopicPartition],
+        committed_offsets: Mapping[TopicPartition, int],
+    ) -> int:
+        """Exactly once through the copier, judged on the read_committed consumers' reads as
+        the nemesis checker judges it (``copied_twice``, ``copied_aborted``,
+        ``offsets_not_atomic``: `replication.nemesis.copies`), and ``copier_caught_up``:
+        every committed source record is below the group's committed offset. After
+        `check_committed_read`; the number of committed copies."""
+        copies: dict[bytes, list[bytes]] = {}
+        for tp in outputs:
+            for value in self.read_at.get(tp, {}):
+                source = self.copy_of.get(value)
+                if source is not None:
+                    copies.setdefault(source, []).append(value)
+
+        def aborted(value: bytes) -> bool:
+            key = self.writer.get(value)
+            return key is not None and self.decided.get(key) is False
+
+        reads = [
+            (tp.topic, tp.partition, sorted((o, v) for v, o in self.read_at.get(tp, {}).items()))
+            for tp in sources
+        ]
+        ends = {(tp.topic, tp.partition): offset for tp, offset in committed_offsets.items()}
+        for check, detail in judge_copies(copies, aborted, reads, ends):
+            self.fail(check, detail)
+        for topic, partition, records in reads:
+            end = ends.get((topic, partition), -1)
+            if records and records[-1][0] >= end:
+                self.fail(
+                    "copier_caught_up",
+                    f"{topic}-{partition}: the group's committed offset {end} is not past the "
+                    f"last committed record, at {records[-1][0]}",
+                )
+        return sum(len(made) for made in copies.values())
 
     def check_committed_read(self) -> int:
         """``no_committed_lost``; the number of committed records."""
@@ -266,26 +328,23 @@ class TxnCoordinatorHost:
     def _load(self) -> None:
         """Replay ``__transaction_state`` from its leader once the leader has committed every
         record it holds (the broker's coordinator load reads to the high watermark and waits
-        for it to reach the log end)."""
+        for it to reach the log end), after fencing the appends of its earlier incarnations
+        there (`ClientRequests.fence`): one still on its way would change the log under the
+        loaded state (seed 0xd4 of ISR mode: a commit written after the load had aborted)."""
         broker = self.cluster.brokers.get(self.cluster.leader_of(TXN_STATE))
-        replica = None if broker is None or not broker.up else broker.replicas.get(TXN_STATE)
+        if broker is None or not broker.up or broker.paused:
+            return  # (a paused leader cannot answer the reads)
+        replica = broker.replicas.get(TXN_STATE)
         if replica is None or not replica.driver.is_leader:
             return
-        hw = replica.high_watermark
-        if hw < replica.log.log_end_offset:
+        broker.requests.fence(TXN_STATE, self.incarnation)
+        if replica.high_watermark < replica.log.log_end_offset:
             return
-        offset = replica.log.log_start_offset
-        while offset < hw:
-            data = replica.read(offset, 1 << 20, hw)
-            if not data:
-                return
-            for pos, header in iter_batches(data):
-                if not header.is_control:  # a quorum partition's Raft control records
-                    batch = data[pos : pos + header.size_bytes]
-                    for _, _, key, value, _ in record_tuples(batch):
-                        if key is not None:
-                            self._apply(key, value)
-                offset = header.next_offset
+        for batch in committed_batches(replica):
+            if not read_header(batch).is_control:  # a quorum partition's Raft control records
+                for _, _, key, value, _ in record_tuples(batch):
+                    if key is not None:
+                        self._apply(key, value)
         self.loaded = True
 
     def _apply(self, key: bytes, value: bytes | None) -> None:
@@ -330,7 +389,7 @@ class TxnCoordinatorHost:
             batch = build_batch(
                 [SimpleRecord(key=k, value=v) for k, v in records], timestamp_ms=now
             )
-            append = AppendReq(TXN_STATE, batch, rpc, APPEND_TIMEOUT_MS)
+            append = AppendReq(TXN_STATE, batch, rpc, APPEND_TIMEOUT_MS, self.incarnation)
             cluster.network.send(self.node_id, leader, append)
 
     def _appended(self, msg: ProduceResp) -> None:
@@ -428,7 +487,7 @@ class TxnCoordinatorHost:
             if not state.remaining:
                 self._complete(key)
             return
-        if not isinstance(msg, InitPidReq | AddPartitionsReq | EndTxnReq):
+        if not isinstance(msg, InitPidReq | AddPartitionsReq | AddOffsetsReq | EndTxnReq):
             return
         if not self.loaded:
             error = TxnResp(msg.rpc, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -437,7 +496,7 @@ class TxnCoordinatorHost:
         self._submit(lambda now: self._request(envelope.source, msg, now))
 
     def _request(
-        self, source: int, msg: InitPidReq | AddPartitionsReq | EndTxnReq, now: int
+        self, source: int, msg: InitPidReq | AddPartitionsReq | AddOffsetsReq | EndTxnReq, now: int
     ) -> tuple[list[Record], Callable[[], None]]:
         """A client's request on the committed state: its records, and its answer once they
         are committed."""
@@ -453,12 +512,17 @@ class TxnCoordinatorHost:
                     new_producer_id=self._new_producer_id(),
                 )
             records, answer = list(result.records), result.response
-        elif isinstance(msg, AddPartitionsReq):
+        elif isinstance(msg, AddPartitionsReq | AddOffsetsReq):
+            partitions = (
+                msg.partitions
+                if isinstance(msg, AddPartitionsReq)
+                else frozenset({offsets_partition(msg.group_id)})
+            )
             added = self.core.add_partitions(
                 msg.transactional_id,
                 msg.producer_id,
                 msg.producer_epoch,
-                msg.partitions,
+                partitions,
                 now,
                 transaction_version=2,
             )
@@ -552,6 +616,7 @@ def leader_lso(cluster: BrokerCluster, tp: TopicPartition) -> tuple[int, int] | 
 
 
 __all__ = [
+    "AddOffsetsReq",
     "AddPartitionsReq",
     "EndTxnReq",
     "InitPidReq",

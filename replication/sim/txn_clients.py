@@ -12,6 +12,7 @@ from kraft.types import TopicPartition
 from replication.broker.stable_reads import READ_COMMITTED
 from replication.core import ACKS_ALL
 from replication.messages import (
+    FetchPartitionData,
     ProducePartitionData,
     ProduceRequest,
     ProduceTopicData,
@@ -46,19 +47,81 @@ RETRIABLE = frozenset(
     }
 )
 """Produce errors a client retries with the same batch (and sequence)."""
+ACKED = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
+"""A batch's append succeeded (a duplicate: a retry whose first attempt landed)."""
+
+
+def produce_code(msg: ProduceResp) -> ErrorCode:
+    """The error code of a one-partition Produce's answer."""
+    ((answer,),) = (t.partition_responses for t in msg.response.responses)
+    return answer.error_code
 
 
 # --- the transactional producer ---------------------------------------------------------------
 
 
 @dataclass(slots=True)
-class _Txn:
+class OpenTxn:
+    """A client's transaction: its batches (one per partition) until each is acknowledged."""
+
     key: TxnKey
     records: dict[TopicPartition, bytes]
     unacked: set[TopicPartition]
     flights: dict[int, TopicPartition] = field(default_factory=dict)
     next_send_ms: int = 0
     commit: bool = True
+    offsets: tuple[tuple[TopicPartition, int], ...] = ()
+    """A copier's: the group's offsets it commits (TxnOffsetCommit)."""
+
+    @classmethod
+    def begin(
+        cls,
+        key: TxnKey,
+        values: dict[TopicPartition, list[bytes]],
+        checker: TxnChecker,
+        now: int,
+        *,
+        offsets: tuple[tuple[TopicPartition, int], ...] = (),
+    ) -> OpenTxn:
+        """Transaction ``key`` writing ``values``: one batch per partition, told to the
+        checker."""
+        records: dict[TopicPartition, bytes] = {}
+        for tp, written in sorted(values.items()):
+            checker.on_written(key, tp, written)
+            records[tp] = build_batch(
+                written,
+                timestamp_ms=now,
+                producer_id=key[0],
+                producer_epoch=key[1],
+                base_sequence=0,  # every transaction has its own epoch (KIP-890 part 2)
+                is_transactional=True,
+            )
+        return cls(key, records, set(records), offsets=offsets)
+
+    def send(self, cluster: BrokerCluster, node_id: int, transactional_id: str, now: int) -> None:
+        """Send every unacknowledged batch to its leader (again, once a request timed out)."""
+        if now < self.next_send_ms:
+            return
+        self.next_send_ms = now + REQUEST_TIMEOUT_MS
+        self.flights = {}
+        for tp in sorted(self.unacked):
+            if cluster.leader_of(tp) >= 0:
+                rpc = txn_produce(cluster, node_id, transactional_id, tp, self.records[tp])
+                self.flights[rpc] = tp
+
+    def answered(self, msg: ProduceResp, now: int) -> bool | None:
+        """A Produce answer of one of its batches (``msg.rpc`` in ``flights``): True once
+        every batch is acknowledged, False if the transaction must abort (fenced, or aborted
+        under it), None while batches are outstanding (a retriable error sends again soon)."""
+        tp = self.flights.pop(msg.rpc)
+        code = produce_code(msg)
+        if code in ACKED:
+            self.unacked.discard(tp)
+            return True if not self.unacked else None
+        if code in RETRIABLE:
+            self.next_send_ms = min(self.next_send_ms, now + 30)
+            return None
+        return False
 
 
 @final
@@ -83,7 +146,7 @@ class TxnProducer:
         self.producer_id = -1
         self.producer_epoch = -1
         self.phase = "init"
-        self.txn: _Txn | None = None
+        self.txn: OpenTxn | None = None
         self.rpc = -1
         self.deadline_ms = 0
         self.stop_ms = 1 << 62
@@ -150,53 +213,20 @@ class TxnProducer:
         """A new transaction: 1..all partitions, one batch of 1-3 records each."""
         tps = self.cluster.topic_partitions()
         chosen = self.rng.sample(tps, self.rng.randint(1, len(tps)))
-        key = (self.producer_id, self.producer_epoch)
-        records: dict[TopicPartition, bytes] = {}
+        values: dict[TopicPartition, list[bytes]] = {}
         for tp in sorted(chosen):
-            values = []
             for _ in range(self.rng.randint(1, 3)):
                 self.count += 1
-                values.append(b"t%d:%d:%d" % (self.node_id, self.count, self.cluster.seed))
-            self.checker.on_written(key, tp, values)
-            records[tp] = build_batch(
-                values,
-                timestamp_ms=now,
-                producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch,
-                base_sequence=0,  # every transaction has its own epoch (KIP-890 part 2)
-                is_transactional=True,
-            )
-        self.txn = _Txn(key, records, set(records))
+                value = b"t%d:%d:%d" % (self.node_id, self.count, self.cluster.seed)
+                values.setdefault(tp, []).append(value)
+        key = (self.producer_id, self.producer_epoch)
+        self.txn = OpenTxn.begin(key, values, self.checker, now)
         self.phase = "add"
         self.rpc = -1
 
     def _produce(self, now: int) -> None:
-        txn = self.txn
-        assert txn is not None
-        if now < txn.next_send_ms:
-            return
-        txn.next_send_ms = now + REQUEST_TIMEOUT_MS
-        txn.flights = {}
-        for tp in sorted(txn.unacked):
-            leader = self.cluster.leader_of(tp)
-            if leader < 0:
-                continue
-            rpc = self.cluster.next_rpc()
-            txn.flights[rpc] = tp
-            request = ProduceRequest(
-                acks=ACKS_ALL,
-                timeout_ms=300,
-                transactional_id=self.transactional_id,
-                topic_data=(
-                    ProduceTopicData(
-                        name=tp.topic,
-                        partition_data=(
-                            ProducePartitionData(index=tp.partition, records=txn.records[tp]),
-                        ),
-                    ),
-                ),
-            )
-            self.cluster.network.send(self.node_id, leader, ProduceReq(request, rpc))
+        assert self.txn is not None
+        self.txn.send(self.cluster, self.node_id, self.transactional_id, now)
 
     def _end(self, commit: bool) -> None:
         txn = self.txn
@@ -211,17 +241,9 @@ class TxnProducer:
         if isinstance(msg, ProduceResp):
             if self.phase != "produce" or txn is None or msg.rpc not in txn.flights:
                 return
-            tp = txn.flights.pop(msg.rpc)
-            (topic,) = msg.response.responses
-            (answer,) = topic.partition_responses
-            if answer.error_code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
-                txn.unacked.discard(tp)
-                if not txn.unacked:
-                    self._end(self.rng.random() < 0.65)
-            elif answer.error_code in RETRIABLE:
-                txn.next_send_ms = min(txn.next_send_ms, self.cluster.clock.now_ms + 30)
-            else:  # fenced, or the transaction was aborted under it: abort
-                self._end(False)
+            done = txn.answered(msg, self.cluster.clock.now_ms)
+            if done is not None:
+                self._end(done and self.rng.random() < 0.65)
             return
         if not isinstance(msg, TxnResp) or msg.rpc != self.rpc:
             return
@@ -256,6 +278,26 @@ class TxnProducer:
             else:
                 self.phase = "init"
             self.txn = None
+
+
+def txn_produce(
+    cluster: BrokerCluster, node_id: int, transactional_id: str, tp: TopicPartition, batch: bytes
+) -> int:
+    """Send a transactional producer's ``batch`` to the leader of ``tp`` (acks=all); its rpc."""
+    rpc = cluster.next_rpc()
+    request = ProduceRequest(
+        acks=ACKS_ALL,
+        timeout_ms=300,
+        transactional_id=transactional_id,
+        topic_data=(
+            ProduceTopicData(
+                name=tp.topic,
+                partition_data=(ProducePartitionData(index=tp.partition, records=batch),),
+            ),
+        ),
+    )
+    cluster.network.send(node_id, cluster.leader_of(tp), ProduceReq(request, rpc))
+    return rpc
 
 
 # --- the read_committed consumer --------------------------------------------------------------
@@ -314,33 +356,57 @@ class ReadCommittedConsumer:
         data = fetched(self, envelope)
         if data is None:
             return
-        # Kafka's consumer: an aborted transaction's records are dropped from its first offset
-        # until its abort marker.
-        pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
-        aborting: set[int] = set()
-        records = data.records
-        for pos, header in iter_batches(records):
-            if header.next_offset > data.last_stable_offset:
-                self.checker.fail(
-                    "lso_never_passes_open_txn",
-                    f"{self.tp}: a read_committed fetch returned offsets up to "
-                    f"{header.next_offset - 1}, at or past its LSO {data.last_stable_offset}",
-                )
-            last = header.next_offset - 1
-            while pending and pending[0].first_offset <= last:
-                aborting.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if header.control_type == ControlType.ABORT:
-                    aborting.discard(header.producer_id)
-            elif header.is_transactional and header.producer_id in aborting:
-                self.skipped += header.last_offset_delta + 1
-            else:
-                batch = records[pos : pos + header.size_bytes]
-                for offset, value in offset_values(batch):
-                    if value is not None and offset >= self.position:
-                        self.checker.on_read(self.tp, offset, value)
-                        self.records_read += 1
-            self.position = max(self.position, header.next_offset)
+        records, skipped, next_offset = read_committed(self.tp, data, self.checker)
+        self.skipped += skipped
+        for offset, value in records:
+            if offset >= self.position:
+                self.checker.on_read(self.tp, offset, value)
+                self.records_read += 1
+        self.position = max(self.position, next_offset)
 
 
-__all__ = ["ReadCommittedConsumer", "TxnProducer"]
+def read_committed(
+    tp: TopicPartition, data: FetchPartitionData, checker: TxnChecker
+) -> tuple[list[tuple[int, bytes]], int, int]:
+    """A read_committed fetch's answer as Kafka's consumer reads it: an aborted transaction's
+    records are dropped from its first offset until its abort marker. Returns the committed
+    records' (offset, value), the number of aborted records dropped and the offset past the
+    last batch; checks that no batch reaches the fetch's last stable offset."""
+    pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
+    aborting: set[int] = set()
+    records = data.records
+    out: list[tuple[int, bytes]] = []
+    skipped = 0
+    next_offset = 0
+    for pos, header in iter_batches(records):
+        if header.next_offset > data.last_stable_offset:
+            checker.fail(
+                "lso_never_passes_open_txn",
+                f"{tp}: a read_committed fetch returned offsets up to "
+                f"{header.next_offset - 1}, at or past its LSO {data.last_stable_offset}",
+            )
+        last = header.next_offset - 1
+        while pending and pending[0].first_offset <= last:
+            aborting.add(pending.pop(0).producer_id)
+        if header.is_control:
+            if header.control_type == ControlType.ABORT:
+                aborting.discard(header.producer_id)
+        elif header.is_transactional and header.producer_id in aborting:
+            skipped += header.last_offset_delta + 1
+        else:
+            batch = records[pos : pos + header.size_bytes]
+            out.extend((o, v) for o, v in offset_values(batch) if v is not None)
+        next_offset = header.next_offset
+    return out, skipped, next_offset
+
+
+__all__ = [
+    "ACKED",
+    "RETRIABLE",
+    "OpenTxn",
+    "ReadCommittedConsumer",
+    "TxnProducer",
+    "produce_code",
+    "read_committed",
+    "txn_produce",
+]

@@ -6,14 +6,18 @@ range; ``--seed X`` replays one.
 
 A run: the cluster of ``kraft sim cluster`` (three controllers, ``brokers`` brokers, one topic
 of ``partitions`` partitions, RF=3, min.insync.replicas=2), the transaction coordinator, three
-transactional producers and one read_committed consumer per partition. From
+transactional producers writing to that topic, a copier (``txn_copier.py``) copying it to the
+output topic with its group's offsets in ``__consumer_offsets``, and one read_committed
+consumer per partition of both topics. From
 ``FAULTS_START_MS`` to ``faults_end_ms`` the broker nemesis (crashes, power losses, pauses,
 partitions, packet loss) and coordinator failovers strike; then everything heals and the run
 must show liveness: within ``LIVENESS_BOUND_MS`` every producer ends a transaction after the
 heal, every transaction is decided and its markers written, every partition's LSO
-reaches its high watermark and the consumers read up to it. Then every record of every
-committed transaction must have been read (`TxnChecker`); the other invariants are checked as
-the records are read. The replication invariants (`ClusterChecker`) hold as in every run.
+reaches its high watermark and the consumers read up to it, and the copier has copied every
+committed source record. Then every record of every committed transaction must have been
+read, and the copies must agree with the group's committed offsets (`TxnChecker`); the other
+invariants are checked as the records are read. The replication invariants
+(`ClusterChecker`) hold as in every run.
 """
 
 from __future__ import annotations
@@ -26,19 +30,27 @@ from dataclasses import dataclass, field
 from kraft.sim.checker import InvariantViolated
 from kraft.sim.network import LinkProfile
 from kraft.sim.seeds import report_seed, report_summary, run_guarded, run_seed_jobs
-from kraft.types import TRANSACTION_STATE_TOPIC
+from kraft.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
 from replication.sim.admin import TopicCreator
 from replication.sim.checker import ClusterChecker
 from replication.sim.cluster import BrokerCluster
-from replication.sim.controller import ClusterConfig
+from replication.sim.controller import TOPIC, ClusterConfig
+from replication.sim.group_offsets import OFFSETS_PARTITIONS, offset_fetch, offsets_partition
 from replication.sim.run import FAULTS_END_MS, FAULTS_START_MS, SETTLE_STEP_MS
 from replication.sim.txn import TxnChecker, TxnCoordinatorHost, TxnNemesis, leader_lso
 from replication.sim.txn_clients import ReadCommittedConsumer, TxnProducer
+from replication.sim.txn_copier import COPIES_TOPIC, GROUP_ID, TxnCopier
 from replication.sim.workload import CLIENT_BASE_ID, Nemesis
+from storage.errors import ErrorCode
 
-LIVENESS_BOUND_MS = 8000
+LIVENESS_BOUND_MS = 15_000
 """After the heal: a stuck transaction times out (1.5 s), the broker liveness of ``kraft sim
-cluster`` (up to ~3 s), then markers, a transaction begun after the heal, and the reads."""
+cluster`` (up to ~3 s), then markers, a transaction begun after the heal, and the reads; and
+the copier's transactions, which follow the producers' last ones. The link's loss stays on
+after the heal, so a client's request may wait out its 400 ms timeout and an append of the
+coordinator its 800 ms deadline and a reload: seed 0xf4 (ISR) needed 12.7 s, five of its
+coordinator's appends unanswered after the heal."""
+
 PRODUCERS = 3
 COORDINATOR_ID = CLIENT_BASE_ID + 50
 
@@ -61,6 +73,14 @@ class TxnSeedResult:
     read: int = 0
     skipped: int = 0
     markers: int = 0
+    copies: int = 0
+    """Committed copies the copier made (each checked against the group's offsets)."""
+    copier_committed: int = 0
+    copier_aborted: int = 0
+    offset_commits: int = 0
+    """TxnOffsetCommits appended to ``__consumer_offsets`` (committed or aborted after)."""
+    copier_rewinds: int = 0
+    copier_crashes: int = 0
     violation: str | None = None
 
     @property
@@ -79,6 +99,9 @@ class TxnSeedResult:
             f"committed={self.committed} aborted={self.aborted} decided={self.decided} "
             f"committed_records={self.committed_records} read={self.read} "
             f"aborted_records_skipped={self.skipped} markers={self.markers} "
+            f"copies={self.copies} copier_committed={self.copier_committed} "
+            f"copier_aborted={self.copier_aborted} offset_commits={self.offset_commits} "
+            f"copier_rewinds={self.copier_rewinds} copier_crashes={self.copier_crashes} "
             f"events={self.events} sim_time_ms={self.sim_time_ms} "
             f"violation={self.violation or 'none'}"
         )
@@ -91,6 +114,8 @@ class TxnSummary:
     committed: int = 0
     aborted: int = 0
     committed_records: int = 0
+    copies: int = 0
+    offset_commits: int = 0
     events: int = 0
     violations: list[TxnSeedResult] = field(default_factory=list)
     wall_s: float = 0.0
@@ -99,6 +124,7 @@ class TxnSummary:
         return (
             f"seeds={self.seeds_run} faults={self.faults} committed={self.committed} "
             f"aborted={self.aborted} committed_records={self.committed_records} "
+            f"copies={self.copies} offset_commits={self.offset_commits} "
             f"events={self.events} violations={len(self.violations)} wall={self.wall_s:.1f}s"
         )
 
@@ -143,23 +169,40 @@ def run_txn_seed(
         )
         p.start(150, stop_ms, heal_ms=faults_end_ms)
         producers.append(p)
+    sources = cluster.topic_partitions()
+    outputs = [TopicPartition(COPIES_TOPIC, tp.partition) for tp in sources]
     consumers = []
-    for tp in cluster.topic_partitions():
+    for i, tp in enumerate(sources + outputs):
         c = ReadCommittedConsumer(
             cluster,
             checker,
             random.Random(rng.getrandbits(64)),
-            node_id=CLIENT_BASE_ID + 300 + tp.partition,
+            node_id=CLIENT_BASE_ID + 300 + i,
             tp=tp,
         )
         c.start(150)
         consumers.append(c)
-    TopicCreator(cluster, random.Random(rng.getrandbits(64)), node_id=CLIENT_BASE_ID - 1).start(50)
-    TopicCreator(  # as the broker hosting the coordinator does on first use
+    copier = TxnCopier(
+        cluster,
+        checker,
+        random.Random(rng.getrandbits(64)),
+        node_id=CLIENT_BASE_ID + 250,
+        coordinator=COORDINATOR_ID,
+        sources=sources,
+        outputs=outputs,
+    )
+    copier.start(150, calm_ms=faults_end_ms)
+    TopicCreator(
+        cluster,
+        random.Random(rng.getrandbits(64)),
+        node_id=CLIENT_BASE_ID - 1,
+        topics={TOPIC: partitions, COPIES_TOPIC: partitions},
+    ).start(50)
+    TopicCreator(  # as the brokers hosting the coordinators do on first use
         cluster,
         random.Random(rng.getrandbits(64)),
         node_id=CLIENT_BASE_ID - 2,
-        topics={TRANSACTION_STATE_TOPIC: 1},
+        topics={TRANSACTION_STATE_TOPIC: 1, OFFSETS_TOPIC: OFFSETS_PARTITIONS},
         as_broker=True,
     ).start(50)
     nemesis = Nemesis(
@@ -177,11 +220,15 @@ def run_txn_seed(
             return False
         if not host.up or host.busy():
             return False
+        ends: dict[TopicPartition, int] = {}
         for c in consumers:
             lso = leader_lso(cluster, c.tp)
             if lso is None or lso[0] != lso[1] or c.position < lso[1]:
                 return False
-        return True
+            ends[c.tp] = lso[1]
+        return copier.caught_up({tp: ends[tp] for tp in sources}) and (
+            group_offsets(cluster, GROUP_ID) is not None
+        )
 
     def run() -> None:
         cluster.scheduler.run_until(faults_end_ms)
@@ -190,8 +237,9 @@ def run_txn_seed(
                 raise InvariantViolated(
                     "liveness",
                     f"within {LIVENESS_BOUND_MS} ms of the heal: the producers did not stop, a "
-                    f"transaction stayed open or unmarked, or a partition's LSO or its "
-                    f"read_committed consumer did not reach the high watermark",
+                    f"transaction stayed open or unmarked, a partition's LSO or its "
+                    f"read_committed consumer did not reach the high watermark, or the copier "
+                    f"did not catch up",
                 )
             cluster.scheduler.run_until(cluster.clock.now_ms + SETTLE_STEP_MS)
         late = [p for p in producers if not any(t >= faults_end_ms for t in p.ended_at)]
@@ -202,6 +250,9 @@ def run_txn_seed(
                 f"{faults_end_ms} ms",
             )
         result.committed_records = checker.check_committed_read()
+        offsets = group_offsets(cluster, GROUP_ID)
+        assert offsets is not None
+        result.copies = checker.check_copies(sources, outputs, offsets)
 
     result.violation = run_guarded(run, cluster.clock)
     result.events = cluster.scheduler.events_run
@@ -215,7 +266,21 @@ def run_txn_seed(
     result.read = sum(c.records_read for c in consumers)
     result.skipped = sum(c.skipped for c in consumers)
     result.markers = host.markers_written
+    result.copier_committed = copier.committed
+    result.copier_aborted = copier.aborted
+    result.offset_commits = copier.offset_commits
+    result.copier_rewinds = copier.rewinds
+    result.copier_crashes = copier.crashes
     return result
+
+
+def group_offsets(cluster: BrokerCluster, group_id: str) -> dict[TopicPartition, int] | None:
+    """The group's committed offsets as its coordinator would answer them now, else None."""
+    tp = offsets_partition(group_id)
+    broker = cluster.brokers.get(cluster.leader_of(tp))
+    replica = None if broker is None or not broker.up else broker.replicas.get(tp)
+    code, offsets = offset_fetch(replica, group_id)
+    return offsets if code is ErrorCode.NONE else None
 
 
 def _run_one(args: tuple[int, int, int, str]) -> TxnSeedResult:
@@ -243,6 +308,8 @@ def run_txn_seeds(
         summary.committed += r.committed
         summary.aborted += r.aborted
         summary.committed_records += r.committed_records
+        summary.copies += r.copies
+        summary.offset_commits += r.offset_commits
         summary.events += r.events
         if r.violation is not None:
             summary.violations.append(r)
