@@ -276,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
         prog="kraft bench host-faults",
         description="On network hosts (root): the controller epoch through packet loss, a "
-        "paused leader and a starved host, and the time to replace a killed leader.",
+        "paused leader and a starved host, the time to replace a killed leader, and the time "
+        "a broker cut off from the others takes to rejoin every ISR after the heal.",
         epilog="example: sudo kraft bench host-faults --phases loss,pause,load,kill,isr-cut",
     )
     parser.add_argument(
