@@ -416,9 +416,9 @@ class Election:
 
     def leader_connection_lost(self, peer: NodeId, now_ms: int) -> None:
         """The shell saw ``peer``'s host close our connection to it: its process exited (a
-        crash, a kill). If it is our leader, do not wait out the fetch timeout: campaign after
-        a random back-off, as after EndQuorumEpoch, and grant pre-votes to the others, who
-        see the same. Pre-vote keeps a false alarm (a leader that still answers the others)
+        crash, a kill). If it is our leader, do not wait out the fetch timeout: campaign in
+        our turn among the other voters (below), and grant pre-votes to the others, who see
+        the same. Pre-vote keeps a false alarm (a leader that still answers the others)
         from costing an epoch, and a fetch that succeeds clears it."""
         role = self._quorum.role
         if not isinstance(role, Follower) or role.leader_id != peer or role.leader_lost:

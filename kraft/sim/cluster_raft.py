@@ -157,13 +157,6 @@ class RaftHost:
         node.step(msg, self.env.clock.now_ms)
         self.after_activity()
 
-    def peer_lost(self, peer: NodeId) -> None:
-        """`RaftNode.peer_connection_lost`: ``peer`` crashed and its connections closed."""
-        node = self.n.node
-        if node is not None:
-            node.peer_connection_lost(peer, self.env.clock.now_ms)
-            self.after_activity()
-
     def propose(self, records: list[bytes]) -> Offset:
         """`RaftNode.propose`; raises `NotLeaderError`."""
         node = self.n.node
