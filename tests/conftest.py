@@ -15,6 +15,7 @@ A module that names its own group (``pytestmark = xdist_group(...)``) keeps it.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -64,3 +65,14 @@ def _structlog_as_it_was() -> Iterator[None]:
         structlog.configure(**saved)
     else:
         structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
+def _gc_as_it_was() -> Iterator[None]:
+    """Each test leaves the garbage collector as it found it: a command run in-process sets
+    kraft's thresholds (`kraft.gc_tuning`), and a server started in-process freezes what it
+    holds, which a later test's ``gc.collect()`` would then never free."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()

@@ -48,6 +48,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from kraft.gc_tuning import tune_gc
+
 ENTRY_BYTES = 100
 PROFILE_ENV = "KRAFT_BENCH_PROFILE"
 STALL_S = 10.0
@@ -510,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = claim_stdout()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the driver's "where are you?"
+    tune_gc()  # as kraft's processes run; PySyncObj's nodes too, so the comparison stays fair
     peers = parse_peers(args.peers)
     properties = dict(p.split("=", 1) for p in args.raft_property)
     if args.impl == "kraft":

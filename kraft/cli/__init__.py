@@ -121,8 +121,10 @@ def _main(argv: Sequence[str] | None) -> int:
         # never draws test data, so it reads hypothesis as absent.
         sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     from kraft.cluster.process import die_with_parent
+    from kraft.gc_tuning import tune_gc
 
     die_with_parent()  # a no-op unless started by a ManagedProcess (LocalCluster, the bench)
+    tune_gc()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "passthrough", False):

@@ -93,8 +93,10 @@ def worker(bootstrap: str, topic: str, go: Path, security: dict[str, str] | None
 def main(argv: Sequence[str]) -> int:
     """``python -m kraft.demo.group_worker BOOTSTRAP TOPIC GO_FILE [SECURITY_JSON]``."""
     from kraft.cluster.process import die_with_parent
+    from kraft.gc_tuning import tune_gc
 
     die_with_parent()  # never outlive the demo, even a SIGKILLed one
+    tune_gc()
     if len(argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2

@@ -59,6 +59,7 @@ from kraft.demo.console import Console
 from kraft.demo.report import DemoError, Summary, render_summary
 from kraft.demo.verify import consume_and_verify
 from kraft.demo.watch import ClientEvents, ClusterWatcher
+from kraft.gc_tuning import tune_gc
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster
@@ -416,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "User:ANONYMOUS, so no principal could be granted anything"
         )
     signal.signal(signal.SIGTERM, _on_sigterm)
+    tune_gc()  # the demo's clients run in this process, as the CLI's do
     console = Console()
     own_dir = args.data_dir is None
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="kraft-demo-"))
