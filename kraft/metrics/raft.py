@@ -1,7 +1,8 @@
 """The metadata quorum's latency histograms, as Kafka's ``raft-metrics`` group has them.
 
-- ``kafka_server_raftmetrics_commit_latency_seconds``: on the leader, from a proposal's append
-  to its commit (Kafka's ``commit-latency-avg``/``-max``);
+- ``kafka_server_raftmetrics_commit_latency_seconds``: on the leader, once per committed batch,
+  from the append of its oldest proposal to the commit (Kafka's ``commit-latency-avg``/``-max``,
+  also recorded per batch);
 - ``kafka_server_raftmetrics_election_latency_seconds``: on every node, from the moment it
   knew no leader to the moment it knows one again (Kafka's ``election-latency-avg``/``-max``):
   a controller's own elections, and what a broker (an observer) waited for one.

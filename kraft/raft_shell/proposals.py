@@ -30,8 +30,10 @@ class _Proposal:
 class Proposals:
     """Futures of proposals in offset order; each resolves with its first offset or fails
     with the error ``not_leader()`` builds (the shell's NOT_CONTROLLER, with a leader hint).
-    ``on_committed(ms)`` hears how long each committed proposal took (``clock`` milliseconds
-    from `add` to its commit)."""
+    ``on_committed(ms)`` hears, once per committed batch that settles proposals, how long the
+    oldest of them took (``clock`` milliseconds from `add` to the commit): as Kafka records its
+    commit latency once per batch, not per record, which also keeps a clock read and a histogram
+    update off each of 100,000 proposals a second."""
 
     def __init__(
         self,
@@ -55,15 +57,19 @@ class Proposals:
     def committed(self, batch: AppliedBatch) -> None:
         """Settle proposals that end in the committed ``batch``."""
         props = self._pending
+        oldest_ms: int | None = None
         while props and props[0].last < batch.end_offset:
             p = props.popleft()
             if p.future.done():
                 continue
             if p.last >= batch.base_offset and batch.epoch == p.epoch:
                 p.future.set_result(p.first)
-                self._on_committed(self._clock() - p.proposed_ms)
+                if oldest_ms is None:
+                    oldest_ms = p.proposed_ms
             else:
                 p.future.set_exception(self._not_leader())
+        if oldest_ms is not None:
+            self._on_committed(self._clock() - oldest_ms)
 
     def settle(self, *, is_leader: bool, epoch: int, high_watermark: int) -> None:
         """After a Ready: fail proposals of an epoch we no longer lead once the log moved past

@@ -28,7 +28,7 @@ def test_an_election_is_timed_from_losing_the_leader_to_knowing_one() -> None:
     assert abs(_sample(ELECTION_LATENCY, "_sum") - total - 0.35) < 1e-9
 
 
-def test_a_committed_proposal_reports_its_append_to_commit_time() -> None:
+def test_a_committed_batch_reports_its_oldest_proposal_append_to_commit_time() -> None:
     now = [100]
     seen: list[int] = []
     proposals = Proposals(
@@ -37,17 +37,20 @@ def test_a_committed_proposal_reports_its_append_to_commit_time() -> None:
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        kept, lost = loop.create_future(), loop.create_future()
-        proposals.add(10, 2, 3, kept)
+        first, second, lost = (loop.create_future() for _ in range(3))
+        proposals.add(10, 2, 3, first)
+        now[0] = 120
+        proposals.add(12, 1, 3, second)
         now[0] = 130
-        proposals.add(12, 1, 3, lost)
+        proposals.add(13, 1, 3, lost)
         now[0] = 175
-        proposals.committed(AppliedBatch(base_offset=10, end_offset=12, epoch=3))
-        proposals.committed(AppliedBatch(base_offset=12, end_offset=13, epoch=4))  # lost
-        assert kept.result() == 10 and lost.exception() is not None
+        proposals.committed(AppliedBatch(base_offset=10, end_offset=13, epoch=3))
+        proposals.committed(AppliedBatch(base_offset=13, end_offset=14, epoch=4))  # lost
+        assert first.result() == 10 and second.result() == 12
+        assert lost.exception() is not None
 
     asyncio.run(run())
-    assert seen == [75]
+    assert seen == [75]  # one batch, timed from its oldest proposal; the lost one is not timed
 
 
 def test_commit_latencies_land_in_the_histogram() -> None:
