@@ -24,40 +24,44 @@ from typing import Any
 FRAME_SIZE = struct.Struct(">i")
 
 
-def _stand_in() -> Any:
-    from replication.messages import (
-        ProducePartitionResponse,
-        ProduceResponse,
-        ProduceTopicResponse,
-    )
+class AcknowledgingApi:
+    """A stand-in broker API for the Kafka listener: answers every partition of a Produce at
+    once with ``code`` (NONE: acknowledged, at offsets counting up), knows the topic ids of
+    ``topics`` (id -> name)."""
 
-    class StandIn:
-        """Acknowledges every partition at once, offsets counting up."""
+    def __init__(self, code: int = 0, topics: dict[str, str] | None = None) -> None:
+        self.code = code
+        self.topics = topics or {}
+        self.next_offset = 0
 
-        def __init__(self) -> None:
-            self.next_offset = 0
+    def topic_name(self, topic_id: str) -> str | None:
+        return self.topics.get(topic_id)
 
-        def topic_name(self, topic_id: str) -> str | None:
-            return None
+    async def produce(self, request: Any, ctx: Any) -> Any:
+        from replication.messages import (
+            ProducePartitionResponse,
+            ProduceResponse,
+            ProduceTopicResponse,
+        )
+        from storage.errors import ErrorCode
 
-        async def produce(self, request: Any, ctx: Any) -> Any:
-            self.next_offset += 1
-            return ProduceResponse(
-                responses=tuple(
-                    ProduceTopicResponse(
-                        name=t.name,
-                        partition_responses=tuple(
-                            ProducePartitionResponse(
-                                index=p.index, base_offset=self.next_offset, log_start_offset=0
-                            )
-                            for p in t.partition_data
-                        ),
-                    )
-                    for t in request.topic_data
+        code = ErrorCode(self.code)
+        self.next_offset += 1
+        offset = self.next_offset if code == ErrorCode.NONE else -1
+        return ProduceResponse(
+            responses=tuple(
+                ProduceTopicResponse(
+                    name=t.name,
+                    partition_responses=tuple(
+                        ProducePartitionResponse(
+                            index=p.index, error_code=code, base_offset=offset, log_start_offset=0
+                        )
+                        for p in t.partition_data
+                    ),
                 )
+                for t in request.topic_data
             )
-
-    return StandIn()
+        )
 
 
 def _requests(count: int, version: int, partitions: int, batch_bytes: int) -> list[bytes]:
@@ -105,7 +109,7 @@ async def _serve(frames: list[bytes], in_flight: int) -> tuple[float, float]:
 
     listener = KafkaListener(
         KafkaListenerConfig(name="PLAINTEXT", host="127.0.0.1", port=0),
-        _stand_in(),
+        AcknowledgingApi(),  # type: ignore[arg-type]
     )
     await listener.start()
     assert listener.bound_port is not None

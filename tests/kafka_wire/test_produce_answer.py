@@ -11,23 +11,19 @@ from typing import Any
 
 import pytest
 
+from kraft.bench.kafka_listener import AcknowledgingApi
 from replication.broker.api import RequestContext
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Encoded, KafkaConnection, Request, response_class
 from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 from replication.broker.kafka.produce_answer import encode_produce_success
-from replication.messages import (
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopicResponse,
-)
 from storage.errors import ErrorCode
 from tests.kafka_wire.wire import decode_response, request_frame
 
 PRODUCE = 0
 VERSIONS = range(SUPPORTED_VERSIONS[PRODUCE][0], SUPPORTED_VERSIONS[PRODUCE][1] + 1)
 ORDERS = uuid.UUID("6c1f1a9e-0000-4000-8000-00000000000a")
+TOPIC_IDS = {str(ORDERS): "orders"}
 LONG_NAME = "t" * 200  # a compact string length of two varint bytes
 TOPICS: list[tuple[str, uuid.UUID, list[tuple[int, int, int, int]]]] = [
     ("orders", ORDERS, [(0, 40, -1, 0), (5, 1 << 40, 1_700_000_000_123, 7)]),
@@ -67,35 +63,7 @@ def test_the_encoded_success_is_kios_encoding_in_every_served_version(version: i
     assert encode_produce_success(version, TOPICS) == kio_bytes(version)
 
 
-class Acknowledging:
-    """Answers every partition with ``code`` (a success when NONE)."""
-
-    def __init__(self, code: ErrorCode = ErrorCode.NONE) -> None:
-        self.code = code
-
-    def topic_name(self, topic_id: str) -> str | None:
-        return "orders" if topic_id == str(ORDERS) else None
-
-    async def produce(self, request: ProduceRequest, ctx: RequestContext) -> ProduceResponse:
-        return ProduceResponse(
-            responses=tuple(
-                ProduceTopicResponse(
-                    name=t.name,
-                    partition_responses=tuple(
-                        ProducePartitionResponse(
-                            index=p.index,
-                            error_code=self.code,
-                            base_offset=10 if self.code == ErrorCode.NONE else -1,
-                        )
-                        for p in t.partition_data
-                    ),
-                )
-                for t in request.topic_data
-            )
-        )
-
-
-def answer(version: int, api: Acknowledging) -> tuple[Any, Any]:
+def answer(version: int, api: AcknowledgingApi) -> tuple[Any, Any]:
     """(the handler's answer, the response entity a client decodes from the frame)."""
     topic = {"topic_id": ORDERS} if version >= 13 else {"name": "orders"}
     body = {
@@ -121,10 +89,10 @@ def answer(version: int, api: Acknowledging) -> tuple[Any, Any]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_success_goes_out_encoded_with_its_header(version: int) -> None:
-    result, response = answer(version, Acknowledging())
+    result, response = answer(version, AcknowledgingApi(topics=TOPIC_IDS))
     assert isinstance(result, Encoded)
     ((p,),) = [t.partition_responses for t in response.responses]
-    assert (p.index, p.error_code.value, p.base_offset) == (2, ErrorCode.NONE, 10)
+    assert (p.index, p.error_code.value, p.base_offset) == (2, ErrorCode.NONE, 1)
     if version >= 13:
         assert response.responses[0].topic_id == ORDERS
     else:
@@ -133,7 +101,7 @@ def test_a_success_goes_out_encoded_with_its_header(version: int) -> None:
 
 @pytest.mark.parametrize("version", [3, 9, 13])
 def test_an_error_still_goes_through_kio(version: int) -> None:
-    result, response = answer(version, Acknowledging(ErrorCode.NOT_ENOUGH_REPLICAS))
+    result, response = answer(version, AcknowledgingApi(ErrorCode.NOT_ENOUGH_REPLICAS, TOPIC_IDS))
     assert not isinstance(result, Encoded)
     ((p,),) = [t.partition_responses for t in response.responses]
     assert (p.error_code.value, p.base_offset) == (ErrorCode.NOT_ENOUGH_REPLICAS, -1)

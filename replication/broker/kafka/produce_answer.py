@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Final
 
+from storage.records import encode_unsigned_varint
+
 FLEXIBLE_VERSION: Final = 9
 """Produce is flexible (compact lengths, tagged fields) from v9 (KIP-482)."""
 TOPIC_IDS_VERSION: Final = 13
@@ -52,7 +54,7 @@ def encode_produce_success(version: int, topics: Sequence[TopicAnswer]) -> bytes
             out += (topic_id or uuid.UUID(int=0)).bytes
         else:
             encoded = name.encode()
-            out += _uvarint(len(encoded) + 1) if flexible else _I16.pack(len(encoded))
+            out += encode_unsigned_varint(len(encoded) + 1) if flexible else _I16.pack(len(encoded))
             out += encoded
         out += _count(len(partitions), flexible)
         for index, base_offset, append_time, start_offset in partitions:
@@ -70,16 +72,7 @@ def encode_produce_success(version: int, topics: Sequence[TopicAnswer]) -> bytes
 
 
 def _count(n: int, flexible: bool) -> bytes:
-    return _uvarint(n + 1) if flexible else _I32.pack(n)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return encode_unsigned_varint(n + 1) if flexible else _I32.pack(n)
 
 
 __all__ = ["PartitionAnswer", "TopicAnswer", "encode_produce_success"]
