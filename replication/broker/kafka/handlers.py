@@ -35,7 +35,11 @@ from replication.broker.kafka.entities import millis
 from replication.broker.kafka.fetch_handler import current_leader, handle_fetch, leader_endpoints
 from replication.broker.kafka.frames import Encoded, Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
-from replication.broker.kafka.produce_answer import TopicAnswer, encode_produce_success
+from replication.broker.kafka.produce_answer import (
+    PRODUCE_TOPIC_IDS_VERSION,
+    TopicAnswer,
+    encode_produce_success,
+)
 from replication.broker.kafka.txn_handlers import TXN_HANDLERS
 from replication.messages import (
     CONSUMER_REPLICA_ID,
@@ -76,8 +80,6 @@ def _controller_id(answer: MetadataResponse) -> int:
 # -- Produce --------------------------------------------------------------------------------------
 
 
-PRODUCE_TOPIC_IDS_VERSION: Final = 13
-"""Produce names its topics by id from this version (KIP-516)."""
 PRODUCE_NODE_ENDPOINTS_VERSION: Final = 10
 """Produce v10 answers the new leaders' endpoints with ``current_leader`` (KIP-951)."""
 

@@ -2,9 +2,9 @@
 
 That answer is the one a producer gets for nearly every request, and the listener's costliest
 part of it was the encoding: kio's entity tree (`entities.build`, a frozen dataclass per topic
-and partition, each field checked) and kio's writers (a Python call per field) took about
-25 µs of a librdkafka Produce request's 85 µs in the listener (``python -m
-kraft.bench.kafka_listener``), against about 3 µs here. Any other answer (an error, a refused
+and partition, each field checked) and kio's writers (a Python call per field). With them the
+listener spent 132-139 µs of CPU on a librdkafka Produce request, without them 45 (``python -m
+kraft.bench.kafka_listener``, docs/benchmarks.md). Any other answer (an error, a refused
 or unknown topic, a moved leader with its endpoints) goes through kio as before, so every
 refusal and error code is encoded by the one path that encodes them.
 
@@ -26,8 +26,8 @@ from storage.records import encode_unsigned_varint
 
 FLEXIBLE_VERSION: Final = 9
 """Produce is flexible (compact lengths, tagged fields) from v9 (KIP-482)."""
-TOPIC_IDS_VERSION: Final = 13
-"""Produce names its topics by id from v13 (KIP-516)."""
+PRODUCE_TOPIC_IDS_VERSION: Final = 13
+"""Produce names its topics by id from this version (KIP-516)."""
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -50,7 +50,7 @@ def encode_produce_success(version: int, topics: Sequence[TopicAnswer]) -> bytes
     tail = _FLEXIBLE_TAIL if flexible else _V8_TAIL if version >= 8 else b""
     out = bytearray(_count(len(topics), flexible))
     for name, topic_id, partitions in topics:
-        if version >= TOPIC_IDS_VERSION:
+        if version >= PRODUCE_TOPIC_IDS_VERSION:
             out += (topic_id or uuid.UUID(int=0)).bytes
         else:
             encoded = name.encode()
@@ -75,4 +75,4 @@ def _count(n: int, flexible: bool) -> bytes:
     return encode_unsigned_varint(n + 1) if flexible else _I32.pack(n)
 
 
-__all__ = ["PartitionAnswer", "TopicAnswer", "encode_produce_success"]
+__all__ = ["PRODUCE_TOPIC_IDS_VERSION", "PartitionAnswer", "TopicAnswer", "encode_produce_success"]
