@@ -201,6 +201,11 @@ def _encode_unsigned(n: int) -> bytes:
 _SMALL_VARINTS: list[bytes] = [_encode_unsigned(z) for z in range(_SMALL)]
 
 
+def encode_unsigned_varint(n: int) -> bytes:
+    """Unsigned varint of ``n`` >= 0 (Kafka's compact lengths and counts, KIP-482)."""
+    return _SMALL_VARINTS[n] if n < _SMALL else _encode_unsigned(n)
+
+
 def encode_varint(value: int) -> bytes:
     """Zigzag varint of a signed 64-bit integer."""
     z = (value << 1) ^ (value >> 63)
@@ -677,6 +682,7 @@ __all__ = [
     "build_batch",
     "decode_varint",
     "encode_record",
+    "encode_unsigned_varint",
     "encode_varint",
     "iter_batches",
     "iter_records",

@@ -5,7 +5,7 @@ Kafka's JSON schemas. A converter describes a response once, as nested mappings 
 field names, for the newest version; `build` instantiates it for the version the client asked
 for, dropping the fields that version lacks and filling the ones it needs but the mapping does
 not name with the schema default (or the type's zero). So no converter is written per version,
-and no encoder at all: kio's writers encode.
+and no encoder but one (`produce_answer`, the common Produce answer): kio's writers encode.
 
 `to_chunks` encodes an entity into a list of byte strings. kio's writers call ``write`` once per
 primitive and once per ``bytes``/``records`` field, so a record batch reaches the chunk list by

@@ -90,6 +90,14 @@ class NeedData:
     """More bytes are needed before the next request."""
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response body a handler encoded itself (`replication.broker.kafka.produce_answer`),
+    sent as it is after the response header."""
+
+    body: bytes
+
+
 NEED_DATA: Final = NeedData()
 Event = Request | Closed | NeedData
 
@@ -217,6 +225,15 @@ class KafkaConnection:
         writer.chunks[0] = _SIZE.pack(writer.size - 4)
         return self._ready(request.sequence, writer.chunks)
 
+    def send_encoded(self, request: Request, body: bytes) -> list[bytes]:
+        """As `send`, for a response body already encoded in ``request``'s version."""
+        header_cls = response_class(request.api_key, request.api_version).__header_schema__
+        header = _SIZE.pack(request.correlation_id)
+        if header_cls is ResponseHeaderV1:
+            header += b"\0"  # no tagged fields
+        size = _SIZE.pack(len(header) + len(body))
+        return self._ready(request.sequence, [size, header, body])
+
     def skip(self, request: Request) -> list[bytes]:
         """No response for ``request`` (Produce with acks=0); returns the frames now due."""
         return self._ready(request.sequence, [])
@@ -322,6 +339,7 @@ __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES",
     "NEED_DATA",
     "Closed",
+    "Encoded",
     "Event",
     "KafkaConnection",
     "NeedData",

@@ -5,8 +5,10 @@ key); the same table is what ApiVersions advertises, so the two cannot drift. A 
 converts: it reads the kio request (``getattr`` with a default for a field its version lacks),
 calls the broker API with the context, and returns the response as a mapping of kio's field
 names for the newest version; `replication.broker.kafka.entities.build` makes the version the
-client asked for. None means no response (Produce with acks=0). Record batches pass through as
-bytes both ways. Fetch, with its sessions and topic ids, has a module of its own
+client asked for. None means no response (Produce with acks=0); a Produce every partition of
+which succeeded comes back `Encoded`, its bytes written without kio's entities
+(`replication.broker.kafka.produce_answer`). Record batches pass through as bytes both ways.
+Fetch, with its sessions and topic ids, has a module of its own
 (`replication.broker.kafka.fetch_handler`).
 
 Versions start at Kafka 4.0's floors (KIP-896) and end where this adapter stops understanding
@@ -16,6 +18,7 @@ docs/kafka-compatibility.md.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -30,8 +33,13 @@ from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.fetch_handler import current_leader, handle_fetch, leader_endpoints
-from replication.broker.kafka.frames import Request
+from replication.broker.kafka.frames import Encoded, Request
 from replication.broker.kafka.group_handlers import GROUP_HANDLERS
+from replication.broker.kafka.produce_answer import (
+    PRODUCE_TOPIC_IDS_VERSION,
+    TopicAnswer,
+    encode_produce_success,
+)
 from replication.broker.kafka.txn_handlers import TXN_HANDLERS
 from replication.messages import (
     CONSUMER_REPLICA_ID,
@@ -43,11 +51,12 @@ from replication.messages import (
     MetadataResponse,
     ProducePartitionData,
     ProduceRequest,
+    ProduceResponse,
     ProduceTopicData,
 )
 from storage.errors import ErrorCode
 
-Response = Mapping[str, Any] | None
+Response = Mapping[str, Any] | Encoded | None
 Handler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
 
 
@@ -71,8 +80,6 @@ def _controller_id(answer: MetadataResponse) -> int:
 # -- Produce --------------------------------------------------------------------------------------
 
 
-PRODUCE_TOPIC_IDS_VERSION: Final = 13
-"""Produce names its topics by id from this version (KIP-516)."""
 PRODUCE_NODE_ENDPOINTS_VERSION: Final = 10
 """Produce v10 answers the new leaders' endpoints with ``current_leader`` (KIP-951)."""
 
@@ -148,6 +155,8 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
     )
     if body.acks == 0:
         return None
+    if not unknown and (successes := _successes(answer, ids, by_id)) is not None:
+        return Encoded(encode_produce_success(request.api_version, successes))
     endpoints = []
     if request.api_version >= PRODUCE_NODE_ENDPOINTS_VERSION:
         endpoints = await leader_endpoints(
@@ -186,6 +195,25 @@ async def handle_produce(api: KafkaBrokerApi, request: Request, ctx: RequestCont
         ]
         + unknown,
     }
+
+
+def _successes(
+    answer: ProduceResponse, ids: Mapping[str, str], by_id: bool
+) -> list[TopicAnswer] | None:
+    """The answer as `encode_produce_success` takes it when every partition succeeded (the
+    common answer, encoded without kio's entities); None when one did not."""
+    topics: list[TopicAnswer] = []
+    for t in answer.responses:
+        partitions = []
+        for p in t.partition_responses:
+            if p.error_code != ErrorCode.NONE or p.error_message or p.current_leader is not None:
+                return None
+            partitions.append((p.index, p.base_offset, p.log_append_time_ms, p.log_start_offset))
+        topic_id = ids.get(t.name)
+        if by_id and topic_id is None:
+            return None
+        topics.append((t.name, uuid.UUID(topic_id) if topic_id else None, partitions))
+    return topics
 
 
 # -- ListOffsets ----------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from replication.broker.kafka.entities import build
 from replication.broker.kafka.frames import (
     DEFAULT_MAX_REQUEST_BYTES,
     Closed,
+    Encoded,
     KafkaConnection,
     NeedData,
     Request,
@@ -221,6 +222,8 @@ class _Connection:
                 answer = await spec.handle(self._owner._api, request, ctx)
                 if answer is None:
                     frames = self._protocol.skip(request)
+                elif isinstance(answer, Encoded):
+                    frames = self._protocol.send_encoded(request, answer.body)
                 else:
                     cls = response_class(request.api_key, request.api_version)
                     values = {"throttle_time": datetime.timedelta(0), **answer}
