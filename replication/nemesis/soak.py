@@ -100,8 +100,9 @@ class SoakResult:
     stalled_s: int = 0
     """Seconds after the warm-up with nothing acknowledged (during faults or not)."""
     slopes: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, and its ``restarts``
-    (`node_slopes`)."""
+    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, the same over the
+    second half (``rss_late``, ``fds_late``), its descriptors (``fds_start``, ``fds_end``,
+    ``fds_max``) and its ``restarts`` (`node_slopes`)."""
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
     unhealthy_at_end: str = ""
     """Why the cluster was not healthy 120 s after the last heal ("": it was); the records

@@ -91,8 +91,12 @@ def slope_percent_per_10_min(points: Sequence[tuple[float, float]], warmup_s: fl
 def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[str, float]]:
     """Per host, the `slope_percent_per_10_min` of its resident memory (``rss``) and
     descriptors (``fds``), over the samples of its process seen most often after the warm-up,
-    and how many times the host's process was replaced in the whole run (``restarts``: 0 means
-    the slopes cover one process that lived the whole run)."""
+    and the same over the second half of those samples (``rss_late``, ``fds_late``: what is
+    still growing once the run has settled); its descriptors at the first and last of them
+    and their most (``fds_start``, ``fds_end``, ``fds_max``: a node holds a few dozen, so one
+    more is a few percent, and a count bounded by design shows as a level it does not pass);
+    and how many times the host's process was replaced in the whole run (``restarts``: 0
+    means the slopes cover one process that lived the whole run)."""
     out: dict[str, dict[str, float]] = {}
     for host in sorted({h for s in samples for h in s.nodes}):
         mine = [(s.t_s, s.nodes[host]) for s in samples if host in s.nodes and s.t_s >= warmup_s]
@@ -101,11 +105,22 @@ def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[st
         pids = [n.pid for _, n in mine]
         longest = max(set(pids), key=pids.count)
         kept = [(t, n) for t, n in mine if n.pid == longest]
+        late = kept[len(kept) // 2 :]
         every_pid = [s.nodes[host].pid for s in samples if host in s.nodes]
         restarts = sum(1 for a, b in itertools.pairwise(every_pid) if a != b)
+
+        def slope(points: Sequence[tuple[float, NodeSample]], rss: bool) -> float:
+            series = [(t, n.rss_bytes if rss else n.fds) for t, n in points]
+            return round(slope_percent_per_10_min(series, 0.0), 2)
+
         out[host] = {
-            "rss": round(slope_percent_per_10_min([(t, n.rss_bytes) for t, n in kept], 0.0), 2),
-            "fds": round(slope_percent_per_10_min([(t, n.fds) for t, n in kept], 0.0), 2),
+            "rss": slope(kept, True),
+            "fds": slope(kept, False),
+            "rss_late": slope(late, True),
+            "fds_late": slope(late, False),
+            "fds_start": kept[0][1].fds,
+            "fds_end": kept[-1][1].fds,
+            "fds_max": max(n.fds for _, n in kept),
             "restarts": restarts,
         }
     return out

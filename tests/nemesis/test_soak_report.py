@@ -61,9 +61,38 @@ def test_node_slopes_follow_the_longest_lived_process_of_a_restarted_node() -> N
         for t in range(0, 130)
     ]
     slopes = node_slopes(samples, 10)
-    assert slopes["broker-101"] == {"rss": 0.0, "fds": 0.0, "restarts": 1}
+    assert slopes["broker-101"] == {
+        "rss": 0.0,
+        "fds": 0.0,
+        "rss_late": 0.0,
+        "fds_late": 0.0,
+        "fds_start": 100,
+        "fds_end": 100,
+        "fds_max": 100,
+        "restarts": 1,
+    }
     assert slopes["broker-102"]["restarts"] == 0
     assert slopes["broker-102"]["rss"] > 0
+
+
+def test_descriptors_that_reach_a_level_and_stay_have_no_late_slope() -> None:
+    """Channels dialled as leaders move (one more descriptor now and then, up to a bound)
+    make a slope over the whole run of a few percent of a few dozen; over the second half,
+    once every channel is open, it is flat, and the level reached is reported."""
+    samples = [
+        Sample(
+            t_s=t, acknowledged=0, consumed=0, nodes={"c": _node(1, 1000, 30 + min(t, 300) // 100)}
+        )
+        for t in range(0, 1200)
+    ]
+    slopes = node_slopes(samples, 60)
+    assert slopes["c"]["fds"] > 1
+    assert slopes["c"]["fds_late"] == 0.0
+    assert (slopes["c"]["fds_start"], slopes["c"]["fds_end"], slopes["c"]["fds_max"]) == (
+        30,
+        33,
+        33,
+    )
 
 
 def test_recovery_is_the_time_from_a_heal_until_the_rate_is_back_within_ten_percent() -> None:
