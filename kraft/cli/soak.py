@@ -27,7 +27,8 @@ At the end every acknowledged record is read back at its offset. OUT gets sample
 summary.json (records lost, the steady rate, the seconds to recover after each heal, memory
 and descriptor slopes after the warm-up and over the second half of the run, and each node's
 descriptors at the start and end of them: a node holds a few dozen, so one more is a few
-percent) and soak.png (matplotlib). Exit 1 if a record is lost.
+percent; per fault kind, how much a node's memory changed over each fault and the quiet after
+it) and soak.png (matplotlib). Exit 1 if a record is lost.
 """
 
 
@@ -130,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
                 f" second half), fds {slope['fds']:+.2f}%/10 min ({slope['fds_late']:+.2f}):"
                 f" {slope['fds_start']:.0f} to {slope['fds_end']:.0f}, at most"
                 f" {slope['fds_max']:.0f} ({lived})"
+            )
+        for kind, change in result.memory_by_fault.items():
+            roles = ", ".join(f"{r} {v:+.2f}" for r, v in change.items() if r != "faults")
+            print(
+                f"  memory per {kind} fault and the quiet after it, MiB a node: {roles}"
+                f" ({change['faults']:.0f} faults)"
             )
         if result.unhealthy_at_end:
             print(f"  not healthy 120 s after the last heal: {result.unhealthy_at_end}")

@@ -10,6 +10,9 @@ node's resident memory, descriptors, threads and disk. From them:
   under 1% per 10 minutes); `node_slopes` takes it over the longest-lived process of each
   node (a killed and restarted node starts from nothing again) and says how often each node
   was restarted;
+- `memory_by_fault`: per fault kind, how much a node's memory changed over each fault and the
+  quiet time after it (what grows with the load shows under every kind; what grows with what a
+  fault causes, under that kind only);
 - `recoveries`: per healed fault, the seconds from the heal to the start of the first
   `RECOVERY_WINDOW_S` seconds whose mean acknowledged rate is within 10% of the steady rate
   (the median outside faults and the 10 s after each).
@@ -126,6 +129,52 @@ def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[st
     return out
 
 
+def memory_by_fault(
+    samples: Sequence[Sample], faults: Sequence[FaultSpan], warmup_s: float
+) -> dict[str, dict[str, float]]:
+    """Per fault kind (its label up to the first ``:``) and per role (a host name up to its
+    first ``-``), the mean change of a node's resident memory in MiB from just before a fault
+    starts to just before the next one (or the end), over the faults that start after the
+    warm-up; ``faults``: how many of that kind. A node restarted in between is left out of
+    that fault. Memory that grows with the records shows under every kind; memory that grows
+    only under faults that stop replication (partitions, loss) comes from what they cause
+    (leaders moving, followers catching up), not from the steady load."""
+    by_time = [(s.t_s, s) for s in samples]
+
+    def before(t: float) -> Sample | None:
+        found = None
+        for ts, sample in by_time:
+            if ts >= t:
+                break
+            found = sample
+        return found
+
+    changes: dict[str, dict[str, list[float]]] = {}
+    counts: dict[str, int] = {}
+    for i, fault in enumerate(faults):
+        if fault.start_s < warmup_s:
+            continue
+        end = faults[i + 1].start_s if i + 1 < len(faults) else float("inf")
+        start_sample, end_sample = before(fault.start_s), before(end)
+        if start_sample is None or end_sample is None:
+            continue
+        kind = fault.label.split(":", 1)[0].split(" ", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+        per_role = changes.setdefault(kind, {})
+        for host, first in start_sample.nodes.items():
+            last = end_sample.nodes.get(host)
+            if last is not None and last.pid == first.pid:
+                change = (last.rss_bytes - first.rss_bytes) / 2**20
+                per_role.setdefault(host.split("-", 1)[0], []).append(change)
+    return {
+        kind: {
+            **{role: round(statistics.fmean(v), 3) for role, v in sorted(changes[kind].items())},
+            "faults": counts[kind],
+        }
+        for kind in sorted(counts)
+    }
+
+
 def stalled_seconds(series: Sequence[tuple[float, float]], warmup_s: float) -> int:
     """Seconds after the warm-up in which nothing was acknowledged."""
     return sum(1 for t, r in series if t >= warmup_s and r == 0)
@@ -240,6 +289,7 @@ __all__ = [
     "FaultSpan",
     "NodeSample",
     "Sample",
+    "memory_by_fault",
     "node_slopes",
     "plot_soak",
     "rates",
