@@ -121,7 +121,7 @@ up during a cut) leaves the server's end open and silent, one descriptor and its
 cut, until gRPC's default server ping (2 hours): a 12-minute soak with link faults only (200
 partitions) ended with four such ends on its brokers and controllers, and none with the pings.
 A ping on such a connection draws a reset from the client's host, or no answer while the cut
-lasts (closed after `PEER_KEEPALIVE_TIMEOUT_MS`), so it is gone within this time of the cut; a
+lasts (closed after `PEER_KEEPALIVE_TIMEOUT_MS`), so it is gone at most 40 s after the cut; a
 live client answers from gRPC's own threads, whatever its event loop is doing. Kafka closes a
 connection idle for ``connections.max.idle.ms`` (10 minutes); a gRPC stream may be idle for
 longer and still wanted, so kraft pings instead."""
