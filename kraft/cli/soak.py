@@ -25,7 +25,10 @@ healed. Each second it samples the records acknowledged and consumed
 and, from /proc, each node's resident memory, descriptors and threads (disk every 10 s).
 At the end every acknowledged record is read back at its offset. OUT gets samples.jsonl,
 summary.json (records lost, the steady rate, the seconds to recover after each heal, memory
-and descriptor slopes after the warm-up) and soak.png (matplotlib). Exit 1 if a record is lost.
+and descriptor slopes after the warm-up and over the second half of the run, and each node's
+descriptors at the start and end of them: a node holds a few dozen, so one more is a few
+percent; per fault kind, how much a node's memory changed over each fault and the quiet after
+it) and soak.png (matplotlib). Exit 1 if a record is lost.
 """
 
 
@@ -124,8 +127,16 @@ def run(args: argparse.Namespace) -> int:
                 else f"restarted {restarts} times: over its longest-lived process"
             )
             print(
-                f"  {host:16} rss {slope['rss']:+.2f}%/10 min, fds {slope['fds']:+.2f}%/10 min"
-                f" ({lived})"
+                f"  {host:16} rss {slope['rss']:+.2f}%/10 min ({slope['rss_late']:+.2f} over the"
+                f" second half), fds {slope['fds']:+.2f}%/10 min ({slope['fds_late']:+.2f}):"
+                f" {slope['fds_start']:.0f} to {slope['fds_end']:.0f}, at most"
+                f" {slope['fds_max']:.0f} ({lived})"
+            )
+        for kind, change in result.memory_by_fault.items():
+            roles = ", ".join(f"{r} {v:+.2f}" for r, v in change.items() if r != "faults")
+            print(
+                f"  memory per {kind} fault and the quiet after it, MiB a node: {roles}"
+                f" ({change['faults']:.0f} faults)"
             )
         if result.unhealthy_at_end:
             print(f"  not healthy 120 s after the last heal: {result.unhealthy_at_end}")

@@ -46,6 +46,7 @@ from replication.nemesis.soak_report import (
     FaultSpan,
     NodeSample,
     Sample,
+    memory_by_fault,
     node_slopes,
     plot_soak,
     rates,
@@ -100,8 +101,12 @@ class SoakResult:
     stalled_s: int = 0
     """Seconds after the warm-up with nothing acknowledged (during faults or not)."""
     slopes: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, and its ``restarts``
-    (`node_slopes`)."""
+    """Host -> {rss, fds} in percent per 10 minutes after the warm-up, the same over the
+    second half (``rss_late``, ``fds_late``), its descriptors (``fds_start``, ``fds_end``,
+    ``fds_max``) and its ``restarts`` (`node_slopes`)."""
+    memory_by_fault: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Fault kind -> {role: mean change of a node's resident MiB over a fault and the quiet
+    time after it, ``faults``: how many} (`memory_by_fault`)."""
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
     unhealthy_at_end: str = ""
     """Why the cluster was not healthy 120 s after the last heal ("": it was); the records
@@ -419,6 +424,7 @@ def run_soak(config: SoakConfig, progress: Callable[[str], None] = lambda _: Non
         recovery_s=recoveries(series, applied, steady),
         stalled_s=stalled_seconds(series, config.warmup_s),
         slopes=slopes,
+        memory_by_fault=memory_by_fault(samples, applied, config.warmup_s),
         load_average=os.getloadavg(),
         unhealthy_at_end=unhealthy,
     )

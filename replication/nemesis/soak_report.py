@@ -10,6 +10,9 @@ node's resident memory, descriptors, threads and disk. From them:
   under 1% per 10 minutes); `node_slopes` takes it over the longest-lived process of each
   node (a killed and restarted node starts from nothing again) and says how often each node
   was restarted;
+- `memory_by_fault`: per fault kind, how much a node's memory changed over each fault and the
+  quiet time after it (what grows with the load shows under every kind; what grows with what a
+  fault causes, under that kind only);
 - `recoveries`: per healed fault, the seconds from the heal to the start of the first
   `RECOVERY_WINDOW_S` seconds whose mean acknowledged rate is within 10% of the steady rate
   (the median outside faults and the 10 s after each).
@@ -91,8 +94,12 @@ def slope_percent_per_10_min(points: Sequence[tuple[float, float]], warmup_s: fl
 def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[str, float]]:
     """Per host, the `slope_percent_per_10_min` of its resident memory (``rss``) and
     descriptors (``fds``), over the samples of its process seen most often after the warm-up,
-    and how many times the host's process was replaced in the whole run (``restarts``: 0 means
-    the slopes cover one process that lived the whole run)."""
+    and the same over the second half of those samples (``rss_late``, ``fds_late``: what is
+    still growing once the run has settled); its descriptors at the first and last of them
+    and their most (``fds_start``, ``fds_end``, ``fds_max``: a node holds a few dozen, so one
+    more is a few percent, and a count bounded by design shows as a level it does not pass);
+    and how many times the host's process was replaced in the whole run (``restarts``: 0
+    means the slopes cover one process that lived the whole run)."""
     out: dict[str, dict[str, float]] = {}
     for host in sorted({h for s in samples for h in s.nodes}):
         mine = [(s.t_s, s.nodes[host]) for s in samples if host in s.nodes and s.t_s >= warmup_s]
@@ -101,14 +108,71 @@ def node_slopes(samples: Sequence[Sample], warmup_s: float) -> dict[str, dict[st
         pids = [n.pid for _, n in mine]
         longest = max(set(pids), key=pids.count)
         kept = [(t, n) for t, n in mine if n.pid == longest]
+        late = kept[len(kept) // 2 :]
         every_pid = [s.nodes[host].pid for s in samples if host in s.nodes]
         restarts = sum(1 for a, b in itertools.pairwise(every_pid) if a != b)
+
+        def slope(points: Sequence[tuple[float, NodeSample]], rss: bool) -> float:
+            series = [(t, n.rss_bytes if rss else n.fds) for t, n in points]
+            return round(slope_percent_per_10_min(series, 0.0), 2)
+
         out[host] = {
-            "rss": round(slope_percent_per_10_min([(t, n.rss_bytes) for t, n in kept], 0.0), 2),
-            "fds": round(slope_percent_per_10_min([(t, n.fds) for t, n in kept], 0.0), 2),
+            "rss": slope(kept, True),
+            "fds": slope(kept, False),
+            "rss_late": slope(late, True),
+            "fds_late": slope(late, False),
+            "fds_start": kept[0][1].fds,
+            "fds_end": kept[-1][1].fds,
+            "fds_max": max(n.fds for _, n in kept),
             "restarts": restarts,
         }
     return out
+
+
+def memory_by_fault(
+    samples: Sequence[Sample], faults: Sequence[FaultSpan], warmup_s: float
+) -> dict[str, dict[str, float]]:
+    """Per fault kind (its label up to the first ``:``) and per role (a host name up to its
+    first ``-``), the mean change of a node's resident memory in MiB from just before a fault
+    starts to just before the next one (or the end), over the faults that start after the
+    warm-up; ``faults``: how many of that kind. A node restarted in between is left out of
+    that fault. Memory that grows with the records shows under every kind; memory that grows
+    only under faults that stop replication (partitions, loss) comes from what they cause
+    (leaders moving, followers catching up), not from the steady load."""
+    by_time = [(s.t_s, s) for s in samples]
+
+    def before(t: float) -> Sample | None:
+        found = None
+        for ts, sample in by_time:
+            if ts >= t:
+                break
+            found = sample
+        return found
+
+    changes: dict[str, dict[str, list[float]]] = {}
+    counts: dict[str, int] = {}
+    for i, fault in enumerate(faults):
+        if fault.start_s < warmup_s:
+            continue
+        end = faults[i + 1].start_s if i + 1 < len(faults) else float("inf")
+        start_sample, end_sample = before(fault.start_s), before(end)
+        if start_sample is None or end_sample is None:
+            continue
+        kind = fault.label.split(":", 1)[0].split(" ", 1)[0]
+        counts[kind] = counts.get(kind, 0) + 1
+        per_role = changes.setdefault(kind, {})
+        for host, first in start_sample.nodes.items():
+            last = end_sample.nodes.get(host)
+            if last is not None and last.pid == first.pid:
+                change = (last.rss_bytes - first.rss_bytes) / 2**20
+                per_role.setdefault(host.split("-", 1)[0], []).append(change)
+    return {
+        kind: {
+            **{role: round(statistics.fmean(v), 3) for role, v in sorted(changes[kind].items())},
+            "faults": counts[kind],
+        }
+        for kind in sorted(counts)
+    }
 
 
 def stalled_seconds(series: Sequence[tuple[float, float]], warmup_s: float) -> int:
@@ -225,6 +289,7 @@ __all__ = [
     "FaultSpan",
     "NodeSample",
     "Sample",
+    "memory_by_fault",
     "node_slopes",
     "plot_soak",
     "rates",
