@@ -119,6 +119,22 @@ TXN_NODE_KEYS: Final[tuple[ConfigKey, ...]] = (
         "is deleted",
         "transactional_id_expiration_ms",
     ),
+    _key(
+        "producer.id.expiration.ms",
+        ConfigType.INT,
+        "86400000",
+        "a producer id none of whose batches a partition took for this long, with no "
+        "transaction open there, is forgotten by that partition (KIP-854): a later batch of it "
+        "starts a new sequence",
+        "producer_id_expiration_ms",
+    ),
+    _key(
+        "producer.id.expiration.check.interval.ms",
+        ConfigType.INT,
+        "600000",
+        "how often each replica forgets its expired producer ids (`producer.id.expiration.ms`)",
+        "producer_id_expiration_check_interval_ms",
+    ),
 )
 """Every transaction key a broker reads, and the controller's ``transaction.version``."""
 

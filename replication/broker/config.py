@@ -267,6 +267,10 @@ class BrokerNodeConfig:
     """[transaction.max.timeout.ms]"""
     transactional_id_expiration_ms: int = 604_800_000
     """[transactional.id.expiration.ms]"""
+    producer_id_expiration_ms: int = 86_400_000
+    """[producer.id.expiration.ms] KIP-854 (`.retention.expire_producers`)."""
+    producer_id_expiration_check_interval_ms: int = 600_000
+    """[producer.id.expiration.check.interval.ms]"""
     transaction_partition_verification_enable: bool = True
     """[transaction.partition.verification.enable] KIP-890 part 1 (`.txn_verification`)."""
     add_partitions_to_txn_retry_backoff_ms: int = 20

@@ -21,6 +21,11 @@ watermark (Kafka: the log start offset must not pass the high watermark). The lo
 offset moves to the first remaining segment; followers also adopt the leader's log start
 offset from fetch responses. Consumers fetching below it get OFFSET_OUT_OF_RANGE.
 
+*Producer ids.* Every ``producer.id.expiration.check.interval.ms`` (10 minutes) each replica
+forgets the idempotent producers whose last batch there is ``producer.id.expiration.ms`` (1 day)
+old, unless their transaction is open there (KIP-854; Kafka's ``removeExpiredProducers``), so a
+broker whose clients come and go does not keep their last batches forever.
+
 *Compaction.* Every ``log.cleaner.backoff.ms`` (Kafka's default 15000) the broker's
 `replication.broker.cleaner.LogCleaner` runs one log-cleaner pass on each replica whose
 ``cleanup.policy`` includes ``compact``, leader or follower (each replica cleans its own log,
@@ -96,21 +101,24 @@ def apply_compaction(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
     return removed
 
 
-async def run_retention(
-    replicas: Callable[[], Iterable[PartitionReplica]],
-    interval_ms: int,
-    clock_ms: Callable[[], int],
-) -> None:
-    """Apply retention to ``replicas()`` every ``interval_ms`` until cancelled."""
+def expire_producers(replicas: Iterable[PartitionReplica], now_ms: int, expiration_ms: int) -> int:
+    """Each replica forgets the producer ids it has not heard from for ``expiration_ms``
+    (`ProducerStateManager.remove_expired`, KIP-854); the number forgotten."""
+    return sum(r.producer_state.remove_expired(now_ms, expiration_ms) for r in replicas)
+
+
+async def run_every(interval_ms: int, step: Callable[[], object]) -> None:
+    """Call ``step`` every ``interval_ms`` until cancelled (retention, producer expiration)."""
     while True:
         await asyncio.sleep(interval_ms / 1000)
-        apply_retention(list(replicas()), clock_ms())
+        step()
 
 
 __all__ = [
     "apply_compaction",
     "apply_retention",
+    "expire_producers",
     "resolve_log_config",
-    "run_retention",
+    "run_every",
     "topic_keys_of_dynamic_broker_defaults",
 ]

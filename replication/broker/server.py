@@ -73,7 +73,7 @@ from replication.broker.lifecycle import BrokerLifecycle
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.replica_manager import ReplicaManager
-from replication.broker.retention import run_retention
+from replication.broker.retention import apply_retention, expire_producers, run_every
 from replication.broker.service import BrokerService
 from replication.broker.throttle import ThrottleBucket
 from replication.broker.tick import run_tick_loop
@@ -346,12 +346,22 @@ class BrokerServer:
             ),
             *self.groups.start_tasks(),  # group and transaction coordinators
             asyncio.create_task(
-                run_retention(
-                    lambda: replicas.replicas.values(),
+                run_every(
                     self.config.log_retention_check_interval_ms,
-                    wall_clock_ms,
+                    lambda: apply_retention(list(replicas.replicas.values()), wall_clock_ms()),
                 ),
                 name="broker-retention",
+            ),
+            asyncio.create_task(
+                run_every(
+                    self.config.producer_id_expiration_check_interval_ms,
+                    lambda: expire_producers(
+                        list(replicas.replicas.values()),
+                        wall_clock_ms(),
+                        self.config.producer_id_expiration_ms,
+                    ),
+                ),
+                name="broker-producer-expiration",
             ),
             asyncio.create_task(
                 LogCleaner(

@@ -361,6 +361,21 @@ class ProducerStateManager:
                 current_txn_first_offset=txn_first,
             )
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget the producers whose last batch here is ``expiration_ms`` or more older than
+        ``now_ms`` (by its max timestamp, as Kafka's ``lastTimestamp``), unless a transaction
+        of theirs is open here (KIP-854's ``producer.id.expiration.ms``); the number forgotten.
+        A producer that comes back after that starts a new sequence here, as Kafka's does."""
+        expired = [
+            pid
+            for pid, e in self._entries.items()
+            if e.current_txn_first_offset < 0
+            and now_ms - (e.batches[-1].timestamp_ms if e.batches else -1) >= expiration_ms
+        ]
+        for pid in expired:  # NB: `markers_seen` stays: it only ever counts up
+            del self._entries[pid]
+        return len(expired)
+
     def _end_transaction(self, header: BatchHeader, offset: int) -> None:
         """A marker at ``offset`` ends the producer's open transaction (Kafka's
         ``appendEndTxnMarker``); its epoch, bumped by a fencing coordinator, becomes the

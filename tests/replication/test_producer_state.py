@@ -15,7 +15,7 @@ from replication.core import (
 )
 from replication.core.producer_state import MAX_SEQUENCE, in_sequence
 from storage.errors import ErrorCode, KafkaStorageError
-from storage.records import BatchHeader, read_header
+from storage.records import BatchHeader, build_batch, read_header
 from tests.replication.harness import batch
 
 PID = 42
@@ -254,3 +254,31 @@ def test_truncation_matches_a_rebuild_from_the_remaining_log(
             assert set(mine.batches) <= set(entry.batches)
     a.state.reload(None, remaining)
     assert a.state.entries == expected.entries
+
+
+def test_producers_idle_past_the_expiration_are_forgotten_unless_a_transaction_is_open() -> None:
+    """KIP-854: ``producer.id.expiration.ms`` by each producer's last batch timestamp."""
+    state = ProducerStateManager()
+
+    def stamped(pid: int, ts: int, *, transactional: bool = False) -> BatchHeader:
+        return read_header(
+            build_batch(
+                [b"v"],
+                timestamp_ms=ts,
+                producer_id=pid,
+                producer_epoch=0,
+                base_sequence=0,
+                is_transactional=transactional,
+            )
+        )
+
+    state.update(stamped(1, 1_000), 0)  # idle since 1,000
+    state.update(stamped(2, 5_000), 1)  # heard from recently
+    state.update(stamped(3, 1_000, transactional=True), 2)  # idle, but its transaction is open
+    assert state.remove_expired(now_ms=5_999, expiration_ms=5_000) == 0  # 4,999 ms: not yet
+    assert state.remove_expired(now_ms=6_000, expiration_ms=5_000) == 1
+    assert set(state.entries) == {2, 3}
+    # forgotten: its next batch is judged as a new producer's, as Kafka judges it
+    assert state.check(stamped(1, 7_000)) == Appender().state.check(stamped(1, 7_000))
+    restored = ProducerStateManager.from_snapshot(state.snapshot())
+    assert set(restored.entries) == {2, 3}
