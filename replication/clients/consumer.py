@@ -385,12 +385,16 @@ class Consumer:
             self._raised_last_poll = False
             if self._coordinator is not None:
                 self._coordinator.poll()
+            fetched = False
             while True:
                 records = take()
                 if records:
-                    # Kafka's pipelining: the drained partitions' next Fetch goes out now, read
-                    # by a later poll.
+                    # Kafka's pipelining: the drained partitions' next Fetch goes out before
+                    # the records are handed out, read by a later poll (the broker's long poll
+                    # is then already waiting when their next records come).
                     self._fetch(0, wait=False)
+                    return join(records)
+                if fetched and time.monotonic() >= deadline:
                     return join(records)
                 if not others_first:
                     self._raise_partition_error()
@@ -399,9 +403,7 @@ class Consumer:
                 self._reset_positions()
                 left_ms = int((deadline - time.monotonic()) * 1000)
                 sent = self._fetch(max(0, left_ms))
-                records = take()
-                if records or time.monotonic() >= deadline:
-                    return join(records)
+                fetched = True
                 if not sent:  # nothing fetchable (no leader, no position): back off a bit
                     time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, left_ms) / 1000))
 
