@@ -26,13 +26,20 @@ def import_arrow() -> None:
     import storage.columnar.vectorized  # noqa: F401
 
 
-def consume_arrow(bootstrap: str, topic: str, records: int, max_records: int) -> dict[str, Any]:
+def consume_arrow(
+    bootstrap: str, topic: str, records: int, max_records: int, *, fetch_max_wait_ms: int = 500
+) -> dict[str, Any]:
     """Read ``records`` records of ``topic`` from the beginning with ``poll_batch``."""
     import pyarrow.compute as pc
 
     from kraft import Consumer, TopicPartition
 
-    consumer = Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=max_records)
+    consumer = Consumer(
+        bootstrap,
+        auto_offset_reset="earliest",
+        max_poll_records=max_records,
+        fetch_max_wait_ms=fetch_max_wait_ms,
+    )
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
