@@ -335,23 +335,3 @@ def test_send_delivers_every_record_of_a_tight_loop_keyed_or_not(cluster: FakeCl
         stored = [cluster.records(TopicPartition("t", p)) for p in range(6)]
         assert sum(len(records) for records in stored) == sent
         assert all(value_ == value for records in stored for _, _, value_ in records)
-
-
-def test_a_poll_that_waited_for_its_records_sends_the_next_fetch_before_returning(
-    cluster: FakeCluster,
-) -> None:
-    """Kafka's pipelining: the drained partition's next Fetch is on its way (the broker's long
-    poll waits for the next records) before the application gets these, not at its next poll."""
-    tp = TopicPartition("t", 0)
-    with make_producer(cluster) as producer:
-        producer.send("t", value=b"first", partition=0)
-        producer.flush()
-    with make_consumer(cluster) as consumer:
-        consumer.assign([tp])
-        records = consume_all(consumer, 1)
-        assert [r.value for r in records] == [b"first"]
-        answered = cluster.stats.fetch_requests
-        deadline = time.monotonic() + 10
-        while cluster.stats.fetch_requests == answered and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert cluster.stats.fetch_requests > answered  # sent with no further poll
