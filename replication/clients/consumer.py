@@ -385,16 +385,12 @@ class Consumer:
             self._raised_last_poll = False
             if self._coordinator is not None:
                 self._coordinator.poll()
-            fetched = False
             while True:
                 records = take()
                 if records:
-                    # Kafka's pipelining: the drained partitions' next Fetch goes out before
-                    # the records are handed out, read by a later poll (the broker's long poll
-                    # is then already waiting when their next records come).
+                    # Kafka's pipelining: the drained partitions' next Fetch goes out now, read
+                    # by a later poll.
                     self._fetch(0, wait=False)
-                    return join(records)
-                if fetched and time.monotonic() >= deadline:
                     return join(records)
                 if not others_first:
                     self._raise_partition_error()
@@ -403,7 +399,9 @@ class Consumer:
                 self._reset_positions()
                 left_ms = int((deadline - time.monotonic()) * 1000)
                 sent = self._fetch(max(0, left_ms))
-                fetched = True
+                records = take()
+                if records or time.monotonic() >= deadline:
+                    return join(records)
                 if not sent:  # nothing fetchable (no leader, no position): back off a bit
                     time.sleep(min(self.config.retry_backoff_ms / 1000, max(0.0, left_ms) / 1000))
 
