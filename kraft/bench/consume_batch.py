@@ -19,20 +19,31 @@ from kraft.bench.produce_consume import PARTITIONS, _figures
 
 def import_arrow() -> None:
     """Import what ``poll_batch`` and this harness use (pyarrow, its compute functions,
-    numpy, the decoder): about a second of CPU, once per process, kept out of the timing."""
-    import pyarrow.compute  # noqa: F401
+    numpy, the decoder): about a second of CPU, once per process, kept out of the timing.
+    The harness's offset check compares with Python integers, which pyarrow converts after
+    asking pandas (installed or not) whether they are pandas objects: one such call here."""
+    import pyarrow.compute as pc
 
     import storage.columnar.schema
     import storage.columnar.vectorized  # noqa: F401
 
+    pc.equal(0, 0)
 
-def consume_arrow(bootstrap: str, topic: str, records: int, max_records: int) -> dict[str, Any]:
+
+def consume_arrow(
+    bootstrap: str, topic: str, records: int, max_records: int, *, fetch_max_wait_ms: int = 500
+) -> dict[str, Any]:
     """Read ``records`` records of ``topic`` from the beginning with ``poll_batch``."""
     import pyarrow.compute as pc
 
     from kraft import Consumer, TopicPartition
 
-    consumer = Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=max_records)
+    consumer = Consumer(
+        bootstrap,
+        auto_offset_reset="earliest",
+        max_poll_records=max_records,
+        fetch_max_wait_ms=fetch_max_wait_ms,
+    )
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)

@@ -15,7 +15,7 @@ Without ``--bootstrap`` the command starts its own `LocalCluster` (3 controllers
 ``--against kafka`` runs the same through librdkafka on kraft and on Apache Kafka, in
 alternated rounds (`kraft.bench.e2e_against`).
 
-    kraft bench e2e [--rate 10000] [--seconds 10] [--json]
+    kraft bench e2e [--rate 10000] [--seconds 10] [--json] [--trace DIR]
     kraft bench e2e --against kafka [--linger-ms 5,0] [--rounds 3] [--plot FILE]
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, non_negative_int, positive_int
-from kraft.bench import BenchError
+from kraft.bench import BenchError, e2e_trace
 from kraft.bench.grpc_ceiling import CEILING_SERVER
 from kraft.bench.produce_consume import (
     PARTITIONS,
@@ -83,8 +83,16 @@ def grpc_round_trip_ms(calls: int = 2000) -> dict[str, float | None]:
 
 
 def measure(
-    bootstrap: str, topic: str, rate: int, seconds: float, size: int, linger_ms: int
+    bootstrap: str,
+    topic: str,
+    rate: int,
+    seconds: float,
+    size: int,
+    linger_ms: int,
+    trace: Path | None = None,
 ) -> dict[str, Any]:
+    """``trace``: the directory the brokers trace into (`kraft.bench.e2e_trace`): the result
+    then has the ``steps`` of a record's way."""
     from kraft import Consumer, Producer, TopicPartition
 
     total = max(1, int(rate * seconds))
@@ -101,6 +109,8 @@ def measure(
     consumer.seek_to_end(tps)
     for tp in tps:  # resolve the end offsets before the first record is sent
         consumer.position(tp)
+    traced: list[tuple[int, int, int, int]] = []  # partition, offset, sent, polled
+    arrived = {} if trace is None else e2e_trace.watch_consumer(consumer)
 
     def consume() -> None:
         unpack = _STAMP.unpack_from
@@ -108,8 +118,11 @@ def measure(
             while not stop.is_set() and consumed[0] < total:
                 for record in consumer.poll(timeout=0.1):
                     now = clock()
-                    latencies_ns.append(now - unpack(record.value or b"\0" * 8)[0])
+                    sent = unpack(record.value or b"\0" * 8)[0]
+                    latencies_ns.append(now - sent)
                     consumed[0] += 1
+                    if trace is not None:
+                        traced.append((record.partition, record.offset, sent, now))
         except BaseException as e:  # reported by the main thread
             errors.append(e)
 
@@ -152,7 +165,8 @@ def measure(
         producer.close(timeout=10)
         consumer.close()
     check_read_back(errors, failed, consumed[0], total)
-    return {
+    steps = {} if trace is None else {"steps": e2e_trace.breakdown(trace, traced, arrived)}
+    return steps | {
         "records": total,
         "rate_target": rate,
         "rate_sent": round(total / sent_seconds, 1),
@@ -226,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--plot", type=Path, default=None, metavar="FILE", help="--against: write a PNG figure"
     )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="trace the local cluster's brokers into DIR and report where a record's time goes,"
+        " step by step (kraft.bench.e2e_trace)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
@@ -258,6 +280,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(msg, file=sys.stderr, flush=True)
 
+    if args.trace is not None:
+        if args.bootstrap:
+            print(
+                "kraft bench e2e: --trace traces the local cluster: no --bootstrap", file=sys.stderr
+            )
+            return 2
+        e2e_trace.prepare(args.trace)
     topic = f"e2e-{uuid.uuid4().hex[:8]}"
     result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     try:
@@ -265,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_topic(bootstrap, topic, say)
             say(f"sending {args.rate} records/s for {args.seconds} s while consuming")
             result["e2e"] = measure(
-                bootstrap, topic, args.rate, args.seconds, args.record_size, linger_ms
+                bootstrap, topic, args.rate, args.seconds, args.record_size, linger_ms, args.trace
             )
     except (BenchError, KraftError, TimeoutError) as e:
         print(f"kraft bench e2e: {e}", file=sys.stderr)
@@ -287,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = (("produce -> consume", e2e), ("  of which send -> ack", e2e["ack"]))
     for name, f in (*rows, ("raw gRPC round trip", rt)):
         print(f"{name:<26}{f['p50_ms']:>10}{f['p99_ms']:>10}{f['p999_ms']:>10}")
+    if "steps" in e2e:
+        print(e2e_trace.render(e2e["steps"]))
     return 0
 
 

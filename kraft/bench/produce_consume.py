@@ -271,6 +271,8 @@ def consume(
     records: int,
     max_poll_records: int,
     security: dict[str, str] | None = None,
+    *,
+    fetch_max_wait_ms: int = 500,
 ) -> dict[str, Any]:
     from kraft import Consumer, TopicPartition
 
@@ -278,6 +280,7 @@ def consume(
         bootstrap,
         auto_offset_reset="earliest",
         max_poll_records=max_poll_records,
+        fetch_max_wait_ms=fetch_max_wait_ms,
         **(security or {}),
     )
     try:
@@ -403,7 +406,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             say(f"consuming {args.records} records")
             cpu: dict[str, Any] = {}
             with profiled("consume", cluster), cpu_time(cpu, cluster):
-                runs["consume"] = consume(bootstrap, topic, args.records, args.max_poll_records)
+                runs["consume"] = consume(
+                    bootstrap,
+                    topic,
+                    args.records,
+                    args.max_poll_records,
+                    fetch_max_wait_ms=args.fetch_max_wait_ms,
+                )
             runs["consume"] |= _cpu_figures(cpu, args.records, runs["consume"])
             if args.batch:  # poll_batch over the same records, in the same run
                 from kraft.bench.consume_batch import consume_arrow, import_arrow
@@ -412,7 +421,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 say(f"consuming {args.records} records with poll_batch")
                 cpu = {}
                 with profiled("consume-batch", cluster), cpu_time(cpu, cluster):
-                    arrow = consume_arrow(bootstrap, topic, args.records, args.max_poll_records)
+                    arrow = consume_arrow(
+                        bootstrap,
+                        topic,
+                        args.records,
+                        args.max_poll_records,
+                        fetch_max_wait_ms=args.fetch_max_wait_ms,
+                    )
                 runs["consume poll_batch"] = arrow | _cpu_figures(cpu, args.records, arrow)
             result["record_size"] = runs["consume"]["record_size"] or args.record_size
     say(f"raw gRPC ceiling: {args.ceiling_message_kib} KiB messages")
@@ -480,6 +495,12 @@ def build_parser(bench: str | None = None) -> argparse.ArgumentParser:
         "--batch",
         action="store_true",
         help="consume: also read the same records with Consumer.poll_batch (Arrow)",
+    )
+    parser.add_argument(
+        "--fetch-max-wait-ms",
+        type=positive_int,
+        default=500,
+        help="consume: fetch.max.wait.ms (a long one shows a Fetch that waits out its long poll)",
     )
     parser.add_argument(
         "--ceiling-message-kib", type=positive_int, default=16, help="gRPC ceiling message size"

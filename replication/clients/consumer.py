@@ -10,8 +10,9 @@ timeout passes:
 2. reset partitions without a valid position by ``auto.offset.reset`` (earliest or latest),
    with ONE ListOffsets per leader broker carrying all of its partitions;
 3. hand out buffered records (at most ``max.poll.records``), advancing positions;
-4. otherwise send ONE Fetch to each broker that has none outstanding (the leader, or the
-   replica the leader named for ``client.rack``, KIP-392: `PreferredReadReplicas`), carrying
+4. otherwise send ONE Fetch to each broker that has none outstanding (or whose outstanding
+   one only waits for records of caught-up partitions: it is replaced, `InflightFetches`; the
+   leader, or the replica the leader named for ``client.rack``, KIP-392), carrying
    every assigned partition it serves that is neither buffered nor being fetched (with
    ``current_leader_epoch``, KIP-320: a stale leader answers FENCED_LEADER_EPOCH), each a long
    poll of ``fetch.max.wait.ms``, and return as soon as ANY answers with records, as Kafka's
@@ -55,6 +56,7 @@ from kraft.logs import ensure_configured
 from kraft.types import TopicPartition
 from replication.clients.config import ConsumerConfig
 from replication.clients.consumer_groups import ConsumerCoordinator, OwnedPartitions, Rebalance
+from replication.clients.fetch_requests import all_caught_up, build_fetch_request
 from replication.clients.fetched import (
     ConsumerRecord,
     FetchedPartition,
@@ -74,11 +76,8 @@ from replication.messages import (
     LATEST_TIMESTAMP,
     READ_COMMITTED,
     READ_UNCOMMITTED,
-    BrokerFetchRequest,
     BrokerFetchResponse,
-    FetchPartition,
     FetchPartitionData,
-    FetchTopic,
     ListOffsetsResponse,
 )
 from storage.errors import (
@@ -138,6 +137,9 @@ class Consumer:
         self._resets: dict[TopicPartition, int] = {}  # tp -> EARLIEST/LATEST_TIMESTAMP
         self._buffer: dict[TopicPartition, FetchedPartition] = {}
         self._high_watermarks: dict[TopicPartition, int] = {}
+        self._fetch_ends: dict[TopicPartition, int] = {}
+        """The offset a fetch of each partition stops at, as its last fetch said (the high
+        watermark; read_committed: the last stable offset): a Fetch at it waits for records."""
         self._inflight = InflightFetches()
         self._read_replicas = PreferredReadReplicas(config.metadata_max_age_ms)  # KIP-392
         self._backoff_until_ms: dict[int, int] = {}
@@ -533,8 +535,7 @@ class Consumer:
         came. False if no Fetch is outstanding."""
         inflight = self._inflight
         snapshot = self._metadata.snapshot
-        by_leader: dict[int, dict[str, list[FetchPartition]]] = {}
-        positions: dict[int, dict[TopicPartition, int]] = {}
+        wanted: dict[int, dict[TopicPartition, int]] = {}
         for tp, position in self._positions.items():
             if position is None or tp in self._buffer or inflight.fetching(tp):
                 continue
@@ -543,18 +544,8 @@ class Consumer:
                 self._metadata.request_update()
                 continue
             leader = self._read_replicas.node_for(tp, leader, self._clock(), snapshot.brokers)
-            if inflight.busy(leader) or self._backing_off(leader):
-                continue
-            info = snapshot.partition(tp)
-            positions.setdefault(leader, {})[tp] = position
-            by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
-                FetchPartition(
-                    partition=tp.partition,
-                    current_leader_epoch=info.leader_epoch if info else -1,
-                    fetch_offset=position,
-                    partition_max_bytes=self.config.max_partition_fetch_bytes,
-                )
-            )
+            if not self._backing_off(leader):
+                wanted.setdefault(leader, {})[tp] = position
         # NB: the long poll is fetch.max.wait.ms whatever the poll's timeout, as in Kafka: the
         # Fetch outlives a short poll and is read by the next one.
         wait_ms = self.config.fetch_max_wait_ms
@@ -562,18 +553,22 @@ class Consumer:
         # retry.backoff.max.ms is abandoned and metadata refreshed, not waited on for
         # request.timeout.ms (a consumer fetch changes nothing on the broker: safe to drop).
         expires_s = time.monotonic() + (wait_ms + self.config.retry_backoff_max_ms) / 1000
-        for leader, topics in by_leader.items():
-            request = BrokerFetchRequest(
-                max_wait_ms=wait_ms,
-                min_bytes=self.config.fetch_min_bytes,
-                max_bytes=self.config.fetch_max_bytes,
-                isolation_level=self._isolation,
-                topics=tuple(FetchTopic(topic=t, partitions=tuple(p)) for t, p in topics.items()),
-                rack_id=self.config.client_rack,
-            )
+        for leader, tps in wanted.items():
+            if inflight.busy(leader):
+                # One Fetch per broker; but one that only waits for new records of caught-up
+                # partitions is replaced by one that also carries these (`take_over`).
+                replaced = inflight.take_over(leader)
+                if replaced is None:
+                    continue
+                for tp in replaced.positions:
+                    position = self._positions.get(tp)
+                    if position is not None and tp not in self._buffer:
+                        tps[tp] = position
+            request = build_fetch_request(tps, snapshot, self.config, self._isolation)
             address = snapshot.brokers[leader]
+            caught_up = all_caught_up(tps, self._fetch_ends)
             inflight.start(
-                Inflight(leader, address, positions[leader], expires_s),
+                Inflight(leader, address, tps, expires_s, caught_up),
                 functools.partial(
                     self._network.call_async,
                     address,
@@ -644,6 +639,10 @@ class Consumer:
         if code is ErrorCode.NONE:
             if part.high_watermark >= 0:
                 self._high_watermarks[tp] = part.high_watermark
+            stable = self._isolation == READ_COMMITTED and part.last_stable_offset >= 0
+            end = part.last_stable_offset if stable else part.high_watermark
+            if end >= 0:
+                self._fetch_ends[tp] = end
             records = drop_aborted(part.records, part.aborted_transactions)  # read_committed
             fetched = scan_partition_batches(
                 tp, records, position, check_crcs=self.config.check_crcs

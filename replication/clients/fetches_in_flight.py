@@ -6,6 +6,11 @@ returns from ``poll`` as soon as any answer brings records; the others stay outs
 read by a later poll. Waiting for every broker's answer instead made each poll as slow as the
 slowest long poll (``fetch.max.wait.ms``), which was most of kraft's end-to-end latency.
 
+A Fetch of caught-up partitions only (a long poll that waits for new records) is given up and
+replaced when more partitions of its broker become fetchable (`take_over`): otherwise those
+partitions, drained from the buffer while it waited, would wait out its ``fetch.max.wait.ms``
+although the broker had their records.
+
 Answers arrive on gRPC's threads (`BrokerNetwork.call_async`) and are queued here; the polling
 thread takes them (`wait`). An answer of a call that was given up (`expire`, `close`) is
 dropped. Each call remembers the positions it fetched from, so that the consumer can drop data
@@ -42,6 +47,9 @@ class Inflight:
     """The partitions it fetches, at the positions it fetches them from."""
     expires_s: float
     """Monotonic time after which it is given up (its long poll plus a margin)."""
+    caught_up: bool = False
+    """Every partition it carries was at its end when it was sent: the broker holds it for
+    ``fetch.max.wait.ms`` unless new records come (`take_over`)."""
     call: Cancellable = field(default_factory=_NotStarted)
 
 
@@ -93,6 +101,24 @@ class InflightFetches:
             for entry, _, _ in replies:
                 self._forget(entry)
         return replies
+
+    def take_over(self, leader: int) -> Inflight | None:
+        """Give up ``leader``'s outstanding Fetch if it is a long poll of caught-up partitions
+        that has not answered yet, so that its partitions can go in a new Fetch with others of
+        that broker; the given-up Fetch, or None (none outstanding, not caught up, or its
+        answer came: it is taken by the next `wait`).
+
+        NB: with one Fetch per broker, a partition drained from the buffer while its broker's
+        Fetch (sent without it) waited for records of caught-up partitions waited
+        ``fetch.max.wait.ms`` for that Fetch, though its own records were on the broker."""
+        with self._arrived:
+            entry = self._calls.get(leader)
+            if entry is None or not entry.caught_up:
+                return None
+            if any(reply[0] is entry for reply in self._replies):
+                return None
+        self._give_up(entry)
+        return entry
 
     def earliest_expiry_s(self) -> float:
         return min((e.expires_s for e in self._calls.values()), default=float("inf"))

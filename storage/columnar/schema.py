@@ -56,6 +56,24 @@ def schema_ddl(include_headers: bool) -> str:
     return SCHEMA_WITH_HEADERS_DDL if include_headers else SCHEMA_DDL
 
 
+def repeated(topic: str, partition: int, n: int) -> tuple[pa.Array, pa.Array]:
+    """The ``topic`` and ``partition`` columns of ``n`` rows, built from buffers.
+
+    NB: not ``pa.repeat(pa.scalar(...))`` or ``pa.array(...)``: those ask pandas whether their
+    argument is a pandas object, importing pandas (seconds, once per process) in the first
+    ``poll_batch`` or Spark read."""
+    name = topic.encode()
+    size = len(name)
+    ends = array("i", range(0, (n + 1) * size, size)) if size else array("i", bytes(4 * (n + 1)))
+    topics = pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(ends), pa.py_buffer(name * n)]
+    )
+    partitions = pa.Array.from_buffers(
+        pa.int32(), n, [None, pa.py_buffer(array("i", [partition]) * n)]
+    )
+    return topics, partitions
+
+
 class ColumnBuilder:
     """Accumulates the records of one partition's Fetch responses; `build` turns them into
     one `pyarrow.RecordBatch` and starts over.
@@ -135,8 +153,7 @@ class ColumnBuilder:
         arrays = [
             pa.array(self._keys, pa.binary()) if self._any_key else pa.nulls(n, pa.binary()),
             pa.array(self._values, pa.binary()),
-            pa.repeat(pa.scalar(self.topic, pa.string()), n),
-            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+            *repeated(self.topic, self.partition, n),
             pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self._offsets)]),
             pa.Array.from_buffers(TIMESTAMP_TYPE, n, [None, pa.py_buffer(self._timestamps_us)]),
             pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self._timestamp_types)]),

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from storage.columnar.schema import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema
+from storage.columnar.schema import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated
 from storage.compression import Compression
 from storage.errors import CorruptRecordError
 from storage.records import (
@@ -108,11 +108,20 @@ def decode_columns(
     columns = [
         _binary(buf, key_starts, key_lengths),
         _binary(buf, value_starts, value_lengths),
-        pa.array(offsets, pa.int64()),
-        pa.Array.from_buffers(TIMESTAMP_TYPE, n, [None, pa.py_buffer(timestamps)]),
-        pa.array(timestamp_types, pa.int32()),
+        _fixed(offsets, pa.int64()),
+        _fixed(timestamps, TIMESTAMP_TYPE),
+        _fixed(timestamp_types, pa.int32()),
     ]
     return _build(topic, partition, include_headers, n, columns)
+
+
+def _fixed(values: npt.NDArray[Any], type_: pa.DataType) -> pa.Array:
+    """A numpy array of ``type_``'s width as an Arrow array over the same memory.
+
+    NB: not ``pa.array(values)``, which imports pandas (see `schema.repeated`)."""
+    return pa.Array.from_buffers(
+        type_, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))]
+    )
 
 
 def header_columns(
@@ -145,10 +154,9 @@ def header_columns(
         offsets, timestamp_types = offsets[keep], timestamp_types[keep]
     n = len(offsets)
     arrays = [
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(offsets, pa.int64()),
-        pa.array(timestamp_types, pa.int32()),
+        *repeated(topic, partition, n),
+        _fixed(offsets, pa.int64()),
+        _fixed(timestamp_types, pa.int32()),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=_HEADER_SCHEMA)
 
@@ -171,8 +179,7 @@ def _build(
     arrays = [
         key,
         value,
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        *repeated(topic, partition, n),
         offset,
         timestamp,
         timestamp_type,

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kraft.bench.e2e_trace import STEPS
 
 RECORDS = 2000
 FIGURES = ("records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms")
@@ -98,8 +101,11 @@ def test_bench_produce_with_send_batch_acknowledges_every_record() -> None:
 @pytest.mark.long
 @pytest.mark.process
 @pytest.mark.timeout(40)
-def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc() -> None:
-    argv = ["e2e", "--rate", "500", "--seconds", "1", "--json", "--quiet"]
+def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace"
+    argv = ["e2e", "--rate", "500", "--seconds", "1", "--json", "--quiet", "--trace", str(trace)]
     result = subprocess.run(
         [sys.executable, "-m", "kraft.cli", "bench", *argv],
         capture_output=True,
@@ -112,6 +118,10 @@ def test_bench_e2e_reads_back_every_record_and_reports_latency_beside_grpc() -> 
     assert e2e["records"] == 500 and e2e["rate_target"] == 500
     assert 0 < e2e["p50_ms"] <= e2e["p99_ms"] <= e2e["p999_ms"]
     assert 0 < rt["p50_ms"] <= rt["p99_ms"]
+    # --trace: every step of a record's way was found in the brokers' and consumer's traces
+    assert list(e2e["steps"]) == list(STEPS)
+    assert all(step["p50_ms"] >= 0 for step in e2e["steps"].values()), e2e["steps"]
+    assert len(list(trace.glob("broker-*.log"))) == 3
 
 
 @pytest.mark.long

@@ -89,3 +89,20 @@ def test_close_cancels_every_outstanding_fetch() -> None:
     calls = [_start(fetches, 1, TP0, far), _start(fetches, 2, TP1, far)]
     fetches.close()
     assert all(call.cancelled for call in calls) and len(fetches) == 0
+
+
+def test_take_over_gives_up_only_an_unanswered_long_poll_of_caught_up_partitions() -> None:
+    fetches = InflightFetches()
+    far = time.monotonic() + 60
+    waiting, busy = _Call(), _start(fetches, 2, TP1, far)
+    fetches.start(Inflight(1, "host:1", {TP0: 5}, far, caught_up=True), waiting.send)
+    assert fetches.take_over(2) is None and not busy.cancelled  # it may bring records
+    replaced = fetches.take_over(1)
+    assert replaced is not None and replaced.positions == {TP0: 5} and waiting.cancelled
+    assert not fetches.busy(1) and not fetches.fetching(TP0) and fetches.take_over(1) is None
+    answered = _Call()
+    fetches.start(Inflight(1, "host:1", {TP0: 5}, far, caught_up=True), answered.send)
+    assert answered.on_done is not None
+    answered.on_done(BrokerFetchResponse(), None)  # its answer came: taken, not thrown away
+    assert fetches.take_over(1) is None and not answered.cancelled
+    assert [entry.leader for entry, _, _ in fetches.wait(time.monotonic())] == [1]

@@ -192,3 +192,30 @@ def test_poll_batch_without_pyarrow_says_what_to_install(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with _consumer(cluster) as consumer, pytest.raises(ImportError, match=r"kraft\[spark\]"):
         consumer.poll_batch(0.01)
+
+
+_WITHOUT_PANDAS = """
+import sys
+from tests.clients.test_poll_batch import TPS, _consumer, _plant, _poll_batches
+from tests.clients.fake_cluster import FakeCluster
+from storage.records import build_batch
+cluster = FakeCluster(brokers=2, topics={"t": 3})
+for p, tp in enumerate(TPS):
+    _plant(cluster, tp, build_batch([b"v" * 100] * 50, timestamp_ms=1, base_offset=0))
+with _consumer(cluster) as consumer:
+    _poll_batches(consumer, 150, max_records=150)
+print("pandas" in sys.modules)
+"""
+
+
+def test_poll_batch_does_not_import_pandas() -> None:
+    """pyarrow imports pandas whenever it is asked whether an argument is a pandas object
+    (``pa.array``, ``pa.scalar``): seconds in a process's first ``poll_batch``, which builds
+    its columns from buffers instead."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PANDAS], capture_output=True, text=True, timeout=50
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False"]
