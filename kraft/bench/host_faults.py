@@ -45,6 +45,7 @@ from typing import Any
 
 from kraft.arguments import ArgumentParser, positive_int
 from kraft.bench.failover import key_value
+from kraft.bench.metadata import _log_events, _wall
 from kraft.cluster.netns import NetnsUnavailableError
 from kraft.cluster.netns_cluster import NetnsCluster
 from replication.clients import Producer
@@ -244,29 +245,11 @@ def _long_pause(cluster: NetnsCluster, seconds: float) -> PhaseResult:
     )
 
 
-def _log_events(
-    cluster: NetnsCluster, node_id: int, names: tuple[str, ...]
-) -> list[dict[str, Any]]:
-    """``node_id``'s JSON log events named one of ``names``, in order."""
-    events = []
-    try:
-        text = cluster.log_path(node_id).read_text(errors="replace")
-    except OSError:
-        return []
-    for line in text.splitlines():
-        if any(f'"{name}"' in line for name in names):
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if event.get("event") in names:
-                    events.append(event)
-    return events
-
-
 def _leaders_by_epoch(cluster: NetnsCluster) -> dict[int, list[int]]:
     """Every epoch's controllers that logged ``became_leader`` in it (Raft: at most one)."""
     leaders: dict[int, list[int]] = {}
     for node_id in cluster.controller_ids:
-        for event in _log_events(cluster, node_id, ("became_leader",)):
+        for event in _log_events(cluster.log_path(node_id), "became_leader"):
             if event.get("group") is None and "epoch" in event:  # the metadata quorum's
                 leaders.setdefault(int(event["epoch"]), []).append(node_id)
     return leaders
@@ -277,10 +260,8 @@ def _first_non_leader_line(
 ) -> tuple[float, str] | None:
     """When (wall clock) ``node_id`` first logged leaving leadership after ``after_wall``, and
     that line: its check-quorum resignation, or a follower of a newer epoch."""
-    from kraft.bench.metadata import _wall
-
     names = ("resigned", "became_follower", "became_unattached", "became_prospective")
-    for event in _log_events(cluster, node_id, names):
+    for event in _log_events(cluster.log_path(node_id), *names):
         at = _wall(event["timestamp"])
         if at >= after_wall:
             detail = ", ".join(
