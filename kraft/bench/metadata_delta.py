@@ -6,11 +6,12 @@ stall watch ``--stall-ms`` or more late (`kraft.loop_watch`: ``event.loop.stall.
 
 1. **create**: one CreateTopics of ``--partitions`` partitions at RF 3 (one committed batch), until
    every broker has created every replica's log;
-2. **fence**: once every partition is led by its preferred replica, SIGSTOP of the first
-   broker until the controller fenced it and moved every
-   leadership it held (about a third) to the others;
+2. **fence**: once every partition is led by its preferred replica (or after a minute,
+   ``balanced_before_fence`` says which), SIGSTOP of the first broker until the controller
+   fenced it and moved every leadership it held (about a third) to the others;
 3. **unfence**: SIGCONT; until it is unfenced, back in the ISRs, and leads its preferred
-   partitions again (the controllers run the leader balancer every second);
+   partitions again (the controllers run the leader balancer every second; ``--timeout`` at
+   most, ``leaderships_back`` says whether they all came back);
 4. **delete**: DeleteTopics; until every broker has deleted every replica's directory.
 
 For each phase (from its action until ``--settle`` s after its end): the seconds it took, and
@@ -43,11 +44,15 @@ TOPIC = "delta"
 
 
 def _stalls(
-    cluster: LocalCluster, start: float, end: float, skip: tuple[int, float] | None = None
+    cluster: LocalCluster,
+    start: float,
+    end: float,
+    worst: list[Any],
+    skip: tuple[int, float] | None = None,
 ) -> dict[str, list[int]]:
     """``{node: [stalls, longest ms, longest callback's CPU ms]}`` logged from ``start`` to
     ``end`` (wall clock); ``skip`` ``(broker, ms)``: that broker's wake-ups ``ms`` or more late
-    are left out."""
+    are left out. ``worst`` gets ``[CPU ms, callback]`` of the longest callback of all."""
     out: dict[str, list[int]] = {}
     nodes: list[tuple[str, Path, int | None]]
     nodes = [(f"broker-{b}", cluster.broker_log(b), b) for b in cluster.broker_ids]
@@ -60,12 +65,15 @@ def _stalls(
         ]
         if skip is not None and broker == skip[0]:
             late = [ms for ms in late if ms < skip[1]]
-        cpu = [
-            int(e.get("cpu_ms", 0))
+        slow = [
+            (int(e.get("cpu_ms", 0)), str(e.get("callback", ""))[:120])
             for e in _log_events(path, "slow_callback")
             if start <= _wall(e["timestamp"]) <= end
         ]
-        out[name] = [len(late), max(late, default=0), max(cpu, default=0)]
+        longest = max(slow, default=(0, ""))
+        out[name] = [len(late), max(late, default=0), longest[0]]
+        if longest[0] > worst[0]:
+            worst[:] = longest
     return out
 
 
@@ -87,8 +95,14 @@ def measure(
 
             def phase(name: str, start: float, end: float, **extra: Any) -> None:
                 time.sleep(settle_s)
-                stalls = _stalls(cluster, start, time.time(), extra.pop("skip", None))
-                result[name] = {"seconds": round(end - start, 2), "stalls": stalls, **extra}
+                worst: list[Any] = [0, ""]
+                stalls = _stalls(cluster, start, time.time(), worst, extra.pop("skip", None))
+                result[name] = {
+                    "seconds": round(end - start, 2),
+                    "stalls": stalls,
+                    "longest_callback": worst[1],
+                    **extra,
+                }
                 print(f"{name}: {result[name]}", file=sys.stderr, flush=True)
 
             def partitions_now() -> list[Any]:
@@ -101,12 +115,17 @@ def measure(
             view = client.describe_cluster(timeout=30)
             _wait("every replica's log created", lambda: _opened(cluster, view), timeout_s)
             phase("create", start, time.time())
-            # 2. fence: the broker leading most, once leadership is balanced
-            _wait(
-                "leadership balanced",
-                lambda: all(p.leader == p.replicas[0] for p in partitions_now()),
-                timeout_s,
-            )
+            # 2. fence: the first broker, once leadership is balanced (or a minute passed:
+            # a loaded machine may fence a broker during the creation)
+            try:
+                _wait(
+                    "leadership balanced",
+                    lambda: all(p.leader == p.replicas[0] for p in partitions_now()),
+                    60,
+                )
+                result["balanced_before_fence"] = True
+            except TimeoutError:
+                result["balanced_before_fence"] = False
             victim = cluster.broker_ids[0]
 
             def fenced(expected: bool) -> bool:
@@ -123,12 +142,17 @@ def measure(
             paused_s, start = time.time() - start, time.time()
             cluster.resume_broker(victim)
             _wait("unfenced", lambda: fenced(False), 60)
-            _wait(
-                "leaderships back",
-                lambda: sum(p.leader == victim for p in partitions_now()) >= led,
-                timeout_s,
-            )
-            phase("unfence", start, time.time(), skip=(victim, 0.8 * paused_s * 1000))
+            try:
+                _wait(
+                    "leaderships back",
+                    lambda: sum(p.leader == victim for p in partitions_now()) >= led,
+                    timeout_s,
+                )
+                back = True
+            except TimeoutError:
+                back = False
+            skip = (victim, 0.8 * paused_s * 1000)
+            phase("unfence", start, time.time(), skip=skip, leaderships_back=back)
             # 4. delete
             start = time.time()
             client.delete_topic(TOPIC, timeout=timeout_s)
