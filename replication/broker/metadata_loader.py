@@ -19,7 +19,7 @@ from the leader goes the same way, so nothing built from an older image is publi
   supervisor, which takes the process down, as the same error on the loop did).
 
 Why: a 10,000-partition topic is one committed batch of 10,001 records; decoding and applying
-it costs ~0.2 s of CPU, which on the loop delayed the heartbeats, the Raft fetches and the
+it costs ~0.15 s of CPU, which on the loop delayed the heartbeats, the Raft fetches and the
 follower fetches behind it. In the worker it shares the CPU with the loop (the interpreter
 switches threads every few milliseconds) and the loop keeps serving.
 """
