@@ -7,7 +7,8 @@
   ``kraft_event_loop_stalls_total`` and logs one WARN ``event_loop_stalled`` (``kraft bench
   metadata`` counts them). `LoopLag` is the bookkeeping, pure: times in, readings out.
 - **Slow callbacks**: with ``KRAFT_SLOW_CALLBACK_MS``, a log line naming every callback that
-  held the loop that long (a controller's, for profiling runs).
+  held the loop that long, with the CPU time it took (``cpu_ms``: the loop thread's own, so a
+  busy machine does not inflate it); controllers and brokers, for profiling runs.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ cost is 20 wake-ups a second."""
 LAG_BUCKETS_S: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 
 SLOW_CALLBACK_ENV = "KRAFT_SLOW_CALLBACK_MS"
-"""When set (milliseconds), a controller process logs ``slow_callback`` for every event-loop
-callback that ran that long, naming it (a task's coroutine, a gRPC callback...): which step held
-the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench metadata``)."""
+"""When set (milliseconds), a controller or broker process logs ``slow_callback`` for every
+event-loop callback that ran that long, naming it (a task's coroutine, a gRPC callback...):
+which step held the loop through an ``event_loop_stalled``. For profiling runs (``kraft bench
+metadata``, ``kraft bench metadata-delta``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +111,20 @@ async def watch_loop(
 def log_slow_callbacks(threshold_ms: float) -> None:
     """From now on, log ``slow_callback`` for each event-loop callback running
     ``threshold_ms`` or longer (wraps asyncio's ``Handle._run``: profiling runs only)."""
-    log = structlog.get_logger("kraft.controller")
+    log = structlog.get_logger("kraft.loop_watch")
     run = asyncio.events.Handle._run
 
     def timed(handle: asyncio.events.Handle) -> None:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         run(handle)
         took_ms = (time.perf_counter() - start) * 1000
         if took_ms >= threshold_ms:
-            log.warning("slow_callback", took_ms=round(took_ms), callback=_callback_name(handle))
+            log.warning(
+                "slow_callback",
+                took_ms=round(took_ms),
+                cpu_ms=round((time.thread_time() - cpu) * 1000),
+                callback=_callback_name(handle),
+            )
 
     asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 

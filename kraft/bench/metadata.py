@@ -412,17 +412,25 @@ def _loop_stalls_between(
 
 def _stall_events(path: Path) -> list[dict[str, Any]]:
     """A node log's ``event_loop_stalled`` events (none if it cannot be read)."""
+    return _log_events(path, "event_loop_stalled")
+
+
+def _log_events(path: Path, *names: str) -> list[dict[str, Any]]:
+    """A node log's JSON events named one of ``names``, in order (none if it cannot be
+    read)."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
         return []
     events = []
     for line in text.splitlines():
-        if '"event_loop_stalled"' in line:
+        if any(f'"{name}"' in line for name in names):
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
             except ValueError:
                 continue
+            if event.get("event") in names:
+                events.append(event)
     return events
 
 
@@ -479,7 +487,13 @@ def main(argv: list[str] | None = None) -> int:
         # the figures measured so far are worth having: print them with the error
         result["error"] = str(e)[:300]
     result["load_average"].append(round(os.getloadavg()[0], 2))
-    if args.json:
+    return print_result(result, as_json=args.json)
+
+
+def print_result(result: dict[str, Any], *, as_json: bool) -> int:
+    """Print a bench's figures (one JSON object, or a line each); exit 1 if it has an
+    ``error`` (the figures measured before it are printed all the same)."""
+    if as_json:
         print(json.dumps(result))
     else:
         for key, value in result.items():

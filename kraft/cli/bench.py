@@ -105,6 +105,13 @@ def add_parser(sub: Any) -> None:
         add_help=False,  # its own parser (kraft.bench.metadata) answers --help
     )
     md.set_defaults(handler=_passthrough("kraft.bench.metadata:main"), passthrough=True)
+    mdd = bsub.add_parser(
+        "metadata-delta",
+        help="event-loop stalls while a large metadata delta lands (create, fence, delete)",
+        epilog="example: kraft bench metadata-delta --partitions 1000 --json",
+        add_help=False,  # its own parser (kraft.bench.metadata_delta) answers --help
+    )
+    mdd.set_defaults(handler=_passthrough("kraft.bench.metadata_delta:main"), passthrough=True)
     ffr = bsub.add_parser(
         "fetch-from-follower",
         help="a partition leader's CPU with and without fetch from the closest replica (KIP-392)",

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer, read_topic
+from kraft.bench.read_back import read_topic
+from kraft.compare.workload import Clock, LibrdkafkaProbe, ProbeProducer
 
 if TYPE_CHECKING:
     from kraft.cluster import LocalCluster

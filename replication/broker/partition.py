@@ -427,8 +427,12 @@ class PartitionReplica(NoDriverEvents):
         if not self.log.closed:
             self.driver.checkpoint_high_watermark()
 
-    def stop(self) -> None:
-        """Drop the role (this broker is no longer a replica) and close the log."""
+    def stop(self, *, delete: bool = False) -> None:
+        """Drop the role (this broker is no longer a replica) and close the log; with
+        ``delete`` (its log is deleted next) close it as a crash would, flushing nothing
+        (`SegmentedLog.abandon`): the flushes, checkpoints and producer snapshot of a clean
+        close cost fsyncs, which deleting a 1,000-partition topic spent on the loop for
+        seconds."""
         self.driver.stop(clock_ms())
         self._stop_fetcher()
         self._leave_raft_group()
@@ -438,6 +442,9 @@ class PartitionReplica(NoDriverEvents):
         self.notify()
         if self.offline is not None:
             return  # the log was abandoned when the replica went offline
+        if delete:
+            self.log.abandon()
+            return
         if not self.log.closed:
             self.driver.close()  # a clean shutdown: the next open replays nothing
         with contextlib.suppress(KafkaStorageError):

@@ -4,6 +4,9 @@ cProfile (``KRAFT_PROFILE_DIR``)."""
 
 from __future__ import annotations
 
+import os
+
+from kraft.loop_watch import SLOW_CALLBACK_ENV, log_slow_callbacks
 from kraft.profiling import PROFILE_DIR_ENV, run_profiled
 from kraft.supervision import serve_until_stopped
 from replication.broker.config import BrokerNodeConfig
@@ -25,7 +28,11 @@ async def serve(config: BrokerNodeConfig) -> int:
 
 
 def run_broker(config: BrokerNodeConfig) -> int:
-    """The ``kraft broker`` entry point: serve until signalled; the exit code."""
+    """The ``kraft broker`` entry point: serve until signalled; the exit code (with
+    ``KRAFT_SLOW_CALLBACK_MS``, every slow event-loop callback logged, `kraft.loop_watch`)."""
+    threshold = os.environ.get(SLOW_CALLBACK_ENV)
+    if threshold:
+        log_slow_callbacks(float(threshold))
     return run_profiled(f"broker-{config.node_id}", lambda: serve(config))
 
 

@@ -7,8 +7,9 @@ needs of the others, and starts and stops them in order:
 
 - *Metadata, the KRaft way.* A `RaftServer` with this broker's id, which is not a voter, is an
   *observer*: it fetches the committed metadata log (and snapshots, KIP-630) from the
-  controllers. `_MetadataObserver` folds each committed batch into a `MetadataImage`; after
-  each change the replicas reconcile (coalesced into one pass per loop turn).
+  controllers. `MetadataLoader` (`replication.broker.metadata_loader`) folds each committed
+  batch into the next `MetadataImage` in a worker thread and publishes it on the loop, in
+  order; after each change the replicas reconcile (coalesced into one pass per loop turn).
 - *Lifecycle* (KIP-631): registration, heartbeats, fencing and controlled shutdown,
   `BrokerLifecycle` (`replication.broker.lifecycle`). SIGTERM heartbeats ``want_shutdown``
   until the controller moved leadership away, then the process stops and exits 0.
@@ -27,14 +28,15 @@ needs of the others, and starts and stops them in order:
 - *Background work*: retention (`replication.broker.retention`) and compaction
   (`replication.broker.cleaner`).
 
-Everything runs on one event loop; the blocking `ControllerClient` runs in worker threads. A
+Everything runs on one event loop; the blocking `ControllerClient` and the metadata images
+are built in worker threads. A
 loop that dies takes the process down (`LoopSupervisor`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -43,7 +45,7 @@ from kraft._generated import broker_pb2_grpc
 from kraft.controller.client import ControllerClient
 from kraft.controller.messages import AllocateProducerIdsResponse
 from kraft.loop_watch import watch_loop
-from kraft.metadata import MetadataImage, decode_record
+from kraft.metadata import MetadataImage
 from kraft.metadata.records import Endpoint
 from kraft.metrics.kafka import (
     BROKER_GAUGES,
@@ -70,6 +72,7 @@ from replication.broker.grpc.adapter import API_SERVICES, GrpcPeers, add_broker_
 from replication.broker.interbroker import InterBrokerClient
 from replication.broker.kafka.serving import KafkaListeners
 from replication.broker.lifecycle import BrokerLifecycle
+from replication.broker.metadata_loader import MetadataLoader
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.replica_manager import ReplicaManager
@@ -81,37 +84,6 @@ from replication.broker.txn_verification import TxnVerifier
 from storage.log import wall_clock_ms
 
 METADATA_DIR = "__cluster_metadata"
-
-
-class _MetadataObserver:
-    """The observer's Raft state machine: committed metadata batches -> the broker's image."""
-
-    def __init__(self, owner: BrokerServer) -> None:
-        self._owner = owner
-
-    def apply(self, offset: int, data: bytes) -> None:  # pragma: no cover - apply_batch wins
-        self.apply_batch(offset, -1, [(offset, data)], False)
-
-    def apply_batch(
-        self, base_offset: int, epoch: int, records: list[tuple[int, bytes]], is_control: bool
-    ) -> None:
-        if is_control or not records:
-            return
-        owner = self._owner
-        decoded = [decode_record(value) for _, value in records]
-        owner.image = owner.image.apply_batch(decoded, records[0][0], epoch)
-        owner.metadata_changed()
-
-    def snapshot(self) -> bytes:
-        return self._owner.image.to_snapshot()
-
-    def snapshot_writer(self) -> Callable[[], bytes]:
-        """`snapshot` of the image as of now; immutable, so a worker thread may run it."""
-        return self._owner.image.to_snapshot
-
-    def restore(self, data: bytes) -> None:
-        self._owner.image = MetadataImage.from_snapshot(data)
-        self._owner.metadata_changed()
 
 
 class BrokerServer:
@@ -132,13 +104,17 @@ class BrokerServer:
         self.supervisor.on_death(
             lambda: self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         )
+        self.metadata = MetadataLoader(
+            self._publish_image, lambda e: self.supervisor.fail("metadata-loader", e)
+        )
+        """Committed metadata -> the next image, off the loop (`.metadata_loader`)."""
         self.raft = RaftServer(
             config.node_id,
             config.voters,
             config.data_dir / METADATA_DIR,
             listen=None,
             config=config.raft,
-            state_machine=_MetadataObserver(self),
+            state_machine=self.metadata,
             supervisor=self.supervisor,
             tls=config.tls,
             dynamic_voters=config.dynamic_voters,
@@ -267,6 +243,11 @@ class BrokerServer:
 
     def metadata_changed(self) -> None:
         self.replica_manager.metadata_changed()
+
+    def _publish_image(self, image: MetadataImage) -> None:
+        """A new image from the `MetadataLoader`, on the loop, in commit order."""
+        self.image = image
+        self.metadata_changed()
 
     def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
         return self.replica_manager.is_adding_replica(tp, replica_id)
@@ -428,6 +409,7 @@ class BrokerServer:
         await self.quorum.close()
         await self.peers.close()
         await self.raft.stop(graceful=False)
+        self.metadata.close()
         await self.kafka.stop()
         await self._grpc.stop(grace=0.2)
         self.lifecycle.close()
@@ -437,6 +419,7 @@ class BrokerServer:
     async def close_unstarted(self) -> None:
         """Release what the constructor opened (a broker never started: tests)."""
         self.replica_manager.stop()
+        self.metadata.close()
         self.lifecycle.close()
         await self.controller.close()
 
