@@ -89,13 +89,17 @@ class _Group:
                 continue
             name = event.get("e")
             with self.lock:
-                if member.killed:
-                    continue
                 if name == "processed":
+                    # NB: counted even from a killed member: a line in the pipe was written
+                    # before the SIGKILL landed, and the member may have processed (and
+                    # committed) a further poll between the line that armed the kill and the
+                    # kill itself, so its next owner rightly starts after it.
                     for partition, first, last, count in event["r"]:
                         self._count(partition, first, last, count)
                     if self.victim is member:  # processed, not yet committed: kill it now
                         self.kill_locked(sum(r[3] for r in event["r"]))
+                    continue
+                if member.killed:
                     continue
                 partitions = sorted(event.get("p", ()))
                 if name == "assigned":
