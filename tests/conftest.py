@@ -56,9 +56,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _structlog_as_it_was() -> Iterator[None]:
-    """Each test leaves structlog's configuration as it found it: a test that runs a command
-    in-process (``kraft compare``'s ``main`` sets the level to ``error``) would otherwise
-    filter the warnings that later tests on the same worker capture with ``capture_logs``."""
+    """Each test leaves structlog's configuration as it found it. A command run in-process
+    (``kraft.cli.main``, a client in the library's mode) configures structlog for the process:
+    ``kraft compare`` sets the level to ``error``, which would filter the warnings later tests
+    on the same worker capture with ``capture_logs``, and ``main`` writes to the stderr of the
+    moment, a stream pytest closes after the test (a producer's sender thread then died
+    logging, and its record's future never resolved)."""
     configured, saved = structlog.is_configured(), structlog.get_config()
     yield
     if configured:

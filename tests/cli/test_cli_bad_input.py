@@ -9,27 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-import structlog
 
 from kraft.cli import main
 from tests.interrupts import python_interruptible
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """`main` configures structlog for the process, writing to the stderr of the moment: an
-    in-process call must not leave it writing to a stream pytest closes after the test."""
-    configured, saved = structlog.is_configured(), structlog.get_config()
-    yield
-    if configured:
-        structlog.configure(**saved)
-    else:
-        structlog.reset_defaults()
 
 
 def kraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from kraft.cli._cluster_start import choose_base_port, port_roles
 from kraft.transport.unreachable import REFUSED_MARKER
@@ -38,18 +37,6 @@ FAST_S = 15.0
 the commands that wait for a deadline get ``--timeout 30``, so waiting it out fails the test."""
 CONSUME_FAST_S = 9.5
 """``kraft consume`` looks its topic up for 10 s at most (no flag): a bound below that."""
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    """A client made in-process configures structlog for the process (the library's mode):
-    leave it as it was for the tests after this one."""
-    configured, saved = structlog.is_configured(), structlog.get_config()
-    yield
-    if configured:
-        structlog.configure(**saved)
-    else:
-        structlog.reset_defaults()
 
 
 @pytest.fixture

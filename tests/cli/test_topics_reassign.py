@@ -4,25 +4,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from kraft.cli import main
 from kraft.cli.topics_reassign import generate_plan, plan_json, read_plan
 from kraft.types import TopicPartition
-
-
-@pytest.fixture(autouse=True)
-def _restore_logging() -> Iterator[None]:
-    configured, saved = structlog.is_configured(), structlog.get_config()
-    yield
-    if configured:
-        structlog.configure(**saved)
-    else:
-        structlog.reset_defaults()
 
 
 def test_a_kafka_reassignment_json_is_read_as_targets(tmp_path: Path) -> None:

@@ -10,11 +10,10 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import structlog
 
 # `kraft cluster up` on its default ports (9090-9092): one pytest-xdist worker runs every such
 # test (tests/conftest.py), or two clusters race for the ports and a command finds the other.
@@ -114,18 +113,6 @@ class Shell:
         return f"{len(out.splitlines())}\n" if count else out
 
 
-@pytest.fixture
-def _restore_logging() -> Iterator[None]:
-    """``kraft.cli.main`` configures structlog to write to the stderr of the moment: leave it
-    as it was (a stream pytest closes after the test must not stay configured)."""
-    configured, saved = structlog.is_configured(), structlog.get_config()
-    yield
-    if configured:
-        structlog.configure(**saved)
-    else:
-        structlog.reset_defaults()
-
-
 def run_walk_through(
     section: str,
     data_dir: Path,
@@ -161,7 +148,6 @@ def _output_of(outputs: dict[str, str], command: str) -> str:
 
 @pytest.mark.process
 @pytest.mark.timeout(240)
-@pytest.mark.usefixtures("_restore_logging")
 def test_readme_security_walk_through_runs_on_a_tls_cluster_with_the_authorizer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,7 +161,6 @@ def test_readme_security_walk_through_runs_on_a_tls_cluster_with_the_authorizer(
 
 @pytest.mark.process
 @pytest.mark.timeout(300)
-@pytest.mark.usefixtures("_restore_logging")
 def test_readme_cli_walk_through_runs_as_admin_on_a_tls_cluster_with_the_authorizer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -89,7 +89,6 @@ def _kraft(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
     return code, out.out, out.err
 
 
-@pytest.mark.usefixtures("_restore_logging")
 def test_cluster_up_authorizer_without_tls_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -125,7 +124,6 @@ def test_the_detached_supervisor_gets_the_authorizer_and_the_client_names() -> N
     assert argv[argv.index("--tls-clients") + 1] == "alice,bob"
 
 
-@pytest.mark.usefixtures("_restore_logging")
 def test_cluster_env_exports_admin_by_default_and_a_named_client_on_request(
     cluster: LocalCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
