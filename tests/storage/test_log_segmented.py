@@ -84,6 +84,66 @@ def test_append_rejects_an_append_larger_than_a_segment(tmp_path: Path) -> None:
         log.append(make_batch(1, 200) * 3)
 
 
+def _damaged(batch: bytes, position: int, xor: int) -> bytes:
+    out = bytearray(batch)
+    out[position] ^= xor
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("damage", "error"),
+    [
+        (lambda b: _damaged(b, -1, 0xFF), CorruptRecordError),  # last record byte: CRC fails
+        (lambda b: _damaged(b, 25, 0x01), CorruptRecordError),  # the attributes: CRC fails
+        (lambda b: _damaged(b, 20, 0x01), CorruptRecordError),  # the CRC field itself
+        (lambda b: _damaged(b, 16, 0x03), CorruptRecordError),  # magic 2 -> 1
+        (lambda b: _damaged(b, 23, 0x80), CorruptRecordError),  # last offset delta < 0
+        (lambda b: b[:-1], CorruptRecordError),  # length field past the end
+        (lambda b: b + b"\0", CorruptRecordError),  # a trailing byte no batch holds
+    ],
+    ids=["record", "attributes", "crc", "magic", "offset-delta", "truncated", "trailing-byte"],
+)
+def test_a_lone_damaged_batch_is_refused_and_nothing_is_written(
+    tmp_path: Path, damage: Callable[[bytes], bytes], error: type[Exception]
+) -> None:
+    """One batch per call takes the append's one-batch path (`checked_single_batch`; a length
+    field that does not span the call sends it to the multi-batch path): it must refuse what
+    the multi-batch path refuses, before a byte reaches the file."""
+    log = LogBuilder(tmp_path).with_batches(1, records=2).build()
+    size = log.segments[0].size_bytes
+    with pytest.raises(error):
+        log.append(damage(make_batch(3, 50)))
+    assert log.log_end_offset == 2 and log.segments[0].size_bytes == size
+    assert log.append(make_batch(1)) == 2
+
+
+@pytest.mark.parametrize("leader_epoch", [None, 4])
+def test_one_batch_appends_write_the_bytes_a_multi_batch_append_writes(
+    tmp_path: Path, leader_epoch: int | None
+) -> None:
+    """The one-batch path writes a new head (base offset, leader epoch) before the rest of
+    the batch: the file must hold the same bytes, and the epoch cache the same entries, as
+    when the batches come in one call (which rewrites a copy of the whole)."""
+    batches = [
+        make_batch(3, base_offset=999, epoch=2, timestamp_ms=5),
+        make_batch(1, base_offset=0, epoch=3, timestamp_ms=9),
+        make_batch(2, base_offset=7, epoch=3, timestamp_ms=7),
+    ]
+    one_by_one = LogBuilder(tmp_path / "single").build()
+    for batch in batches:
+        one_by_one.append(batch, leader_epoch=leader_epoch)
+    together = LogBuilder(tmp_path / "many").build()
+    together.append(b"".join(batches), leader_epoch=leader_epoch)
+    name = segment_file_name(0)
+    assert (tmp_path / "single" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
+    assert [h.base_offset for h, _ in read_all(one_by_one)] == [0, 3, 4]
+    assert [h.partition_leader_epoch for h, _ in read_all(one_by_one)] == (
+        [2, 3, 3] if leader_epoch is None else [4, 4, 4]
+    )
+    assert one_by_one.leader_epoch_cache.entries == together.leader_epoch_cache.entries
+    assert one_by_one.read(0, 1 << 20) == together.read(0, 1 << 20)
+
+
 def test_leader_append_stamps_the_leader_epoch_and_records_its_start(tmp_path: Path) -> None:
     log = LogBuilder(tmp_path).build()
     log.append(make_batch(2), leader_epoch=3)
