@@ -73,6 +73,12 @@ def retry_retriable(attempt: Callable[[], R], *, timeout_s: float, wait: Wait | 
                 message, leader_id=e.leader_id, leader_address=e.leader_address
             ) from None
         raise error_for(e.code, message) from None
+    finally:
+        # tenacity keeps the last round's actions, bound methods of ``retrying``, in
+        # ``retrying``'s own state: a cycle only the collector frees. A broker calls this for
+        # every heartbeat (2 a second), and a server collects its oldest generation rarely
+        # (kraft.gc_tuning), so thousands of them piled up between collections.
+        retrying.iter_state.reset()
 
 
 __all__ = ["StopRetrying", "Wait", "retry_retriable"]

@@ -16,6 +16,7 @@ when the shard is unloaded.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import final
 
@@ -30,6 +31,7 @@ from replication.group.classic import (
     Reply,
     is_classic_record,
 )
+from replication.group.state import Group as ConsumerGroup
 from replication.group.txn_offsets import PendingTxnOffsets, is_pending_record
 from replication.group.types import Record
 from replication.group.types import Result as GroupResult
@@ -41,8 +43,13 @@ class GroupShard:
     """The KIP-848 and classic groups of one offsets partition (see the module docstring)."""
 
     def __init__(self, config: GroupConfig, classic_config: ClassicGroupConfig) -> None:
+        # Each machine asks the other (a classic group id taken by a consumer group; a classic
+        # group's offset expiry): the classic one asks through a weak reference, so a shard
+        # dropped when its leadership moves is freed at once, not by the collector's rare
+        # full collections (a broker drops and loads hundreds of them while leaders move).
+        shard = weakref.ref(self)
         self.classic = ClassicGroupManager(
-            classic_config, consumer_groups=lambda gid: self.kip848.groups().get(gid)
+            classic_config, consumer_groups=lambda gid: _consumer_group(shard, gid)
         )
         self.kip848 = GroupCoordinator(config, offset_expiry=self.classic.offset_expiry)
         self._check_interval_ms = config.offsets_retention_check_interval_ms
@@ -173,3 +180,8 @@ class GroupShard:
 
 
 __all__ = ["GroupShard"]
+
+
+def _consumer_group(shard: weakref.ref[GroupShard], group_id: str) -> ConsumerGroup | None:
+    alive = shard()  # None only once the shard is gone, and its classic groups with it
+    return None if alive is None else alive.kip848.groups().get(group_id)
