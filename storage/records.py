@@ -199,6 +199,8 @@ def _encode_unsigned(n: int) -> bytes:
 
 
 _SMALL_VARINTS: list[bytes] = [_encode_unsigned(z) for z in range(_SMALL)]
+_ZIGZAG: list[int] = [(z >> 1) ^ -(z & 1) for z in range(_SMALL)]
+"""The value of each one- and two-byte varint's 14 bits: a list index beats the arithmetic."""
 
 
 def encode_unsigned_varint(n: int) -> bytes:
@@ -489,15 +491,14 @@ def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[R
     fixed_ts = header.max_timestamp_ms if header.attributes & _TIMESTAMP_TYPE_BIT else None
     out: list[RecordTuple] = []
     append = out.append
-    varint = decode_varint
+    varint, zigzag = decode_varint, _ZIGZAG
     try:
         for _ in range(header.record_count):
             b = data[p]
             if b < 0x80:
-                length, p = (b >> 1) ^ -(b & 1), p + 1
+                length, p = zigzag[b], p + 1
             elif (b2 := data[p + 1]) < 0x80:
-                z = (b & 0x7F) | (b2 << 7)
-                length, p = (z >> 1) ^ -(z & 1), p + 2
+                length, p = zigzag[(b & 0x7F) | (b2 << 7)], p + 2
             else:
                 length, p = varint(data, p)
             end = p + length
@@ -505,15 +506,14 @@ def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[R
                 raise CorruptRecordError("record extends past its batch")
             b = data[p + 1]  # after the attributes
             if b < 0x80:
-                ts_delta, p = (b >> 1) ^ -(b & 1), p + 2
+                ts_delta, p = zigzag[b], p + 2
             else:
                 ts_delta, p = varint(data, p + 1)
             b = data[p]
             if b < 0x80:
-                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+                offset_delta, p = zigzag[b], p + 1
             elif (b2 := data[p + 1]) < 0x80:
-                z = (b & 0x7F) | (b2 << 7)
-                offset_delta, p = (z >> 1) ^ -(z & 1), p + 2
+                offset_delta, p = zigzag[(b & 0x7F) | (b2 << 7)], p + 2
             else:
                 offset_delta, p = varint(data, p)
             b = data[p]
@@ -521,10 +521,9 @@ def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[R
                 key, p = None, p + 1
             else:
                 if b < 0x80:
-                    n, p = (b >> 1) ^ -(b & 1), p + 1
+                    n, p = zigzag[b], p + 1
                 elif (b2 := data[p + 1]) < 0x80:
-                    z = (b & 0x7F) | (b2 << 7)
-                    n, p = (z >> 1) ^ -(z & 1), p + 2
+                    n, p = zigzag[(b & 0x7F) | (b2 << 7)], p + 2
                 else:
                     n, p = varint(data, p)
                 if n < 0:
@@ -536,10 +535,9 @@ def record_tuples(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[R
                     p += n
             b = data[p]
             if b < 0x80:
-                n, p = (b >> 1) ^ -(b & 1), p + 1
+                n, p = zigzag[b], p + 1
             elif (b2 := data[p + 1]) < 0x80:
-                z = (b & 0x7F) | (b2 << 7)
-                n, p = (z >> 1) ^ -(z & 1), p + 2
+                n, p = zigzag[(b & 0x7F) | (b2 << 7)], p + 2
             else:
                 n, p = varint(data, p)
             if n < 0:
@@ -609,11 +607,10 @@ def record_values(batch: bytes | bytearray | memoryview) -> list[bytes | None]:
 def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
     b = data[pos]
     if b < 0x80:  # one byte: the common case, decoded inline
-        return (b >> 1) ^ -(b & 1), pos + 1
+        return _ZIGZAG[b], pos + 1
     b2 = data[pos + 1]
     if b2 < 0x80:  # two bytes: 64..8191, as a 100-byte record's length and value length
-        z = (b & 0x7F) | (b2 << 7)
-        return (z >> 1) ^ -(z & 1), pos + 2
+        return _ZIGZAG[(b & 0x7F) | (b2 << 7)], pos + 2
     return decode_varint(data, pos)
 
 

@@ -411,13 +411,12 @@ class Consumer:
         positions = self._positions
         for tp in list(self._buffer):
             fetched = self._buffer[tp]
-            records = fetched.records(positions[tp] or 0)
-            while records and budget > 0:
-                record = records.popleft()
-                out.append(record)
-                positions[tp] = record.offset + 1
-                budget -= 1
-            if not records:
+            records = fetched.take(positions[tp] or 0, budget)  # a slice: no per-record step
+            if records:
+                out += records
+                positions[tp] = records[-1].offset + 1
+                budget -= len(records)
+            if not fetched.left():
                 self._drained(tp, fetched)
             if budget == 0:
                 break
