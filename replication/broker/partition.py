@@ -54,7 +54,7 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import NodeId, TopicPartition
-from replication.broker.change_event import ChangeEvent
+from replication.broker.change_event import ChangeEvent, wait_any
 from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import QuorumHost
@@ -644,9 +644,7 @@ class PartitionReplica(NoDriverEvents):
             if request is None:
                 deadline = driver.next_deadline_ms()
                 delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
-                changed = self._changed
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), delay_s)
+                await wait_any((self._changed,), delay_s)  # NB: no task per wait (wait_for's)
                 continue
             response = await self._fetch_from_leader(request)
             # NB: a newer follower role has no fetch in flight: the driver drops this answer.
