@@ -95,6 +95,13 @@ class ServedReplica(Protocol):
         self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None = None
     ) -> ProduceCompletion: ...
 
+    def produce_now(
+        self, acks: int, timeout_ms: int, records: bytes
+    ) -> asyncio.Future[ProduceCompletion] | None:
+        """`produce` appended before it returns when the batch's sequence turn has come (the
+        future completes it); None: call `produce`."""
+        ...
+
     def handle_follower_fetch(
         self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]: ...

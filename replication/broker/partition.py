@@ -54,13 +54,13 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import NodeId, TopicPartition
-from replication.broker.change_event import ChangeEvent
+from replication.broker.change_event import ChangeEvent, wait_any
 from replication.broker.fetcher import follower_response
 from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.quorum_state import FileQuorumStateStore
 from replication.broker.replica_metrics import ReplicaMetrics
-from replication.broker.sequence_turn import await_sequence_turn
+from replication.broker.sequence_turn import await_sequence_turn, sequence_turn_now
 from replication.broker.stable_reads import last_stable_offset
 from replication.core import (
     AlterPartitionSend,
@@ -158,7 +158,8 @@ class PartitionReplica(NoDriverEvents):
         self._on_offline = on_offline
         self._on_input = on_input
         self._changed = ChangeEvent()
-        self._waiting: dict[int, asyncio.Future[ProduceCompletion]] = {}
+        self._waiting: dict[int, tuple[asyncio.Future[ProduceCompletion], bytes]] = {}
+        """Produce requests waiting for their completion, with their records (the metrics)."""
         self._next_request_id = 1
         self._fetcher: asyncio.Task[None] | None = None
         self._logger = _log.bind(topic_partition=str(topic_partition), node_id=local_id)
@@ -330,9 +331,11 @@ class PartitionReplica(NoDriverEvents):
     # --- the driver's events ------------------------------------------------------------------
 
     def produce_completed(self, completion: ProduceCompletion) -> None:
-        future = self._waiting.pop(completion.request_id, None)
-        if future is not None and not future.done():
-            future.set_result(completion)
+        waiting = self._waiting.pop(completion.request_id, None)
+        if waiting is not None and not waiting[0].done():
+            if completion.error_code is ErrorCode.NONE:
+                self._metrics.produced(waiting[1])
+            waiting[0].set_result(completion)
 
     def send_alter_partition(self, generation: int, send: AlterPartitionSend) -> None:
         self._send_alter_partition(self, send)
@@ -367,7 +370,7 @@ class PartitionReplica(NoDriverEvents):
         return self.driver.go_offline(error)
 
     def _answer_waiting(self, completion: ProduceCompletion) -> None:
-        for future in self._waiting.values():
+        for future, _ in self._waiting.values():
             if not future.done():
                 future.set_result(completion)
         self._waiting.clear()
@@ -460,21 +463,37 @@ class PartitionReplica(NoDriverEvents):
             return ProduceCompletion(
                 request_id=-1, error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
             )
+        return await self._append_produced(acks, timeout_ms, records, admit)
+
+    def produce_now(
+        self, acks: int, timeout_ms: int, records: bytes
+    ) -> asyncio.Future[ProduceCompletion] | None:
+        """`produce` for a batch whose producer's sequence turn has come: appended before this
+        returns, the future completes it (no task is needed to run it beside a Produce's other
+        partitions). None: the batch is ahead of its sequence; `produce` holds it."""
+        if not sequence_turn_now(self, records):
+            return None
+        return self._append_produced(acks, timeout_ms, records, None)
+
+    def _append_produced(
+        self, acks: int, timeout_ms: int, records: bytes, admit: Admit | None
+    ) -> asyncio.Future[ProduceCompletion]:
+        future: asyncio.Future[ProduceCompletion] = asyncio.get_running_loop().create_future()
         if not self.driver.is_leader:
-            return ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            future.set_result(
+                ProduceCompletion(request_id=-1, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            )
+            return future
         if admit is not None and (refused := admit()) is not ErrorCode.NONE:
-            return ProduceCompletion(request_id=-1, error_code=refused)
+            future.set_result(ProduceCompletion(request_id=-1, error_code=refused))
+            return future
         request_id = self._next_request_id
         self._next_request_id += 1
-        future: asyncio.Future[ProduceCompletion] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = future
+        self._waiting[request_id] = (future, records)
         self.driver.produce(request_id, acks, timeout_ms, records, clock_ms())
         self._raft_wake.set()  # quorum mode: a linger or a produce timeout to wait for
         self._input()
-        completion = await future
-        if completion.error_code is ErrorCode.NONE:
-            self._metrics.produced(records)
-        return completion
+        return future
 
     def handle_follower_fetch(
         self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
@@ -644,9 +663,7 @@ class PartitionReplica(NoDriverEvents):
             if request is None:
                 deadline = driver.next_deadline_ms()
                 delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
-                changed = self._changed
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), delay_s)
+                await wait_any((self._changed,), delay_s)  # NB: no task per wait (wait_for's)
                 continue
             response = await self._fetch_from_leader(request)
             # NB: a newer follower role has no fetch in flight: the driver drops this answer.

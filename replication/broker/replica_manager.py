@@ -30,6 +30,7 @@ from kraft.metadata.changes import changed_partitions
 from kraft.metadata.image import PartitionRegistration, TopicImage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
+from replication.broker.change_event import ChangeEvent
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
@@ -150,7 +151,7 @@ class ReplicaManager:
         """Partitions the next pass visits even if unchanged: left unopened or unapplied by
         the last (`MAX_REPLICA_OPENS_PER_RECONCILE`, the time budgets), or reopened by the
         offline probe."""
-        self._tick_wake = asyncio.Event()
+        self._tick_wake = ChangeEvent()
         self._touched: set[PartitionReplica] = set()
         """Replicas that had an input since the tick task last read their deadline."""
         self._probe_wake = asyncio.Event()
@@ -165,7 +166,7 @@ class ReplicaManager:
         return self._image()
 
     @property
-    def tick_wake(self) -> asyncio.Event:
+    def tick_wake(self) -> ChangeEvent:
         """Set by every replica input and pass: the tick task reads deadlines again."""
         return self._tick_wake
 

@@ -56,12 +56,9 @@ async def await_sequence_turn(replica: Leader, records: bytes, timeout_ms: int) 
     """Hold ``records`` (one partition's batch of a Produce to ``replica``, the leader) while it
     is ahead of its producer's sequence, at most `SEQUENCE_REORDER_WAIT_MS` (and
     ``timeout_ms``); False if it must be refused OUT_OF_ORDER_SEQUENCE_NUMBER."""
-    try:
-        header = read_header(records)
-    except KraftError:
-        return True  # the core answers CORRUPT_MESSAGE
-    if header.producer_id < 0 or header.is_control or header.base_sequence < 0:
+    if sequence_turn_now(replica, records):
         return True
+    header = read_header(records)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(SEQUENCE_REORDER_WAIT_MS, max(timeout_ms, 0)) / 1000
     while replica.driver.is_leader and _ahead_of_sequence(replica, header):
@@ -82,6 +79,18 @@ async def await_sequence_turn(replica: Leader, records: bytes, timeout_ms: int) 
     return True
 
 
+def sequence_turn_now(replica: Leader, records: bytes) -> bool:
+    """Whether `await_sequence_turn` lets ``records`` through at once: not an idempotent
+    batch, not ahead of its producer's sequence, or ``replica`` no longer leads."""
+    try:
+        header = read_header(records)
+    except KraftError:
+        return True  # the core answers CORRUPT_MESSAGE
+    if header.producer_id < 0 or header.is_control or header.base_sequence < 0:
+        return True
+    return not (replica.driver.is_leader and _ahead_of_sequence(replica, header))
+
+
 def _ahead_of_sequence(replica: Leader, header: BatchHeader) -> bool:
     entry = replica.producer_state.entry(header.producer_id)
     first = header.base_sequence
@@ -92,4 +101,4 @@ def _ahead_of_sequence(replica: Leader, header: BatchHeader) -> bool:
     return first > entry.last_sequence + 1
 
 
-__all__ = ["SEQUENCE_REORDER_WAIT_MS", "await_sequence_turn"]
+__all__ = ["SEQUENCE_REORDER_WAIT_MS", "await_sequence_turn", "sequence_turn_now"]

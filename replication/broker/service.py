@@ -31,6 +31,7 @@ from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.change_event import wait_any
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.produce_together import produce_together
 from replication.broker.producer_ids import ProducerIds
 from replication.broker.read_replica import (
     ClientMetadata,
@@ -223,15 +224,25 @@ class BrokerService:
             done = await target.produce(request.acks, request.timeout_ms, records, admit)
             return self.produce_answered(tp, target, done)
 
+        def now(tp: TopicPartition) -> asyncio.Future[ProduceCompletion] | None:
+            target, records = targets[tp]
+            if isinstance(target, ProducePartitionResponse) or tp in gates:
+                return None
+            return target.produce_now(request.acks, request.timeout_ms, records)
+
+        def answered(tp: TopicPartition, done: ProduceCompletion) -> ProducePartitionResponse:
+            target = targets[tp][0]
+            assert not isinstance(target, ProducePartitionResponse)
+            return self.produce_answered(tp, target, done)
+
         topics = []
         for topic in request.topic_data:
             data = topic.partition_data
             if len(data) == 1:  # the common case (librdkafka): no task and gather for one
                 answers = [await one(TopicPartition(topic.name, data[0].index))]
             else:
-                answers = await asyncio.gather(
-                    *(one(TopicPartition(topic.name, p.index)) for p in data)
-                )
+                tps = [TopicPartition(topic.name, p.index) for p in data]
+                answers = await produce_together(tps, now, one, answered)
             topics.append(ProduceTopicResponse(name=topic.name, partition_responses=tuple(answers)))
         return ProduceResponse(responses=tuple(topics))
 

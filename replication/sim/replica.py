@@ -125,6 +125,13 @@ class SimReplica(NoDriverEvents):
             "the simulator's broker produces through BrokerService.produce_to (no event loop)"
         )
 
+    def produce_now(
+        self, acks: int, timeout_ms: int, records: bytes
+    ) -> asyncio.Future[ProduceCompletion] | None:
+        raise InvariantViolation(
+            "the simulator's broker produces through BrokerService.produce_to (no event loop)"
+        )
+
     def produce_completed(self, completion: ProduceCompletion) -> None:
         self.broker.requests.answer_produce(completion)
 

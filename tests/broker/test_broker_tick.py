@@ -142,6 +142,30 @@ def test_an_idle_broker_does_not_tick_its_replicas_periodically(tmp_path: Path) 
     asyncio.run(run())
 
 
+def test_a_sleeping_tick_task_waits_without_a_task_of_its_own(tmp_path: Path) -> None:
+    """Inputs wake the tick task up to every ``MIN_TICK_INTERVAL_MS`` while records flow; its
+    wait is a future and a timer (`wait_any`), not ``wait_for(event.wait())``, which started a
+    task per pass (a loop callback more each). A produce still wakes it at once."""
+
+    async def run() -> None:
+        async with _ticking_broker(tmp_path) as b:
+            replica = b.replicas[TOPIC]
+
+            def far() -> bool:  # once the tick a new leader asks for has run
+                deadline = replica.next_deadline_ms()
+                return deadline is not None and deadline > clock_ms() + 10_000
+
+            await _until(far, timeout_s=20)
+            waits = [
+                t for t in asyncio.all_tasks() if t.get_coro().__qualname__.endswith("Event.wait")
+            ]
+            assert waits == []
+            done = await asyncio.wait_for(replica.produce(-1, 300, batch(b"x")), timeout=30)
+            assert done.error_code is ErrorCode.REQUEST_TIMED_OUT
+
+    asyncio.run(run())
+
+
 def test_an_idle_log_is_flushed_by_the_tick_at_its_flush_ms_deadline(tmp_path: Path) -> None:
     async def run() -> None:
         async with _ticking_broker(tmp_path, **{"flush.ms": "300"}) as b:

@@ -205,3 +205,37 @@ def test_a_new_producers_batch_whose_predecessor_never_came_is_refused_not_taken
             pair.close()
 
     asyncio.run(run())
+
+
+def test_produce_now_appends_before_it_returns_unless_the_batch_is_ahead_of_its_sequence(
+    tmp_path: Path,
+) -> None:
+    """`produce_now` lets a Produce's partitions be appended one after the other without a
+    task each: the append is done when it returns; a batch ahead of its producer's sequence
+    is not appended (None: `produce` holds it for its predecessor)."""
+
+    async def run() -> None:
+        pair = Pair(tmp_path)
+        pair.leader.apply_registration(
+            PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
+            BROKERS,
+            ReplicationConfig(),
+        )
+        try:
+            ahead = batch(b"b", producer_id=7, producer_epoch=0, base_sequence=5, count=5)
+            assert pair.leader.produce_now(1, 5_000, ahead) is None
+            assert pair.leader.log.log_end_offset == 0
+            first = batch(b"a", producer_id=7, producer_epoch=0, base_sequence=0, count=5)
+            started = pair.leader.produce_now(1, 5_000, first)
+            assert started is not None
+            assert pair.leader.log.log_end_offset == 5  # appended already
+            done = await asyncio.wait_for(started, timeout=5)
+            assert (done.error_code, done.base_offset) == (ErrorCode.NONE, 0)
+            started = pair.leader.produce_now(1, 5_000, ahead)  # its turn now
+            assert started is not None
+            done = await asyncio.wait_for(started, timeout=5)
+            assert (done.error_code, done.base_offset) == (ErrorCode.NONE, 5)
+        finally:
+            pair.close()
+
+    asyncio.run(run())
