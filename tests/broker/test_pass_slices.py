@@ -1,20 +1,31 @@
-"""The broker's periodic passes over its replicas (retention, producer-id expiration, the log
-cleaner's plans) yield the event loop between slices (`replication.broker.loop_slice`): a
-pass over 1,000 replicas takes many loop callbacks, each visiting at most
-`PASS_SLICE_STEPS` replicas, so follower fetches and produces are served through it."""
+"""The broker's passes over many replicas (retention, producer-id expiration, the log cleaner's
+plans, a fetch of many partitions) yield the event loop between slices
+(`replication.broker.loop_slice`): a pass over 1,000 replicas takes many loop callbacks, each
+visiting at most `PASS_SLICE_STEPS` replicas, so follower fetches and produces are served
+through it."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import time
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
+from kraft.types import TopicPartition
 from replication.broker.cleaner import LogCleaner
 from replication.broker.loop_slice import PASS_SLICE_STEPS, LoopSlice, sum_in_slices
 from replication.broker.retention import expiration_pass, retention_pass
+from replication.broker.service import BrokerService
+from replication.messages import (
+    BrokerFetchRequest,
+    BrokerFetchResponse,
+    FetchPartition,
+    FetchPartitionData,
+    FetchTopic,
+)
 
 REPLICAS = 1000
 
@@ -137,3 +148,27 @@ def test_a_slice_ends_at_its_steps_or_its_time() -> None:
     now[0] = 1.5
     assert cut.over()
     assert asyncio.run(sum_in_slices([1, 2, 3], lambda x: x * 2, LoopSlice(most=1))) == 12
+
+
+def test_a_fetch_of_1000_partitions_yields_the_loop_between_slices_of_them() -> None:
+    visits: list[tuple[int, int]] = []
+
+    async def main() -> tuple[BrokerFetchResponse, int]:
+        with _Turns() as turns:
+            service = BrokerService(cast(Any, SimpleNamespace(replicas={}, stopping=False)))
+
+            def read(tp: TopicPartition, p: FetchPartition, *_: object) -> FetchPartitionData:
+                visits.append((p.partition, turns.now))
+                return FetchPartitionData(partition_index=p.partition, records=b"x")
+
+            service._consumer_fetch = read  # type: ignore[method-assign,assignment]
+            partitions = tuple(FetchPartition(partition=i, fetch_offset=0) for i in range(REPLICAS))
+            request = BrokerFetchRequest(topics=(FetchTopic(topic="t", partitions=partitions),))
+            response = await service.fetch(request)
+            # the simulator's pass, without a loop, is the same pass in one go
+            return response, len(service.fetch_once(request)[0].responses[0].partitions)
+
+    response, in_one_go = asyncio.run(main())
+    assert [p.partition_index for p in response.responses[0].partitions] == list(range(REPLICAS))
+    assert in_one_go == REPLICAS
+    _assert_sliced(visits[:REPLICAS])
