@@ -22,6 +22,10 @@ CPU time: what the node itself held its loop for, whatever the load). The paused
 pause is not a stall of its loop and is left out (its wake-ups at least 80% of the pause
 late).
 
+``--broker-config log.cleaner.backoff.ms=1000 --broker-config
+log.retention.check.interval.ms=1000`` runs the brokers' periodic passes over their replicas
+(the log cleaner's, retention's) inside every phase.
+
     kraft bench metadata-delta --partitions 1000 --json
 """
 
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kraft.arguments import ArgumentParser, positive_int, positive_seconds
+from kraft.bench.failover import key_value
 from kraft.bench.metadata import _log_events, _opened, _wait, _wall, print_result
 from kraft.cluster import LocalCluster
 from kraft.controller.client import ControllerClient
@@ -78,16 +83,22 @@ def _stalls(
 
 
 def measure(
-    result: dict[str, Any], *, partitions: int, stall_ms: int, settle_s: float, timeout_s: float
+    result: dict[str, Any],
+    *,
+    partitions: int,
+    stall_ms: int,
+    settle_s: float,
+    timeout_s: float,
+    broker_config: dict[str, str] | None = None,
 ) -> None:
     """Run the phases of the module docstring into ``result`` (a failed phase leaves the
-    earlier ones)."""
+    earlier ones); ``broker_config``: extra broker properties."""
     watch = {"event.loop.stall.warn.ms": str(stall_ms)}
     os.environ[SLOW_CALLBACK_ENV] = str(stall_ms)  # the nodes inherit it
     with LocalCluster(
         controllers=3,
         brokers=3,
-        broker_config=watch,
+        broker_config={**(broker_config or {}), **watch},
         controller_config={**watch, "leader.imbalance.check.interval.seconds": "1"},
     ) as cluster:
         cluster.wait_until_healthy(timeout=120)
@@ -182,6 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         "--settle", type=positive_seconds, default=3.0, help="watched after each phase (3 s)"
     )
     parser.add_argument("--timeout", type=positive_seconds, default=180.0, help="per phase")
+    parser.add_argument(
+        "--broker-config",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker property, e.g. log.cleaner.backoff.ms=1000 to run the periodic "
+        "passes inside every phase (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"partitions": args.partitions, "load_average": [os.getloadavg()[0]]}
@@ -192,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             stall_ms=args.stall_ms,
             settle_s=args.settle,
             timeout_s=args.timeout,
+            broker_config=dict(args.broker_config),
         )
     except (KraftError, TimeoutError) as e:
         result["error"] = str(e)[:300]

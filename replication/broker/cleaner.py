@@ -26,6 +26,7 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 from kraft.types import TopicPartition
+from replication.broker.loop_slice import LoopSlice
 from storage.errors import KraftError
 from storage.log_cleaner import CleanJob, CleanOutput, discard_clean, run_clean
 
@@ -85,38 +86,60 @@ class LogCleaner:
             self.close()
 
     async def clean_once(self, replicas: Iterable[CompactedReplica], now_ms: int) -> int:
-        """One pass over each replica, up to ``threads`` at once; the records removed. A
-        failing replica is logged and skipped, so one bad disk does not stop the others."""
-        counts = await asyncio.gather(*(self._clean(r, now_ms) for r in replicas))
-        return sum(counts)
-
-    async def _clean(self, replica: CompactedReplica, now_ms: int) -> int:
-        async with self._slots:
-            try:
-                job = replica.prepare_compaction(now_ms, self.offset_map_bytes)
+        """One pass over each replica in order, up to ``threads`` in the workers at once; the
+        records removed. The plans run on the loop in slices (`LoopSlice`: a replica with
+        nothing to clean costs only its plan, and no task), so a pass over thousands of
+        replicas does not hold it. A failing replica is logged and skipped, so one bad disk
+        does not stop the others."""
+        running: list[asyncio.Task[int]] = []
+        cut = LoopSlice()
+        try:
+            for replica in replicas:
+                await cut.turn()
+                await self._slots.acquire()
+                job = self._plan(replica, now_ms)
                 if job is None:
-                    return 0
-                output: CleanOutput | Exception
-                work = self._executor.submit(self._run, job)
-                try:
-                    output = await asyncio.wrap_future(work)
-                except (OSError, KraftError) as e:
-                    output = e
-                except asyncio.CancelledError:
-                    work.add_done_callback(_discard_if_done)  # the broker is stopping
-                    raise
-                return replica.finish_compaction(job, output)
-            except (KraftError, OSError) as e:
-                _log.error(
-                    "compaction_failed",
-                    topic_partition=str(replica.topic_partition),
-                    error=repr(e),
-                )
-                return 0
+                    self._slots.release()
+                    continue
+                running.append(asyncio.create_task(self._clean(replica, job)))
+            return sum(await asyncio.gather(*running))
+        finally:
+            for task in running:
+                task.cancel()  # NB: a no-op once done; else the broker is stopping
+
+    def _plan(self, replica: CompactedReplica, now_ms: int) -> CleanJob | None:
+        try:
+            return replica.prepare_compaction(now_ms, self.offset_map_bytes)
+        except (KraftError, OSError) as e:
+            _failed(replica, e)
+            return None
+
+    async def _clean(self, replica: CompactedReplica, job: CleanJob) -> int:
+        """Run ``job`` in a worker and swap it in; holds a slot taken by `clean_once`."""
+        try:
+            output: CleanOutput | Exception
+            work = self._executor.submit(self._run, job)
+            try:
+                output = await asyncio.wrap_future(work)
+            except (OSError, KraftError) as e:
+                output = e
+            except asyncio.CancelledError:
+                work.add_done_callback(_discard_if_done)  # the broker is stopping
+                raise
+            return replica.finish_compaction(job, output)
+        except (KraftError, OSError) as e:
+            _failed(replica, e)
+            return 0
+        finally:
+            self._slots.release()
 
     def close(self) -> None:
         """Stop taking work; a pass in a worker finishes there and its files are deleted."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _failed(replica: CompactedReplica, error: Exception) -> None:
+    _log.error("compaction_failed", topic_partition=str(replica.topic_partition), error=repr(error))
 
 
 def _discard_if_done(work: concurrent.futures.Future[CleanOutput]) -> None:

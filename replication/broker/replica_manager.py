@@ -32,6 +32,7 @@ from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.change_event import ChangeEvent
 from replication.broker.config import BrokerNodeConfig
+from replication.broker.loop_slice import LoopSlice
 from replication.broker.offline import OfflineReplicas
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
@@ -388,11 +389,12 @@ class ReplicaManager:
 
     def _retire(self) -> None:
         """Retire removed replicas until `RETIRE_BUDGET_S` is spent; the rest next pass."""
-        until = time.monotonic() + RETIRE_BUDGET_S
+        cut = LoopSlice(RETIRE_BUDGET_S, most=None)
         while self.retiring:
-            if time.monotonic() > until:
+            if cut.over():
                 self.metadata_changed()
                 return
+            cut.took()
             self._finish_retiring(next(iter(self.retiring)))
 
     def _finish_retiring(self, tp: TopicPartition) -> None:

@@ -13,7 +13,9 @@ anyway (written before that check) is skipped with a warning, not the whole conf
 broker applies a changed config to open logs live (`replication.broker.topic_settings`).
 
 *Cleanup.* Every ``log.retention.check.interval.ms`` (Kafka's default 300000) the broker calls
-`PartitionReplica.apply_retention` on each replica, leader or follower: it deletes whole
+`PartitionReplica.apply_retention` on each replica, leader or follower, yielding the event
+loop between slices of replicas (`retention_pass`, `replication.broker.loop_slice`), so a broker
+of thousands of replicas keeps serving fetches and produces through the pass: it deletes whole
 segments from the front by ``retention.ms`` (the segment's newest record timestamp is older)
 and then by ``retention.bytes`` (while the log stays at least that large without it), never
 the active segment and never a segment holding an offset at or above the replica's high
@@ -36,11 +38,12 @@ is the same pass on the caller's thread (`PartitionReplica.apply_compaction`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import structlog
 
 from replication.broker.config import BROKER_LOG_KEYS
+from replication.broker.loop_slice import sum_in_slices
 from replication.broker.partition import PartitionReplica
 from storage.config import PROPERTY_KEYS, LogConfig
 from storage.errors import KraftError
@@ -73,18 +76,26 @@ def resolve_log_config(
     return config
 
 
+def retain(replica: PartitionReplica, now_ms: int) -> int:
+    """`PartitionReplica.apply_retention` on one replica; the segments deleted. A failing replica
+    is logged and counts 0, so one bad disk does not stop the others."""
+    try:
+        return replica.apply_retention(now_ms)
+    except (KraftError, OSError) as e:
+        _log.error("retention_failed", topic_partition=str(replica.topic_partition), error=repr(e))
+        return 0
+
+
 def apply_retention(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
-    """One cleanup pass; the number of segments deleted. A failing replica is logged and
-    skipped, so one bad disk does not stop the others."""
-    deleted = 0
-    for replica in replicas:
-        try:
-            deleted += replica.apply_retention(now_ms)
-        except (KraftError, OSError) as e:
-            _log.error(
-                "retention_failed", topic_partition=str(replica.topic_partition), error=repr(e)
-            )
-    return deleted
+    """One cleanup pass in one go (`retention_pass` is the broker's, in slices); the number of
+    segments deleted."""
+    return sum(retain(r, now_ms) for r in replicas)
+
+
+async def retention_pass(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
+    """One cleanup pass that yields the event loop between slices of replicas
+    (`replication.broker.loop_slice`); the number of segments deleted."""
+    return await sum_in_slices(replicas, lambda r: retain(r, now_ms))
 
 
 def apply_compaction(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
@@ -107,18 +118,31 @@ def expire_producers(replicas: Iterable[PartitionReplica], now_ms: int, expirati
     return sum(r.producer_state.remove_expired(now_ms, expiration_ms) for r in replicas)
 
 
-async def run_every(interval_ms: int, step: Callable[[], object]) -> None:
-    """Call ``step`` every ``interval_ms`` until cancelled (retention, producer expiration)."""
+async def expiration_pass(
+    replicas: Iterable[PartitionReplica], now_ms: int, expiration_ms: int
+) -> int:
+    """`expire_producers`, yielding the event loop between slices of replicas."""
+    return await sum_in_slices(
+        replicas, lambda r: r.producer_state.remove_expired(now_ms, expiration_ms)
+    )
+
+
+async def run_every(interval_ms: int, step: Callable[[], Awaitable[object]]) -> None:
+    """Run the pass ``step()`` every ``interval_ms`` (from the end of one to the start of the
+    next) until cancelled (retention, producer expiration)."""
     while True:
         await asyncio.sleep(interval_ms / 1000)
-        step()
+        await step()
 
 
 __all__ = [
     "apply_compaction",
     "apply_retention",
+    "expiration_pass",
     "expire_producers",
     "resolve_log_config",
+    "retain",
+    "retention_pass",
     "run_every",
     "topic_keys_of_dynamic_broker_defaults",
 ]

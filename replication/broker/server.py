@@ -76,7 +76,7 @@ from replication.broker.metadata_loader import MetadataLoader
 from replication.broker.partition import PartitionReplica
 from replication.broker.quorum_host import QuorumHost
 from replication.broker.replica_manager import ReplicaManager
-from replication.broker.retention import apply_retention, expire_producers, run_every
+from replication.broker.retention import expiration_pass, retention_pass, run_every
 from replication.broker.service import BrokerService
 from replication.broker.throttle import ThrottleBucket
 from replication.broker.tick import run_tick_loop
@@ -329,14 +329,14 @@ class BrokerServer:
             asyncio.create_task(
                 run_every(
                     self.config.log_retention_check_interval_ms,
-                    lambda: apply_retention(list(replicas.replicas.values()), wall_clock_ms()),
+                    lambda: retention_pass(list(replicas.replicas.values()), wall_clock_ms()),
                 ),
                 name="broker-retention",
             ),
             asyncio.create_task(
                 run_every(
                     self.config.producer_id_expiration_check_interval_ms,
-                    lambda: expire_producers(
+                    lambda: expiration_pass(
                         list(replicas.replicas.values()),
                         wall_clock_ms(),
                         self.config.producer_id_expiration_ms,

@@ -24,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.change_event import wait_any
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.loop_slice import LoopSlice
 from replication.broker.produce_together import produce_together
 from replication.broker.producer_ids import ProducerIds
 from replication.broker.read_replica import (
@@ -271,7 +272,14 @@ class BrokerService:
             )
             if response is None or seen is None or seen != marks or remaining <= 0:
                 marks = seen
-                response, size, errors = self._fetch_once(request, client)
+                # NB: a pass over hundreds of partitions (a follower's fetch) yields the loop
+                # between slices of them, so one fetch does not hold produces and other fetches
+                steps, cut = self._fetch_steps(request, client), LoopSlice()
+                while True:
+                    await cut.turn()
+                    if (answer := next(steps)) is not None:
+                        break
+                response, size, errors = answer
                 if fetch_satisfied(request, response, size, errors):
                     return response
                 remaining = deadline - time.monotonic()
@@ -284,13 +292,17 @@ class BrokerService:
     def fetch_once(self, request: BrokerFetchRequest) -> tuple[BrokerFetchResponse, int, bool]:
         """One pass of a Fetch, without waiting: the response, its record bytes, and whether a
         partition answered an error (what `fetch` repeats until `fetch_satisfied`)."""
-        return self._fetch_once(request)
+        steps = self._fetch_steps(request)
+        while (answer := next(steps)) is None:
+            pass
+        return answer
 
-    def _fetch_once(
+    def _fetch_steps(
         self, request: BrokerFetchRequest, client: ClientMetadata | None = None
-    ) -> tuple[BrokerFetchResponse, int, bool]:
-        """The response, its record bytes, and whether to answer now (an error, or a preferred
-        read replica: Kafka's ``fetchMessages`` answers those at once)."""
+    ) -> Iterator[tuple[BrokerFetchResponse, int, bool] | None]:
+        """One pass of a Fetch, one partition per step (None), then the response, its record
+        bytes, and whether to answer now (an error, or a preferred read replica: Kafka's
+        ``fetchMessages`` answers those at once)."""
         size, errors = 0, False
         remaining_bytes = request.max_bytes
         topics = []
@@ -308,8 +320,9 @@ class BrokerService:
                 errors = errors or data.error_code is not ErrorCode.NONE
                 errors = errors or data.preferred_read_replica >= 0
                 parts.append(data)
+                yield None
             topics.append(FetchTopicResponse(topic=topic.topic, partitions=tuple(parts)))
-        return BrokerFetchResponse(responses=tuple(topics)), size, errors
+        yield BrokerFetchResponse(responses=tuple(topics)), size, errors
 
     def _follower_fetch(
         self, request: BrokerFetchRequest, tp: TopicPartition, p: FetchPartition, max_bytes: int
