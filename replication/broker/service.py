@@ -14,7 +14,7 @@ purgatories).
   ``max_wait_ms`` for ``min_bytes``. KIP-392 (`replication.broker.read_replica`): a leader may
   name a follower in the consumer's rack instead (``preferred_read_replica``), and a follower
   serves consumers up to its own high watermark.
-- ListOffsets: earliest, latest (the high watermark for consumers), or by timestamp.
+- ListOffsets, DescribeLogDirs, DescribeProducers: read-only, in `replication.broker.log_queries`.
 - Metadata: from the broker's metadata image.
 - InitProducerId: ids from a block the controller allocates (AllocateProducerIds, KIP-730).
 """
@@ -22,15 +22,21 @@ purgatories).
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
 from replication.broker.change_event import wait_any
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
+from replication.broker.log_queries import (
+    describe_log_dirs,
+    describe_producers,
+    leading,
+    list_offsets,
+    not_leader_code,
+)
 from replication.broker.loop_slice import LoopSlice
 from replication.broker.produce_together import produce_together
 from replication.broker.producer_ids import ProducerIds
@@ -44,9 +50,6 @@ from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_sta
 from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     BrokerFetchRequest,
     BrokerFetchResponse,
     DescribeLogDirsRequest,
@@ -60,28 +63,21 @@ from replication.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     LeaderIdAndEpoch,
-    ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-    LogDirPartition,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
-    PartitionProducers,
     ProducePartitionResponse,
-    ProducerDescription,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
-    TopicPartitions,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
 from storage.errors import ErrorCode, KraftError
-from storage.records import iter_batches, iter_records
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost, ServedReplica
@@ -138,13 +134,10 @@ class BrokerService:
         )
 
     def _not_leader_code(self, tp: TopicPartition) -> ErrorCode:
-        if self._server.image.partition_by_name(tp) is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return not_leader_code(self._server, tp)
 
     def _leading(self, tp: TopicPartition) -> ServedReplica | None:
-        replica = self._server.replicas.get(tp)
-        return replica if replica is not None and replica.driver.is_leader else None
+        return leading(self._server, tp)
 
     # --- Produce ------------------------------------------------------------------------------
 
@@ -437,128 +430,17 @@ class BrokerService:
     # --- ListOffsets --------------------------------------------------------------------------
 
     async def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        topics = []
-        for topic in request.topics:
-            parts = []
-            for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition_index)
-                replica = self._leading(tp)
-                if replica is None:
-                    parts.append(
-                        ListOffsetsPartitionResponse(
-                            partition_index=p.partition_index, error_code=self._not_leader_code(tp)
-                        )
-                    )
-                    continue
-                leader_epoch = replica.driver.leader_epoch
-                fenced = fence_leader_epoch(p.current_leader_epoch, leader_epoch)
-                if fenced is not None:
-                    parts.append(
-                        ListOffsetsPartitionResponse(
-                            partition_index=p.partition_index, error_code=fenced
-                        )
-                    )
-                    continue
-                log = replica.log
-                timestamp = -1  # Kafka's answer for earliest and latest
-                if p.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-                    offset: int | None = log.log_start_offset
-                elif p.timestamp == LATEST_TIMESTAMP:
-                    offset = (
-                        replica.high_watermark if request.replica_id < 0 else log.log_end_offset
-                    )
-                    if request.isolation_level == READ_COMMITTED and request.replica_id < 0:
-                        offset = last_stable_offset(replica.producer_state, offset)
-                else:
-                    try:
-                        offset = replica.offset_for_timestamp(p.timestamp)
-                        if offset is not None and offset >= replica.high_watermark:
-                            offset = None
-                        if offset is not None:  # the found record's (Kafka's answer)
-                            timestamp = _timestamp_at(log.read(offset, 1), offset)
-                    except KraftError as e:
-                        parts.append(
-                            ListOffsetsPartitionResponse(
-                                partition_index=p.partition_index, error_code=e.code
-                            )
-                        )
-                        continue
-                parts.append(
-                    ListOffsetsPartitionResponse(
-                        partition_index=p.partition_index,
-                        timestamp=timestamp,
-                        offset=-1 if offset is None else offset,
-                        leader_epoch=leader_epoch,
-                    )
-                )
-            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
-        return ListOffsetsResponse(topics=tuple(topics))
+        return list_offsets(self._server, request)
 
     # --- DescribeLogDirs, DescribeProducers ---------------------------------------------------
 
     async def describe_log_dirs(self, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-        """The partitions this broker holds (those asked for) with their sizes, in its one log
-        directory (the data directory every replica's log lives under)."""
-        replicas = self._server.replicas
-        wanted = _selected(request.topics, replicas)
-        held = [(tp, replicas[tp]) for tp in wanted if tp in replicas]
-        directory = next((r.log.directory.parent for _, r in held), None)
-        if directory is None and replicas:
-            directory = next(iter(replicas.values())).log.directory.parent
-        total = usable = -1
-        if directory is not None:
-            try:
-                usage = shutil.disk_usage(directory)
-                total, usable = usage.total, usage.free
-            except OSError:
-                pass
-        return DescribeLogDirsResponse(
-            log_dir="" if directory is None else str(directory),
-            partitions=tuple(
-                LogDirPartition(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    size_bytes=replica.log.size_bytes,
-                    offset_lag=max(0, replica.high_watermark - replica.log.log_end_offset),
-                )
-                for tp, replica in held
-            ),
-            total_bytes=total,
-            usable_bytes=usable,
-        )
+        return describe_log_dirs(self._server, request)
 
     async def describe_producers(
         self, request: DescribeProducersRequest
     ) -> DescribeProducersResponse:
-        """The producers of each partition this broker leads (Kafka's DescribeProducers)."""
-        answers = []
-        for tp in _selected(request.topics, ()):
-            replica = self._leading(tp)
-            if replica is None:
-                answers.append(
-                    PartitionProducers(
-                        topic=tp.topic, partition=tp.partition, error_code=self._not_leader_code(tp)
-                    )
-                )
-                continue
-            entries = replica.producer_state.entries
-            answers.append(
-                PartitionProducers(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    producers=tuple(
-                        ProducerDescription(
-                            producer_id=e.producer_id,
-                            producer_epoch=e.producer_epoch,
-                            last_sequence=e.last_sequence,
-                            last_timestamp_ms=e.batches[-1].timestamp_ms if e.batches else -1,
-                            current_txn_start_offset=e.current_txn_first_offset,
-                        )
-                        for _, e in sorted(entries.items())
-                    ),
-                )
-            )
-        return DescribeProducersResponse(partitions=tuple(answers))
+        return describe_producers(self._server, request)
 
     # --- Metadata -----------------------------------------------------------------------------
 
@@ -670,24 +552,6 @@ def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[objec
             )
         )
     return marks
-
-
-def _selected(
-    topics: Sequence[TopicPartitions] | None, hosted: Iterable[TopicPartition]
-) -> list[TopicPartition]:
-    if topics is None:
-        return sorted(hosted)
-    return [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-
-
-def _timestamp_at(batches: bytes, offset: int) -> int:
-    """The timestamp of the record at ``offset`` in ``batches`` (read from the batch that
-    holds it), or -1 if it is not there."""
-    for pos, header in iter_batches(batches):
-        if header.base_offset <= offset <= header.last_offset:
-            batch = memoryview(batches)[pos : pos + header.size_bytes]
-            return next((r.timestamp_ms for r in iter_records(batch) if r.offset == offset), -1)
-    return -1
 
 
 __all__ = [
