@@ -13,10 +13,12 @@ client's CPU per record 6.87 -> 4.87 µs (its ``send()`` thread 4.37 -> 2.47), t
 
 - `tune_gc`: every kraft process (the CLI and what it runs, the demo, the benches' nodes)
   collects its youngest generation every `THRESHOLDS` allocations instead.
-- `freeze_startup_objects`: a server, once started, moves what it holds (modules, classes,
+- `tune_server_gc`: a server, once started, moves what it holds (modules, classes,
   configuration: a broker's modules alone are about 76,000 objects) out of the collector's
-  sight (``gc.freeze``), so that a full collection walks only what was allocated since; a full
-  collection of those modules took 130-210 ms here at load 20, a stall of the event loop.
+  sight (``gc.freeze``), so that a full collection walks only what was allocated since (a full
+  collection of those modules took 130-210 ms here at load 20, a stall of the event loop), and
+  collects its older generations more often than a client (`SERVER_THRESHOLDS`), so that its
+  memory stays flat for weeks.
 
 A library never changes its host's collector: an application that embeds kraft's clients or a
 `RaftServer` and wants the same can call `tune_gc` once at start-up (docs/clients.md).
@@ -38,11 +40,25 @@ def tune_gc() -> None:
     gc.set_threshold(*THRESHOLDS)
 
 
-def freeze_startup_objects() -> None:
-    """Collect once, then keep every object alive now out of later collections (a server,
-    after its start)."""
+SERVER_THRESHOLDS: Final = (50_000, 5, 2)
+"""A server's: its middle generation every 5 young collections, its oldest every 2 of those.
+
+An object still alive at a young collection (a request in a long poll; gRPC's handler lookup
+of an RPC, a cycle) moves up a generation, and once it dies there only that generation's
+collection frees it. At `THRESHOLDS` a quiet controller reached its oldest collection about
+every quarter of an hour, so such garbage piled up in between, and the heap's peak stayed in
+its resident memory: in a 10-minute netns soak a broker held 9 MiB of it when collected
+(docs/guarantees.md, the soak). A client keeps `THRESHOLDS`: its futures in flight, walked by
+each middle collection, cost it about 6% more CPU per record at these (`kraft bench trees
+-- produce`, one run at load 10)."""
+
+
+def tune_server_gc() -> None:
+    """A server, after its start: `SERVER_THRESHOLDS`, then collect once and keep every object
+    alive now out of later collections."""
+    gc.set_threshold(*SERVER_THRESHOLDS)
     gc.collect()
     gc.freeze()
 
 
-__all__ = ["THRESHOLDS", "freeze_startup_objects", "tune_gc"]
+__all__ = ["SERVER_THRESHOLDS", "THRESHOLDS", "tune_gc", "tune_server_gc"]

@@ -26,7 +26,7 @@ from typing import Any, Final, final
 
 from structlog.typing import FilteringBoundLogger
 
-from kraft.gc_tuning import freeze_startup_objects
+from kraft.gc_tuning import tune_server_gc
 
 EXIT_LOOP_DIED: Final = 1
 """The exit code of a process whose background loop died."""
@@ -106,7 +106,7 @@ async def serve_until_stopped(
     on_signal: Callable[[], Awaitable[None]],
     on_death: Callable[[], Awaitable[None]],
 ) -> int:
-    """Run a server process: ``start`` (then `freeze_startup_objects`), then wait for
+    """Run a server process: ``start`` (then `tune_server_gc`), then wait for
     SIGTERM/SIGINT (``on_signal``, exit 0) or a dead loop (``on_death``, exit `EXIT_LOOP_DIED`,
     within `STOP_TIMEOUT_S`)."""
     loop = asyncio.get_running_loop()
@@ -115,7 +115,7 @@ async def serve_until_stopped(
         loop.add_signal_handler(sig, stop.set)
     try:
         await start()
-        freeze_startup_objects()
+        tune_server_gc()
     except BaseException:
         # Release what the start opened (its servers' ports, their threads) before the error
         # ends the process, so the error, not an unawaited shutdown, is the log's last word.

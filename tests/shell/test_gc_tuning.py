@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 
 import pytest
+import structlog
 
 from kraft.cli import main
-from kraft.gc_tuning import THRESHOLDS
+from kraft.gc_tuning import SERVER_THRESHOLDS, THRESHOLDS
+from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.retry import retry_retriable
 from replication.broker.group_shard import GroupShard
 from replication.group import GroupConfig
@@ -72,3 +77,31 @@ def test_a_retried_call_leaves_no_cycles_behind() -> None:
 def test_a_dropped_group_shard_leaves_no_cycles_behind() -> None:
     # a broker drops and loads one at every leadership move of an offsets partition
     assert _cyclic_garbage_of(lambda: GroupShard(GroupConfig(), ClassicGroupConfig())) == 0
+
+
+def test_a_started_server_collects_its_older_generations_as_a_server() -> None:
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    async def start() -> None:
+        pass
+
+    async def on_signal() -> None:
+        pass
+
+    async def main() -> int:
+        async def stop_soon() -> None:
+            seen.append((gc.get_threshold(), gc.get_freeze_count()))
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(stop_soon()))
+        return await serve_until_stopped(
+            LoopSupervisor(structlog.get_logger("test")),
+            start=start,
+            on_signal=on_signal,
+            on_death=on_signal,
+        )
+
+    assert asyncio.run(main()) == 0
+    [(thresholds, frozen)] = seen
+    assert thresholds == SERVER_THRESHOLDS != THRESHOLDS
+    assert frozen > 0  # what the process held once started is out of later collections
