@@ -15,7 +15,7 @@ import pytest
 
 from replication.broker.api import RequestContext
 from replication.broker.kafka import frame_writer
-from replication.broker.kafka.frame_writer import coalesce, split_at, unsent, write_frames
+from replication.broker.kafka.frame_writer import coalesce, unsent, write_frames
 from replication.core.fetch_session import FetchSessionCache
 from replication.messages import (
     BrokerFetchRequest,
@@ -212,10 +212,7 @@ def test_coalesce_joins_runs_of_small_chunks_and_keeps_large_ones() -> None:
 
 
 @pytest.mark.parametrize("sent", [0, 1, 2, 3, 4, 5, 9, 10])
-def test_unsent_and_split_at_cut_anywhere(sent: int) -> None:
+def test_unsent_cuts_anywhere(sent: int) -> None:
     pieces = [b"ab", b"cde", b"", b"fghij"]
     joined = b"".join(pieces)
     assert b"".join(bytes(p) for p in unsent(pieces, sent)) == joined[sent:]
-    head, rest = split_at(pieces, sent)
-    assert b"".join(bytes(p) for p in head) == joined[:sent]
-    assert b"".join(bytes(p) for p in rest) == joined[sent:]

@@ -7,10 +7,11 @@ list (``b"".join``), a copy of every response, record bytes included (3.12 added
 `COALESCE_BELOW_BYTES`, the sizes, headers and fields kio writes one primitive at a time, are
 joined: cheap bytes, and no syscall per field), and the pieces go to the socket with one
 ``writev`` while the transport's buffer is empty, as much as the kernel takes. Only what it does
-not take goes through the transport (``transport.write``, which copies it into its buffer), at
-most `HANDOFF_BYTES` at a time: once the transport has flushed that (``drain``, with the
-connection's write buffer limits at 0), the next ``writev`` sends the rest from its own memory
-again. Writes go in order: nothing is written directly while the transport holds bytes.
+not take goes through the transport (``transport.write``, which copies it into its buffer; the
+transport sends it as the socket drains, with no task hop per wake-up), and the connection waits
+(``drain``, with its write buffer limits at 0) until the transport has sent it, so that the next
+frame starts from an empty buffer again. Frames go in order: nothing is written directly while
+the transport holds bytes.
 
 SSL connections keep ``writelines``: an SSL transport's does not join (it encrypts each chunk,
 which copies anyway).
@@ -25,8 +26,6 @@ from typing import Final
 
 COALESCE_BELOW_BYTES: Final = 4096
 """Chunks shorter than this are joined with their neighbours; longer ones are sent by identity."""
-HANDOFF_BYTES: Final = 64 * 1024
-"""At most this much of a frame is handed to the transport (copied) while the socket is full."""
 _IOV_MAX: Final = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
 
 Piece = bytes | memoryview
@@ -63,21 +62,6 @@ def unsent(pieces: Sequence[Piece], sent: int) -> list[Piece]:
     return []
 
 
-def split_at(pieces: Sequence[Piece], limit: int) -> tuple[list[Piece], list[Piece]]:
-    """``pieces`` cut after their first ``limit`` bytes: (head, rest)."""
-    head: list[Piece] = []
-    for i, piece in enumerate(pieces):
-        size = len(piece)
-        if size >= limit:
-            view = memoryview(piece)
-            head.append(view[:limit] if size > limit else piece)
-            rest = [view[limit:]] if size > limit else []
-            return head, [*rest, *pieces[i + 1 :]]
-        head.append(piece)
-        limit -= size
-    return head, []
-
-
 def prepare(writer: asyncio.StreamWriter) -> None:
     """Make ``drain`` wait until the transport's buffer is empty (write buffer limits 0), so
     that the next frame can be written from its own memory."""
@@ -93,15 +77,11 @@ async def write_frames(writer: asyncio.StreamWriter, fd: int, chunks: Sequence[b
     """
     transport = writer.transport
     pieces = coalesce(chunks)
-    while pieces:
-        if transport.get_write_buffer_size() == 0:
-            pieces = _send_now(fd, pieces)
-            if not pieces:
-                return
-        head, pieces = split_at(pieces, HANDOFF_BYTES)
-        for piece in head:
-            transport.write(piece)
-        await writer.drain()
+    if transport.get_write_buffer_size() == 0:
+        pieces = _send_now(fd, pieces)
+    for piece in pieces:
+        transport.write(piece)
+    await writer.drain()
 
 
 def _send_now(fd: int, pieces: list[Piece]) -> list[Piece]:
@@ -119,4 +99,4 @@ def _send_now(fd: int, pieces: list[Piece]) -> list[Piece]:
     return pieces
 
 
-__all__ = ["COALESCE_BELOW_BYTES", "HANDOFF_BYTES", "coalesce", "prepare", "split_at", "unsent"]
+__all__ = ["COALESCE_BELOW_BYTES", "coalesce", "prepare", "unsent", "write_frames"]
