@@ -1,6 +1,7 @@
-"""The Kafka listener's own CPU per Produce request: no cluster, no replication.
+"""The Kafka listener's own CPU per Produce (or Fetch) request: no cluster, no replication.
 
     python -m kraft.bench.kafka_listener --requests 20000
+    python -m kraft.bench.kafka_listener --fetch --partitions 6 --batch-bytes 262144
 
 A `KafkaListener` on 127.0.0.1 serves a stand-in broker API that acknowledges every partition
 at once; a client thread sends Produce requests shaped as librdkafka sends them during
@@ -9,6 +10,11 @@ per request), up to 5 in flight (librdkafka's ``max.in.flight`` with idempotence
 the answers. The figure is the event loop thread's CPU per request: the listener's socket
 reads and writes, framing, decoding, the handler's conversions and the answer's encoding,
 without the broker API behind it (``kraft bench produce`` measures the whole).
+
+With ``--fetch`` the requests are Fetch v12 requests of ``--partitions`` partitions, and the
+stand-in answers each partition with ``--batch-bytes`` of records (the same bytes every time,
+as a segment read would hand them over): the figure is then the cost of writing responses of
+that size, copies included.
 """
 
 from __future__ import annotations
@@ -64,6 +70,77 @@ class AcknowledgingApi:
         )
 
 
+class RecordsApi:
+    """A stand-in broker API for the Kafka listener's Fetch: every partition asked for answers
+    with the same ``records``."""
+
+    def __init__(self, records: bytes) -> None:
+        import random
+
+        from replication.core.fetch_session import FetchSessionCache
+
+        self.records = records
+        self.fetch_sessions = FetchSessionCache(10, random.Random(1))
+
+    async def fetch(self, request: Any, ctx: Any) -> Any:
+        from replication.messages import (
+            BrokerFetchResponse,
+            FetchPartitionData,
+            FetchTopicResponse,
+        )
+
+        return BrokerFetchResponse(
+            responses=tuple(
+                FetchTopicResponse(
+                    topic=t.topic,
+                    partitions=tuple(
+                        FetchPartitionData(
+                            partition_index=p.partition,
+                            high_watermark=1,
+                            last_stable_offset=1,
+                            log_start_offset=0,
+                            records=self.records,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in request.topics
+            )
+        )
+
+
+FETCH_VERSION = 12
+
+
+def _fetch_requests(count: int, partitions: int) -> list[bytes]:
+    from kio.index import load_request_schema
+
+    from replication.broker.kafka.entities import build
+    from replication.nemesis.kafka_payloads import frame
+
+    cls = load_request_schema(1, FETCH_VERSION)
+    body = build(
+        cls,
+        {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 30,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "bench",
+                    "partitions": [
+                        {"partition": i, "fetch_offset": 0, "partition_max_bytes": 1 << 30}
+                        for i in range(partitions)
+                    ],
+                }
+            ],
+        },
+    )
+    return [frame(1, FETCH_VERSION, body, n, "bench") for n in range(count)]
+
+
 def _requests(count: int, version: int, partitions: int, batch_bytes: int) -> list[bytes]:
     from kio.index import load_request_schema
 
@@ -104,13 +181,10 @@ def _client(port: int, frames: list[bytes], in_flight: int) -> None:
             answered += 1
 
 
-async def _serve(frames: list[bytes], in_flight: int) -> tuple[float, float]:
+async def _serve(frames: list[bytes], in_flight: int, api: Any) -> tuple[float, float]:
     from replication.broker.kafka.listener import KafkaListener, KafkaListenerConfig
 
-    listener = KafkaListener(
-        KafkaListenerConfig(name="PLAINTEXT", host="127.0.0.1", port=0),
-        AcknowledgingApi(),  # type: ignore[arg-type]
-    )
+    listener = KafkaListener(KafkaListenerConfig(name="PLAINTEXT", host="127.0.0.1", port=0), api)
     await listener.start()
     assert listener.bound_port is not None
     try:
@@ -124,13 +198,30 @@ async def _serve(frames: list[bytes], in_flight: int) -> tuple[float, float]:
         await listener.stop()
 
 
-def run(requests: int, version: int, partitions: int, batch_bytes: int, in_flight: int) -> float:
+def run(
+    requests: int,
+    version: int,
+    partitions: int,
+    batch_bytes: int,
+    in_flight: int,
+    fetch: bool = False,
+) -> float:
     """The event loop thread's CPU µs per request (after a warm-up of a tenth as many)."""
-    asyncio.run(_serve(_requests(max(requests // 10, 1), version, partitions, batch_bytes), 5))
-    frames = _requests(requests, version, partitions, batch_bytes)
-    cpu, wall = asyncio.run(_serve(frames, in_flight))
+    warmup = max(requests // 10, 1)
+    api: Any
+    if fetch:
+        api = RecordsApi(bytes(batch_bytes))
+        asyncio.run(_serve(_fetch_requests(warmup, partitions), 5, api))
+        frames = _fetch_requests(requests, partitions)
+        what = f"Fetch v{FETCH_VERSION}"
+    else:
+        api = AcknowledgingApi()
+        asyncio.run(_serve(_requests(warmup, version, partitions, batch_bytes), 5, api))
+        frames = _requests(requests, version, partitions, batch_bytes)
+        what = f"Produce v{version}"
+    cpu, wall = asyncio.run(_serve(frames, in_flight, api))
     print(
-        f"Kafka listener, Produce v{version}, {partitions} partition(s) x {batch_bytes} B, "
+        f"Kafka listener, {what}, {partitions} partition(s) x {batch_bytes} B, "
         f"{in_flight} in flight: {requests} requests in {wall:.2f} s, "
         f"{cpu / requests * 1e6:.1f} µs of the event loop's CPU per request"
     )
@@ -144,8 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=1, help="partitions per request")
     p.add_argument("--batch-bytes", type=int, default=16_384)
     p.add_argument("--in-flight", type=int, default=5)
+    p.add_argument(
+        "--fetch",
+        action="store_true",
+        help="Fetch requests answered with --batch-bytes of records per partition",
+    )
     args = p.parse_args(argv)
-    run(args.requests, args.version, args.partitions, args.batch_bytes, args.in_flight)
+    run(args.requests, args.version, args.partitions, args.batch_bytes, args.in_flight, args.fetch)
     return 0
 
 

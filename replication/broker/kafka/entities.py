@@ -9,8 +9,7 @@ and no encoder but one (`produce_answer`, the common Produce answer): kio's writ
 
 `to_chunks` encodes an entity into a list of byte strings. kio's writers call ``write`` once per
 primitive and once per ``bytes``/``records`` field, so a record batch reaches the chunk list by
-identity: a fetch response's segment bytes are never copied here (the socket's ``writelines``
-sends them).
+identity: a fetch response's segment bytes are never copied here (`frame_writer` sends them).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Per connection: a reader loop feeds the socket's bytes to the connection and starts a task per
 request (clients pipeline); each task builds the `RequestContext`, calls the handler of the
 request's API key, and hands the response to the connection, which releases frames in request
-order; they are written with ``writelines`` (record bytes by identity) and drained.
+order; they are written without joining them (`replication.broker.kafka.frame_writer`: record
+bytes by identity, one ``writev`` per response while the socket takes it) and drained. An SSL
+connection writes them with its transport's ``writelines``.
 
 *Back-pressure* (Kafka's ``queued.max.requests``): a connection holds at most that many requests
 between decoding and the writing of their response. At the bound the reader stops reading, so
@@ -41,6 +43,7 @@ from replication.broker.api import RequestContext
 from replication.broker.api.context import ANONYMOUS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.entities import build
+from replication.broker.kafka.frame_writer import prepare, write_frames
 from replication.broker.kafka.frames import (
     DEFAULT_MAX_REQUEST_BYTES,
     Closed,
@@ -176,6 +179,12 @@ class _Connection:
         self._sent = 0
         """Requests whose frames have been written (their slots released)."""
         self._failed = False
+        sock = writer.get_extra_info("socket")
+        self._fd: int | None = None
+        """The socket to write frames to directly; None on SSL (its transport encrypts)."""
+        if writer.get_extra_info("sslcontext") is None and sock is not None:
+            self._fd = sock.fileno()
+            prepare(writer)
 
     async def run(self) -> None:
         try:
@@ -248,8 +257,11 @@ class _Connection:
                 return  # the connection is going: nothing more is written, nothing logged
             if frames:
                 try:
-                    self._writer.writelines(frames)
-                    await self._writer.drain()
+                    if self._fd is not None:
+                        await write_frames(self._writer, self._fd, frames)
+                    else:
+                        self._writer.writelines(frames)
+                        await self._writer.drain()
                 except (ConnectionError, OSError):
                     # NB: the client went away (reset) while its responses were due: close,
                     # quietly. This used to raise out of every pending request's task, each
