@@ -1,5 +1,6 @@
 """`python -m kraft.bench.kafka_listener`: a real listener on loopback answers every pipelined
-Produce (and Fetch), in order (its client raises otherwise), and the bench reports the loop's CPU."""
+Produce (and Fetch), in order (its client raises otherwise), and the bench reports the loop's
+CPU."""
 
 from __future__ import annotations
 
