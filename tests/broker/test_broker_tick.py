@@ -121,6 +121,16 @@ def test_an_acks_all_produce_times_out_at_its_deadline_not_at_the_sleep_cap(
     asyncio.run(run())
 
 
+async def _until_ticked_as_new_leader(replica: PartitionReplica) -> None:
+    """Wait until the tick a new leader asks for has run: its next deadline is far away."""
+
+    def far() -> bool:
+        deadline = replica.next_deadline_ms()
+        return deadline is not None and deadline > clock_ms() + 10_000
+
+    await _until(far, timeout_s=20)
+
+
 def test_an_idle_broker_does_not_tick_its_replicas_periodically(tmp_path: Path) -> None:
     """The 50 ms tick ticked every replica 20 times a second; now an idle leader whose next
     deadline is the follower's caught-up window (``replica.lag.time.max.ms``, 30 s) is not
@@ -129,12 +139,7 @@ def test_an_idle_broker_does_not_tick_its_replicas_periodically(tmp_path: Path) 
     async def run() -> None:
         async with _ticking_broker(tmp_path) as b:
             replica = b.replicas[TOPIC]
-
-            def far() -> bool:  # once the tick a new leader asks for has run
-                deadline = replica.next_deadline_ms()
-                return deadline is not None and deadline > clock_ms() + 10_000
-
-            await _until(far, timeout_s=20)
+            await _until_ticked_as_new_leader(replica)
             ticks = _count_ticks(replica)
             await asyncio.sleep(1.0)
             assert ticks == []
@@ -150,12 +155,7 @@ def test_a_sleeping_tick_task_waits_without_a_task_of_its_own(tmp_path: Path) ->
     async def run() -> None:
         async with _ticking_broker(tmp_path) as b:
             replica = b.replicas[TOPIC]
-
-            def far() -> bool:  # once the tick a new leader asks for has run
-                deadline = replica.next_deadline_ms()
-                return deadline is not None and deadline > clock_ms() + 10_000
-
-            await _until(far, timeout_s=20)
+            await _until_ticked_as_new_leader(replica)
             waits = [
                 t for t in asyncio.all_tasks() if t.get_coro().__qualname__.endswith("Event.wait")
             ]

@@ -139,17 +139,23 @@ def test_a_leader_change_fails_waiting_produces_and_swaps_the_cores(tmp_path: Pa
     asyncio.run(run())
 
 
+def _leading_alone(tmp_path: Path) -> Pair:
+    """A pair whose leader leads alone (replicas and ISR: itself), epoch 0."""
+    pair = Pair(tmp_path)
+    pair.leader.apply_registration(
+        PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
+        BROKERS,
+        ReplicationConfig(),
+    )
+    return pair
+
+
 def test_an_idempotent_batch_that_overtook_its_predecessor_waits_for_it(tmp_path: Path) -> None:
     """Concurrent gRPC calls may arrive in any order: batch 5..9 of a new producer must not
     start the producer's state at sequence 5 and make batch 0..4 fail."""
 
     async def run() -> None:
-        pair = Pair(tmp_path)
-        pair.leader.apply_registration(
-            PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
-            BROKERS,
-            ReplicationConfig(),
-        )
+        pair = _leading_alone(tmp_path)
         try:
             second = asyncio.ensure_future(
                 pair.leader.produce(
@@ -181,12 +187,7 @@ def test_a_new_producers_batch_whose_predecessor_never_came_is_refused_not_taken
     monkeypatch.setattr(sequence_turn_module, "SEQUENCE_REORDER_WAIT_MS", 50)
 
     async def run() -> None:
-        pair = Pair(tmp_path)
-        pair.leader.apply_registration(
-            PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
-            BROKERS,
-            ReplicationConfig(),
-        )
+        pair = _leading_alone(tmp_path)
         try:
             ahead = await pair.leader.produce(
                 1, 5_000, batch(b"b", producer_id=7, producer_epoch=0, base_sequence=5, count=5)
@@ -215,12 +216,7 @@ def test_produce_now_appends_before_it_returns_unless_the_batch_is_ahead_of_its_
     is not appended (None: `produce` holds it for its predecessor)."""
 
     async def run() -> None:
-        pair = Pair(tmp_path)
-        pair.leader.apply_registration(
-            PartitionRegistration(replicas=(1,), isr=(1,), leader=1, leader_epoch=0),
-            BROKERS,
-            ReplicationConfig(),
-        )
+        pair = _leading_alone(tmp_path)
         try:
             ahead = batch(b"b", producer_id=7, producer_epoch=0, base_sequence=5, count=5)
             assert pair.leader.produce_now(1, 5_000, ahead) is None
