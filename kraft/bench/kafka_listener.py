@@ -25,6 +25,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 FRAME_SIZE = struct.Struct(">i")
@@ -71,10 +72,10 @@ class AcknowledgingApi:
 
 
 class RecordsApi:
-    """A stand-in broker API for the Kafka listener's Fetch: every partition asked for answers
-    with the same ``records``."""
+    """A stand-in broker API for the Kafka listener's Fetch: each partition asked for answers
+    with ``records(topic, partition)`` (any bytes: the listener does not look into them)."""
 
-    def __init__(self, records: bytes) -> None:
+    def __init__(self, records: Callable[[str, int], bytes]) -> None:
         import random
 
         from replication.core.fetch_session import FetchSessionCache
@@ -99,7 +100,7 @@ class RecordsApi:
                             high_watermark=1,
                             last_stable_offset=1,
                             log_start_offset=0,
-                            records=self.records,
+                            records=self.records(t.topic, p.partition),
                         )
                         for p in t.partitions
                     ),
@@ -210,7 +211,8 @@ def run(
     warmup = max(requests // 10, 1)
     api: Any
     if fetch:
-        api = RecordsApi(bytes(batch_bytes))
+        records = bytes(batch_bytes)
+        api = RecordsApi(lambda _topic, _partition: records)
         asyncio.run(_serve(_fetch_requests(warmup, partitions), 5, api))
         frames = _fetch_requests(requests, partitions)
         what = f"Fetch v{FETCH_VERSION}"

@@ -13,16 +13,9 @@ from typing import Any
 
 import pytest
 
-from replication.broker.api import RequestContext
+from kraft.bench import kafka_listener
 from replication.broker.kafka import frame_writer
 from replication.broker.kafka.frame_writer import coalesce, unsent, write_frames
-from replication.core.fetch_session import FetchSessionCache
-from replication.messages import (
-    BrokerFetchRequest,
-    BrokerFetchResponse,
-    FetchPartitionData,
-    FetchTopicResponse,
-)
 from tests.kafka_wire.test_listener import serving
 from tests.kafka_wire.wire import decode_response, request_frame
 
@@ -32,33 +25,12 @@ FETCH = 1
 VERSION = 12  # topics by name, flexible
 
 
-class RecordsApi:
-    """Fetch only: each partition answers with ``records[(topic, partition)]`` (any bytes: the
-    listener does not look into them)."""
+class RecordsApi(kafka_listener.RecordsApi):
+    """The bench's stand-in, Fetch only: each partition answers with
+    ``records[(topic, partition)]``; any other call fails the test."""
 
     def __init__(self, records: dict[tuple[str, int], bytes]) -> None:
-        self.records = records
-        self.fetch_sessions = FetchSessionCache(10, random.Random(1))
-
-    async def fetch(self, request: BrokerFetchRequest, ctx: RequestContext) -> BrokerFetchResponse:
-        return BrokerFetchResponse(
-            responses=tuple(
-                FetchTopicResponse(
-                    topic=t.topic,
-                    partitions=tuple(
-                        FetchPartitionData(
-                            partition_index=p.partition,
-                            high_watermark=10,
-                            last_stable_offset=10,
-                            log_start_offset=0,
-                            records=self.records[t.topic, p.partition],
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in request.topics
-            )
-        )
+        super().__init__(lambda topic, partition: records[topic, partition])
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"unexpected call of {name}")
