@@ -268,7 +268,7 @@ class BrokerNodeConfig:
     transactional_id_expiration_ms: int = 604_800_000
     """[transactional.id.expiration.ms]"""
     producer_id_expiration_ms: int = 86_400_000
-    """[producer.id.expiration.ms] KIP-854 (`.retention.expire_producers`)."""
+    """[producer.id.expiration.ms] KIP-854 (`.retention.expiration_pass`)."""
     producer_id_expiration_check_interval_ms: int = 600_000
     """[producer.id.expiration.check.interval.ms]"""
     transaction_partition_verification_enable: bool = True

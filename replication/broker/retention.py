@@ -86,12 +86,6 @@ def retain(replica: PartitionReplica, now_ms: int) -> int:
         return 0
 
 
-def apply_retention(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
-    """One cleanup pass in one go (`retention_pass` is the broker's, in slices); the number of
-    segments deleted."""
-    return sum(retain(r, now_ms) for r in replicas)
-
-
 async def retention_pass(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
     """One cleanup pass that yields the event loop between slices of replicas
     (`replication.broker.loop_slice`); the number of segments deleted."""
@@ -112,16 +106,12 @@ def apply_compaction(replicas: Iterable[PartitionReplica], now_ms: int) -> int:
     return removed
 
 
-def expire_producers(replicas: Iterable[PartitionReplica], now_ms: int, expiration_ms: int) -> int:
-    """Each replica forgets the producer ids it has not heard from for ``expiration_ms``
-    (`ProducerStateManager.remove_expired`, KIP-854); the number forgotten."""
-    return sum(r.producer_state.remove_expired(now_ms, expiration_ms) for r in replicas)
-
-
 async def expiration_pass(
     replicas: Iterable[PartitionReplica], now_ms: int, expiration_ms: int
 ) -> int:
-    """`expire_producers`, yielding the event loop between slices of replicas."""
+    """Each replica forgets the producer ids it has not heard from for ``expiration_ms``
+    (`ProducerStateManager.remove_expired`, KIP-854), yielding the event loop between slices
+    of replicas; the number forgotten."""
     return await sum_in_slices(
         replicas, lambda r: r.producer_state.remove_expired(now_ms, expiration_ms)
     )
@@ -137,9 +127,7 @@ async def run_every(interval_ms: int, step: Callable[[], Awaitable[object]]) -> 
 
 __all__ = [
     "apply_compaction",
-    "apply_retention",
     "expiration_pass",
-    "expire_producers",
     "resolve_log_config",
     "retain",
     "retention_pass",

@@ -12,8 +12,8 @@ from kraft.metadata.image import PartitionRegistration
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.partition import PartitionReplica, follower_response
 from replication.broker.retention import (
-    apply_retention,
     resolve_log_config,
+    retention_pass,
     topic_keys_of_dynamic_broker_defaults,
 )
 from replication.core import (
@@ -163,7 +163,7 @@ def test_retention_deletes_old_segments_and_the_follower_adopts_the_log_start(
             await pair.produce(1, 0, 24)
             end = leader.log.log_end_offset
             await _wait_for(lambda: leader.high_watermark == end == follower.high_watermark)
-            assert apply_retention([leader], now_ms=0) > 0
+            assert await retention_pass([leader], now_ms=0) > 0
             start = leader.log.log_start_offset
             assert 0 < start <= leader.high_watermark
             assert leader.log.size_bytes >= RETAINED.retention_bytes
@@ -200,14 +200,14 @@ def test_retention_never_deletes_a_segment_at_or_above_the_high_watermark(tmp_pa
             high_watermark = leader.high_watermark
             await pair.produce(1, 20, 16)  # acks=1: appended, not replicated
             assert leader.high_watermark == high_watermark < leader.log.log_end_offset
-            apply_retention([leader, follower], now_ms=0)
+            await retention_pass([leader, follower], now_ms=0)
             # Only the segments wholly below the high watermark went.
             first = leader.log.segments[0]
             assert 0 < leader.log.log_start_offset == first.base_offset <= high_watermark
             assert high_watermark < first.next_offset
             pair.paused.set()
             await _wait_for(lambda: leader.high_watermark == leader.log.log_end_offset)
-            apply_retention([leader], now_ms=0)
+            await retention_pass([leader], now_ms=0)
             assert leader.log.log_start_offset == leader.log.segments[0].base_offset > 0
             assert len(leader.log.segments) == 1
         finally:
