@@ -133,12 +133,6 @@ class BrokerService:
             leader_id=registration.leader, leader_epoch=registration.leader_epoch
         )
 
-    def _not_leader_code(self, tp: TopicPartition) -> ErrorCode:
-        return not_leader_code(self._server, tp)
-
-    def _leading(self, tp: TopicPartition) -> ServedReplica | None:
-        return leading(self._server, tp)
-
     # --- Produce ------------------------------------------------------------------------------
 
     def produce_to(
@@ -159,9 +153,9 @@ class BrokerService:
                 error_code=ErrorCode.INVALID_RECORD,
                 error_message="clients are not allowed to write control records",
             )
-        replica = self._leading(tp)
+        replica = leading(self._server, tp)
         if replica is None:
-            code = self._not_leader_code(tp)
+            code = not_leader_code(self._server, tp)
             return ProducePartitionResponse(
                 index=tp.partition,
                 error_code=code,
@@ -320,11 +314,11 @@ class BrokerService:
     def _follower_fetch(
         self, request: BrokerFetchRequest, tp: TopicPartition, p: FetchPartition, max_bytes: int
     ) -> FetchPartitionData:
-        replica = self._leading(tp)
+        replica = leading(self._server, tp)
         if replica is None:
             return FetchPartitionData(
                 partition_index=p.partition,
-                error_code=self._not_leader_code(tp),
+                error_code=not_leader_code(self._server, tp),
                 current_leader=self._current_leader(tp),
             )
         # KIP-455/KIP-73: an adding replica's fetch is reassignment traffic, within
@@ -375,7 +369,7 @@ class BrokerService:
         if replica is None:
             return FetchPartitionData(
                 partition_index=p.partition,
-                error_code=self._not_leader_code(tp),
+                error_code=not_leader_code(self._server, tp),
                 current_leader=self._current_leader(tp),
             )
         fenced = fence_leader_epoch(p.current_leader_epoch, replica.driver.leader_epoch)
