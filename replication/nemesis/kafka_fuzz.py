@@ -46,8 +46,8 @@ from typing import Any, Final
 
 from kraft.cluster.local import LocalCluster
 from kraft.cluster.process import ManagedProcess
+from replication.broker.kafka.apis import HANDLERS, SUPPORTED_VERSIONS
 from replication.broker.kafka.frames import DEFAULT_MAX_REQUEST_BYTES
-from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 from replication.nemesis.fuzz import CHECK_EVERY, EXAMPLES, drive_calls
 from replication.nemesis.kafka_client import (
     API_VERSIONS,

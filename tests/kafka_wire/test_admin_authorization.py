@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
+from replication.broker.kafka.apis import HANDLERS
 from replication.broker.kafka.entities import build
 from replication.broker.kafka.frames import Request
-from replication.broker.kafka.handlers import HANDLERS
 from replication.broker.server import BrokerServer
 from storage.errors import ErrorCode
 from tests.broker.test_broker_api import ALICE, _broker

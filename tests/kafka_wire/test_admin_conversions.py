@@ -1,5 +1,5 @@
-"""The admin converters (`replication.broker.kafka.admin_handlers`, `config_handlers`,
-`acl_handlers`) over a stand-in broker API that records what is forwarded and answers as the
+"""The admin converters (`replication.broker.kafka.apis.admin`, `configs`,
+`acls`) over a stand-in broker API that records what is forwarded and answers as the
 controller would: Kafka's request fields become kraft's dataclasses, kraft's answers become
 Kafka's, and a refusal or a controller out of reach becomes a per-resource code."""
 
@@ -47,9 +47,9 @@ from kraft.security.acls import (
     ResourceType,
 )
 from replication.broker.api import RequestContext
+from replication.broker.kafka.apis import HANDLERS
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Request
-from replication.broker.kafka.handlers import HANDLERS
 from replication.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,

@@ -1,4 +1,4 @@
-"""The classic group handlers' version conversions (`replication.broker.kafka.classic_handlers`),
+"""The classic group handlers' version conversions (`replication.broker.kafka.apis.classic_groups`),
 against a stand-in broker API: every version served decodes into the machine's request and
 its answer encodes; LeaveGroup v0-v2 answer the member's error as the request's; DescribeGroups
 answers an unknown group NONE before v6 and GROUP_ID_NOT_FOUND from it (KIP-1043)."""
@@ -13,7 +13,7 @@ from kio.index import load_request_schema
 
 from replication.broker.api import RequestContext
 from replication.broker.classic_service import DescribeGroupsResponse, OffsetDeleteResponse
-from replication.broker.kafka.classic_handlers import CLASSIC_HANDLERS
+from replication.broker.kafka.apis.classic_groups import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Request, response_class
 from replication.group.classic import (
@@ -79,7 +79,7 @@ def call(api_key: int, version: int, body: dict[str, Any], api: StandIn) -> Any:
         client_id="c",
         body=entity,
     )
-    handler = CLASSIC_HANDLERS[api_key][3]
+    handler = CLASSIC_HANDLERS[api_key].handle
     answer = asyncio.run(handler(api, request, RequestContext()))  # type: ignore[arg-type]
     assert answer is not None
     response = build(response_class(api_key, version), answer)

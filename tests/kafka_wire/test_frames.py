@@ -9,6 +9,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kraft.transport.unreachable import KAFKA_LISTENER_REPLY
+from replication.broker.kafka.apis import SUPPORTED_VERSIONS
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import (
     NEED_DATA,
@@ -17,7 +18,6 @@ from replication.broker.kafka.frames import (
     Request,
     response_class,
 )
-from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
 from storage.errors import ErrorCode
 from tests.kafka_wire.wire import decode_response, request_frame, split_frames
 

@@ -9,6 +9,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replication.broker.kafka.apis import SUPPORTED_VERSIONS
 from replication.broker.kafka.entities import check_lengths, read_entity
 from replication.broker.kafka.frames import (
     NEED_DATA,
@@ -17,7 +18,6 @@ from replication.broker.kafka.frames import (
     Request,
     request_class,
 )
-from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
 from replication.nemesis.kafka_payloads import KafkaPayloadFuzzer
 from tests.kafka_wire.wire import request_frame
 

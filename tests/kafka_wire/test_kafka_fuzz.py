@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraft.cluster import LocalCluster
+from replication.broker.kafka.apis import SUPPORTED_VERSIONS
 from replication.broker.kafka.frames import NEED_DATA, Closed, KafkaConnection, Request
-from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
 from replication.nemesis.kafka_fuzz import fuzz_kafka
 from replication.nemesis.kafka_payloads import CLOSE_AT_ONCE, MUTATIONS, KafkaPayloadFuzzer
 

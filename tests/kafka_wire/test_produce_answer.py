@@ -1,6 +1,6 @@
 """A Produce answer every partition of which succeeded is encoded without kio
-(`replication.broker.kafka.produce_answer`): byte for byte what kio encodes for the same answer,
-in every served version; any other answer still goes through kio."""
+(`replication.broker.kafka.apis.produce_answer`): byte for byte what kio encodes for the same
+answer, in every served version; any other answer still goes through kio."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 from kraft.bench.kafka_listener import AcknowledgingApi
 from replication.broker.api import RequestContext
+from replication.broker.kafka.apis import HANDLERS, SUPPORTED_VERSIONS
+from replication.broker.kafka.apis.produce_answer import encode_produce_success
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Encoded, KafkaConnection, Request, response_class
-from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
-from replication.broker.kafka.produce_answer import encode_produce_success
 from storage.errors import ErrorCode
 from tests.kafka_wire.wire import decode_response, request_frame
 

@@ -1,4 +1,4 @@
-"""Produce v13 (KIP-516): topics named by id. The handler (`replication.broker.kafka.handlers`)
+"""Produce v13 (KIP-516): topics named by id. The handler (`replication.broker.kafka.apis.table`)
 maps each id to its name through the broker's image, produces by name as before, and answers
 by id; an id the broker does not know is answered UNKNOWN_TOPIC_ID on each of its partitions,
 as Kafka's KafkaApis does. Against a stand-in broker API (the Java client's producer, which
@@ -17,9 +17,9 @@ from kio.index import load_request_schema
 from kraft.cluster import LocalCluster
 from kraft.types import TopicPartition
 from replication.broker.api import RequestContext
+from replication.broker.kafka.apis import HANDLERS
 from replication.broker.kafka.entities import build, read_entity, to_chunks
 from replication.broker.kafka.frames import Encoded, Request, response_class
-from replication.broker.kafka.handlers import HANDLERS
 from replication.clients import Consumer
 from replication.messages import (
     ProducePartitionResponse,

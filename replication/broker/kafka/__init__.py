@@ -5,11 +5,15 @@ Layers, bottom up (issue 25; DESIGN.md "Two transports, one broker"):
 - `frames`: sans-IO framing (`KafkaConnection`): bytes in, decoded kio requests out, responses
   out in request order; ``socket.request.max.bytes``, unknown APIs, KIP-511's ApiVersions
   fallback.
-- `entities`: kio entities from plain mappings (`build`, any version) and to byte chunks.
-- `handlers`, `group_handlers`: one converter per API (kio <-> kraft's dataclasses) around the
-  broker API, in the table that ApiVersions advertises.
-- `api`: `KafkaBrokerApi`, the broker API the handlers call (`BrokerApi`, by an alias).
-- `listener`: `KafkaListener`, the asyncio shell of one named listener.
+- `entities`: kio entities from plain mappings (`build`, any version) and to byte chunks; the
+  length check that runs before kio reads a frame.
+- `frame_writer`: a plaintext connection's answers written with one ``writev``.
+- `apis`: the transport's one converter, a handler per API (kio <-> kraft's dataclasses)
+  around the broker API, in the table that ApiVersions advertises.
+- `api`: `KafkaBrokerApi`, the broker API the handlers call (`BrokerApi`, by an alias), and a
+  handler's shape (`Handler`, `ApiSpec`).
+- `listener`: `KafkaListener`, the asyncio shell of one named listener; `serving`:
+  `KafkaListeners`, a broker's listeners started, registered and stopped as one.
 
 A broker starts one `KafkaListener` per Kafka-protocol entry of ``listeners``::
 
@@ -18,8 +22,8 @@ A broker starts one `KafkaListener` per Kafka-protocol entry of ``listeners``::
 """
 
 from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.apis import HANDLERS, SUPPORTED_VERSIONS
 from replication.broker.kafka.frames import KafkaConnection
-from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 from replication.broker.kafka.listener import (
     DEFAULT_QUEUED_MAX_REQUESTS,
     KafkaListener,

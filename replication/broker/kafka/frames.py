@@ -92,7 +92,7 @@ class NeedData:
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A response body a handler encoded itself (`replication.broker.kafka.produce_answer`),
+    """A response body a handler encoded itself (`replication.broker.kafka.apis.produce_answer`),
     sent as it is after the response header."""
 
     body: bytes

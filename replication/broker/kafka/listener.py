@@ -42,6 +42,7 @@ from kraft.security.tls import TlsConfig
 from replication.broker.api import RequestContext
 from replication.broker.api.context import ANONYMOUS
 from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.apis import HANDLERS, SUPPORTED_VERSIONS
 from replication.broker.kafka.entities import build
 from replication.broker.kafka.frame_writer import prepare, write_frames
 from replication.broker.kafka.frames import (
@@ -53,7 +54,6 @@ from replication.broker.kafka.frames import (
     Request,
     response_class,
 )
-from replication.broker.kafka.handlers import HANDLERS, SUPPORTED_VERSIONS
 
 DEFAULT_QUEUED_MAX_REQUESTS: Final = 500
 """Kafka's ``queued.max.requests`` default."""

@@ -1,6 +1,6 @@
 """The Kafka adapter's config handlers: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
 
-Forwarded to the active controller (`replication.broker.kafka.forwarding`), for TOPIC and
+Forwarded to the active controller (`replication.broker.kafka.apis.forwarding`), for TOPIC and
 BROKER resources (the ones kraft keeps; another type gets INVALID_REQUEST, a resource named
 twice in one alter too, as in Kafka).
 
@@ -13,7 +13,7 @@ alter of the same resource between the two steps may be undone (docs/kafka-compa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kraft.controller.messages import (
@@ -29,12 +29,10 @@ from kraft.controller.messages import (
 )
 from kraft.metadata.records import ConfigResourceType
 from replication.broker.api import RequestContext
-from replication.broker.kafka.api import KafkaBrokerApi
-from replication.broker.kafka.forwarding import error, forward_parts
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
+from replication.broker.kafka.apis.forwarding import error, forward_parts
 from replication.broker.kafka.frames import Request
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 
 def _duplicates(names: Sequence[Any]) -> set[Any]:
@@ -307,11 +305,10 @@ async def handle_alter_configs(
     return {"responses": _in_request_order(results, body.resources)}
 
 
-ConfigHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-CONFIG_HANDLERS: Final[Mapping[int, tuple[str, int, int, ConfigHandler]]] = {
-    32: ("DescribeConfigs", 1, 4, handle_describe_configs),
-    33: ("AlterConfigs", 0, 2, handle_alter_configs),
-    44: ("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
+CONFIG_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    32: ApiSpec("DescribeConfigs", 1, 4, handle_describe_configs),
+    33: ApiSpec("AlterConfigs", 0, 2, handle_alter_configs),
+    44: ApiSpec("IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
 }
 
 __all__ = ["CONFIG_HANDLERS"]

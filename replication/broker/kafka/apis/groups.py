@@ -1,18 +1,18 @@
 """The Kafka adapter's consumer-group handlers: FindCoordinator, OffsetCommit, OffsetFetch,
 ListGroups, DeleteGroups, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 
-Shaped as `replication.broker.kafka.handlers` (whose table includes `GROUP_HANDLERS`). Kafka
+Shaped as `replication.broker.kafka.apis.table` (whose table includes `GROUP_HANDLERS`). Kafka
 names a group's topics by id in the KIP-848 APIs; kraft's group dataclasses name them, so those
 two handlers map ids through one Metadata answer of the broker API.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from replication.broker.api import RequestContext
-from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.messages import (
@@ -32,8 +32,6 @@ from replication.messages import (
     OffsetFetchResponse,
 )
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 # -- FindCoordinator ------------------------------------------------------------------------------
 
@@ -348,15 +346,14 @@ async def handle_consumer_group_describe(
     }
 
 
-GroupHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-GROUP_HANDLERS: Final[Mapping[int, tuple[str, int, int, GroupHandler]]] = {
-    8: ("OffsetCommit", 2, 9, handle_offset_commit),
-    9: ("OffsetFetch", 1, 9, handle_offset_fetch),
-    10: ("FindCoordinator", 0, 5, handle_find_coordinator),
-    16: ("ListGroups", 0, 5, handle_list_groups),
-    42: ("DeleteGroups", 0, 2, handle_delete_groups),
-    68: ("ConsumerGroupHeartbeat", 0, 1, handle_consumer_group_heartbeat),
-    69: ("ConsumerGroupDescribe", 0, 1, handle_consumer_group_describe),
+GROUP_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    8: ApiSpec("OffsetCommit", 2, 9, handle_offset_commit),
+    9: ApiSpec("OffsetFetch", 1, 9, handle_offset_fetch),
+    10: ApiSpec("FindCoordinator", 0, 5, handle_find_coordinator),
+    16: ApiSpec("ListGroups", 0, 5, handle_list_groups),
+    42: ApiSpec("DeleteGroups", 0, 2, handle_delete_groups),
+    68: ApiSpec("ConsumerGroupHeartbeat", 0, 1, handle_consumer_group_heartbeat),
+    69: ApiSpec("ConsumerGroupDescribe", 0, 1, handle_consumer_group_describe),
 }
 
 __all__ = ["GROUP_HANDLERS", "offset_commit_answer", "offset_commit_request"]

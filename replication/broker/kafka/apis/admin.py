@@ -1,14 +1,14 @@
 """The Kafka adapter's admin handlers: topics (CreateTopics, DeleteTopics, CreatePartitions),
 leaders and replicas (ElectLeaders, Alter/ListPartitionReassignments), DescribeTopicPartitions,
 DescribeLogDirs and DescribeProducers; in the same table (`ADMIN_HANDLERS`), the config APIs of
-`replication.broker.kafka.config_handlers`, the ACL APIs of
-`replication.broker.kafka.acl_handlers` and UpdateFeatures
-(`replication.broker.kafka.feature_handlers`).
+`replication.broker.kafka.apis.configs`, the ACL APIs of
+`replication.broker.kafka.apis.acls` and UpdateFeatures
+(`replication.broker.kafka.apis.features`).
 
-Shaped as `replication.broker.kafka.handlers`. The controller's APIs go to the active
+Shaped as `replication.broker.kafka.apis.table`. The controller's APIs go to the active
 controller through the broker API's ``forward`` (authorized there first, KIP-590), as kraft's
 own dataclasses (`kraft.controller.messages`, ...); ``forward`` raises for a request refused
-whole or a controller out of reach, and `replication.broker.kafka.forwarding` turns that into
+whole or a controller out of reach, and `replication.broker.kafka.apis.forwarding` turns that into
 Kafka's answer: the code of each resource. DescribeTopicPartitions (from Metadata),
 DescribeLogDirs and DescribeProducers are answered by this broker, from what it holds.
 """
@@ -16,7 +16,7 @@ DescribeLogDirs and DescribeProducers are answered by this broker, from what it 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kraft.controller.messages import (
@@ -40,12 +40,12 @@ from kraft.controller.messages import (
 )
 from kraft.types import INTERNAL_TOPICS, TopicPartition
 from replication.broker.api import RequestContext
-from replication.broker.kafka.acl_handlers import ACL_HANDLERS
-from replication.broker.kafka.api import KafkaBrokerApi
-from replication.broker.kafka.config_handlers import CONFIG_HANDLERS
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
+from replication.broker.kafka.apis.acls import ACL_HANDLERS
+from replication.broker.kafka.apis.configs import CONFIG_HANDLERS
+from replication.broker.kafka.apis.features import FEATURE_HANDLERS
+from replication.broker.kafka.apis.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.entities import millis
-from replication.broker.kafka.feature_handlers import FEATURE_HANDLERS
-from replication.broker.kafka.forwarding import await_metadata, error, forward, forward_parts
 from replication.broker.kafka.frames import Request
 from replication.messages import (
     DescribeLogDirsRequest,
@@ -55,8 +55,6 @@ from replication.messages import (
     TopicPartitions,
 )
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 
 def _duplicates(names: Sequence[Any]) -> set[Any]:
@@ -554,21 +552,20 @@ async def handle_describe_producers(
     return {"topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}
 
 
-AdminHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-ADMIN_HANDLERS: Final[Mapping[int, tuple[str, int, int, AdminHandler]]] = {
-    19: ("CreateTopics", 2, 7, handle_create_topics),
-    20: ("DeleteTopics", 1, 6, handle_delete_topics),
-    37: ("CreatePartitions", 0, 3, handle_create_partitions),
-    43: ("ElectLeaders", 0, 2, handle_elect_leaders),
-    45: ("AlterPartitionReassignments", 0, 0, handle_alter_partition_reassignments),
-    46: ("ListPartitionReassignments", 0, 0, handle_list_partition_reassignments),
-    35: ("DescribeLogDirs", 1, 4, handle_describe_log_dirs),
-    61: ("DescribeProducers", 0, 0, handle_describe_producers),
-    75: ("DescribeTopicPartitions", 0, 0, handle_describe_topic_partitions),
+ADMIN_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    19: ApiSpec("CreateTopics", 2, 7, handle_create_topics),
+    20: ApiSpec("DeleteTopics", 1, 6, handle_delete_topics),
+    37: ApiSpec("CreatePartitions", 0, 3, handle_create_partitions),
+    43: ApiSpec("ElectLeaders", 0, 2, handle_elect_leaders),
+    45: ApiSpec("AlterPartitionReassignments", 0, 0, handle_alter_partition_reassignments),
+    46: ApiSpec("ListPartitionReassignments", 0, 0, handle_list_partition_reassignments),
+    35: ApiSpec("DescribeLogDirs", 1, 4, handle_describe_log_dirs),
+    61: ApiSpec("DescribeProducers", 0, 0, handle_describe_producers),
+    75: ApiSpec("DescribeTopicPartitions", 0, 0, handle_describe_topic_partitions),
     **CONFIG_HANDLERS,
     **ACL_HANDLERS,
     **FEATURE_HANDLERS,
 }
-"""API key -> (name, versions served, handler): the admin rows of the Kafka listener's table."""
+"""API key -> its `ApiSpec`: the admin rows of the Kafka listener's table."""
 
 __all__ = ["ADMIN_HANDLERS"]

@@ -1,6 +1,6 @@
 """The Kafka adapter's transaction handlers (KIP-98): AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions and ListTransactions (KIP-664), kio <->
-`replication.messages.txn` around the broker API, as `replication.broker.kafka.handlers` does
+`replication.messages.txn` around the broker API, as `replication.broker.kafka.apis.table` does
 for the others (InitProducerId with a transactional id is there: one handler per API).
 
 Versions: AddPartitionsToTxn 0-5 (v4+ batches transactions and carries KIP-890's
@@ -13,14 +13,14 @@ when the ``transaction.version`` feature is finalized at 2 (ApiVersions).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kraft.metadata.features import TRANSACTION_VERSION_2
 from replication.broker.api import RequestContext
-from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
+from replication.broker.kafka.apis.groups import offset_commit_answer, offset_commit_request
 from replication.broker.kafka.frames import Request
-from replication.broker.kafka.group_handlers import offset_commit_answer, offset_commit_request
 from replication.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -36,14 +36,11 @@ from replication.messages import (
 )
 from storage.errors import ErrorCode
 
-Response = Mapping[str, Any] | None
-
 END_TXN_V2_VERSION: Final = 5
 """EndTxn v5+ is a transaction-version-2 client's (KIP-890 part 2): the epoch is bumped at the
 transaction's end and the answer carries the producer id and epoch to go on with."""
 TXN_OFFSET_COMMIT_V2_VERSION: Final = 5
 """TxnOffsetCommit v5+: the group's partition joins the transaction implicitly (KIP-890)."""
-TxnHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
 
 
 def _topics(topics: Any) -> tuple[TxnTopic, ...]:
@@ -243,14 +240,14 @@ async def handle_list_transactions(
     }
 
 
-TXN_HANDLERS: Final[Mapping[int, tuple[str, int, int, TxnHandler]]] = {
-    24: ("AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn),
-    25: ("AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),
-    26: ("EndTxn", 0, 5, handle_end_txn),
-    27: ("WriteTxnMarkers", 1, 1, handle_write_txn_markers),
-    28: ("TxnOffsetCommit", 0, 5, handle_txn_offset_commit),
-    65: ("DescribeTransactions", 0, 0, handle_describe_transactions),
-    66: ("ListTransactions", 0, 1, handle_list_transactions),
+TXN_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    24: ApiSpec("AddPartitionsToTxn", 0, 5, handle_add_partitions_to_txn),
+    25: ApiSpec("AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),
+    26: ApiSpec("EndTxn", 0, 5, handle_end_txn),
+    27: ApiSpec("WriteTxnMarkers", 1, 1, handle_write_txn_markers),
+    28: ApiSpec("TxnOffsetCommit", 0, 5, handle_txn_offset_commit),
+    65: ApiSpec("DescribeTransactions", 0, 0, handle_describe_transactions),
+    66: ApiSpec("ListTransactions", 0, 1, handle_list_transactions),
 }
 """API key -> Kafka's name, the versions served, the handler."""
 

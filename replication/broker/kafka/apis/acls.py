@@ -13,7 +13,7 @@ operator can stage ACLs before turning the authorizer on); this listener answers
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kraft.controller.messages import (
@@ -33,12 +33,10 @@ from kraft.security.acls import (
     ResourceType,
 )
 from replication.broker.api import RequestContext
-from replication.broker.kafka.api import KafkaBrokerApi
-from replication.broker.kafka.forwarding import error, forward
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
+from replication.broker.kafka.apis.forwarding import error, forward
 from replication.broker.kafka.frames import Request
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 UNKNOWN: Final = 0
 """Kafka's UNKNOWN value of every ACL enum: never valid in a request."""
@@ -192,11 +190,10 @@ async def handle_delete_acls(
     return {"filter_results": results}
 
 
-AclHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-ACL_HANDLERS: Final[Mapping[int, tuple[str, int, int, AclHandler]]] = {
-    29: ("DescribeAcls", 1, 3, handle_describe_acls),
-    30: ("CreateAcls", 1, 3, handle_create_acls),
-    31: ("DeleteAcls", 1, 3, handle_delete_acls),
+ACL_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    29: ApiSpec("DescribeAcls", 1, 3, handle_describe_acls),
+    30: ApiSpec("CreateAcls", 1, 3, handle_create_acls),
+    31: ApiSpec("DeleteAcls", 1, 3, handle_delete_acls),
 }
 
 __all__ = ["ACL_HANDLERS"]

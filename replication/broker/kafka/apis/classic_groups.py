@@ -1,7 +1,7 @@
 """The Kafka adapter's classic group handlers: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 DescribeGroups and OffsetDelete (`replication.group.classic` behind the broker API).
 
-Shaped as `replication.broker.kafka.handlers` (whose table includes `CLASSIC_HANDLERS`). Older
+Shaped as `replication.broker.kafka.apis.table` (whose table includes `CLASSIC_HANDLERS`). Older
 versions are converted into the newest shape: JoinGroup v2-v3 have no member id round trip
 (KIP-394 starts at v4, the machine is told the version), LeaveGroup v0-v2 name one member and
 answer its error as the request's, DescribeGroups before v6 answer an unknown group with
@@ -13,12 +13,12 @@ listener runs each request as its own task and keeps the responses in order per 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from replication.broker.api import RequestContext
 from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
-from replication.broker.kafka.api import KafkaBrokerApi
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request
 from replication.group.classic import (
@@ -31,8 +31,6 @@ from replication.group.classic import (
     SyncGroupRequest,
 )
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 DESCRIBE_GROUPS_NOT_FOUND_VERSION: Final = 6
 """DescribeGroups answers an unknown group GROUP_ID_NOT_FOUND from this version (KIP-1043)."""
@@ -214,14 +212,13 @@ async def handle_offset_delete(
     }
 
 
-ClassicHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-CLASSIC_HANDLERS: Final[Mapping[int, tuple[str, int, int, ClassicHandler]]] = {
-    11: ("JoinGroup", 2, 9, handle_join_group),
-    12: ("Heartbeat", 0, 4, handle_heartbeat),
-    13: ("LeaveGroup", 0, 5, handle_leave_group),
-    14: ("SyncGroup", 0, 5, handle_sync_group),
-    15: ("DescribeGroups", 0, 6, handle_describe_groups),
-    47: ("OffsetDelete", 0, 0, handle_offset_delete),
+CLASSIC_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    11: ApiSpec("JoinGroup", 2, 9, handle_join_group),
+    12: ApiSpec("Heartbeat", 0, 4, handle_heartbeat),
+    13: ApiSpec("LeaveGroup", 0, 5, handle_leave_group),
+    14: ApiSpec("SyncGroup", 0, 5, handle_sync_group),
+    15: ApiSpec("DescribeGroups", 0, 6, handle_describe_groups),
+    47: ApiSpec("OffsetDelete", 0, 0, handle_offset_delete),
 }
 """API key -> Kafka's name, the versions served (Kafka 4.x's floors, KIP-896), the handler."""
 

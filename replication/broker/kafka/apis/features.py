@@ -18,18 +18,16 @@ on the CLUSTER, refused whole with CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from kraft.controller.feature_control import SAFE_DOWNGRADE, UPGRADE
 from kraft.controller.messages import FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
 from replication.broker.api import RequestContext
-from replication.broker.kafka.api import KafkaBrokerApi
-from replication.broker.kafka.forwarding import error, forward
+from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
+from replication.broker.kafka.apis.forwarding import error, forward
 from replication.broker.kafka.frames import Request
 from storage.errors import ErrorCode
-
-Response = Mapping[str, Any] | None
 
 
 def _update(u: Any, api_version: int) -> FeatureUpdate:
@@ -65,10 +63,9 @@ async def handle_update_features(
     return {**error(code, message), "results": results}
 
 
-FeatureHandler = Callable[[KafkaBrokerApi, Request, RequestContext], Awaitable[Response]]
-FEATURE_HANDLERS: Final[Mapping[int, tuple[str, int, int, FeatureHandler]]] = {
-    57: ("UpdateFeatures", 0, 2, handle_update_features),
+FEATURE_HANDLERS: Final[Mapping[int, ApiSpec]] = {
+    57: ApiSpec("UpdateFeatures", 0, 2, handle_update_features),
 }
-"""API key -> (name, versions served, handler): UpdateFeatures' row of the listener's table."""
+"""API key -> its `ApiSpec`: UpdateFeatures' row of the listener's table."""
 
 __all__ = ["FEATURE_HANDLERS"]
