@@ -278,7 +278,7 @@ def test_the_broker_circle_rule_sees_a_circle(tmp_path: Path) -> None:
 # --- one partition driver (issue 11) ---------------------------------------------------------
 
 DRIVER_SHELLS = [
-    "replication/broker/partition.py",
+    "replication/broker/replicas/partition.py",
     "replication/sim/broker.py",
     "tests/replication/harness.py",
 ]
@@ -372,7 +372,7 @@ def test_the_shells_get_the_same_driver_class() -> None:
     class (the ISR driver today)."""
     import tempfile
 
-    from replication.broker.partition import PartitionReplica
+    from replication.broker.replicas.partition import PartitionReplica
     from replication.driver import IsrPartitionDriver
     from replication.sim import BrokerCluster, ClusterChecker, ClusterConfig
     from replication.sim.admin import TopicCreator

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kraft.types import TopicPartition
-from replication.broker.cleaner import LogCleaner
+from replication.broker.replicas.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.log import SegmentedLog
 from storage.log_cleaner import CleanJob, CleanOutput

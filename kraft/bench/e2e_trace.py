@@ -88,7 +88,7 @@ def install_from_env() -> None:
 
 
 class _Hooks(importlib.abc.MetaPathFinder):
-    _MODULES = frozenset({"replication.broker.partition", "replication.broker.service"})
+    _MODULES = frozenset({"replication.broker.replicas.partition", "replication.broker.service"})
 
     def __init__(self, out: TextIO, lock: threading.Lock) -> None:
         self._out, self._lock, self._seen = out, lock, set[str]()
@@ -116,7 +116,7 @@ class _Hooks(importlib.abc.MetaPathFinder):
 
     def _wrap(self, name: str, module: Any) -> None:
         event = self.event
-        if name == "replication.broker.partition":
+        if name == "replication.broker.replicas.partition":
             replica = module.PartitionReplica
             published, appended = replica.high_watermark_published, replica.log_appended
 

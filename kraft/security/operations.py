@@ -176,7 +176,7 @@ BROKER_APIS: Final[dict[str, Rule]] = {
     "DeleteGroups": lambda r, _: _per_topic(_R.GROUP, _O.DELETE, r.groups_names),
     # KIP-98: a transaction coordinator's markers to a partition leader (Kafka: CLUSTER_ACTION).
     "WriteTxnMarkers": lambda r, _: _node(),
-    # -- transactions (KIP-98, `replication.broker.txn_service`) -----------------------------
+    # -- transactions (KIP-98, `replication.broker.coordinators.txn_service`) ----------------------
     "AddPartitionsToTxn": lambda r, _: (
         _node()
         if r.verify_only  # KIP-890: a partition leader asks the coordinator
@@ -220,7 +220,7 @@ BROKER_APIS: Final[dict[str, Rule]] = {
 KAFKA_ONLY_APIS: Final[dict[str, Rule]] = {
     # -- what a broker holds itself, asked by Kafka's admin tools: no gRPC method serves it --
     "DescribeLogDirs": lambda r, _: Requirement(((_cluster(_O.DESCRIBE),),)),
-    # -- classic groups (`replication.broker.classic_service`): no gRPC method serves them ----
+    # -- classic groups (`replication.broker.coordinators.classic_service`): not served on gRPC ----
     "JoinGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "SyncGroup": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),
     "Heartbeat": lambda r, _: Requirement(((Need(_R.GROUP, _O.READ, r.group_id),),)),

@@ -21,9 +21,9 @@ Usage::
 """
 
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.fetcher import LeaderFetcher
-from replication.broker.partition import PartitionReplica
 from replication.broker.process import run_broker, serve
+from replication.broker.replicas.fetcher import LeaderFetcher
+from replication.broker.replicas.partition import PartitionReplica
 from replication.broker.server import BrokerServer
 
 __all__ = [

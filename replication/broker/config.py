@@ -237,16 +237,18 @@ class BrokerNodeConfig:
     """[replica.high.watermark.checkpoint.interval.ms]"""
     leader_replication_throttled_rate: int = LONG_MAX
     """[leader.replication.throttled.rate] bytes/s to adding replicas (reassignment, KIP-455);
-    a dynamic broker config of the same name overrides it (`replication.broker.throttle`)."""
+    a dynamic broker config of the same name overrides it
+    (`replication.broker.replicas.throttle`)."""
     follower_replication_throttled_rate: int = LONG_MAX
-    """[follower.replication.throttled.rate] bytes/s fetched for this broker's adding
-    replicas; a dynamic broker config overrides it."""
+    """[follower.replication.throttled.rate] bytes/s fetched for this broker's adding replicas; a
+    dynamic broker config overrides it."""
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     """[log.retention.check.interval.ms] how often retention runs over every replica."""
     dynamic_voters: bool = False
     """[controller.quorum.bootstrap.servers] KIP-853: ``voters`` are only where to start; the
     broker's metadata observer learns the voter set and their endpoints from the log's
-    VotersRecord, and its controller channel follows them (`replication.broker.controllers`)."""
+    VotersRecord, and its controller channel follows them
+    (`replication.broker.lifecycle.controllers`)."""
     log_cleaner_backoff_ms: int = 15_000
     """[log.cleaner.backoff.ms] how often the log cleaner runs over the compacted replicas."""
     log_cleaner_threads: int = 1

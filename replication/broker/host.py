@@ -3,11 +3,10 @@
 
 `ReplicaHost` is what Produce, Fetch, ListOffsets, Metadata and InitProducerId read
 (`replication.broker.service.BrokerService`), and `ServedReplica` what they read of one replica;
-`GroupHost` what the group APIs read (`replication.broker.group_service.GroupService`). A
-`BrokerServer` (with its `PartitionReplica`s) is both; the simulator's broker
-(`replication.sim.broker.SimBroker`, with its `SimReplica`s) is a `ReplicaHost`, so the seeds
-run the request handling the broker runs; a test may hand in anything that has these members.
-"""
+`GroupHost` what the group APIs read (`replication.broker.coordinators.group_service.GroupService`).
+A `BrokerServer` (with its `PartitionReplica`s) is both; the simulator's broker
+(`replication.sim.broker.SimBroker`, with its `SimReplica`s) is a `ReplicaHost`, so the seeds run
+the request handling the broker runs; a test may hand in anything that has these members."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
     from kraft.controller.messages import AllocateProducerIdsResponse
     from kraft.metadata import MetadataImage
     from replication.broker.config import BrokerNodeConfig
-    from replication.broker.partition import PartitionReplica
-    from replication.broker.throttle import ThrottleBucket
+    from replication.broker.replicas.partition import PartitionReplica
+    from replication.broker.replicas.throttle import ThrottleBucket
     from replication.core import (
         FollowerFetch,
         LeaderFetchAnswer,

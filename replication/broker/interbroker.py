@@ -25,10 +25,10 @@ from kraft.metadata import MetadataImage
 from kraft.transport.channels import peer_channel
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.fetch_stream import FetchStreams
-from replication.broker.fetcher import LeaderFetcher
-from replication.broker.group_lag import list_latest_offsets
-from replication.broker.throttle import ThrottleBucket
+from replication.broker.coordinators.group_lag import list_latest_offsets
+from replication.broker.replicas.fetch_stream import FetchStreams
+from replication.broker.replicas.fetcher import LeaderFetcher
+from replication.broker.replicas.throttle import ThrottleBucket
 from replication.codec import decode, encode
 from replication.core import FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import BrokerFetchRequest, BrokerFetchResponse
@@ -94,7 +94,7 @@ class InterBrokerClient:
 
     async def send_fetch(self, leader_id: int, request: BrokerFetchRequest) -> BrokerFetchResponse:
         """One fetch to broker ``leader_id``, on its ``Broker.FetchStream`` call
-        (`replication.broker.fetch_stream`).
+        (`replication.broker.replicas.fetch_stream`).
 
         Raises:
             LeaderNotAvailableError: the broker has no registered listener.

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from kraft.types import TopicPartition
-from replication.broker.stable_reads import READ_COMMITTED, last_stable_offset
+from replication.broker.replicas.stable_reads import READ_COMMITTED, last_stable_offset
 from replication.core import fence_leader_epoch
 from replication.messages import (
     EARLIEST_LOCAL_TIMESTAMP,

@@ -7,26 +7,26 @@ needs of the others, and starts and stops them in order:
 
 - *Metadata, the KRaft way.* A `RaftServer` with this broker's id, which is not a voter, is an
   *observer*: it fetches the committed metadata log (and snapshots, KIP-630) from the
-  controllers. `MetadataLoader` (`replication.broker.metadata_loader`) folds each committed
-  batch into the next `MetadataImage` in a worker thread and publishes it on the loop, in
+  controllers. `MetadataLoader` (`replication.broker.lifecycle.metadata_loader`) folds each
+  committed batch into the next `MetadataImage` in a worker thread and publishes it on the loop, in
   order; after each change the replicas reconcile (coalesced into one pass per loop turn).
 - *Lifecycle* (KIP-631): registration, heartbeats, fencing and controlled shutdown,
-  `BrokerLifecycle` (`replication.broker.lifecycle`). SIGTERM heartbeats ``want_shutdown``
-  until the controller moved leadership away, then the process stops and exits 0.
-- *Replicas*: `ReplicaManager` (`replication.broker.replica_manager`): the partition replicas
-  kept in line with the image, offline replicas and their probe; a task ticks them when their
-  deadlines come (`replication.broker.tick`).
+  `BrokerLifecycle` (`replication.broker.lifecycle.broker_lifecycle`). SIGTERM heartbeats
+  ``want_shutdown`` until the controller moved leadership away, then the process stops and exits 0.
+- *Replicas*: `ReplicaManager` (`replication.broker.replicas.replica_manager`): the partition
+  replicas kept in line with the image, offline replicas and their probe; a task ticks them when
+  their deadlines come (`replication.broker.replicas.tick`).
 - *Inter-broker calls*: follower fetches batched per leader broker and the groups' lag reads,
   `InterBrokerClient` (`replication.broker.interbroker`).
 - *Controller calls*: AlterPartition, producer id blocks, internal topics, the quorum
   partitions' reports, `ControllerRequests`, on a channel that follows the voters
-  (`ControllerDiscovery`, KIP-853), both in `replication.broker.controllers`.
+  (`ControllerDiscovery`, KIP-853), both in `replication.broker.lifecycle.controllers`.
 - *The broker API* (`replication.broker.api.BrokerApi`) over the partition APIs
   (`replication.broker.service`) and the group coordinator (`GroupService`), served by the
   gRPC adapter (`replication.broker.grpc`) on the gRPC port with the quorum partitions' Raft
   groups and gRPC health, and by the Kafka listeners (`replication.broker.kafka`).
-- *Background work*: retention (`replication.broker.retention`) and compaction
-  (`replication.broker.cleaner`).
+- *Background work*: retention (`replication.broker.replicas.retention`) and compaction
+  (`replication.broker.replicas.cleaner`).
 
 Everything runs on one event loop; the blocking `ControllerClient` and the metadata images
 are built in worker threads. A
@@ -64,23 +64,23 @@ from kraft.supervision import LoopSupervisor
 from kraft.transport.channels import aio_server, bind
 from kraft.types import TopicPartition
 from replication.broker.api.broker_api import BrokerApi
-from replication.broker.cleaner import LogCleaner
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.controllers import ControllerDiscovery, ControllerRequests
-from replication.broker.group_service import GroupService
+from replication.broker.coordinators.group_service import GroupService
 from replication.broker.grpc.adapter import API_SERVICES, GrpcPeers, add_broker_api_to_server
 from replication.broker.interbroker import InterBrokerClient
 from replication.broker.kafka.serving import KafkaListeners
-from replication.broker.lifecycle import BrokerLifecycle
-from replication.broker.metadata_loader import MetadataLoader
-from replication.broker.partition import PartitionReplica
-from replication.broker.quorum_host import QuorumHost
-from replication.broker.replica_manager import ReplicaManager
-from replication.broker.retention import expiration_pass, retention_pass, run_every
+from replication.broker.lifecycle.broker_lifecycle import BrokerLifecycle
+from replication.broker.lifecycle.controllers import ControllerDiscovery, ControllerRequests
+from replication.broker.lifecycle.metadata_loader import MetadataLoader
+from replication.broker.replicas.cleaner import LogCleaner
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.quorum_host import QuorumHost
+from replication.broker.replicas.replica_manager import ReplicaManager
+from replication.broker.replicas.retention import expiration_pass, retention_pass, run_every
+from replication.broker.replicas.throttle import ThrottleBucket
+from replication.broker.replicas.tick import run_tick_loop
+from replication.broker.replicas.txn_verification import TxnVerifier
 from replication.broker.service import BrokerService
-from replication.broker.throttle import ThrottleBucket
-from replication.broker.tick import run_tick_loop
-from replication.broker.txn_verification import TxnVerifier
 from storage.log import wall_clock_ms
 
 METADATA_DIR = "__cluster_metadata"
@@ -135,7 +135,8 @@ class BrokerServer:
         # The Broker and forwarded Controller calls are authorized and measured by the API
         # layer (`replication.broker.api`); the interceptors keep the others (Raft, health).
         self._grpc = aio_server(guard=guard, api_services=API_SERVICES)
-        # Quorum-mode partitions' Raft groups, on this port (`replication.broker.quorum_host`).
+        # Quorum-mode partitions' Raft groups, on this port
+        # (`replication.broker.replicas.quorum_host`).
         self.quorum = QuorumHost(
             config.node_id,
             self._grpc,
@@ -155,7 +156,7 @@ class BrokerServer:
             heartbeat_now=heartbeat_now,
             log=self._log,
         )
-        """The partition replicas (`replication.broker.replica_manager`)."""
+        """The partition replicas (`replication.broker.replicas.replica_manager`)."""
         self.peers = InterBrokerClient(
             config,
             image=lambda: self.image,

@@ -11,8 +11,8 @@ purgatories).
 - Fetch: followers (``replica_id >= 0``) go through the leader core (epoch fencing, divergence,
   ISR bookkeeping); consumers read only below the high watermark, and get OFFSET_OUT_OF_RANGE
   (with the valid range in the message) outside ``[log start, log end]``. Both long-poll up to
-  ``max_wait_ms`` for ``min_bytes``. KIP-392 (`replication.broker.read_replica`): a leader may
-  name a follower in the consumer's rack instead (``preferred_read_replica``), and a follower
+  ``max_wait_ms`` for ``min_bytes``. KIP-392 (`replication.broker.replicas.read_replica`): a leader
+  may name a follower in the consumer's rack instead (``preferred_read_replica``), and a follower
   serves consumers up to its own high watermark.
 - ListOffsets, DescribeLogDirs, DescribeProducers: read-only, in `replication.broker.log_queries`.
 - Metadata: from the broker's metadata image.
@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import INTERNAL_TOPICS, Epoch, NodeId, Offset, TopicPartition
-from replication.broker.change_event import wait_any
+from replication.broker.coordinators.producer_ids import ProducerIds
+from replication.broker.coordinators.txn_markers import (
+    OffsetsMarkerHook,
+    is_control_batch,
+    write_markers,
+)
 from replication.broker.limits import MAX_PARTITIONS_PER_REQUEST, too_many_partitions
 from replication.broker.log_queries import (
     describe_log_dirs,
@@ -38,16 +43,15 @@ from replication.broker.log_queries import (
     not_leader_code,
 )
 from replication.broker.loop_slice import LoopSlice
-from replication.broker.produce_together import produce_together
-from replication.broker.producer_ids import ProducerIds
-from replication.broker.read_replica import (
+from replication.broker.replicas.change_event import wait_any
+from replication.broker.replicas.produce_together import produce_together
+from replication.broker.replicas.read_replica import (
     ClientMetadata,
     consumer_readable,
     preferred_read_replica,
 )
-from replication.broker.replica_metrics import consumer_bytes_out
-from replication.broker.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
-from replication.broker.txn_markers import OffsetsMarkerHook, is_control_batch, write_markers
+from replication.broker.replicas.replica_metrics import consumer_bytes_out
+from replication.broker.replicas.stable_reads import READ_COMMITTED, aborted_in, last_stable_offset
 from replication.core import FollowerFetch, fence_leader_epoch
 from replication.messages import (
     BrokerFetchRequest,
@@ -81,7 +85,7 @@ from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost, ServedReplica
-    from replication.broker.txn_verification import TxnVerifier
+    from replication.broker.replicas.txn_verification import TxnVerifier
     from replication.core import ProduceCompletion
 
 
@@ -322,7 +326,7 @@ class BrokerService:
                 current_leader=self._current_leader(tp),
             )
         # KIP-455/KIP-73: an adding replica's fetch is reassignment traffic, within
-        # leader.replication.throttled.rate (`replication.broker.throttle`).
+        # leader.replication.throttled.rate (`replication.broker.replicas.throttle`).
         throttle = self._server.leader_throttle
         throttled = throttle.limited and self._server.is_adding_replica(tp, request.replica_id)
         read = True

@@ -97,7 +97,7 @@ class ReplicaLog(PartitionLogView, Protocol):
 
 class ProducerSnapshots(Protocol):
     """Producer-state snapshots by offset (Kafka's ``<offset>.snapshot`` files):
-    `replication.broker.producer_snapshots.ProducerSnapshotStore` on disk,
+    `replication.broker.replicas.producer_snapshots.ProducerSnapshotStore` on disk,
     `MemorySnapshotStore` in the simulator. Writes and deletes are durable on return and may
     raise ``OSError``."""
 

@@ -2,13 +2,11 @@
 
 `load_producer_state` is Kafka's ``UnifiedLog.rebuildProducerState`` / ``truncateAndReload``
 over any `ProducerSnapshots` store (files in the broker: see
-`replication.broker.producer_snapshots`; memory in the simulator: `MemorySnapshotStore`) and
-any `ReplicaLog`: it starts from the latest snapshot that is valid and lies in [log start
-offset, log end offset] and replays only the batch headers after it. A snapshot that fails
-its CRC or does not parse is deleted and the next older one is tried; with none left the
-state is rebuilt from the log start offset. So a corrupt snapshot costs a longer replay,
-never a crash.
-"""
+`replication.broker.replicas.producer_snapshots`; memory in the simulator: `MemorySnapshotStore`)
+and any `ReplicaLog`: it starts from the latest snapshot that is valid and lies in [log start
+offset, log end offset] and replays only the batch headers after it. A snapshot that fails its CRC
+or does not parse is deleted and the next older one is tried; with none left the state is rebuilt
+from the log start offset. So a corrupt snapshot costs a longer replay, never a crash."""
 
 from __future__ import annotations
 

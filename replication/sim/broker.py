@@ -5,8 +5,8 @@ It registers and heartbeats with the active controller (following NOT_CONTROLLER
 after a timeout), learns metadata the KRaft way, as a Raft *observer* (a non-voting `RaftNode`
 on its own `SimDisk`) that fetches the committed metadata log from the quorum's leader and
 replays it into its `MetadataImage`, reconciles its replicas with that image by the broker's
-rules (`replication.broker.reconcile`), and runs each replica through the partition driver the
-broker runs (`replication.driver`, opened by `open_partition_driver`): becoming leader or
+rules (`replication.broker.replicas.reconcile`), and runs each replica through the partition driver
+the broker runs (`replication.driver`, opened by `open_partition_driver`): becoming leader or
 follower, appends, truncation, the high watermark, producer state and snapshots and the
 high-watermark checkpoint are the broker's code, not a copy.
 
@@ -47,15 +47,15 @@ from kraft.sim.cluster_log import SimPartitionLog
 from kraft.sim.cluster_network import Envelope
 from kraft.sim.cluster_raft import RaftHost
 from kraft.types import NodeId, Offset, TopicPartition
-from replication.broker.fetcher import fetch_partition, follower_answer, follower_response
-from replication.broker.reconcile import (
+from replication.broker.replicas.fetcher import fetch_partition, follower_answer, follower_response
+from replication.broker.replicas.reconcile import (
     broker_statuses,
     hosted_partitions,
     is_adding_replica,
     may_reconcile,
 )
+from replication.broker.replicas.throttle import ThrottleBucket
 from replication.broker.service import BrokerService
-from replication.broker.throttle import ThrottleBucket
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -385,7 +385,7 @@ class SimBroker:
     async def allocate_producer_ids(self) -> AllocateProducerIdsResponse:
         raise InvariantViolation("the simulator sends no InitProducerId")
 
-    # --- metadata (`replication.broker.reconcile`, PartitionReplica.apply_registration) -------
+    # --- metadata (`replication.broker.replicas.reconcile`, PartitionReplica.apply_registration)
 
     def _reconcile(self) -> None:
         epoch = self.broker_epoch

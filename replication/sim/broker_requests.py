@@ -7,7 +7,7 @@
   appended to one of its partitions.
 - WriteTxnMarkers (`WriteMarkersReq`): each marker goes to the partition's core where this
   broker leads, after the broker's gate (`ProducerStateManager.check_marker`), as
-  `replication.broker.txn_markers.write_markers` does.
+  `replication.broker.coordinators.txn_markers.write_markers` does.
 - A coordinator's append (`AppendReq`) to an internal topic it hosts: straight to the
   partition's core where this broker leads, as the broker's coordinator runtimes append to
   their replica (a client's Produce to an internal topic is refused). A coordinator that

@@ -9,7 +9,7 @@ from typing import final
 
 from kraft.sim.cluster_network import Envelope
 from kraft.types import TopicPartition
-from replication.broker.stable_reads import READ_COMMITTED
+from replication.broker.replicas.stable_reads import READ_COMMITTED
 from replication.core import ACKS_ALL
 from replication.messages import (
     FetchPartitionData,

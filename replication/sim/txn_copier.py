@@ -19,7 +19,7 @@ from typing import final
 
 from kraft.sim.cluster_network import Envelope
 from kraft.types import TopicPartition
-from replication.broker.stable_reads import READ_COMMITTED
+from replication.broker.replicas.stable_reads import READ_COMMITTED
 from replication.sim.cluster import BrokerCluster
 from replication.sim.group_offsets import offsets_partition
 from replication.sim.messages import (

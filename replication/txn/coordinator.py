@@ -2,7 +2,7 @@
 ``TransactionCoordinator`` + ``TransactionStateManager``, with no clock, no I/O, no randomness.
 
 The broker shell (`replication.broker.txn_runtime`) drives it as it drives the group
-coordinator (`replication.broker.group_runtime`)::
+coordinator (`replication.broker.coordinators.group_runtime`)::
 
     coord = TxnCoordinator(TxnConfig(...))
     for key, value in committed_records_of_the_partition:   # on becoming its leader

@@ -216,7 +216,10 @@ def test_group_and_cluster_refusals_carry_their_codes_in_the_response(tmp_path: 
 def test_classic_group_apis_are_refused_with_kafkas_codes(tmp_path: Path) -> None:
     """GROUP READ for JoinGroup, SyncGroup, Heartbeat, LeaveGroup; GROUP DESCRIBE for
     DescribeGroups (each group named answered Dead); GROUP DELETE for OffsetDelete."""
-    from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
+    from replication.broker.coordinators.classic_service import (
+        DescribeGroupsRequest,
+        OffsetDeleteRequest,
+    )
     from replication.group.classic import (
         HeartbeatRequest,
         JoinGroupRequest,
@@ -262,7 +265,10 @@ def test_describe_groups_and_offset_delete_are_refused_per_group_and_per_topic(
     GROUP_AUTHORIZATION_FAILED and describes the others; handleOffsetDeleteRequest refuses the
     request whole without DELETE on its group, else answers each topic without READ
     TOPIC_AUTHORIZATION_FAILED on its partitions and the others as the coordinator does."""
-    from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
+    from replication.broker.coordinators.classic_service import (
+        DescribeGroupsRequest,
+        OffsetDeleteRequest,
+    )
     from replication.group import PartitionResult
 
     async def test(server: BrokerServer) -> None:

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-import replication.broker.tick as broker_tick
+import replication.broker.replicas.tick as broker_tick
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.partition import PartitionReplica
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.tick import run_tick_loop
 from replication.broker.server import BrokerServer
-from replication.broker.tick import run_tick_loop
 from replication.core import (
     BrokerStatus,
     FollowerFetchRequest,

@@ -10,8 +10,8 @@ import dataclasses
 import struct
 from typing import Any
 
-from replication.broker.classic_service import ClassicGroupService
-from replication.broker.group_shard import GroupShard
+from replication.broker.coordinators.classic_service import ClassicGroupService
+from replication.broker.coordinators.group_shard import GroupShard
 from replication.group import GroupConfig, OffsetCommitPartition, OffsetCommitRequest
 from replication.group.classic import (
     ClassicGroupConfig,

@@ -1,5 +1,5 @@
-"""KIP-966's clean-shutdown record of a broker (`replication.broker.clean_shutdown`): the epoch
-of the last clean stop comes back once, and anything else reads as an unclean shutdown."""
+"""KIP-966's clean-shutdown record of a broker (`replication.broker.lifecycle.clean_shutdown`): the
+epoch of the last clean stop comes back once, and anything else reads as an unclean shutdown."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.broker.clean_shutdown import (
+from replication.broker.lifecycle.clean_shutdown import (
     CLEAN_SHUTDOWN_FILE,
     take_previous_broker_epoch,
     write_clean_shutdown,

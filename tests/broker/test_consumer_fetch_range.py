@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
 
 from kraft.metadata.image import PartitionRegistration
-from replication.broker.partition import PartitionReplica
+from replication.broker.replicas.partition import PartitionReplica
 from replication.broker.service import BrokerService
 from replication.core import (
     BrokerStatus,

@@ -1,6 +1,6 @@
 """KIP-853 on the broker: its controller channel follows the voter set and leader the metadata
-observer reads in the log (`replication.broker.controllers`), and a broker may bootstrap from
-``controller.quorum.bootstrap.servers`` instead of a static voter list."""
+observer reads in the log (`replication.broker.lifecycle.controllers`), and a broker may bootstrap
+from ``controller.quorum.bootstrap.servers`` instead of a static voter list."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from kraft.controller.client import ControllerClient
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.controllers import ControllerDiscovery
+from replication.broker.lifecycle.controllers import ControllerDiscovery
 from storage.errors import InvalidConfigError
 
 

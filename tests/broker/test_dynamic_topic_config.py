@@ -16,9 +16,9 @@ from kraft.metadata import ConfigRecord, ConfigResourceType
 from kraft.metadata.image import MetadataImage, PartitionRegistration
 from kraft.types import TopicPartition
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.partition import PartitionReplica
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.topic_settings import resolve_min_insync_replicas
 from replication.broker.server import BrokerServer
-from replication.broker.topic_settings import resolve_min_insync_replicas
 from replication.core import (
     BrokerStatus,
     FollowerFetchRequest,

@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from kraft._generated import broker_pb2, broker_pb2_grpc
-from replication.broker.fetch_stream import FetchStreams
+from replication.broker.replicas.fetch_stream import FetchStreams
 from storage.errors import RequestTimedOutError
 
 SERVICE = "kraft.v1.Broker"

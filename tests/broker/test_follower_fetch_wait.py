@@ -1,5 +1,5 @@
 """A follower's long-poll Fetch at the leader (`BrokerService.fetch`): it waits on its
-partitions' change events (`replication.broker.change_event`), runs a pass only when one of
+partitions' change events (`replication.broker.replicas.change_event`), runs a pass only when one of
 them may have records for it, and answers at its deadline with the high watermark of then."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import asyncio
 from dataclasses import dataclass, field
 
 from kraft.types import Offset, TopicPartition
-from replication.broker.change_event import ChangeEvent, wait_any
+from replication.broker.replicas.change_event import ChangeEvent, wait_any
+from replication.broker.replicas.throttle import ThrottleBucket
 from replication.broker.service import BrokerService
-from replication.broker.throttle import ThrottleBucket
 from replication.core import FollowerFetch, LeaderFetchAnswer
 from replication.messages import BrokerFetchRequest, FetchPartition, FetchTopic
 

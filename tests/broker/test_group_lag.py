@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from kraft.metrics.kafka import GROUP_LAG, GROUP_OFFSET
 from kraft.types import TopicPartition
-from replication.broker.group_lag import GroupLag
+from replication.broker.coordinators.group_lag import GroupLag
 
 COMMITTED = [("billing", "orders", 0, 40), ("billing", "orders", 1, 10), ("billing", "audit", 0, 3)]
 LOCAL = {TopicPartition("orders", 0): 100}

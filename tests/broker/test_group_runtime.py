@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kraft.types import OFFSETS_TOPIC, TopicPartition
-from replication.broker.group_runtime import GroupRuntime, Record
+from replication.broker.coordinators.group_runtime import GroupRuntime, Record
 from storage.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -452,7 +452,7 @@ def _group_records() -> list[Record]:
 
 def _service(h: Harness, tmp_path: Path) -> Any:
     from replication.broker.config import BrokerNodeConfig
-    from replication.broker.group_service import GroupService
+    from replication.broker.coordinators.group_service import GroupService
 
     config = BrokerNodeConfig.from_properties(
         {
@@ -476,7 +476,7 @@ def test_list_groups_answers_load_in_progress_while_an_offsets_partition_loads(
     answer without them would make ``kraft groups list`` miss groups right after a failover."""
 
     async def test(h: Harness) -> None:
-        from replication.broker.group_shard import GroupShard
+        from replication.broker.coordinators.group_shard import GroupShard
         from replication.group import GroupConfig
         from replication.group.classic import ClassicGroupConfig
         from replication.messages import ListGroupsRequest
@@ -548,7 +548,7 @@ def test_the_coordinator_broker_reports_each_groups_committed_offset_and_lag(
 ) -> None:
     async def test(h: Harness) -> None:
         from kraft.metrics.kafka import GROUP_LAG, GROUP_OFFSET
-        from replication.broker.group_shard import GroupShard
+        from replication.broker.coordinators.group_shard import GroupShard
         from replication.group import GroupConfig
         from replication.group.classic import ClassicGroupConfig
         from tests.group.helpers import Shell, topics

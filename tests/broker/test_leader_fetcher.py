@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from kraft.types import TopicPartition
-from replication.broker.fetcher import LeaderFetcher
+from replication.broker.replicas.fetcher import LeaderFetcher
 from replication.core import FollowerFetchRequest
 from replication.messages import (
     BrokerFetchRequest,

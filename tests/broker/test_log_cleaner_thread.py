@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from kraft.types import TopicPartition
-from replication.broker.cleaner import LogCleaner
+from replication.broker.replicas.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.log import SegmentedLog
 from storage.log_cleaner import CLEANED_SUFFIX, CleanJob, CleanOutput, run_clean

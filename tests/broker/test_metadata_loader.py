@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kraft.metadata import MetadataImage, RemoveTopicRecord
 from kraft.metadata.codec import encode_record
-from replication.broker.metadata_loader import MetadataLoader
+from replication.broker.lifecycle.metadata_loader import MetadataLoader
 from replication.broker.server import BrokerServer
 from storage.errors import InvalidRecordError
 from tests.broker.test_dynamic_topic_config import _broker_config

@@ -10,8 +10,8 @@ import pytest
 
 from kraft.controller.messages import AlterPartitionPartitionResult
 from kraft.metadata.image import PartitionRegistration
-from replication.broker import sequence_turn as sequence_turn_module
-from replication.broker.partition import PartitionReplica, follower_response
+from replication.broker.replicas import sequence_turn as sequence_turn_module
+from replication.broker.replicas.partition import PartitionReplica, follower_response
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,

@@ -15,9 +15,9 @@ from typing import Any, cast
 import pytest
 
 from kraft.types import TopicPartition
-from replication.broker.cleaner import LogCleaner
 from replication.broker.loop_slice import PASS_SLICE_STEPS, LoopSlice, sum_in_slices
-from replication.broker.retention import expiration_pass, retention_pass
+from replication.broker.replicas.cleaner import LogCleaner
+from replication.broker.replicas.retention import expiration_pass, retention_pass
 from replication.broker.service import BrokerService
 from replication.messages import (
     BrokerFetchRequest,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from kraft.types import Offset, TopicPartition
-from replication.broker.produce_together import produce_together
+from replication.broker.replicas.produce_together import produce_together
 from replication.core import ProduceCompletion
 from replication.messages import ProducePartitionResponse
 from storage.errors import ErrorCode

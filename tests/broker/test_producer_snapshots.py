@@ -11,8 +11,8 @@ import pytest
 
 from kraft.metadata.image import PartitionRegistration
 from kraft.raft_shell.clock import clock_ms
-from replication.broker.partition import PartitionReplica
-from replication.broker.producer_snapshots import (
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.producer_snapshots import (
     ProducerSnapshotStore,
     load_producer_state,
     scan_headers,

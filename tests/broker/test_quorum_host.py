@@ -16,8 +16,8 @@ from kraft.controller.messages import (
 )
 from kraft.raft import RaftConfig
 from kraft.types import NodeId, TopicPartition
-from replication.broker import quorum_host
-from replication.broker.quorum_host import QuorumHost
+from replication.broker.replicas import quorum_host
+from replication.broker.replicas.quorum_host import QuorumHost
 from storage.errors import ErrorCode, NetworkError
 from tests.metadata.builders import ImageBuilder
 

@@ -14,8 +14,8 @@ import pytest
 from kraft.metadata import BrokerRegistrationChangeRecord, MetadataImage, PartitionChangeRecord
 from kraft.metadata.image import TopicImage
 from kraft.types import TopicPartition
-from replication.broker.partition import FileCheckpoint, PartitionReplica
-from replication.broker.replica_manager import (
+from replication.broker.replicas.partition import FileCheckpoint, PartitionReplica
+from replication.broker.replicas.replica_manager import (
     CHECKPOINT_BATCH,
     MAX_REPLICA_OPENS_PER_RECONCILE,
     RECONCILE_APPLY_BUDGET_S,

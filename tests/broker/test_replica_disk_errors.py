@@ -12,8 +12,8 @@ import pytest
 from kraft.controller.messages import TopicIdPartition
 from kraft.metadata.image import PartitionRegistration
 from kraft.types import TopicPartition
-from replication.broker.offline import OfflineReplicas
-from replication.broker.partition import PartitionReplica
+from replication.broker.replicas.offline import OfflineReplicas
+from replication.broker.replicas.partition import PartitionReplica
 from replication.core import BrokerStatus, FollowerFetchRequest, ReplicationConfig
 from storage.config import LogConfig
 from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError

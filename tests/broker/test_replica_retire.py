@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from kraft.metadata import MetadataImage, PartitionRecord, RemoveTopicRecord, TopicRecord
-from replication.broker.partition import PartitionReplica
-from replication.broker.replica_manager import DELETED_SUFFIX, RETIRE_BUDGET_S
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.replica_manager import DELETED_SUFFIX, RETIRE_BUDGET_S
 from tests.broker.test_dynamic_topic_config import _broker, _broker_config
 from tests.broker.test_reconcile_pacing import PARTITIONS, _settled, _wide_image
 from tests.metadata.builders import topic_id_for

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kraft.metadata.image import PartitionRegistration
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.partition import PartitionReplica, follower_response
-from replication.broker.retention import (
+from replication.broker.replicas.partition import PartitionReplica, follower_response
+from replication.broker.replicas.retention import (
     resolve_log_config,
     retention_pass,
     topic_keys_of_dynamic_broker_defaults,
@@ -277,7 +277,7 @@ def test_compaction_runs_below_the_high_watermark_and_a_new_follower_copies_the_
 ) -> None:
     """Each replica cleans its own log (as in Kafka); the cleaned leader log keeps every batch's
     offsets, so a follower fetching it from scratch appends it contiguously."""
-    from replication.broker.retention import apply_compaction
+    from replication.broker.replicas.retention import apply_compaction
 
     async def run() -> None:
         config = LogConfig.from_properties(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kraft.metadata import MetadataImage
 from kraft.metadata.records import ConfigRecord, ConfigResourceType
-from replication.broker.throttle import LEADER_RATE_KEY, ThrottleBucket, throttled_rate
+from replication.broker.replicas.throttle import LEADER_RATE_KEY, ThrottleBucket, throttled_rate
 from storage.config_registry import LONG_MAX
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from replication.broker.group_service import OFFSETS_TOPIC_CONFIGS
+from replication.broker.coordinators.group_service import OFFSETS_TOPIC_CONFIGS
 from replication.group import GroupConfig, GroupCoordinator
 from storage.config import LogConfig
 from storage.log import SegmentedLog

@@ -12,7 +12,10 @@ import pytest
 from kio.index import load_request_schema
 
 from replication.broker.api import RequestContext
-from replication.broker.classic_service import DescribeGroupsResponse, OffsetDeleteResponse
+from replication.broker.coordinators.classic_service import (
+    DescribeGroupsResponse,
+    OffsetDeleteResponse,
+)
 from replication.broker.kafka.apis.classic_groups import CLASSIC_HANDLERS
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Request, response_class

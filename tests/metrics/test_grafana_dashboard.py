@@ -12,7 +12,7 @@ from typing import Any
 from kraft.metrics import RequestMetrics, registry
 from kraft.metrics.kafka import BROKER_GAUGES, CONTROLLER_GAUGES, GROUP_GAUGES, RAFT_GAUGES
 from kraft.metrics.raft import RaftLatency
-from replication.broker.replica_metrics import ReplicaMetrics
+from replication.broker.replicas.replica_metrics import ReplicaMetrics
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "kraft-dashboard.json"
 _NAME = re.compile(r"\b(kafka_[a-z0-9_]+)\b")

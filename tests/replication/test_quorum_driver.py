@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kraft.metadata.image import PartitionRegistration
-from replication.broker.quorum_state import FileQuorumStateStore
+from replication.broker.replicas.quorum_state import FileQuorumStateStore
 from replication.core import ReplicationConfig
 from replication.driver import ReplicationMode, open_partition_driver
 from storage.errors import ErrorCode, KafkaStorageError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from replication.broker.read_replica import client_metadata
+from replication.broker.replicas.read_replica import client_metadata
 from replication.core.high_watermark import ReplicaState
 from replication.core.replica_selector import (
     LEADER_SELECTOR,

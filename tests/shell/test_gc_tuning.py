@@ -17,7 +17,7 @@ from kraft.cli import main
 from kraft.gc_tuning import SERVER_THRESHOLDS, THRESHOLDS
 from kraft.supervision import LoopSupervisor, serve_until_stopped
 from kraft.transport.retry import retry_retriable
-from replication.broker.group_shard import GroupShard
+from replication.broker.coordinators.group_shard import GroupShard
 from replication.group import GroupConfig
 from replication.group.classic import ClassicGroupConfig
 from storage.errors import RequestTimedOutError

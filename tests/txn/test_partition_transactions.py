@@ -161,7 +161,7 @@ def test_truncating_a_log_with_transactions_asks_for_a_reload() -> None:
 
 
 def test_a_read_committed_fetch_stops_at_the_stable_offset_and_names_aborted_records() -> None:
-    from replication.broker.stable_reads import aborted_in, last_stable_offset
+    from replication.broker.replicas.stable_reads import aborted_in, last_stable_offset
     from replication.messages import AbortedTransaction
 
     state = ProducerStateManager()
@@ -226,7 +226,7 @@ def test_a_leader_appends_a_coordinators_marker_but_no_other_control_batch() -> 
 
 
 def test_a_group_shard_commits_pending_offsets_with_the_transaction() -> None:
-    from replication.broker.group_shard import GroupShard
+    from replication.broker.coordinators.group_shard import GroupShard
     from replication.group import GroupConfig
     from replication.group.classic import ClassicGroupConfig
     from replication.group.records import OFFSET_COMMIT, OffsetCommitValue, RecordKey, record

@@ -5,7 +5,7 @@ dataclasses of `replication.messages` (Kafka's ``KafkaApis``):
 it bounds the request (`replication.broker.limits`), authorizes it
 (`replication.broker.api.authorization`), calls the partition APIs
 (`replication.broker.service.BrokerService`) or the group coordinator's
-(`replication.broker.group_service.GroupService`), and counts and times it
+(`replication.broker.coordinators.group_service.GroupService`), and counts and times it
 (`kraft.metrics.registry.RequestStats`, by Kafka API name). A refusal is Kafka's error code
 inside the response. Admin requests for the controller go through `forward`.
 
@@ -67,15 +67,15 @@ from replication.broker.api.authorization import (
     without_topics,
 )
 from replication.broker.api.context import RequestContext
-from replication.broker.classic_service import (
+from replication.broker.coordinators.classic_service import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
 )
-from replication.broker.group_service import GroupService
+from replication.broker.coordinators.group_service import GroupService
 from replication.broker.limits import too_many_partitions
-from replication.broker.read_replica import client_metadata
+from replication.broker.replicas.read_replica import client_metadata
 from replication.broker.service import BrokerService
 from replication.core.fetch_session import FetchSessionCache
 from replication.group.classic import (

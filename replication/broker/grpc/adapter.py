@@ -273,11 +273,10 @@ def _pipelined(
     """The behaviour of a stream of a `PIPELINED` API: a reader task starts each request's
     handling as it arrives (up to `PIPELINED_IN_FLIGHT_MAX`; tasks start in creation order, so
     a producer's batches reach a partition in the order it sent them,
-    `replication.broker.sequence_turn`) and the handler's own task answers them in that order.
-    What ended the reading (the client's half-close, a malformed request's abort) ends the
-    stream after the answers before it; a request a unary call would have ended with a status
-    ends it with that status after the answers before it, and the requests after it are
-    cancelled."""
+    `replication.broker.replicas.sequence_turn`) and the handler's own task answers them in that
+    order. What ended the reading (the client's half-close, a malformed request's abort) ends the
+    stream after the answers before it; a request a unary call would have ended with a status ends
+    it with that status after the answers before it, and the requests after it are cancelled."""
 
     async def stream(requests: AsyncIterator[Message], context: Context) -> AsyncIterator[Message]:
         ctx = peers.context(context, name)

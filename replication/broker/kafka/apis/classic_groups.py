@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from replication.broker.api import RequestContext
-from replication.broker.classic_service import DescribeGroupsRequest, OffsetDeleteRequest
+from replication.broker.coordinators.classic_service import (
+    DescribeGroupsRequest,
+    OffsetDeleteRequest,
+)
 from replication.broker.kafka.api import ApiSpec, KafkaBrokerApi, Response
 from replication.broker.kafka.entities import millis
 from replication.broker.kafka.frames import Request

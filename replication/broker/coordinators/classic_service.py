@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from replication.broker.group_runtime import Coordinator, GroupRuntime
-from replication.broker.group_shard import GroupShard
+from replication.broker.coordinators.group_runtime import Coordinator, GroupRuntime
+from replication.broker.coordinators.group_shard import GroupShard
 from replication.group import PartitionResult, Result
 from replication.group.classic import (
     DescribedGroup,

@@ -10,7 +10,7 @@ the topic's own config (``retention.ms``, ``retention.bytes``, ``segment.bytes``
 ``log.segment.bytes``, ``log.roll.ms``), then `LogConfig`'s defaults. The controller rejects
 values the log cannot take (it validates with the same rules); one that got into the metadata
 anyway (written before that check) is skipped with a warning, not the whole config. The
-broker applies a changed config to open logs live (`replication.broker.topic_settings`).
+broker applies a changed config to open logs live (`replication.broker.replicas.topic_settings`).
 
 *Cleanup.* Every ``log.retention.check.interval.ms`` (Kafka's default 300000) the broker calls
 `PartitionReplica.apply_retention` on each replica, leader or follower, yielding the event
@@ -29,7 +29,7 @@ old, unless their transaction is open there (KIP-854; Kafka's ``removeExpiredPro
 broker whose clients come and go does not keep their last batches forever.
 
 *Compaction.* Every ``log.cleaner.backoff.ms`` (Kafka's default 15000) the broker's
-`replication.broker.cleaner.LogCleaner` runs one log-cleaner pass on each replica whose
+`replication.broker.replicas.cleaner.LogCleaner` runs one log-cleaner pass on each replica whose
 ``cleanup.policy`` includes ``compact``, leader or follower (each replica cleans its own log,
 as in Kafka), below the replica's high watermark, in worker threads. `apply_compaction` here
 is the same pass on the caller's thread (`PartitionReplica.apply_compaction`).
@@ -44,11 +44,11 @@ import structlog
 
 from replication.broker.config import BROKER_LOG_KEYS
 from replication.broker.loop_slice import sum_in_slices
-from replication.broker.partition import PartitionReplica
+from replication.broker.replicas.partition import PartitionReplica
 from storage.config import PROPERTY_KEYS, LogConfig
 from storage.errors import KraftError
 
-_log = structlog.get_logger("replication.broker.retention")
+_log = structlog.get_logger("replication.broker.replicas.retention")
 
 
 def topic_keys_of_dynamic_broker_defaults(configs: Mapping[str, str]) -> dict[str, str]:

@@ -27,7 +27,10 @@ from typing import Any, Protocol, TypeVar
 from kraft.controller.client import ControllerClient
 from kraft.metadata import MetadataImage
 from kraft.metadata.records import Endpoint
-from replication.broker.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
+from replication.broker.lifecycle.clean_shutdown import (
+    take_previous_broker_epoch,
+    write_clean_shutdown,
+)
 from storage.errors import BrokerIdNotRegisteredError, KraftError, StaleBrokerEpochError
 
 T = TypeVar("T")
@@ -98,7 +101,8 @@ class BrokerLifecycle:
         """Set by a controlled shutdown or a stop: heartbeats ask ``want_shutdown``."""
         self._incarnation_id = uuid.uuid4().hex
         self._previous_broker_epoch: int | None = None
-        """KIP-966: the epoch of the last clean shutdown (`replication.broker.clean_shutdown`)."""
+        """KIP-966: the epoch of the last clean shutdown
+        (`replication.broker.lifecycle.clean_shutdown`)."""
         self._shutdown_allowed = asyncio.Event()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="broker-lifecycle")
 

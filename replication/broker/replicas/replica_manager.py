@@ -8,7 +8,7 @@ its role and live topic configs, stops and deletes those moved away or deleted (
 once per incarnation deletes stray logs. A replica that goes is taken out of service at once
 and retired in slices: its log closed without a flush, its directory renamed aside and deleted
 by a worker thread (Kafka's ``LogManager.asyncDelete``). Replicas a disk error took offline are
-probed with backoff and reopened (`replication.broker.offline`). The reassignment throttles
+probed with backoff and reopened (`replication.broker.replicas.offline`). The reassignment throttles
 follow the dynamic configs. A task ticks each replica when its deadline comes (`tick_loop`).
 An object that `BrokerServer` holds: it reads the broker's image and epoch through callables.
 """
@@ -30,25 +30,25 @@ from kraft.metadata.changes import changed_partitions
 from kraft.metadata.image import PartitionRegistration, TopicImage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import TopicPartition
-from replication.broker.change_event import ChangeEvent
 from replication.broker.config import BrokerNodeConfig
 from replication.broker.loop_slice import LoopSlice
-from replication.broker.offline import OfflineReplicas
-from replication.broker.partition import PartitionReplica
-from replication.broker.quorum_host import QuorumHost
-from replication.broker.reconcile import (
+from replication.broker.replicas.change_event import ChangeEvent
+from replication.broker.replicas.offline import OfflineReplicas
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.quorum_host import QuorumHost
+from replication.broker.replicas.reconcile import (
     broker_statuses,
     hosted_partitions,
     is_adding_replica,
     may_reconcile,
 )
-from replication.broker.throttle import (
+from replication.broker.replicas.throttle import (
     FOLLOWER_RATE_KEY,
     LEADER_RATE_KEY,
     ThrottleBucket,
     throttled_rate,
 )
-from replication.broker.topic_settings import TopicSettings, resolve_topic_settings
+from replication.broker.replicas.topic_settings import TopicSettings, resolve_topic_settings
 from replication.core import (
     AlterPartitionSend,
     FollowerFetchRequest,
@@ -138,7 +138,8 @@ class ReplicaManager:
         self.replicas: dict[TopicPartition, PartitionReplica] = {}
         self.offline = OfflineReplicas()
         """Replicas a disk error took offline; reported in every heartbeat until reopened."""
-        # Reassignment traffic only (KIP-455 with KIP-73 quotas): `replication.broker.throttle`.
+        # Reassignment traffic only (KIP-455 with KIP-73 quotas):
+        # `replication.broker.replicas.throttle`.
         self.leader_throttle = ThrottleBucket(config.leader_replication_throttled_rate, clock_ms())
         self.follower_throttle = ThrottleBucket(
             config.follower_replication_throttled_rate, clock_ms()
@@ -372,7 +373,7 @@ class ReplicaManager:
 
     def is_adding_replica(self, tp: TopicPartition, replica_id: int) -> bool:
         """``replica_id`` is being added to ``tp`` by a reassignment (its fetches are
-        throttled, `replication.broker.throttle`)."""
+        throttled, `replication.broker.replicas.throttle`)."""
         return is_adding_replica(self.image, tp, replica_id)
 
     def _remove_replica(self, tp: TopicPartition) -> None:

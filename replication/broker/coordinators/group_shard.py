@@ -1,6 +1,6 @@
 """`GroupShard`: the group coordinators of one ``__consumer_offsets`` partition, as one
-`replication.broker.group_runtime.Coordinator`: KIP-848's `GroupCoordinator` and the classic
-groups' `ClassicGroupManager` (`replication.group.classic`).
+`replication.broker.coordinators.group_runtime.Coordinator`: KIP-848's `GroupCoordinator` and the
+classic groups' `ClassicGroupManager` (`replication.group.classic`).
 
 Both keep their records in the same partition: `replay` routes each by its key, the snapshot
 holds both states, the timers of both run in `tick`. Committed offsets are the KIP-848

@@ -5,7 +5,7 @@ voters, `ControllerRequests` sends the broker's own requests on it.
 ``NodeToControllerChannelManager`` users): AlterPartition from the leader cores, the producer
 id blocks of InitProducerId (KIP-730), internal topics, the quorum partitions' leader reports.
 The blocking `ControllerClient` runs on threads of its own (never the event loop, and not the
-registration and heartbeat thread, `replication.broker.lifecycle`).
+registration and heartbeat thread, `replication.broker.lifecycle.broker_lifecycle`).
 
 `ControllerDiscovery` follows the voter set.
 
@@ -49,7 +49,7 @@ from replication.core import AlterPartitionSend
 from storage.errors import ErrorCode, KraftError
 
 if TYPE_CHECKING:
-    from replication.broker.partition import PartitionReplica
+    from replication.broker.replicas.partition import PartitionReplica
 
 T = TypeVar("T")
 
@@ -57,7 +57,7 @@ CONTROL_THREADS = 4
 CONTROL_REQUEST_TIMEOUT_S = 5.0
 INTERNAL_TOPIC_TIMEOUT_S = 10.0
 
-_log: FilteringBoundLogger = structlog.get_logger("replication.broker.controllers")
+_log: FilteringBoundLogger = structlog.get_logger("replication.broker.lifecycle.controllers")
 
 
 @final

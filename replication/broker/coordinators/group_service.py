@@ -1,13 +1,14 @@
 """The consumer-group handlers of the Broker service (KIP-848): FindCoordinator,
 ConsumerGroupHeartbeat, OffsetCommit, OffsetFetch, ListGroups, ConsumerGroupDescribe and
-DeleteGroups; the classic group APIs are `classic` (`replication.broker.classic_service`).
+DeleteGroups; the classic group APIs are `classic`
+(`replication.broker.coordinators.classic_service`).
 
-Each shard holds both kinds of group (`replication.broker.group_shard.GroupShard`); the APIs
-they share follow Kafka 4.x: an OffsetCommit to a classic group is checked by its generation
-and then committed as an admin commit of the offsets path; OffsetFetch skips the KIP-848
-member check for it; ListGroups lists both; DeleteGroups deletes an Empty classic group and
-its offsets; a ConsumerGroupHeartbeat for a classic group with members gets
-GROUP_ID_NOT_FOUND (an Empty one is taken over).
+Each shard holds both kinds of group (`replication.broker.coordinators.group_shard.GroupShard`); the
+APIs they share follow Kafka 4.x: an OffsetCommit to a classic group is checked by its generation
+and then committed as an admin commit of the offsets path; OffsetFetch skips the KIP-848 member
+check for it; ListGroups lists both; DeleteGroups deletes an Empty classic group and its offsets; a
+ConsumerGroupHeartbeat for a classic group with members gets GROUP_ID_NOT_FOUND (an Empty one is
+taken over).
 
 The wire dataclasses (`replication.messages.groups`, topics by name) are converted here to and
 from the coordinator's (`replication.group`, assignments by topic id), and every request goes to
@@ -16,9 +17,8 @@ the `GroupRuntime` shard of its group's ``__consumer_offsets`` partition.
 *The offsets topic.* The first FindCoordinator that finds no ``__consumer_offsets`` asks the
 controller to create it (``offsets.topic.num.partitions``, ``offsets.topic.replication.factor``
 capped at the live brokers, ``retention.ms=-1`` and ``retention.bytes=-1``: only the
-coordinators' snapshots move its start, see `replication.broker.group_runtime`) and answers
-COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader.
-"""
+coordinators' snapshots move its start, see `replication.broker.coordinators.group_runtime`) and
+answers COORDINATOR_NOT_AVAILABLE, as Kafka does, until the partition has a leader."""
 
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ import structlog
 
 from kraft.metadata.features import TRANSACTION_VERSION_2
 from kraft.types import OFFSETS_TOPIC, TopicPartition
-from replication.broker.classic_service import ClassicGroupService
-from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
-from replication.broker.group_lag import GroupLag
-from replication.broker.group_runtime import Coordinator, GroupRuntime, ResultLike
-from replication.broker.group_shard import GroupShard
-from replication.broker.producer_ids import ProducerIds
-from replication.broker.txn_service import TxnService
+from replication.broker.coordinators.classic_service import ClassicGroupService
+from replication.broker.coordinators.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
+from replication.broker.coordinators.group_lag import GroupLag
+from replication.broker.coordinators.group_runtime import Coordinator, GroupRuntime, ResultLike
+from replication.broker.coordinators.group_shard import GroupShard
+from replication.broker.coordinators.producer_ids import ProducerIds
+from replication.broker.coordinators.txn_service import TxnService
 from replication.group import (
     GroupConfig,
     GroupCoordinator,
@@ -101,7 +101,7 @@ R = TypeVar("R")
 GROUP_ID_MAX_CHARS = 255
 """Longer group ids are refused (INVALID_GROUP_ID); Kafka has no limit but a request size."""
 
-_log = structlog.get_logger("replication.broker.group_service")
+_log = structlog.get_logger("replication.broker.coordinators.group_service")
 
 
 class GroupService:

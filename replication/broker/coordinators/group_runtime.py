@@ -69,7 +69,7 @@ from storage.log import wall_clock_ms
 from storage.records import SimpleRecord, build_batch, iter_batches, record_tuples
 
 if TYPE_CHECKING:
-    from replication.broker.partition import PartitionReplica
+    from replication.broker.replicas.partition import PartitionReplica
 
 Record = tuple[bytes, bytes | None]
 R = TypeVar("R")
@@ -83,7 +83,7 @@ SNAPSHOT_BATCH_BYTES = 512 * 1024
 """Snapshot records go out in batches of about this size (below ``max.message.bytes``)."""
 LOAD_READ_BYTES = 1 << 20
 
-_log = structlog.get_logger("replication.broker.group_runtime")
+_log = structlog.get_logger("replication.broker.coordinators.group_runtime")
 
 
 class ResultLike(Protocol[R_co]):  # pragma: no cover - structural
@@ -115,7 +115,9 @@ class EffectsLike(Protocol):  # pragma: no cover - structural: `replication.grou
 
 
 @runtime_checkable
-class Replying(Protocol):  # pragma: no cover - structural: `replication.broker.group_shard`
+class Replying(
+    Protocol
+):  # pragma: no cover - structural: `replication.broker.coordinators.group_shard`
     """A coordinator whose ticks answer requests (replies to `asyncio.Future` handles)."""
 
     def take_replies(self) -> Sequence[ReplyLike]: ...
@@ -123,7 +125,9 @@ class Replying(Protocol):  # pragma: no cover - structural: `replication.broker.
 
 
 @runtime_checkable
-class MarkerAware(Protocol):  # pragma: no cover - structural: `replication.broker.group_shard`
+class MarkerAware(
+    Protocol
+):  # pragma: no cover - structural: `replication.broker.coordinators.group_shard`
     """A coordinator whose partition holds transaction markers it must apply on a load."""
 
     def replay_marker(self, producer_id: int, commit: bool) -> None: ...

@@ -47,7 +47,7 @@ ListLatest = Callable[[int, Sequence[TopicPartition]], Awaitable[dict[TopicParti
 """``(leader id, partitions)`` -> the high watermarks that leader reported (missing: no
 answer for that partition)."""
 
-_log = structlog.get_logger("replication.broker.group_lag")
+_log = structlog.get_logger("replication.broker.coordinators.group_lag")
 
 
 class GroupLag:

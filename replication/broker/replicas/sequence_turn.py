@@ -33,7 +33,7 @@ from storage.records import BatchHeader, read_header
 SEQUENCE_REORDER_WAIT_MS = 500
 """How long an idempotent batch that arrived before its predecessor waits for it."""
 
-_log = structlog.get_logger("replication.broker.partition")
+_log = structlog.get_logger("replication.broker.replicas.partition")
 
 
 class Leader(Protocol):

@@ -1,7 +1,7 @@
 """The transaction coordinator on a broker (KIP-98): InitProducerId with a transactional id,
 AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, and the markers of ended transactions.
 
-*Hosting.* As the group coordinator is hosted (`replication.broker.group_runtime`): a
+*Hosting.* As the group coordinator is hosted (`replication.broker.coordinators.group_runtime`): a
 transactional id lives on partition ``abs(hashCode(id)) % partitions`` of
 ``__transaction_state`` (created on the first FindCoordinator with key type 1, compacted, with
 ``min.insync.replicas`` 2 as Kafka's ``transaction.state.log.min.isr``); the leader of that
@@ -11,13 +11,14 @@ a new leader replays the partition.
 
 *Markers.* `run_markers` watches the loaded coordinators' `pending_markers` (transactions in
 PREPARE_COMMIT / PREPARE_ABORT, whether just ended, timed out or found by a new leader's replay)
-and writes each one's markers to its partitions' leaders (`replication.broker.txn_markers`),
-retrying the partitions that failed; once all are written it writes COMPLETE_COMMIT /
-COMPLETE_ABORT. The markers carry the coordinator's epoch: the leader epoch of its partition.
+and writes each one's markers to its partitions' leaders
+(`replication.broker.coordinators.txn_markers`), retrying the partitions that failed; once all are
+written it writes COMPLETE_COMMIT / COMPLETE_ABORT. The markers carry the coordinator's epoch: the
+leader epoch of its partition.
 
 *Verification (KIP-890 part 1).* Partition leaders ask ``verify_only`` questions here, many
 transactional ids per call (`add_partitions_to_txn_batch`, the ``AddPartitionsToTxnBatch`` gRPC
-call; `replication.broker.txn_verification` is the asking side).
+call; `replication.broker.replicas.txn_verification` is the asking side).
 
 *Transaction version 2 (KIP-890 part 2).* The same call adds a version-2 client's partitions
 (its Produce v12+, its TxnOffsetCommit v5+ at the group coordinator); EndTxn bumps the epoch
@@ -39,9 +40,9 @@ import structlog
 
 from kraft.metadata.features import TRANSACTION_VERSION, TRANSACTION_VERSION_2, finalized_level
 from kraft.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
-from replication.broker.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
-from replication.broker.group_runtime import GroupRuntime
-from replication.broker.txn_markers import OffsetsMarkerHook, send_markers
+from replication.broker.coordinators.coordinator_lookup import OFFSETS_TOPIC_CONFIGS, InternalTopic
+from replication.broker.coordinators.group_runtime import GroupRuntime
+from replication.broker.coordinators.txn_markers import OffsetsMarkerHook, send_markers
 from replication.group import partition_for_group
 from replication.messages import (
     AddOffsetsToTxnRequest,
@@ -86,7 +87,7 @@ MARKER_RETRY_S: Final = 0.1
 """How long the marker writer waits before retrying partitions whose leader failed."""
 TRANSACTIONAL_ID_MAX_CHARS: Final = 255 * 4
 
-_log = structlog.get_logger("replication.broker.txn_service")
+_log = structlog.get_logger("replication.broker.coordinators.txn_service")
 
 
 class TxnService:

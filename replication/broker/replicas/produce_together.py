@@ -6,7 +6,7 @@ per partition cost its creation, its steps and its completion callbacks, per req
 batch whose producer's sequence turn has come is appended at once, in the request's order, and
 the completions (futures) are awaited after all the appends, so the followers' next fetch
 carries them all. A partition that must wait (a batch ahead of its producer's sequence,
-`replication.broker.sequence_turn`; a KIP-890 gate) or that is answered without an append
+`replication.broker.replicas.sequence_turn`; a KIP-890 gate) or that is answered without an append
 still runs in a task of its own, as before.
 """
 

@@ -33,10 +33,10 @@ OFFSETS_TOPIC_CONFIGS: Mapping[str, str] = {
 }
 """The offsets topic is compacted (Kafka's ``offsets.topic`` configs: ``cleanup.policy=compact``):
 the coordinator's records are keyed, latest-wins, so the cleaner keeps what a replay needs.
-Coordinator snapshots also move its start (`replication.broker.group_runtime`); segments of
-8 MiB let both reclaim space soon."""
+Coordinator snapshots also move its start (`replication.broker.coordinators.group_runtime`);
+segments of 8 MiB let both reclaim space soon."""
 
-_log = structlog.get_logger("replication.broker.coordinator_lookup")
+_log = structlog.get_logger("replication.broker.coordinators.coordinator_lookup")
 
 
 class InternalTopic:

@@ -30,11 +30,12 @@ from replication.broker.loop_slice import LoopSlice
 from storage.errors import KraftError
 from storage.log_cleaner import CleanJob, CleanOutput, discard_clean, run_clean
 
-_log: FilteringBoundLogger = structlog.get_logger("replication.broker.cleaner")
+_log: FilteringBoundLogger = structlog.get_logger("replication.broker.replicas.cleaner")
 
 
 class CompactedReplica(Protocol):
-    """What the cleaner needs of a replica (`replication.broker.partition.PartitionReplica`)."""
+    """What the cleaner needs of a replica
+    (`replication.broker.replicas.partition.PartitionReplica`)."""
 
     @property
     def topic_partition(self) -> TopicPartition: ...

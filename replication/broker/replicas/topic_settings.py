@@ -34,12 +34,15 @@ from kraft.metadata import CLUSTER_DEFAULT_RESOURCE, MetadataImage
 from kraft.metadata.configs import MIN_INSYNC_REPLICAS, QUORUM_MODE, REPLICATION_MODE, parse_bool
 from kraft.metadata.records import ConfigResourceType
 from replication.broker.config import BrokerNodeConfig
-from replication.broker.retention import resolve_log_config, topic_keys_of_dynamic_broker_defaults
+from replication.broker.replicas.retention import (
+    resolve_log_config,
+    topic_keys_of_dynamic_broker_defaults,
+)
 from replication.core import ReplicationConfig
 from replication.driver import ReplicationMode
 from storage.config import LogConfig
 
-_log = structlog.get_logger("replication.broker.topic_settings")
+_log = structlog.get_logger("replication.broker.replicas.topic_settings")
 
 QUORUM_WRITE_CACHING = "quorum.write.caching"
 

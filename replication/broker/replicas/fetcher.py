@@ -4,7 +4,7 @@ Kafka runs one ``ReplicaFetcherThread`` per source broker, whose FetchRequest ca
 partition this broker follows there. Here each follower core still builds its own fetch (one
 in flight per partition), and `fetch` parks it; the fetcher sends whatever is parked as ONE
 Fetch long-poll (a message on the leader's ``Broker.FetchStream`` call,
-`replication.broker.fetch_stream`) and hands each partition its part of the answer.
+`replication.broker.replicas.fetch_stream`) and hands each partition its part of the answer.
 Partitions answered together re-fetch in the same event-loop turn, so they stay in one
 request: the RPC rate is per leader broker, not per partition (one RPC per partition costs a
 gRPC call's set-up per partition per fetch).
@@ -13,11 +13,10 @@ One request is in flight per leader; a fetch parked meanwhile waits for the next
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with
 NETWORK_EXCEPTION or REQUEST_TIMED_OUT (the cores back off by themselves).
 
-Throttling (``follower.replication.throttled.rate``, `replication.broker.throttle`): the fetch of
-a partition this broker is being added to by a reassignment asks for at most what the throttle
-allows; when it allows nothing, the partition stays parked out of the request until it does
-(Kafka's follower leaves throttled partitions out of its FetchRequest the same way).
-"""
+Throttling (``follower.replication.throttled.rate``, `replication.broker.replicas.throttle`): the
+fetch of a partition this broker is being added to by a reassignment asks for at most what the
+throttle allows; when it allows nothing, the partition stays parked out of the request until it does
+(Kafka's follower leaves throttled partitions out of its FetchRequest the same way)."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ import structlog
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import Epoch, Offset, TopicPartition
-from replication.broker.throttle import ThrottleBucket
+from replication.broker.replicas.throttle import ThrottleBucket
 from replication.core import DivergingEpoch, FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import (
     BrokerFetchRequest,
@@ -43,7 +42,7 @@ from storage.errors import ErrorCode, KraftError
 SendFetch = Callable[[int, BrokerFetchRequest], Awaitable[BrokerFetchResponse]]
 """Send one Fetch to a leader broker id; raises `KraftError` on transport failure."""
 
-_log = structlog.get_logger("replication.broker.fetcher")
+_log = structlog.get_logger("replication.broker.replicas.fetcher")
 
 _Batch = dict[TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]]
 """Parked fetches by partition, with the future each waits on."""

@@ -8,30 +8,29 @@ truncation, the high watermark, producer state and snapshots, the high-watermark
 going offline on a disk error) is the partition driver's (`replication.driver`), which the
 simulator and the replication tests run too. The replica opens the partition's
 `SegmentedLog` (``<data dir>/<topic>-<partition>/``), its producer snapshots
-(`replication.broker.producer_snapshots`) and its ``high-watermark-checkpoint`` file, hands
+(`replication.broker.replicas.producer_snapshots`) and its ``high-watermark-checkpoint`` file, hands
 them to the driver the topic's replication mode picks (`open_partition_driver`), and adds
 what needs the event loop:
 
 - a follower runs one fetch loop: the driver's fetch goes to ``fetch_from_leader`` (the
   broker batches it with the other partitions led by the same broker into one long-poll
-  ``Broker.Fetch`` carrying its replica id and broker epoch, see `replication.broker.fetcher`)
-  and the leader's answer goes back to the driver;
+  ``Broker.Fetch`` carrying its replica id and broker epoch, see
+  `replication.broker.replicas.fetcher`) and the leader's answer goes back to the driver;
 - a leader parks produce futures until the driver's `produce_completed`, holds an idempotent
-  batch that arrived ahead of its predecessor (`replication.broker.sequence_turn`), and wakes
-  parked fetches whenever its log end offset or high watermark moves (`changed`);
+  batch that arrived ahead of its predecessor (`replication.broker.replicas.sequence_turn`), and
+  wakes parked fetches whenever its log end offset or high watermark moves (`changed`);
 - log maintenance that only the segmented log has: ``flush.ms`` flushes, retention
   (`apply_retention`, below the high watermark only), dynamic log configs, timestamp lookups,
   and a corrupt batch found on read.
 
 *Quorum mode* (``replication.mode=quorum``, `replication.driver.quorum`): the replica joins its
-partition's Raft group on the broker's `QuorumHost` (``replication.broker.quorum_host``): it
-registers the group (`quorum_group`) with the partition's replicas as the only members it
-hears, hands every inbound Raft message to the driver (`handle_raft_message`), sends what the
-driver emits (`send_raft_message`), reports a won election (`quorum_leader_elected`) through
-the host to the controller, and runs a timer task that ticks the driver at its own deadlines
-(`next_deadline_ms`: Raft's fetch long polls, election and linger timers, waiting produces).
-Its Raft epoch and vote live in ``quorum-state`` (`FileQuorumStateStore`). There is no
-follower fetch loop: Raft replicates.
+partition's Raft group on the broker's `QuorumHost` (``replication.broker.replicas.quorum_host``):
+it registers the group (`quorum_group`) with the partition's replicas as the only members it hears,
+hands every inbound Raft message to the driver (`handle_raft_message`), sends what the driver emits
+(`send_raft_message`), reports a won election (`quorum_leader_elected`) through the host to the
+controller, and runs a timer task that ticks the driver at its own deadlines (`next_deadline_ms`:
+Raft's fetch long polls, election and linger timers, waiting produces). Its Raft epoch and vote live
+in ``quorum-state`` (`FileQuorumStateStore`). There is no follower fetch loop: Raft replicates.
 
 *Disk errors.* When the driver reports the replica offline (`went_offline`; a corrupt batch
 found on read while another ISR member has a good copy counts too: `read`), waiting produces
@@ -54,14 +53,14 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import NodeId, TopicPartition
-from replication.broker.change_event import ChangeEvent, wait_any
-from replication.broker.fetcher import follower_response
-from replication.broker.producer_snapshots import ProducerSnapshotStore, scan_headers
-from replication.broker.quorum_host import QuorumHost
-from replication.broker.quorum_state import FileQuorumStateStore
-from replication.broker.replica_metrics import ReplicaMetrics
-from replication.broker.sequence_turn import await_sequence_turn, sequence_turn_now
-from replication.broker.stable_reads import last_stable_offset
+from replication.broker.replicas.change_event import ChangeEvent, wait_any
+from replication.broker.replicas.fetcher import follower_response
+from replication.broker.replicas.producer_snapshots import ProducerSnapshotStore, scan_headers
+from replication.broker.replicas.quorum_host import QuorumHost
+from replication.broker.replicas.quorum_state import FileQuorumStateStore
+from replication.broker.replicas.replica_metrics import ReplicaMetrics
+from replication.broker.replicas.sequence_turn import await_sequence_turn, sequence_turn_now
+from replication.broker.replicas.stable_reads import last_stable_offset
 from replication.core import (
     AlterPartitionSend,
     BrokerStatus,
@@ -102,7 +101,7 @@ OnInput = Callable[["PartitionReplica"], None]
 
 HIGH_WATERMARK_CHECKPOINT = "high-watermark-checkpoint"
 
-_log = structlog.get_logger("replication.broker.partition")
+_log = structlog.get_logger("replication.broker.replicas.partition")
 
 
 class PartitionReplica(NoDriverEvents):
@@ -499,7 +498,7 @@ class PartitionReplica(NoDriverEvents):
         self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
         """A follower's fetch: its position counts either way; ``read=False`` (a throttled
-        fetch, `replication.broker.throttle`) answers without records."""
+        fetch, `replication.broker.replicas.throttle`) answers without records."""
         answer = self.driver.handle_follower_fetch(fetch, clock_ms())
         self._input()
         records = b""
@@ -675,6 +674,6 @@ __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
     "FileCheckpoint",  # its home is storage.checkpoint
     "PartitionReplica",
-    "follower_response",  # its home is replication.broker.fetcher
+    "follower_response",  # its home is replication.broker.replicas.fetcher
     "scan_headers",
 ]

@@ -15,9 +15,9 @@ import asyncio
 from typing import Any
 
 from kraft.raft_shell.clock import clock_ms
-from replication.broker.change_event import wait_any
-from replication.broker.partition import PartitionReplica
-from replication.broker.replica_manager import (
+from replication.broker.replicas.change_event import wait_any
+from replication.broker.replicas.partition import PartitionReplica
+from replication.broker.replicas.replica_manager import (
     MAX_TICK_SLEEP_MS,
     MIN_TICK_INTERVAL_MS,
     ReplicaManager,

@@ -11,7 +11,7 @@ broker (`ReplicaManager.reconcile`) and the simulator's broker (`SimBroker`) bot
 - `broker_statuses`: every broker's epoch and state, which a leader core uses to keep fenced
   or shutting-down brokers out of the ISR (KIP-841).
 - `is_adding_replica`: a broker a reassignment is adding to a partition (its fetches are
-  reassignment traffic, throttled: `replication.broker.throttle`).
+  reassignment traffic, throttled: `replication.broker.replicas.throttle`).
 """
 
 from __future__ import annotations
