@@ -91,13 +91,15 @@ def encoded(entity: Any) -> bytes:
 class Length:
     """A length field of a request body: ``at`` bytes into the body, ``size`` bytes long;
     ``bias`` is what the wire adds to it (1 for a compact length, whose 0 means null);
-    ``value`` is the length the body gives it (None for a tagged field's size)."""
+    ``value`` is the length the body gives it (None for a tagged field's size); ``in_tag``
+    says it is inside a tagged field's value."""
 
     at: int
     size: int
     bias: int
     value: int | None
     where: str
+    in_tag: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +128,7 @@ def lengths(body: Any) -> Iterator[Length]:
             continue
         yield Length(changed, 1, 0, None, f"{grown.where} (tagged field size)")
         if "." not in grown.where:  # a tagged string of the body: its length follows
-            yield Length(changed + 1, grown.size, grown.bias, grown.value, grown.where)
+            yield Length(changed + 1, grown.size, grown.bias, grown.value, grown.where, True)
 
 
 def _grown(entity: Any, path: str, *, in_tag: bool) -> Iterator[_Grown]:
@@ -208,8 +210,20 @@ def test_every_length_of_a_served_request_beyond_the_bytes_left_is_refused(
         left = len(payload) - at - length.size
         huge = {1: 2**35 - 2, 2: 2**15 - 1, 4: 2**31 - 1}[length.size]
         for value in (left + 1, huge):
-            with pytest.raises(LengthError):
+            # Refused at that length, not later by chance; a length inside a tagged field is
+            # refused at the field's size, where a uvarint grown longer may already end.
+            refused = "bytes left" if length.in_tag else f"^(a length|an array) of {value} "
+            with pytest.raises(LengthError, match=refused):
                 checked(cls, with_length(payload, at, length, value))
+
+
+@pytest.mark.parametrize(("key", "version"), SERVED)
+def test_every_served_request_cut_short_anywhere_is_refused(key: int, version: int) -> None:
+    cls = request_class(key, version)
+    payload = request_frame(key, version, filled(cls))[4:]
+    for cut in range(len(payload)):
+        with pytest.raises(LengthError):
+            checked(cls, payload[:cut])
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -239,9 +253,14 @@ def test_tagged_fields_of_unknown_tags_are_checked_against_the_bytes_left(
     field = b"ab\x00"
     valid = head + b"\x01" + uvarint(99) + uvarint(len(field)) + field
     assert checked(cls, valid) == len(valid)
-    for count, size in ((1, len(field) + 1), (1, 2**32 - 1), (2, len(field)), (2**32 - 1, 0)):
+    for count, size, refused in (
+        (1, len(field) + 1, f"a length of {len(field) + 1} "),
+        (1, 2**32 - 1, f"a length of {2**32 - 1} "),
+        (2, len(field), "bytes left"),  # the second tagged field is missing
+        (2**32 - 1, 0, f"an array of {2**32 - 1} "),
+    ):
         broken = head + uvarint(count) + uvarint(99) + uvarint(size) + field
-        with pytest.raises(LengthError):
+        with pytest.raises(LengthError, match=refused):
             checked(cls, broken)
 
 
