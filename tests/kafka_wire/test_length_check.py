@@ -290,6 +290,81 @@ def test_an_array_of_fixed_size_items_one_item_too_long_is_refused() -> None:
         checked(cls, with_length(payload, at, length, left // 4 + 1))
 
 
+def smallest(cls: type[Any], grow: tuple[str, ...] = (), items: int = 100) -> Any:
+    """A ``cls`` at its smallest (nulls, empty strings and arrays, no tagged field), but for
+    the array at the path ``grow`` (field names), which holds ``items`` smallest items (and
+    each array on the way to it one item)."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("tag") is not None:
+            continue
+        hint = hints[f.name]
+        nullable = isinstance(hint, types.UnionType)
+        if nullable:
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        rest = grow[1:] if grow[:1] == (f.name,) else None
+        item = typing.get_args(hint)[0] if typing.get_origin(hint) is tuple else None
+        if item is not None and rest is not None:
+            if rest:
+                values[f.name] = [smallest(item, rest, items)]
+            elif isinstance(item, type) and dataclasses.is_dataclass(item):
+                values[f.name] = [smallest(item) for _ in range(items)]
+            else:
+                values[f.name] = [_empty(f) for _ in range(items)]
+        elif nullable and rest is None:
+            values[f.name] = None
+        elif item is not None:
+            values[f.name] = []
+        elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            values[f.name] = smallest(hint, rest or (), items)
+        else:
+            values[f.name] = _empty(f)
+    return build(cls, values)
+
+
+def _empty(f: dataclasses.Field[Any]) -> Any:
+    match f.metadata.get("kafka_type"):
+        case "string":
+            return ""
+        case "bytes" | "records":
+            return b""
+        case "uuid":
+            return uuid.UUID(int=0)
+        case "bool":
+            return False
+        case _:
+            return 0
+
+
+def arrays(cls: type[Any], path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """The path of every array of ``cls`` (tagged fields aside), nested ones too."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("tag") is not None:
+            continue
+        hint = hints[f.name]
+        if isinstance(hint, types.UnionType):
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        if typing.get_origin(hint) is tuple:
+            yield (*path, f.name)
+            hint = typing.get_args(hint)[0]
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            yield from arrays(hint, (*path, f.name))
+
+
+@pytest.mark.parametrize(("key", "version"), SERVED)
+def test_arrays_of_the_smallest_items_pass(key: int, version: int) -> None:
+    """An array count is refused when its items could not fit even at their smallest: this
+    bound must never be above an item's true smallest size, or a valid request would be
+    refused. Each array in turn holds 100 items at their smallest, in a request otherwise at
+    its smallest, so the bytes after it are fewer than 100."""
+    cls = request_class(key, version)
+    for path in arrays(cls):
+        payload = request_frame(key, version, smallest(cls, path))[4:]
+        assert checked(cls, payload) == kio_end(cls, payload) == len(payload), path
+
+
 FILLED = {served: request_frame(*served, filled(request_class(*served)))[4:] for served in SERVED}
 
 

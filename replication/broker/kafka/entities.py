@@ -7,6 +7,9 @@ for, dropping the fields that version lacks and filling the ones it needs but th
 not name with the schema default (or the type's zero). So no converter is written per version,
 and no encoder but one (`produce_answer`, the common Produce answer): kio's writers encode.
 
+`check_lengths` checks a request's lengths against its bytes before kio's native reader sees
+them (see "lengths" below: it is generated Python, once per request class).
+
 `to_chunks` encodes an entity into a list of byte strings. kio's writers call ``write`` once per
 primitive and once per ``bytes``/``records`` field, so a record batch reaches the chunk list by
 identity: a fetch response's segment bytes are never copied here (`frame_writer` sends them).
@@ -387,11 +390,17 @@ def _compile(cls: type[Any], tagged: tuple[_FieldPlan, bool] | None) -> _Checker
 # array's loop took its count already).
 
 
-def _emit_entity(src: _Source, cls: type[Any], indent: int, skip: int) -> int:
+def _encoding(cls: type[Any]) -> tuple[bool, bool]:
+    """Whether ``cls`` is flexible (KIP-482: it ends with tagged fields) and whether its
+    lengths are compact (uvarints)."""
     flexible = bool(getattr(cls, "__flexible__", False))
     # NB: a flexible request header keeps its client id a non-compact string (Kafka's schema
     # says flexibleVersions "none" for that one field).
-    compact = flexible and cls.__name__ != "RequestHeader"
+    return flexible, flexible and cls.__name__ != "RequestHeader"
+
+
+def _emit_entity(src: _Source, cls: type[Any], indent: int, skip: int) -> int:
+    flexible, compact = _encoding(cls)
     known: dict[int, _Checker] = {}
     for plan in _plan(cls):
         if plan.tag is not None:
@@ -527,20 +536,21 @@ def _least_item_size(plan: _FieldPlan, compact: bool) -> int:
 
 
 def _least_entity_size(cls: type[Any]) -> int:
-    flexible = bool(getattr(cls, "__flexible__", False))
-    compact = flexible and cls.__name__ != "RequestHeader"
+    """The fewest bytes a ``cls`` can take: a bound that must never exceed the truth (a null or
+    empty length prefix, no tagged field), or a valid message would be refused."""
+    flexible, compact = _encoding(cls)
     total = 1 if flexible else 0  # the tag section's count
     for plan in _plan(cls):
         if plan.tag is not None:
             continue
         if (size := _fixed_size(plan)) is not None:
             total += size
-        elif compact or (plan.nested is not None and plan.nullable):
+        elif plan.nested is not None and not plan.is_array:
+            total += 1 if plan.nullable else _least_entity_size(plan.nested)
+        elif compact:
             total += 1
         elif plan.is_array:
             total += 4
-        elif plan.nested is not None:
-            total += _least_entity_size(plan.nested)
         else:
             total += _LENGTH_SIZES[plan.kafka_type]
     return total
