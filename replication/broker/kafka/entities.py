@@ -7,6 +7,9 @@ for, dropping the fields that version lacks and filling the ones it needs but th
 not name with the schema default (or the type's zero). So no converter is written per version,
 and no encoder but one (`produce_answer`, the common Produce answer): kio's writers encode.
 
+`check_lengths` checks a request's lengths against its bytes before kio's native reader sees
+them (see "lengths" below: it is generated Python, once per request class).
+
 `to_chunks` encodes an entity into a list of byte strings. kio's writers call ``write`` once per
 primitive and once per ``bytes``/``records`` field, so a record batch reaches the chunk list by
 identity: a fetch response's segment bytes are never copied here (`frame_writer` sends them).
@@ -20,8 +23,8 @@ import struct
 import types
 import typing
 import uuid
-from collections.abc import Mapping
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, Final, NoReturn, TypeVar
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -225,6 +228,15 @@ def _make_plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
 
 
 # -- lengths ---------------------------------------------------------------------------------------
+#
+# `check_lengths` runs before kio's native reader on every request, so it is compiled: the first
+# check of a class generates one Python function for it, straight-line code in the schema's field
+# order, and later checks only call that function. Fixed-size fields cost nothing of their own:
+# their sizes are added to the offset of the next length read (one bound check covers the run);
+# an array of fixed-size items is checked and skipped in one step; nested structs and the items
+# of an array are inlined into their parent's function (request schemas nest two deep at most),
+# and a tag section with no tagged field (nearly all of them) costs one byte read. The source
+# holds no name from the schema, only offsets and sizes.
 
 _FIXED_SIZES: Final[Mapping[str, int]] = {
     "bool": 1,
@@ -241,8 +253,10 @@ _FIXED_SIZES: Final[Mapping[str, int]] = {
     "timedelta_i64": 8,
     "datetime_i64": 8,
 }
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
+_LENGTH_SIZES: Final[Mapping[str, int]] = {"string": 2, "bytes": 4, "records": 4}
+"""The size of a non-compact length prefix (strings an int16, bytes an int32)."""
+
+_Checker = Callable[[bytes | memoryview, int, int], int]
 
 
 class LengthError(ValueError):
@@ -261,94 +275,32 @@ def check_lengths(cls: type[Any], data: bytes | memoryview, offset: int) -> int:
     Raises:
         LengthError: a length exceeds the bytes left (or the bytes end early).
     """
-    return _check_entity(cls, data, offset, len(data))
+    checker = _CHECKERS.get(cls)
+    if checker is None:
+        checker = _CHECKERS[cls] = _compile(cls, None)
+    return checker(data, offset, len(data))
 
 
-def _check_entity(cls: type[Any], data: bytes | memoryview, pos: int, end: int) -> int:
-    flexible = bool(getattr(cls, "__flexible__", False))
-    # NB: a flexible request header keeps its client id a non-compact string (Kafka's schema
-    # says flexibleVersions "none" for that one field).
-    compact = flexible and cls.__name__ != "RequestHeader"
-    tagged: dict[int, _FieldPlan] = {}
-    for plan in _plan(cls):
-        if plan.tag is not None:
-            tagged[plan.tag] = plan
-        else:
-            pos = _check_field(plan, compact, data, pos, end)
-    if flexible:
-        count, pos = _uvarint(data, pos, end)
-        for _ in range(count):
-            tag, pos = _uvarint(data, pos, end)
-            size, pos = _uvarint(data, pos, end)
-            _fits(size, pos, end)
-            if (known := tagged.get(tag)) is not None:
-                _check_field(known, flexible, data, pos, pos + size)
-            pos += size
-    return pos
+_CHECKERS: dict[type[Any], _Checker] = {}
 
 
-def _check_field(
-    plan: _FieldPlan, flexible: bool, data: bytes | memoryview, pos: int, end: int
-) -> int:
-    if not plan.is_array:
-        if plan.nested is not None:
-            if plan.nullable:  # a nullable struct: a presence byte, -1 for null
-                _fits(1, pos, end)
-                pos += 1
-                if data[pos - 1] & 0x80:
-                    return pos
-            return _check_entity(plan.nested, data, pos, end)
-        return _check_value(plan.kafka_type, flexible, data, pos, end)
-    if flexible:
-        raw, pos = _uvarint(data, pos, end)
-        count = raw - 1
-    else:
-        count, pos = _int(_INT32, data, pos, end)
-    if count <= 0:
-        return pos
-    _fits(count, pos, end)  # every item takes a byte at least
-    size = _FIXED_SIZES.get(plan.kafka_type) if plan.nested is None else None
-    if size is not None:
-        _fits(count * size, pos, end)
-        return pos + count * size
-    for _ in range(count):
-        if plan.nested is not None:
-            pos = _check_entity(plan.nested, data, pos, end)
-        else:
-            pos = _check_value(plan.kafka_type, flexible, data, pos, end)
-    return pos
+def _refuse(size: int, left: int) -> NoReturn:
+    raise LengthError(f"a length of {size} with {max(left, 0)} bytes left")
 
 
-def _check_value(
-    kafka_type: str, flexible: bool, data: bytes | memoryview, pos: int, end: int
-) -> int:
-    size = _FIXED_SIZES.get(kafka_type)
-    if size is None:
-        if flexible:
-            raw, pos = _uvarint(data, pos, end)
-            size = raw - 1
-        else:
-            length = _INT16 if kafka_type == "string" else _INT32
-            size, pos = _int(length, data, pos, end)
-        size = max(size, 0)
-    _fits(size, pos, end)
-    return pos + size
+def _refuse_items(count: int, item_size: int, left: int) -> NoReturn:
+    raise LengthError(
+        f"an array of {count} items of at least {item_size} bytes with {max(left, 0)} bytes left"
+    )
 
 
-def _fits(size: int, pos: int, end: int) -> None:
-    if size > end - pos:
-        raise LengthError(f"a length of {size} with {max(end - pos, 0)} bytes left")
-
-
-def _int(codec: struct.Struct, data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    _fits(codec.size, pos, end)
-    return int(codec.unpack_from(data, pos)[0]), pos + codec.size
-
-
-def _uvarint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
+def _uvarint_rest(data: bytes | memoryview, pos: int, end: int, first: int) -> tuple[int, int]:
+    """An unsigned varint whose first byte (``first``, read) had its continuation bit."""
+    value = first & 0x7F
+    shift = 7
     while True:
-        _fits(1, pos, end)
+        if pos >= end:
+            _refuse(1, end - pos)
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -357,6 +309,251 @@ def _uvarint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise LengthError("an unsigned varint longer than 5 bytes")
+
+
+def _uvarint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    if pos >= end:
+        _refuse(1, end - pos)
+    first = data[pos]
+    if first & 0x80:
+        return _uvarint_rest(data, pos + 1, end, first)
+    return first, pos + 1
+
+
+def _check_tags(
+    data: bytes | memoryview, pos: int, end: int, count: int, known: Mapping[int, _Checker]
+) -> int:
+    """The tagged fields (KIP-482) after their count's first byte (``count``, read and not 0):
+    each one's size checked against the bytes left, and a known tag's field inside its size."""
+    if count & 0x80:
+        count, pos = _uvarint_rest(data, pos, end, count)
+    if count > end - pos:  # every tagged field takes a byte at least
+        _refuse_items(count, 1, end - pos)
+    for _ in range(count):
+        tag, pos = _uvarint(data, pos, end)
+        size, pos = _uvarint(data, pos, end)
+        if size > end - pos:
+            _refuse(size, end - pos)
+        if (checker := known.get(tag)) is not None:
+            checker(data, pos, pos + size)
+        pos += size
+    return pos
+
+
+_INT32_FROM = struct.Struct(">i").unpack_from
+
+
+class _Source:
+    """The lines of one generated checker, and the values its code names."""
+
+    def __init__(self) -> None:
+        self.lines = ["def check(data, pos, end):"]
+        self.names: dict[str, Any] = {
+            "_refuse": _refuse,
+            "_refuse_items": _refuse_items,
+            "_uvarint_rest": _uvarint_rest,
+            "_check_tags": _check_tags,
+            "_int32": _INT32_FROM,
+        }
+
+    def add(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def name(self, value: Any) -> str:
+        name = f"_known_{len(self.names)}"
+        self.names[name] = value
+        return name
+
+
+def _compile(cls: type[Any], tagged: tuple[_FieldPlan, bool] | None) -> _Checker:
+    """A checker of ``cls`` (or, if ``tagged``, of that one field of ``cls`` with its
+    compactness: the value of a tagged field, checked within its size)."""
+    src = _Source()
+    if tagged is None:
+        skip = _emit_entity(src, cls, 1, 0)
+    else:
+        skip = _emit_field(src, tagged[0], tagged[1], 1, 0)
+    _emit_skip(src, 1, skip)
+    src.add(1, "if pos > end:")
+    src.add(2, "_refuse(pos - end, 0)")  # fixed-size fields after the last length read
+    src.add(1, "return pos")
+    code = compile("\n".join(src.lines) + "\n", f"<check_lengths {cls.__qualname__}>", "exec")
+    exec(code, src.names)  # NB: our own source, of offsets and sizes only
+    checker: _Checker = src.names["check"]
+    return checker
+
+
+# The emitters below append the code of one part of a message to ``src``. ``skip`` is the size
+# of the fixed-size fields before it that the code has not yet added to ``pos`` (nor checked:
+# the next read's bound check, or the function's last one, covers them); each returns the skip
+# after its part. The code reads every length into ``n``, which is free again once used (an
+# array's loop took its count already).
+
+
+def _encoding(cls: type[Any]) -> tuple[bool, bool]:
+    """Whether ``cls`` is flexible (KIP-482: it ends with tagged fields) and whether its
+    lengths are compact (uvarints)."""
+    flexible = bool(getattr(cls, "__flexible__", False))
+    # NB: a flexible request header keeps its client id a non-compact string (Kafka's schema
+    # says flexibleVersions "none" for that one field).
+    return flexible, flexible and cls.__name__ != "RequestHeader"
+
+
+def _emit_entity(src: _Source, cls: type[Any], indent: int, skip: int) -> int:
+    flexible, compact = _encoding(cls)
+    known: dict[int, _Checker] = {}
+    for plan in _plan(cls):
+        if plan.tag is not None:
+            known[plan.tag] = _compile(cls, (plan, flexible))
+        else:
+            skip = _emit_field(src, plan, compact, indent, skip)
+    if flexible:
+        _emit_byte(src, indent, skip)
+        src.add(indent, "if n:")
+        src.add(indent + 1, f"pos = _check_tags(data, pos, end, n, {src.name(known)})")
+        skip = 0
+    return skip
+
+
+def _emit_field(src: _Source, plan: _FieldPlan, compact: bool, indent: int, skip: int) -> int:
+    if not plan.is_array:
+        if (size := _fixed_size(plan)) is not None:
+            return skip + size
+        if plan.nested is None:
+            _emit_value(src, plan.kafka_type, compact, indent, skip)
+            return 0
+        if not plan.nullable:
+            return _emit_entity(src, plan.nested, indent, skip)
+        _emit_byte(src, indent, skip)  # a nullable struct: a presence byte, -1 for null
+        src.add(indent, "if n < 0x80:")
+        _emit_skip(src, indent + 1, _emit_entity(src, plan.nested, indent + 1, 0))
+        return 0
+    if compact:
+        _emit_uvarint(src, indent, skip)
+        src.add(indent, "if n > 1:")
+        src.add(indent + 1, "n -= 1")
+    else:
+        _emit_int(src, 4, indent, skip)
+        src.add(indent, "if n > 0:")
+    if plan.nested is None:
+        item_size = _FIXED_SIZES.get(plan.kafka_type)
+    else:
+        item_size = _entity_size(plan.nested)
+    if item_size is not None:  # one step for all the items
+        least = max(item_size, 1)
+        src.add(indent + 1, f"if n * {least} > end - pos:")
+        src.add(indent + 2, f"_refuse_items(n, {least}, end - pos)")
+        src.add(indent + 1, f"pos += n * {item_size}")
+        return 0
+    least = _least_item_size(plan, compact)
+    src.add(indent + 1, f"if n * {least} > end - pos:")
+    src.add(indent + 2, f"_refuse_items(n, {least}, end - pos)")
+    src.add(indent + 1, "for _ in range(n):")
+    if plan.nested is not None:
+        item_skip = _emit_entity(src, plan.nested, indent + 2, 0)
+    else:
+        _emit_value(src, plan.kafka_type, compact, indent + 2, 0)
+        item_skip = 0
+    _emit_skip(src, indent + 2, item_skip)
+    return 0
+
+
+def _emit_value(src: _Source, kafka_type: str, compact: bool, indent: int, skip: int) -> None:
+    """A string, bytes or records value: its length, then that many bytes (none if null)."""
+    if compact:
+        _emit_uvarint(src, indent, skip)
+        src.add(indent, "if n > 1:")
+        src.add(indent + 1, "pos += n - 1")
+        src.add(indent + 1, "if pos > end:")
+        src.add(indent + 2, "_refuse(n - 1, end - pos + n - 1)")
+        return
+    size = _LENGTH_SIZES[kafka_type]
+    _emit_int(src, size, indent, skip)
+    src.add(indent, "if 0 < n < 0x8000:" if size == 2 else "if n > 0:")  # negative: null
+    src.add(indent + 1, "pos += n")
+    src.add(indent + 1, "if pos > end:")
+    src.add(indent + 2, "_refuse(n, end - pos + n)")
+
+
+def _emit_byte(src: _Source, indent: int, skip: int) -> None:
+    src.add(indent, f"if {_at(skip)} >= end:")
+    src.add(indent + 1, f"_refuse({skip + 1}, end - pos)")
+    src.add(indent, f"n = data[{_at(skip)}]")
+    src.add(indent, f"pos += {skip + 1}")
+
+
+def _emit_uvarint(src: _Source, indent: int, skip: int) -> None:
+    _emit_byte(src, indent, skip)
+    src.add(indent, "if n & 0x80:")
+    src.add(indent + 1, "n, pos = _uvarint_rest(data, pos, end, n)")
+
+
+def _emit_int(src: _Source, size: int, indent: int, skip: int) -> None:
+    """A big-endian int32 into ``n``, or an int16 unsigned (a negative one is 0x8000 or more)."""
+    src.add(indent, f"if {_at(skip + size)} > end:")
+    src.add(indent + 1, f"_refuse({skip + size}, end - pos)")
+    if size == 2:
+        src.add(indent, f"n = data[{_at(skip)}] << 8 | data[{_at(skip + 1)}]")
+    else:
+        src.add(indent, f"n = _int32(data, {_at(skip)})[0]")
+    src.add(indent, f"pos += {skip + size}")
+
+
+def _emit_skip(src: _Source, indent: int, skip: int) -> None:
+    if skip:
+        src.add(indent, f"pos += {skip}")
+    elif src.lines[-1].endswith(":"):  # a block of no code: a struct of no fields
+        src.add(indent, "pass")
+
+
+def _at(skip: int) -> str:
+    return f"pos + {skip}" if skip else "pos"
+
+
+def _fixed_size(plan: _FieldPlan) -> int | None:
+    """The size of a field that is always the same size, else None."""
+    if plan.is_array:
+        return None
+    if plan.nested is None:
+        return _FIXED_SIZES.get(plan.kafka_type)
+    return None if plan.nullable else _entity_size(plan.nested)
+
+
+def _entity_size(cls: type[Any]) -> int | None:
+    """The size of an entity that is always the same size (a non-flexible one of fixed-size
+    fields only), else None."""
+    if getattr(cls, "__flexible__", False):
+        return None
+    sizes = [_fixed_size(plan) for plan in _plan(cls)]
+    return None if None in sizes else sum(s for s in sizes if s is not None)
+
+
+def _least_item_size(plan: _FieldPlan, compact: bool) -> int:
+    """The fewest bytes an item of an array can take (1 at least, as Kafka's readers count)."""
+    if plan.nested is None:
+        return 1 if compact else _LENGTH_SIZES[plan.kafka_type]
+    return max(_least_entity_size(plan.nested), 1)
+
+
+def _least_entity_size(cls: type[Any]) -> int:
+    """The fewest bytes a ``cls`` can take: a bound that must never exceed the truth (a null or
+    empty length prefix, no tagged field), or a valid message would be refused."""
+    flexible, compact = _encoding(cls)
+    total = 1 if flexible else 0  # the tag section's count
+    for plan in _plan(cls):
+        if plan.tag is not None:
+            continue
+        if (size := _fixed_size(plan)) is not None:
+            total += size
+        elif plan.nested is not None and not plan.is_array:
+            total += 1 if plan.nullable else _least_entity_size(plan.nested)
+        elif compact:
+            total += 1
+        elif plan.is_array:
+            total += 4
+        else:
+            total += _LENGTH_SIZES[plan.kafka_type]
+    return total
 
 
 __all__ = [
