@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replication.broker.kafka.apis import SUPPORTED_VERSIONS
 from replication.broker.kafka.entities import (
     LengthError,
     build,
@@ -25,7 +26,6 @@ from replication.broker.kafka.entities import (
     to_chunks,
 )
 from replication.broker.kafka.frames import request_class
-from replication.broker.kafka.handlers import SUPPORTED_VERSIONS
 from tests.kafka_wire.wire import request_frame
 
 SERVED = [
