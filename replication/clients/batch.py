@@ -82,7 +82,7 @@ class RecordMetadata:
 class ProduceResult:
     """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``).
 
-    Callbacks are lock-free (per record, `add_callback` is on ``send``'s hot path): a callback
+    Callbacks are lock-free (one per record, from `RecordFuture.add_done_callback`): a callback
     is appended to a deque and whoever sees the result done pops and runs what is queued
     (``deque.append`` / ``popleft`` are atomic), so each runs exactly once, in the order added,
     on the completing thread, or on the adding thread if the batch had already completed.

@@ -4,9 +4,10 @@ Theory of operation
 -------------------
 ``send`` picks a partition (the one given; murmur2 of the key; else the KIP-480 sticky
 partition), appends the record to the `RecordAccumulator` under the producer's lock and returns
-a `RecordFuture` at once. It is the per-record hot path (~1.5 µs): one lock acquisition, the
+a `RecordFuture` at once. It is the per-record hot path (under 1 µs): one lock acquisition, the
 partition's queue found by index (`RecordAccumulator.topic_queues`, cached per topic and
-metadata snapshot), the record encoded inline into the open batch; callbacks are queued
+metadata snapshot), the record encoded inline into the open batch by ``try_append`` (the
+accumulator is called only when a batch fills up or none is open); callbacks are queued
 per batch without a lock (`ProduceResult`). Only a topic the producer has never seen blocks
 it, for up to ``max.block.ms``, until the sender thread has fetched that topic's metadata.
 
