@@ -52,6 +52,8 @@ _LIMIT = 1 << 14
 _SMALL = 1 << 12  # key and value both below it: the record is below _LIMIT
 _NULL = b"\x01"  # zigzag(-1): a null key or value
 _NO_HEADERS = b"\x00"
+_join = b"".join
+_new_future = object.__new__
 _ATTRIBUTES = b"\x00"
 _PREFIX = struct.Struct(">qiibI")  # base offset, length, leader epoch, magic, crc
 _COVERED = struct.Struct(">hiqqqhii")  # attributes .. record count: what the CRC covers
@@ -80,7 +82,7 @@ class RecordMetadata:
 class ProduceResult:
     """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``).
 
-    Callbacks are lock-free (per record, `add_callback` is on ``send``'s hot path): a callback
+    Callbacks are lock-free (one per record, from `RecordFuture.add_done_callback`): a callback
     is appended to a deque and whoever sees the result done pops and runs what is queued
     (``deque.append`` / ``popleft`` are atomic), so each runs exactly once, in the order added,
     on the completing thread, or on the adding thread if the batch had already completed.
@@ -189,7 +191,10 @@ class RecordFuture:
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """Run ``fn(self)`` when the record completes (at once if it has); callbacks run on
         the producer's I/O threads and must not block."""
-        self._result.add_callback(fn, self)
+        result = self._result  # NB: `ProduceResult.add_callback`, inlined (once per record)
+        result._callbacks.append((fn, self))
+        if result.completed:  # completed before or while we appended: run what is queued
+            result.run_callbacks()
 
 
 def encode_record(
@@ -311,6 +316,8 @@ class ProducerBatch:
         if count == 0:
             self.base_timestamp_ms = timestamp_ms
         delta = timestamp_ms - self.base_timestamp_ms
+        # NB: the common record, encoded inline (one join, no calls): this is send()'s hot
+        # path. Same bytes as encode_record; key and value below _SMALL keep it below _LIMIT.
         if (
             headers is None
             and value is not None
@@ -319,40 +326,49 @@ class ProducerBatch:
             and (n := len(value)) < _SMALL
             and (key is None or len(key) < _SMALL)
         ):
-            # NB: the common record, encoded inline (one join, no calls): this is send()'s
-            # hot path. Same bytes as encode_record.
-            ts = _VARINTS[delta]
-            od = _VARINTS[count]
-            value_len = _VARINTS[n]
             if key is None:
-                body_len = 3 + len(ts) + len(od) + len(value_len) + n
-                head = _VARINTS[body_len]
-                size = self.size_bytes + len(head) + body_len
-                if size > self.batch_size and count > 0:
-                    return None
-                record = b"".join((head, _ATTRIBUTES, ts, od, _NULL, value_len, value, _NO_HEADERS))
-            else:
-                k = len(key)
-                key_len = _VARINTS[k]
-                body_len = 2 + len(ts) + len(od) + len(key_len) + k + len(value_len) + n
-                head = _VARINTS[body_len]
-                size = self.size_bytes + len(head) + body_len
-                if size > self.batch_size and count > 0:
-                    return None
-                record = b"".join(
-                    (head, _ATTRIBUTES, ts, od, key_len, key, value_len, value, _NO_HEADERS)
+                body = _join(
+                    (
+                        _ATTRIBUTES,
+                        _VARINTS[delta],
+                        _VARINTS[count],
+                        _NULL,
+                        _VARINTS[n],
+                        value,
+                        _NO_HEADERS,
+                    )
                 )
+            else:
+                body = _join(
+                    (
+                        _ATTRIBUTES,
+                        _VARINTS[delta],
+                        _VARINTS[count],
+                        _VARINTS[len(key)],
+                        key,
+                        _VARINTS[n],
+                        value,
+                        _NO_HEADERS,
+                    )
+                )
+            record = _VARINTS[len(body)] + body
         else:
             record = encode_record(count, delta, key, value, headers)
-            size = self.size_bytes + len(record)
-            if size > self.batch_size and count > 0:
-                return None
+        size = self.size_bytes + len(record)
+        if size > self.batch_size and count > 0:
+            return None
         self._chunks.append(record)
         self.size_bytes = size
         self.record_count = count + 1
         if timestamp_ms > self.max_timestamp_ms:
             self.max_timestamp_ms = timestamp_ms
-        return RecordFuture(self.result, count, timestamp_ms)
+        # NB: RecordFuture(self.result, count, timestamp_ms) without its __init__ (3.11 calls
+        # a Python __init__ through a slot wrapper: a third of the cost of the whole future)
+        future = _new_future(RecordFuture)
+        future._result = self.result
+        future._index = count
+        future._timestamp_ms = timestamp_ms
+        return future
 
     def try_append_many(
         self,
@@ -453,22 +469,21 @@ class ProducerBatch:
         if len(self._chunks) > 1:
             self._chunks = [b"".join(self._chunks)]
         body = compress(compression, self._chunks[0])
-        covered = (
-            _COVERED.pack(
-                int(compression) | (_TRANSACTIONAL if transactional else 0),
-                self.record_count - 1,
-                self.base_timestamp_ms,
-                self.max_timestamp_ms,
-                self.producer_id,
-                self.producer_epoch,
-                self.base_sequence if self.producer_id >= 0 else NO_SEQUENCE,
-                self.record_count,
-            )
-            + body
+        head = _COVERED.pack(
+            int(compression) | (_TRANSACTIONAL if transactional else 0),
+            self.record_count - 1,
+            self.base_timestamp_ms,
+            self.max_timestamp_ms,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence if self.producer_id >= 0 else NO_SEQUENCE,
+            self.record_count,
         )
-        crc = google_crc32c.value(covered)
-        self._encoded = (
-            _PREFIX.pack(0, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC, crc) + covered
+        # the CRC covers head + body; one join copies the records once (not once per +)
+        crc = google_crc32c.extend(google_crc32c.value(head), body)
+        length = len(head) + len(body) + 9  # the bytes after the length field
+        self._encoded = _join(
+            (_PREFIX.pack(0, length, NO_PARTITION_LEADER_EPOCH, MAGIC, crc), head, body)
         )
         return self._encoded
 

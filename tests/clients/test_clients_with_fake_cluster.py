@@ -111,6 +111,38 @@ def test_keyless_records_stick_to_a_partition_per_batch(cluster: FakeCluster) ->
     assert len(set(partitions)) > 1
 
 
+def test_full_batches_go_out_before_linger_and_each_record_keeps_its_timestamp_and_offset(
+    cluster: FakeCluster,
+) -> None:
+    """``send``'s common case appends to the open batch without the accumulator's call; a
+    batch that fills up must still wake the sender (it does not wait for ``linger.ms``), and
+    every record's metadata is its own: offset in send order, the timestamp it was sent with."""
+    # the sender's idle sleep is long: only a wake-up sends a full batch within the deadline
+    slow = {"linger_ms": 60_000, "retry_backoff_max_ms": 60_000, "metadata_max_age_ms": 600_000}
+    with make_producer(cluster, batch_size=1024, **slow) as producer:
+        producer.send("t", b"first")
+        producer.flush(5)  # metadata and the producer id; then nothing is in flight
+        keyless = [producer.send("t", b"x" * 100, timestamp_ms=1_000 + i) for i in range(40)]
+        keyed = [
+            producer.send("t", b"y" * 100, key=b"k", timestamp_ms=5_000 + i) for i in range(40)
+        ]
+        full = keyless[:9] + keyed[:9]  # ~110-byte records: 9 fill a 1024-byte batch
+        deadline = time.monotonic() + 10
+        while not all(f.done() for f in full) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(f.done() for f in full), "a full batch waited for linger.ms"
+        producer.flush()
+        for futures, base in ((keyless, 1_000), (keyed, 5_000)):
+            metadata = [f.result(5) for f in futures]
+            assert [m.timestamp for m in metadata] == [base + i for i in range(40)]
+            by_partition: dict[int, list[int]] = {}
+            for m in metadata:
+                by_partition.setdefault(m.partition, []).append(m.offset)
+            for offsets in by_partition.values():
+                assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+        assert {m.partition for m in (f.result(0) for f in keyed)} == {partition_for_key(b"k", 6)}
+
+
 def test_lost_responses_are_retried_without_duplicates_when_idempotent(
     cluster: FakeCluster,
 ) -> None:
