@@ -58,8 +58,8 @@ class LeaderFetcher:
             the long poll (Kafka's defaults, 500 ms / 1 byte: answered as soon as anything
             is available, with everything available then).
         max_bytes / response_max_bytes: ``replica.fetch.max.bytes`` (per partition) and
-            ``replica.fetch.response.max.bytes`` (the whole response): no other limit, so one
-            response carries every partition's available batches.
+            ``replica.fetch.response.max.bytes`` (the whole response, which the leader fills
+            in request order: `_rotate` keeps that fair).
     """
 
     def __init__(
@@ -87,6 +87,9 @@ class LeaderFetcher:
         self._parked: dict[
             TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]
         ] = {}
+        self._order: dict[TopicPartition, None] = {}
+        """The order of the partitions in the next request: those that got records last go
+        last (`_rotate`)."""
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name=f"fetcher-{leader_id}")
 
@@ -147,7 +150,8 @@ class LeaderFetcher:
         if throttle is not None and is_throttled is not None and throttle.limited:
             throttled = {tp for tp in batch if is_throttled(tp)}
         allowance = throttle.available(clock_ms()) if throttled and throttle else 0
-        for tp, (request, _) in batch.items():
+        for tp in self._in_order(batch):
+            request = batch[tp][0]
             epoch = request.broker_epoch
             max_bytes = self._max_bytes
             if tp in throttled:
@@ -162,6 +166,7 @@ class LeaderFetcher:
             topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
         )
         answers: dict[TopicPartition, FollowerFetchResponse] = {}
+        served: list[TopicPartition] = []
         try:
             response = await self._send(self.leader_id, wire)
         except KraftError as e:
@@ -177,12 +182,34 @@ class LeaderFetcher:
                         continue
                     if tp in throttled and throttle is not None:
                         throttle.record(len(data.records), clock_ms())
+                    if data.records:
+                        served.append(tp)
                     answers[tp] = follower_answer(parked[0], data)
+            self._rotate(served)
         if code is ErrorCode.NONE:
             code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
         for tp, (request, future) in batch.items():
             if not future.done():
                 future.set_result(answers.get(tp) or follower_response(request, error_code=code))
+
+    def _in_order(self, batch: _Batch) -> list[TopicPartition]:
+        """``batch``'s partitions in request order: a partition new to the order goes last."""
+        order = self._order
+        for tp in batch:
+            order.setdefault(tp, None)
+        if len(order) > 2 * len(batch) + 1024:  # forget partitions no longer fetched here
+            self._order = order = {tp: None for tp in order if tp in batch or tp in self._parked}
+        return [tp for tp in order if tp in batch]
+
+    def _rotate(self, served: list[TopicPartition]) -> None:
+        """KIP-74: the leader fills a response in request order up to
+        ``replica.fetch.response.max.bytes``, so the partitions that got records go to the end
+        of the next request, and the ones left out come first (Kafka's fetch sessions and
+        fetchers rotate the same way)."""
+        order = self._order
+        for tp in served:
+            del order[tp]
+            order[tp] = None
 
 
 def fetch_partition(request: FollowerFetchRequest, max_bytes: int) -> FetchPartition:
