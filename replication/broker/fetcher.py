@@ -13,6 +13,10 @@ One request is in flight per leader; a fetch parked meanwhile waits for the next
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with
 NETWORK_EXCEPTION or REQUEST_TIMED_OUT (the cores back off by themselves).
 
+A large answer (a catch-up: up to ``replica.fetch.response.max.bytes`` over hundreds of
+partitions) is handed out in slices, the loop yielded between them
+(`LeaderFetcher._answer_in_slices`).
+
 Throttling (``follower.replication.throttled.rate``, `replication.broker.throttle`): the fetch of
 a partition this broker is being added to by a reassignment asks for at most what the throttle
 allows; when it allows nothing, the partition stays parked out of the request until it does
@@ -24,11 +28,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import structlog
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import Epoch, Offset, TopicPartition
+from replication.broker.loop_slice import LoopSlice
 from replication.broker.throttle import ThrottleBucket
 from replication.core import DivergingEpoch, FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import (
@@ -44,6 +50,14 @@ SendFetch = Callable[[int, BrokerFetchRequest], Awaitable[BrokerFetchResponse]]
 """Send one Fetch to a leader broker id; raises `KraftError` on transport failure."""
 
 _log = structlog.get_logger("replication.broker.fetcher")
+
+APPLY_SLICE_PARTITIONS: Final = 32
+"""Partitions whose answers one loop turn applies at most (`LeaderFetcher._answer_in_slices`):
+an answer's application (its checks, the append, the next fetch parked) costs a few hundred
+microseconds in Python."""
+APPLY_SLICE_BYTES: Final = 1 << 20
+"""...and records: a turn stops handing out answers once they hold this many bytes (an append
+checks each batch's CRC and writes it)."""
 
 _Batch = dict[TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]]
 """Parked fetches by partition, with the future each waits on."""
@@ -166,31 +180,75 @@ class LeaderFetcher:
             topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
         )
         answers: dict[TopicPartition, FollowerFetchResponse] = {}
-        served: list[TopicPartition] = []
         try:
-            response = await self._send(self.leader_id, wire)
-        except KraftError as e:
-            _log.debug("fetch_failed", leader_id=self.leader_id, error=e.code.name)
-            code = e.code
-        else:
-            code = response.error_code
-            for topic in response.responses:
-                for data in topic.partitions:
-                    tp = TopicPartition(topic.topic, data.partition_index)
-                    parked = batch.get(tp)
-                    if parked is None:
-                        continue
-                    if tp in throttled and throttle is not None:
-                        throttle.record(len(data.records), clock_ms())
-                    if data.records:
-                        served.append(tp)
-                    answers[tp] = follower_answer(parked[0], data)
-            self._rotate(served)
-        if code is ErrorCode.NONE:
-            code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
-        for tp, (request, future) in batch.items():
+            try:
+                response = await self._send(self.leader_id, wire)
+            except KraftError as e:
+                _log.debug("fetch_failed", leader_id=self.leader_id, error=e.code.name)
+                code = e.code
+            else:
+                code = response.error_code
+                answers = self._answers(response, batch, throttled)
+                del response  # NB: the answers hold the records, each let go once handed out
+            if code is ErrorCode.NONE:
+                code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
+            await self._answer_in_slices(batch, answers, code)
+        finally:  # cancelled (`close`): no partition waits forever
+            for request, future in batch.values():
+                if not future.done():
+                    future.set_result(
+                        follower_response(request, error_code=ErrorCode.NETWORK_EXCEPTION)
+                    )
+
+    def _answers(
+        self, response: BrokerFetchResponse, batch: _Batch, throttled: set[TopicPartition]
+    ) -> dict[TopicPartition, FollowerFetchResponse]:
+        """Each parked partition's part of ``response``, for its follower core."""
+        answers: dict[TopicPartition, FollowerFetchResponse] = {}
+        served: list[TopicPartition] = []
+        throttle = self._throttle
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                parked = batch.get(tp)
+                if parked is None:
+                    continue
+                if tp in throttled and throttle is not None:
+                    throttle.record(len(data.records), clock_ms())
+                if data.records:
+                    served.append(tp)
+                answers[tp] = follower_answer(parked[0], data)
+        self._rotate(served)
+        return answers
+
+    async def _answer_in_slices(
+        self,
+        batch: _Batch,
+        answers: dict[TopicPartition, FollowerFetchResponse],
+        code: ErrorCode,
+    ) -> None:
+        """Hand each parked partition its answer (or ``code``). Each partition's fetch loop
+        applies its answer (appends, moves its high watermark, parks its next fetch) as soon
+        as its future completes, all in the loop turn after; so the answers go out in slices
+        of `APPLY_SLICE_PARTITIONS` partitions or `APPLY_SLICE_BYTES` of records, and this
+        yields the loop between slices: a 10 MiB answer for hundreds of partitions is applied
+        over many turns, with produces, fetches and heartbeats served between them. Each
+        partition still applies its own answers in order (one fetch in flight per partition);
+        the parked partitions' next request waits for the last slice (one answer held at
+        once), and the answers' records are let go slice by slice."""
+        cut = LoopSlice(most=APPLY_SLICE_PARTITIONS)
+        records = 0
+        for tp in list(batch):
+            if cut.over() or records >= APPLY_SLICE_BYTES:
+                await asyncio.sleep(0)  # the slice's partitions apply their answers now
+                cut.renew()
+                records = 0
+            cut.took()
+            request, future = batch.pop(tp)
+            answer = answers.pop(tp, None) or follower_response(request, error_code=code)
+            records += len(answer.records)
             if not future.done():
-                future.set_result(answers.get(tp) or follower_response(request, error_code=code))
+                future.set_result(answer)
 
     def _in_order(self, batch: _Batch) -> list[TopicPartition]:
         """``batch``'s partitions in request order: a partition new to the order goes last."""
@@ -266,6 +324,8 @@ def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
 
 
 __all__ = [
+    "APPLY_SLICE_BYTES",
+    "APPLY_SLICE_PARTITIONS",
     "LeaderFetcher",
     "SendFetch",
     "diverging_from_wire",
