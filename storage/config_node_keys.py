@@ -509,7 +509,8 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "replica.fetch.max.bytes",
         _T.INT,
         "1048576",
-        "bytes per partition in one follower fetch (a larger first batch still comes whole)",
+        "bytes per partition in one follower fetch (a larger first batch still comes whole "
+        "if it is the response's first)",
         readers=_B,
         owner=_BROKER,
         field="replica_fetch_max_bytes",
@@ -519,7 +520,8 @@ NODE_REGISTRY: Final[tuple[ConfigKey, ...]] = (
         "replica.fetch.response.max.bytes",
         _T.INT,
         "10485760",
-        "bytes of all partitions in one follower fetch response",
+        "bytes of all partitions in one follower fetch response: the leader adds no records "
+        "past it, except the first batch of the response's first partition with records",
         readers=_B,
         owner=_BROKER,
         field="replica_fetch_response_max_bytes",

@@ -227,12 +227,13 @@ class BrokerNodeConfig:
     """[replica.fetch.wait.max.ms] a follower's long-poll."""
     replica_fetch_max_bytes: int = 1 << 20
     """[replica.fetch.max.bytes] per partition in one follower fetch (a first batch larger
-    than it still comes whole)."""
+    than it still comes whole if it is the response's first)."""
     replica_fetch_min_bytes: int = 1
     """[replica.fetch.min.bytes] a follower fetch is answered once this much is available
     (or after ``replica.fetch.wait.max.ms``)."""
     replica_fetch_response_max_bytes: int = 10 << 20
-    """[replica.fetch.response.max.bytes] all partitions of one follower fetch response."""
+    """[replica.fetch.response.max.bytes] all partitions of one follower fetch response (the
+    leader adds no records past it but the first partition's first batch, KIP-74)."""
     high_watermark_checkpoint_interval_ms: int = 5_000
     """[replica.high.watermark.checkpoint.interval.ms]"""
     leader_replication_throttled_rate: int = LONG_MAX
@@ -248,7 +249,7 @@ class BrokerNodeConfig:
     """[controller.quorum.bootstrap.servers] KIP-853: ``voters`` are only where to start; the
     broker's metadata observer learns the voter set and their endpoints from the log's
     VotersRecord, and its controller channel follows them
-    (`replication.broker.lifecycle.controllers`)."""
+    (`replication.broker.lifecycle.broker_lifecycle.controllers`)."""
     log_cleaner_backoff_ms: int = 15_000
     """[log.cleaner.backoff.ms] how often the log cleaner runs over the compacted replicas."""
     log_cleaner_threads: int = 1

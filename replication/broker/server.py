@@ -78,7 +78,7 @@ from replication.broker.replicas.quorum_host import QuorumHost
 from replication.broker.replicas.replica_manager import ReplicaManager
 from replication.broker.replicas.retention import expiration_pass, retention_pass, run_every
 from replication.broker.replicas.throttle import ThrottleBucket
-from replication.broker.replicas.tick import run_tick_loop
+from replication.broker.replicas.tick import checkpoint_pass, run_tick_loop
 from replication.broker.replicas.txn_verification import TxnVerifier
 from replication.broker.service import BrokerService
 from storage.log import wall_clock_ms
@@ -315,11 +315,13 @@ class BrokerServer:
         self._tasks.append(lifecycle)
         replicas = self.replica_manager
         for task in (
+            asyncio.create_task(run_tick_loop(replicas, self._log), name="broker-tick"),
             asyncio.create_task(
-                run_tick_loop(
-                    replicas, self.config.high_watermark_checkpoint_interval_ms, self._log
+                run_every(
+                    self.config.high_watermark_checkpoint_interval_ms,
+                    lambda: checkpoint_pass(list(replicas.replicas.values()), self._log),
                 ),
-                name="broker-tick",
+                name="broker-checkpoint",
             ),
             asyncio.create_task(replicas.offline_probe_loop(), name="broker-offline-probe"),
             asyncio.create_task(

@@ -303,7 +303,13 @@ class BrokerService:
                 tp = TopicPartition(topic.topic, p.partition)
                 max_bytes = max(0, min(p.partition_max_bytes, remaining_bytes))
                 if request.replica_id >= 0:
-                    data = self._follower_fetch(request, tp, p, max_bytes)
+                    # KIP-74, Kafka's ``readFromLog``: only the first partition with records
+                    # may pass the limits with its first batch (minOneMessage); the others get
+                    # what fits in what is left of ``max_bytes``, so a follower's response stays
+                    # within ``replica.fetch.response.max.bytes`` (its fetcher rotates the
+                    # partitions left out to the front). NB: a consumer's partitions each still
+                    # get their first batch: kraft's Consumer does not rotate its partitions.
+                    data = self._follower_fetch(request, tp, p, max_bytes, min_one=size == 0)
                 else:
                     data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level, client)
                 size += len(data.records)
@@ -316,7 +322,13 @@ class BrokerService:
         yield BrokerFetchResponse(responses=tuple(topics)), size, errors
 
     def _follower_fetch(
-        self, request: BrokerFetchRequest, tp: TopicPartition, p: FetchPartition, max_bytes: int
+        self,
+        request: BrokerFetchRequest,
+        tp: TopicPartition,
+        p: FetchPartition,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
     ) -> FetchPartitionData:
         replica = leading(self._server, tp)
         if replica is None:
@@ -329,10 +341,10 @@ class BrokerService:
         # leader.replication.throttled.rate (`replication.broker.replicas.throttle`).
         throttle = self._server.leader_throttle
         throttled = throttle.limited and self._server.is_adding_replica(tp, request.replica_id)
-        read = True
+        read = min_one or max_bytes > 0
         if throttled:
             allowance = throttle.available(self._now_ms())
-            read = allowance > 0
+            read = read and allowance > 0
             max_bytes = min(max_bytes, max(allowance, 0))
         answer, records = replica.handle_follower_fetch(
             FollowerFetch(
@@ -346,6 +358,7 @@ class BrokerService:
             max_bytes,
             read=read,
         )
+        records = within_limit(records, max_bytes, min_one)
         if throttled:
             throttle.record(len(records), self._now_ms())
         diverging = answer.diverging_epoch
@@ -529,6 +542,14 @@ def fetch_satisfied(
     )
 
 
+def within_limit(records: bytes, max_bytes: int, min_one: bool) -> bytes:
+    """A partition's read for a Fetch: a read returns its first batch whole even past
+    ``max_bytes`` (`SegmentedLog.read`), which only the response's first partition with records
+    may do (``min_one``); for the others such a batch waits for a later fetch (Kafka's
+    ``minOneMessage = false``)."""
+    return records if min_one or len(records) <= max_bytes else b""
+
+
 def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[object]:
     """What a follower's fetch of ``tps`` reads depends on: per partition, the replica, its
     generation (role), leader epoch, whether it is offline, and its log's start and end."""
@@ -557,4 +578,5 @@ __all__ = [
     "BrokerService",
     "fetch_satisfied",
     "too_many_partitions",
+    "within_limit",
 ]

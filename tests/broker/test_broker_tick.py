@@ -66,18 +66,12 @@ async def _ticking_broker(tmp_path: Path, **configs: str) -> AsyncIterator[Broke
             "controller.quorum.voters": "1@127.0.0.1:1",
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(tmp_path / "broker"),
-            # No checkpoint pass within the test: only deadlines and wakes tick.
-            "replica.high.watermark.checkpoint.interval.ms": str(10 * CAP_MS),
         }
     )
     server = BrokerServer(config)
     image = _image(**configs)
     server.broker_epoch = image.last_offset  # the image holds our registration
-    task = asyncio.create_task(
-        run_tick_loop(
-            server.replica_manager, config.high_watermark_checkpoint_interval_ms, server._log
-        )
-    )
+    task = asyncio.create_task(run_tick_loop(server.replica_manager, server._log))
     await asyncio.sleep(0.05)  # the task sleeps now: nothing is hosted yet
     server.image = image
     server.replica_manager.reconcile()

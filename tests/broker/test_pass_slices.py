@@ -1,5 +1,6 @@
 """The broker's passes over many replicas (retention, producer-id expiration, the log cleaner's
-plans, a fetch of many partitions) yield the event loop between slices
+plans, a fetch of many partitions, a follower's application of a many-partition answer, the
+high-watermark checkpoints) yield the event loop between slices
 (`replication.broker.loop_slice`): a pass over 1,000 replicas takes many loop callbacks, each
 visiting at most `PASS_SLICE_STEPS` replicas, so follower fetches and produces are served
 through it."""
@@ -9,23 +10,35 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+import structlog
 
-from kraft.types import TopicPartition
+from kraft.types import Epoch, NodeId, Offset, TopicPartition
 from replication.broker.loop_slice import PASS_SLICE_STEPS, LoopSlice, sum_in_slices
 from replication.broker.replicas.cleaner import LogCleaner
+from replication.broker.replicas.fetcher import (
+    APPLY_SLICE_BYTES,
+    APPLY_SLICE_PARTITIONS,
+    LeaderFetcher,
+)
 from replication.broker.replicas.retention import expiration_pass, retention_pass
+from replication.broker.replicas.tick import CHECKPOINT_SLICE, checkpoint_pass
 from replication.broker.service import BrokerService
+from replication.core import FollowerFetchRequest
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
     FetchPartition,
     FetchPartitionData,
     FetchTopic,
+    FetchTopicResponse,
 )
+from storage.checkpoint import read_offset, write_offset
 
 REPLICAS = 1000
 
@@ -172,3 +185,103 @@ def test_a_fetch_of_1000_partitions_yields_the_loop_between_slices_of_them() -> 
     assert [p.partition_index for p in response.responses[0].partitions] == list(range(REPLICAS))
     assert in_one_go == REPLICAS
     _assert_sliced(visits[:REPLICAS])
+
+
+def _follower_request(partition: int) -> FollowerFetchRequest:
+    return FollowerFetchRequest(
+        fetch_id=1,
+        topic_partition=TopicPartition("t", partition),
+        leader_id=NodeId(1),
+        replica_id=NodeId(2),
+        broker_epoch=7,
+        fetch_offset=Offset(0),
+        last_fetched_epoch=Epoch(0),
+        current_leader_epoch=Epoch(0),
+        log_start_offset=Offset(0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("partitions", "record_bytes", "most_per_turn"),
+    [(REPLICAS, 1, APPLY_SLICE_PARTITIONS), (16, APPLY_SLICE_BYTES // 2, 2)],
+)
+def test_a_follower_applies_a_many_partition_answer_over_many_loop_turns(
+    partitions: int, record_bytes: int, most_per_turn: int
+) -> None:
+    """Each partition's fetch loop applies its answer in the turn its future completes; the
+    fetcher hands the answers out in slices (by partitions, or by bytes of records), so other
+    tasks run between them."""
+    applied: list[tuple[int, int]] = []
+
+    async def send(leader_id: int, wire: BrokerFetchRequest) -> BrokerFetchResponse:
+        parts = tuple(
+            FetchPartitionData(partition_index=p.partition, records=b"r" * record_bytes)
+            for t in wire.topics
+            for p in t.partitions
+        )
+        return BrokerFetchResponse(responses=(FetchTopicResponse(topic="t", partitions=parts),))
+
+    async def main() -> None:
+        fetcher = LeaderFetcher(1, replica_id=2, send=send, max_wait_ms=500, max_bytes=1 << 20)
+        with _Turns() as turns:
+
+            async def follow(partition: int) -> None:
+                answer = await fetcher.fetch(_follower_request(partition))
+                assert len(answer.records) == record_bytes
+                applied.append((partition, turns.now))
+
+            await asyncio.gather(*(follow(p) for p in range(partitions)))
+        await fetcher.close()
+
+    asyncio.run(main())
+    assert sorted(p for p, _ in applied) == list(range(partitions))  # each once
+    per_turn = collections.Counter(turn for _, turn in applied)
+    assert max(per_turn.values()) <= most_per_turn
+    assert len(per_turn) >= partitions // most_per_turn
+
+
+@dataclass
+class _Checkpointed:
+    """A replica whose high watermark moved: its checkpoint goes to ``directory``."""
+
+    directory: Path
+    turns: _Turns
+    visits: list[int]
+    offline: list[OSError] = field(default_factory=list)
+    topic_partition: str = "t-0"
+
+    def checkpoint_high_watermark(self) -> None:
+        self.visits.append(self.turns.now)
+        write_offset(self.directory / "high-watermark-checkpoint", 42)
+
+    def go_offline(self, error: OSError) -> None:
+        self.offline.append(error)
+
+
+def test_the_high_watermark_checkpoint_pass_writes_in_slices_and_fails_only_its_replica(
+    tmp_path: Path,
+) -> None:
+    visits: list[int] = []
+
+    async def main() -> tuple[int, list[_Checkpointed]]:
+        with _Turns() as turns:
+            replicas = []
+            for i in range(200):
+                directory = tmp_path / f"t-{i}"
+                if i != 7:  # replica 7's directory is gone: its write fails
+                    directory.mkdir()
+                replicas.append(_Checkpointed(directory, turns, visits))
+            written = await checkpoint_pass(cast(Any, replicas), structlog.get_logger())
+            return written, replicas
+
+    written, replicas = asyncio.run(main())
+    assert written == 200
+    assert all(
+        read_offset(r.directory / "high-watermark-checkpoint") == 42
+        for r in replicas
+        if r.directory.exists()
+    )
+    assert [bool(r.offline) for r in replicas] == [i == 7 for i in range(200)]
+    per_turn = collections.Counter(visits)
+    assert max(per_turn.values()) <= CHECKPOINT_SLICE
+    assert len(per_turn) >= 200 // CHECKPOINT_SLICE

@@ -13,6 +13,10 @@ One request is in flight per leader; a fetch parked meanwhile waits for the next
 ``replica.fetch.wait.max.ms``). A transport failure answers every parked partition with
 NETWORK_EXCEPTION or REQUEST_TIMED_OUT (the cores back off by themselves).
 
+A large answer (a catch-up: up to ``replica.fetch.response.max.bytes`` over hundreds of
+partitions) is handed out in slices, the loop yielded between them
+(`LeaderFetcher._answer_in_slices`).
+
 Throttling (``follower.replication.throttled.rate``, `replication.broker.replicas.throttle`): the
 fetch of a partition this broker is being added to by a reassignment asks for at most what the
 throttle allows; when it allows nothing, the partition stays parked out of the request until it does
@@ -23,11 +27,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import structlog
 
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import Epoch, Offset, TopicPartition
+from replication.broker.loop_slice import LoopSlice
 from replication.broker.replicas.throttle import ThrottleBucket
 from replication.core import DivergingEpoch, FollowerFetchRequest, FollowerFetchResponse
 from replication.messages import (
@@ -44,6 +50,14 @@ SendFetch = Callable[[int, BrokerFetchRequest], Awaitable[BrokerFetchResponse]]
 
 _log = structlog.get_logger("replication.broker.replicas.fetcher")
 
+APPLY_SLICE_PARTITIONS: Final = 32
+"""Partitions whose answers one loop turn applies at most (`LeaderFetcher._answer_in_slices`):
+an answer's application (its checks, the append, the next fetch parked) costs a few hundred
+microseconds in Python."""
+APPLY_SLICE_BYTES: Final = 1 << 20
+"""...and records: a turn stops handing out answers once they hold this many bytes (an append
+checks each batch's CRC and writes it)."""
+
 _Batch = dict[TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]]
 """Parked fetches by partition, with the future each waits on."""
 
@@ -57,8 +71,8 @@ class LeaderFetcher:
             the long poll (Kafka's defaults, 500 ms / 1 byte: answered as soon as anything
             is available, with everything available then).
         max_bytes / response_max_bytes: ``replica.fetch.max.bytes`` (per partition) and
-            ``replica.fetch.response.max.bytes`` (the whole response): no other limit, so one
-            response carries every partition's available batches.
+            ``replica.fetch.response.max.bytes`` (the whole response, which the leader fills
+            in request order: `_rotate` keeps that fair).
     """
 
     def __init__(
@@ -86,6 +100,9 @@ class LeaderFetcher:
         self._parked: dict[
             TopicPartition, tuple[FollowerFetchRequest, asyncio.Future[FollowerFetchResponse]]
         ] = {}
+        self._order: dict[TopicPartition, None] = {}
+        """The order of the partitions in the next request: those that got records last go
+        last (`_rotate`)."""
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name=f"fetcher-{leader_id}")
 
@@ -146,7 +163,8 @@ class LeaderFetcher:
         if throttle is not None and is_throttled is not None and throttle.limited:
             throttled = {tp for tp in batch if is_throttled(tp)}
         allowance = throttle.available(clock_ms()) if throttled and throttle else 0
-        for tp, (request, _) in batch.items():
+        for tp in self._in_order(batch):
+            request = batch[tp][0]
             epoch = request.broker_epoch
             max_bytes = self._max_bytes
             if tp in throttled:
@@ -162,26 +180,93 @@ class LeaderFetcher:
         )
         answers: dict[TopicPartition, FollowerFetchResponse] = {}
         try:
-            response = await self._send(self.leader_id, wire)
-        except KraftError as e:
-            _log.debug("fetch_failed", leader_id=self.leader_id, error=e.code.name)
-            code = e.code
-        else:
-            code = response.error_code
-            for topic in response.responses:
-                for data in topic.partitions:
-                    tp = TopicPartition(topic.topic, data.partition_index)
-                    parked = batch.get(tp)
-                    if parked is None:
-                        continue
-                    if tp in throttled and throttle is not None:
-                        throttle.record(len(data.records), clock_ms())
-                    answers[tp] = follower_answer(parked[0], data)
-        if code is ErrorCode.NONE:
-            code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
-        for tp, (request, future) in batch.items():
+            try:
+                response = await self._send(self.leader_id, wire)
+            except KraftError as e:
+                _log.debug("fetch_failed", leader_id=self.leader_id, error=e.code.name)
+                code = e.code
+            else:
+                code = response.error_code
+                answers = self._answers(response, batch, throttled)
+                del response  # NB: the answers hold the records, each let go once handed out
+            if code is ErrorCode.NONE:
+                code = ErrorCode.UNKNOWN_SERVER_ERROR  # a partition the leader did not answer
+            await self._answer_in_slices(batch, answers, code)
+        finally:  # cancelled (`close`): no partition waits forever
+            for request, future in batch.values():
+                if not future.done():
+                    future.set_result(
+                        follower_response(request, error_code=ErrorCode.NETWORK_EXCEPTION)
+                    )
+
+    def _answers(
+        self, response: BrokerFetchResponse, batch: _Batch, throttled: set[TopicPartition]
+    ) -> dict[TopicPartition, FollowerFetchResponse]:
+        """Each parked partition's part of ``response``, for its follower core."""
+        answers: dict[TopicPartition, FollowerFetchResponse] = {}
+        served: list[TopicPartition] = []
+        throttle = self._throttle
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                parked = batch.get(tp)
+                if parked is None:
+                    continue
+                if tp in throttled and throttle is not None:
+                    throttle.record(len(data.records), clock_ms())
+                if data.records:
+                    served.append(tp)
+                answers[tp] = follower_answer(parked[0], data)
+        self._rotate(served)
+        return answers
+
+    async def _answer_in_slices(
+        self,
+        batch: _Batch,
+        answers: dict[TopicPartition, FollowerFetchResponse],
+        code: ErrorCode,
+    ) -> None:
+        """Hand each parked partition its answer (or ``code``). Each partition's fetch loop
+        applies its answer (appends, moves its high watermark, parks its next fetch) as soon
+        as its future completes, all in the loop turn after; so the answers go out in slices
+        of `APPLY_SLICE_PARTITIONS` partitions or `APPLY_SLICE_BYTES` of records, and this
+        yields the loop between slices: a 10 MiB answer for hundreds of partitions is applied
+        over many turns, with produces, fetches and heartbeats served between them. Each
+        partition still applies its own answers in order (one fetch in flight per partition);
+        the parked partitions' next request waits for the last slice (one answer held at
+        once), and the answers' records are let go slice by slice."""
+        cut = LoopSlice(most=APPLY_SLICE_PARTITIONS)
+        records = 0
+        for tp in list(batch):
+            if cut.over() or records >= APPLY_SLICE_BYTES:
+                await asyncio.sleep(0)  # the slice's partitions apply their answers now
+                cut.renew()
+                records = 0
+            cut.took()
+            request, future = batch.pop(tp)
+            answer = answers.pop(tp, None) or follower_response(request, error_code=code)
+            records += len(answer.records)
             if not future.done():
-                future.set_result(answers.get(tp) or follower_response(request, error_code=code))
+                future.set_result(answer)
+
+    def _in_order(self, batch: _Batch) -> list[TopicPartition]:
+        """``batch``'s partitions in request order: a partition new to the order goes last."""
+        order = self._order
+        for tp in batch:
+            order.setdefault(tp, None)
+        if len(order) > 2 * len(batch) + 1024:  # forget partitions no longer fetched here
+            self._order = order = {tp: None for tp in order if tp in batch or tp in self._parked}
+        return [tp for tp in order if tp in batch]
+
+    def _rotate(self, served: list[TopicPartition]) -> None:
+        """KIP-74: the leader fills a response in request order up to
+        ``replica.fetch.response.max.bytes``, so the partitions that got records go to the end
+        of the next request, and the ones left out come first (Kafka's fetch sessions and
+        fetchers rotate the same way)."""
+        order = self._order
+        for tp in served:
+            del order[tp]
+            order[tp] = None
 
 
 def fetch_partition(request: FollowerFetchRequest, max_bytes: int) -> FetchPartition:
@@ -238,6 +323,8 @@ def diverging_from_wire(data: FetchPartitionData) -> DivergingEpoch | None:
 
 
 __all__ = [
+    "APPLY_SLICE_BYTES",
+    "APPLY_SLICE_PARTITIONS",
     "LeaderFetcher",
     "SendFetch",
     "diverging_from_wire",

@@ -421,7 +421,8 @@ class PartitionReplica(NoDriverEvents):
 
     def checkpoint_high_watermark(self) -> None:
         """Persist the high watermark if it moved (``replica.high.watermark.checkpoint.
-        interval.ms``; durable on return).
+        interval.ms``; durable on return, or inside a `CheckpointBatch` when it flushes:
+        `replication.broker.replicas.tick.checkpoint_pass`).
 
         Raises:
             KafkaStorageError: the write failed (the replica went offline).
