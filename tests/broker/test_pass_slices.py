@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from replication.broker.replicas.fetcher import (
     LeaderFetcher,
 )
 from replication.broker.replicas.retention import expiration_pass, retention_pass
-from replication.broker.replicas.tick import CHECKPOINT_SLICE, checkpoint_pass
+from replication.broker.replicas.tick import CHECKPOINT_SLICE, checkpoint_pass, run_tick_loop
 from replication.broker.service import BrokerService
 from replication.core import FollowerFetchRequest
 from replication.messages import (
@@ -285,3 +286,54 @@ def test_the_high_watermark_checkpoint_pass_writes_in_slices_and_fails_only_its_
     per_turn = collections.Counter(visits)
     assert max(per_turn.values()) <= CHECKPOINT_SLICE
     assert len(per_turn) >= 200 // CHECKPOINT_SLICE
+
+
+class _Due:
+    """A replica of the tick loop's that is always due and whose tick takes about a millisecond
+    of the loop (a pass after a stall finds all of them due)."""
+
+    def __init__(self, i: int, turns: _Turns, ticks: list[tuple[int, int]]) -> None:
+        self.topic_partition = TopicPartition("t", i)
+        self.i, self.turns, self.ticks = i, turns, ticks
+
+    def next_deadline_ms(self) -> int:
+        return 0
+
+    def tick(self) -> None:
+        self.ticks.append((self.i, self.turns.now))
+        until = time.monotonic() + 0.001
+        while time.monotonic() < until:
+            pass
+
+
+def test_a_tick_pass_over_many_due_replicas_yields_the_loop_between_slices() -> None:
+    """A pass after a stall ticks every replica (here 100 of about 1 ms each): it must not hold
+    the loop for all of them in one callback. A replica retired during a yield is not ticked."""
+
+    async def main() -> list[tuple[int, int]]:
+        ticks: list[tuple[int, int]] = []
+        with _Turns() as turns:
+            due = [_Due(i, turns, ticks) for i in range(100)]
+            manager = SimpleNamespace(
+                replicas={r.topic_partition: r for r in due},
+                tick_wake=asyncio.Event(),
+                take_touched=set,
+            )
+            retired = due[-1]
+            loop_task = asyncio.create_task(
+                run_tick_loop(cast(Any, manager), structlog.get_logger())
+            )
+            await asyncio.sleep(0)
+            del manager.replicas[retired.topic_partition]  # retired while the pass runs
+            deadline = time.monotonic() + 10
+            while len(ticks) < 99 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop_task
+        return ticks[:99]
+
+    first_pass = asyncio.run(main())
+    assert [i for i, _ in first_pass] == list(range(99))  # the retired one was skipped
+    turns_spanned = len({turn for _, turn in first_pass})
+    assert turns_spanned >= 5, f"one pass of 100 ms of ticks held the loop for {turns_spanned}"

@@ -4,7 +4,8 @@
 No fixed tick: the task sleeps until the earliest `PartitionReplica.next_deadline_ms` (a produce
 timeout, an AlterPartition retry, a follower's caught-up window, a producer snapshot after a
 roll, a ``flush.ms`` flush), or until an input wakes it (each replica's ``on_input``: a
-request, a response, a metadata change, an append); then it ticks the replicas that are due.
+request, a response, a metadata change, an append); then it ticks the replicas that are due,
+yielding the loop between slices of them (`LoopSlice`: after a stall, all are due at once).
 Sleeps are bounded below (`MIN_TICK_INTERVAL_MS`: no spin) and above (`MAX_TICK_SLEEP_MS`: a
 missed wake costs a delay, never a hang).
 
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from kraft.raft_shell.clock import clock_ms
+from replication.broker.loop_slice import LoopSlice
 from replication.broker.replicas.change_event import wait_any
 from replication.broker.replicas.partition import PartitionReplica
 from replication.broker.replicas.replica_manager import (
@@ -51,11 +53,18 @@ async def run_tick_loop(replicas: ReplicaManager, log: Any) -> None:
             known = deadlines  # replicas came or went: forget the gone, read the new
             deadlines = {r: known.get(r) for r in hosted}
             touched.update(r for r in hosted if r not in known)
+        cut = LoopSlice()
         for replica in hosted:
             if replica in touched:
                 deadlines[replica] = replica.next_deadline_ms()
             deadline = deadlines[replica]
             if deadline is None or deadline > now:
+                continue
+            # NB: a pass after a stall (a SIGSTOP, a long GC) finds every replica due: it
+            # yields the loop between slices of them, as the periodic passes do, and skips a
+            # replica retired meanwhile
+            await cut.turn()
+            if replicas.replicas.get(replica.topic_partition) is not replica:
                 continue
             try:
                 replica.tick()
