@@ -26,23 +26,10 @@ from replication.messages import (
     FetchTopic,
     FetchTopicResponse,
 )
+from tests.broker.test_follower_fetch_wait import _Driver, _Log
 
 BATCH = 400
 """Every batch of the fake logs is this long."""
-
-
-@dataclass
-class _Driver:
-    generation: int = 1
-    leader_epoch: int = 3
-    offline: object = None
-    is_leader: bool = True
-
-
-@dataclass
-class _Log:
-    log_start_offset: int = 0
-    log_end_offset: int = 10
 
 
 @dataclass
@@ -135,7 +122,7 @@ def test_the_first_partition_with_records_gets_its_first_batch_even_past_the_lim
     assert _fetch(_host(0, 3, 3), max_bytes=100, partition_max_bytes=100) == [0, 400, 0]
 
 
-def _request(partition: int, fetch_id: int) -> FollowerFetchRequest:
+def follower_request(partition: int, fetch_id: int) -> FollowerFetchRequest:
     return FollowerFetchRequest(
         fetch_id=fetch_id,
         topic_partition=TopicPartition("t", partition),
@@ -164,7 +151,7 @@ def test_the_follower_asks_first_for_the_partitions_the_last_response_left_out()
     async def scenario() -> None:
         fetcher = LeaderFetcher(1, replica_id=2, send=send, max_wait_ms=500, max_bytes=1 << 20)
         for fetch_id in range(3):
-            await asyncio.gather(*(fetcher.fetch(_request(p, fetch_id)) for p in range(5)))
+            await asyncio.gather(*(fetcher.fetch(follower_request(p, fetch_id)) for p in range(5)))
         await fetcher.close()
 
     asyncio.run(scenario())

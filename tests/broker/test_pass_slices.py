@@ -19,7 +19,7 @@ from typing import Any, cast
 import pytest
 import structlog
 
-from kraft.types import Epoch, NodeId, Offset, TopicPartition
+from kraft.types import TopicPartition
 from replication.broker.loop_slice import PASS_SLICE_STEPS, LoopSlice, sum_in_slices
 from replication.broker.replicas.cleaner import LogCleaner
 from replication.broker.replicas.fetcher import (
@@ -30,7 +30,6 @@ from replication.broker.replicas.fetcher import (
 from replication.broker.replicas.retention import expiration_pass, retention_pass
 from replication.broker.replicas.tick import CHECKPOINT_SLICE, checkpoint_pass, run_tick_loop
 from replication.broker.service import BrokerService
-from replication.core import FollowerFetchRequest
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
@@ -40,6 +39,7 @@ from replication.messages import (
     FetchTopicResponse,
 )
 from storage.checkpoint import read_offset, write_offset
+from tests.broker.test_fetch_response_limit import follower_request
 
 REPLICAS = 1000
 
@@ -188,20 +188,6 @@ def test_a_fetch_of_1000_partitions_yields_the_loop_between_slices_of_them() -> 
     _assert_sliced(visits[:REPLICAS])
 
 
-def _follower_request(partition: int) -> FollowerFetchRequest:
-    return FollowerFetchRequest(
-        fetch_id=1,
-        topic_partition=TopicPartition("t", partition),
-        leader_id=NodeId(1),
-        replica_id=NodeId(2),
-        broker_epoch=7,
-        fetch_offset=Offset(0),
-        last_fetched_epoch=Epoch(0),
-        current_leader_epoch=Epoch(0),
-        log_start_offset=Offset(0),
-    )
-
-
 @pytest.mark.parametrize(
     ("partitions", "record_bytes", "most_per_turn"),
     [(REPLICAS, 1, APPLY_SLICE_PARTITIONS), (16, APPLY_SLICE_BYTES // 2, 2)],
@@ -227,7 +213,7 @@ def test_a_follower_applies_a_many_partition_answer_over_many_loop_turns(
         with _Turns() as turns:
 
             async def follow(partition: int) -> None:
-                answer = await fetcher.fetch(_follower_request(partition))
+                answer = await fetcher.fetch(follower_request(partition, fetch_id=1))
                 assert len(answer.records) == record_bytes
                 applied.append((partition, turns.now))
 
