@@ -237,41 +237,33 @@ class Producer(ProducerSender):
         lock = self._lock
         lock.acquire()
         try:
-            if partition is None and key is None:
-                sticky = state.sticky  # the partitioner's choice, cached: it changes only here
-                if sticky < 0:
-                    sticky = state.sticky = self._partitioner.partition(
+            sticky = partition is None and key is None
+            if sticky:
+                index = state.sticky  # the partitioner's choice, cached: it changes only here
+                if index < 0:
+                    index = state.sticky = self._partitioner.partition(
                         topic, state.count, state.snapshot.available_partitions(topic)
                     )
-                queue = state.queues[sticky]
-                if queue and not (last := queue[-1]).sealed:
-                    future = last.try_append(ts, key, value, hdrs)
-                    if future is not None:
-                        return future
-                future = accumulator.append_to(
-                    queue, state.tps[sticky], ts, key, value, hdrs, now, True
-                )
-                if future is None:  # KIP-480: a new batch is due, so switch partitions
-                    sticky = state.sticky = self._partitioner.on_new_batch(
-                        topic, state.count, state.snapshot.available_partitions(topic), sticky
-                    )
-                    future = accumulator.append_to(
-                        state.queues[sticky], state.tps[sticky], ts, key, value, hdrs, now
-                    )
+            elif partition is None:
+                index = self._key_partitions.partition(topic, key, state.count)  # type: ignore[arg-type]
+            elif 0 <= partition < state.count:
+                index = partition
             else:
-                if partition is None:
-                    partition = self._key_partitions.partition(topic, key, state.count)  # type: ignore[arg-type]
-                elif not 0 <= partition < state.count:
-                    raise ValueError(
-                        f"{topic} has partitions 0..{state.count - 1}, not {partition}"
-                    )
-                queue = state.queues[partition]
-                if queue and not (last := queue[-1]).sealed:
-                    future = last.try_append(ts, key, value, hdrs)
-                    if future is not None:
-                        return future
+                raise ValueError(f"{topic} has partitions 0..{state.count - 1}, not {partition}")
+            queue = state.queues[index]
+            if queue and not (last := queue[-1]).sealed:
+                future = last.try_append(ts, key, value, hdrs)
+                if future is not None:
+                    return future
+            future = accumulator.append_to(
+                queue, state.tps[index], ts, key, value, hdrs, now, sticky
+            )
+            if future is None:  # KIP-480: a new batch is due, so switch partitions
+                index = state.sticky = self._partitioner.on_new_batch(
+                    topic, state.count, state.snapshot.available_partitions(topic), index
+                )
                 future = accumulator.append_to(
-                    queue, state.tps[partition], ts, key, value, hdrs, now
+                    state.queues[index], state.tps[index], ts, key, value, hdrs, now
                 )
             wake = accumulator.wakeup_needed
             accumulator.wakeup_needed = False
