@@ -60,12 +60,20 @@ class LoopSlice:
         """One more step in this slice."""
         self._taken += 1
 
-    async def turn(self) -> None:
-        """Before one step of an async pass: yield the loop first if the slice is over."""
-        if self.over():
+    def end(self) -> None:
+        """End this slice now (a pass that counts another budget, bytes say): the next `turn`
+        yields."""
+        self._until = float("-inf")
+
+    async def turn(self) -> bool:
+        """Before one step of an async pass: yield the loop first if the slice is over; whether
+        it yielded (a new slice began)."""
+        yielded = self.over()
+        if yielded:
             await asyncio.sleep(0)
             self.renew()
         self.took()
+        return yielded
 
 
 async def sum_in_slices(

@@ -238,11 +238,10 @@ class LeaderFetcher:
         cut = LoopSlice(most=APPLY_SLICE_PARTITIONS)
         records = 0
         for tp in list(batch):
-            if cut.over() or records >= APPLY_SLICE_BYTES:
-                await asyncio.sleep(0)  # the slice's partitions apply their answers now
-                cut.renew()
+            if records >= APPLY_SLICE_BYTES:
+                cut.end()
+            if await cut.turn():  # the last slice's partitions applied their answers meanwhile
                 records = 0
-            cut.took()
             request, future = batch.pop(tp)
             answer = answers.pop(tp, None) or follower_response(request, error_code=code)
             records += len(answer.records)
