@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kraft.bench.cpu import process_cpu_s, rss_mib
 from kraft.cluster.local import LocalCluster
 from kraft.loop_watch import SLOW_CALLBACK_ENV
 
@@ -59,16 +60,11 @@ class BrokerCost:
     waited, however many callbacks held it (and, on a busy machine, other processes)."""
 
 
-def _status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise LookupError(field)
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _read(value: float | None, what: str) -> float:
+    """A broker's /proc figure (`kraft.bench.cpu`), which must be known: the broker runs."""
+    if value is None:
+        raise LookupError(f"{what}: the broker is gone")
+    return value
 
 
 def _loop_events(log: Path, since_offset: int, pause_ms: int) -> tuple[int, int, str, int]:
@@ -141,8 +137,8 @@ def run(partitions: int, megabytes: float, pause_s: float) -> dict[str, Any]:
         pids = {b: c.broker(b).pid or 0 for b in ids}
         logs = {b: c.broker_log(b) for b in ids}
         offsets = {b: logs[b].stat().st_size for b in ids}
-        cpu = {b: _cpu_s(pids[b]) for b in ids}
-        rss = {b: _status_kib(pids[b], "VmRSS") for b in ids}
+        cpu = {b: _read(process_cpu_s(pids[b]), "CPU") for b in ids}
+        rss = {b: _read(rss_mib(pids[b]), "VmRSS") for b in ids}
         behind = sum(len(p.isr) < 3 for p in c.describe_topic(TOPIC).partitions)
         for b in ids:
             Path(f"/proc/{pids[b]}/clear_refs").write_text("5")  # VmHWM := VmRSS
@@ -158,10 +154,10 @@ def run(partitions: int, megabytes: float, pause_s: float) -> dict[str, Any]:
                 BrokerCost(
                     broker_id=b,
                     role="follower" if b == c.broker_id(VICTIM) else "leader",
-                    start_rss_mib=round(rss[b] / 1024, 1),
-                    peak_rss_mib=round(_status_kib(pids[b], "VmHWM") / 1024, 1),
-                    end_rss_mib=round(_status_kib(pids[b], "VmRSS") / 1024, 1),
-                    cpu_s=round(_cpu_s(pids[b]) - cpu[b], 2),
+                    start_rss_mib=rss[b],
+                    peak_rss_mib=_read(rss_mib(pids[b], "VmHWM"), "VmHWM"),
+                    end_rss_mib=_read(rss_mib(pids[b]), "VmRSS"),
+                    cpu_s=round(_read(process_cpu_s(pids[b]), "CPU") - cpu[b], 2),
                     slow_callbacks=count,
                     longest_callback_ms=longest,
                     longest_callback=name,

@@ -72,7 +72,7 @@ def signal_brokers(cluster: Any) -> None:
     time.sleep(0.5)
 
 
-def _process_cpu_s(pid: int) -> float | None:
+def process_cpu_s(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid`` so far (Linux /proc), None if unknown."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -134,7 +134,7 @@ def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
                 pids[f"broker-{broker_id}"] = pid
     before_client = os.times()
     before_threads = _thread_cpu_s()
-    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
+    before = {name: process_cpu_s(pid) for name, pid in pids.items()}
     yield
     after_client = os.times()
     out["client_threads_before"] = before_threads
@@ -144,7 +144,7 @@ def cpu_time(out: dict[str, Any], cluster: Any) -> Iterator[None]:
         )
     }
     for name, pid in pids.items():
-        start, end = before[name], _process_cpu_s(pid)
+        start, end = before[name], process_cpu_s(pid)
         if start is not None and end is not None:
             cpu[name] = round(end - start, 3)
     out["cpu_s"] = cpu
@@ -204,11 +204,12 @@ def kafka_pids(cluster: Any) -> dict[str, int]:
     return {cluster.node_name(i): pid for i, pid in cluster.pids().items()}
 
 
-def rss_mib(pid: int) -> float | None:
-    """Resident memory of ``pid`` in MiB (VmRSS), None if unknown."""
+def rss_mib(pid: int, field: str = "VmRSS") -> float | None:
+    """Resident memory of ``pid`` in MiB, None if unknown: now (``VmRSS``), or another memory
+    line of ``/proc/PID/status`` (``VmHWM``: its peak)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None
@@ -220,13 +221,13 @@ def nodes_cpu(out: dict[str, Any], pids: dict[str, int], records: int) -> Iterat
     """CPU seconds of every node in ``pids`` together and of this process (its children
     included) during the block, as µs per record (``servers_cpu_us_per_record``,
     ``client_cpu_us_per_record``), and each node's resident memory after it (``rss_mib``)."""
-    before = {name: _process_cpu_s(pid) for name, pid in pids.items()}
+    before = {name: process_cpu_s(pid) for name, pid in pids.items()}
     client_before = os.times()
     yield
     client_after = os.times()
     spent = {}
     for name, pid in pids.items():
-        start, end = before[name], _process_cpu_s(pid)
+        start, end = before[name], process_cpu_s(pid)
         if start is not None and end is not None:
             spent[name] = round(end - start, 3)
     # NB: children too: a perf test's JVM is a child, waited for within the block.

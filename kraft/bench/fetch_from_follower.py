@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.cpu import process_cpu_s
 
 RACKS = ("rack-a", "rack-b", "rack-c")
 TOPIC = "fetch-from-follower"
@@ -75,7 +75,7 @@ def _consume_librdkafka(cluster: Any, records: int, rack: str) -> int:
 
 
 def _cpu(pids: dict[int, int]) -> dict[int, float]:
-    return {b: _process_cpu_s(pid) or 0.0 for b, pid in pids.items()}
+    return {b: process_cpu_s(pid) or 0.0 for b, pid in pids.items()}
 
 
 def _idle_rates(pids: dict[int, int], seconds: float) -> dict[int, float]:

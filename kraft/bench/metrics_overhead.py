@@ -33,7 +33,7 @@ from typing import Any
 from kraft.bench import BenchError
 from kraft.bench.ab import alternate
 from kraft.bench.ab import summarize as ab_summarize
-from kraft.bench.cpu import _process_cpu_s
+from kraft.bench.cpu import process_cpu_s
 from kraft.bench.produce_consume import (
     PARTITIONS,
     REPLICATION_FACTOR,
@@ -129,13 +129,13 @@ def scrape_cost(cluster: Any, interval_s: float) -> dict[str, Any]:
     pid = cluster.broker(broker).pid
     url = f"http://{cluster.metrics_addresses[broker]}/metrics"
     size = 0
-    before = _process_cpu_s(pid) if pid else None
+    before = process_cpu_s(pid) if pid else None
     started = time.perf_counter()
     for _ in range(SCRAPE_COST_SCRAPES):
         with urllib.request.urlopen(url, timeout=10) as reply:
             size = len(reply.read())
     wall = time.perf_counter() - started
-    after = _process_cpu_s(pid) if pid else None
+    after = process_cpu_s(pid) if pid else None
     if before is None or after is None:
         raise BenchError(f"no CPU time for broker {broker}")
     cpu_ms = (after - before) / SCRAPE_COST_SCRAPES * 1000
