@@ -191,10 +191,7 @@ class RecordFuture:
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """Run ``fn(self)`` when the record completes (at once if it has); callbacks run on
         the producer's I/O threads and must not block."""
-        result = self._result  # NB: `ProduceResult.add_callback`, inlined (once per record)
-        result._callbacks.append((fn, self))
-        if result.completed:  # completed before or while we appended: run what is queued
-            result.run_callbacks()
+        self._result.add_callback(fn, self)
 
 
 def encode_record(
