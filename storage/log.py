@@ -400,13 +400,21 @@ class SegmentedLog:
     # --- reads -----------------------------------------------------------------------------------
 
     @maps_storage_errors
-    def read(self, from_offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one: bool = True,
+    ) -> bytes:
         """Whole batches as raw bytes, starting with the batch that holds ``from_offset``.
 
         At most ``max_bytes``, except that the first batch is returned whole even if larger
-        (Kafka's minOneMessage); no batch whose base offset is ``>= max_offset`` (pass the high
-        watermark to read only committed data); ``b""`` at the log end offset or when
-        ``from_offset >= max_offset``. Reads stay within one segment.
+        (Kafka's minOneMessage; with ``min_one`` False such a batch is not read: ``b""``); no batch
+        whose base offset is ``>= max_offset`` (pass the high watermark to read only committed
+        data); ``b""`` at the log end offset or when ``from_offset >= max_offset``. Reads stay
+        within one segment.
 
         Raises:
             OffsetOutOfRangeError: ``from_offset`` is outside [log start offset, log end
@@ -426,6 +434,7 @@ class SegmentedLog:
             max_offset=max_offset,
             directory=self._directory,
             logger=self._log,
+            min_one=min_one,
         )
 
     def fail_corrupt(self, offset: int, reason: str) -> KafkaStorageError:

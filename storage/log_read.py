@@ -50,6 +50,7 @@ def read_batches(
     max_offset: int | None,
     directory: Path,
     logger: FilteringBoundLogger,
+    min_one: bool = True,
 ) -> bytes:
     """`SegmentedLog.read` over ``segments`` (whose base offsets are ``bases``).
 
@@ -71,7 +72,7 @@ def read_batches(
         i += 1
         seg = segments[i]
     try:
-        data = seg.read(from_offset, max(max_bytes, 0), max_offset)
+        data = seg.read(from_offset, max(max_bytes, 0), max_offset, min_one=min_one)
     except CorruptRecordError as e:
         raise _corrupt(seg, from_offset, e.message, directory, logger) from e
     corrupt = find_corrupt_batch(data)

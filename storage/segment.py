@@ -503,11 +503,14 @@ class LogSegment:
                 return pos, h[_BASE]
         return self.size, self.next_offset
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None) -> bytes:
+    def read(
+        self, from_offset: int, max_bytes: int, max_offset: int | None, *, min_one: bool = True
+    ) -> bytes:
         """Whole batches from the one holding ``from_offset``: at most ``max_bytes`` unless the
-        first batch alone is larger (then exactly that batch), none whose base offset is
-        ``>= max_offset``. One ``pread`` in the common case, and no copy when the range starts
-        and ends at indexed batch boundaries (sequential reads of indexed batches)."""
+        first batch alone is larger (then exactly that batch; none if not ``min_one``), none
+        whose base offset is ``>= max_offset``. One ``pread`` in the common case, and no copy when
+        the range starts and ends at indexed batch boundaries (sequential reads of indexed
+        batches)."""
         index = self.offset_index
         _, start = index.lookup(from_offset)
         if start >= self.size:
@@ -548,6 +551,8 @@ class LogSegment:
                     off += size
                     continue
                 if max_offset is not None and h[_BASE] >= max_offset:
+                    return b""
+                if not min_one and size > max_bytes:  # Kafka's minOneMessage = false
                     return b""
                 first = off
                 if off + size > len(buf):  # minOneMessage: the first batch goes whole

@@ -153,9 +153,12 @@ class SimPartitionLog:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
-        """Whole batches from the one holding ``offset``, at least one, up to ``max_bytes``,
-        none whose base offset is ``>= max_offset``."""
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one: bool = True
+    ) -> bytes:
+        """Whole batches from the one holding ``offset``, at least one (unless not ``min_one``
+        and it is larger than ``max_bytes``), up to ``max_bytes``, none whose base offset is
+        ``>= max_offset``."""
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         out: list[bytes] = []
         size = 0
@@ -164,7 +167,7 @@ class SimPartitionLog:
                 break
             if self._ends[i] > offset:
                 b = self._batches[i]
-                if out and size + len(b) > max_bytes:
+                if (out or not min_one) and size + len(b) > max_bytes:
                     break
                 out.append(b)
                 size += len(b)

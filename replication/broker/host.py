@@ -102,10 +102,17 @@ class ServedReplica(Protocol):
         ...
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True, min_one: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]: ...
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes: ...
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes: ...
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None: ...
 

@@ -357,8 +357,8 @@ class BrokerService:
             ),
             max_bytes,
             read=read,
+            min_one=min_one,
         )
-        records = within_limit(records, max_bytes, min_one)
         if throttled:
             throttle.record(len(records), self._now_ms())
         diverging = answer.diverging_epoch
@@ -542,14 +542,6 @@ def fetch_satisfied(
     )
 
 
-def within_limit(records: bytes, max_bytes: int, min_one: bool) -> bytes:
-    """A partition's read for a Fetch: a read returns its first batch whole even past
-    ``max_bytes`` (`SegmentedLog.read`), which only the response's first partition with records
-    may do (``min_one``); for the others such a batch waits for a later fetch (Kafka's
-    ``minOneMessage = false``)."""
-    return records if min_one or len(records) <= max_bytes else b""
-
-
 def _log_marks(tps: Sequence[TopicPartition], server: ReplicaHost) -> list[object]:
     """What a follower's fetch of ``tps`` reads depends on: per partition, the replica, its
     generation (role), leader epoch, whether it is offline, and its log's start and end."""
@@ -578,5 +570,4 @@ __all__ = [
     "BrokerService",
     "fetch_satisfied",
     "too_many_partitions",
-    "within_limit",
 ]

@@ -89,9 +89,18 @@ class ReplicaLog(PartitionLogView, Protocol):
         contract asks."""
         ...
 
-    def read(self, from_offset: int, max_bytes: int, /, *, max_offset: int | None = None) -> bytes:
-        """Whole batches from the one holding ``from_offset`` (at least one), up to
-        ``max_bytes``, none whose base offset is ``>= max_offset``."""
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        /,
+        *,
+        max_offset: int | None = None,
+        min_one: bool = True,
+    ) -> bytes:
+        """Whole batches from the one holding ``from_offset`` (at least one, unless not
+        ``min_one`` and it is larger than ``max_bytes``), up to ``max_bytes``, none whose base
+        offset is ``>= max_offset``."""
         ...
 
 
@@ -371,7 +380,14 @@ class PartitionDriver(Protocol):
 
     # --- reads and durability --------------------------------------------------------------
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes:
         """Read the log.
 
         Raises:

@@ -567,14 +567,21 @@ class IsrPartitionDriver:
 
     # --- reads and durability -----------------------------------------------------------------
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes:
         """Read the log (whole batches, see `ReplicaLog.read`).
 
         Raises:
             KafkaStorageError: a disk error (the replica went offline).
         """
         with self.storage_guard():
-            return self._log.read(from_offset, max_bytes, max_offset=max_offset)
+            return self._log.read(from_offset, max_bytes, max_offset=max_offset, min_one=min_one)
 
     def checkpoint_high_watermark(self) -> None:
         """Persist the high watermark if it moved (``replica.high.watermark.checkpoint.

@@ -645,9 +645,16 @@ class QuorumPartitionDriver:
 
     # --- reads and durability -----------------------------------------------------------------
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes:
         with self.storage_guard():
-            return self._log.read(from_offset, max_bytes, max_offset=max_offset)
+            return self._log.read(from_offset, max_bytes, max_offset=max_offset, min_one=min_one)
 
     def checkpoint_high_watermark(self) -> None:
         if self._offline is not None or self._closed:

@@ -99,17 +99,24 @@ class SimReplica(NoDriverEvents):
         return raft_leader(self.driver)
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True, min_one: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
         """A follower's fetch through the leader core, at the simulated time."""
         answer = self.driver.handle_follower_fetch(fetch, self.broker.cluster.clock.now_ms)
         records = b""
         if answer.read_offset is not None and read:
-            records = self.read(answer.read_offset, max_bytes)
+            records = self.read(answer.read_offset, max_bytes, min_one=min_one)
         return answer, records
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
-        return self.driver.read(from_offset, max_bytes, max_offset)
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes:
+        return self.driver.read(from_offset, max_bytes, max_offset, min_one=min_one)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         raise InvariantViolation("the simulator sends no ListOffsets")

@@ -46,7 +46,7 @@ class _Replica:
     positions: list[int] = field(default_factory=list)
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True, min_one: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
         self.positions.append(fetch.fetch_offset)  # the follower's position counts either way
         answer = LeaderFetchAnswer(
@@ -54,7 +54,7 @@ class _Replica:
             log_start_offset=Offset(0),
             log_end_offset=Offset(10),
         )
-        whole = min(self.batches, max(1, max_bytes // BATCH))
+        whole = min(self.batches, max(1 if min_one else 0, max_bytes // BATCH))  # as the log
         return answer, b"r" * (BATCH * whole) if read and self.batches else b""
 
 

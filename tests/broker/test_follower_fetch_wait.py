@@ -46,7 +46,7 @@ class _Replica:
         self.changed = ChangeEvent()
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True, min_one: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
         self.passes += 1
         answer = LeaderFetchAnswer(

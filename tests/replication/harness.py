@@ -77,9 +77,14 @@ class MemoryLog(SimPartitionLog):
     """The simulator's partition log (`SimPartitionLog`), read and crashed the way tests do."""
 
     def read(
-        self, offset: int, max_bytes: int = 1 << 20, *, max_offset: int | None = None
+        self,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        *,
+        max_offset: int | None = None,
+        min_one: bool = True,
     ) -> bytes:
-        return super().read(offset, max_bytes, max_offset=max_offset)
+        return super().read(offset, max_bytes, max_offset=max_offset, min_one=min_one)
 
     def crash(self) -> None:
         """Lose every batch above the flush point (the epoch cache is durable, but a log

@@ -189,6 +189,18 @@ def test_read_returns_one_whole_batch_even_when_larger_than_max_bytes(tmp_path: 
     assert len(data) == read_header(data).size_bytes
 
 
+def test_read_without_min_one_reads_no_batch_larger_than_max_bytes(tmp_path: Path) -> None:
+    """Kafka's minOneMessage = false (a follower fetch's partitions after the first with
+    records, KIP-74): a first batch past ``max_bytes`` is not read at all, whether it ends past
+    the bytes read or inside them; what fits is read as with it."""
+    log = LogBuilder(tmp_path).with_batches(3, records=5, value_size=1000).build()
+    size = len(log.read(5, 1))
+    assert log.read(5, 100, min_one=False) == b""
+    assert log.read(5, size - 1, min_one=False) == b""
+    assert headers(log.read(5, size, min_one=False)) == [(5, 9)]
+    assert log.read(5, size * 2, min_one=False) == log.read(5, size * 2)
+
+
 def test_read_returns_only_whole_batches_within_max_bytes(tmp_path: Path) -> None:
     log = LogBuilder(tmp_path).with_batches(20, value_size=100).build()
     size = len(log.read(0, 1))

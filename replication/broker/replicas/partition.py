@@ -496,7 +496,7 @@ class PartitionReplica(NoDriverEvents):
         return future
 
     def handle_follower_fetch(
-        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True
+        self, fetch: FollowerFetch, max_bytes: int, *, read: bool = True, min_one: bool = True
     ) -> tuple[LeaderFetchAnswer, bytes]:
         """A follower's fetch: its position counts either way; ``read=False`` (a throttled
         fetch, `replication.broker.replicas.throttle`) answers without records."""
@@ -505,12 +505,19 @@ class PartitionReplica(NoDriverEvents):
         records = b""
         if answer.read_offset is not None and read:
             try:
-                records = self.read(answer.read_offset, max_bytes)
+                records = self.read(answer.read_offset, max_bytes, min_one=min_one)
             except KraftError as e:
                 return LeaderFetchAnswer(error_code=e.code), b""
         return answer, records
 
-    def read(self, from_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+    def read(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one: bool = True,
+    ) -> bytes:
         """`SegmentedLog.read`, which validates every batch it returns. A disk error takes the
         replica offline. So does a batch corrupted on disk while another ISR member holds a
         good copy (the controller fails over to it, and reopening cuts this log at the bad
@@ -523,7 +530,7 @@ class PartitionReplica(NoDriverEvents):
             OffsetOutOfRangeError, LogClosedError: as `SegmentedLog.read`.
         """
         try:
-            return self.driver.read(from_offset, max_bytes, max_offset)
+            return self.driver.read(from_offset, max_bytes, max_offset, min_one=min_one)
         except CorruptRecordError as e:
             if not self.driver.is_leader or self.driver.in_sync_replicas() <= {self.local_id}:
                 self._logger.error("corrupt_batch_in_only_copy", offset=from_offset)
