@@ -179,3 +179,37 @@ def test_readme_cli_walk_through_runs_as_admin_on_a_tls_cluster_with_the_authori
     described = _output_of(outputs, "topics describe")
     assert described.count("\tPartition: ") == 6, described  # all 6, each with its leader
     assert "Leader: -1" not in described, described
+
+
+@pytest.mark.process
+@pytest.mark.timeout(240)
+def test_readme_kafka_client_reads_from_port_9092_as_a_kafka_user_expects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Kafka user's habit works (issue 30): the walk-through's cluster, on its default ports,
+    has the first broker's Kafka listener on 127.0.0.1:9092, and the README's librdkafka block
+    reads there what ``kraft produce`` wrote (a 1+1 here, so the topic has RF 1)."""
+    section = "A cluster from the command line"
+    (block,) = readme_blocks("sh", section)
+    lines = [line for line in block.splitlines() if line.strip()]
+    last = next(i for i, line in enumerate(lines) if line.startswith("kraft consume"))
+    shell, data_dir = Shell(monkeypatch, capsys), tmp_path / "kc"
+    small = {"--controllers 3 --brokers 3": "--controllers 1 --brokers 1", "/tmp/kc": str(data_dir)}
+    small |= {
+        "--replication-factor 3": "--replication-factor 1",
+        "insync.replicas=2": "insync.replicas=1",
+    }
+    try:
+        for line in lines[: last + 1]:
+            for old, new in small.items():
+                line = line.replace(old, new)
+            shell.run(line)
+        assert os.environ["KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:9092"
+        (example,) = [b for b in readme_blocks("python", section) if "confluent_kafka" in b]
+        result = subprocess.run(
+            [sys.executable, "-c", example], capture_output=True, text=True, timeout=120
+        )
+    finally:
+        shell.kraft(["cluster", "down", "--data-dir", str(data_dir)])
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"b'\d+'\n", result.stdout), result.stdout  # one of the lines produced
