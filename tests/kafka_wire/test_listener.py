@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import structlog
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from replication.broker.api import RequestContext
@@ -174,7 +175,8 @@ def test_bad_input_closes_only_its_own_connection() -> None:
 
 def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> None:
     """A broker without SASL: SaslHandshake gets UNSUPPORTED_SASL_MECHANISM and no mechanism;
-    ApiVersions advertises exactly the dispatch table."""
+    ApiVersions advertises exactly the dispatch table. The broker logs why it refused SASL
+    (issue 30: kafka-python only says "Unable to bootstrap" after 30 s)."""
 
     async def run() -> None:
         async with serving(GatedApi()) as (_, port):
@@ -184,6 +186,8 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
             _, sasl = decode_response(17, 1, await asyncio.wait_for(read_frame(reader), 10))
             assert sasl.error_code == KioErrorCode.unsupported_sasl_mechanism
             assert sasl.mechanisms == ()
+            (line,) = [e for e in logs if e["event"] == "kafka_sasl_refused"]
+            assert line["mechanism"] == "PLAIN" and "security.protocol=SSL" in line["reason"]
             _, versions = decode_response(18, 4, await asyncio.wait_for(read_frame(reader), 10))
             assert versions.error_code == KioErrorCode.none
             assert {
@@ -195,7 +199,8 @@ def test_sasl_handshake_and_api_versions_are_answered_on_a_live_listener() -> No
             ]
             writer.close()
 
-    asyncio.run(run())
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(run())
 
 
 def test_describe_cluster_gives_the_brokers_and_a_broker_as_controller() -> None:

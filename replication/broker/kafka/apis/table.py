@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+import structlog
 from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kraft.metadata.features import SUPPORTED_FEATURES
@@ -26,6 +27,8 @@ from replication.broker.kafka.apis.produce import handle_init_producer_id, handl
 from replication.broker.kafka.apis.txn import TXN_HANDLERS
 from replication.broker.kafka.frames import Request
 from storage.errors import ErrorCode
+
+_log = structlog.get_logger("replication.broker.kafka")
 
 # -- ApiVersions, SaslHandshake -------------------------------------------------------------------
 
@@ -60,7 +63,16 @@ async def handle_api_versions(
 async def handle_sasl_handshake(
     api: KafkaBrokerApi, request: Request, ctx: RequestContext
 ) -> Response:
-    """A listener without SASL: no mechanism is enabled."""
+    """A listener without SASL: no mechanism is enabled. The broker says why in its log, as it
+    does for a TLS handshake on a plaintext listener (kafka-python only times out)."""
+    _log.warning(
+        "kafka_sasl_refused",
+        listener=ctx.listener,
+        peer=ctx.client_host,
+        mechanism=str(request.body.mechanism),
+        reason="a SASL handshake on a listener without SASL; kraft authenticates Kafka clients "
+        "by TLS client certificate: use security.protocol=SSL (or PLAINTEXT), not SASL_*",
+    )
     return {"error_code": KioErrorCode.unsupported_sasl_mechanism, "mechanisms": []}
 
 
