@@ -120,6 +120,9 @@ def _main(argv: Sequence[str] | None) -> int:
         # installed, as it is beside the test tools: 0.3 s of every node's start. A server
         # never draws test data, so it reads hypothesis as absent.
         sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
+        from kraft.gc_tuning import tune_server_malloc
+
+        tune_server_malloc()  # before gRPC starts its threads
     from kraft.cluster.process import die_with_parent
     from kraft.gc_tuning import tune_gc
 
