@@ -105,3 +105,54 @@ def test_a_started_server_collects_its_older_generations_as_a_server() -> None:
     [(thresholds, frozen)] = seen
     assert thresholds == SERVER_THRESHOLDS != THRESHOLDS
     assert frozen > 0  # what the process held once started is out of later collections
+
+
+_MAPPED_AFTER_A_BURST = """
+import ctypes, sys
+from kraft.gc_tuning import tune_server_malloc
+if "--tuned" in sys.argv:
+    assert tune_server_malloc()
+burst = bytearray(8 << 20)  # mapped on its own, then freed: glibc's default raises its thresholds
+del burst
+block = bytearray(1 << 20)
+address = ctypes.addressof((ctypes.c_char * 1).from_buffer(block))
+for line in open("/proc/self/maps"):
+    span, *rest = line.split()
+    low, high = (int(x, 16) for x in span.split("-"))
+    if low <= address < high:
+        print(rest[-1] if len(rest) == 5 else "anonymous")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_a_server_s_allocator_maps_a_large_block_on_its_own_even_after_a_burst() -> None:
+    """`tune_server_malloc` keeps glibc's mmap threshold fixed: after an 8 MiB burst was freed, a
+    1 MiB block is still mapped on its own (and unmapped when freed), where by default it
+    would come from the heap, which then keeps that memory resident."""
+
+    def where(*args: str) -> str:
+        code = _MAPPED_AFTER_A_BURST
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert where() == "[heap]"  # glibc's default, the behaviour this setting exists to change
+    assert where("--tuned") == "anonymous"
+
+
+def test_a_node_command_tunes_the_allocator_before_grpc_is_imported() -> None:
+    """`kraft broker` and `kraft controller` call `tune_server_malloc` before gRPC (and its
+    threads) exist, and the other commands do not call it."""
+    code = """
+import contextlib, sys
+import kraft.gc_tuning as tuning
+calls = []
+tuning.tune_server_malloc = lambda: calls.append("grpc" in sys.modules) or True
+from kraft.cli import main
+for argv in (["broker", "--help"], ["controller", "--help"], ["topics", "--help"]):
+    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+        main(argv)
+print(calls)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[False, False]", out.stdout + out.stderr
