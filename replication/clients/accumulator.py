@@ -136,12 +136,14 @@ class RecordAccumulator:
         headers: tuple[Header, ...] | None,
         now_ms: int,
         abort_on_new_batch: bool = False,
+        callback: Callable[[RecordFuture], object] | None = None,
     ) -> RecordFuture | None:
-        """`append` to ``tp``'s queue (from `topic_queues`)."""
+        """`append` to ``tp``'s queue (from `topic_queues`); ``callback``: as
+        `ProducerBatch.try_append`'s."""
         if queue:
             last = queue[-1]
             if not last.sealed:
-                future = last.try_append(timestamp_ms, key, value, headers)
+                future = last.try_append(timestamp_ms, key, value, headers, callback)
                 if future is not None:
                     return future
                 self._seal(last)
@@ -151,7 +153,7 @@ class RecordAccumulator:
         batch = self._new_batch(tp, now_ms)
         self.wakeup_needed = True
         queue.append(batch)
-        future = batch.try_append(timestamp_ms, key, value, headers)
+        future = batch.try_append(timestamp_ms, key, value, headers, callback)
         assert future is not None, "an empty batch takes any record"
         return future
 
