@@ -226,8 +226,8 @@ def produce(
                         if i - progress[0] >= window:  # not acknowledged meanwhile
                             resume.wait(1.0)
                         wake_at[0] = records
-                sent_at[i] = clock()
-                send(topic, value).add_done_callback(partial(on_done, i))
+                sent_at[i] = clock()  # then send(record, callback), as Kafka's tool does
+                send(topic, value, callback=partial(on_done, i))
         producer.flush()
         if not done.wait(60):
             raise BenchError(f"only {progress[0]} of {records} records acknowledged")
