@@ -8,7 +8,8 @@ a `RecordFuture` at once. It is the per-record hot path (under 1 µs): one lock 
 partition's queue found by index (`RecordAccumulator.topic_queues`, cached per topic and
 metadata snapshot), the record encoded inline into the open batch by ``try_append`` (the
 accumulator is called only when a batch fills up or none is open); callbacks are queued
-per batch without a lock (`ProduceResult`). Only a topic the producer has never seen blocks
+per batch without a lock (`ProduceResult`), a ``send(..., callback=)`` one inside its record's
+future, with no object of its own. Only a topic the producer has never seen blocks
 it, for up to ``max.block.ms``, until the sender thread has fetched that topic's metadata.
 
 One sender thread (Kafka's ``Sender``) loops:
