@@ -136,12 +136,14 @@ class RecordAccumulator:
         headers: tuple[Header, ...] | None,
         now_ms: int,
         abort_on_new_batch: bool = False,
+        callback: Callable[[RecordFuture], object] | None = None,
     ) -> RecordFuture | None:
-        """`append` to ``tp``'s queue (from `topic_queues`)."""
+        """`append` to ``tp``'s queue (from `topic_queues`); ``callback``: as
+        `ProducerBatch.try_append`'s."""
         if queue:
             last = queue[-1]
             if not last.sealed:
-                future = last.try_append(timestamp_ms, key, value, headers)
+                future = last.try_append(timestamp_ms, key, value, headers, callback)
                 if future is not None:
                     return future
                 self._seal(last)
@@ -151,7 +153,7 @@ class RecordAccumulator:
         batch = self._new_batch(tp, now_ms)
         self.wakeup_needed = True
         queue.append(batch)
-        future = batch.try_append(timestamp_ms, key, value, headers)
+        future = batch.try_append(timestamp_ms, key, value, headers, callback)
         assert future is not None, "an empty batch takes any record"
         return future
 
@@ -237,22 +239,30 @@ class RecordAccumulator:
         the broker costs anyway carries every partition's data: fewer requests per record.
         A transactional producer drains only the partitions ``sendable`` says were added to
         its transaction (Kafka's ``isSendToPartitionAllowed``).
+
+        ``next_ready_check_ms`` is when to look again: at a lingering batch's or a backoff's
+        end, or after ``linger.ms`` for a partition held back for another reason; not for a
+        batch held back only by the in-flight limits, as Kafka's sender waits for the network
+        then: the answer that frees a slot wakes the sender.
         """
-        out = Drained(next_ready_check_ms=max(self.linger_ms, 1) if self._queues else 60_000)
+        out = Drained(next_ready_check_ms=60_000)
         queues = self._queues
         tps = [tp for tp, q in queues.items() if q]
         if not tps:
             return out
+        recheck_ms = max(self.linger_ms, 1)
         ready_nodes: set[int] = set()
         candidates: list[tuple[TopicPartition, int]] = []
         for tp in tps:
             if sendable is not None and not sendable(tp):
+                out.next_ready_check_ms = min(out.next_ready_check_ms, recheck_ms)
                 continue
             queue = queues[tp]
             first = queue[0]
             leader = leader_of(tp)
             if leader is None:
                 out.unknown_leader_topics.add(tp.topic)
+                out.next_ready_check_ms = min(out.next_ready_check_ms, recheck_ms)
                 continue
             wait_ms = self._wait_ms(first, len(queue), now_ms, leader)
             if first.attempts > 0 and first.sent_to == leader:
@@ -283,8 +293,11 @@ class RecordAccumulator:
                 continue
             size = sizes.get(leader, 0)
             if size and size + first.size_bytes > max_request_size:
+                out.next_ready_check_ms = min(out.next_ready_check_ms, recheck_ms)
                 continue  # the next request takes it
             queue.popleft()
+            if queue:  # the next request may take the next one
+                out.next_ready_check_ms = min(out.next_ready_check_ms, recheck_ms)
             self._seal(first)
             self._stamp(first)
             first.in_flight = True

@@ -4,15 +4,19 @@ Theory of operation
 -------------------
 `ProducerBatch` is Kafka's ``ProducerBatch`` + ``MemoryRecordsBuilder``: each `try_append`
 encodes one record straight into v2 record bytes (``storage.records`` layout) with table-looked
-varints, so the per-record cost is one small ``bytes`` join and one small future object, and
-the batch's size in bytes is exact, not estimated. `encode` adds the 61-byte header and the
-CRC when the batch is sent; the records section is kept, so a batch re-sequenced after a
-producer-epoch bump (KIP-360) is re-headered without re-encoding its records.
+varints and appends them to the batch's one growing buffer (a ``bytearray``, as Kafka's
+builder writes into one ``ByteBuffer``), so the per-record cost is one small ``bytes`` join
+and one small future object, and the batch's size in bytes is exact, not estimated. `encode`
+adds the 61-byte header and the CRC when the batch is sent; the records section is kept, so a
+batch re-sequenced after a producer-epoch bump (KIP-360) is re-headered without re-encoding its
+records.
 
 The records of a batch share one `ProduceResult` (Kafka's ``ProduceRequestResult``): one event
 per batch, not per record. `RecordFuture` is a slotted view of it (batch result + index +
 timestamp) with the ``concurrent.futures.Future`` reading surface (``result``, ``exception``,
-``done``, ``add_done_callback``).
+``done``, ``add_done_callback``). A callback given to ``send`` (Kafka's ``send(record,
+callback)``) is kept in its record's future, queued as that future by `try_append`: no pair
+object per record, as a callback added later needs.
 
 Sequence numbers (KIP-98): a batch takes ``base_sequence`` when it is created; it can only be
 created once the previous batch of its partition is sealed, so the sequence is the previous
@@ -82,10 +86,10 @@ class RecordMetadata:
 class ProduceResult:
     """The outcome of one batch, shared by its records (Kafka's ``ProduceRequestResult``).
 
-    Callbacks are lock-free (one per record, from `RecordFuture.add_done_callback`): a callback
-    is appended to a deque and whoever sees the result done pops and runs what is queued
-    (``deque.append`` / ``popleft`` are atomic), so each runs exactly once, in the order added,
-    on the completing thread, or on the adding thread if the batch had already completed.
+    Callbacks are lock-free (one per record, from ``send`` or `RecordFuture.add_done_callback`):
+    a callback is appended to a deque and whoever sees the result done pops and runs what is
+    queued (``deque.append`` / ``popleft`` are atomic), so each runs exactly once, in the order
+    added, on the completing thread, or on the adding thread if the batch had already completed.
     """
 
     __slots__ = (
@@ -105,8 +109,9 @@ class ProduceResult:
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.error: KraftError | None = None
-        # (fn, argument): a record's callback and its future, or a `BatchFuture`'s countdown
-        self._callbacks: deque[tuple[Callable[[Any], object], Any]] = deque()
+        # a future holding its ``send`` callback (`ProducerBatch.try_append`), or (fn,
+        # argument): a callback added later and its future, or a `BatchFuture`'s countdown
+        self._callbacks: deque[RecordFuture | tuple[Callable[[Any], object], Any]] = deque()
 
     def complete(
         self, base_offset: int, log_append_time_ms: int = -1, error: KraftError | None = None
@@ -125,13 +130,18 @@ class ProduceResult:
 
     def run_callbacks(self) -> None:
         callbacks = self._callbacks
+        popleft = callbacks.popleft
         while callbacks:
             try:
-                fn, future = callbacks.popleft()
+                item = popleft()
             except IndexError:  # another thread took the last one
                 return
             try:
-                fn(future)
+                if item.__class__ is RecordFuture:
+                    item._callback(item)
+                else:
+                    fn, arg = item  # type: ignore[misc]
+                    fn(arg)
             except Exception:  # user code: log it, as Kafka's producer does, and go on
                 _log.exception("producer_callback_failed", tp=str(self.tp))
 
@@ -156,12 +166,14 @@ class RecordFuture:
         TimeoutError: ``timeout`` passed before the batch completed.
     """
 
-    __slots__ = ("_index", "_result", "_timestamp_ms")
+    __slots__ = ("_callback", "_index", "_result", "_timestamp_ms")
 
     def __init__(self, result: ProduceResult, index: int, timestamp_ms: int) -> None:
         self._result = result
         self._index = index
         self._timestamp_ms = timestamp_ms
+        self._callback: Callable[[RecordFuture], object]
+        """Set only on a future queued with its ``send`` callback (`ProducerBatch.try_append`)."""
 
     def done(self) -> bool:
         return self._result.completed
@@ -248,8 +260,8 @@ class ProducerBatch:
     """
 
     __slots__ = (
-        "_chunks",
         "_encoded",
+        "_records",
         "attempts",
         "base_sequence",
         "base_timestamp_ms",
@@ -286,7 +298,9 @@ class ProducerBatch:
         self.base_sequence = base_sequence
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
-        self._chunks: list[bytes] = []
+        # NB: one buffer, not a list of records joined at `encode`: that join walked (and then
+        # freed) ~600 small objects per batch long out of the cache, on the sender thread.
+        self._records = bytearray()
         self._encoded: bytes | None = None
         self.size_bytes = 0
         self.record_count = 0
@@ -306,9 +320,11 @@ class ProducerBatch:
         key: bytes | None,
         value: bytes | None,
         headers: tuple[Header, ...] | None,
+        callback: Callable[[RecordFuture], object] | None = None,
     ) -> RecordFuture | None:
         """Append one record, or return None when it does not fit (the caller then seals
-        this batch and opens another)."""
+        this batch and opens another). ``callback`` runs with the record's future once the
+        batch completes, in append order with the batch's other callbacks."""
         count = self.record_count
         if count == 0:
             self.base_timestamp_ms = timestamp_ms
@@ -354,7 +370,7 @@ class ProducerBatch:
         size = self.size_bytes + len(record)
         if size > self.batch_size and count > 0:
             return None
-        self._chunks.append(record)
+        self._records += record
         self.size_bytes = size
         self.record_count = count + 1
         if timestamp_ms > self.max_timestamp_ms:
@@ -362,9 +378,14 @@ class ProducerBatch:
         # NB: RecordFuture(self.result, count, timestamp_ms) without its __init__ (3.11 calls
         # a Python __init__ through a slot wrapper: a third of the cost of the whole future)
         future = _new_future(RecordFuture)
-        future._result = self.result
+        future._result = result = self.result
         future._index = count
         future._timestamp_ms = timestamp_ms
+        if callback is not None:
+            # NB: queued before the batch can complete: a batch still taking records is never
+            # completed (it is sealed and leaves its queue first, under the producer's lock)
+            future._callback = callback
+            result._callbacks.append(future)
         return future
 
     def try_append_many(
@@ -386,8 +407,7 @@ class ProducerBatch:
         ts = _VARINTS[delta] if 0 <= delta < _LIMIT else encode_varint(delta)
         size = self.size_bytes
         limit = self.batch_size
-        chunks = self._chunks
-        append = chunks.append
+        records = self._records
         varints = _VARINTS
         join = b"".join
         i, stop = start, len(indexes)
@@ -409,7 +429,9 @@ class ProducerBatch:
                     new_size = size + len(head) + body_len
                     if new_size > limit and count > 0:
                         break
-                    append(join((head, _ATTRIBUTES, ts, od, _NULL, value_len, value, _NO_HEADERS)))
+                    records += join(
+                        (head, _ATTRIBUTES, ts, od, _NULL, value_len, value, _NO_HEADERS)
+                    )
                 else:
                     k = len(key)
                     key_len = varints[k]
@@ -418,17 +440,15 @@ class ProducerBatch:
                     new_size = size + len(head) + body_len
                     if new_size > limit and count > 0:
                         break
-                    append(
-                        join(
-                            (head, _ATTRIBUTES, ts, od, key_len, key, value_len, value, _NO_HEADERS)
-                        )
+                    records += join(
+                        (head, _ATTRIBUTES, ts, od, key_len, key, value_len, value, _NO_HEADERS)
                     )
             else:
                 record = encode_record(count, delta, key, value, None)
                 new_size = size + len(record)
                 if new_size > limit and count > 0:
                     break
-                append(record)
+                records += record
             size = new_size
             count += 1
             i += 1
@@ -463,9 +483,7 @@ class ProducerBatch:
         if self._encoded is not None:
             return self._encoded
         assert self.record_count > 0, "an empty batch is never sent"
-        if len(self._chunks) > 1:
-            self._chunks = [b"".join(self._chunks)]
-        body = compress(compression, self._chunks[0])
+        body = compress(compression, bytes(self._records))  # NB: the CRC reads only bytes
         head = _COVERED.pack(
             int(compression) | (_TRANSACTIONAL if transactional else 0),
             self.record_count - 1,

@@ -8,7 +8,8 @@ a `RecordFuture` at once. It is the per-record hot path (under 1 µs): one lock 
 partition's queue found by index (`RecordAccumulator.topic_queues`, cached per topic and
 metadata snapshot), the record encoded inline into the open batch by ``try_append`` (the
 accumulator is called only when a batch fills up or none is open); callbacks are queued
-per batch without a lock (`ProduceResult`). Only a topic the producer has never seen blocks
+per batch without a lock (`ProduceResult`), a ``send(..., callback=)`` one inside its record's
+future, with no object of its own. Only a topic the producer has never seen blocks
 it, for up to ``max.block.ms``, until the sender thread has fetched that topic's metadata.
 
 One sender thread (Kafka's ``Sender``) loops:
@@ -192,12 +193,18 @@ class Producer(ProducerSender):
         partition: int | None = None,
         headers: Headers = None,
         timestamp_ms: int | None = None,
+        callback: Callable[[RecordFuture], object] | None = None,
     ) -> RecordFuture:
         """Queue one record; the future gives its `RecordMetadata` once acknowledged.
 
         Blocks only to learn the metadata of a topic not seen before (``max.block.ms``).
         A failure to learn it, and every delivery failure, is raised by the future's
         ``result()`` as the typed exception of its error code.
+
+        ``callback`` (Kafka's ``send(record, callback)``) runs with the record's future once it
+        completes, as ``send(...).add_done_callback(callback)`` would, for less: on the
+        producer's I/O thread (it must not block), and in send order among the callbacks of
+        one partition.
 
         Raises:
             RuntimeError: the producer is closed.
@@ -218,12 +225,13 @@ class Producer(ProducerSender):
                     f"the record is {size} bytes, more than max.request.size "
                     f"({self.config.max_request_size})"
                 ),
+                callback,
             )
         state = self._topics.get(topic)
         if state is None or state.snapshot is not self._metadata.snapshot:
             found = self._topic_state(topic)
             if isinstance(found, KraftError):
-                return _failed_future(TopicPartition(topic, partition or 0), found)
+                return _failed_future(TopicPartition(topic, partition or 0), found, callback)
             state = found
         now = self._clock() if self._time_ns is None else self._time_ns() // 1_000_000
         ts = now if timestamp_ms is None else timestamp_ms
@@ -252,18 +260,26 @@ class Producer(ProducerSender):
                 raise ValueError(f"{topic} has partitions 0..{state.count - 1}, not {partition}")
             queue = state.queues[index]
             if queue and not (last := queue[-1]).sealed:
-                future = last.try_append(ts, key, value, hdrs)
+                future = last.try_append(ts, key, value, hdrs, callback)
                 if future is not None:
                     return future
             future = accumulator.append_to(
-                queue, state.tps[index], ts, key, value, hdrs, now, sticky
+                queue, state.tps[index], ts, key, value, hdrs, now, sticky, callback
             )
             if future is None:  # KIP-480: a new batch is due, so switch partitions
                 index = state.sticky = self._partitioner.on_new_batch(
                     topic, state.count, state.snapshot.available_partitions(topic), index
                 )
                 future = accumulator.append_to(
-                    state.queues[index], state.tps[index], ts, key, value, hdrs, now
+                    state.queues[index],
+                    state.tps[index],
+                    ts,
+                    key,
+                    value,
+                    hdrs,
+                    now,
+                    False,
+                    callback,
                 )
             wake = accumulator.wakeup_needed
             accumulator.wakeup_needed = False
@@ -550,10 +566,15 @@ class Producer(ProducerSender):
                 self._metadata_changed.wait(min(left, 0.1))
 
 
-def _failed_future(tp: TopicPartition, error: KraftError) -> RecordFuture:
+def _failed_future(
+    tp: TopicPartition, error: KraftError, callback: Callable[[RecordFuture], object] | None
+) -> RecordFuture:
     result = ProduceResult(tp)
     result.complete(-1, -1, error)
-    return RecordFuture(result, 0, -1)
+    future = RecordFuture(result, 0, -1)
+    if callback is not None:
+        future.add_done_callback(callback)  # runs it now
+    return future
 
 
 __all__ = ["Producer", "wall_clock_ms"]

@@ -100,6 +100,21 @@ def test_a_broker_at_its_in_flight_limit_gets_nothing() -> None:
     assert list(acc.queued(T0))
 
 
+def test_a_batch_held_back_only_by_in_flight_limits_sets_no_recheck() -> None:
+    """The answer that frees a slot wakes the sender (Kafka's sender waits on the network
+    then): no poll every linger.ms meanwhile. A batch left for the next request, or a
+    lingering one, still says when to look again."""
+    acc = accumulator(linger_ms=5, batch_size=100)
+    fill(acc, T0, 3)  # full batches: ready now
+    out = acc.drain(0, LEADERS.get, lambda node: False, 1 << 20)
+    assert out.batches_by_node == {} and out.next_ready_check_ms == 60_000
+    out = acc.drain(0, LEADERS.get, lambda node: True, 100)  # the first; two wait behind it
+    assert len(out.batches_by_node[1]) == 1 and out.next_ready_check_ms == 5
+    fill(acc, T2, 1, now_ms=10)  # lingering until 15
+    out = acc.drain(12, LEADERS.get, lambda node: False, 1 << 20)
+    assert out.next_ready_check_ms == 3
+
+
 def test_unknown_leaders_are_reported_so_metadata_is_refreshed() -> None:
     acc = accumulator(linger_ms=0)
     other = TopicPartition("other", 0)
