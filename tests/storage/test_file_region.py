@@ -1,0 +1,77 @@
+"""`SegmentedLog.read_region`: the batches `read` returns, as a region of their segment file that
+outlives the segment's deletion, and never past what the read decided."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from storage.errors import OffsetOutOfRangeError
+from storage.file_region import FileRegion, records_bytes
+from storage.segment import segment_file_name
+from tests.storage.test_log_builders import LogBuilder, make_batch
+
+
+def _region_bytes(region: bytes | FileRegion) -> bytes:
+    return records_bytes(region)
+
+
+@pytest.mark.parametrize(("interval", "grow"), [(200, 7), (40, 23), (4096, 3)])
+def test_a_region_holds_exactly_the_bytes_of_the_read_for_every_offset_and_bound(
+    tmp_path: Path, interval: int, grow: int
+) -> None:
+    builder = LogBuilder(tmp_path).with_config(segment_bytes=4000, index_interval_bytes=interval)
+    log = builder.build()
+    for i in range(60):
+        log.append(make_batch(1 + i % 4, 20 + grow * (i % 30)))
+    end = log.log_end_offset
+    regions = 0
+    for offset in range(end + 1):
+        for max_bytes in (0, 1, 150, 700, 1 << 20):
+            for max_offset in (None, offset + 1, offset + 6, end - 3, end):
+                for min_one in (True, False):
+                    expected = log.read(offset, max_bytes, max_offset=max_offset, min_one=min_one)
+                    region = log.read_region(
+                        offset, max_bytes, max_offset=max_offset, min_one=min_one
+                    )
+                    regions += isinstance(region, FileRegion)
+                    assert _region_bytes(region) == expected, (
+                        offset,
+                        max_bytes,
+                        max_offset,
+                        min_one,
+                    )
+    assert regions > 500  # the reads that found batches came as regions
+
+
+def test_a_region_outlives_its_segment_deletion(tmp_path: Path) -> None:
+    builder = LogBuilder(tmp_path).with_config(segment_bytes=600, index_interval_bytes=100)
+    log = builder.build()
+    for i in range(40):
+        log.append(make_batch(2, 30, fill=0x41 + i % 26))
+    expected = log.read(0, 1 << 20)
+    region = log.read_region(0, 1 << 20)
+    assert isinstance(region, FileRegion) and len(region) == len(expected)
+    first = log.segments[0]
+    assert log.advance_log_start_offset(first.next_offset)  # deletes the first segment
+    assert not (tmp_path / segment_file_name(first.base_offset)).exists()
+    assert region.read() == expected
+    received = bytearray()
+    reader, writer = os.pipe()
+    try:
+        sent = os.sendfile(writer, region.fd, region.position, region.size)
+        received += os.read(reader, sent)
+    finally:
+        os.close(reader)
+        os.close(writer)
+        region.close()
+    assert bytes(received) == expected
+
+
+def test_a_region_read_out_of_range_raises_as_a_read_does(tmp_path: Path) -> None:
+    log = LogBuilder(tmp_path).with_batches(3).build()
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read_region(7, 100)
+    assert log.read_region(3, 100) == b""
