@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 from structlog.typing import FilteringBoundLogger
 
@@ -45,6 +46,11 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 """Kafka's ListOffsets -4 (KIP-405): the local log's start, here the log start offset (kraft
 keeps no remote tier)."""
+
+
+REGION_MIN_BYTES: Final = 64 * 1024
+"""`read_region` answers fewer bytes than this as bytes (read and CRC-checked, as `read_batches`
+does): a region's descriptor and ``sendfile`` cost more system calls than copying that little."""
 
 
 def read_batches(
@@ -92,8 +98,9 @@ def read_region(
     min_one: bool = True,
 ) -> Records:
     """`SegmentedLog.read_region` over ``segments``: the batches `read_batches` returns, as a
-    `FileRegion` of their segment (``b""`` for none). Their headers are checked, not their
-    CRCs: the bytes are not read (the consumer checks the CRCs, ``check.crcs``, as with Kafka).
+    `FileRegion` of their segment when they are `REGION_MIN_BYTES` or more (else as bytes,
+    checked as `read_batches` checks them). A region's headers are checked, not its CRCs: its
+    bytes are not read (the consumer checks the CRCs, ``check.crcs``, as with Kafka).
 
     Raises:
         OffsetOutOfRangeError: ``from_offset`` is outside [log start offset, log end offset].
@@ -107,7 +114,13 @@ def read_region(
         position, size = seg.region(from_offset, max(max_bytes, 0), max_offset, min_one=min_one)
     except CorruptRecordError as e:
         raise _corrupt(seg, from_offset, e.message, directory, logger) from e
-    return FileRegion.of(seg.fd, position, size) if size else b""
+    if size >= REGION_MIN_BYTES:
+        return FileRegion.of(seg.fd, position, size)
+    data = seg.io.pread(seg.fd, size, position) if size else b""
+    corrupt = find_corrupt_batch(data)
+    if corrupt is not None:
+        raise _corrupt(seg, from_offset, corrupt, directory, logger)
+    return data
 
 
 def _segment_of(
@@ -183,6 +196,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
+    "REGION_MIN_BYTES",
     "offset_for_timestamp",
     "read_batches",
     "read_region",

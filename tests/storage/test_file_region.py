@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from storage import log_read
 from storage.errors import OffsetOutOfRangeError
 from storage.file_region import FileRegion, records_bytes
 from storage.segment import segment_file_name
 from tests.storage.test_log_builders import LogBuilder, make_batch
 
 
-def _region_bytes(region: bytes | FileRegion) -> bytes:
-    return records_bytes(region)
+@pytest.fixture(autouse=True)
+def _every_read_a_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regions of any size (`REGION_MIN_BYTES` is larger than these logs' reads)."""
+    monkeypatch.setattr(log_read, "REGION_MIN_BYTES", 1)
 
 
 @pytest.mark.parametrize(("interval", "grow"), [(200, 7), (40, 23), (4096, 3)])
@@ -37,7 +40,7 @@ def test_a_region_holds_exactly_the_bytes_of_the_read_for_every_offset_and_bound
                         offset, max_bytes, max_offset=max_offset, min_one=min_one
                     )
                     regions += isinstance(region, FileRegion)
-                    assert _region_bytes(region) == expected, (
+                    assert records_bytes(region) == expected, (
                         offset,
                         max_bytes,
                         max_offset,
@@ -75,3 +78,15 @@ def test_a_region_read_out_of_range_raises_as_a_read_does(tmp_path: Path) -> Non
     with pytest.raises(OffsetOutOfRangeError):
         log.read_region(7, 100)
     assert log.read_region(3, 100) == b""
+
+
+def test_a_read_under_region_min_bytes_comes_as_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = LogBuilder(tmp_path).with_batches(6, value_size=100).build()
+    expected = log.read(0, 1 << 20)
+    monkeypatch.setattr(log_read, "REGION_MIN_BYTES", len(expected) + 1)
+    assert log.read_region(0, 1 << 20) == expected
+    monkeypatch.setattr(log_read, "REGION_MIN_BYTES", len(expected))
+    region = log.read_region(0, 1 << 20)
+    assert isinstance(region, FileRegion) and records_bytes(region) == expected
