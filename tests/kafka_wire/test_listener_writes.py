@@ -20,6 +20,7 @@ from replication.broker.kafka.frame_writer import coalesce, unsent, write_frames
 from storage.file_region import FileRegion
 from tests.kafka_wire.test_listener import serving
 from tests.kafka_wire.wire import decode_response, request_frame
+from tests.storage.test_log_builders import LogBuilder, make_batch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -281,3 +282,65 @@ def test_a_region_truncated_under_its_send_fails_the_write(tmp_path: Path) -> No
 
     asyncio.run(run())
     assert region.fd == -1
+
+
+def test_a_fetch_sends_its_records_from_a_deleted_segment_with_sendfile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plaintext Fetch whose records are regions of a real log's segments: the segments are
+    deleted after the read (retention racing the send) and the client still gets the read's
+    bytes, sent with ``sendfile``, none of them through ``writev``."""
+    log = LogBuilder(tmp_path).with_config(segment_bytes=300_000).build()
+    rng = random.Random(11)
+    for _ in range(120):
+        log.append(make_batch(4, 1000, fill=rng.randrange(0x41, 0x5B)))
+    expected = {("a", 0): log.read(0, 400_000), ("a", 1): log.read(300, 120_000)}
+    regions = {("a", 0): log.read_region(0, 400_000), ("a", 1): log.read_region(300, 120_000)}
+    assert all(isinstance(r, FileRegion) for r in regions.values())
+    assert len(log.segments) > 1
+
+    def records(topic: str, partition: int) -> Any:
+        region = regions[topic, partition]
+        log.close()
+        for path in tmp_path.glob("*.log"):  # retention deletes the segments meanwhile
+            path.unlink()
+        return region
+
+    sent: list[int] = []
+    written: list[Any] = []
+    real_sendfile, real_writev = os.sendfile, os.writev
+
+    def spying_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        n = real_sendfile(out_fd, in_fd, offset, count)
+        sent.append(n)
+        return n
+
+    def spying_writev(fd: int, buffers: Any) -> int:
+        written.extend(bytes(b) for b in buffers)
+        return real_writev(fd, buffers)
+
+    monkeypatch.setattr(os, "sendfile", spying_sendfile)
+    monkeypatch.setattr(os, "writev", spying_writev)
+
+    async def run() -> bytes:
+        async with serving(kafka_listener.RecordsApi(records)) as (_, port):  # type: ignore[arg-type]
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow reader
+            client.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(client, ("127.0.0.1", port))
+            reader, writer = await asyncio.open_connection(sock=client, limit=1 << 16)
+            try:
+                writer.write(_fetch_frame(9, {"a": [0, 1]}))
+                [frame] = await _read_frames(reader, 1)
+            finally:
+                writer.close()
+        return frame
+
+    frame = asyncio.run(run())
+    correlation_id, body = decode_response(FETCH, VERSION, frame)
+    assert correlation_id == 9
+    got = {(t.topic, p.partition_index): p.records for t in body.responses for p in t.partitions}
+    assert got == expected
+    assert sum(sent) == sum(len(r) for r in expected.values())
+    assert sum(len(b) for b in written) < 1000  # the fields only
+    assert all(r.fd == -1 for r in regions.values() if isinstance(r, FileRegion))
