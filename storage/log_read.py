@@ -26,6 +26,7 @@ never change the list. Disk errors (``OSError``) pass through to the log's one b
 from __future__ import annotations
 
 import bisect
+import errno
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -115,7 +116,13 @@ def read_region(
     except CorruptRecordError as e:
         raise _corrupt(seg, from_offset, e.message, directory, logger) from e
     if size >= REGION_MIN_BYTES:
-        return FileRegion.of(seg.fd, position, size)
+        try:
+            return FileRegion.of(seg.fd, position, size)
+        except OSError as e:
+            # NB: out of file descriptors (many consumers' responses in flight) is no disk
+            # error: read the bytes instead.
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
     data = seg.io.pread(seg.fd, size, position) if size else b""
     corrupt = find_corrupt_batch(data)
     if corrupt is not None:

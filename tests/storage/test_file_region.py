@@ -3,6 +3,7 @@ outlives the segment's deletion, and never past what the read decided."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -90,3 +91,18 @@ def test_a_read_under_region_min_bytes_comes_as_bytes(
     monkeypatch.setattr(log_read, "REGION_MIN_BYTES", len(expected))
     region = log.read_region(0, 1 << 20)
     assert isinstance(region, FileRegion) and records_bytes(region) == expected
+
+
+def test_a_region_out_of_file_descriptors_comes_as_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No descriptor left for the region's dup (EMFILE) is no disk error: the read's bytes."""
+    log = LogBuilder(tmp_path).with_batches(6, value_size=100).build()
+    expected = log.read(0, 1 << 20)
+
+    def no_descriptor_left(fd: int) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(os, "dup", no_descriptor_left)
+    assert log.read_region(0, 1 << 20) == expected
+    assert log.read(0, 1 << 20) == expected  # the log did not fail
