@@ -23,22 +23,25 @@ from typing import Final, TypeAlias
 
 
 class FileRegion:
-    """``size`` bytes at ``position`` of the file open as ``fd`` (owned: `close` closes it)."""
+    """``size`` bytes at ``position`` of the file open as ``fd`` (owned: `close` closes it):
+    whole batches, whose offsets are below ``next_offset`` (for a read_committed Fetch's
+    aborted transactions, `replication.broker.replicas.stable_reads.aborted_in`)."""
 
-    __slots__ = ("fd", "position", "size")
+    __slots__ = ("fd", "next_offset", "position", "size")
 
     mode: Final = "rb"
     """For ``loop.sendfile``, which wants a file open in binary mode."""
 
-    def __init__(self, fd: int, position: int, size: int) -> None:
+    def __init__(self, fd: int, position: int, size: int, next_offset: int = -1) -> None:
         self.fd = fd
         self.position = position
         self.size = size
+        self.next_offset = next_offset
 
     @classmethod
-    def of(cls, fd: int, position: int, size: int) -> FileRegion:
+    def of(cls, fd: int, position: int, size: int, next_offset: int) -> FileRegion:
         """A region of the file open as ``fd`` (not owned: the region holds its own dup)."""
-        return cls(os.dup(fd), position, size)
+        return cls(os.dup(fd), position, size, next_offset)
 
     def __len__(self) -> int:
         return self.size

@@ -112,12 +112,14 @@ def read_region(
     if seg is None:
         return b""
     try:
-        position, size = seg.region(from_offset, max(max_bytes, 0), max_offset, min_one=min_one)
+        position, size, next_offset = seg.region(
+            from_offset, max(max_bytes, 0), max_offset, min_one=min_one
+        )
     except CorruptRecordError as e:
         raise _corrupt(seg, from_offset, e.message, directory, logger) from e
     if size >= REGION_MIN_BYTES:
         try:
-            return FileRegion.of(seg.fd, position, size)
+            return FileRegion.of(seg.fd, position, size, next_offset)
         except OSError as e:
             # NB: out of file descriptors (many consumers' responses in flight) is no disk
             # error: read the bytes instead.

@@ -250,8 +250,7 @@ class BrokerService:
     ) -> BrokerFetchResponse:
         """``client``: the consumer's client metadata (KIP-392, `read_replica`); None: an old
         consumer, which only the leader serves. ``file_regions``: a consumer's records may be
-        `storage.file_region.FileRegion`s (`ServedReplica.read_region`; not read_committed's,
-        whose aborted transactions are found in the bytes)."""
+        `storage.file_region.FileRegion`s (`ServedReplica.read_region`)."""
         deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
         tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
         server = self._server
@@ -441,16 +440,16 @@ class BrokerService:
                 f"offset); consumers read below the high watermark {high_watermark}",
             )
         try:
+            upper = stable if committed else high_watermark
             records: Records
-            if file_regions and not committed:  # sent from the file (read_committed: bytes)
-                records = replica.read_region(p.fetch_offset, max_bytes, high_watermark)
+            if file_regions:  # sent from the segment file
+                records = replica.read_region(p.fetch_offset, max_bytes, upper)
             else:
-                upper = stable if committed else high_watermark
                 records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
         consumer_bytes_out(tp.topic, len(records))
-        if committed and isinstance(records, bytes):
+        if committed:
             aborted = aborted_in(replica.producer_state, p.fetch_offset, records)
             return FetchPartitionData(**common, records=records, aborted_transactions=aborted)
         return FetchPartitionData(**common, records=records)

@@ -1,6 +1,7 @@
 """A consumer's Fetch through a transport that sends from the file (a plaintext Kafka listener:
 ``file_regions``): its records come as a `FileRegion` of the segment holding the same bytes a
-read returns, never past the high watermark; read_committed and other transports get bytes."""
+read returns, never past the high watermark (read_committed: the last stable offset); other
+transports get bytes."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_a_consumer_fetch_that_asks_for_regions_gets_the_read_s_bytes_as_one(
             assert isinstance(region, FileRegion)
             assert records_bytes(region) == expected
             committed = _fetch(service, 0, file_regions=True, isolation_level=READ_COMMITTED)
-            assert committed == expected  # bytes: its aborted transactions are found in them
+            assert isinstance(committed, FileRegion) and committed.next_offset == 120
+            assert records_bytes(committed) == expected
         finally:
             replica.stop()
 
