@@ -68,6 +68,7 @@ from storage.errors import (
     RequestTimedOutError,
     error_for,
 )
+from storage.file_region import records_bytes
 from storage.records import Header, iter_batches, iter_records
 
 log = structlog.get_logger("kraft.spark")
@@ -258,7 +259,8 @@ class RangeFetcher:
             if code is not ErrorCode.NONE:
                 raise error_for(code, part.error_message or f"{code.name} fetching {tp}")
             self._attempt = 0
-            first_base, next_offset = _span(part.records, position)
+            records = records_bytes(part.records)  # bytes: decoded from gRPC
+            first_base, next_offset = _span(records, position)
             if next_offset <= position:  # nothing new: the range is not all committed (yet)
                 if time.monotonic() >= progress_deadline:
                     position = self._data_lost(
@@ -277,7 +279,7 @@ class RangeFetcher:
             progress_deadline = time.monotonic() + self.timeout_s
             # read_committed: the span above is of every batch (aborted ones move the
             # position too); what is decoded leaves them out.
-            yield Chunk(drop_aborted(part.records, part.aborted_transactions), position, until)
+            yield Chunk(drop_aborted(records, part.aborted_transactions), position, until)
             position = next_offset
 
     # -- internals -----------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from storage.checkpoint import fsync_dir
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError, KraftError
 from storage.file_io import FileIO, file_io_for, storage_error
+from storage.file_region import Records
 from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from storage.log_append import (
     assign_epochs,
@@ -81,6 +82,7 @@ from storage.log_read import (
     LATEST_TIMESTAMP,
     offset_for_timestamp,
     read_batches,
+    read_region,
 )
 from storage.log_trim import LogTrimmer
 from storage.retention import SegmentInfo
@@ -426,6 +428,35 @@ class SegmentedLog:
         """
         self._health.check_open()
         return read_batches(
+            self._segments.files,
+            self._segments.bases,
+            log_start_offset=self._offsets.log_start_offset,
+            from_offset=from_offset,
+            max_bytes=max_bytes,
+            max_offset=max_offset,
+            directory=self._directory,
+            logger=self._log,
+            min_one=min_one,
+        )
+
+    @maps_storage_errors
+    def read_region(
+        self,
+        from_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one: bool = True,
+    ) -> Records:
+        """The batches `read` returns, as a `FileRegion` of their segment (``b""`` for none),
+        for a sender that hands them to the kernel (``sendfile``): found from the index and
+        batch headers, not read, and so not CRC-checked (`storage.log_read.read_region`).
+
+        Raises:
+            As `read`.
+        """
+        self._health.check_open()
+        return read_region(
             self._segments.files,
             self._segments.bases,
             log_start_offset=self._offsets.log_start_offset,

@@ -478,15 +478,19 @@ class LogSegment:
 
     # --- reads ----------------------------------------------------------------------------------
 
-    def iter_headers(self, position: int = 0) -> Iterator[tuple[int, HeaderTuple]]:
-        """``(position, header)`` of each batch from ``position`` (a batch start) to the end.
+    def iter_headers(
+        self, position: int = 0, chunk: int = _SCAN_CHUNK
+    ) -> Iterator[tuple[int, HeaderTuple]]:
+        """``(position, header)`` of each batch from ``position`` (a batch start) to the end,
+        reading ``chunk`` bytes at a time (a batch larger than that costs one read for its
+        header).
 
         Raises:
             CorruptRecordError: on an unparseable header.
         """
         size = self.size
         while size - position >= BATCH_HEADER_SIZE:
-            buf = self.io.pread(self.fd, min(_SCAN_CHUNK, size - position), position)
+            buf = self.io.pread(self.fd, min(chunk, size - position), position)
             off = 0
             while len(buf) - off >= BATCH_HEADER_SIZE:
                 h = parse_header(buf, off)
@@ -573,6 +577,79 @@ class LogSegment:
         if first == 0 and off == len(buf):
             return buf
         return buf[first:off]
+
+    def region(
+        self, from_offset: int, max_bytes: int, max_offset: int | None, *, min_one: bool = True
+    ) -> tuple[int, int, int]:
+        """``(position, size, next offset)``: where in the file the batches `read` returns for
+        the same arguments are (size 0: none), and an offset past them that no batch of the
+        file below it passes (the next batch's base offset where `read` ends at an index
+        entry: after a compacted gap, it may be past their last offset + 1, as the upper bound
+        of Kafka's aborted-transaction scan is). Found from the offset index and batch headers
+        without reading the batches: one header read when `read` takes its fast path; else the
+        headers from the index entry before ``from_offset`` to its batch, and those after the
+        last index entry within the bounds (about two ``index.interval.bytes`` whatever
+        ``max_bytes`` is).
+
+        Raises:
+            CorruptRecordError: a bad batch header, or a length past the end of the file.
+        """
+        index = self.offset_index
+        _, start = index.lookup(from_offset)
+        if start >= self.size:
+            return start, 0, from_offset
+        # `read`'s buffer: up to a known batch boundary within max_bytes, else a little past.
+        limit = start + max_bytes
+        if self.size <= limit:
+            end_offset, end = self.next_offset, self.size
+        else:
+            end_offset, end = index.last_boundary_within(limit)
+        if end > start:
+            if max_offset is None or end_offset <= max_offset:
+                h = parse_header(self.io.pread(self.fd, BATCH_HEADER_SIZE, start), 0)
+                if h[_BASE] <= from_offset <= h[_BASE] + h[_DELTA]:  # `read`'s fast path
+                    return start, end - start, end_offset
+            bound = end
+        else:
+            bound = min(self.size, limit + self.config.index_interval_bytes + BATCH_HEADER_SIZE)
+        walk = self.config.index_interval_bytes + BATCH_HEADER_SIZE
+        first = -1
+        for pos, h in self.iter_headers(start, walk):
+            if pos + BATCH_HEADER_SIZE > bound:  # `read` reads on from here
+                bound = min(self.size, pos + max_bytes + BATCH_HEADER_SIZE)
+            if h[_BASE] + h[_DELTA] < from_offset:
+                continue
+            size = h[_LENGTH] + LOG_OVERHEAD
+            if max_offset is not None and h[_BASE] >= max_offset:
+                return pos, 0, from_offset
+            if not min_one and size > max_bytes:  # Kafka's minOneMessage = false
+                return pos, 0, from_offset
+            if pos + size > bound:  # minOneMessage: the first batch goes whole, alone
+                if pos + size > self.size:  # a corrupt length: never a region past the end
+                    raise CorruptRecordError(
+                        f"batch length {size} past the end of {self.log_path} at {pos}"
+                    )
+                return pos, size, h[_BASE] + h[_DELTA] + 1
+            first = pos
+            break
+        if first < 0:
+            return start, 0, from_offset
+        end, next_offset = first + size, h[_BASE] + h[_DELTA] + 1
+        limit = min(bound, first + max_bytes)
+        # Every batch before an index entry within the limit goes; so does every batch before
+        # the entry at or below max_offset. The headers after it are walked.
+        boundary_offset, boundary = index.last_boundary_within(limit)
+        if max_offset is not None and boundary_offset > max_offset:
+            boundary_offset, boundary = index.lookup(max_offset)
+        if boundary > end:
+            end, next_offset = boundary, boundary_offset
+        for pos, h in self.iter_headers(end, walk):
+            if (max_offset is not None and h[_BASE] >= max_offset) or (
+                pos + h[_LENGTH] + LOG_OVERHEAD > limit
+            ):
+                break
+            end, next_offset = pos + h[_LENGTH] + LOG_OVERHEAD, h[_BASE] + h[_DELTA] + 1
+        return first, end - first, next_offset
 
     def find_offset_by_timestamp(self, timestamp_ms: int, min_offset: int) -> int | None:
         """The first offset ``>= min_offset`` in this segment whose record timestamp is

@@ -108,7 +108,7 @@ class Connection:
                 "client_id": "kraft-interop",
             },
         )
-        payload = b"".join(to_chunks(header).chunks) + b"".join(to_chunks(build(cls, body)).chunks)
+        payload = to_chunks(header).joined() + to_chunks(build(cls, body)).joined()
         self._sock.sendall(struct.pack(">i", len(payload)) + payload)
         (size,) = struct.unpack(">i", self._recv(4))
         frame = self._recv(size)

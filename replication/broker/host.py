@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from replication.core.producer_state import ProducerStateManager
     from replication.driver import PartitionDriver
     from storage.errors import ErrorCode
+    from storage.file_region import Records
 
 
 class ServedLog(Protocol):
@@ -113,6 +114,11 @@ class ServedReplica(Protocol):
         *,
         min_one: bool = True,
     ) -> bytes: ...
+
+    def read_region(self, from_offset: int, max_bytes: int, max_offset: int | None) -> Records:
+        """`read` as a `storage.file_region.FileRegion` where the log is a file (bytes else),
+        for a sender that hands it to the kernel (``sendfile``)."""
+        ...
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None: ...
 

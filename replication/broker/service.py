@@ -82,6 +82,7 @@ from replication.messages import (
     WriteTxnMarkersResponse,
 )
 from storage.errors import ErrorCode, KraftError
+from storage.file_region import Records
 
 if TYPE_CHECKING:
     from replication.broker.host import ReplicaHost, ServedReplica
@@ -241,10 +242,15 @@ class BrokerService:
     # --- Fetch --------------------------------------------------------------------------------
 
     async def fetch(
-        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+        self,
+        request: BrokerFetchRequest,
+        client: ClientMetadata | None = None,
+        *,
+        file_regions: bool = False,
     ) -> BrokerFetchResponse:
         """``client``: the consumer's client metadata (KIP-392, `read_replica`); None: an old
-        consumer, which only the leader serves."""
+        consumer, which only the leader serves. ``file_regions``: a consumer's records may be
+        `storage.file_region.FileRegion`s (`ServedReplica.read_region`)."""
         deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
         tps = [TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions]
         server = self._server
@@ -265,7 +271,7 @@ class BrokerService:
                 marks = seen
                 # NB: a pass over hundreds of partitions (a follower's fetch) yields the loop
                 # between slices of them, so one fetch does not hold produces and other fetches
-                steps, cut = self._fetch_steps(request, client), LoopSlice()
+                steps, cut = self._fetch_steps(request, client, file_regions), LoopSlice()
                 while True:
                     await cut.turn()
                     if (answer := next(steps)) is not None:
@@ -289,7 +295,10 @@ class BrokerService:
         return answer
 
     def _fetch_steps(
-        self, request: BrokerFetchRequest, client: ClientMetadata | None = None
+        self,
+        request: BrokerFetchRequest,
+        client: ClientMetadata | None = None,
+        file_regions: bool = False,
     ) -> Iterator[tuple[BrokerFetchResponse, int, bool] | None]:
         """One pass of a Fetch, one partition per step (None), then the response, its record
         bytes, and whether to answer now (an error, or a preferred read replica: Kafka's
@@ -311,7 +320,9 @@ class BrokerService:
                     # get their first batch: kraft's Consumer does not rotate its partitions.
                     data = self._follower_fetch(request, tp, p, max_bytes, min_one=size == 0)
                 else:
-                    data = self._consumer_fetch(tp, p, max_bytes, request.isolation_level, client)
+                    data = self._consumer_fetch(
+                        tp, p, max_bytes, request.isolation_level, client, file_regions
+                    )
                 size += len(data.records)
                 remaining_bytes -= len(data.records)
                 errors = errors or data.error_code is not ErrorCode.NONE
@@ -381,6 +392,7 @@ class BrokerService:
         max_bytes: int,
         isolation_level: int = 0,
         client: ClientMetadata | None = None,
+        file_regions: bool = False,
     ) -> FetchPartitionData:
         replica = consumer_readable(self._server.replicas, tp, client)  # KIP-392: or a follower
         if replica is None:
@@ -429,7 +441,11 @@ class BrokerService:
             )
         try:
             upper = stable if committed else high_watermark
-            records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
+            records: Records
+            if file_regions:  # sent from the segment file
+                records = replica.read_region(p.fetch_offset, max_bytes, upper)
+            else:
+                records = replica.read(p.fetch_offset, max_bytes, max_offset=upper)
         except KraftError as e:  # KAFKA_STORAGE_ERROR: the replica went offline meanwhile
             return FetchPartitionData(**common, error_code=e.code, error_message=e.message)
         consumer_bytes_out(tp.topic, len(records))

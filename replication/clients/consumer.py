@@ -86,6 +86,7 @@ from storage.errors import (
     OffsetOutOfRangeError,
     error_for,
 )
+from storage.file_region import records_bytes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -642,7 +643,9 @@ class Consumer:
             end = part.last_stable_offset if stable else part.high_watermark
             if end >= 0:
                 self._fetch_ends[tp] = end
-            records = drop_aborted(part.records, part.aborted_transactions)  # read_committed
+            records = drop_aborted(  # read_committed; bytes: decoded from gRPC
+                records_bytes(part.records), part.aborted_transactions
+            )
             fetched = scan_partition_batches(
                 tp, records, position, check_crcs=self.config.check_crcs
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from storage.errors import ErrorCode
+from storage.file_region import Records
 
 # ListOffsets sentinel timestamps (Kafka's ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_...):
 # their one home is the log that answers them.
@@ -150,7 +151,9 @@ class FetchPartitionData:
     current_leader: LeaderIdAndEpoch | None = None
     preferred_read_replica: int = -1
     """KIP-392; -1 if none."""
-    records: bytes = b""
+    records: Records = b""
+    """Whole batches; a `storage.file_region.FileRegion` only for a fetch that asked for one
+    (`RequestContext.file_regions`: a plaintext Kafka listener, which sends it with sendfile)."""
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
     """For isolation_level=1: the aborted transactions with records in ``records``."""
 

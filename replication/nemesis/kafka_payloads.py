@@ -283,7 +283,7 @@ def frame(
         header = RequestHeaderV1(**fields)
     chunks = to_chunks(header)
     to_chunks(body, chunks)
-    return _SIZE.pack(chunks.size) + b"".join(chunks.chunks)
+    return _SIZE.pack(chunks.size) + chunks.joined()
 
 
 _UNION_TYPES: Final = (type(int | None),)

@@ -118,6 +118,9 @@ class SimReplica(NoDriverEvents):
     ) -> bytes:
         return self.driver.read(from_offset, max_bytes, max_offset, min_one=min_one)
 
+    def read_region(self, from_offset: int, max_bytes: int, max_offset: int | None) -> bytes:
+        return self.read(from_offset, max_bytes, max_offset)  # the simulated log is no file
+
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         raise InvariantViolation("the simulator sends no ListOffsets")
 

@@ -31,6 +31,7 @@ from replication.sim.txn import (
 from replication.sim.workload import consumer_fetch, fetched
 from storage.control import ControlType
 from storage.errors import ErrorCode
+from storage.file_region import records_bytes
 from storage.records import build_batch, iter_batches, offset_values
 
 CONSUME_MAX_BYTES = 4096
@@ -374,7 +375,7 @@ def read_committed(
     last batch; checks that no batch reaches the fetch's last stable offset."""
     pending = sorted(data.aborted_transactions or (), key=lambda a: a.first_offset)
     aborting: set[int] = set()
-    records = data.records
+    records = records_bytes(data.records)  # bytes: read_committed is never a region
     out: list[tuple[int, bytes]] = []
     skipped = 0
     next_offset = 0

@@ -53,6 +53,7 @@ from replication.sim.messages import (
     ProduceResp,
 )
 from storage.errors import ErrorCode
+from storage.file_region import records_bytes
 from storage.records import build_batch, iter_batches, offset_values, read_header
 
 CLIENT_BASE_ID = 1000
@@ -278,7 +279,7 @@ class Consumer:
         if data is None:
             return
         checker = self.cluster.checker
-        records = data.records
+        records = records_bytes(data.records)  # bytes: the simulator asks for no region
         for pos, header in iter_batches(records):
             batch = records[pos : pos + header.size_bytes]
             # NB: as the real consumer, skip control batches (a quorum leader's leader change)

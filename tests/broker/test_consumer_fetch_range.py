@@ -21,6 +21,7 @@ from replication.core import (
 from replication.messages import FetchPartition
 from storage.config import LogConfig
 from storage.errors import ErrorCode
+from storage.file_region import Records
 from tests.replication.harness import TP, batch
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def test_out_of_range_is_checked_and_reported_against_the_log_end_offset(tmp_pat
             server = cast("BrokerServer", SimpleNamespace(replicas={TP: replica}))
             service = BrokerService(server)
 
-            def fetch(offset: int) -> tuple[ErrorCode, str, bytes]:
+            def fetch(offset: int) -> tuple[ErrorCode, str, Records]:
                 data = service._consumer_fetch(
                     TP, FetchPartition(partition=TP.partition, fetch_offset=offset), 1 << 20
                 )

@@ -10,7 +10,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 
 from kraft.transport.unreachable import KAFKA_LISTENER_REPLY
 from replication.broker.kafka.apis import SUPPORTED_VERSIONS
-from replication.broker.kafka.entities import build, to_chunks
+from replication.broker.kafka.entities import Chunk, build, to_chunks
 from replication.broker.kafka.frames import (
     NEED_DATA,
     Closed,
@@ -19,7 +19,7 @@ from replication.broker.kafka.frames import (
     response_class,
 )
 from storage.errors import ErrorCode
-from tests.kafka_wire.wire import decode_response, request_frame, split_frames
+from tests.kafka_wire.wire import decode_response, frame_bytes, request_frame, split_frames
 
 API_VERSIONS, METADATA, PRODUCE = 18, 3, 0
 
@@ -32,7 +32,7 @@ def metadata_request(correlation_id: int, version: int = 12) -> bytes:
     return request_frame(METADATA, version, {"topics": None}, correlation_id=correlation_id)
 
 
-def answer_metadata(conn: KafkaConnection, request: Request) -> list[bytes]:
+def answer_metadata(conn: KafkaConnection, request: Request) -> list[Chunk]:
     cls = response_class(METADATA, request.api_version)
     return conn.send(request, build(cls, {"brokers": [], "topics": [], "controller_id": 7}))
 
@@ -69,7 +69,7 @@ def test_responses_go_out_in_request_order_whatever_order_they_finish() -> None:
     assert answer_metadata(conn, third) == []
     assert answer_metadata(conn, second) == []
     assert conn.in_flight == 3
-    frames = split_frames(b"".join(answer_metadata(conn, first)))
+    frames = split_frames(frame_bytes(answer_metadata(conn, first)))
     assert [decode_response(METADATA, 12, f)[0] for f in frames] == [10, 11, 12]
     assert conn.in_flight == 0 and conn.sent == 3
 
@@ -86,7 +86,7 @@ def test_a_produce_with_acks_0_gets_no_response_and_holds_no_later_one() -> None
     skipped, answered = conn.next_event(), conn.next_event()
     assert isinstance(skipped, Request) and isinstance(answered, Request)
     assert answer_metadata(conn, answered) == []
-    frames = split_frames(b"".join(conn.skip(skipped)))
+    frames = split_frames(frame_bytes(conn.skip(skipped)))
     assert [decode_response(METADATA, 12, f)[0] for f in frames] == [6]
 
 
@@ -207,7 +207,7 @@ def test_an_unknown_api_versions_version_is_answered_in_v0_with_the_ranges() -> 
     conn.receive_data(struct.pack(">i", len(payload)) + payload)
     event = conn.next_event()
     assert isinstance(event, Request) and event.unsupported
-    (frame,) = split_frames(b"".join(conn.unsupported_api_versions(event)))
+    (frame,) = split_frames(frame_bytes(conn.unsupported_api_versions(event)))
     correlation, body = decode_response(API_VERSIONS, 0, frame)
     assert correlation == 77 and isinstance(body, ApiVersionsV0)
     assert body.error_code == KioErrorCode.unsupported_version

@@ -84,7 +84,7 @@ def _value(f: dataclasses.Field[Any], hint: Any, tagged: bool) -> Any:
 
 
 def encoded(entity: Any) -> bytes:
-    return b"".join(to_chunks(entity).chunks)
+    return to_chunks(entity).joined()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -123,6 +123,7 @@ def test_a_connection_holds_at_most_queued_max_requests_and_answers_in_order() -
             ctx = api.contexts[0]
             assert (ctx.listener, ctx.api, ctx.api_version) == ("KAFKA", "Metadata", 12)
             assert ctx.principal == "User:ANONYMOUS" and ctx.client_host == "127.0.0.1"
+            assert ctx.file_regions  # plaintext: a Fetch's records go with sendfile
             writer.close()
 
     asyncio.run(run())

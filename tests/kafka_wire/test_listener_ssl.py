@@ -79,6 +79,7 @@ def run_listener(certs: CertSet, auth: ClientAuth, client: str | None) -> list[s
         finally:
             await listener.stop()
         assert {c.security_protocol for c in api.contexts} == {"SSL"}
+        assert not any(c.file_regions for c in api.contexts)  # TLS encrypts: records as bytes
         return [c.principal for c in api.contexts]
 
     return asyncio.run(run())

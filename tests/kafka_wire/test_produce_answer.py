@@ -18,7 +18,7 @@ from replication.broker.kafka.apis.produce_answer import encode_produce_success
 from replication.broker.kafka.entities import build, to_chunks
 from replication.broker.kafka.frames import Encoded, KafkaConnection, Request, response_class
 from storage.errors import ErrorCode
-from tests.kafka_wire.wire import decode_response, request_frame
+from tests.kafka_wire.wire import decode_response, frame_bytes, request_frame
 
 PRODUCE = 0
 VERSIONS = range(SUPPORTED_VERSIONS[PRODUCE][0], SUPPORTED_VERSIONS[PRODUCE][1] + 1)
@@ -55,7 +55,7 @@ def kio_bytes(version: int) -> bytes:
             for name, topic_id, partitions in TOPICS
         ],
     }
-    return b"".join(to_chunks(build(response_class(PRODUCE, version), values)).chunks)
+    return to_chunks(build(response_class(PRODUCE, version), values)).joined()
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -82,7 +82,7 @@ def answer(version: int, api: AcknowledgingApi) -> tuple[Any, Any]:
     else:
         cls = response_class(PRODUCE, version)
         frames = conn.send(request, build(cls, {"throttle_time": 0, **result}))
-    correlation_id, response = decode_response(PRODUCE, version, b"".join(frames)[4:])
+    correlation_id, response = decode_response(PRODUCE, version, frame_bytes(frames)[4:])
     assert correlation_id == 77
     return result, response
 

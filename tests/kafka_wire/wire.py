@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 
-from replication.broker.kafka.entities import build, read_entity, to_chunks
+from replication.broker.kafka.entities import Chunk, build, read_entity, to_chunks
 
 
 def request_frame(
@@ -37,8 +38,13 @@ def request_frame(
         },
     )
     assert header_cls in (RequestHeaderV1, RequestHeaderV2)
-    payload = b"".join(to_chunks(header).chunks) + b"".join(to_chunks(entity).chunks)
+    payload = to_chunks(header).joined() + to_chunks(entity).joined()
     return struct.pack(">i", len(payload)) + payload
+
+
+def frame_bytes(chunks: Sequence[Chunk]) -> bytes:
+    """Encoded frames as one byte string (frames without a `FileRegion`)."""
+    return b"".join(cast(Sequence[bytes], chunks))
 
 
 def split_frames(data: bytes) -> list[bytes]:

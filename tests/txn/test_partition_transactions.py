@@ -17,6 +17,7 @@ from replication.txn.verification import (
 )
 from storage.control import ControlType, build_marker_batch
 from storage.errors import ErrorCode
+from storage.file_region import FileRegion
 from storage.records import build_batch, read_header, set_base_offset
 
 
@@ -172,6 +173,10 @@ def test_a_read_committed_fetch_stops_at_the_stable_offset_and_names_aborted_rec
     fetched = b"".join(batches[:2])
     assert aborted_in(state, 0, fetched) == (AbortedTransaction(producer_id=1, first_offset=0),)
     assert aborted_in(state, 0, b"") == ()
+    # A region of the segment (sent with sendfile, never read) says where its batches end.
+    region = FileRegion(-1, 0, len(fetched), next_offset=2)
+    assert aborted_in(state, 0, region) == aborted_in(state, 0, fetched)
+    assert aborted_in(state, 1, FileRegion(-1, 0, 100, next_offset=1)) == ()
 
 
 def test_a_read_committed_consumer_drops_exactly_the_aborted_batches() -> None:

@@ -241,7 +241,9 @@ class BrokerApi:
         self.fetch_api: Api[BrokerFetchRequest, BrokerFetchResponse] = Api(
             "Fetch",
             lambda r, ctx: broker.fetch(
-                r, client_metadata(r.rack_id, ctx.listener, ctx.api_version)
+                r,
+                client_metadata(r.rack_id, ctx.listener, ctx.api_version),
+                file_regions=ctx.file_regions,
             ),
             BrokerFetchResponse,
         )

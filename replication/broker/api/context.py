@@ -17,7 +17,9 @@ class RequestContext:
     ``SSL``, ...); ``client_id`` the client's ``client.id`` (a Kafka request header's, or the
     ``kafka-client-id`` metadata of a gRPC call); ``api`` Kafka's API name (``Produce``,
     ``Fetch``, ``CreateTopics``, ...); ``api_version`` the version the client sent (-1 where a
-    transport has none, as gRPC).
+    transport has none, as gRPC); ``file_regions`` whether the transport sends a consumer
+    Fetch's records from `storage.file_region.FileRegion`s (a plaintext Kafka listener, with
+    ``sendfile``) rather than bytes.
     """
 
     principal: str = ANONYMOUS
@@ -27,3 +29,4 @@ class RequestContext:
     api: str = ""
     api_version: int = -1
     security_protocol: str = "PLAINTEXT"
+    file_regions: bool = False

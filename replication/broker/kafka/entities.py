@@ -13,6 +13,9 @@ them (see "lengths" below: it is generated Python, once per request class).
 `to_chunks` encodes an entity into a list of byte strings. kio's writers call ``write`` once per
 primitive and once per ``bytes``/``records`` field, so a record batch reaches the chunk list by
 identity: a fetch response's segment bytes are never copied here (`frame_writer` sends them).
+A ``records`` field may hold a `storage.file_region.FileRegion` (kio's writers take its
+``len`` for the length prefix and ``write`` it): it reaches the chunk list as it is, and
+`frame_writer` sends it from the file.
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ from typing import Any, Final, NoReturn, TypeVar
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from storage.file_region import FileRegion
+
 E = TypeVar("E")
 
 _EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
+Chunk = bytes | FileRegion
+"""What an encoded frame is made of: bytes, and the file regions of a Fetch's records."""
 
 
 class ChunkWriter:
@@ -40,13 +49,17 @@ class ChunkWriter:
     __slots__ = ("chunks", "size")
 
     def __init__(self) -> None:
-        self.chunks: list[bytes] = []
+        self.chunks: list[Chunk] = []
         self.size = 0
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: Chunk) -> int:
         self.chunks.append(data)
         self.size += len(data)
         return len(data)
+
+    def joined(self) -> bytes:
+        """The chunks as one byte string: of an entity without a `FileRegion` (a request)."""
+        return b"".join(typing.cast(list[bytes], self.chunks))
 
 
 def to_chunks(entity: Any, out: ChunkWriter | None = None) -> ChunkWriter:
@@ -557,6 +570,7 @@ def _least_entity_size(cls: type[Any]) -> int:
 
 
 __all__ = [
+    "Chunk",
     "ChunkWriter",
     "LengthError",
     "build",

@@ -48,6 +48,7 @@ from kio.static.primitive import i32
 
 from kraft.transport.unreachable import KAFKA_LISTENER_REPLY
 from replication.broker.kafka.entities import (
+    Chunk,
     ChunkWriter,
     check_lengths,
     null_field,
@@ -104,7 +105,7 @@ Event = Request | Closed | NeedData
 
 @dataclass(slots=True)
 class _Pending:
-    chunks: list[bytes] | None = None
+    chunks: list[Chunk] | None = None
     """The encoded frame once its response is ready; [] when nothing is sent (acks=0)."""
     done: bool = False
 
@@ -214,7 +215,7 @@ class KafkaConnection:
         """How many requests (from the first) have had their frames returned."""
         return self._next_to_send
 
-    def send(self, request: Request, response: Any) -> list[bytes]:
+    def send(self, request: Request, response: Any) -> list[Chunk]:
         """Encode ``response`` (a kio entity of ``request``'s API and version) and return every
         frame that may now be written, in request order (maybe none yet, maybe several)."""
         header_cls = type(response).__header_schema__
@@ -225,7 +226,7 @@ class KafkaConnection:
         writer.chunks[0] = _SIZE.pack(writer.size - 4)
         return self._ready(request.sequence, writer.chunks)
 
-    def send_encoded(self, request: Request, body: bytes) -> list[bytes]:
+    def send_encoded(self, request: Request, body: bytes) -> list[Chunk]:
         """As `send`, for a response body already encoded in ``request``'s version."""
         header_cls = response_class(request.api_key, request.api_version).__header_schema__
         header = _SIZE.pack(request.correlation_id)
@@ -234,11 +235,11 @@ class KafkaConnection:
         size = _SIZE.pack(len(header) + len(body))
         return self._ready(request.sequence, [size, header, body])
 
-    def skip(self, request: Request) -> list[bytes]:
+    def skip(self, request: Request) -> list[Chunk]:
         """No response for ``request`` (Produce with acks=0); returns the frames now due."""
         return self._ready(request.sequence, [])
 
-    def unsupported_api_versions(self, request: Request) -> list[bytes]:
+    def unsupported_api_versions(self, request: Request) -> list[Chunk]:
         """KIP-511: the v0 ApiVersions answer with UNSUPPORTED_VERSION and our ranges."""
         response = ApiVersionsResponseV0(
             error_code=KioErrorCode.unsupported_version,
@@ -251,11 +252,11 @@ class KafkaConnection:
         writer.chunks[0] = _SIZE.pack(writer.size - 4)
         return self._ready(request.sequence, writer.chunks)
 
-    def _ready(self, sequence: int, chunks: list[bytes]) -> list[bytes]:
+    def _ready(self, sequence: int, chunks: list[Chunk]) -> list[Chunk]:
         pending = self._pending.get(sequence)
         assert pending is not None and not pending.done, f"request {sequence} answered twice"
         pending.chunks, pending.done = chunks, True
-        out: list[bytes] = []
+        out: list[Chunk] = []
         while (head := self._pending.get(self._next_to_send)) is not None and head.done:
             out.extend(head.chunks or ())
             del self._pending[self._next_to_send]

@@ -32,7 +32,7 @@ import datetime
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import structlog
 
@@ -43,7 +43,7 @@ from replication.broker.api import RequestContext
 from replication.broker.api.context import ANONYMOUS
 from replication.broker.kafka.api import KafkaBrokerApi
 from replication.broker.kafka.apis import HANDLERS, SUPPORTED_VERSIONS
-from replication.broker.kafka.entities import build
+from replication.broker.kafka.entities import Chunk, build
 from replication.broker.kafka.frame_writer import prepare, write_frames
 from replication.broker.kafka.frames import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -145,7 +145,15 @@ class KafkaListener:
         pem = ssl.DER_cert_to_PEM_cert(der).encode()
         return principal_of_certificate(pem, tuple(self.config.principal_rules))
 
-    def context(self, request: Request, peer: Any, principal: str = ANONYMOUS) -> RequestContext:
+    def context(
+        self,
+        request: Request,
+        peer: Any,
+        principal: str = ANONYMOUS,
+        *,
+        file_regions: bool = False,
+    ) -> RequestContext:
+        """``file_regions``: the connection sends a Fetch's records from the file (plaintext)."""
         spec = HANDLERS.get(request.api_key)
         return RequestContext(
             principal=principal,
@@ -155,6 +163,7 @@ class KafkaListener:
             api=spec.name if spec is not None else str(request.api_key),
             api_version=request.api_version,
             security_protocol=self.config.security_protocol,
+            file_regions=file_regions,
         )
 
 
@@ -181,7 +190,8 @@ class _Connection:
         self._failed = False
         sock = writer.get_extra_info("socket")
         self._fd: int | None = None
-        """The socket to write frames to directly; None on SSL (its transport encrypts)."""
+        """The socket to write frames to directly (a Fetch's records with sendfile, from the
+        segment file); None on SSL (its transport encrypts)."""
         if writer.get_extra_info("sslcontext") is None and sock is not None:
             self._fd = sock.fileno()
             prepare(writer)
@@ -227,7 +237,9 @@ class _Connection:
                 frames = self._protocol.unsupported_api_versions(request)
             else:
                 spec = HANDLERS[request.api_key]
-                ctx = self._owner.context(request, self._peer, self._principal)
+                ctx = self._owner.context(
+                    request, self._peer, self._principal, file_regions=self._fd is not None
+                )
                 answer = await spec.handle(self._owner._api, request, ctx)
                 if answer is None:
                     frames = self._protocol.skip(request)
@@ -250,7 +262,7 @@ class _Connection:
             return
         await self._write(frames)
 
-    async def _write(self, frames: list[bytes]) -> None:
+    async def _write(self, frames: list[Chunk]) -> None:
         async with self._write_lock:
             released = self._protocol.sent - self._sent
             if self._failed or self._writer.is_closing():
@@ -259,8 +271,8 @@ class _Connection:
                 try:
                     if self._fd is not None:
                         await write_frames(self._writer, self._fd, frames)
-                    else:
-                        self._writer.writelines(frames)
+                    else:  # SSL: no region (`RequestContext.file_regions` is False)
+                        self._writer.writelines(cast(list[bytes], frames))
                         await self._writer.drain()
                 except (ConnectionError, OSError):
                     # NB: the client went away (reset) while its responses were due: close,

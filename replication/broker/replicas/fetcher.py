@@ -44,6 +44,7 @@ from replication.messages import (
     FetchTopic,
 )
 from storage.errors import ErrorCode, KraftError
+from storage.file_region import records_bytes
 
 SendFetch = Callable[[int, BrokerFetchRequest], Awaitable[BrokerFetchResponse]]
 """Send one Fetch to a leader broker id; raises `KraftError` on transport failure."""
@@ -291,7 +292,7 @@ def follower_answer(
         high_watermark=data.high_watermark,
         log_start_offset=data.log_start_offset,
         diverging_epoch=diverging_from_wire(data),
-        records=data.records,
+        records=records_bytes(data.records),  # bytes: decoded from gRPC
     )
 
 

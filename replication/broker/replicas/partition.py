@@ -90,6 +90,7 @@ from storage.checkpoint import FileCheckpoint
 from storage.config import LONG_MAX, LogConfig
 from storage.errors import CorruptRecordError, ErrorCode, KafkaStorageError, KraftError
 from storage.file_io import storage_error
+from storage.file_region import Records
 from storage.log import SegmentedLog
 from storage.log_cleaner import CleanJob, CleanOutput
 
@@ -532,10 +533,22 @@ class PartitionReplica(NoDriverEvents):
         try:
             return self.driver.read(from_offset, max_bytes, max_offset, min_one=min_one)
         except CorruptRecordError as e:
-            if not self.driver.is_leader or self.driver.in_sync_replicas() <= {self.local_id}:
-                self._logger.error("corrupt_batch_in_only_copy", offset=from_offset)
-                raise
+            self._on_corrupt(from_offset, e)
+            raise
+
+    def read_region(self, from_offset: int, max_bytes: int, max_offset: int | None) -> Records:
+        """`read` as a `FileRegion` (`SegmentedLog.read_region`, for ``sendfile``)."""
+        try:
+            with self.driver.storage_guard():
+                return self.log.read_region(from_offset, max_bytes, max_offset=max_offset)
+        except CorruptRecordError as e:  # a bad batch header on the way
+            self._on_corrupt(from_offset, e)
+            raise
+
+    def _on_corrupt(self, from_offset: int, e: CorruptRecordError) -> None:
+        if self.driver.is_leader and self.driver.in_sync_replicas() - {self.local_id}:
             raise self.go_offline(self.log.fail_corrupt(from_offset, e.message)) from e
+        self._logger.error("corrupt_batch_in_only_copy", offset=from_offset)  # see `read`
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """`SegmentedLog.offset_for_timestamp`; a disk error takes the replica offline."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from replication.core import ProducerStateManager
 from replication.messages import AbortedTransaction
+from storage.file_region import FileRegion, Records
 from storage.records import iter_batches
 
 READ_COMMITTED = 1
@@ -24,12 +25,16 @@ def last_stable_offset(state: ProducerStateManager, high_watermark: int) -> int:
 
 
 def aborted_in(
-    state: ProducerStateManager, fetch_offset: int, records: bytes
+    state: ProducerStateManager, fetch_offset: int, records: Records
 ) -> tuple[AbortedTransaction, ...]:
-    """The aborted transactions with records in ``records`` (read from ``fetch_offset``)."""
-    end = fetch_offset
-    for _, header in iter_batches(records):
-        end = header.next_offset
+    """The aborted transactions with records in ``records`` (read from ``fetch_offset``; a
+    region says where its batches end without being read)."""
+    if isinstance(records, FileRegion):
+        end = records.next_offset
+    else:
+        end = fetch_offset
+        for _, header in iter_batches(records):
+            end = header.next_offset
     if end <= fetch_offset:
         return ()
     return tuple(
