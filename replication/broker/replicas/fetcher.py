@@ -34,8 +34,10 @@ import structlog
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import Epoch, Offset, TopicPartition
 from replication.broker.loop_slice import LoopSlice
+from replication.broker.replicas.change_event import ChangeEvent, wait_any
 from replication.broker.replicas.throttle import ThrottleBucket
 from replication.core import DivergingEpoch, FollowerFetchRequest, FollowerFetchResponse
+from replication.driver import PartitionDriver
 from replication.messages import (
     BrokerFetchRequest,
     BrokerFetchResponse,
@@ -269,6 +271,31 @@ class LeaderFetcher:
             order[tp] = None
 
 
+async def follower_fetch_loop(
+    driver: PartitionDriver,
+    changed: ChangeEvent,
+    fetch_from_leader: Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]],
+    on_input: Callable[[], None],
+) -> None:
+    """One follower partition's fetches while its driver follows: each request goes to
+    ``fetch_from_leader`` (a `LeaderFetcher` batches it with the leader's other partitions)
+    and its answer back to the driver; with nothing to ask (a backoff, a truncation pending),
+    it waits for ``changed`` or the driver's next deadline (at most 100 ms)."""
+    while driver.is_follower:
+        generation = driver.generation
+        now = clock_ms()
+        request = driver.build_fetch_request(now)
+        if request is None:
+            deadline = driver.next_deadline_ms()
+            delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
+            await wait_any((changed,), delay_s)  # NB: no task per wait (wait_for's)
+            continue
+        response = await fetch_from_leader(request)
+        # NB: a newer follower role has no fetch in flight: the driver drops this answer.
+        driver.handle_fetch_response(generation, response, clock_ms())
+        on_input()
+
+
 def fetch_partition(request: FollowerFetchRequest, max_bytes: int) -> FetchPartition:
     """A follower core's fetch as one partition of a ``Broker.Fetch``."""
     return FetchPartition(
@@ -330,5 +357,6 @@ __all__ = [
     "diverging_from_wire",
     "fetch_partition",
     "follower_answer",
+    "follower_fetch_loop",
     "follower_response",
 ]

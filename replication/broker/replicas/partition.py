@@ -53,8 +53,8 @@ from kraft.metadata.image import PartitionRegistration
 from kraft.raft.messages import RaftMessage
 from kraft.raft_shell.clock import clock_ms
 from kraft.types import NodeId, TopicPartition
-from replication.broker.replicas.change_event import ChangeEvent, wait_any
-from replication.broker.replicas.fetcher import follower_response
+from replication.broker.replicas.change_event import ChangeEvent
+from replication.broker.replicas.fetcher import follower_fetch_loop, follower_response
 from replication.broker.replicas.producer_snapshots import ProducerSnapshotStore, scan_headers
 from replication.broker.replicas.quorum_host import QuorumHost
 from replication.broker.replicas.quorum_state import FileQuorumStateStore
@@ -671,24 +671,11 @@ class PartitionReplica(NoDriverEvents):
     def _ensure_fetcher(self) -> None:
         if self._fetcher is None or self._fetcher.done():
             self._fetcher = asyncio.create_task(
-                self._fetch_loop(), name=f"fetcher-{self.topic_partition}"
+                follower_fetch_loop(
+                    self.driver, self._changed, self._fetch_from_leader, self._input
+                ),
+                name=f"fetcher-{self.topic_partition}",
             )
-
-    async def _fetch_loop(self) -> None:
-        driver = self.driver
-        while driver.is_follower:
-            generation = driver.generation
-            now = clock_ms()
-            request = driver.build_fetch_request(now)
-            if request is None:
-                deadline = driver.next_deadline_ms()
-                delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
-                await wait_any((self._changed,), delay_s)  # NB: no task per wait (wait_for's)
-                continue
-            response = await self._fetch_from_leader(request)
-            # NB: a newer follower role has no fetch in flight: the driver drops this answer.
-            driver.handle_fetch_response(generation, response, clock_ms())
-            self._input()
 
 
 __all__ = [
