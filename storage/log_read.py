@@ -80,10 +80,7 @@ def read_batches(
         data = seg.read(from_offset, max(max_bytes, 0), max_offset, min_one=min_one)
     except CorruptRecordError as e:
         raise _corrupt(seg, from_offset, e.message, directory, logger) from e
-    corrupt = find_corrupt_batch(data)
-    if corrupt is not None:
-        raise _corrupt(seg, from_offset, corrupt, directory, logger)
-    return data
+    return _checked(seg, from_offset, data, directory, logger)
 
 
 def read_region(
@@ -126,6 +123,17 @@ def read_region(
             if e.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
     data = seg.io.pread(seg.fd, size, position) if size else b""
+    return _checked(seg, from_offset, data, directory, logger)
+
+
+def _checked(
+    seg: LogSegment, from_offset: int, data: bytes, directory: Path, logger: FilteringBoundLogger
+) -> bytes:
+    """``data`` once every batch in it passed its header, CRC and offset checks.
+
+    Raises:
+        CorruptRecordError: one did not (logged, as `_corrupt` says).
+    """
     corrupt = find_corrupt_batch(data)
     if corrupt is not None:
         raise _corrupt(seg, from_offset, corrupt, directory, logger)

@@ -507,6 +507,18 @@ class LogSegment:
                 return pos, h[_BASE]
         return self.size, self.next_offset
 
+    def _span(self, from_offset: int, max_bytes: int) -> tuple[int, int, int]:
+        """Where a read from ``from_offset`` starts (the indexed position at or below it) and
+        the batch boundary it reads up to: an index entry or the end of the file within
+        ``max_bytes`` when one lies there (then the buffer needs no trimming at its end), else
+        the last one below; ``(start, end offset, end position)``."""
+        index = self.offset_index
+        _, start = index.lookup(from_offset)
+        if self.size <= start + max_bytes:
+            return start, self.next_offset, self.size
+        end_offset, end = index.last_boundary_within(start + max_bytes)
+        return start, end_offset, end
+
     def read(
         self, from_offset: int, max_bytes: int, max_offset: int | None, *, min_one: bool = True
     ) -> bytes:
@@ -515,17 +527,9 @@ class LogSegment:
         whose base offset is ``>= max_offset``. One ``pread`` in the common case, and no copy when
         the range starts and ends at indexed batch boundaries (sequential reads of indexed
         batches)."""
-        index = self.offset_index
-        _, start = index.lookup(from_offset)
+        start, end_offset, end = self._span(from_offset, max_bytes)
         if start >= self.size:
             return b""
-        # Read up to a known batch boundary (an index entry or the end of the file) when one
-        # lies within max_bytes; then the buffer needs no trimming at its end.
-        limit = start + max_bytes
-        if self.size <= limit:
-            end_offset, end = self.next_offset, self.size
-        else:
-            end_offset, end = index.last_boundary_within(limit)
         if end > start:
             buf = self.io.pread(self.fd, end - start, start)
             # Fast path: the buffer ends at a batch boundary below max_offset, so when its first
@@ -535,7 +539,9 @@ class LogSegment:
                 if h[_BASE] <= from_offset <= h[_BASE] + h[_DELTA] and h[_MAGIC] == MAGIC:
                     return buf
         else:
-            end = min(self.size, limit + self.config.index_interval_bytes + BATCH_HEADER_SIZE)
+            end = min(
+                self.size, start + max_bytes + self.config.index_interval_bytes + BATCH_HEADER_SIZE
+            )
             buf = self.io.pread(self.fd, end - start, start)
         first: int | None = None  # position in buf of the batch holding from_offset
         off = 0
@@ -594,16 +600,9 @@ class LogSegment:
         Raises:
             CorruptRecordError: a bad batch header, or a length past the end of the file.
         """
-        index = self.offset_index
-        _, start = index.lookup(from_offset)
+        start, end_offset, end = self._span(from_offset, max_bytes)  # `read`'s buffer
         if start >= self.size:
             return start, 0, from_offset
-        # `read`'s buffer: up to a known batch boundary within max_bytes, else a little past.
-        limit = start + max_bytes
-        if self.size <= limit:
-            end_offset, end = self.next_offset, self.size
-        else:
-            end_offset, end = index.last_boundary_within(limit)
         if end > start:
             if max_offset is None or end_offset <= max_offset:
                 h = parse_header(self.io.pread(self.fd, BATCH_HEADER_SIZE, start), 0)
@@ -611,7 +610,9 @@ class LogSegment:
                     return start, end - start, end_offset
             bound = end
         else:
-            bound = min(self.size, limit + self.config.index_interval_bytes + BATCH_HEADER_SIZE)
+            bound = min(
+                self.size, start + max_bytes + self.config.index_interval_bytes + BATCH_HEADER_SIZE
+            )
         walk = self.config.index_interval_bytes + BATCH_HEADER_SIZE
         first = -1
         for pos, h in self.iter_headers(start, walk):
@@ -638,6 +639,7 @@ class LogSegment:
         limit = min(bound, first + max_bytes)
         # Every batch before an index entry within the limit goes; so does every batch before
         # the entry at or below max_offset. The headers after it are walked.
+        index = self.offset_index
         boundary_offset, boundary = index.last_boundary_within(limit)
         if max_offset is not None and boundary_offset > max_offset:
             boundary_offset, boundary = index.lookup(max_offset)
