@@ -25,7 +25,7 @@ client's CPU per record 6.87 -> 4.87 µs (its ``send()`` thread 4.37 -> 2.47), t
   once freed.
 
 A library never changes its host's collector: an application that embeds kraft's clients or a
-`RaftServer` and wants the same can call `tune_gc` once at start-up (docs/clients.md).
+`RaftServer` and wants the same can call `tune_gc` once at start-up (docs/operations.md, Sizing).
 """
 
 from __future__ import annotations
