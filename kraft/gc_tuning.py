@@ -76,11 +76,10 @@ fetch answer, a catch-up's batches) is freed, up to 32 and 64 MiB, so that from 
 blocks come from the heap and its free space stays mapped. A broker's bursts (a follower
 catching up after a partition heals, a backlog's fetch answers) then left their peak in its
 resident memory: in `python -m kraft.bench.catch_up --partitions 300 --megabytes 40` the
-follower kept 7-16 MiB of its 40-70 MiB burst, and the 60-minute netns soak's brokers grew
-1.4-2.3% per 10 minutes, most of it at bandwidth and partition faults (docs/guarantees.md).
-Fixed, a block of 128 KiB or more is mapped and unmapped on its own, and the heap gives back
-what is free at its top above 128 KiB: 0-3 MiB kept in the same bench (three alternated
-runs each, 2026-12-07, load 4-11)."""
+follower kept 7-16 MiB of its 40-70 MiB burst. Fixed, a block of 128 KiB or more is mapped and
+unmapped on its own, and the heap gives back what is free at its top above 128 KiB: 0-3 MiB
+kept in the same bench (three alternated runs each, 2026-12-07, load 4-11). It does not flatten
+the slow growth of a broker under the netns soak (docs/guarantees.md): that is something else."""
 
 
 def tune_server_malloc() -> bool:
