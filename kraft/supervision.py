@@ -26,7 +26,7 @@ from typing import Any, Final, final
 
 from structlog.typing import FilteringBoundLogger
 
-from kraft.gc_tuning import tune_server_gc
+from kraft.gc_tuning import collect_periodically, tune_server_gc
 
 EXIT_LOOP_DIED: Final = 1
 """The exit code of a process whose background loop died."""
@@ -106,9 +106,9 @@ async def serve_until_stopped(
     on_signal: Callable[[], Awaitable[None]],
     on_death: Callable[[], Awaitable[None]],
 ) -> int:
-    """Run a server process: ``start`` (then `tune_server_gc`), then wait for
-    SIGTERM/SIGINT (``on_signal``, exit 0) or a dead loop (``on_death``, exit `EXIT_LOOP_DIED`,
-    within `STOP_TIMEOUT_S`)."""
+    """Run a server process: ``start`` (then `tune_server_gc` and `collect_periodically`),
+    then wait for SIGTERM/SIGINT (``on_signal``, exit 0) or a dead loop (``on_death``, exit
+    `EXIT_LOOP_DIED`, within `STOP_TIMEOUT_S`)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -124,9 +124,10 @@ async def serve_until_stopped(
         raise
     stop_task = asyncio.create_task(stop.wait(), name="wait-for-signal")
     death_task = asyncio.create_task(supervisor.wait_for_death(), name="wait-for-death")
+    collector = asyncio.create_task(collect_periodically(), name="full-collections")
     done, _ = await asyncio.wait({stop_task, death_task}, return_when=asyncio.FIRST_COMPLETED)
     died = death_task in done
-    for task in (stop_task, death_task):
+    for task in (stop_task, death_task, collector):
         task.cancel()
     supervisor.close()
     if not died:

@@ -156,3 +156,50 @@ print(calls)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[False, False]", out.stdout + out.stderr
+
+
+def test_a_started_server_runs_full_collections_on_a_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cycle dropped while a server runs (gRPC leaves one per call) is freed by the server's
+    periodic full collection (`collect_periodically`), though no threshold was reached."""
+    import weakref
+
+    import kraft.gc_tuning as tuning
+
+    monkeypatch.setattr(tuning.collect_periodically, "__defaults__", (0.05,))
+    freed = asyncio.Event()
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    async def start() -> None:
+        pass
+
+    async def on_signal() -> None:
+        pass
+
+    async def main() -> int:
+        async def drop_a_cycle_then_stop() -> None:
+            node = Node()
+            weakref.finalize(node, freed.set)
+            del node
+            await asyncio.wait_for(freed.wait(), 30)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        asyncio.get_running_loop().call_soon(
+            lambda: asyncio.ensure_future(drop_a_cycle_then_stop())
+        )
+        return await serve_until_stopped(
+            LoopSupervisor(structlog.get_logger("test")),
+            start=start,
+            on_signal=on_signal,
+            on_death=on_signal,
+        )
+
+    thresholds = gc.get_threshold()
+    try:
+        assert asyncio.run(main()) == 0
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    assert freed.is_set()
