@@ -44,6 +44,7 @@ from google.protobuf.message import Message
 from kraft._generated import controller_pb2 as pb
 from kraft.raft.messages import CurrentLeader
 from storage.errors import ErrorCode, InvalidRequestError
+from storage.file_region import FileRegion
 
 T = TypeVar("T")
 
@@ -93,9 +94,11 @@ def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
 
 def _strip_optional(hint: Any) -> tuple[Any, bool]:
     if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
-        args = [a for a in typing.get_args(hint) if a is not NoneType]
+        # NB: records as a FileRegion are for sendfile on a Kafka listener; none reaches gRPC
+        members = typing.get_args(hint)
+        args = [a for a in members if a is not NoneType and a is not FileRegion]
         assert len(args) == 1, f"unsupported union {hint}"
-        return args[0], True
+        return args[0], NoneType in members
     return hint, False
 
 
