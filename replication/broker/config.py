@@ -53,7 +53,7 @@ from kraft.security.settings import AuthorizationSettings
 from kraft.security.tls import TlsConfig, listener_properties, node_tls, ssl_material
 from kraft.types import NodeId
 from replication.core import ReplicationConfig
-from replication.driver.quorum import QUORUM_LOG_CACHE_BYTES
+from replication.driver.quorum_log import QUORUM_LOG_CACHE_BYTES
 from storage.config import bool_fields_from_properties, int_fields_from_properties
 from storage.config_key import ConfigType
 from storage.config_registry import (

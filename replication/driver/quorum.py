@@ -89,7 +89,7 @@ from replication.driver.interface import (
     ReplicaLog,
 )
 from replication.driver.producer_state_load import ProducerStateLoad, load_producer_state
-from replication.driver.quorum_log import ReplicaRaftStorage
+from replication.driver.quorum_log import QUORUM_LOG_CACHE_BYTES, ReplicaRaftStorage
 from replication.driver.replica_files import ReplicaFiles
 from storage.batch_validation import apply_topic_policy, validate_produced_batch
 from storage.config import LogConfig
@@ -98,10 +98,6 @@ from storage.file_io import storage_error
 from storage.records import read_header
 
 _log: FilteringBoundLogger = structlog.get_logger("replication.driver.quorum")
-
-QUORUM_LOG_CACHE_BYTES = 4 << 20
-"""The Raft log's in-memory tail per partition (the metadata quorum keeps 32 MiB; a broker
-holds many partitions, and older batches are read back from the segment log)."""
 
 
 @final

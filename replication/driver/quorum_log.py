@@ -26,6 +26,10 @@ from replication.driver.interface import ReplicaLog
 from storage.leader_epoch import EpochEntry, LeaderEpochCache
 from storage.records import read_header, split_batches
 
+QUORUM_LOG_CACHE_BYTES = 4 << 20
+"""The Raft log's in-memory tail per partition (the metadata quorum keeps 32 MiB; a broker
+holds many partitions, and older batches are read back from the segment log)."""
+
 
 @final
 class ReplicaRaftStorage:
@@ -106,4 +110,4 @@ class MemoryQuorumStateStore:
         self.writes += 1
 
 
-__all__ = ["MemoryQuorumStateStore", "ReplicaRaftStorage"]
+__all__ = ["QUORUM_LOG_CACHE_BYTES", "MemoryQuorumStateStore", "ReplicaRaftStorage"]
