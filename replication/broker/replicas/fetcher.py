@@ -273,14 +273,18 @@ class LeaderFetcher:
 
 async def follower_fetch_loop(
     driver: PartitionDriver,
-    changed: ChangeEvent,
+    changed: Callable[[], ChangeEvent],
     fetch_from_leader: Callable[[FollowerFetchRequest], Awaitable[FollowerFetchResponse]],
     on_input: Callable[[], None],
 ) -> None:
     """One follower partition's fetches while its driver follows: each request goes to
     ``fetch_from_leader`` (a `LeaderFetcher` batches it with the leader's other partitions)
     and its answer back to the driver; with nothing to ask (a backoff, a truncation pending),
-    it waits for ``changed`` or the driver's next deadline (at most 100 ms)."""
+    it waits for the replica's next change or the driver's next deadline (at most 100 ms).
+
+    ``changed`` gives the replica's *current* change event: each change sets the event and
+    replaces it, so an event kept from before would be set for good, and the loop would spin
+    through the event loop until the backoff ended (stalls of 4-10 s in a broker kill)."""
     while driver.is_follower:
         generation = driver.generation
         now = clock_ms()
@@ -288,7 +292,7 @@ async def follower_fetch_loop(
         if request is None:
             deadline = driver.next_deadline_ms()
             delay_s = 0.1 if deadline is None else max(0.0, min(deadline - now, 100) / 1000)
-            await wait_any((changed,), delay_s)  # NB: no task per wait (wait_for's)
+            await wait_any((changed(),), delay_s)  # NB: no task per wait (wait_for's)
             continue
         response = await fetch_from_leader(request)
         # NB: a newer follower role has no fetch in flight: the driver drops this answer.

@@ -672,7 +672,7 @@ class PartitionReplica(NoDriverEvents):
         if self._fetcher is None or self._fetcher.done():
             self._fetcher = asyncio.create_task(
                 follower_fetch_loop(
-                    self.driver, self._changed, self._fetch_from_leader, self._input
+                    self.driver, lambda: self._changed, self._fetch_from_leader, self._input
                 ),
                 name=f"fetcher-{self.topic_partition}",
             )
